@@ -1,0 +1,31 @@
+package parley
+
+// EventKind says what changed.
+type EventKind uint8
+
+// Event kinds.
+const (
+	EventRoom    EventKind = iota + 1 // a room was created (members join with EventJoin)
+	EventJoin                         // UserID joined Room
+	EventLeave                        // UserID left Room
+	EventRead                         // UserID's read position in Room moved to ReadSeq
+	EventMessage                      // Message was stored; Room is the room after it
+)
+
+// Event is one committed change of a Store. A store that accepts an event
+// sink (the OnCommit field of its config) calls it with the changes of each
+// transaction, in commit order, after the commit and before any of the
+// writes in it returns to its caller. Caches and the fan-out hub are kept
+// current by it. Room is always the room as it stands after the change.
+type Event struct {
+	Kind    EventKind
+	Room    Room
+	UserID  string  // EventJoin, EventLeave, EventRead; the sender for EventMessage
+	ReadSeq int64   // EventRead, EventJoin: the member's read position
+	Message Message // EventMessage
+}
+
+// EventSink receives committed events in commit order. It runs on the
+// store's writer: it must not block and must not call back into the store's
+// write methods.
+type EventSink func([]Event)

@@ -1,0 +1,106 @@
+// Package parley is the vocabulary of the Parley chat server: users, rooms,
+// members and messages, the error type every transport maps to its wire, and
+// the contracts that have several implementations (the durable Store).
+//
+// It imports nothing from the project and no driver. Concrete types live in
+// packages named after what they wrap (sqlite, cache, rest, ...) and are wired
+// together only in cmd/parley.
+package parley
+
+import (
+	"crypto/rand"
+	"encoding/base32"
+	"time"
+)
+
+// User is a registered account.
+type User struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"-"`
+}
+
+// Room kinds.
+const (
+	KindGroup  = "group"
+	KindDirect = "direct"
+)
+
+// Room is a conversation. Every message of a room has a sequence number,
+// 1, 2, 3, ... with no holes; LastSeq is the newest.
+type Room struct {
+	ID             string    `json:"id"`
+	Kind           string    `json:"kind"`
+	Title          string    `json:"title"`
+	Capacity       int       `json:"capacity"` // 0 = unlimited
+	MemberCount    int       `json:"member_count"`
+	LastSeq        int64     `json:"last_seq"`
+	LastActivityAt time.Time `json:"last_activity_at"`
+	CreatedAt      time.Time `json:"-"`
+	// DirectKey identifies the pair of a direct room (see DirectKey); empty
+	// for group rooms.
+	DirectKey string `json:"-"`
+}
+
+// Full reports whether no one else can join the room.
+func (r Room) Full() bool { return r.Capacity > 0 && r.MemberCount >= r.Capacity }
+
+// Member is a user's membership of a room. ReadSeq is the user's read
+// position: messages with a seq above it are unread. It only moves forward.
+type Member struct {
+	RoomID   string    `json:"room_id"`
+	UserID   string    `json:"user_id"`
+	ReadSeq  int64     `json:"read_seq"`
+	JoinedAt time.Time `json:"joined_at"`
+}
+
+// Message is one stored message of a room.
+type Message struct {
+	ID         string    `json:"id"`
+	RoomID     string    `json:"room_id"`
+	Seq        int64     `json:"seq"`
+	SenderID   string    `json:"sender_id"`
+	SenderName string    `json:"sender_name"`
+	Body       string    `json:"body"`
+	ClientID   string    `json:"client_id"`
+	SentAt     time.Time `json:"sent_at"`
+}
+
+// RoomEntry is one line of a member's room list.
+type RoomEntry struct {
+	Room        Room     `json:"room"`
+	LastMessage *Message `json:"last_message"`
+	Unread      int64    `json:"unread"`
+}
+
+// Unread is the number of messages of room r after read position readSeq.
+func Unread(r Room, readSeq int64) int64 {
+	if n := r.LastSeq - readSeq; n > 0 {
+		return n
+	}
+	return 0
+}
+
+// NewID returns a fresh random identifier: 26 lowercase base32 characters
+// (128 random bits), opaque to clients.
+func NewID() string {
+	var b [16]byte
+	rand.Read(b[:]) // never fails (crypto/rand panics on a broken source)
+	return idEncoding.EncodeToString(b[:])
+}
+
+var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// Now returns the current time in UTC truncated to microseconds, the
+// precision every store keeps, so that a value read back equals the value
+// written.
+func Now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
+
+// DirectKey is the key that makes a direct room unique per pair of users,
+// whichever of the two asks.
+func DirectKey(a, b string) string {
+	if a > b {
+		a, b = b, a
+	}
+	return a + ":" + b
+}

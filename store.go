@@ -1,0 +1,139 @@
+package parley
+
+import (
+	"context"
+	"time"
+)
+
+// Store is the durable state of Parley: accounts, rooms, members and
+// messages. Implementations (sqlite, postgres) keep it on disk; cache wraps
+// any of them with an in-memory view of the hot reads. The conformance suite
+// in parleytest runs against every implementation.
+//
+// All methods are safe for concurrent use. Writes that return without error
+// are committed and durable per the implementation's sync setting. Errors a
+// user may see are *Error with the codes named below; anything else is
+// internal.
+type Store interface {
+	// CreateUser stores a new account. Fails with CodeNameTaken when the
+	// name is registered already.
+	CreateUser(ctx context.Context, u NewUser) (User, error)
+	// UserByName returns the account with that name and its password hash.
+	// Fails with CodeNotFound.
+	UserByName(ctx context.Context, name string) (User, []byte, error)
+	// User returns the account with that id. Fails with CodeNotFound.
+	User(ctx context.Context, id string) (User, error)
+	// CreateToken stores an access token by the hash of its secret.
+	CreateToken(ctx context.Context, t Token) error
+	// TokenUser returns the owner of the unexpired token with that hash at
+	// time now. Fails with CodeUnauthorized for an unknown or expired token.
+	TokenUser(ctx context.Context, hash []byte, now time.Time) (User, Token, error)
+
+	// CreateRoom stores a new room with its creator as the first member
+	// (and, for a direct room, the peer as the second). A direct room is
+	// unique per pair: asking again returns the existing room and created
+	// false. Fails with CodeNotFound when the peer does not exist.
+	CreateRoom(ctx context.Context, r NewRoom) (room Room, created bool, err error)
+	// Room returns a room. Fails with CodeNotFound.
+	Room(ctx context.Context, id string) (Room, error)
+	// Join makes userID a member of the room and returns the room after the
+	// change. joined is false when the user was a member already (nothing
+	// changes). Fails with CodeNotFound for an unknown room, CodeForbidden
+	// for a direct room, and CodeRoomFull when member_count has reached a
+	// non-zero capacity; member_count never exceeds capacity, under any
+	// concurrency.
+	Join(ctx context.Context, roomID, userID string) (room Room, joined bool, err error)
+	// Leave removes userID from the room and returns the room after the
+	// change. Leaving a room one is not a member of changes nothing. Fails
+	// with CodeNotFound for an unknown room.
+	Leave(ctx context.Context, roomID, userID string) (Room, error)
+	// Member returns a membership. Fails with CodeNotFound when the user is
+	// not a member (or the room does not exist).
+	Member(ctx context.Context, roomID, userID string) (Member, error)
+	// Members returns the user ids of every member of the room, in no
+	// particular order. Fails with CodeNotFound for an unknown room.
+	Members(ctx context.Context, roomID string) ([]string, error)
+	// Memberships returns every membership of the user, in no particular
+	// order.
+	Memberships(ctx context.Context, userID string) ([]Member, error)
+
+	// Send stores a message with the next seq of its room, assigned in the
+	// same transaction, and moves the sender's read position to it. A
+	// repeat of (room, sender, client_id) with a non-empty client_id
+	// returns the original message with created false and stores nothing.
+	// The caller must have checked membership.
+	Send(ctx context.Context, m NewMessage) (msg Message, created bool, err error)
+	// Messages returns a page of a room's history (see Page). Fails with
+	// CodeNotFound for an unknown room.
+	Messages(ctx context.Context, roomID string, p Page) ([]Message, error)
+	// Rooms returns the user's room list, newest activity first, one page
+	// after cursor (see RoomCursor), and the cursor of the next page ("" at
+	// the end).
+	Rooms(ctx context.Context, userID string, cursor string, limit int) ([]RoomEntry, string, error)
+	// MarkRead moves the user's read position in the room forward to seq
+	// (clamped to the room's last seq) and returns the membership after the
+	// change; a seq at or behind the position changes nothing. Fails with
+	// CodeNotFound when the user is not a member.
+	MarkRead(ctx context.Context, roomID, userID string, seq int64) (Member, error)
+
+	// Ping checks that the store is reachable.
+	Ping(ctx context.Context) error
+	// Close waits for pending writes and releases the store.
+	Close() error
+}
+
+// NewUser is a registration: the name and the password's KDF hash.
+type NewUser struct {
+	Name         string
+	PasswordHash []byte
+}
+
+// Token is a stored access token: only the hash of its secret is kept.
+type Token struct {
+	Hash      []byte
+	UserID    string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+}
+
+// NewRoom asks for a room. Kind is KindGroup or KindDirect; PeerID names the
+// other user of a direct room.
+type NewRoom struct {
+	Kind      string
+	Title     string
+	Capacity  int
+	CreatorID string
+	PeerID    string
+}
+
+// NewMessage asks to store a message. ClientID, when not empty, is the
+// sender's idempotency key.
+type NewMessage struct {
+	RoomID     string
+	SenderID   string
+	SenderName string
+	Body       string
+	ClientID   string
+}
+
+// Page selects a page of a room's history. With After >= 0 it is the
+// messages with seq > After, oldest first (catching up); otherwise it is the
+// messages with seq < Before (the newest when Before is 0), newest first.
+// Limit is the page size, 1 to MaxPageLimit.
+type Page struct {
+	Before int64
+	After  int64
+	Limit  int
+}
+
+// Newest returns the page of the newest limit messages.
+func Newest(limit int) Page { return Page{After: -1, Limit: limit} }
+
+// Forward reports whether the page is read oldest first.
+func (p Page) Forward() bool { return p.After >= 0 }
+
+// Page size bounds.
+const (
+	DefaultPageLimit = 50
+	MaxPageLimit     = 100
+)
