@@ -1,0 +1,106 @@
+package parley_test
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// pkgInfo is what the layout tests know of one package directory.
+type pkgInfo struct {
+	dir     string          // relative to the module root, "." for the root
+	imports map[string]bool // non-test imports
+	doc     bool            // a non-test file has a package comment
+}
+
+func loadPackages(t *testing.T) map[string]*pkgInfo {
+	t.Helper()
+	pkgs := map[string]*pkgInfo{}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != "." && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules" || name == "data") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly|parser.ParseComments)
+		if err != nil {
+			return err
+		}
+		dir := filepath.ToSlash(filepath.Dir(path))
+		p := pkgs[dir]
+		if p == nil {
+			p = &pkgInfo{dir: dir, imports: map[string]bool{}}
+			pkgs[dir] = p
+		}
+		if f.Doc != nil && strings.TrimSpace(f.Doc.Text()) != "" {
+			p.doc = true
+		}
+		for _, imp := range f.Imports {
+			path, _ := strconv.Unquote(imp.Path.Value)
+			p.imports[path] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("walk: %v", err)
+	}
+	return pkgs
+}
+
+// TestPackageDocs checks that every package says what it is for.
+func TestPackageDocs(t *testing.T) {
+	for dir, p := range loadPackages(t) {
+		if !p.doc {
+			t.Errorf("package %s has no package comment", dir)
+		}
+	}
+}
+
+// backends wrap one dependency each; they never import each other, and
+// only cmd/parley (the wiring point) imports them.
+var backends = map[string]bool{
+	"parley/sqlite": true, "parley/postgres": true, "parley/rabbitmq": true,
+	"parley/redis": true, "parley/inmem": true,
+}
+
+// TestImportDirections enforces the layout of the house style.
+func TestImportDirections(t *testing.T) {
+	for dir, p := range loadPackages(t) {
+		path := "parley"
+		if dir != "." {
+			path = "parley/" + dir
+		}
+		for imp := range p.imports {
+			project := imp == "parley" || strings.HasPrefix(imp, "parley/")
+			switch {
+			case path == "parley" && (project || strings.Contains(imp, ".")):
+				t.Errorf("root package imports %s: it may import only the standard library", imp)
+			case path == "parley/stomp" && (project || strings.Contains(imp, ".") || imp == "net" || strings.HasPrefix(imp, "net/")):
+				t.Errorf("stomp imports %s: the codec uses the standard library only, and no net", imp)
+			case backends[imp] && path != "parley/cmd/parley" && !strings.HasPrefix(path, "parley/cmd/"):
+				t.Errorf("%s imports backend %s: only cmd/parley wires backends", path, imp)
+			}
+		}
+	}
+}
+
+func TestMain(m *testing.M) {
+	// The layout tests read the tree from the module root.
+	if _, err := os.Stat("go.mod"); err != nil {
+		panic("run from the module root")
+	}
+	os.Exit(m.Run())
+}
