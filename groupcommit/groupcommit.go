@@ -1,0 +1,260 @@
+// Package groupcommit batches concurrent write requests into one
+// transaction: the group commit of databases, as a small generic helper for
+// the store backends (sqlite now, postgres later).
+//
+// A Writer owns one goroutine, the writer. Callers hand it requests with Do
+// and block until their own request is done. The writer takes everything
+// waiting, up to Config.MaxBatch requests, and calls the commit function once
+// for the batch; that function runs the batch in one transaction and sets the
+// result of each request. While one batch commits (an fsync, typically) the
+// next requests queue up, so the batch size grows with the load by itself:
+// one caller alone pays one commit, a thousand callers share a few.
+//
+// # Concurrency
+//
+// Do is safe for concurrent use. The commit function is only ever called by
+// the writer goroutine, one batch at a time, so it may keep unsynchronized
+// state between batches (prepared statements, a clock). The writer is
+// started by New and stopped by Close, which first lets it finish every
+// request that was already accepted.
+//
+// A request whose caller's context ends while it is still queued is dropped:
+// it never reaches the commit function and Do returns the context's error.
+// Once the writer has taken a request into a batch, Do waits for the batch's
+// outcome whatever the context does, so that an error from Do means the
+// request was not applied (or, for an error from the commit itself, that its
+// outcome is the commit's) and a nil error means it was.
+package groupcommit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ErrClosed is returned by Do after Close.
+var ErrClosed = errors.New("groupcommit: writer closed")
+
+// Request is one caller's request as the commit function sees it: the input
+// given to Do and the output and error the commit function sets for it.
+type Request[In, Out any] struct {
+	In  In
+	Out Out
+	// Err is this request's own failure (a logical one, such as a name
+	// taken); it does not affect the other requests of the batch.
+	Err error
+
+	state atomic.Int32 // queued, taken or dropped
+	done  chan struct{}
+}
+
+// Request states.
+const (
+	queued int32 = iota
+	taken
+	dropped
+)
+
+// CommitFunc runs one batch, in order, in one transaction, and sets Out and
+// Err of each request. A non-nil return means the transaction failed: every
+// request of the batch then fails with that error, whatever was set.
+type CommitFunc[In, Out any] func(batch []*Request[In, Out]) error
+
+// Config tunes a Writer. Zero fields take the documented defaults.
+type Config struct {
+	// MaxBatch is the most requests one batch holds. Default 256.
+	MaxBatch int
+	// QueueSize is how many requests may wait for the writer before Do
+	// blocks (back-pressure). Default 4 × MaxBatch.
+	QueueSize int
+	// OnBatch, when set, is called by the writer after each batch with its
+	// size, the time the commit function took and its error (metrics hook).
+	// It must not block.
+	OnBatch func(size int, took time.Duration, err error)
+}
+
+// DefaultMaxBatch is the default Config.MaxBatch.
+const DefaultMaxBatch = 256
+
+// Stats are a Writer's counters since New.
+type Stats struct {
+	Batches    uint64        // batches committed or failed
+	Requests   uint64        // requests in those batches
+	Failed     uint64        // batches whose commit function returned an error
+	CommitTime time.Duration // total time spent in the commit function
+}
+
+// MeanBatch is the mean number of requests per batch.
+func (s Stats) MeanBatch() float64 {
+	if s.Batches == 0 {
+		return 0
+	}
+	return float64(s.Requests) / float64(s.Batches)
+}
+
+// MeanCommit is the mean time one batch took in the commit function.
+func (s Stats) MeanCommit() time.Duration {
+	if s.Batches == 0 {
+		return 0
+	}
+	return s.CommitTime / time.Duration(s.Batches)
+}
+
+// Writer batches the requests of concurrent callers and commits them from
+// one goroutine. Create it with New; stop it with Close.
+type Writer[In, Out any] struct {
+	commit   CommitFunc[In, Out]
+	maxBatch int
+	onBatch  func(int, time.Duration, error)
+	queue    chan *Request[In, Out]
+	stopped  chan struct{} // closed when the writer goroutine has returned
+
+	mu     sync.RWMutex // guards closed; held for reading while sending to queue
+	closed bool
+
+	batches, requests, failed, commitNanos atomic.Uint64
+}
+
+// New starts a Writer that commits batches with commit.
+func New[In, Out any](commit CommitFunc[In, Out], cfg Config) *Writer[In, Out] {
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = DefaultMaxBatch
+	}
+	if cfg.QueueSize <= 0 {
+		cfg.QueueSize = 4 * cfg.MaxBatch
+	}
+	w := &Writer[In, Out]{
+		commit:   commit,
+		maxBatch: cfg.MaxBatch,
+		onBatch:  cfg.OnBatch,
+		queue:    make(chan *Request[In, Out], cfg.QueueSize),
+		stopped:  make(chan struct{}),
+	}
+	go w.run()
+	return w
+}
+
+// Do queues in for the next batch and waits until it is committed, then
+// returns the output and error the commit function set for it, or the
+// batch's error. It fails with ErrClosed after Close, and with ctx's error
+// when ctx ends before the writer took the request (see the package doc).
+func (w *Writer[In, Out]) Do(ctx context.Context, in In) (Out, error) {
+	var zero Out
+	if err := ctx.Err(); err != nil {
+		return zero, err
+	}
+	r := &Request[In, Out]{In: in, done: make(chan struct{})}
+	w.mu.RLock()
+	if w.closed {
+		w.mu.RUnlock()
+		return zero, ErrClosed
+	}
+	select {
+	case w.queue <- r:
+	case <-ctx.Done():
+		w.mu.RUnlock()
+		return zero, ctx.Err()
+	}
+	w.mu.RUnlock()
+
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		if r.state.CompareAndSwap(queued, dropped) {
+			return zero, ctx.Err()
+		}
+		<-r.done // in a batch already: its outcome is definite soon
+	}
+	return r.Out, r.Err
+}
+
+// Close stops accepting requests, waits until every accepted one is
+// committed, and stops the writer. It is safe to call more than once.
+func (w *Writer[In, Out]) Close() error {
+	w.mu.Lock()
+	if !w.closed {
+		w.closed = true
+		close(w.queue) // no sender holds the read lock now
+	}
+	w.mu.Unlock()
+	<-w.stopped
+	return nil
+}
+
+// Stats returns the counters so far.
+func (w *Writer[In, Out]) Stats() Stats {
+	return Stats{
+		Batches:    w.batches.Load(),
+		Requests:   w.requests.Load(),
+		Failed:     w.failed.Load(),
+		CommitTime: time.Duration(w.commitNanos.Load()),
+	}
+}
+
+// run is the writer goroutine: it ends when the queue is closed and drained.
+func (w *Writer[In, Out]) run() {
+	defer close(w.stopped)
+	batch := make([]*Request[In, Out], 0, w.maxBatch)
+	for r := range w.queue {
+		batch = batch[:0]
+		if r.state.CompareAndSwap(queued, taken) {
+			batch = append(batch, r)
+		}
+	gather:
+		for len(batch) < w.maxBatch {
+			select {
+			case r, ok := <-w.queue:
+				if !ok {
+					break gather
+				}
+				if r.state.CompareAndSwap(queued, taken) {
+					batch = append(batch, r)
+				}
+			default:
+				break gather
+			}
+		}
+		if len(batch) > 0 {
+			w.runBatch(batch)
+		}
+		clear(batch) // let the requests be collected
+	}
+}
+
+// runBatch commits one batch and wakes its callers.
+func (w *Writer[In, Out]) runBatch(batch []*Request[In, Out]) {
+	start := time.Now()
+	err := w.safeCommit(batch)
+	took := time.Since(start)
+
+	w.batches.Add(1)
+	w.requests.Add(uint64(len(batch)))
+	w.commitNanos.Add(uint64(took))
+	if err != nil {
+		w.failed.Add(1)
+		var zero Out
+		for _, r := range batch {
+			r.Out, r.Err = zero, err
+		}
+	}
+	if w.onBatch != nil {
+		w.onBatch(len(batch), took, err)
+	}
+	for _, r := range batch {
+		close(r.done)
+	}
+}
+
+// safeCommit calls the commit function, turning a panic into an error for
+// the batch so that its callers are not left waiting forever.
+func (w *Writer[In, Out]) safeCommit(batch []*Request[In, Out]) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("groupcommit: commit panicked: %v", p)
+		}
+	}()
+	return w.commit(batch)
+}

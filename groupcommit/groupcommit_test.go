@@ -1,0 +1,181 @@
+package groupcommit_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"parley/groupcommit"
+)
+
+// double commits each request by doubling it; odd inputs fail on their own.
+func double(batch []*groupcommit.Request[int, int]) error {
+	for _, r := range batch {
+		if r.In%2 == 1 {
+			r.Err = errors.New("odd")
+			continue
+		}
+		r.Out = 2 * r.In
+	}
+	return nil
+}
+
+func TestDoResults(t *testing.T) {
+	w := groupcommit.New(double, groupcommit.Config{})
+	defer w.Close()
+	var wg sync.WaitGroup
+	for i := range 200 {
+		wg.Go(func() {
+			got, err := w.Do(context.Background(), i)
+			if i%2 == 1 {
+				if err == nil {
+					t.Errorf("Do(%d) error = nil, want odd", i)
+				}
+				return
+			}
+			if err != nil || got != 2*i {
+				t.Errorf("Do(%d) = %d, %v, want %d, nil", i, got, err, 2*i)
+			}
+		})
+	}
+	wg.Wait()
+	if st := w.Stats(); st.Requests != 200 || st.Batches == 0 || st.Batches > 200 {
+		t.Errorf("Stats() = %+v, want 200 requests in 1 to 200 batches", st)
+	}
+}
+
+func TestBatching(t *testing.T) {
+	// A slow commit makes the callers pile up behind it.
+	var sizes []int
+	var mu sync.Mutex
+	slow := func(batch []*groupcommit.Request[int, int]) error {
+		time.Sleep(2 * time.Millisecond)
+		return double(batch)
+	}
+	w := groupcommit.New(slow, groupcommit.Config{MaxBatch: 50, OnBatch: func(n int, _ time.Duration, _ error) {
+		mu.Lock()
+		sizes = append(sizes, n)
+		mu.Unlock()
+	}})
+	var wg sync.WaitGroup
+	for i := range 500 {
+		wg.Go(func() { w.Do(context.Background(), 2*i) })
+	}
+	wg.Wait()
+	w.Close()
+	st := w.Stats()
+	if st.Requests != 500 {
+		t.Errorf("Stats().Requests = %d, want 500", st.Requests)
+	}
+	if st.MeanBatch() < 2 {
+		t.Errorf("Stats().MeanBatch() = %.1f, want batching (≥ 2)", st.MeanBatch())
+	}
+	total := 0
+	for _, n := range sizes {
+		if n > 50 {
+			t.Errorf("batch of %d, want at most MaxBatch 50", n)
+		}
+		total += n
+	}
+	if total != 500 || uint64(len(sizes)) != st.Batches {
+		t.Errorf("OnBatch saw %d requests in %d batches, want 500 in %d", total, len(sizes), st.Batches)
+	}
+}
+
+func TestBatchError(t *testing.T) {
+	boom := errors.New("boom")
+	fail := func(batch []*groupcommit.Request[int, int]) error {
+		double(batch)
+		return boom
+	}
+	w := groupcommit.New(fail, groupcommit.Config{})
+	defer w.Close()
+	if got, err := w.Do(context.Background(), 2); !errors.Is(err, boom) || got != 0 {
+		t.Errorf("Do() = %d, %v, want 0, boom", got, err)
+	}
+	if st := w.Stats(); st.Failed != 1 {
+		t.Errorf("Stats().Failed = %d, want 1", st.Failed)
+	}
+}
+
+func TestPanic(t *testing.T) {
+	w := groupcommit.New(func([]*groupcommit.Request[int, int]) error { panic("bug") }, groupcommit.Config{})
+	defer w.Close()
+	if _, err := w.Do(context.Background(), 2); err == nil {
+		t.Errorf("Do() error = nil, want the panic as an error")
+	}
+	// The writer survives.
+	if _, err := w.Do(context.Background(), 4); err == nil {
+		t.Errorf("second Do() error = nil, want the panic as an error")
+	}
+}
+
+func TestCancelQueued(t *testing.T) {
+	var committed atomic.Int64
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	commit := func(batch []*groupcommit.Request[int, int]) error {
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+		<-release
+		for _, r := range batch {
+			committed.Add(int64(r.In))
+		}
+		return nil
+	}
+	w := groupcommit.New(commit, groupcommit.Config{})
+	done := make(chan struct{})
+	go func() { w.Do(context.Background(), 1); close(done) }()
+	<-started // the writer is busy with request 1
+
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error)
+	go func() { _, err := w.Do(ctx, 100); errc <- err }()
+	time.Sleep(10 * time.Millisecond) // let it queue
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Errorf("Do(cancelled) error = %v, want context.Canceled", err)
+	}
+	close(release)
+	<-done
+	w.Close()
+	if got := committed.Load(); got != 1 {
+		t.Errorf("committed sum = %d, want 1 (the cancelled request never runs)", got)
+	}
+}
+
+func TestCloseDrains(t *testing.T) {
+	var committed atomic.Int64
+	commit := func(batch []*groupcommit.Request[int, int]) error {
+		time.Sleep(time.Millisecond)
+		committed.Add(int64(len(batch)))
+		return nil
+	}
+	w := groupcommit.New(commit, groupcommit.Config{MaxBatch: 4})
+	var wg sync.WaitGroup
+	var ok atomic.Int64
+	for i := range 100 {
+		wg.Go(func() {
+			if _, err := w.Do(context.Background(), i); err == nil {
+				ok.Add(1)
+			} else if !errors.Is(err, groupcommit.ErrClosed) {
+				t.Errorf("Do() error = %v, want nil or ErrClosed", err)
+			}
+		})
+	}
+	time.Sleep(5 * time.Millisecond)
+	w.Close()
+	wg.Wait()
+	if committed.Load() != ok.Load() {
+		t.Errorf("committed %d requests, %d callers saw success", committed.Load(), ok.Load())
+	}
+	if _, err := w.Do(context.Background(), 1); !errors.Is(err, groupcommit.ErrClosed) {
+		t.Errorf("Do() after Close error = %v, want ErrClosed", err)
+	}
+	w.Close() // idempotent
+}
