@@ -1,0 +1,260 @@
+// Package hub fans committed messages out to the local subscribers of this
+// node: the subscribers of a room's topic and the personal message queue of
+// every member of the room. It knows nothing of STOMP or sockets: a
+// subscriber is a Receiver, which the gateway implements with a bounded
+// outbound queue per session.
+//
+// # Event intake
+//
+// The store calls Apply (a parley.EventSink) on its writer goroutine, in
+// commit order. Apply never blocks: it appends the events to an unbounded
+// in-memory queue, measured by the parley_hub_pending_events gauge, and one
+// dispatch goroutine processes that queue in order. Unbounded is the
+// deliberate choice: blocking would stall every commit behind one fan-out,
+// and dropping would lose a message between the store and its subscribers,
+// which design §5 forbids. The queue cannot grow faster than the store
+// commits, and the dispatch goroutine only does non-blocking hand-offs, so in
+// practice it stays near empty; the gauge shows it if it does not.
+//
+// Deliver is the same path for a message whose recipients are already known
+// (cluster mode: a broker hands this node a message and its local
+// recipients).
+//
+// # Order
+//
+// One goroutine dispatches every event in commit order, and Receiver.Deliver
+// is called under the hub's lock, so every receiver sees each room's
+// messages in seq order. A subscription starts buffering (see Subscribe) and
+// Start merges its history with the buffer by seq, so a resumed subscriber
+// sees no gap and no duplicate.
+//
+// # Locks
+//
+// Hub.mu is taken before any receiver's lock: Receiver methods are called
+// with Hub.mu held, so they must not call back into the Hub.
+package hub
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"parley"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Members lists the user ids of a room's members. The cache serves it from
+// memory. It fails with parley.CodeNotFound for an unknown room.
+type Members interface {
+	Members(ctx context.Context, roomID string) ([]string, error)
+}
+
+// Config configures a Hub. Zero fields take the documented defaults.
+type Config struct {
+	// Members lists a room's members, for the personal queues (required).
+	Members Members
+	// MaxBuffered bounds the live messages a subscription buffers while it
+	// catches up on history; past it, the receiver is told it lagged.
+	// Default 4096.
+	MaxBuffered int
+	// Registerer, when set, registers the hub's metrics.
+	Registerer prometheus.Registerer
+	// Logger logs failures. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Hub is the local fan-out. Create it with New and stop it with Close.
+type Hub struct {
+	members     Members
+	maxBuffered int
+	log         *slog.Logger
+	m           metrics
+
+	qmu     sync.Mutex // guards the following fields
+	queue   []item     // events waiting for dispatch, in commit order
+	closing bool
+	wake    chan struct{} // signalled when queue becomes non-empty
+	done    chan struct{} // closed when the dispatch goroutine returns
+
+	mu    sync.Mutex        // guards the following fields and every Sub's hub state
+	rooms map[string][]*Sub // room id -> subscriptions to its topic
+	users map[string][]*Sub // user id -> subscriptions to the personal queue
+	nsubs [2]int            // room and user subscriptions, for the gauge
+	spare []item            // the previous batch, reused by run
+}
+
+// item is one event waiting for dispatch.
+type item struct {
+	msg        *Message // a message, or nil for a leave
+	recipients []string // explicit recipients (Deliver); nil: the room's members
+	explicit   bool
+	roomID     string // leave: the room
+	userID     string // leave: the user who left
+}
+
+// New returns a running Hub.
+func New(cfg Config) *Hub {
+	if cfg.MaxBuffered <= 0 {
+		cfg.MaxBuffered = 4096
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	h := &Hub{
+		members:     cfg.Members,
+		maxBuffered: cfg.MaxBuffered,
+		log:         cfg.Logger,
+		m:           newMetrics(cfg.Registerer),
+		wake:        make(chan struct{}, 1),
+		done:        make(chan struct{}),
+		rooms:       map[string][]*Sub{},
+		users:       map[string][]*Sub{},
+	}
+	go h.run()
+	return h
+}
+
+// Apply takes committed events from the store, in commit order. It is a
+// parley.EventSink: it never blocks and keeps nothing of evs after it
+// returns. Messages and leaves are dispatched; other events are ignored.
+func (h *Hub) Apply(evs []parley.Event) {
+	now := time.Now()
+	h.qmu.Lock()
+	n := 0
+	for i := range evs {
+		ev := &evs[i]
+		switch ev.Kind {
+		case parley.EventMessage:
+			h.queue = append(h.queue, item{msg: NewMessage(ev.Message, now)})
+			n++
+		case parley.EventLeave:
+			h.queue = append(h.queue, item{roomID: ev.Room.ID, userID: ev.UserID})
+			n++
+		}
+	}
+	h.signalLocked(n)
+	h.qmu.Unlock()
+}
+
+// Deliver queues m for the subscribers of its room on this node and for the
+// personal queues of recipients, after every event queued before it. It is
+// the entry point of a cluster broker, which knows the recipients on this
+// node; it never blocks.
+func (h *Hub) Deliver(m parley.Message, recipients []string) {
+	h.qmu.Lock()
+	h.queue = append(h.queue, item{msg: NewMessage(m, time.Now()), recipients: recipients, explicit: true})
+	h.signalLocked(1)
+	h.qmu.Unlock()
+}
+
+// signalLocked records n new items and wakes the dispatcher.
+func (h *Hub) signalLocked(n int) {
+	if n == 0 || h.closing {
+		return
+	}
+	h.m.pending.Add(float64(n))
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Close dispatches the events queued so far, then stops the dispatch
+// goroutine. Events applied after Close are ignored.
+func (h *Hub) Close() error {
+	h.qmu.Lock()
+	if !h.closing {
+		h.closing = true
+		close(h.wake)
+	}
+	h.qmu.Unlock()
+	<-h.done
+	return nil
+}
+
+// run is the dispatch goroutine, owned by the Hub and stopped by Close.
+func (h *Hub) run() {
+	defer close(h.done)
+	for {
+		h.qmu.Lock()
+		batch := h.queue
+		h.queue = h.spare[:0]
+		closing := h.closing
+		h.qmu.Unlock()
+		for i := range batch {
+			h.dispatch(&batch[i])
+			batch[i] = item{}
+		}
+		h.m.pending.Sub(float64(len(batch)))
+		h.spare = batch
+		if len(batch) > 0 {
+			continue
+		}
+		if closing {
+			return
+		}
+		<-h.wake
+	}
+}
+
+// dispatch processes one event.
+func (h *Hub) dispatch(it *item) {
+	if it.msg == nil {
+		h.leave(it.roomID, it.userID)
+		return
+	}
+	m := it.msg
+	recipients := it.recipients
+	if !it.explicit && h.hasUserSubs() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		var err error
+		recipients, err = h.members.Members(ctx, m.RoomID)
+		cancel()
+		if err != nil {
+			// The room subscribers still get the message; the personal
+			// queues cannot be told apart, so it is logged and counted.
+			h.log.Error("hub: members of room", "room", m.RoomID, "err", err)
+			h.m.memberErrors.Inc()
+		}
+	}
+	n := 0
+	h.mu.Lock()
+	for _, s := range h.rooms[m.RoomID] {
+		h.sendLocked(s, m)
+		n++
+	}
+	for _, u := range recipients {
+		for _, s := range h.users[u] {
+			h.sendLocked(s, m)
+			n++
+		}
+	}
+	h.mu.Unlock()
+	h.m.messages.Inc()
+	h.m.fanout.Add(float64(n))
+}
+
+func (h *Hub) hasUserSubs() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.users) > 0
+}
+
+// leave drops every subscription of userID to the room's topic: a member who
+// leaves stops receiving the room at once.
+func (h *Hub) leave(roomID, userID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	subs := h.rooms[roomID]
+	for i := 0; i < len(subs); {
+		if s := subs[i]; s.UserID == userID {
+			h.removeLocked(s)
+			s.removed.Store(true)
+			subs = h.rooms[roomID]
+			continue
+		}
+		i++
+	}
+}

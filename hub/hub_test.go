@@ -1,0 +1,227 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"parley"
+)
+
+// room is a fake store of one room's messages that reports its commits to a
+// hub, the way the store's OnCommit sink does.
+type room struct {
+	mu      sync.Mutex
+	id      string
+	msgs    []parley.Message
+	members []string
+	sink    parley.EventSink
+}
+
+func (r *room) Members(ctx context.Context, roomID string) ([]string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if roomID != r.id {
+		return nil, parley.Errorf(parley.CodeNotFound, "no room")
+	}
+	return append([]string(nil), r.members...), nil
+}
+
+// send commits a message and calls the sink under the lock, in commit order.
+func (r *room) send(body string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := parley.Message{ID: parley.NewID(), RoomID: r.id, Seq: int64(len(r.msgs) + 1), Body: body}
+	r.msgs = append(r.msgs, m)
+	r.sink([]parley.Event{{Kind: parley.EventMessage, Message: m, Room: parley.Room{ID: r.id}}})
+}
+
+func (r *room) leave(user string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sink([]parley.Event{{Kind: parley.EventLeave, UserID: user, Room: parley.Room{ID: r.id}}})
+}
+
+// history reads pages of at most 3 messages, to exercise paging.
+func (r *room) history(ctx context.Context, after int64) ([]parley.Message, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var page []parley.Message
+	for _, m := range r.msgs {
+		if m.Seq > after && len(page) < 3 {
+			page = append(page, m)
+		}
+	}
+	return page, nil
+}
+
+// recorder is a Receiver that records the seqs it gets.
+type recorder struct {
+	mu     sync.Mutex
+	seqs   []int64
+	lagged bool
+	got    chan struct{}
+}
+
+func newRecorder() *recorder { return &recorder{got: make(chan struct{}, 1<<16)} }
+
+func (r *recorder) Deliver(m *Message) {
+	r.mu.Lock()
+	r.seqs = append(r.seqs, m.Seq)
+	r.mu.Unlock()
+	r.got <- struct{}{}
+}
+
+func (r *recorder) Lagged() {
+	r.mu.Lock()
+	r.lagged = true
+	r.mu.Unlock()
+	r.got <- struct{}{}
+}
+
+// waitFor waits until r has n seqs and returns them.
+func (r *recorder) waitFor(t *testing.T, n int) []int64 {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		r.mu.Lock()
+		if len(r.seqs) >= n {
+			s := append([]int64(nil), r.seqs...)
+			r.mu.Unlock()
+			return s
+		}
+		r.mu.Unlock()
+		select {
+		case <-r.got:
+		case <-timeout:
+			t.Fatalf("got %v, want %d messages", r.seqs, n)
+		}
+	}
+}
+
+func newTestHub(t *testing.T, cfg Config) (*Hub, *room) {
+	r := &room{id: "r1", members: []string{"alice", "bob"}}
+	cfg.Members = r
+	h := New(cfg)
+	r.sink = h.Apply
+	t.Cleanup(func() { h.Close() })
+	return h, r
+}
+
+func directSend(s *Sub) Send {
+	return func(ctx context.Context, m *Message) error { s.To.Deliver(m); return nil }
+}
+
+func checkSeqs(t *testing.T, got []int64, from, to int64) {
+	t.Helper()
+	if len(got) != int(to-from+1) {
+		t.Fatalf("got %d messages %v, want seqs %d to %d", len(got), got, from, to)
+	}
+	for i, s := range got {
+		if s != from+int64(i) {
+			t.Fatalf("message %d has seq %d, want %d (all: %v)", i, s, from+int64(i), got)
+		}
+	}
+}
+
+func TestFanOutToRoomAndPersonalQueues(t *testing.T) {
+	h, r := newTestHub(t, Config{})
+	topic, queue, outsider := newRecorder(), newRecorder(), newRecorder()
+	subs := []*Sub{
+		{To: topic, UserID: "alice", RoomID: "r1"},
+		{To: queue, UserID: "bob"},
+		{To: outsider, UserID: "carol"},
+	}
+	for _, s := range subs {
+		h.Subscribe(s)
+		if err := h.Start(context.Background(), s, -1, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 5 {
+		r.send("hi")
+	}
+	checkSeqs(t, topic.waitFor(t, 5), 1, 5)
+	checkSeqs(t, queue.waitFor(t, 5), 1, 5)
+	h.Close()
+	if len(outsider.seqs) != 0 {
+		t.Errorf("a non-member's personal queue got %v", outsider.seqs)
+	}
+}
+
+func TestLeaveDropsRoomSubscriptions(t *testing.T) {
+	h, r := newTestHub(t, Config{})
+	alice, bob := newRecorder(), newRecorder()
+	as := &Sub{To: alice, UserID: "alice", RoomID: "r1"}
+	bs := &Sub{To: bob, UserID: "bob", RoomID: "r1"}
+	for _, s := range []*Sub{as, bs} {
+		h.Subscribe(s)
+		h.Start(context.Background(), s, -1, nil, nil)
+	}
+	r.send("one")
+	r.leave("bob")
+	r.send("two")
+	checkSeqs(t, alice.waitFor(t, 2), 1, 2)
+	h.Close()
+	checkSeqs(t, bob.seqs, 1, 1)
+	if !bs.Removed() || as.Removed() {
+		t.Errorf("Removed() = alice %v, bob %v; want false, true", as.Removed(), bs.Removed())
+	}
+}
+
+// TestResumeUnderConcurrentSends subscribes with since-seq while messages
+// keep being committed, and checks that the subscriber sees every seq after
+// the one it gave exactly once, in order.
+func TestResumeUnderConcurrentSends(t *testing.T) {
+	h, r := newTestHub(t, Config{})
+	for range 20 {
+		r.send("old")
+	}
+	const total = 500
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range total - 20 {
+			r.send("new")
+		}
+	}()
+	for _, since := range []int64{0, 7, 19} {
+		rec := newRecorder()
+		s := &Sub{To: rec, UserID: "alice", RoomID: "r1"}
+		h.Subscribe(s)
+		if err := h.Start(context.Background(), s, since, r.history, directSend(s)); err != nil {
+			t.Fatalf("Start(since %d): %v", since, err)
+		}
+		<-done
+		checkSeqs(t, rec.waitFor(t, int(total-since)), since+1, total)
+	}
+}
+
+func TestCatchUpLag(t *testing.T) {
+	h, r := newTestHub(t, Config{MaxBuffered: 2})
+	for range 5 {
+		r.send("old")
+	}
+	rec := newRecorder()
+	s := &Sub{To: rec, UserID: "alice", RoomID: "r1"}
+	h.Subscribe(s)
+	// The history read blocks while three live messages arrive.
+	stall := func(ctx context.Context, after int64) ([]parley.Message, error) {
+		for range 3 {
+			r.send("live")
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for !s.Removed() && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		return r.history(ctx, after)
+	}
+	err := h.Start(context.Background(), s, 0, stall, directSend(s))
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if !errors.Is(err, errRemoved) || !rec.lagged {
+		t.Errorf("Start = %v, lagged %v; want errRemoved and lagged", err, rec.lagged)
+	}
+}

@@ -1,0 +1,204 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"parley"
+)
+
+// Receiver is the consumer of one subscription: in the gateway, a session's
+// subscription, which queues frames for its socket. The Hub calls its
+// methods with its lock held, from the dispatch goroutine or from Start, so
+// they must not block and must not call back into the Hub.
+type Receiver interface {
+	// Deliver hands over a message. Within a room, messages arrive in seq
+	// order. A receiver that cannot take it (its queue is full) deals with
+	// the overflow itself, typically by closing its session.
+	Deliver(m *Message)
+	// Lagged reports that live messages arrived faster than the
+	// subscription could catch up on history: more than
+	// Config.MaxBuffered of them were waiting. The Hub has dropped the
+	// subscription; the receiver must tell its client.
+	Lagged()
+}
+
+// Sub is one subscription as the Hub knows it. The caller fills the exported
+// fields and passes it to Subscribe; the Hub owns the rest.
+type Sub struct {
+	To     Receiver
+	UserID string // the subscriber
+	RoomID string // the room of a topic subscription; "" for the personal queue
+
+	idx       int        // position in h.rooms[RoomID] or h.users[UserID]; -1 when not registered
+	buffering bool       // live messages go to buf until Start merges them
+	buf       []*Message // live messages held back during the catch-up
+	sent      int64      // the last seq Start sent: later live ones at or below it are duplicates
+	removed   atomic.Bool
+}
+
+// Removed reports whether the Hub dropped the subscription on its own
+// because the user left the room (or it lagged).
+func (s *Sub) Removed() bool { return s.removed.Load() }
+
+// Subscribe registers s. Until Start is called, live messages for s are
+// held back, so that whatever the caller does in between (check
+// membership, read history) cannot race with the dispatcher.
+func (h *Hub) Subscribe(s *Sub) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s.buffering = true
+	s.buf = nil
+	s.sent = 0
+	if s.RoomID != "" {
+		s.idx = len(h.rooms[s.RoomID])
+		h.rooms[s.RoomID] = append(h.rooms[s.RoomID], s)
+		h.nsubs[0]++
+	} else {
+		s.idx = len(h.users[s.UserID])
+		h.users[s.UserID] = append(h.users[s.UserID], s)
+		h.nsubs[1]++
+	}
+	h.updateGaugesLocked()
+}
+
+// Unsubscribe removes s. It is a no-op if s is not registered.
+func (h *Hub) Unsubscribe(s *Sub) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.removeLocked(s)
+}
+
+// removeLocked takes s out of its list by swapping the last one into its
+// place.
+func (h *Hub) removeLocked(s *Sub) {
+	m, key, kind := h.rooms, s.RoomID, 0
+	if s.RoomID == "" {
+		m, key, kind = h.users, s.UserID, 1
+	}
+	list := m[key]
+	if s.idx < 0 || s.idx >= len(list) || list[s.idx] != s {
+		return
+	}
+	last := len(list) - 1
+	list[s.idx] = list[last]
+	list[s.idx].idx = s.idx
+	list[last] = nil
+	if last == 0 {
+		delete(m, key)
+	} else {
+		m[key] = list[:last]
+	}
+	s.idx = -1
+	s.buf = nil
+	h.nsubs[kind]--
+	h.updateGaugesLocked()
+}
+
+// sendLocked hands m to s, or holds it back while s catches up.
+func (h *Hub) sendLocked(s *Sub, m *Message) {
+	if !s.buffering {
+		if m.Seq > s.sent {
+			s.To.Deliver(m)
+		}
+		return
+	}
+	if len(s.buf) >= h.maxBuffered {
+		h.removeLocked(s)
+		s.removed.Store(true)
+		h.m.lagged.Inc()
+		s.To.Lagged()
+		return
+	}
+	s.buf = append(s.buf, m)
+}
+
+// History reads one page of a room's history: messages with seq > after,
+// oldest first, as many as the store gives in one page. An empty page means
+// there is nothing after after.
+type History func(ctx context.Context, after int64) ([]parley.Message, error)
+
+// Send hands one history message to the subscriber, waiting for room in its
+// queue if need be; it fails when ctx ends or the subscriber is gone.
+type Send func(ctx context.Context, m *Message) error
+
+// Start makes a subscription registered with Subscribe live. With after >= 0
+// it first sends every stored message with seq > after, read with history
+// and handed over with send, then the live messages held back since
+// Subscribe that are newer than the last one sent, then lets the dispatcher
+// deliver directly: no gap, no duplicate, in seq order. With after < 0 it
+// only releases the messages held back. Start is called once per
+// subscription, from the subscriber's goroutine, never the dispatcher's.
+//
+// A room subscription only: the personal queue has no seq of its own, and
+// Start with after < 0 is the only use for it.
+func (h *Hub) Start(ctx context.Context, s *Sub, after int64, history History, send Send) error {
+	if after < 0 {
+		h.release(s, &after, true)
+		return nil
+	}
+	for {
+		page, err := history(ctx, after)
+		if err != nil {
+			return fmt.Errorf("read history: %w", err)
+		}
+		for i := range page {
+			if page[i].Seq <= after {
+				continue
+			}
+			if s.Removed() {
+				return errRemoved
+			}
+			if err := send(ctx, NewMessage(page[i], time.Time{})); err != nil {
+				return err
+			}
+			after = page[i].Seq
+		}
+		// Once the held-back messages continue the history without a gap,
+		// or the history is exhausted, the subscription can go live.
+		if h.release(s, &after, len(page) == 0) {
+			return nil
+		}
+	}
+}
+
+// errRemoved is returned by Start when the Hub dropped the subscription
+// during the catch-up.
+var errRemoved = errors.New("subscription removed during catch-up")
+
+// release delivers the messages s held back that are newer than *after and
+// makes s live, and returns true; unless (with after >= 0) the first of them
+// is not the next seq after *after, or none is held back and the history is
+// not exhausted: then it keeps them held back and returns false.
+func (h *Hub) release(s *Sub, after *int64, exhausted bool) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s.idx < 0 {
+		return true // removed meanwhile: nothing to release
+	}
+	i := 0
+	if *after >= 0 {
+		for i < len(s.buf) && s.buf[i].Seq <= *after {
+			i++
+		}
+		s.buf = s.buf[i:]
+		i = 0
+		if len(s.buf) == 0 && !exhausted || len(s.buf) > 0 && s.buf[0].Seq != *after+1 {
+			return false
+		}
+	}
+	for ; i < len(s.buf); i++ {
+		s.To.Deliver(s.buf[i])
+		*after = s.buf[i].Seq
+		s.buf[i] = nil
+	}
+	s.buf = nil
+	s.buffering = false
+	// A message committed before Subscribe may still be on its way from
+	// the dispatcher after the history showed it: it must not come twice.
+	s.sent = max(*after, 0)
+	return true
+}
