@@ -1,0 +1,23 @@
+//go:build !parley_modernc
+
+package sqlite
+
+import (
+	"database/sql/driver"
+	"errors"
+
+	sqlite3 "github.com/mattn/go-sqlite3"
+)
+
+// driverName names the SQLite driver this build uses (see DRIVER.md).
+const driverName = "mattn/go-sqlite3"
+
+func newDriver() driver.Driver { return &sqlite3.SQLiteDriver{} }
+
+// isConstraint reports whether err is SQLite's SQLITE_CONSTRAINT: a
+// statement broke a UNIQUE, CHECK or FOREIGN KEY constraint and was undone
+// by SQLite, leaving the transaction usable.
+func isConstraint(err error) bool {
+	var e sqlite3.Error
+	return errors.As(err, &e) && e.Code == sqlite3.ErrConstraint
+}

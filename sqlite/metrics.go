@@ -1,0 +1,99 @@
+package sqlite
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the store's Prometheus collectors. They always count; they are
+// registered only when Config.Registerer is set.
+type metrics struct {
+	queries   *prometheus.CounterVec
+	batchSize prometheus.Histogram
+	commit    prometheus.Histogram
+	total     atomic.Uint64 // every query, for Store.Queries
+}
+
+func newMetrics() *metrics {
+	return &metrics{
+		queries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_store_queries_total",
+			Help: "Statements sent to SQLite, by kind (begin and commit included).",
+		}, []string{"kind"}),
+		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "parley_store_batch_size",
+			Help:    "Writes per group-commit transaction.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 10), // 1 to 512
+		}),
+		commit: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "parley_store_commit_seconds",
+			Help:    "Time of one group-commit batch: begin, the writes, commit (fsync) and the event sink.",
+			Buckets: prometheus.ExponentialBuckets(100e-6, 2, 14), // 100µs to 0.8s
+		}),
+	}
+}
+
+func (m *metrics) register(r prometheus.Registerer) error {
+	for _, c := range []prometheus.Collector{m.queries, m.batchSize, m.commit} {
+		if err := r.Register(c); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if errors.As(err, &are) {
+				return fmt.Errorf("register metrics: %w (one store per registerer)", err)
+			}
+			return fmt.Errorf("register metrics: %w", err)
+		}
+	}
+	return nil
+}
+
+// observeBatch is the group-commit writer's OnBatch hook.
+func (m *metrics) observeBatch(size int, took time.Duration, _ error) {
+	m.batchSize.Observe(float64(size))
+	m.commit.Observe(took.Seconds())
+}
+
+// query is one prepared statement and its counter.
+type query struct {
+	kind string // the label of parley_store_queries_total
+	text string
+	idx  int // position in its statement set (the writer caches tx statements by it)
+	stmt *sql.Stmt
+	hits prometheus.Counter
+	m    *metrics
+}
+
+// count records one execution of q.
+func (q *query) count() {
+	q.hits.Inc()
+	q.m.total.Add(1)
+}
+
+// prepareAll prepares every query of qs on db.
+func prepareAll(db *sql.DB, m *metrics, qs []*query) error {
+	for i, q := range qs {
+		q.idx, q.m = i, m
+		q.hits = m.queries.WithLabelValues(q.kind)
+		if q.text == "" {
+			continue // counted only
+		}
+		st, err := db.Prepare(q.text)
+		if err != nil {
+			return fmt.Errorf("prepare %s: %w", q.kind, err)
+		}
+		q.stmt = st
+	}
+	return nil
+}
+
+func closeAll(qs []*query) {
+	for _, q := range qs {
+		if q.stmt != nil {
+			q.stmt.Close()
+		}
+	}
+}

@@ -1,0 +1,97 @@
+package sqlite
+
+import "fmt"
+
+// writeQueries are the writer's statements, prepared on its connection.
+type writeQueries struct {
+	userName, insertUser, insertToken,
+	room, roomByDirectKey, insertRoom,
+	member, insertMember, deleteMember, joinCount, leaveCount,
+	messageByClientID, nextSeq, insertMessage, senderRead, markRead,
+	begin, commit *query
+}
+
+func (q *writeQueries) all() []*query {
+	if q.room == nil {
+		*q = writeQueries{
+			userName:        &query{kind: "user_name", text: `SELECT name FROM users WHERE id = ?`},
+			insertUser:      &query{kind: "insert_user", text: `INSERT INTO users (id, name, password_hash, created_at) VALUES (?, ?, ?, ?)`},
+			insertToken:     &query{kind: "insert_token", text: `INSERT INTO tokens (hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)`},
+			room:            &query{kind: "room", text: `SELECT ` + roomCols + ` FROM rooms WHERE id = ?`},
+			roomByDirectKey: &query{kind: "room_by_direct_key", text: `SELECT ` + roomCols + ` FROM rooms WHERE direct_key = ?`},
+			insertRoom: &query{kind: "insert_room", text: `INSERT INTO rooms
+				(id, kind, title, capacity, member_count, last_seq, last_activity_at, created_at, direct_key)
+				VALUES (?, ?, ?, ?, ?, 0, ?, ?, nullif(?, ''))`},
+			member:       &query{kind: "member", text: `SELECT read_seq, joined_at FROM members WHERE room_id = ? AND user_id = ?`},
+			insertMember: &query{kind: "insert_member", text: `INSERT INTO members (room_id, user_id, read_seq, joined_at) VALUES (?, ?, ?, ?)`},
+			deleteMember: &query{kind: "delete_member", text: `DELETE FROM members WHERE room_id = ? AND user_id = ?`},
+			joinCount: &query{kind: "join_count", text: `UPDATE rooms SET member_count = member_count + 1
+				WHERE id = ? AND (capacity = 0 OR member_count < capacity) RETURNING ` + roomCols},
+			leaveCount: &query{kind: "leave_count", text: `UPDATE rooms SET member_count = member_count - 1
+				WHERE id = ? AND member_count > 0 RETURNING ` + roomCols},
+			messageByClientID: &query{kind: "message_by_client_id", text: `SELECT ` + msgCols + ` FROM messages
+				WHERE room_id = ? AND sender_id = ? AND client_id = ? AND client_id <> ''`},
+			nextSeq: &query{kind: "next_seq", text: `UPDATE rooms SET last_seq = last_seq + 1, last_activity_at = max(last_activity_at, ?)
+				WHERE id = ? RETURNING ` + roomCols},
+			insertMessage: &query{kind: "insert_message", text: `INSERT INTO messages
+				(id, room_id, seq, sender_id, sender_name, body, client_id, sent_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`},
+			senderRead: &query{kind: "sender_read", text: `UPDATE members SET read_seq = ?1
+				WHERE room_id = ?2 AND user_id = ?3 AND read_seq < ?1`},
+			markRead: &query{kind: "mark_read", text: `UPDATE members SET read_seq = min(?3, (SELECT last_seq FROM rooms WHERE id = ?1))
+				WHERE room_id = ?1 AND user_id = ?2 AND read_seq < min(?3, (SELECT last_seq FROM rooms WHERE id = ?1))
+				RETURNING read_seq, joined_at`},
+			// Counted only: database/sql issues these itself.
+			begin:  &query{kind: "begin"},
+			commit: &query{kind: "commit"},
+		}
+	}
+	return []*query{q.userName, q.insertUser, q.insertToken, q.room, q.roomByDirectKey, q.insertRoom,
+		q.member, q.insertMember, q.deleteMember, q.joinCount, q.leaveCount,
+		q.messageByClientID, q.nextSeq, q.insertMessage, q.senderRead, q.markRead, q.begin, q.commit}
+}
+
+// readQueries are the readers' statements, prepared on the reader pool.
+type readQueries struct {
+	ping, userByName, user, tokenUser, room, roomExists,
+	member, members, memberships,
+	messagesBefore, messagesAfter, roomsFirst, roomsAfter *query
+}
+
+// roomListQuery is the room list: it walks the members_user index for the
+// user, looks each room up by its key, sorts those rooms by activity and
+// joins each room's last message by its key (room_id, last_seq).
+const roomListQuery = `SELECT r.id, r.kind, r.title, r.capacity, r.member_count, r.last_seq, r.last_activity_at,
+		r.created_at, coalesce(r.direct_key, ''), m.read_seq,
+		coalesce(g.id, ''), coalesce(g.sender_id, ''), coalesce(g.sender_name, ''), coalesce(g.body, ''),
+		coalesce(g.client_id, ''), coalesce(g.sent_at, 0)
+	FROM members m
+	JOIN rooms r ON r.id = m.room_id
+	LEFT JOIN messages g ON g.room_id = r.id AND g.seq = r.last_seq
+	WHERE m.user_id = ?1 %s
+	ORDER BY r.last_activity_at DESC, r.id DESC
+	LIMIT ?2`
+
+func (q *readQueries) all() []*query {
+	if q.room == nil {
+		*q = readQueries{
+			ping:       &query{kind: "ping", text: `SELECT 1`},
+			userByName: &query{kind: "user_by_name", text: `SELECT id, name, password_hash, created_at FROM users WHERE name = ?`},
+			user:       &query{kind: "user", text: `SELECT id, name, created_at FROM users WHERE id = ?`},
+			tokenUser: &query{kind: "token_user", text: `SELECT t.user_id, t.created_at, t.expires_at, u.name, u.created_at
+				FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ?`},
+			room:        &query{kind: "room", text: `SELECT ` + roomCols + ` FROM rooms WHERE id = ?`},
+			roomExists:  &query{kind: "room_exists", text: `SELECT 1 FROM rooms WHERE id = ?`},
+			member:      &query{kind: "member", text: `SELECT read_seq, joined_at FROM members WHERE room_id = ? AND user_id = ?`},
+			members:     &query{kind: "members", text: `SELECT user_id FROM members WHERE room_id = ?`},
+			memberships: &query{kind: "memberships", text: `SELECT room_id, read_seq, joined_at FROM members WHERE user_id = ?`},
+			messagesBefore: &query{kind: "messages_before", text: `SELECT ` + msgCols + ` FROM messages
+				WHERE room_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`},
+			messagesAfter: &query{kind: "messages_after", text: `SELECT ` + msgCols + ` FROM messages
+				WHERE room_id = ? AND seq > ? ORDER BY seq LIMIT ?`},
+			roomsFirst: &query{kind: "rooms", text: fmt.Sprintf(roomListQuery, "")},
+			roomsAfter: &query{kind: "rooms", text: fmt.Sprintf(roomListQuery, "AND (r.last_activity_at, r.id) < (?3, ?4)")},
+		}
+	}
+	return []*query{q.ping, q.userByName, q.user, q.tokenUser, q.room, q.roomExists, q.member, q.members,
+		q.memberships, q.messagesBefore, q.messagesAfter, q.roomsFirst, q.roomsAfter}
+}

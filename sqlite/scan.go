@@ -1,0 +1,50 @@
+package sqlite
+
+import (
+	"time"
+
+	"parley"
+)
+
+// Column lists, in the order scanRoom and scanMessage read them.
+const (
+	roomCols = `id, kind, title, capacity, member_count, last_seq, last_activity_at, created_at, coalesce(direct_key, '')`
+	msgCols  = `id, room_id, seq, sender_id, sender_name, body, client_id, sent_at`
+)
+
+// scanner is a *sql.Row or *sql.Rows.
+type scanner interface{ Scan(dest ...any) error }
+
+// roomDest returns the scan destinations of roomCols into r; call
+// fixRoom after the scan.
+func roomDest(r *parley.Room, at, created *int64) []any {
+	return []any{&r.ID, &r.Kind, &r.Title, &r.Capacity, &r.MemberCount, &r.LastSeq, at, created, &r.DirectKey}
+}
+
+func fixRoom(r *parley.Room, at, created int64) {
+	r.LastActivityAt = fromMicro(at)
+	r.CreatedAt = fromMicro(created)
+}
+
+func scanRoom(s scanner) (parley.Room, error) {
+	var r parley.Room
+	var at, created int64
+	if err := s.Scan(roomDest(&r, &at, &created)...); err != nil {
+		return parley.Room{}, err
+	}
+	fixRoom(&r, at, created)
+	return r, nil
+}
+
+func scanMessage(s scanner) (parley.Message, error) {
+	var m parley.Message
+	var sent int64
+	if err := s.Scan(&m.ID, &m.RoomID, &m.Seq, &m.SenderID, &m.SenderName, &m.Body, &m.ClientID, &sent); err != nil {
+		return parley.Message{}, err
+	}
+	m.SentAt = fromMicro(sent)
+	return m, nil
+}
+
+// fromMicro converts a stored time (unix microseconds) back to UTC.
+func fromMicro(us int64) time.Time { return time.UnixMicro(us).UTC() }

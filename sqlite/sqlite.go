@@ -1,0 +1,240 @@
+// Package sqlite is the embedded parley.Store: one SQLite database file in
+// WAL mode, the default store of a single Parley node.
+//
+// # Writes
+//
+// Every write (CreateUser, CreateToken, CreateRoom, Join, Leave, Send,
+// MarkRead) is handed to one writer goroutine (package groupcommit) that owns
+// the only write connection. It takes everything waiting, up to
+// Config.MaxBatch writes, and runs them in order in one transaction: one
+// commit, one fsync, for the whole batch. That is how a 2-core machine stores
+// tens of thousands of messages a second with an fsync per commit.
+//
+// Each write checks its preconditions before it changes anything, so a
+// logical failure (name_taken, room_full, not_found) fails that write only.
+// A write that hits an unexpected constraint violation is dropped with an
+// internal error and the rest of the batch runs again without it. A failed
+// commit fails every write of the batch: nothing is reported as done that is
+// not committed. After the commit, Config.OnCommit gets the batch's events
+// in commit order, then the writers return.
+//
+// A message's seq is assigned by UPDATE rooms SET last_seq = last_seq + 1
+// ... RETURNING in the same transaction as its INSERT, and a join by an
+// UPDATE that adds the member only while member_count < capacity (the table
+// also has CHECK constraints), so both stay right even without the single
+// writer. A repeated client_id is found by the unique index
+// (room_id, sender_id, client_id), which sees the earlier writes of the same
+// batch.
+//
+// # Reads
+//
+// Reads use a pool of query-only connections (Config.Readers); WAL lets them
+// run while the writer commits, and they see every committed write.
+//
+// # Durability (Config.Sync)
+//
+//   - full (the default): PRAGMA synchronous=FULL. The WAL is fsynced at
+//     every commit, before any write of the batch returns. A write that
+//     returned survives a crash of the process, a crash of the OS and a
+//     power loss (on a disk that honours fsync).
+//   - normal: synchronous=NORMAL. Every commit is written to the WAL (the
+//     OS holds it) but fsynced only at checkpoints. A write that returned
+//     survives a crash of the process; an OS crash or a power loss may undo
+//     the last commits before the latest checkpoint, and leaves the database
+//     consistent.
+//   - off: synchronous=OFF. SQLite never fsyncs. A write that returned
+//     survives a crash of the process only; an OS crash or a power loss may
+//     lose commits and may corrupt the database file.
+//
+// # Schema
+//
+// The schema is in migrations/*.sql, embedded and applied at Open in version
+// order, each version once, recorded in the schema_migrations table. Times are
+// stored as integer unix microseconds (parley.Now precision).
+//
+// # Metrics
+//
+// parley_store_queries_total{kind} counts every statement sent to SQLite
+// (Store.Queries is its sum), parley_store_batch_size the writes per
+// transaction and parley_store_commit_seconds the time of each batch.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"parley"
+	"parley/groupcommit"
+)
+
+// Config configures Open. Zero fields take the documented defaults.
+type Config struct {
+	// Path is the database file; its directory is created if missing.
+	// Required.
+	Path string
+	// Sync is the durability setting; default SyncFull.
+	Sync Sync
+	// OnCommit, when set, receives the events of every committed batch, in
+	// commit order, before the writes of the batch return. It runs on the
+	// writer goroutine: it must not block nor call the store's writes.
+	OnCommit parley.EventSink
+	// MaxBatch is the most writes one transaction holds. Default 256.
+	MaxBatch int
+	// Readers is the size of the reader connection pool. Default
+	// 4 × GOMAXPROCS, at least 4.
+	Readers int
+	// BusyTimeout is how long a connection waits for a lock held by another
+	// process before it fails. Default 5s.
+	BusyTimeout time.Duration
+	// CacheKiB is the page cache of each connection. Default 16384 (16 MiB).
+	CacheKiB int
+	// Registerer, when set, gets the store's metrics.
+	Registerer prometheus.Registerer
+}
+
+// Store is the SQLite parley.Store. It is safe for concurrent use; Close
+// stops it.
+type Store struct {
+	wdb, rdb *sql.DB // the writer's single connection; the readers' pool
+	m        *metrics
+	w        *groupcommit.Writer[writeFunc, result]
+	onCommit parley.EventSink
+	wq       writeQueries
+	rq       readQueries
+
+	// Owned by the writer goroutine (and Open before it starts).
+	lastNow int64 // the latest time handed out, unix µs; times only grow
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ parley.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the database at cfg.Path, applies the
+// pending migrations and starts the writer.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.Path == "" {
+		return nil, errors.New("sqlite: no database path")
+	}
+	if cfg.Sync < SyncFull || cfg.Sync > SyncOff {
+		return nil, fmt.Errorf("sqlite: invalid sync setting %d", int(cfg.Sync))
+	}
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = groupcommit.DefaultMaxBatch
+	}
+	if cfg.Readers <= 0 {
+		cfg.Readers = max(4, 4*runtime.GOMAXPROCS(0))
+	}
+	if cfg.BusyTimeout <= 0 {
+		cfg.BusyTimeout = 5 * time.Second
+	}
+	if cfg.CacheKiB <= 0 {
+		cfg.CacheKiB = 16384
+	}
+	if dir := filepath.Dir(cfg.Path); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("sqlite: %w", err)
+		}
+	}
+
+	s := &Store{m: newMetrics(), onCommit: cfg.OnCommit}
+	s.wdb = openDB(cfg.Path, 1, true, cfg)
+	if err := s.init(ctx, cfg); err != nil {
+		s.wdb.Close()
+		if s.rdb != nil {
+			s.rdb.Close()
+		}
+		closeAll(s.wq.all())
+		closeAll(s.rq.all())
+		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
+	}
+	s.w = groupcommit.New(s.commit, groupcommit.Config{MaxBatch: cfg.MaxBatch, OnBatch: s.m.observeBatch})
+	return s, nil
+}
+
+func (s *Store) init(ctx context.Context, cfg Config) error {
+	var mode string
+	if err := s.wdb.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
+		return fmt.Errorf("set WAL mode: %w", err)
+	}
+	if mode != "wal" {
+		return fmt.Errorf("journal mode is %q, want wal", mode)
+	}
+	if _, err := migrate(ctx, s.wdb); err != nil {
+		return err
+	}
+	s.rdb = openDB(cfg.Path, cfg.Readers, false, cfg)
+	if err := prepareAll(s.wdb, s.m, s.wq.all()); err != nil {
+		return err
+	}
+	if err := prepareAll(s.rdb, s.m, s.rq.all()); err != nil {
+		return err
+	}
+	if cfg.Registerer != nil {
+		if err := s.m.register(cfg.Registerer); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close waits for the pending writes, stops the writer and closes the
+// database. Later calls fail with CodeUnavailable.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		s.w.Close()
+		closeAll(s.wq.all())
+		closeAll(s.rq.all())
+		s.closeErr = errors.Join(s.rdb.Close(), s.wdb.Close())
+	})
+	return s.closeErr
+}
+
+// Ping checks that a reader connection answers a query.
+func (s *Store) Ping(ctx context.Context) error {
+	var one int
+	s.rq.ping.count()
+	if err := s.rq.ping.stmt.QueryRowContext(ctx).Scan(&one); err != nil {
+		return s.readErr("ping", err)
+	}
+	return nil
+}
+
+// Queries returns how many statements the store has sent to SQLite so far
+// (the sum of parley_store_queries_total).
+func (s *Store) Queries() uint64 { return s.m.total.Load() }
+
+// BatchStats returns the group-commit writer's counters: batches, writes,
+// and time spent committing.
+func (s *Store) BatchStats() groupcommit.Stats { return s.w.Stats() }
+
+// Driver names the SQLite driver compiled in.
+func Driver() string { return driverName }
+
+// errClosed is what a call on a closed store gets.
+var errClosed = parley.Errorf(parley.CodeUnavailable, "store closed")
+
+// readErr translates a reader's error.
+func (s *Store) readErr(op string, err error) error {
+	var pe *parley.Error
+	if errors.As(err, &pe) {
+		return err
+	}
+	if s.closed.Load() {
+		return errClosed
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}

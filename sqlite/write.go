@@ -1,0 +1,418 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+
+	"parley"
+	"parley/groupcommit"
+)
+
+// writeFunc is one write, run by the writer inside the batch's transaction.
+// It checks its preconditions before it changes anything, so that a
+// *parley.Error it returns leaves the transaction as it found it. Any other
+// error may leave the write half done and makes commit drop it.
+type writeFunc func(w *wtx) (result, error)
+
+// result is the outcome of a write; each write fills what it returns.
+type result struct {
+	user   parley.User
+	room   parley.Room
+	member parley.Member
+	msg    parley.Message
+	ok     bool // created, joined
+}
+
+// write runs f in the next batch and waits until it is committed.
+func (s *Store) write(ctx context.Context, f writeFunc) (result, error) {
+	res, err := s.w.Do(ctx, f)
+	if errors.Is(err, groupcommit.ErrClosed) {
+		return res, errClosed
+	}
+	return res, err
+}
+
+// commit is the group-commit function: it runs the batch in one
+// transaction and, once it is committed, hands its events to OnCommit.
+func (s *Store) commit(batch []*groupcommit.Request[writeFunc, result]) error {
+	pending := batch
+	for {
+		events, failed, err := s.tryBatch(pending)
+		if err == nil {
+			if s.onCommit != nil && len(events) > 0 {
+				s.onCommit(events)
+			}
+			return nil
+		}
+		if failed < 0 {
+			return err
+		}
+		// One write broke a constraint half-way: drop it, run the rest
+		// again in a new transaction. Each round drops one write.
+		pending[failed].Err = err
+		pending = slices.Delete(slices.Clone(pending), failed, failed+1)
+		if len(pending) == 0 {
+			return nil
+		}
+	}
+}
+
+// tryBatch runs reqs in one transaction. On failure it has rolled back and
+// returns the index of the write to blame, or -1 when the whole batch failed
+// (begin, commit, an I/O error).
+func (s *Store) tryBatch(reqs []*groupcommit.Request[writeFunc, result]) ([]parley.Event, int, error) {
+	s.wq.begin.count()
+	tx, err := s.wdb.BeginTx(context.Background(), nil)
+	if err != nil {
+		return nil, -1, fmt.Errorf("begin: %w", err)
+	}
+	w := &wtx{s: s, tx: tx, stmts: make([]*sql.Stmt, len(s.wq.all()))}
+	for i, r := range reqs {
+		r.Out, r.Err = r.In(w)
+		var pe *parley.Error
+		if r.Err == nil || errors.As(r.Err, &pe) {
+			continue
+		}
+		tx.Rollback()
+		if isConstraint(r.Err) {
+			return nil, i, r.Err
+		}
+		return nil, -1, r.Err
+	}
+	s.wq.commit.count()
+	if err := tx.Commit(); err != nil {
+		return nil, -1, fmt.Errorf("commit: %w", err)
+	}
+	return w.events, -1, nil
+}
+
+// wtx is the writer's view of the batch's transaction.
+type wtx struct {
+	s      *Store
+	tx     *sql.Tx
+	stmts  []*sql.Stmt // the writer's statements bound to tx, by query.idx
+	events []parley.Event
+}
+
+// stmt returns q bound to the transaction and counts one execution.
+func (w *wtx) stmt(q *query) *sql.Stmt {
+	st := w.stmts[q.idx]
+	if st == nil {
+		st = w.tx.Stmt(q.stmt)
+		w.stmts[q.idx] = st
+	}
+	q.count()
+	return st
+}
+
+func (w *wtx) exec(q *query, args ...any) (sql.Result, error) { return w.stmt(q).Exec(args...) }
+func (w *wtx) row(q *query, args ...any) *sql.Row             { return w.stmt(q).QueryRow(args...) }
+func (w *wtx) emit(e parley.Event)                            { w.events = append(w.events, e) }
+
+// now returns the time of a write in unix microseconds. The writer's times
+// only grow, so commit order and activity order agree.
+func (w *wtx) now() int64 {
+	t := parley.Now().UnixMicro()
+	if t <= w.s.lastNow {
+		t = w.s.lastNow + 1
+	}
+	w.s.lastNow = t
+	return t
+}
+
+// userName returns the name of user id, CodeNotFound if there is none.
+func (w *wtx) userName(id string) (string, error) {
+	var name string
+	err := w.row(w.s.wq.userName, id).Scan(&name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", parley.Errorf(parley.CodeNotFound, "user %s not found", id)
+	}
+	return name, err
+}
+
+// room returns room id, CodeNotFound if there is none.
+func (w *wtx) room(id string) (parley.Room, error) {
+	r, err := scanRoom(w.row(w.s.wq.room, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, errRoomNotFound(id)
+	}
+	return r, err
+}
+
+// member returns the membership, and false if there is none.
+func (w *wtx) member(roomID, userID string) (parley.Member, bool, error) {
+	m := parley.Member{RoomID: roomID, UserID: userID}
+	var joined int64
+	err := w.row(w.s.wq.member, roomID, userID).Scan(&m.ReadSeq, &joined)
+	if errors.Is(err, sql.ErrNoRows) {
+		return m, false, nil
+	}
+	m.JoinedAt = fromMicro(joined)
+	return m, err == nil, err
+}
+
+// addMember adds userID to room r, which must have a free seat and not have
+// the user yet, and returns the room after it.
+func (w *wtx) addMember(r parley.Room, userID string) (parley.Room, error) {
+	after, err := scanRoom(w.row(w.s.wq.joinCount, r.ID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, parley.Errorf(parley.CodeRoomFull, "room %s is full", r.ID)
+	}
+	if err != nil {
+		return r, err
+	}
+	if _, err := w.exec(w.s.wq.insertMember, r.ID, userID, after.LastSeq, w.now()); err != nil {
+		return r, err
+	}
+	w.emit(parley.Event{Kind: parley.EventJoin, Room: after, UserID: userID, ReadSeq: after.LastSeq})
+	return after, nil
+}
+
+func errRoomNotFound(id string) error {
+	return parley.Errorf(parley.CodeNotFound, "room %s not found", id)
+}
+
+// CreateUser implements parley.Store.
+func (s *Store) CreateUser(ctx context.Context, nu parley.NewUser) (parley.User, error) {
+	if nu.Name == "" {
+		return parley.User{}, parley.Errorf(parley.CodeInvalid, "empty user name")
+	}
+	hash := nu.PasswordHash
+	if hash == nil {
+		hash = []byte{}
+	}
+	res, err := s.write(ctx, func(w *wtx) (result, error) {
+		now := w.now()
+		u := parley.User{ID: parley.NewID(), Name: nu.Name, CreatedAt: fromMicro(now)}
+		_, err := w.exec(w.s.wq.insertUser, u.ID, u.Name, hash, now)
+		if isConstraint(err) { // the unique name; the statement was undone
+			return result{}, parley.Errorf(parley.CodeNameTaken, "name %q is taken", nu.Name)
+		}
+		if err != nil {
+			return result{}, fmt.Errorf("create user: %w", err)
+		}
+		return result{user: u}, nil
+	})
+	return res.user, err
+}
+
+// CreateToken implements parley.Store. It fails with CodeNotFound for an
+// unknown user and CodeConflict for a hash stored already.
+func (s *Store) CreateToken(ctx context.Context, t parley.Token) error {
+	if len(t.Hash) == 0 {
+		return parley.Errorf(parley.CodeInvalid, "empty token hash")
+	}
+	_, err := s.write(ctx, func(w *wtx) (result, error) {
+		if _, err := w.userName(t.UserID); err != nil {
+			return result{}, err
+		}
+		created := t.CreatedAt
+		if created.IsZero() {
+			created = fromMicro(w.now())
+		}
+		_, err := w.exec(w.s.wq.insertToken, t.Hash, t.UserID, created.UnixMicro(), t.ExpiresAt.UnixMicro())
+		if isConstraint(err) { // the user exists: the hash is taken
+			return result{}, parley.Errorf(parley.CodeConflict, "token exists")
+		}
+		if err != nil {
+			return result{}, fmt.Errorf("create token: %w", err)
+		}
+		return result{}, nil
+	})
+	return err
+}
+
+// CreateRoom implements parley.Store. A direct room has capacity 2. Asking
+// again for a direct room one of the pair has left adds them back.
+func (s *Store) CreateRoom(ctx context.Context, nr parley.NewRoom) (parley.Room, bool, error) {
+	switch {
+	case nr.Kind != parley.KindGroup && nr.Kind != parley.KindDirect:
+		return parley.Room{}, false, parley.Errorf(parley.CodeInvalid, "unknown room kind %q", nr.Kind)
+	case nr.Capacity < 0:
+		return parley.Room{}, false, parley.Errorf(parley.CodeInvalid, "negative capacity")
+	case nr.Kind == parley.KindDirect && (nr.PeerID == "" || nr.PeerID == nr.CreatorID):
+		return parley.Room{}, false, parley.Errorf(parley.CodeInvalid, "a direct room needs a peer other than its creator")
+	}
+	res, err := s.write(ctx, func(w *wtx) (result, error) {
+		r, created, err := w.createRoom(nr)
+		if err != nil {
+			return result{}, err
+		}
+		return result{room: r, ok: created}, nil
+	})
+	return res.room, res.ok, err
+}
+
+func (w *wtx) createRoom(nr parley.NewRoom) (parley.Room, bool, error) {
+	if _, err := w.userName(nr.CreatorID); err != nil {
+		return parley.Room{}, false, err
+	}
+	users := []string{nr.CreatorID}
+	r := parley.Room{ID: parley.NewID(), Kind: nr.Kind, Title: nr.Title, Capacity: nr.Capacity}
+	if nr.Kind == parley.KindDirect {
+		if _, err := w.userName(nr.PeerID); err != nil {
+			return parley.Room{}, false, err
+		}
+		users = append(users, nr.PeerID)
+		r.DirectKey, r.Capacity = parley.DirectKey(nr.CreatorID, nr.PeerID), 2
+		old, err := scanRoom(w.row(w.s.wq.roomByDirectKey, r.DirectKey))
+		if err == nil {
+			for _, u := range users {
+				if _, ok, err := w.member(old.ID, u); err != nil {
+					return old, false, err
+				} else if !ok {
+					if old, err = w.addMember(old, u); err != nil {
+						return old, false, fmt.Errorf("create room: %w", err)
+					}
+				}
+			}
+			return old, false, nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return r, false, fmt.Errorf("create room: %w", err)
+		}
+	}
+	now := w.now()
+	r.MemberCount, r.LastActivityAt, r.CreatedAt = len(users), fromMicro(now), fromMicro(now)
+	if _, err := w.exec(w.s.wq.insertRoom, r.ID, r.Kind, r.Title, r.Capacity, r.MemberCount, now, now, r.DirectKey); err != nil {
+		return r, false, fmt.Errorf("create room: %w", err)
+	}
+	w.emit(parley.Event{Kind: parley.EventRoom, Room: r})
+	for _, u := range users {
+		if _, err := w.exec(w.s.wq.insertMember, r.ID, u, 0, now); err != nil {
+			return r, false, fmt.Errorf("create room: %w", err)
+		}
+		w.emit(parley.Event{Kind: parley.EventJoin, Room: r, UserID: u})
+	}
+	return r, true, nil
+}
+
+// Join implements parley.Store. A new member's read position is the room's
+// last seq: only later messages are unread.
+func (s *Store) Join(ctx context.Context, roomID, userID string) (parley.Room, bool, error) {
+	res, err := s.write(ctx, func(w *wtx) (result, error) {
+		r, err := w.room(roomID)
+		if err != nil {
+			return result{}, err
+		}
+		if r.Kind == parley.KindDirect {
+			return result{}, parley.Errorf(parley.CodeForbidden, "a direct room cannot be joined")
+		}
+		if _, ok, err := w.member(roomID, userID); err != nil || ok {
+			return result{room: r}, err
+		}
+		if r.Full() {
+			return result{}, parley.Errorf(parley.CodeRoomFull, "room %s is full", roomID)
+		}
+		r, err = w.addMember(r, userID)
+		if err != nil {
+			return result{}, err
+		}
+		return result{room: r, ok: true}, nil
+	})
+	return res.room, res.ok, err
+}
+
+// Leave implements parley.Store.
+func (s *Store) Leave(ctx context.Context, roomID, userID string) (parley.Room, error) {
+	res, err := s.write(ctx, func(w *wtx) (result, error) {
+		r, err := w.room(roomID)
+		if err != nil {
+			return result{}, err
+		}
+		del, err := w.exec(w.s.wq.deleteMember, roomID, userID)
+		if err != nil {
+			return result{}, fmt.Errorf("leave: %w", err)
+		}
+		if n, _ := del.RowsAffected(); n == 0 {
+			return result{room: r}, nil
+		}
+		if r, err = scanRoom(w.row(w.s.wq.leaveCount, roomID)); err != nil {
+			return result{}, fmt.Errorf("leave: %w", err)
+		}
+		w.emit(parley.Event{Kind: parley.EventLeave, Room: r, UserID: userID})
+		return result{room: r}, nil
+	})
+	return res.room, err
+}
+
+// Send implements parley.Store. Its event is one EventMessage; the sender's
+// read position moves to the message's seq with it (no EventRead).
+func (s *Store) Send(ctx context.Context, m parley.NewMessage) (parley.Message, bool, error) {
+	res, err := s.write(ctx, func(w *wtx) (result, error) {
+		msg, created, err := w.send(m)
+		return result{msg: msg, ok: created}, err
+	})
+	return res.msg, res.ok, err
+}
+
+func (w *wtx) send(m parley.NewMessage) (parley.Message, bool, error) {
+	q := &w.s.wq
+	if m.ClientID != "" {
+		old, err := scanMessage(w.row(q.messageByClientID, m.RoomID, m.SenderID, m.ClientID))
+		if err == nil {
+			return old, false, nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return old, false, fmt.Errorf("send: %w", err)
+		}
+	}
+	if m.SenderName == "" {
+		name, err := w.userName(m.SenderID)
+		if err != nil {
+			return parley.Message{}, false, err
+		}
+		m.SenderName = name
+	}
+	now := w.now()
+	r, err := scanRoom(w.row(q.nextSeq, now, m.RoomID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return parley.Message{}, false, errRoomNotFound(m.RoomID)
+	}
+	if err != nil {
+		return parley.Message{}, false, fmt.Errorf("send: %w", err)
+	}
+	msg := parley.Message{
+		ID: parley.NewID(), RoomID: m.RoomID, Seq: r.LastSeq, SenderID: m.SenderID, SenderName: m.SenderName,
+		Body: m.Body, ClientID: m.ClientID, SentAt: fromMicro(now),
+	}
+	if _, err := w.exec(q.insertMessage, msg.ID, msg.RoomID, msg.Seq, msg.SenderID, msg.SenderName,
+		msg.Body, msg.ClientID, now); err != nil {
+		return msg, false, fmt.Errorf("send: %w", err)
+	}
+	if _, err := w.exec(q.senderRead, msg.Seq, msg.RoomID, msg.SenderID); err != nil {
+		return msg, false, fmt.Errorf("send: %w", err)
+	}
+	w.emit(parley.Event{Kind: parley.EventMessage, Room: r, UserID: m.SenderID, Message: msg})
+	return msg, true, nil
+}
+
+// MarkRead implements parley.Store.
+func (s *Store) MarkRead(ctx context.Context, roomID, userID string, seq int64) (parley.Member, error) {
+	res, err := s.write(ctx, func(w *wtx) (result, error) {
+		m := parley.Member{RoomID: roomID, UserID: userID}
+		var joined int64
+		err := w.row(w.s.wq.markRead, roomID, userID, seq).Scan(&m.ReadSeq, &joined)
+		if errors.Is(err, sql.ErrNoRows) { // not a member, or nothing to move
+			m, ok, err := w.member(roomID, userID)
+			if err == nil && !ok {
+				err = parley.Errorf(parley.CodeNotFound, "user %s is not a member of room %s", userID, roomID)
+			}
+			return result{member: m}, err
+		}
+		if err != nil {
+			return result{}, fmt.Errorf("mark read: %w", err)
+		}
+		m.JoinedAt = fromMicro(joined)
+		r, err := w.room(roomID)
+		if err != nil {
+			return result{}, fmt.Errorf("mark read: %w", err)
+		}
+		w.emit(parley.Event{Kind: parley.EventRead, Room: r, UserID: userID, ReadSeq: m.ReadSeq})
+		return result{member: m}, nil
+	})
+	return res.member, err
+}
