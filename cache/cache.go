@@ -1,0 +1,255 @@
+// Package cache wraps any parley.Store with an in-memory view of its hot
+// reads, so that the room list, "open chat" (room info, last message, newest
+// page) and the fan-out hub's member lookups touch the database only on the
+// first read (seeds 001 and 004).
+//
+// Writes pass through to the inner store. The cached state changes only in
+// two ways: Apply, which the wiring installs as the inner store's OnCommit
+// sink and so sees every committed change in commit order before the write
+// returns to its caller, and lazy loads of a key on a miss. A caller that
+// gets a result from a write and then reads through the cache therefore sees
+// its write.
+//
+// # Loads racing with Apply
+//
+// A load reads a key from the inner store without holding the cache lock, so
+// events for that key may be applied while it runs, and its snapshot may be
+// older than them. Each key (a room, a user) counts the loads in flight; while
+// the count is above zero Apply also appends the key's events to a backlog.
+// When the load returns it replays the backlog entries that arrived since it
+// began on top of its snapshot and installs the result, unless the part is
+// cached already (another load or an event filled it, and events have kept it
+// current since). Events carry absolute state (the room after the change, the
+// member's read position), and replay is idempotent (a join of a member, a
+// message at or below the window's top, change nothing twice), so replaying
+// an event the snapshot already includes is harmless. We chose the backlog
+// over per-key generations because a generation check must throw away a load
+// that an event overtook, and in a busy room every load would be overtaken:
+// the key would never get cached. A miss returns the inner store's answer to
+// its caller; the snapshot is at least as new as any write that returned
+// before the read began.
+//
+// # Memory
+//
+// Each room keeps at most Config.RecentMessages messages. The number of rooms
+// (room info, member ids, recent window), users (account and memberships) and
+// tokens is capped by Config.MaxRooms, MaxUsers and MaxTokens; past the cap a
+// whole key is evicted, chosen by a clock sweep (a key read since the last
+// sweep gets a second chance) and never one with a load in flight. An evicted
+// key is simply absent: the next read loads it afresh and events for it are
+// ignored (a room's info is re-inserted from an event, which carries all of
+// it), so eviction never serves stale data. What still grows with use: a
+// cached user's membership set grows with the rooms they join, a room's member
+// id set with its members, and a key's backlog with the events that arrive
+// during one inner query.
+//
+// # Limits
+//
+// The cache is correct only if every write of the inner store reaches Apply:
+// several nodes sharing one database need a shared cache instead.
+package cache
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"parley"
+)
+
+// Defaults for the zero fields of Config.
+const (
+	DefaultRecentMessages = 200
+	DefaultMaxRooms       = 10_000
+	DefaultMaxUsers       = 100_000
+	DefaultMaxTokens      = 100_000
+)
+
+// Config tunes a Store. Zero fields take the defaults above.
+type Config struct {
+	// RecentMessages is how many of the newest messages of each room are
+	// kept; pages that reach older messages go to the inner store.
+	RecentMessages int
+	// MaxRooms caps the cached rooms (info, member ids, recent messages).
+	MaxRooms int
+	// MaxUsers caps the cached users (account and memberships).
+	MaxUsers int
+	// MaxTokens caps the cached access tokens.
+	MaxTokens int
+	// Registerer, when not nil, gets the counter
+	// parley_cache_requests_total{kind,result}.
+	Registerer prometheus.Registerer
+}
+
+// Store is a parley.Store that serves the hot reads from memory and passes
+// everything else to the inner store. Create it with New and install its
+// Apply method as the inner store's OnCommit sink.
+//
+// Lock order: the inner store's writer lock, then Store.mu (Apply runs under
+// the former). No method holds mu while it calls the inner store.
+type Store struct {
+	inner     parley.Store
+	recent    int
+	maxRooms  int
+	maxUsers  int
+	maxTokens int
+	metrics   metrics
+
+	mu     sync.RWMutex // guards the following fields and those of the states they hold
+	rooms  map[string]*roomState
+	users  map[string]*userState
+	tokens map[string]*tokenState
+}
+
+var _ parley.Store = (*Store)(nil)
+
+// New returns a cache over inner. Its Apply method must receive every event
+// inner commits, in commit order (inner's OnCommit sink); until it does, the
+// cache may serve stale data.
+func New(inner parley.Store, cfg Config) *Store {
+	s := &Store{
+		inner:     inner,
+		recent:    orDefault(cfg.RecentMessages, DefaultRecentMessages),
+		maxRooms:  orDefault(cfg.MaxRooms, DefaultMaxRooms),
+		maxUsers:  orDefault(cfg.MaxUsers, DefaultMaxUsers),
+		maxTokens: orDefault(cfg.MaxTokens, DefaultMaxTokens),
+		metrics:   newMetrics(cfg.Registerer),
+		rooms:     make(map[string]*roomState),
+		users:     make(map[string]*userState),
+		tokens:    make(map[string]*tokenState),
+	}
+	return s
+}
+
+func orDefault(v, def int) int {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// CreateUser passes through to the inner store.
+func (s *Store) CreateUser(ctx context.Context, u parley.NewUser) (parley.User, error) {
+	return s.inner.CreateUser(ctx, u)
+}
+
+// UserByName passes through to the inner store: it is only used to log in.
+func (s *Store) UserByName(ctx context.Context, name string) (parley.User, []byte, error) {
+	return s.inner.UserByName(ctx, name)
+}
+
+// CreateToken passes through to the inner store.
+func (s *Store) CreateToken(ctx context.Context, t parley.Token) error {
+	return s.inner.CreateToken(ctx, t)
+}
+
+// CreateRoom passes through to the inner store; its events fill the cache.
+func (s *Store) CreateRoom(ctx context.Context, r parley.NewRoom) (parley.Room, bool, error) {
+	return s.inner.CreateRoom(ctx, r)
+}
+
+// Join passes through to the inner store; its events update the cache.
+func (s *Store) Join(ctx context.Context, roomID, userID string) (parley.Room, bool, error) {
+	return s.inner.Join(ctx, roomID, userID)
+}
+
+// Leave passes through to the inner store; its events update the cache.
+func (s *Store) Leave(ctx context.Context, roomID, userID string) (parley.Room, error) {
+	return s.inner.Leave(ctx, roomID, userID)
+}
+
+// Send passes through to the inner store; its events update the cache.
+func (s *Store) Send(ctx context.Context, m parley.NewMessage) (parley.Message, bool, error) {
+	return s.inner.Send(ctx, m)
+}
+
+// MarkRead passes through to the inner store; its events update the cache.
+func (s *Store) MarkRead(ctx context.Context, roomID, userID string, seq int64) (parley.Member, error) {
+	return s.inner.MarkRead(ctx, roomID, userID, seq)
+}
+
+// Ping passes through to the inner store.
+func (s *Store) Ping(ctx context.Context) error { return s.inner.Ping(ctx) }
+
+// Close closes the inner store and drops the cached state.
+func (s *Store) Close() error {
+	err := s.inner.Close()
+	s.mu.Lock()
+	clear(s.rooms)
+	clear(s.users)
+	clear(s.tokens)
+	s.mu.Unlock()
+	return err
+}
+
+// User returns the account with that id, from memory after the first read
+// (accounts never change).
+func (s *Store) User(ctx context.Context, id string) (parley.User, error) {
+	s.mu.RLock()
+	if u := s.users[id]; u != nil && u.hasUser {
+		u.used.Store(true)
+		user := u.user
+		s.mu.RUnlock()
+		s.metrics.hit(kindUser)
+		return user, nil
+	}
+	s.mu.RUnlock()
+	s.metrics.miss(kindUser)
+	user, err := s.inner.User(ctx, id)
+	if err != nil {
+		return user, err
+	}
+	s.mu.Lock()
+	u := s.userLocked(id)
+	u.user, u.hasUser = user, true
+	s.mu.Unlock()
+	return user, nil
+}
+
+// TokenUser returns the owner of an unexpired token. A token found by the
+// inner store is kept until it expires; its expiry is checked on every hit,
+// and an expired one is dropped and asked of the inner store again, which
+// has the last word.
+func (s *Store) TokenUser(ctx context.Context, hash []byte, now time.Time) (parley.User, parley.Token, error) {
+	s.mu.RLock()
+	t := s.tokens[string(hash)]
+	if t != nil && now.Before(t.token.ExpiresAt) {
+		t.used.Store(true)
+		user, tok := t.user, t.token
+		s.mu.RUnlock()
+		s.metrics.hit(kindToken)
+		return user, tok, nil
+	}
+	s.mu.RUnlock()
+	if t != nil {
+		s.mu.Lock()
+		if s.tokens[string(hash)] == t {
+			delete(s.tokens, string(hash))
+		}
+		s.mu.Unlock()
+	}
+	s.metrics.miss(kindToken)
+	user, tok, err := s.inner.TokenUser(ctx, hash, now)
+	if err != nil {
+		return user, tok, err
+	}
+	s.mu.Lock()
+	t = &tokenState{user: user, token: tok}
+	t.used.Store(true)
+	s.tokens[string(hash)] = t
+	evictLocked(s.tokens, s.maxTokens)
+	s.mu.Unlock()
+	return user, tok, nil
+}
+
+// A tokenState is a cached token and its owner; both never change.
+type tokenState struct {
+	used  clockBit
+	user  parley.User
+	token parley.Token
+}
+
+func (t *tokenState) busy() bool          { return false }
+func (t *tokenState) clockBit() *clockBit { return &t.used }

@@ -1,0 +1,186 @@
+package cache
+
+import (
+	"context"
+	"time"
+
+	"parley"
+)
+
+// A userState is what the cache knows of one user: the account, and the set
+// of memberships, which is either complete (membersOK) or absent. Fields
+// other than used are guarded by Store.mu.
+type userState struct {
+	used clockBit
+
+	user    parley.User
+	hasUser bool
+
+	members   map[string]member // by room id; valid when membersOK
+	membersOK bool
+
+	loads   int            // membership loads in flight
+	backlog []parley.Event // events of this user applied while loads > 0
+}
+
+// member is a cached membership. joinedAt is zero when unknown: a join event
+// does not carry it, so the next Member or Memberships read that needs it
+// asks the inner store.
+type member struct {
+	readSeq  int64
+	joinedAt time.Time
+}
+
+func (u *userState) busy() bool          { return u.loads > 0 }
+func (u *userState) clockBit() *clockBit { return &u.used }
+
+// userLocked returns the state of user id, creating an empty one.
+func (s *Store) userLocked(id string) *userState {
+	u := s.users[id]
+	if u == nil {
+		u = &userState{}
+		u.used.Store(true)
+		s.users[id] = u
+		evictLocked(s.users, s.maxUsers)
+	}
+	return u
+}
+
+// memberAfter updates a membership set for event ev of its user. It is
+// idempotent, and a read position only moves forward within one membership
+// (a leave removes it, a later join starts another).
+func memberAfter(ms map[string]member, ev *parley.Event) {
+	roomID := ev.Room.ID
+	switch ev.Kind {
+	case parley.EventJoin:
+		m := ms[roomID] // present when a loaded snapshot already had this join
+		m.readSeq = max(m.readSeq, ev.ReadSeq)
+		ms[roomID] = m
+	case parley.EventLeave:
+		delete(ms, roomID)
+	case parley.EventRead:
+		if m, ok := ms[roomID]; ok {
+			m.readSeq = max(m.readSeq, ev.ReadSeq)
+			ms[roomID] = m
+		}
+	case parley.EventMessage:
+		if m, ok := ms[roomID]; ok {
+			m.readSeq = max(m.readSeq, ev.Message.Seq)
+			ms[roomID] = m
+		}
+	}
+}
+
+// Member returns a membership, from memory once the user's memberships are
+// loaded. Fails with CodeNotFound when the user is not a member.
+func (s *Store) Member(ctx context.Context, roomID, userID string) (parley.Member, error) {
+	s.mu.RLock()
+	if u := s.users[userID]; u != nil && u.membersOK {
+		m, ok := u.members[roomID]
+		if !ok || !m.joinedAt.IsZero() {
+			u.used.Store(true)
+			s.mu.RUnlock()
+			s.metrics.hit(kindMember)
+			if !ok {
+				return parley.Member{}, notMember(roomID)
+			}
+			return parley.Member{RoomID: roomID, UserID: userID, ReadSeq: m.readSeq, JoinedAt: m.joinedAt}, nil
+		}
+	}
+	s.mu.RUnlock()
+	s.metrics.miss(kindMember)
+	ms, err := s.loadMemberships(ctx, userID)
+	if err != nil {
+		return parley.Member{}, err
+	}
+	for _, m := range ms {
+		if m.RoomID == roomID {
+			return m, nil
+		}
+	}
+	return parley.Member{}, notMember(roomID)
+}
+
+func notMember(roomID string) error {
+	return parley.Errorf(parley.CodeNotFound, "not a member of room %s", roomID)
+}
+
+// Memberships returns every membership of the user, from memory after the
+// first read (unless a join's time is not known yet).
+func (s *Store) Memberships(ctx context.Context, userID string) ([]parley.Member, error) {
+	s.mu.RLock()
+	if u := s.users[userID]; u != nil && u.membersOK {
+		out := make([]parley.Member, 0, len(u.members))
+		for roomID, m := range u.members {
+			if m.joinedAt.IsZero() {
+				break
+			}
+			out = append(out, parley.Member{RoomID: roomID, UserID: userID, ReadSeq: m.readSeq, JoinedAt: m.joinedAt})
+		}
+		if len(out) == len(u.members) {
+			u.used.Store(true)
+			s.mu.RUnlock()
+			s.metrics.hit(kindMemberships)
+			return out, nil
+		}
+	}
+	s.mu.RUnlock()
+	s.metrics.miss(kindMemberships)
+	return s.loadMemberships(ctx, userID)
+}
+
+// loadMemberships reads the user's memberships from the inner store and
+// returns them. If the set is not cached it installs the snapshot with the
+// events committed meanwhile replayed on top. If it is cached (and kept
+// current by events) it only fills in unknown join times, for memberships
+// that no join or leave has touched since the load began: a membership that
+// left and rejoined meanwhile is another one, with another time.
+func (s *Store) loadMemberships(ctx context.Context, userID string) ([]parley.Member, error) {
+	s.mu.Lock()
+	u := s.userLocked(userID)
+	u.loads++
+	start := len(u.backlog)
+	s.mu.Unlock()
+
+	ms, err := s.inner.Memberships(ctx, userID)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil && s.users[userID] == u {
+		backlog := u.backlog[start:]
+		if !u.membersOK {
+			set := make(map[string]member, len(ms))
+			for _, m := range ms {
+				set[m.RoomID] = member{readSeq: m.ReadSeq, joinedAt: m.JoinedAt}
+			}
+			for i := range backlog {
+				memberAfter(set, &backlog[i])
+			}
+			u.members, u.membersOK = set, true
+		} else {
+			for _, m := range ms {
+				if c, ok := u.members[m.RoomID]; ok && c.joinedAt.IsZero() && !joinedOrLeft(backlog, m.RoomID) {
+					c.joinedAt = m.JoinedAt
+					u.members[m.RoomID] = c
+				}
+			}
+		}
+	}
+	u.loads--
+	if u.loads == 0 {
+		clear(u.backlog)
+		u.backlog = u.backlog[:0]
+	}
+	return ms, err
+}
+
+// joinedOrLeft reports whether the user's backlog has a join or a leave of
+// the room.
+func joinedOrLeft(backlog []parley.Event, roomID string) bool {
+	for i := range backlog {
+		if k := backlog[i].Kind; (k == parley.EventJoin || k == parley.EventLeave) && backlog[i].Room.ID == roomID {
+			return true
+		}
+	}
+	return false
+}
