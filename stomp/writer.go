@@ -7,7 +7,7 @@ import "strconv"
 // require. If f has a body and no content-length header, AppendFrame adds
 // one, as the specification recommends, so that the body may contain NUL
 // octets; if f has one, it must equal the length of the body. A Heartbeat
-// frame is written as a single LF.
+// frame, which has no headers and no body, is written as a single LF.
 //
 // If f cannot be encoded, AppendFrame returns dst unchanged and an error
 // wrapping ErrInvalid. It allocates only to grow dst.
@@ -24,6 +24,9 @@ func appendFrame(dst []byte, f *Frame, v Version, skip []string) ([]byte, error)
 		return dst, invalid("version %v", v)
 	}
 	if f.Command == Heartbeat {
+		if len(f.hdrs) > 0 || len(f.Body) > 0 {
+			return dst, invalid("heartbeat with headers or a body")
+		}
 		return AppendHeartbeat(dst), nil
 	}
 	if f.Command == 0 || f.Command >= numCommands {
