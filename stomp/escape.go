@@ -62,27 +62,19 @@ func errBadEscape(seq []byte) error {
 func appendEscaped[T string | []byte](dst []byte, s T, v Version) []byte {
 	start := 0
 	for i := 0; i < len(s); i++ {
-		var e byte
-		switch s[i] {
-		case '\\':
-			e = '\\'
-		case '\n':
-			e = 'n'
-		case ':':
-			e = 'c'
-		case '\r':
-			if v >= V12 {
-				e = 'r'
-			}
+		e := escapes[s[i]]
+		if e == 0 || e == 'r' && v < V12 {
+			continue
 		}
-		if e != 0 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', e)
-			start = i + 1
-		}
+		dst = append(dst, s[start:i]...)
+		dst = append(dst, '\\', e)
+		start = i + 1
 	}
 	return append(dst, s[start:]...)
 }
+
+// escapes maps each octet to the letter of its 1.2 escape sequence, or 0.
+var escapes = [256]byte{'\\': '\\', '\n': 'n', ':': 'c', '\r': 'r'}
 
 // checkRaw returns an error if the header key:value cannot be written
 // unescaped in version v: a line feed would end the line, a colon in the name
