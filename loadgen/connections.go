@@ -1,0 +1,148 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The process metrics the connections scenario reads.
+const (
+	metricRSS        = "process_resident_memory_bytes"
+	metricHeap       = "go_memstats_heap_inuse_bytes"
+	metricGoroutines = "go_goroutines"
+)
+
+// connections opens Conns idle STOMP connections spread over Users users,
+// each subscribed to its user queue and to a room of all users, holds them
+// for Duration and reports how much the servers' resident memory grew per
+// connection. Latency is connect + CONNECTED + subscribed.
+func (r *run) connections(ctx context.Context) error {
+	accs, rooms, err := r.setupRooms(ctx, r.o.Users, 1, 0)
+	if err != nil {
+		return err
+	}
+	topic := "/topic/rooms." + rooms[0].ID
+	settle := func() {
+		// Let the servers finish the set-up's work before reading memory.
+		time.Sleep(500 * time.Millisecond)
+	}
+	settle()
+	before, err := r.sumMetrics(ctx)
+	if err != nil {
+		return err
+	}
+
+	conns := make([]*stompConn, r.o.Conns)
+	var opened atomic.Int64
+	r.res.Unit = "connection"
+	start := r.startMeasure(int64(r.o.Conns))
+	deadline := start.Add(r.o.Duration)
+	parallel(ctx, r.o.Conns, r.o.SetupConcurrency*4, func(ctx context.Context, i int) error {
+		if !time.Now().Before(deadline) {
+			return nil
+		}
+		a := accs[i%len(accs)]
+		t0 := time.Now()
+		url := wsURLOf(a.node.base)
+		c, err := dialSTOMP(ctx, url, connectParams{host: hostOf(url), passcode: a.Token, bearer: a.Token}, r.o.Timeout)
+		if err == nil {
+			if err = c.subscribe("0", "/user/queue/messages", r.o.Timeout); err == nil {
+				err = c.subscribe("1", topic, r.o.Timeout)
+			}
+			if err != nil {
+				c.nc.Close()
+			}
+		}
+		r.done.Add(1)
+		if err != nil {
+			r.rec.Error(i, connectKind(err))
+			return nil
+		}
+		r.rec.Record(i, time.Since(t0))
+		conns[i] = c
+		opened.Add(1)
+		return nil
+	})
+	openTime := time.Since(start)
+
+	// Keep reading, so that pings are answered and a server's close is
+	// seen, while the connections are held.
+	var closing atomic.Bool
+	var wg sync.WaitGroup
+	for i, c := range conns {
+		if c == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				if err := c.readFrame(); err != nil {
+					if !closing.Load() {
+						r.rec.Error(i, "connection lost: "+errKind(err))
+					}
+					return
+				}
+			}
+		}()
+	}
+	settle()
+	after, err := r.sumMetrics(ctx)
+	sleepUntil(ctx, deadline, deadline.Add(time.Nanosecond))
+	r.stopMeasure(start)
+	r.res.Elapsed = openTime.Seconds()
+
+	closing.Store(true)
+	for _, c := range conns {
+		if c != nil {
+			c.nc.Close()
+		}
+	}
+	wg.Wait()
+	if err != nil {
+		return err
+	}
+	res := &ConnectionsResult{
+		Opened:     opened.Load(),
+		RSSBefore:  before[metricRSS],
+		RSSAfter:   after[metricRSS],
+		HeapBefore: before[metricHeap],
+		HeapAfter:  after[metricHeap],
+		Goroutines: after[metricGoroutines],
+	}
+	if _, ok := after[metricRSS]; !ok {
+		r.res.Notes = append(r.res.Notes, "no "+metricRSS+" in /metrics: RSS per connection n.a.")
+	} else if res.Opened > 0 {
+		res.BytesPerConn = (res.RSSAfter - res.RSSBefore) / float64(res.Opened)
+	}
+	r.res.Connections = res
+	r.res.Ops = res.Opened
+	return nil
+}
+
+// sumMetrics scrapes every node and sums the values by name.
+func (r *run) sumMetrics(ctx context.Context) (map[string]float64, error) {
+	sum := map[string]float64{}
+	for _, n := range r.nodes {
+		vals, err := n.metrics(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", n.base, err)
+		}
+		for k, v := range vals {
+			sum[k] += v
+		}
+	}
+	return sum, nil
+}
+
+// connectKind classifies a failure to open a connection.
+func connectKind(err error) string {
+	s := err.Error()
+	if len(s) > 80 {
+		s = s[:80]
+	}
+	return "connect: " + s
+}

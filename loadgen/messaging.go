@@ -1,0 +1,502 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// msgClient is one virtual user of a messaging scenario: a STOMP
+// connection subscribed to its room, sending to it and receiving from it.
+type msgClient struct {
+	idx      int
+	conn     *stompConn
+	room     int    // index in msgRun.subs
+	sendDest string // SEND destination
+	clientID string // prefix of client-id headers ("" for none)
+
+	mu      sync.Mutex      // guards pending
+	pending map[int64]int64 // receipt id → send time (ns since msgRun.base)
+	acked   chan struct{}   // signalled on each receipt (closed-loop sending)
+
+	// Owned by the reader goroutine.
+	last []int32 // per sender, the highest message number seen
+
+	received     atomic.Int64
+	lastDelivery atomic.Int64 // ns since msgRun.base
+}
+
+// msgRun is the shared state of a direct or group run.
+type msgRun struct {
+	r       *run
+	base    time.Time // the clock of body timestamps (monotonic)
+	subs    []int64   // subscribers per room
+	cls     []*msgClient
+	ack     *Recorder // SEND → RECEIPT
+	closing atomic.Bool
+
+	sent, accepted, expected, dups atomic.Int64
+	readers                        sync.WaitGroup
+}
+
+func (m *msgRun) now() int64 { return int64(time.Since(m.base)) }
+
+// direct is seed 000: Users users in Users/2 direct rooms, ramped up over
+// RampUp, each sending Loops messages to its peer; latency is send → the
+// peer receives it.
+func (r *run) direct(ctx context.Context) error {
+	m := &msgRun{r: r, base: time.Now(), ack: NewRecorder()}
+	n := r.o.Users
+	m.subs = make([]int64, n/2)
+	m.cls = make([]*msgClient, n)
+	for i := range m.cls {
+		m.cls[i] = &msgClient{idx: i, room: i / 2}
+	}
+	if err := m.setup(ctx, func(ctx context.Context, accs []account) ([]string, error) {
+		ids := make([]string, n/2)
+		r.setPhase("setup", int64(n/2), 0)
+		err := parallel(ctx, n/2, r.o.SetupConcurrency, func(ctx context.Context, k int) error {
+			rm, err := accs[2*k].createDirect(ctx, accs[2*k+1].ID)
+			ids[k] = rm.ID
+			r.done.Add(1)
+			return err
+		})
+		return ids, err
+	}); err != nil {
+		return err
+	}
+	return m.measure(ctx)
+}
+
+// group is seed 002: Users members of one room, each sending every
+// MinInterval..MaxInterval; every member receives every message.
+func (r *run) group(ctx context.Context) error {
+	m := &msgRun{r: r, base: time.Now(), ack: NewRecorder()}
+	m.subs = make([]int64, 1)
+	m.cls = make([]*msgClient, r.o.Users)
+	for i := range m.cls {
+		m.cls[i] = &msgClient{idx: i}
+	}
+	before := m.brokerCounters(ctx)
+	if err := m.setup(ctx, func(ctx context.Context, accs []account) ([]string, error) {
+		rm, err := accs[0].createGroup(ctx, "bench group", 0)
+		if err != nil {
+			return nil, err
+		}
+		return []string{rm.ID}, r.joinAll(ctx, accs[1:], []roomInfo{rm})
+	}); err != nil {
+		return err
+	}
+	if err := m.measure(ctx); err != nil {
+		return err
+	}
+	after := m.brokerCounters(ctx)
+	res := r.res.Messaging
+	if v, ok := delta(before, after, "parley_broker_publishes_total"); ok {
+		res.Publishes = &v
+	}
+	if v, ok := delta(before, after, "parley_messages_accepted_total"); ok {
+		res.Messages = &v
+	}
+	switch {
+	case res.Messages != nil && *res.Messages > 0:
+		pub := 0.0 // single node without a broker publishes nothing
+		if res.Publishes != nil {
+			pub = *res.Publishes
+		}
+		per := pub / *res.Messages
+		res.PerMessage = &per
+	case r.o.Target == TargetParley:
+		r.res.Notes = append(r.res.Notes, "publishes per message: n.a. (no parley_messages_accepted_total in /metrics)")
+	}
+	return nil
+}
+
+// brokerCounters reads the fan-out counters of every Parley node, or nil.
+func (m *msgRun) brokerCounters(ctx context.Context) map[string]float64 {
+	if m.r.o.Target != TargetParley {
+		return nil
+	}
+	sum := map[string]float64{}
+	for _, n := range m.r.nodes {
+		vals, err := n.metrics(ctx)
+		if err != nil {
+			return nil
+		}
+		for k, v := range vals {
+			sum[k] += v
+		}
+	}
+	return sum
+}
+
+func delta(before, after map[string]float64, name string) (float64, bool) {
+	a, ok := after[name]
+	if !ok || before == nil {
+		return 0, false
+	}
+	return a - before[name], true
+}
+
+// setup signs up the users and makes the rooms (Parley) or names topics
+// (RabbitMQ), then connects and subscribes every client.
+func (m *msgRun) setup(ctx context.Context, makeRooms func(context.Context, []account) ([]string, error)) error {
+	r := m.r
+	tag := runID()
+	var accs []account
+	dests := make([]string, len(m.subs))
+	sendDests := make([]string, len(m.subs))
+	if r.o.Target == TargetParley {
+		var err error
+		if accs, err = r.signUp(ctx, len(m.cls)); err != nil {
+			return err
+		}
+		ids, err := makeRooms(ctx, accs)
+		if err != nil {
+			return err
+		}
+		for i, id := range ids {
+			dests[i], sendDests[i] = "/topic/rooms."+id, "/app/rooms."+id
+		}
+	} else {
+		for i := range dests {
+			dests[i] = "/topic/bench." + tag + "." + string(r.scn) + "." + strconv.Itoa(i)
+			sendDests[i] = dests[i]
+		}
+	}
+	r.setPhase("setup", int64(len(m.cls)), 0)
+	err := parallel(ctx, len(m.cls), r.o.SetupConcurrency*4, func(ctx context.Context, i int) error {
+		c := m.cls[i]
+		var (
+			url string
+			p   connectParams
+		)
+		if r.o.Target == TargetParley {
+			url = wsURLOf(accs[i].node.base)
+			p = connectParams{host: hostOf(url), passcode: accs[i].Token, bearer: accs[i].Token}
+			c.clientID = tag + "-" + strconv.Itoa(i) + "-"
+		} else {
+			url = r.o.URLs[i%len(r.o.URLs)]
+			p = connectParams{host: "/", login: r.o.Login, passcode: r.o.Passcode}
+		}
+		conn, err := dialSTOMP(ctx, url, p, r.o.Timeout)
+		if err != nil {
+			return fmt.Errorf("user %d: %w", i, err)
+		}
+		c.conn = conn
+		if err := conn.subscribe("0", dests[c.room], r.o.Timeout); err != nil {
+			return fmt.Errorf("user %d: %w", i, err)
+		}
+		c.sendDest = sendDests[c.room]
+		c.pending = map[int64]int64{}
+		c.acked = make(chan struct{}, 1)
+		c.last = make([]int32, len(m.cls))
+		r.done.Add(1)
+		return nil
+	})
+	for _, c := range m.cls {
+		if c.conn != nil {
+			m.subs[c.room]++
+		}
+	}
+	if err != nil {
+		m.closeAll()
+		return err
+	}
+	for _, c := range m.cls {
+		m.readers.Add(1)
+		go m.read(c)
+	}
+	return nil
+}
+
+// read handles the frames of one client until its connection closes.
+func (m *msgRun) read(c *msgClient) {
+	defer m.readers.Done()
+	for {
+		if err := c.conn.readFrame(); err != nil {
+			if !m.closing.Load() {
+				m.r.rec.Error(c.idx, "connection lost: "+errKind(err))
+			}
+			return
+		}
+		switch c.conn.cmd {
+		case "MESSAGE":
+			m.deliver(c, c.conn.body)
+		case "RECEIPT":
+			id, err := strconv.ParseInt(string(c.conn.receiptID), 10, 64)
+			if err != nil {
+				continue
+			}
+			c.mu.Lock()
+			at, ok := c.pending[id]
+			delete(c.pending, id)
+			c.mu.Unlock()
+			if !ok {
+				continue
+			}
+			m.ack.Record(c.idx, time.Duration(m.now()-at))
+			m.accepted.Add(1)
+			m.expected.Add(m.subs[c.room])
+			select {
+			case c.acked <- struct{}{}:
+			default:
+			}
+		case "ERROR":
+			m.r.rec.Error(c.idx, "STOMP ERROR: "+c.conn.errMsg)
+		}
+	}
+}
+
+// deliver accounts one MESSAGE body "sentNs:sender:n:padding".
+func (m *msgRun) deliver(c *msgClient, body []byte) {
+	now := m.now()
+	sent, rest := parseField(body)
+	sender, rest := parseField(rest)
+	n, _ := parseField(rest)
+	c.received.Add(1)
+	c.lastDelivery.Store(now)
+	if sender < 0 || sender >= int64(len(c.last)) || n <= 0 {
+		m.r.rec.Error(c.idx, "foreign message")
+		return
+	}
+	if int32(n) <= c.last[sender] {
+		m.dups.Add(1)
+	} else {
+		c.last[sender] = int32(n)
+	}
+	if int(sender) != c.idx {
+		m.r.rec.Record(c.idx, time.Duration(now-sent))
+	}
+}
+
+// parseField parses a decimal number up to the next ':'; -1 when there is
+// none.
+func parseField(b []byte) (int64, []byte) {
+	var v int64
+	for i, ch := range b {
+		if ch == ':' {
+			if i == 0 {
+				return -1, b[i+1:]
+			}
+			return v, b[i+1:]
+		}
+		if ch < '0' || ch > '9' {
+			return -1, nil
+		}
+		v = v*10 + int64(ch-'0')
+	}
+	return -1, nil
+}
+
+// body builds a message body of at least the payload size carrying the
+// send time, the sender and the message number.
+func (m *msgRun) body(buf []byte, sender, n int) []byte {
+	buf = buf[:0]
+	buf = strconv.AppendInt(buf, m.now(), 10)
+	buf = append(buf, ':')
+	buf = strconv.AppendInt(buf, int64(sender), 10)
+	buf = append(buf, ':')
+	buf = strconv.AppendInt(buf, int64(n), 10)
+	buf = append(buf, ':')
+	for len(buf) < m.r.o.Payload {
+		buf = append(buf, 'x')
+	}
+	return buf
+}
+
+// send writes message n of client c.
+func (m *msgRun) send(c *msgClient, n int, head, body []byte) ([]byte, []byte, error) {
+	body = m.body(body, c.idx, n)
+	id := int64(n)
+	head = head[:0]
+	head = append(head, "SEND\ndestination:"...)
+	head = append(head, c.sendDest...)
+	head = append(head, "\ncontent-type:text/plain\nreceipt:"...)
+	head = strconv.AppendInt(head, id, 10)
+	head = append(head, "\ncontent-length:"...)
+	head = strconv.AppendInt(head, int64(len(body)), 10)
+	head = append(head, '\n')
+	if c.clientID != "" {
+		head = append(head, "client-id:"...)
+		head = append(head, c.clientID...)
+		head = strconv.AppendInt(head, id, 10)
+		head = append(head, '\n')
+	}
+	c.mu.Lock()
+	c.pending[id] = m.now()
+	c.mu.Unlock()
+	m.sent.Add(1)
+	return head, body, c.conn.writeFrame(head, body)
+}
+
+// measure runs the senders, then drains receipts and deliveries.
+func (m *msgRun) measure(ctx context.Context) error {
+	r := m.r
+	o := r.o
+	var lastSent int64
+	r.extra = func() int64 {
+		s := m.sent.Load()
+		d := s - lastSent
+		lastSent = s
+		return d
+	}
+	r.res.Unit = "delivery"
+	start := r.startMeasure(int64(len(m.cls) * o.Loops))
+	deadline := start.Add(o.Duration)
+	closedLoop := o.MaxInterval <= 0
+	var wg sync.WaitGroup
+	for _, c := range m.cls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var head, body []byte
+			var err error
+			rng := rand.New(rand.NewPCG(uint64(c.idx), uint64(start.UnixNano())))
+			next := start
+			if o.RampUp > 0 {
+				next = next.Add(time.Duration(int64(o.RampUp) * int64(c.idx) / int64(len(m.cls))))
+			}
+			if !closedLoop {
+				next = next.Add(interval(rng, o.MinInterval, o.MaxInterval))
+			}
+			for n := 1; n <= o.Loops; n++ {
+				if !sleepUntil(ctx, next, deadline) {
+					return
+				}
+				if head, body, err = m.send(c, n, head, body); err != nil {
+					r.rec.Error(c.idx, "send: "+errKind(err))
+					return
+				}
+				r.done.Add(1)
+				if closedLoop {
+					if !m.awaitReceipt(ctx, c, o.Timeout) {
+						return
+					}
+					next = time.Now()
+				} else {
+					next = next.Add(interval(rng, o.MinInterval, o.MaxInterval))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	sendEnd := time.Now()
+
+	// Drain: wait for the outstanding receipts and deliveries.
+	r.setPhase("drain", 0, o.Drain)
+	drainStart := time.Now()
+	drainEnd := drainStart.Add(o.Drain)
+	for time.Now().Before(drainEnd) && ctx.Err() == nil {
+		if m.pendingReceipts() == 0 && m.received() >= m.expected.Load() {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	r.stopMeasure(start)
+	// The measurement lasts until the last send; the drain is apart.
+	r.res.Elapsed = sendEnd.Sub(start).Seconds()
+	drain := time.Since(drainStart)
+	m.closeAll()
+
+	res := &MessagingResult{
+		Sent: m.sent.Load(), Accepted: m.accepted.Load(), Expected: m.expected.Load(),
+		Received: m.received(), Duplicates: m.dups.Load(),
+		Receipt: summarize(m.ack.Total()), DrainTime: drain.Seconds(),
+	}
+	res.Lost = max(res.Expected-res.Received, 0)
+	if missing := m.pendingReceipts(); missing > 0 {
+		for i := int64(0); i < missing; i++ {
+			r.rec.Error(0, "no receipt")
+		}
+	}
+	if res.Duplicates > 0 {
+		r.res.Notes = append(r.res.Notes, fmt.Sprintf("%d deliveries seen twice or out of order", res.Duplicates))
+	}
+	if r.res.Elapsed > 0 {
+		res.SendRate = float64(res.Accepted) / r.res.Elapsed
+	}
+	var lastDelivery int64
+	for _, c := range m.cls {
+		lastDelivery = max(lastDelivery, c.lastDelivery.Load())
+	}
+	if span := time.Duration(lastDelivery) - start.Sub(m.base); span > 0 {
+		res.Deliveries = float64(res.Received) / span.Seconds()
+	}
+	r.res.Messaging = res
+	r.res.Ops = res.Received
+	r.res.Throughput = res.Deliveries
+	return nil
+}
+
+// awaitReceipt waits for the receipt of c's last SEND.
+func (m *msgRun) awaitReceipt(ctx context.Context, c *msgClient, timeout time.Duration) bool {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-c.acked:
+		return true
+	case <-t.C:
+		m.r.rec.Error(c.idx, "receipt timeout")
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (m *msgRun) received() int64 {
+	var n int64
+	for _, c := range m.cls {
+		n += c.received.Load()
+	}
+	return n
+}
+
+func (m *msgRun) pendingReceipts() int64 {
+	var n int64
+	for _, c := range m.cls {
+		if c.pending == nil {
+			continue
+		}
+		c.mu.Lock()
+		n += int64(len(c.pending))
+		c.mu.Unlock()
+	}
+	return n
+}
+
+// closeAll disconnects every client and waits for the readers.
+func (m *msgRun) closeAll() {
+	m.closing.Store(true)
+	var wg sync.WaitGroup
+	for _, c := range m.cls {
+		if c.conn == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); c.conn.close() }()
+	}
+	wg.Wait()
+	m.readers.Wait()
+}
+
+// interval draws a uniform duration in [lo, hi].
+func interval(rng *rand.Rand, lo, hi time.Duration) time.Duration {
+	if hi <= lo {
+		return lo
+	}
+	return lo + time.Duration(rng.Int64N(int64(hi-lo)+1))
+}
+
+// errKind shortens a connection error to its kind.
+func errKind(err error) string {
+	if errors.Is(err, errClosed) {
+		return "closed by server"
+	}
+	return netKind(err)
+}

@@ -1,0 +1,158 @@
+package loadgen
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteJSON writes res as indented JSON.
+func WriteJSON(w io.Writer, res *Result) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(res)
+}
+
+// WriteText writes the summary table of res.
+func WriteText(w io.Writer, res *Result) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k, format string, args ...any) {
+		fmt.Fprintf(tw, "  %s\t"+format+"\n", append([]any{k}, args...)...)
+	}
+	fmt.Fprintf(tw, "%s against %s (%s)\n", res.Scenario, res.Target, strings.Join(res.URLs, ", "))
+	row("shape", "%s", shapeText(res))
+	row("set-up", "%.1f s (not measured)", res.SetupTime)
+	row("measured", "%.2f s", res.Elapsed)
+	row(res.Unit+"s", "%d", res.Ops)
+	row("throughput", "%s %ss/s", num(res.Throughput), res.Unit)
+	l := res.Latency
+	row("latency (ms)", "p50 %s  p90 %s  p95 %s  p99 %s  p99.9 %s  max %s  (n=%d)",
+		ms(l.P50), ms(l.P90), ms(l.P95), ms(l.P99), ms(l.P999), ms(l.Max), l.Count)
+	row("errors", "%d (%.3f%%)", res.ErrorCount, 100*res.ErrorRate)
+	for _, k := range sortedKeys(res.Errors) {
+		row("", "%6d  %s", res.Errors[k], k)
+	}
+	if m := res.Messaging; m != nil {
+		row("messages", "sent %d, receipted %d (%s/s)", m.Sent, m.Accepted, num(m.SendRate))
+		row("deliveries", "expected %d, received %d, lost %d, duplicate %d", m.Expected, m.Received, m.Lost, m.Duplicates)
+		row("deliveries/s", "%s", num(m.Deliveries))
+		r := m.Receipt
+		row("receipt (ms)", "p50 %s  p99 %s  max %s", ms(r.P50), ms(r.P99), ms(r.Max))
+		if res.Scenario == Group && res.Target == TargetParley {
+			row("publishes/msg", "%s (broker publishes %s, messages accepted %s)",
+				optNum(m.PerMessage), optNum(m.Publishes), optNum(m.Messages))
+		}
+		row("drain", "%.2f s", m.DrainTime)
+	}
+	if s := res.Seats; s != nil {
+		row("rooms", "%d × %d seats", s.Rooms, s.Capacity)
+		row("joins", "%d joined (201), %d refused room_full (409)", s.Joined, s.Full)
+		row("members", "%d in total, server's count", s.MemberCount)
+		row("oversold", "%d", s.Oversold)
+	}
+	if c := res.Connections; c != nil {
+		row("opened", "%d", c.Opened)
+		row("server RSS", "%s → %s", mib(c.RSSBefore), mib(c.RSSAfter))
+		row("RSS/connection", "%s KiB", num(c.BytesPerConn/1024))
+		if c.HeapAfter > 0 {
+			row("heap in use", "%s → %s, %.0f goroutines", mib(c.HeapBefore), mib(c.HeapAfter), c.Goroutines)
+		}
+	}
+	for _, n := range res.Notes {
+		row("note", "%s", n)
+	}
+	row("machine", "%s", machineText(res.Machine))
+	return tw.Flush()
+}
+
+func shapeText(res *Result) string {
+	s := res.Shape
+	parts := []string{fmt.Sprintf("%d users", s.Users)}
+	switch res.Scenario {
+	case Connections:
+		parts = append(parts, fmt.Sprintf("%d connections, held %gs", s.Conns, s.Duration))
+		return strings.Join(parts, ", ")
+	case Group, Direct:
+		if s.MaxInterval > 0 {
+			parts = append(parts, fmt.Sprintf("one message every %g–%gs each", s.MinInterval, s.MaxInterval))
+		} else {
+			parts = append(parts, "next message on receipt")
+		}
+		parts = append(parts, fmt.Sprintf("%d B bodies", s.Payload))
+	case Seats:
+		parts = append(parts, fmt.Sprintf("%d seats per room", s.Seats))
+	case History:
+		parts = append(parts, fmt.Sprintf("%d messages, pages of %d", s.HistorySize, s.PageSize))
+	case RoomList, Open:
+		parts = append(parts, fmt.Sprintf("%d rooms", s.Rooms))
+	}
+	parts = append(parts, fmt.Sprintf("≤ %d loops", s.Loops), fmt.Sprintf("≤ %gs", s.Duration))
+	if s.RampUp > 0 {
+		parts = append(parts, fmt.Sprintf("ramp-up %gs", s.RampUp))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func machineText(m Machine) string {
+	s := fmt.Sprintf("%s/%s, %d CPUs", m.OS, m.Arch, m.CPUs)
+	if m.CPU != "" {
+		s += " (" + m.CPU + ")"
+	}
+	if m.Memory != "" {
+		s += ", " + m.Memory
+	}
+	return s + ", " + m.Go
+}
+
+func sortedKeys(m map[string]int64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return m[keys[i]] > m[keys[j]] || m[keys[i]] == m[keys[j]] && keys[i] < keys[j] })
+	return keys
+}
+
+// ms formats milliseconds with three significant digits.
+func ms(v float64) string {
+	switch {
+	case v == 0:
+		return "0"
+	case v < 1:
+		return fmt.Sprintf("%.3f", v)
+	case v < 100:
+		return fmt.Sprintf("%.2f", v)
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+// num formats a rate with thousands separators.
+func num(v float64) string {
+	if v < 100 {
+		return fmt.Sprintf("%.1f", v)
+	}
+	s := fmt.Sprintf("%.0f", v)
+	var b strings.Builder
+	for i, ch := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(ch)
+	}
+	return b.String()
+}
+
+func optNum(v *float64) string {
+	if v == nil {
+		return "n.a."
+	}
+	if *v < 10 {
+		return fmt.Sprintf("%.2f", *v)
+	}
+	return num(*v)
+}
+
+func mib(b float64) string { return fmt.Sprintf("%.1f MiB", b/(1<<20)) }

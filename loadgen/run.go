@@ -1,0 +1,249 @@
+package loadgen
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// run is the state of one Run: options, the HTTP clients of the nodes, the
+// recorder and the phase reported to Progress.
+type run struct {
+	scn        Scenario
+	o          Options
+	nodes      []*api
+	rec        *Recorder
+	res        Result
+	setupStart time.Time
+
+	// Progress state, read by the ticker.
+	phase      atomic.Value // string
+	phaseStart atomic.Int64 // unix nanos
+	phaseLimit atomic.Int64 // nanoseconds, 0 for none
+	done       atomic.Int64
+	total      atomic.Int64
+	extra      func() int64 // Extra of each timeline point; nil for none
+
+	tickMu    sync.Mutex // guards lastPoint and calls of extra
+	lastPoint Point
+	stopTick  chan struct{}
+	tickDone  chan struct{}
+}
+
+func newRun(s Scenario, o Options) *run {
+	r := &run{scn: s, o: o, rec: NewRecorder(), setupStart: time.Now()}
+	for _, u := range o.URLs {
+		r.nodes = append(r.nodes, newAPI(trimTrailingSlash(u), o))
+	}
+	r.res = Result{
+		Scenario: s, Target: o.Target, URLs: o.URLs, Started: time.Now().UTC(),
+		Machine: machine(), Shape: shapeOf(o),
+	}
+	r.setPhase("setup", 0, 0)
+	r.stopTick, r.tickDone = make(chan struct{}), make(chan struct{})
+	go r.ticker()
+	return r
+}
+
+// node returns the node of user i.
+func (r *run) node(i int) *api { return r.nodes[i%len(r.nodes)] }
+
+// setPhase starts a phase for Progress.
+func (r *run) setPhase(name string, total int64, limit time.Duration) {
+	r.done.Store(0)
+	r.total.Store(total)
+	r.phaseLimit.Store(int64(limit))
+	r.phaseStart.Store(time.Now().UnixNano())
+	r.phase.Store(name)
+}
+
+// startMeasure ends the set-up and starts the measurement's clock and
+// timeline.
+func (r *run) startMeasure(total int64) time.Time {
+	now := time.Now()
+	r.res.SetupTime = now.Sub(r.setupStart).Seconds()
+	r.rec.Restart(now)
+	r.setPhase("measure", total, r.o.Duration)
+	return now
+}
+
+// ticker closes a timeline point every second while measuring and reports
+// progress five times a second. It stops when close is called.
+func (r *run) ticker() {
+	defer close(r.tickDone)
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	n := 0
+	for {
+		select {
+		case <-r.stopTick:
+			return
+		case now := <-t.C:
+			n++
+			phase, _ := r.phase.Load().(string)
+			if phase != "setup" && n%5 == 0 {
+				r.tick(now)
+			}
+			r.report(now)
+		}
+	}
+}
+
+func (r *run) report(now time.Time) {
+	if r.o.Progress == nil {
+		return
+	}
+	phase, _ := r.phase.Load().(string)
+	_, errs := r.rec.Count()
+	r.tickMu.Lock()
+	last := r.lastPoint
+	r.tickMu.Unlock()
+	r.o.Progress(Progress{
+		Phase:   phase,
+		Done:    r.done.Load(),
+		Total:   r.total.Load(),
+		Elapsed: now.Sub(time.Unix(0, r.phaseStart.Load())),
+		Limit:   time.Duration(r.phaseLimit.Load()),
+		Errors:  errs,
+		Last:    last,
+	})
+}
+
+// stopMeasure closes the last timeline point and records the measurement's
+// length.
+func (r *run) stopMeasure(start time.Time) {
+	now := time.Now()
+	r.res.Elapsed = now.Sub(start).Seconds()
+	r.tick(now)
+}
+
+// tick closes a timeline point.
+func (r *run) tick(now time.Time) {
+	r.tickMu.Lock()
+	defer r.tickMu.Unlock()
+	var extra int64
+	if r.extra != nil {
+		extra = r.extra()
+	}
+	r.lastPoint = r.rec.Tick(now, extra)
+}
+
+// close stops the ticker.
+func (r *run) close() {
+	select {
+	case <-r.stopTick:
+	default:
+		close(r.stopTick)
+	}
+	<-r.tickDone
+	for _, n := range r.nodes {
+		n.close()
+	}
+}
+
+// result fills the common fields of the result from the recorder.
+func (r *run) result() *Result {
+	res := r.res
+	total := r.rec.Total()
+	res.Latency = summarize(total)
+	res.Histogram = logBuckets(total)
+	res.Timeline = r.rec.Timeline()
+	res.Errors = r.rec.Errors()
+	for _, n := range res.Errors {
+		res.ErrorCount += n
+	}
+	if res.Ops == 0 {
+		res.Ops = total.TotalCount()
+	}
+	if res.Elapsed > 0 && res.Throughput == 0 {
+		res.Throughput = float64(res.Ops) / res.Elapsed
+	}
+	if n := res.Ops + res.ErrorCount; n > 0 {
+		res.ErrorRate = float64(res.ErrorCount) / float64(n)
+	}
+	return &res
+}
+
+// loop runs users concurrent workers, user i starting after i/users of the
+// ramp-up. Each calls op for iteration 0, 1, ... until loops are done, the
+// deadline passes or ctx ends; op returns "" for success or an error kind.
+// Successes are recorded with their latency, errors by kind.
+func (r *run) loop(ctx context.Context, users, loops int, deadline time.Time, op func(ctx context.Context, user, iter int) string) {
+	var wg sync.WaitGroup
+	start := time.Now()
+	for u := 0; u < users; u++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if r.o.RampUp > 0 {
+				delay := time.Duration(int64(r.o.RampUp) * int64(u) / int64(users))
+				if !sleepUntil(ctx, start.Add(delay), deadline) {
+					return
+				}
+			}
+			for i := 0; i < loops; i++ {
+				if ctx.Err() != nil || !time.Now().Before(deadline) {
+					return
+				}
+				t0 := time.Now()
+				kind := op(ctx, u, i)
+				if kind == "" {
+					r.rec.Record(u, time.Since(t0))
+				} else if ctx.Err() == nil {
+					r.rec.Error(u, kind)
+				}
+				r.done.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// sleepUntil sleeps until t; false when ctx ends or deadline comes first.
+func sleepUntil(ctx context.Context, t, deadline time.Time) bool {
+	if t.After(deadline) {
+		return false
+	}
+	d := time.Until(t)
+	if d <= 0 {
+		return true
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// cpuModel reads the CPU model name on Linux; "" elsewhere.
+func cpuModel() string {
+	return procField("/proc/cpuinfo", "model name")
+}
+
+// memTotal reads the machine's memory on Linux; "" elsewhere.
+func memTotal() string {
+	return procField("/proc/meminfo", "MemTotal")
+}
+
+func procField(path, key string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if ok && strings.TrimSpace(k) == key {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,352 @@
+package loadgen
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gobwas/ws"
+	"github.com/gobwas/ws/wsutil"
+)
+
+// stompConn is a minimal STOMP 1.2 client over WebSocket, enough to drive
+// Parley's gateway and RabbitMQ's Web-STOMP plugin alike: CONNECT,
+// SUBSCRIBE, SEND with receipts, and a reader of MESSAGE, RECEIPT and
+// ERROR frames. The incoming WebSocket messages are read as one byte
+// stream, so a server may put one STOMP frame per WebSocket message or
+// coalesce several.
+//
+// Writes are serialised by wmu; reading is for one goroutine at a time.
+type stompConn struct {
+	nc net.Conn
+	rd *bufio.Reader // the STOMP byte stream
+
+	wmu  sync.Mutex // guards the following fields and writes to nc
+	wbuf []byte
+
+	// Fields of the frame last read by readFrame, valid until the next.
+	cmd       string
+	receiptID []byte
+	errMsg    string
+	body      []byte
+	bodyBuf   []byte
+}
+
+// connectParams are the CONNECT frame's credentials.
+type connectParams struct {
+	host     string
+	login    string
+	passcode string
+	bearer   string // Authorization: Bearer
+}
+
+// dialSTOMP opens a WebSocket to wsURL with the STOMP subprotocols, sends
+// CONNECT and waits for CONNECTED.
+func dialSTOMP(ctx context.Context, wsURL string, p connectParams, timeout time.Duration) (*stompConn, error) {
+	d := ws.Dialer{
+		Protocols: []string{"v12.stomp", "v11.stomp", "v10.stomp"},
+		Timeout:   timeout,
+	}
+	nc, br, _, err := d.Dial(ctx, wsURL)
+	if err != nil {
+		return nil, fmt.Errorf("websocket %s: %w", wsURL, err)
+	}
+	var src io.Reader = nc
+	if br != nil {
+		src = io.MultiReader(br, nc)
+	}
+	c := &stompConn{nc: nc}
+	wr := &wsutil.Reader{
+		Source: bufio.NewReaderSize(src, 64<<10),
+		State:  ws.StateClientSide,
+	}
+	c.rd = bufio.NewReaderSize(&wsStream{r: wr, c: c}, 64<<10)
+
+	f := c.frame("CONNECT", "accept-version", "1.2,1.1,1.0", "host", p.host, "heart-beat", "0,0")
+	if p.login != "" {
+		f = appendHeader(f, "login", p.login)
+	}
+	if p.passcode != "" {
+		f = appendHeader(f, "passcode", p.passcode)
+	}
+	if p.bearer != "" {
+		f = appendHeader(f, "Authorization", "Bearer "+p.bearer)
+	}
+	if err := c.writeFrame(f, nil); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	nc.SetReadDeadline(time.Now().Add(timeout))
+	defer nc.SetReadDeadline(time.Time{})
+	if err := c.readFrame(); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("read CONNECTED: %w", err)
+	}
+	switch c.cmd {
+	case "CONNECTED":
+		return c, nil
+	case "ERROR":
+		nc.Close()
+		return nil, fmt.Errorf("CONNECT refused: %s", c.errMsg)
+	}
+	nc.Close()
+	return nil, fmt.Errorf("CONNECT answered with %s", c.cmd)
+}
+
+// subscribe subscribes to dest and waits for the receipt. It reads frames
+// itself, so it must be called before a reader goroutine starts.
+func (c *stompConn) subscribe(id, dest string, timeout time.Duration) error {
+	receipt := "sub-" + id
+	f := c.frame("SUBSCRIBE", "id", id, "destination", dest, "ack", "auto", "receipt", receipt)
+	if err := c.writeFrame(f, nil); err != nil {
+		return err
+	}
+	c.nc.SetReadDeadline(time.Now().Add(timeout))
+	defer c.nc.SetReadDeadline(time.Time{})
+	for {
+		if err := c.readFrame(); err != nil {
+			return fmt.Errorf("subscribe %s: %w", dest, err)
+		}
+		switch c.cmd {
+		case "RECEIPT":
+			if string(c.receiptID) == receipt {
+				return nil
+			}
+		case "ERROR":
+			return fmt.Errorf("subscribe %s: %s", dest, c.errMsg)
+		}
+	}
+}
+
+// close sends DISCONNECT (best effort) and closes the socket.
+func (c *stompConn) close() {
+	c.nc.SetWriteDeadline(time.Now().Add(time.Second))
+	c.writeFrame(c.frame("DISCONNECT"), nil)
+	c.nc.Close()
+}
+
+// frame starts a frame in a fresh buffer: command and header pairs.
+// Values must not need escaping (the bench's never do).
+func (c *stompConn) frame(cmd string, kv ...string) []byte {
+	b := make([]byte, 0, 256)
+	b = append(b, cmd...)
+	b = append(b, '\n')
+	for i := 0; i+1 < len(kv); i += 2 {
+		b = appendHeader(b, kv[i], kv[i+1])
+	}
+	return b
+}
+
+func appendHeader(b []byte, k, v string) []byte {
+	b = append(b, k...)
+	b = append(b, ':')
+	b = append(b, v...)
+	return append(b, '\n')
+}
+
+// writeFrame ends the frame head (blank line), appends body and the NUL,
+// and writes it as one masked WebSocket text message in one write.
+func (c *stompConn) writeFrame(head, body []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	n := len(head) + 1 + len(body) + 1
+	hdr := ws.Header{Fin: true, OpCode: ws.OpText, Masked: true, Mask: ws.NewMask(), Length: int64(n)}
+	buf := bytes.NewBuffer(c.wbuf[:0])
+	if err := ws.WriteHeader(buf, hdr); err != nil {
+		return err
+	}
+	start := buf.Len()
+	buf.Write(head)
+	buf.WriteByte('\n')
+	buf.Write(body)
+	buf.WriteByte(0)
+	out := buf.Bytes()
+	ws.Cipher(out[start:], hdr.Mask, 0)
+	c.wbuf = out
+	_, err := c.nc.Write(out)
+	return err
+}
+
+// writeControl answers a ping.
+func (c *stompConn) writeControl(op ws.OpCode, payload []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	p := append([]byte(nil), payload...)
+	f := ws.MaskFrameInPlace(ws.NewFrame(op, true, p))
+	return ws.WriteFrame(c.nc, f)
+}
+
+// errClosed is a close frame from the server.
+var errClosed = errors.New("websocket closed by server")
+
+// readFrame reads the next STOMP frame into c.cmd, c.receiptID, c.errMsg
+// and c.body, skipping heart-beats.
+func (c *stompConn) readFrame() error {
+	var line []byte
+	var err error
+	for {
+		line, err = c.rd.ReadSlice('\n')
+		if err != nil {
+			return err
+		}
+		line = trimEOL(line)
+		if len(line) > 0 {
+			break
+		}
+	}
+	switch string(line) { // no allocation: the compiler interns the cases
+	case "MESSAGE":
+		c.cmd = "MESSAGE"
+	case "RECEIPT":
+		c.cmd = "RECEIPT"
+	case "ERROR":
+		c.cmd = "ERROR"
+	case "CONNECTED":
+		c.cmd = "CONNECTED"
+	default:
+		c.cmd = string(line)
+	}
+	c.receiptID = c.receiptID[:0]
+	c.errMsg = ""
+	length := -1
+	for {
+		line, err = c.rd.ReadSlice('\n')
+		if err != nil {
+			return err
+		}
+		line = trimEOL(line)
+		if len(line) == 0 {
+			break
+		}
+		k, v, _ := bytes.Cut(line, []byte{':'})
+		switch string(k) {
+		case "content-length":
+			if length < 0 {
+				length, _ = strconv.Atoi(string(v))
+			}
+		case "receipt-id":
+			if len(c.receiptID) == 0 {
+				c.receiptID = append(c.receiptID, v...)
+			}
+		case "message":
+			if c.errMsg == "" {
+				c.errMsg = string(v)
+			}
+		}
+	}
+	c.bodyBuf = c.bodyBuf[:0]
+	if length >= 0 {
+		if cap(c.bodyBuf) < length {
+			c.bodyBuf = make([]byte, length)
+		}
+		c.bodyBuf = c.bodyBuf[:length]
+		if _, err := io.ReadFull(c.rd, c.bodyBuf); err != nil {
+			return err
+		}
+		nul, err := c.rd.ReadByte()
+		if err != nil {
+			return err
+		}
+		if nul != 0 {
+			return errors.New("frame body not followed by NUL")
+		}
+	} else {
+		for {
+			chunk, err := c.rd.ReadSlice(0)
+			if err == nil {
+				c.bodyBuf = append(c.bodyBuf, chunk[:len(chunk)-1]...)
+				break
+			}
+			if err != bufio.ErrBufferFull {
+				return err
+			}
+			c.bodyBuf = append(c.bodyBuf, chunk...)
+		}
+	}
+	c.body = c.bodyBuf
+	if c.cmd == "ERROR" && c.errMsg == "" {
+		c.errMsg = string(c.body)
+	}
+	return nil
+}
+
+func trimEOL(b []byte) []byte {
+	b = b[:len(b)-1]
+	if len(b) > 0 && b[len(b)-1] == '\r' {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// wsStream reads the payloads of the server's WebSocket data messages as
+// one stream, answering pings and ending at a close frame.
+type wsStream struct {
+	r *wsutil.Reader
+	c *stompConn
+	// inFrame is whether r has a data message open.
+	inFrame bool
+}
+
+func (s *wsStream) Read(p []byte) (int, error) {
+	for {
+		if s.inFrame {
+			n, err := s.r.Read(p)
+			if err == io.EOF {
+				s.inFrame = false
+				err = nil
+			}
+			if n > 0 || err != nil {
+				return n, err
+			}
+			continue
+		}
+		hdr, err := s.r.NextFrame()
+		if err != nil {
+			return 0, err
+		}
+		if hdr.OpCode.IsControl() {
+			payload := make([]byte, hdr.Length)
+			if _, err := io.ReadFull(s.r, payload); err != nil && err != io.EOF {
+				return 0, err
+			}
+			switch hdr.OpCode {
+			case ws.OpPing:
+				if err := s.c.writeControl(ws.OpPong, payload); err != nil {
+					return 0, err
+				}
+			case ws.OpClose:
+				return 0, errClosed
+			}
+			continue
+		}
+		s.inFrame = true
+	}
+}
+
+// wsURLOf returns the STOMP endpoint of a Parley node: http://h:p → ws://h:p/ws.
+func wsURLOf(base string) string {
+	switch {
+	case len(base) > 5 && base[:5] == "https":
+		return "wss" + base[5:] + "/ws"
+	case len(base) > 4 && base[:4] == "http":
+		return "ws" + base[4:] + "/ws"
+	}
+	return base
+}
+
+// hostOf returns the host header of a URL for CONNECT.
+func hostOf(raw string) string {
+	req, err := http.NewRequest("GET", raw, nil)
+	if err != nil {
+		return "/"
+	}
+	return req.URL.Hostname()
+}
