@@ -25,7 +25,8 @@ const retainMax = 64 << 10
 //
 // A Reader is not safe for concurrent use.
 type Reader struct {
-	br      *bufio.Reader
+	br      *bufio.Reader // what r reads from: own, or the caller's
+	own     *bufio.Reader // created by r, kept for reuse by Reset
 	lim     Limits
 	version Version
 
@@ -41,22 +42,26 @@ type Reader struct {
 // Reader reads through it and nothing else should read from it; otherwise the
 // Reader wraps rd in a bufio.Reader of its own.
 func NewReader(rd io.Reader, lim Limits) *Reader {
-	r := &Reader{lim: lim.withDefaults()}
+	r := &Reader{lim: lim.withDefaults(), version: V12}
 	r.Reset(rd)
 	return r
 }
 
-// Reset makes r read from rd as a new Reader would, keeping its limits and
-// buffers: version 1.2, no error.
+// Reset makes r read from rd, as NewReader does, discarding any buffered
+// input and clearing its error. It keeps r's limits and version, so a
+// session that feeds r one WebSocket message at a time can Reset it for each;
+// a Reader reused for a new session needs SetVersion(V12).
 func (r *Reader) Reset(rd io.Reader) {
 	if br, ok := rd.(*bufio.Reader); ok {
 		r.br = br
-	} else if r.br != nil && r.br.Size() == readerBufSize {
-		r.br.Reset(rd)
 	} else {
-		r.br = bufio.NewReaderSize(rd, readerBufSize)
+		if r.own == nil {
+			r.own = bufio.NewReaderSize(rd, readerBufSize)
+		} else {
+			r.own.Reset(rd)
+		}
+		r.br = r.own
 	}
-	r.version = V12
 	r.frame.Reset()
 	r.size = 0
 	r.err = nil

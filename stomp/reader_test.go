@@ -2,6 +2,7 @@ package stomp_test
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"io"
 	"strings"
@@ -453,9 +454,12 @@ func TestReadVersion(t *testing.T) {
 		t.Errorf("NewReader().Version() = %v, want 1.2", got)
 	}
 	r.SetVersion(stomp.V10)
-	r.Reset(strings.NewReader(""))
-	if got := r.Version(); got != stomp.V12 {
-		t.Errorf("Version() after Reset = %v, want 1.2", got)
+	r.Reset(strings.NewReader("SEND\nk:a\\tb\n\n\x00"))
+	if got := r.Version(); got != stomp.V10 {
+		t.Errorf("Version() after Reset = %v, want 1.0 (kept)", got)
+	}
+	if f, err := r.Read(); err != nil || string(f.Get("k")) != `a\tb` {
+		t.Errorf("Read(unescaped 1.0 frame) after Reset = %v, %v; want k:a\\tb", f, err)
 	}
 	defer func() {
 		if recover() == nil {
@@ -531,5 +535,38 @@ func TestReadAllocs(t *testing.T) {
 			}
 			_ = sink
 		})
+	}
+}
+
+// TestReadOneMessageAtATime feeds the Reader one WebSocket message at a time,
+// as a gateway may, resetting it for each without losing the version.
+func TestReadOneMessageAtATime(t *testing.T) {
+	msgs := []struct {
+		in   string
+		want *stomp.Frame
+	}{
+		{"CONNECT\naccept-version:1.1,1.2\nhost:h\n\n\x00", newFrame(stomp.Connect, "", "accept-version", "1.1,1.2", "host", "h")},
+		{"\n", heartbeat},
+		{"SUBSCRIBE\nid:0\ndestination:/topic/rooms.1\n\n\x00", newFrame(stomp.Subscribe, "", "id", "0", "destination", "/topic/rooms.1")},
+		{"SEND\ndestination:/app/rooms.1\ncontent-length:2\n\nhi\x00", newFrame(stomp.Send, "hi", "destination", "/app/rooms.1", "content-length", "2")},
+	}
+	var src bytes.Reader
+	r := stomp.NewReader(&src, stomp.Limits{})
+	for i, m := range msgs {
+		src.Reset([]byte(m.in))
+		r.Reset(&src)
+		f, err := r.Read()
+		if err != nil || !equalFrames(f, m.want) {
+			t.Errorf("Read(%q) = %v, %v; want %v", m.in, f, err, m.want)
+		}
+		if _, err := r.Read(); err != io.EOF {
+			t.Errorf("Read after the message %q = %v, want io.EOF", m.in, err)
+		}
+		if i == 0 {
+			r.SetVersion(stomp.V11)
+		}
+		if got := r.Version(); got != stomp.V11 {
+			t.Errorf("Version() after message %d = %v, want 1.1", i, got)
+		}
 	}
 }
