@@ -5,9 +5,10 @@ import (
 	"fmt"
 )
 
-// Errors returned by the Reader. Each error the Reader returns for bad input
-// wraps ErrMalformed or ErrTooLarge, so a session can map it to an ERROR
-// frame with errors.Is; the text after the prefix says what was wrong.
+// Errors of the codec. Each error the Reader returns for bad input wraps
+// ErrMalformed or ErrTooLarge, so that a session can map it to an ERROR frame
+// with errors.Is; the text after the prefix says what was wrong. The errors of
+// the encoders wrap ErrInvalid.
 var (
 	// ErrMalformed is wrapped by every error for input that is not a valid
 	// STOMP frame.

@@ -148,8 +148,11 @@ func parseCommand(b []byte) (Command, bool) {
 // The zero Frame is an empty frame ready to use. A Frame is not safe for
 // concurrent modification.
 type Frame struct {
+	// Command is the frame's command, or Heartbeat.
 	Command Command
-	Body    []byte
+	// Body is the frame's body. In a Frame returned by Reader.Read it is
+	// owned by the Reader, like the headers.
+	Body []byte
 
 	buf  []byte   // header names and values, decoded, back to back
 	hdrs []header // in wire order
