@@ -1,0 +1,140 @@
+package gateway
+
+import (
+	"context"
+	"sync"
+	"unicode/utf8"
+
+	"parley"
+)
+
+// fakeChat is an in-memory chat service with the semantics the gateway
+// relies on: tokens, rooms with members, messages with gapless seqs,
+// idempotent client ids, and committed events reported to a sink in commit
+// order, as the store's OnCommit does.
+type fakeChat struct {
+	mu      sync.Mutex
+	users   map[string]parley.User         // token -> user
+	members map[string]map[string]bool     // room -> user id -> member
+	msgs    map[string][]parley.Message    // room -> messages by seq-1
+	keys    map[[3]string]parley.Message   // (room, sender, client id) -> message
+	sink    parley.EventSink
+}
+
+func newFakeChat() *fakeChat {
+	return &fakeChat{
+		users:   map[string]parley.User{},
+		members: map[string]map[string]bool{},
+		msgs:    map[string][]parley.Message{},
+		keys:    map[[3]string]parley.Message{},
+	}
+}
+
+// addUser registers a user with token "token-<name>".
+func (c *fakeChat) addUser(name string) parley.User {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	u := parley.User{ID: "u-" + name, Name: name}
+	c.users["token-"+name] = u
+	return u
+}
+
+// addRoom creates a room with the given members.
+func (c *fakeChat) addRoom(id string, members ...parley.User) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.members[id] = map[string]bool{}
+	for _, u := range members {
+		c.members[id][u.ID] = true
+	}
+}
+
+func (c *fakeChat) leave(roomID string, u parley.User) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.members[roomID], u.ID)
+	c.sink([]parley.Event{{Kind: parley.EventLeave, Room: parley.Room{ID: roomID}, UserID: u.ID}})
+}
+
+func (c *fakeChat) Authenticate(ctx context.Context, token string) (parley.User, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	u, ok := c.users[token]
+	if !ok {
+		return parley.User{}, parley.Errorf(parley.CodeUnauthorized, "unknown token")
+	}
+	return u, nil
+}
+
+func (c *fakeChat) Authorize(ctx context.Context, u parley.User, roomID string) (parley.Member, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.authorizeLocked(u, roomID)
+}
+
+func (c *fakeChat) authorizeLocked(u parley.User, roomID string) (parley.Member, error) {
+	m, ok := c.members[roomID]
+	if !ok {
+		return parley.Member{}, parley.Errorf(parley.CodeNotFound, "room not found")
+	}
+	if !m[u.ID] {
+		return parley.Member{}, parley.Errorf(parley.CodeForbidden, "not a member of this room")
+	}
+	return parley.Member{RoomID: roomID, UserID: u.ID}, nil
+}
+
+func (c *fakeChat) Send(ctx context.Context, u parley.User, roomID, body, clientID string) (parley.Message, bool, error) {
+	if body == "" || !utf8.ValidString(body) {
+		return parley.Message{}, false, parley.Errorf(parley.CodeInvalid, "bad body")
+	}
+	if len(body) > c.MaxBody() {
+		return parley.Message{}, false, parley.Errorf(parley.CodeTooLarge, "body too large")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, err := c.authorizeLocked(u, roomID); err != nil {
+		return parley.Message{}, false, err
+	}
+	key := [3]string{roomID, u.ID, clientID}
+	if m, ok := c.keys[key]; ok && clientID != "" {
+		return m, false, nil
+	}
+	m := parley.Message{
+		ID: parley.NewID(), RoomID: roomID, Seq: int64(len(c.msgs[roomID]) + 1),
+		SenderID: u.ID, SenderName: u.Name, Body: body, ClientID: clientID, SentAt: parley.Now(),
+	}
+	c.msgs[roomID] = append(c.msgs[roomID], m)
+	if clientID != "" {
+		c.keys[key] = m
+	}
+	c.sink([]parley.Event{{Kind: parley.EventMessage, Room: parley.Room{ID: roomID, LastSeq: m.Seq}, UserID: u.ID, Message: m}})
+	return m, true, nil
+}
+
+func (c *fakeChat) Messages(ctx context.Context, u parley.User, roomID string, p parley.Page) ([]parley.Message, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, err := c.authorizeLocked(u, roomID); err != nil {
+		return nil, err
+	}
+	var page []parley.Message
+	for _, m := range c.msgs[roomID] {
+		if m.Seq > p.After && len(page) < p.Limit {
+			page = append(page, m)
+		}
+	}
+	return page, nil
+}
+
+func (c *fakeChat) MaxBody() int { return 4096 }
+
+// Members serves the hub.
+func (c *fakeChat) Members(ctx context.Context, roomID string) ([]string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var ids []string
+	for id := range c.members[roomID] {
+		ids = append(ids, id)
+	}
+	return ids, nil
+}

@@ -1,0 +1,393 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+
+	"parley"
+	"parley/stomp"
+
+	"golang.org/x/time/rate"
+)
+
+// Destinations (design §4).
+const (
+	topicPrefix = "/topic/rooms."
+	userQueue   = "/user/queue/messages"
+	appPrefix   = "/app/rooms."
+)
+
+// handle acts on one frame; false ends reading (the session was refused).
+func (s *session) handle(f *stomp.Frame, rs *readState) bool {
+	if f.Command == stomp.Heartbeat {
+		return true
+	}
+	s.mu.Lock()
+	connected := s.connected
+	s.mu.Unlock()
+	var err error
+	receipt := f.Get("receipt")
+	switch {
+	case f.Command == stomp.Connect || f.Command == stomp.Stomp:
+		if connected {
+			err = parley.Errorf(parley.CodeInvalid, "already connected")
+		} else {
+			err = s.connect(f, rs)
+			receipt = nil // CONNECTED is the answer
+		}
+	case !connected:
+		err = parley.Errorf(parley.CodeUnauthorized, "the first frame must be CONNECT or STOMP, not %v", f.Command)
+	case f.Command == stomp.Subscribe:
+		if err = s.subscribe(f); err == nil {
+			receipt = nil // subscribe sent it, before any message
+		}
+	case f.Command == stomp.Unsubscribe:
+		err = s.unsubscribe(f)
+	case f.Command == stomp.Send:
+		var m parley.Message
+		if m, err = s.send(f); err == nil && receipt != nil {
+			s.receipt(receipt, &m)
+			receipt = nil
+		}
+	case f.Command == stomp.Ack || f.Command == stomp.Nack:
+		err = s.ack(f)
+	case f.Command == stomp.Disconnect:
+		s.disconnect(receipt)
+		return false
+	case f.Command == stomp.Begin || f.Command == stomp.Commit || f.Command == stomp.Abort:
+		err = parley.Errorf(parley.CodeInvalid, "transactions are not supported")
+	default:
+		err = parley.Errorf(parley.CodeInvalid, "%v is not a client frame", f.Command)
+	}
+	if err != nil {
+		s.refuse(err, receipt)
+		return false
+	}
+	if receipt != nil {
+		s.receipt(receipt, nil)
+	}
+	return true
+}
+
+// connect authenticates the client and answers CONNECTED.
+func (s *session) connect(f *stomp.Frame, rs *readState) error {
+	vs, ok := stomp.Negotiate(string(f.Get("accept-version")))
+	if !ok {
+		return parley.Errorf(parley.CodeInvalid, "no common protocol version: the server speaks %s", stomp.SupportedVersions)
+	}
+	v, _ := stomp.ParseVersion(vs)
+	hb, err := stomp.ParseHeartBeat(string(f.Get("heart-beat")))
+	if err != nil {
+		return parley.Errorf(parley.CodeInvalid, "%v", err)
+	}
+	token := string(f.Get("passcode"))
+	if auth := f.Get("Authorization"); auth != nil {
+		const prefix = "bearer "
+		if len(auth) <= len(prefix) || !strings.EqualFold(string(auth[:len(prefix)]), prefix) {
+			return parley.Errorf(parley.CodeUnauthorized, "the Authorization header must be \"Bearer <token>\"")
+		}
+		token = string(auth[len(prefix):])
+	}
+	ctx, cancel := context.WithTimeout(s.srv.ctx, s.srv.cfg.SendTimeout)
+	u, err := s.srv.chat.Authenticate(ctx, token)
+	cancel()
+	if err != nil {
+		return err
+	}
+	offer := s.srv.cfg.HeartBeat
+	if v == stomp.V10 {
+		hb, offer = stomp.HeartBeat{}, stomp.HeartBeat{}
+	}
+	send, recv := stomp.NegotiateHeartBeat(hb, offer)
+
+	var c stomp.Frame
+	c.Command = stomp.Connected
+	c.Add("version", vs)
+	if v >= stomp.V11 {
+		c.Add("heart-beat", offer.String())
+	}
+	c.Add("session", s.id)
+	c.Add("server", s.srv.cfg.Server)
+	c.Add("user-name", u.Name)
+	b := encodeControl(&c, v)
+
+	rs.sr.SetVersion(v)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.connected = true
+	s.user, s.version = u, v
+	s.sendEvery, s.recvEvery = send, recv
+	if send > 0 || recv > 0 {
+		s.timer.Reset(s.tickEveryLocked())
+	} else {
+		s.timer.Stop()
+	}
+	s.enqueueLocked(outItem{cmd: stomp.Connected, raw: b}, len(b))
+	return nil
+}
+
+// subscribe registers a subscription: members only for a room topic, with
+// a catch-up from history when since-seq is given.
+func (s *session) subscribe(f *stomp.Frame) error {
+	dest := string(f.Get("destination"))
+	id, ok := f.Lookup("id")
+	if !ok {
+		if s.readVersion() >= stomp.V11 {
+			return parley.Errorf(parley.CodeInvalid, "SUBSCRIBE needs an id header")
+		}
+		id = []byte(dest) // STOMP 1.0: the id is optional
+	}
+	sub := &subscription{s: s, id: string(id)}
+	switch string(f.Get("ack")) {
+	case "", "auto":
+	case "client", "client-individual":
+		sub.ack = true
+	default:
+		return parley.Errorf(parley.CodeInvalid, "ack must be auto, client or client-individual")
+	}
+	since := int64(-1)
+	switch {
+	case strings.HasPrefix(dest, topicPrefix) && len(dest) > len(topicPrefix):
+		sub.RoomID = dest[len(topicPrefix):]
+		if v, ok := f.Lookup("since-seq"); ok {
+			n, err := strconv.ParseInt(string(v), 10, 64)
+			if err != nil || n < 0 {
+				return parley.Errorf(parley.CodeInvalid, "since-seq must be a seq of 0 or more")
+			}
+			since = n
+		}
+	case dest == userQueue:
+		sub.user = true
+	default:
+		return parley.Errorf(parley.CodeNotFound, "no destination %q: subscribe to %s{roomId} or %s", dest, topicPrefix, userQueue)
+	}
+
+	s.mu.Lock()
+	u, v := s.user, s.version
+	err := s.addSubLocked(sub)
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	sub.UserID = u.ID
+	sub.To = sub
+	sub.shape = shapeOf(sub.user, v, sub.ack)
+	sub.ctx, sub.cancel = context.WithCancel(s.srv.ctx)
+
+	// Register first, then check membership: a leave committed in between
+	// is either seen by the check or drops the registration.
+	s.srv.hub.Subscribe(&sub.Sub)
+	if sub.RoomID != "" {
+		ctx, cancel := context.WithTimeout(sub.ctx, s.srv.cfg.SendTimeout)
+		_, err := s.srv.chat.Authorize(ctx, u, sub.RoomID)
+		cancel()
+		if err != nil {
+			s.dropSub(sub)
+			return err
+		}
+	}
+	if r := f.Get("receipt"); r != nil {
+		s.receipt(r, nil)
+	}
+	if since < 0 {
+		s.srv.hub.Start(sub.ctx, &sub.Sub, -1, nil, nil)
+		return nil
+	}
+	go s.catchUp(sub, since)
+	return nil
+}
+
+// addSubLocked adds sub to the session's table.
+func (s *session) addSubLocked(sub *subscription) error {
+	if s.dead {
+		return errClosed
+	}
+	live := s.subs[:0]
+	for _, o := range s.subs {
+		if !o.Removed() {
+			live = append(live, o)
+		}
+	}
+	clear(s.subs[len(live):])
+	s.subs = live
+	for _, o := range s.subs {
+		if o.id == sub.id {
+			return parley.Errorf(parley.CodeInvalid, "subscription id %q is in use", sub.id)
+		}
+	}
+	if len(s.subs) >= s.srv.cfg.MaxSubscriptions {
+		return parley.Errorf(parley.CodeInvalid, "over %d subscriptions", s.srv.cfg.MaxSubscriptions)
+	}
+	s.subs = append(s.subs, sub)
+	return nil
+}
+
+// dropSub removes sub from the session and the hub.
+func (s *session) dropSub(sub *subscription) {
+	s.mu.Lock()
+	for i, o := range s.subs {
+		if o == sub {
+			s.subs = append(s.subs[:i], s.subs[i+1:]...)
+			break
+		}
+	}
+	s.mu.Unlock()
+	s.srv.hub.Unsubscribe(&sub.Sub)
+	sub.stop()
+	s.room.Broadcast()
+}
+
+// catchUp sends a resuming subscription its history, then makes it live.
+func (s *session) catchUp(sub *subscription, since int64) {
+	u := s.readUser()
+	history := func(ctx context.Context, after int64) ([]parley.Message, error) {
+		ctx, cancel := context.WithTimeout(ctx, s.srv.cfg.SendTimeout)
+		defer cancel()
+		return s.srv.chat.Messages(ctx, u, sub.RoomID, parley.Page{After: after, Limit: parley.MaxPageLimit})
+	}
+	err := s.srv.hub.Start(sub.ctx, &sub.Sub, since, history, sub.deliverWait)
+	if err != nil && sub.ctx.Err() == nil {
+		s.refuse(err, nil)
+	}
+}
+
+func (s *session) readUser() parley.User {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.user
+}
+
+// unsubscribe drops a subscription; an unknown id is not an error (the hub
+// may have dropped it when the user left the room).
+func (s *session) unsubscribe(f *stomp.Frame) error {
+	id, ok := f.Lookup("id")
+	if !ok {
+		if s.readVersion() >= stomp.V11 {
+			return parley.Errorf(parley.CodeInvalid, "UNSUBSCRIBE needs an id header")
+		}
+		if id, ok = f.Lookup("destination"); !ok {
+			return parley.Errorf(parley.CodeInvalid, "UNSUBSCRIBE needs an id or destination header")
+		}
+	}
+	var found *subscription
+	s.mu.Lock()
+	for _, sub := range s.subs {
+		if sub.id == string(id) {
+			found = sub
+			break
+		}
+	}
+	s.mu.Unlock()
+	if found != nil {
+		s.dropSub(found)
+	}
+	return nil
+}
+
+// send stores a message through the chat service; it returns once the
+// message is committed.
+func (s *session) send(f *stomp.Frame) (parley.Message, error) {
+	dest := f.Get("destination")
+	if !bytes.HasPrefix(dest, []byte(appPrefix)) || len(dest) == len(appPrefix) {
+		return parley.Message{}, parley.Errorf(parley.CodeNotFound, "no destination %q: send to %s{roomId}", dest, appPrefix)
+	}
+	if _, ok := f.Lookup("transaction"); ok {
+		return parley.Message{}, parley.Errorf(parley.CodeInvalid, "transactions are not supported")
+	}
+	s.mu.Lock()
+	if s.limiter == nil {
+		s.limiter = rate.NewLimiter(rate.Limit(s.srv.cfg.SendRate), s.srv.cfg.SendBurst)
+	}
+	allowed := s.limiter.Allow()
+	u := s.user
+	s.mu.Unlock()
+	if !allowed {
+		return parley.Message{}, parley.Errorf(parley.CodeRateLimited, "over %g messages a second", s.srv.cfg.SendRate)
+	}
+	ctx, cancel := context.WithTimeout(s.srv.ctx, s.srv.cfg.SendTimeout)
+	defer cancel()
+	m, _, err := s.srv.chat.Send(ctx, u, string(dest[len(appPrefix):]), string(f.Body), string(f.Get("client-id")))
+	if err != nil && errors.Is(err, context.DeadlineExceeded) {
+		err = parley.Errorf(parley.CodeUnavailable, "the message was not committed within %v", s.srv.cfg.SendTimeout)
+	}
+	return m, err
+}
+
+// ack accepts ACK and NACK per the protocol version. Every message is
+// durable in the room's history before it is delivered, so there is
+// nothing to redeliver: a NACKed message can be read again with since-seq.
+func (s *session) ack(f *stomp.Frame) error {
+	var need []string
+	switch s.readVersion() {
+	case stomp.V12:
+		need = []string{"id"}
+	case stomp.V11:
+		need = []string{"message-id", "subscription"}
+	default:
+		need = []string{"message-id"}
+	}
+	for _, h := range need {
+		if _, ok := f.Lookup(h); !ok {
+			return parley.Errorf(parley.CodeInvalid, "%v needs a %s header", f.Command, h)
+		}
+	}
+	return nil
+}
+
+// disconnect answers a receipted DISCONNECT and closes once it is written.
+func (s *session) disconnect(receipt []byte) {
+	s.stopReading()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if receipt == nil {
+		s.dead, s.closeAfter = true, true
+		s.startWriterLocked()
+		return
+	}
+	var r stomp.Frame
+	r.Command = stomp.Receipt
+	r.AddBytes("receipt-id", receipt)
+	s.finishLocked(outItem{cmd: stomp.Receipt, raw: encodeControl(&r, s.version)})
+}
+
+// receipt queues a RECEIPT; for a SEND it also carries the message's seq
+// and id.
+func (s *session) receipt(id []byte, m *parley.Message) {
+	var r stomp.Frame
+	r.Command = stomp.Receipt
+	r.AddBytes("receipt-id", id)
+	if m != nil {
+		r.AddInt("seq", m.Seq)
+		r.Add("message-id", m.ID)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := encodeControl(&r, s.version)
+	s.enqueueLocked(outItem{cmd: stomp.Receipt, raw: b}, len(b))
+}
+
+// pong answers a WebSocket ping.
+func (s *session) pong(payload []byte) {
+	b := make([]byte, 0, len(payload)+2)
+	b = append(b, 0x8a, byte(len(payload)))
+	b = append(b, payload...)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.enqueueLocked(outItem{wsRaw: true, raw: b}, len(b))
+}
+
+// closeWebSocket answers a client's close frame with the same status code,
+// then closes.
+func (s *session) closeWebSocket(payload []byte) {
+	b := []byte{0x88, 0}
+	if len(payload) >= 2 {
+		b = append(b[:1], 2, payload[0], payload[1])
+	}
+	s.stopReading()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.finishLocked(outItem{wsRaw: true, raw: b})
+}

@@ -1,0 +1,298 @@
+// Package gateway serves STOMP sessions (design §4) over WebSocket at /ws
+// and over raw TCP, with the same session code: authentication on CONNECT,
+// heart-beats, room and personal-queue subscriptions with resume, SEND
+// through the chat service with a RECEIPT after commit, and an ERROR then a
+// close for every refusal.
+//
+// # Memory and batching
+//
+// An idle session holds no goroutine and no buffer. Its socket sits in an
+// epoll set (poll_linux.go); when it turns readable, one goroutine is started
+// for it, takes pooled read buffers, decodes and handles every complete
+// frame, gives the buffers back and re-arms the socket. Only a frame that
+// arrives in pieces makes that goroutine wait for the rest.
+//
+// Outbound frames go to a bounded queue per session (frames and bytes). A
+// writer goroutine runs only while the queue is non-empty: it takes
+// everything queued, encodes it into one pooled buffer and writes it with
+// one system call. A message is encoded once per frame shape (destination,
+// protocol version, ack mode) and shared by every recipient of that shape;
+// only the subscription header is written per recipient. A full queue closes
+// the session with ERROR "slow consumer" (overflowLocked, the one place that
+// decides it), so nothing is dropped silently: the client reconnects and
+// resumes with since-seq.
+//
+// # Locks
+//
+// hub.Hub's lock is taken before a session's (the hub delivers with its lock
+// held); a session never calls into the hub while holding its own lock.
+// Server.mu is never held while taking either.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"parley"
+	"parley/hub"
+	"parley/stomp"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Chat is what the gateway asks of the application service (chat.Service).
+type Chat interface {
+	// Authenticate returns the owner of an access token, or fails with
+	// parley.CodeUnauthorized.
+	Authenticate(ctx context.Context, token string) (parley.User, error)
+	// Authorize checks membership: parley.CodeNotFound for an unknown
+	// room, parley.CodeForbidden for a non-member.
+	Authorize(ctx context.Context, u parley.User, roomID string) (parley.Member, error)
+	// Send stores a message and returns it once committed; created is
+	// false for an idempotent repeat of clientID.
+	Send(ctx context.Context, u parley.User, roomID, body, clientID string) (m parley.Message, created bool, err error)
+	// Messages returns a page of a room's history to a member.
+	Messages(ctx context.Context, u parley.User, roomID string, p parley.Page) ([]parley.Message, error)
+	// MaxBody is the largest message body, in bytes.
+	MaxBody() int
+}
+
+// Config configures a Server. Zero fields take the documented defaults.
+type Config struct {
+	// Chat runs the operations (required).
+	Chat Chat
+	// Hub fans committed messages out to the sessions (required).
+	Hub *hub.Hub
+	// AllowedOrigins lists the Origin values a browser may open /ws from,
+	// as "scheme://host[:port]" or "*" for any. Empty: only the same host
+	// as the request. A request without Origin (not a browser) is allowed.
+	AllowedOrigins []string
+	// HeartBeat is what the server offers in CONNECTED: it can send every
+	// HeartBeat.Send and wants to hear from the client every
+	// HeartBeat.Receive. Default 10 s, 10 s.
+	HeartBeat stomp.HeartBeat
+	// ConnectTimeout closes a connection that has not sent CONNECT in
+	// time. Default 10 s.
+	ConnectTimeout time.Duration
+	// WriteTimeout bounds one socket write; a client that does not read
+	// for that long is closed as a slow consumer. Default 10 s.
+	WriteTimeout time.Duration
+	// SendTimeout bounds the wait for a SEND's commit. Default 10 s.
+	SendTimeout time.Duration
+	// QueueFrames and QueueBytes bound a session's outbound queue.
+	// Default 1024 frames, 1 MiB.
+	QueueFrames int
+	QueueBytes  int
+	// SendRate is the sustained rate of SEND frames a connection may send
+	// per second, with bursts of SendBurst. Default 20/s, burst 40.
+	SendRate  float64
+	SendBurst int
+	// MaxSubscriptions bounds the subscriptions of one session.
+	// Default 256.
+	MaxSubscriptions int
+	// Server is the value of the server header of CONNECTED.
+	// Default "parley".
+	Server string
+	// Registerer, when set, registers the gateway's metrics.
+	Registerer prometheus.Registerer
+	// Logger logs unexpected failures. Default slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.HeartBeat == (stomp.HeartBeat{}) {
+		c.HeartBeat = stomp.HeartBeat{Send: 10 * time.Second, Receive: 10 * time.Second}
+	}
+	def := func(p *time.Duration, d time.Duration) {
+		if *p <= 0 {
+			*p = d
+		}
+	}
+	def(&c.ConnectTimeout, 10*time.Second)
+	def(&c.WriteTimeout, 10*time.Second)
+	def(&c.SendTimeout, 10*time.Second)
+	if c.QueueFrames <= 0 {
+		c.QueueFrames = 1024
+	}
+	if c.QueueBytes <= 0 {
+		c.QueueBytes = 1 << 20
+	}
+	if c.SendRate <= 0 {
+		c.SendRate = 20
+	}
+	if c.SendBurst <= 0 {
+		c.SendBurst = 40
+	}
+	if c.MaxSubscriptions <= 0 {
+		c.MaxSubscriptions = 256
+	}
+	if c.Server == "" {
+		c.Server = "parley"
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Server runs STOMP sessions. It is an http.Handler for the WebSocket
+// endpoint; Serve runs it on a TCP listener. Stop it with Shutdown.
+type Server struct {
+	cfg    Config
+	chat   Chat
+	hub    *hub.Hub
+	log    *slog.Logger
+	m      *metrics
+	poll   *poller
+	limits stomp.Limits
+	ctx    context.Context // cancelled by Shutdown: ends pending sends and catch-ups
+	cancel context.CancelFunc
+
+	tcpReaders sync.Pool // *readState for raw TCP
+	wsReaders  sync.Pool // *readState for WebSocket
+
+	mu        sync.Mutex // guards the following fields
+	sessions  map[*session]struct{}
+	listeners map[net.Listener]struct{}
+	shutdown  bool
+	drained   chan struct{} // closed when sessions empties during shutdown
+}
+
+// New returns a Server. It fails if the readiness poller cannot start.
+func New(cfg Config) (*Server, error) {
+	cfg.setDefaults()
+	p, err := newPoller()
+	if err != nil {
+		return nil, err
+	}
+	srv := &Server{
+		cfg:       cfg,
+		chat:      cfg.Chat,
+		hub:       cfg.Hub,
+		log:       cfg.Logger,
+		m:         newMetrics(cfg.Registerer),
+		poll:      p,
+		sessions:  map[*session]struct{}{},
+		listeners: map[net.Listener]struct{}{},
+		// A frame carries at most a body of MaxBody plus its headers.
+		limits: stomp.Limits{MaxBody: cfg.Chat.MaxBody(), MaxFrame: cfg.Chat.MaxBody() + 16<<10},
+	}
+	srv.ctx, srv.cancel = context.WithCancel(context.Background())
+	go p.run()
+	return srv, nil
+}
+
+// Serve accepts raw TCP STOMP connections on ln until ln is closed or
+// Shutdown is called; it then returns nil.
+func (srv *Server) Serve(ln net.Listener) error {
+	srv.mu.Lock()
+	if srv.shutdown {
+		srv.mu.Unlock()
+		ln.Close()
+		return nil
+	}
+	srv.listeners[ln] = struct{}{}
+	srv.mu.Unlock()
+	defer func() {
+		srv.mu.Lock()
+		delete(srv.listeners, ln)
+		srv.mu.Unlock()
+	}()
+	var delay time.Duration
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			srv.mu.Lock()
+			down := srv.shutdown
+			srv.mu.Unlock()
+			if down || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				time.Sleep(delay)
+				continue
+			}
+			return err
+		}
+		delay = 0
+		srv.start(c, false, nil)
+	}
+}
+
+// Shutdown stops accepting, sends every session an ERROR telling it to
+// reconnect, and waits until they are closed or ctx ends; then it closes
+// whatever is left and stops the poller.
+func (srv *Server) Shutdown(ctx context.Context) error {
+	srv.mu.Lock()
+	srv.shutdown = true
+	for ln := range srv.listeners {
+		ln.Close()
+	}
+	sessions := make([]*session, 0, len(srv.sessions))
+	for s := range srv.sessions {
+		sessions = append(sessions, s)
+	}
+	if srv.drained == nil {
+		srv.drained = make(chan struct{})
+		if len(srv.sessions) == 0 {
+			close(srv.drained)
+		}
+	}
+	drained := srv.drained
+	srv.mu.Unlock()
+	srv.cancel()
+
+	goingAway := parley.Errorf(parley.CodeUnavailable, "the server is shutting down: reconnect and resume with since-seq")
+	for _, s := range sessions {
+		s.refuse(goingAway, nil)
+	}
+	var err error
+	select {
+	case <-drained:
+	case <-ctx.Done():
+		err = ctx.Err()
+		for _, s := range sessions {
+			s.close()
+		}
+	}
+	srv.poll.close()
+	return err
+}
+
+// add registers a new session; it fails after Shutdown.
+func (srv *Server) add(s *session) bool {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if srv.shutdown {
+		return false
+	}
+	srv.sessions[s] = struct{}{}
+	srv.m.connections.Inc()
+	return true
+}
+
+// remove forgets a closed session.
+func (srv *Server) remove(s *session) {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if _, ok := srv.sessions[s]; !ok {
+		return
+	}
+	delete(srv.sessions, s)
+	srv.m.connections.Dec()
+	if srv.drained != nil && len(srv.sessions) == 0 {
+		close(srv.drained)
+	}
+}
+
+// ServeHTTP upgrades a request to a WebSocket STOMP session. A foreign
+// Origin gets 403; a request during shutdown gets 503.
+func (srv *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	srv.serveWebSocket(w, r)
+}

@@ -1,0 +1,297 @@
+package gateway
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"parley"
+	"parley/stomp"
+
+	"golang.org/x/time/rate"
+)
+
+// session is one client connection, over WebSocket or raw TCP.
+//
+// Goroutines: at most one reader at a time (started by wake, or the
+// blocking loop for a socket the poller cannot watch), at most one writer
+// (started by enqueueLocked while the queue is non-empty), a catch-up per
+// resuming subscription, and timer callbacks. close ends them all.
+type session struct {
+	srv       *Server
+	conn      net.Conn
+	rc        syscall.RawConn // nil: the socket cannot be polled
+	fd        int
+	websocket bool
+	id        string
+	prefix    []byte // octets read before the session started (WebSocket upgrade)
+
+	reading  atomic.Bool  // a reader goroutine runs
+	lastRead atomic.Int64 // unix nanoseconds of the last frame read
+	readFn   func()       // s.readReady, as a func value made once
+	writeFn  func()       // s.writeLoop, as a func value made once
+	timer    *time.Timer  // connect timeout, then heart-beats
+
+	mu          sync.Mutex // guards the following fields
+	room        sync.Cond  // on mu: signalled when the writer takes the queue
+	connected   bool
+	user        parley.User
+	version     stomp.Version
+	sendEvery   time.Duration // heart-beats we owe the client
+	recvEvery   time.Duration // heart-beats the client owes us
+	lastWrite   time.Time
+	subs        []*subscription
+	limiter     *rate.Limiter
+	q           *queue // outbound queue; nil when empty and no writer runs
+	writing     bool   // a writer goroutine runs
+	dead        bool   // refused or closing: nothing more is queued
+	closeAfter  bool   // close once the queue is written
+	closed      bool
+	readStopped bool // the reader saw the end: do not re-arm
+}
+
+// start runs a session on an accepted or upgraded connection.
+func (srv *Server) start(c net.Conn, websocket bool, prefix []byte) {
+	s := &session{srv: srv, conn: c, websocket: websocket, id: parley.NewID(), prefix: prefix, fd: -1}
+	s.room.L = &s.mu
+	s.readFn = s.readReady
+	s.writeFn = s.writeLoop
+	s.version = stomp.V12
+	s.lastRead.Store(time.Now().UnixNano())
+	if sc, ok := c.(syscall.Conn); ok {
+		if rc, err := sc.SyscallConn(); err == nil {
+			rc.Control(func(fd uintptr) { s.fd = int(fd) })
+			s.rc = rc
+		}
+	}
+	if !srv.add(s) {
+		c.Close()
+		return
+	}
+	s.mu.Lock()
+	s.timer = time.AfterFunc(srv.cfg.ConnectTimeout, s.tick)
+	s.mu.Unlock()
+	if s.rc == nil || srv.poll.add(s) != nil {
+		s.rc = nil
+		go s.readBlocking()
+		return
+	}
+	if len(prefix) > 0 {
+		s.wake()
+	}
+}
+
+// wake starts a reader for a readable socket, unless one runs already.
+func (s *session) wake() {
+	if s.reading.CompareAndSwap(false, true) {
+		go s.readFn()
+	}
+}
+
+// readReady reads and handles every frame the socket has, then gives the
+// read buffers back and re-arms the socket.
+func (s *session) readReady() {
+	pool := &s.srv.tcpReaders
+	if s.websocket {
+		pool = &s.srv.wsReaders
+	}
+	rs, _ := pool.Get().(*readState)
+	if rs == nil {
+		rs = newReadState(s.websocket, s.srv.limits)
+	}
+	rs.reset(s)
+	ok := s.readFrames(rs)
+	rs.release()
+	pool.Put(rs)
+	s.reading.Store(false)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	stop := s.closed || s.readStopped
+	s.mu.Unlock()
+	if stop {
+		return
+	}
+	if err := s.srv.poll.rearm(s); err != nil {
+		s.close()
+	}
+}
+
+// readBlocking is the reader of a socket the poller cannot watch: one
+// goroutine for the session's lifetime.
+func (s *session) readBlocking() {
+	rs := newReadState(s.websocket, s.srv.limits)
+	rs.reset(s)
+	s.readFrames(rs)
+}
+
+// readFrames handles frames until the socket is drained (true) or the
+// session ends (false).
+func (s *session) readFrames(rs *readState) bool {
+	for {
+		if rs.idle() {
+			rs.arm()
+		}
+		f, err := rs.sr.Read()
+		if err != nil {
+			if err == errIdle {
+				return true
+			}
+			s.readFailed(err)
+			return false
+		}
+		s.lastRead.Store(time.Now().UnixNano())
+		s.srv.m.framesIn[f.Command].Inc()
+		if !s.handle(f, rs) {
+			s.stopReading()
+			return false
+		}
+	}
+}
+
+// readFailed ends the session after a read error: a protocol error gets an
+// ERROR frame, a closed or dead socket just closes.
+func (s *session) readFailed(err error) {
+	s.stopReading()
+	switch {
+	case errors.Is(err, stomp.ErrTooLarge):
+		s.refuse(parley.Errorf(parley.CodeTooLarge, "%v", err), nil)
+	case errors.Is(err, stomp.ErrMalformed):
+		s.refuse(parley.Errorf(parley.CodeInvalid, "%v", err), nil)
+	case errors.Is(err, errWSProtocol):
+		s.refuse(parley.Errorf(parley.CodeInvalid, "%v", err), nil)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		s.refuse(parley.Errorf(parley.CodeInvalid, "incomplete frame: the rest did not arrive in time"), nil)
+	case err == errWSClose:
+		// closeWebSocket queued the answer and the close.
+	case err == io.EOF || err == io.ErrUnexpectedEOF:
+		s.close()
+	default:
+		s.close()
+	}
+}
+
+func (s *session) stopReading() {
+	s.mu.Lock()
+	s.readStopped = true
+	s.mu.Unlock()
+}
+
+// readVersion is the protocol version frames are read in.
+func (s *session) readVersion() stomp.Version {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.version
+}
+
+// frameTimeout bounds the wait for the rest of a frame that has begun.
+func (s *session) frameTimeout() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return max(2*s.recvEvery, 30*time.Second)
+}
+
+// tick is the session's timer: the connect timeout before CONNECT, then
+// the heart-beats both ways.
+func (s *session) tick() {
+	now := time.Now()
+	s.mu.Lock()
+	if s.closed || s.dead {
+		s.mu.Unlock()
+		return
+	}
+	if !s.connected {
+		s.mu.Unlock()
+		s.refuse(parley.Errorf(parley.CodeUnauthorized, "no CONNECT frame within %v", s.srv.cfg.ConnectTimeout), nil)
+		return
+	}
+	if s.recvEvery > 0 && now.Sub(time.Unix(0, s.lastRead.Load())) > 2*s.recvEvery {
+		s.mu.Unlock()
+		s.srv.m.heartbeatTimeouts.Inc()
+		s.refuse(parley.Errorf(parley.CodeInvalid, "no heart-beat from the client for over %v", 2*s.recvEvery), nil)
+		return
+	}
+	if s.sendEvery > 0 && now.Sub(s.lastWrite) >= s.sendEvery/2 {
+		s.enqueueLocked(outItem{cmd: stomp.Heartbeat, raw: heartbeat}, 1)
+	}
+	s.timer.Reset(s.tickEveryLocked())
+	s.mu.Unlock()
+}
+
+var heartbeat = []byte{'\n'}
+
+// tickEveryLocked is the timer period once connected.
+func (s *session) tickEveryLocked() time.Duration {
+	switch {
+	case s.sendEvery > 0 && s.recvEvery > 0:
+		return min(s.sendEvery/2, s.recvEvery)
+	case s.sendEvery > 0:
+		return s.sendEvery / 2
+	default:
+		return s.recvEvery
+	}
+}
+
+// refuse sends ERROR for err and closes the session once it is written.
+func (s *session) refuse(err error, receipt []byte) {
+	code := parley.ErrorCode(err)
+	if code == parley.CodeInternal {
+		s.srv.log.Error("stomp session", "session", s.id, "err", err)
+	}
+	b := encodeControl(errorFrame(err, receipt), s.readVersion())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.srv.m.refusals[refusalIndex(code)].Inc()
+	s.finishLocked(outItem{cmd: stomp.Error, raw: b})
+}
+
+// finishLocked queues a last frame (over any bound) and closes the session
+// once the queue is written.
+func (s *session) finishLocked(last outItem) {
+	if s.dead {
+		return
+	}
+	if s.q == nil {
+		s.q = queuePool.Get().(*queue)
+	}
+	s.q.items = append(s.q.items, last)
+	s.q.bytes += len(last.raw)
+	s.srv.m.queued.Add(1)
+	s.dead, s.closeAfter = true, true
+	s.startWriterLocked()
+}
+
+// close ends the session now: it leaves the poller and the hub and closes
+// the socket. It is safe to call more than once and from any goroutine.
+func (s *session) close() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed, s.dead = true, true
+	subs := s.subs
+	s.subs = nil
+	s.dropQueueLocked()
+	timer := s.timer
+	s.mu.Unlock()
+	s.room.Broadcast()
+	if timer != nil {
+		timer.Stop()
+	}
+	if s.rc != nil {
+		s.srv.poll.remove(s)
+	}
+	for _, sub := range subs {
+		s.srv.hub.Unsubscribe(&sub.Sub)
+		sub.stop()
+	}
+	s.conn.Close()
+	s.srv.remove(s)
+}

@@ -1,0 +1,77 @@
+package gateway
+
+import (
+	"context"
+
+	"parley"
+	"parley/hub"
+)
+
+// subscription is one SUBSCRIBE of a session; it receives from the hub.
+type subscription struct {
+	hub.Sub
+	s     *session
+	id    string // the client's subscription id
+	user  bool   // the personal queue, not a room topic
+	ack   bool   // client or client-individual: MESSAGE frames carry ack
+	shape int    // the frame shape of its MESSAGE frames (see shapeOf)
+
+	ctx    context.Context // ends with the subscription: stops a catch-up
+	cancel context.CancelFunc
+}
+
+var _ hub.Receiver = (*subscription)(nil)
+
+// Deliver queues a live message; the hub calls it with its lock held.
+func (sub *subscription) Deliver(m *hub.Message) {
+	e := sub.encoded(m)
+	s := sub.s
+	s.mu.Lock()
+	s.enqueueLocked(outItem{msg: m, sub: sub}, e.size+len(sub.id))
+	s.mu.Unlock()
+}
+
+// Lagged closes the session as a slow consumer: live messages outran its
+// catch-up.
+func (sub *subscription) Lagged() {
+	s := sub.s
+	s.mu.Lock()
+	s.slowConsumerLocked(reasonCatchUpLag)
+	s.mu.Unlock()
+}
+
+// deliverWait queues a history message, waiting while the queue is over
+// half full, so that a long catch-up is paced by the client's reading.
+func (sub *subscription) deliverWait(ctx context.Context, m *hub.Message) error {
+	e := sub.encoded(m)
+	s := sub.s
+	cfg := &s.srv.cfg
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for !s.dead && ctx.Err() == nil && s.q != nil &&
+		(len(s.q.items) >= cfg.QueueFrames/2 || s.q.bytes >= cfg.QueueBytes/2) {
+		s.room.Wait()
+	}
+	if s.dead {
+		return errClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.enqueueLocked(outItem{msg: m, sub: sub}, e.size+len(sub.id))
+	return nil
+}
+
+// encoded returns m's encoding for this subscription's shape.
+func (sub *subscription) encoded(m *hub.Message) *encodedMessage {
+	return m.Encoded(sub.shape, func(pm *parley.Message) any {
+		return prepareMessage(pm, sub.shape)
+	}).(*encodedMessage)
+}
+
+// stop ends the subscription's catch-up, if any.
+func (sub *subscription) stop() {
+	if sub.cancel != nil {
+		sub.cancel()
+	}
+}

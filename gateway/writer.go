@@ -1,0 +1,254 @@
+package gateway
+
+import (
+	"sync"
+	"time"
+
+	"parley"
+	"parley/hub"
+	"parley/stomp"
+
+	"github.com/gobwas/ws"
+)
+
+// outItem is one queued outbound frame: a message for a subscription, or a
+// frame encoded already (raw).
+type outItem struct {
+	msg   *hub.Message
+	sub   *subscription
+	raw   []byte
+	cmd   stomp.Command // of raw, for the metrics
+	wsRaw bool          // raw is a whole WebSocket frame (pong, close)
+}
+
+// queue is a session's outbound queue, pooled: a session holds one only
+// while it has something to write.
+type queue struct {
+	items []outItem
+	bytes int
+}
+
+// Pools of queues and write buffers.
+var (
+	queuePool = sync.Pool{New: func() any { return &queue{items: make([]outItem, 0, 64)} }}
+	bufPool   = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+)
+
+// putQueue empties q and gives it back to the pool.
+func putQueue(q *queue) {
+	if q == nil {
+		return
+	}
+	clear(q.items)
+	q.items, q.bytes = q.items[:0], 0
+	queuePool.Put(q)
+}
+
+// maxWrite is the size past which a batch is written in more than one
+// system call.
+const maxWrite = 256 << 10
+
+// Slow-consumer reasons, the label values of the slow-consumer metric.
+const (
+	reasonQueueFrames  = "queue_frames"  // the queue reached QueueFrames
+	reasonQueueBytes   = "queue_bytes"   // the queue reached QueueBytes
+	reasonCatchUpLag   = "catchup_lag"   // live messages outran a catch-up
+	reasonWriteTimeout = "write_timeout" // one write blocked for WriteTimeout
+)
+
+// enqueueLocked queues one frame of n octets, or decides the session is a
+// slow consumer. It never blocks.
+func (s *session) enqueueLocked(it outItem, n int) {
+	if s.dead {
+		return
+	}
+	if s.q == nil {
+		s.q = queuePool.Get().(*queue)
+	}
+	switch {
+	case len(s.q.items) >= s.srv.cfg.QueueFrames:
+		s.slowConsumerLocked(reasonQueueFrames)
+		return
+	case s.q.bytes+n > s.srv.cfg.QueueBytes:
+		s.slowConsumerLocked(reasonQueueBytes)
+		return
+	}
+	s.q.items = append(s.q.items, it)
+	s.q.bytes += n
+	s.srv.m.queued.Add(1)
+	s.startWriterLocked()
+}
+
+// slowConsumerLocked is the one place that decides what happens when a
+// session cannot keep up: whatever is queued is dropped, the client gets
+// ERROR "slow consumer" and the session closes once that is written (or at
+// once if the socket itself is stuck). The client learns of it and resumes
+// with since-seq, so nothing is lost silently. Every case is counted in
+// parley_stomp_slow_consumer_closes_total by reason.
+func (s *session) slowConsumerLocked(reason string) {
+	if s.dead && reason != reasonWriteTimeout {
+		return
+	}
+	s.srv.m.slowConsumer.WithLabelValues(reason).Inc()
+	s.dropQueueLocked()
+	if reason == reasonWriteTimeout {
+		s.dead = true
+		go s.close()
+		return
+	}
+	err := parley.Errorf(parley.CodeSlowConsumer, "the client did not keep up with its messages (%s): reconnect and resume with since-seq", reason)
+	b := encodeControl(errorFrame(err, nil), s.version)
+	s.srv.m.refusals[refusalIndex(parley.CodeSlowConsumer)].Inc()
+	s.finishLocked(outItem{cmd: stomp.Error, raw: b})
+}
+
+// startWriterLocked starts the writer unless it runs.
+func (s *session) startWriterLocked() {
+	if !s.writing && !s.closed {
+		s.writing = true
+		go s.writeFn()
+	}
+}
+
+// writeLoop is the writer: it takes everything queued, encodes it into one
+// buffer and writes it with one system call, until the queue is empty.
+func (s *session) writeLoop() {
+	bp := bufPool.Get().(*[]byte)
+	var spare *queue
+	for {
+		s.mu.Lock()
+		batch := s.q
+		if batch == nil || len(batch.items) == 0 || s.closed {
+			s.writing = false
+			closeNow := s.closeAfter || s.closed
+			if !s.closed {
+				s.q = nil
+				putQueue(batch)
+			}
+			s.mu.Unlock()
+			putQueue(spare)
+			*bp = (*bp)[:0]
+			bufPool.Put(bp)
+			if closeNow {
+				s.close()
+			}
+			return
+		}
+		s.q = spare
+		s.mu.Unlock()
+		s.room.Broadcast()
+
+		err := s.writeBatch(bp, batch.items)
+		clear(batch.items)
+		batch.items, batch.bytes = batch.items[:0], 0
+		spare = batch
+		if err != nil {
+			s.mu.Lock()
+			if isTimeout(err) {
+				s.slowConsumerLocked(reasonWriteTimeout)
+			}
+			s.writing = false
+			s.mu.Unlock()
+			s.close()
+			putQueue(spare)
+			*bp = (*bp)[:0]
+			bufPool.Put(bp)
+			return
+		}
+	}
+}
+
+// writeBatch encodes batch into *bp and writes it, in one system call
+// unless it is over maxWrite.
+func (s *session) writeBatch(bp *[]byte, batch []outItem) error {
+	m := s.srv.m
+	buf := (*bp)[:0]
+	var msgs, deliveries int
+	var err error
+	flush := func() {
+		if err != nil || len(buf) == 0 {
+			return
+		}
+		s.conn.SetWriteDeadline(time.Now().Add(s.srv.cfg.WriteTimeout))
+		_, err = s.conn.Write(buf)
+		buf = buf[:0]
+	}
+	for i := range batch {
+		buf = s.appendItem(buf, &batch[i])
+		if batch[i].msg != nil {
+			msgs++
+		} else if batch[i].cmd != 0 {
+			m.framesOut[batch[i].cmd].Inc()
+		}
+		if len(buf) >= maxWrite {
+			flush()
+		}
+	}
+	flush()
+	*bp = buf
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	for i := range batch {
+		if mm := batch[i].msg; mm != nil {
+			deliveries++
+			if !mm.Committed.IsZero() {
+				m.latency.Observe(now.Sub(mm.Committed).Seconds())
+			}
+		}
+	}
+	m.queued.Add(-int64(len(batch)))
+	if msgs > 0 {
+		m.framesOut[stomp.Message].Add(float64(msgs))
+		m.deliveries.Add(float64(deliveries))
+	}
+	s.mu.Lock()
+	s.lastWrite = now
+	s.mu.Unlock()
+	return nil
+}
+
+// appendItem appends the wire form of one queued frame: in a WebSocket
+// text frame of its own for a WebSocket session.
+func (s *session) appendItem(dst []byte, it *outItem) []byte {
+	if it.wsRaw {
+		return append(dst, it.raw...)
+	}
+	start := len(dst)
+	if s.websocket {
+		dst = append(dst, make([]byte, 10)...)
+	}
+	if it.msg != nil {
+		e := it.sub.encoded(it.msg)
+		if it.sub.ack {
+			dst, _ = e.p.Append(dst, it.sub.id, it.msg.ID)
+		} else {
+			dst, _ = e.p.Append(dst, it.sub.id)
+		}
+	} else {
+		dst = append(dst, it.raw...)
+	}
+	if s.websocket {
+		n := len(dst) - start - 10
+		gap := appendWSHeader(dst, start, ws.OpText, n)
+		copy(dst[start:], dst[start+gap:])
+		dst = dst[:len(dst)-gap]
+	}
+	return dst
+}
+
+// dropQueueLocked forgets everything queued.
+func (s *session) dropQueueLocked() {
+	if s.q != nil {
+		s.srv.m.queued.Add(-int64(len(s.q.items)))
+		clear(s.q.items)
+		s.q.items, s.q.bytes = s.q.items[:0], 0
+	}
+}
+
+func isTimeout(err error) bool {
+	type timeout interface{ Timeout() bool }
+	t, ok := err.(timeout)
+	return ok && t.Timeout()
+}
