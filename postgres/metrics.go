@@ -1,0 +1,86 @@
+package postgres
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the store's Prometheus collectors. They always count; they are
+// registered only when Config.Registerer is set. The names are the sqlite
+// store's, so that one dashboard shows either.
+type metrics struct {
+	queries   *prometheus.CounterVec
+	batchSize prometheus.Histogram
+	commit    prometheus.Histogram
+	retries   prometheus.Counter
+	total     atomic.Uint64 // every query, for Store.Queries
+}
+
+func newMetrics() *metrics {
+	return &metrics{
+		queries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_store_queries_total",
+			Help: "Statements sent to PostgreSQL, by kind (begin and commit included).",
+		}, []string{"kind"}),
+		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "parley_store_batch_size",
+			Help:    "Writes per group-commit transaction.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 10), // 1 to 512
+		}),
+		commit: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "parley_store_commit_seconds",
+			Help:    "Time of one group-commit batch: begin, the writes, commit and the event sink, retries included.",
+			Buckets: prometheus.ExponentialBuckets(100e-6, 2, 14), // 100µs to 0.8s
+		}),
+		retries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_store_batch_retries_total",
+			Help: "Group-commit transactions run again after a deadlock, a serialization failure or a unique-key race with another node.",
+		}),
+	}
+}
+
+func (m *metrics) register(r prometheus.Registerer) error {
+	for _, c := range []prometheus.Collector{m.queries, m.batchSize, m.commit, m.retries} {
+		if err := r.Register(c); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if errors.As(err, &are) {
+				return fmt.Errorf("register metrics: %w (one store per registerer)", err)
+			}
+			return fmt.Errorf("register metrics: %w", err)
+		}
+	}
+	return nil
+}
+
+// observeBatch is the group-commit writer's OnBatch hook.
+func (m *metrics) observeBatch(size int, took time.Duration, _ error) {
+	m.batchSize.Observe(float64(size))
+	m.commit.Observe(took.Seconds())
+}
+
+// query is one SQL statement and its counter. pgx prepares and caches each
+// statement per connection by its text.
+type query struct {
+	kind string // the label of parley_store_queries_total
+	text string
+	hits prometheus.Counter
+	m    *metrics
+}
+
+// count records one execution of q.
+func (q *query) count() {
+	q.hits.Inc()
+	q.m.total.Add(1)
+}
+
+// bind attaches the counters of m to every query of qs.
+func bind(m *metrics, qs ...*query) {
+	for _, q := range qs {
+		q.m = m
+		q.hits = m.queries.WithLabelValues(q.kind)
+	}
+}

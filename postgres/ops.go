@@ -1,0 +1,334 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"parley"
+)
+
+func errRoomNotFound(id string) error {
+	return parley.Errorf(parley.CodeNotFound, "room %s not found", id)
+}
+
+func errUserNotFound(id string) error {
+	return parley.Errorf(parley.CodeNotFound, "user %s not found", id)
+}
+
+// CreateUser implements parley.Store.
+func (s *Store) CreateUser(ctx context.Context, nu parley.NewUser) (parley.User, error) {
+	if nu.Name == "" {
+		return parley.User{}, parley.Errorf(parley.CodeInvalid, "empty user name")
+	}
+	if nu.PasswordHash == nil {
+		nu.PasswordHash = []byte{}
+	}
+	res, err := s.write(ctx, &createUser{nu: nu})
+	return res.user, err
+}
+
+type createUser struct {
+	nu parley.NewUser
+	u  parley.User
+}
+
+func (o *createUser) lockRoom() string { return "" }
+
+func (o *createUser) queue(b *pgx.Batch, q *writeQueries, now time.Time) {
+	o.u = parley.User{ID: parley.NewID(), Name: o.nu.Name, CreatedAt: now}
+	q.insertUser.count()
+	b.Queue(q.insertUser.text, o.u.ID, o.u.Name, o.nu.PasswordHash, now)
+}
+
+func (o *createUser) decode(row pgx.Row) (result, []parley.Event, error) {
+	var id string
+	err := row.Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) { // ON CONFLICT (name) DO NOTHING
+		return result{}, nil, parley.Errorf(parley.CodeNameTaken, "name %q is taken", o.nu.Name)
+	}
+	return result{user: o.u}, nil, err
+}
+
+// CreateToken implements parley.Store. It fails with CodeNotFound for an
+// unknown user and CodeConflict for a hash stored already.
+func (s *Store) CreateToken(ctx context.Context, t parley.Token) error {
+	if len(t.Hash) == 0 {
+		return parley.Errorf(parley.CodeInvalid, "empty token hash")
+	}
+	_, err := s.write(ctx, &createToken{t: t})
+	return err
+}
+
+type createToken struct{ t parley.Token }
+
+func (o *createToken) lockRoom() string { return "" }
+
+func (o *createToken) queue(b *pgx.Batch, q *writeQueries, now time.Time) {
+	created := o.t.CreatedAt
+	if created.IsZero() {
+		created = now
+	}
+	q.insertToken.count()
+	b.Queue(q.insertToken.text, o.t.Hash, o.t.UserID, created, o.t.ExpiresAt)
+}
+
+func (o *createToken) decode(row pgx.Row) (result, []parley.Event, error) {
+	var userOK, inserted bool
+	if err := row.Scan(&userOK, &inserted); err != nil {
+		return result{}, nil, err
+	}
+	switch {
+	case !userOK:
+		return result{}, nil, errUserNotFound(o.t.UserID)
+	case !inserted:
+		return result{}, nil, parley.Errorf(parley.CodeConflict, "token exists")
+	}
+	return result{}, nil, nil
+}
+
+// CreateRoom implements parley.Store. A direct room has capacity 2. Asking
+// again for a direct room one of the pair has left adds them back.
+func (s *Store) CreateRoom(ctx context.Context, nr parley.NewRoom) (parley.Room, bool, error) {
+	switch {
+	case nr.Kind != parley.KindGroup && nr.Kind != parley.KindDirect:
+		return parley.Room{}, false, parley.Errorf(parley.CodeInvalid, "unknown room kind %q", nr.Kind)
+	case nr.Capacity < 0:
+		return parley.Room{}, false, parley.Errorf(parley.CodeInvalid, "negative capacity")
+	case nr.Kind == parley.KindDirect && (nr.PeerID == "" || nr.PeerID == nr.CreatorID):
+		return parley.Room{}, false, parley.Errorf(parley.CodeInvalid, "a direct room needs a peer other than its creator")
+	}
+	res, err := s.write(ctx, &createRoom{nr: nr})
+	return res.room, res.ok, err
+}
+
+type createRoom struct {
+	nr parley.NewRoom
+	r  parley.Room // the room a new one would be
+}
+
+func (o *createRoom) lockRoom() string { return "" }
+
+func (o *createRoom) queue(b *pgx.Batch, q *writeQueries, now time.Time) {
+	o.r = parley.Room{ID: parley.NewID(), Kind: o.nr.Kind, Title: o.nr.Title, Capacity: o.nr.Capacity,
+		MemberCount: 1, LastActivityAt: now, CreatedAt: now}
+	if o.nr.Kind == parley.KindGroup {
+		q.createGroup.count()
+		b.Queue(q.createGroup.text, o.r.ID, o.nr.CreatorID, o.r.Title, o.r.Capacity, now)
+		return
+	}
+	o.r.Capacity, o.r.MemberCount = 2, 2
+	o.r.DirectKey = parley.DirectKey(o.nr.CreatorID, o.nr.PeerID)
+	q.createDirect.count()
+	b.Queue(q.createDirect.text, o.r.ID, o.nr.CreatorID, o.nr.PeerID, o.r.DirectKey, o.r.Title, now)
+}
+
+func (o *createRoom) decode(row pgx.Row) (result, []parley.Event, error) {
+	if o.nr.Kind == parley.KindGroup {
+		var ok bool
+		if err := row.Scan(&ok); err != nil {
+			return result{}, nil, err
+		}
+		if !ok {
+			return result{}, nil, errUserNotFound(o.nr.CreatorID)
+		}
+		return result{room: o.r, ok: true}, []parley.Event{
+			{Kind: parley.EventRoom, Room: o.r},
+			{Kind: parley.EventJoin, Room: o.r, UserID: o.nr.CreatorID},
+		}, nil
+	}
+
+	var creatorOK, peerOK, created, creatorBack, peerBack bool
+	var old parley.Room
+	dest := append([]any{&creatorOK, &peerOK, &created}, roomDest(&old)...)
+	if err := row.Scan(append(dest, &creatorBack, &peerBack)...); err != nil {
+		return result{}, nil, err
+	}
+	fixRoom(&old)
+	switch {
+	case !creatorOK:
+		return result{}, nil, errUserNotFound(o.nr.CreatorID)
+	case !peerOK:
+		return result{}, nil, errUserNotFound(o.nr.PeerID)
+	case created:
+		return result{room: o.r, ok: true}, []parley.Event{
+			{Kind: parley.EventRoom, Room: o.r},
+			{Kind: parley.EventJoin, Room: o.r, UserID: o.nr.CreatorID},
+			{Kind: parley.EventJoin, Room: o.r, UserID: o.nr.PeerID},
+		}, nil
+	case old.ID == "":
+		return result{}, nil, errors.New("create direct room: neither found nor created")
+	}
+	var events []parley.Event
+	for _, back := range []struct {
+		ok bool
+		id string
+	}{{creatorBack, o.nr.CreatorID}, {peerBack, o.nr.PeerID}} {
+		if back.ok {
+			old.MemberCount++
+			events = append(events, parley.Event{Kind: parley.EventJoin, Room: old, UserID: back.id, ReadSeq: old.LastSeq})
+		}
+	}
+	return result{room: old}, events, nil
+}
+
+// Join implements parley.Store. A new member's read position is the room's
+// last seq: only later messages are unread.
+func (s *Store) Join(ctx context.Context, roomID, userID string) (parley.Room, bool, error) {
+	res, err := s.write(ctx, &join{roomID: roomID, userID: userID})
+	return res.room, res.ok, err
+}
+
+type join struct{ roomID, userID string }
+
+func (o *join) lockRoom() string { return o.roomID }
+
+func (o *join) queue(b *pgx.Batch, q *writeQueries, now time.Time) {
+	q.join.count()
+	b.Queue(q.join.text, o.roomID, o.userID, now)
+}
+
+func (o *join) decode(row pgx.Row) (result, []parley.Event, error) {
+	var member bool
+	var before, after parley.Room
+	dest := append([]any{&member}, roomDest(&before)...)
+	if err := row.Scan(append(dest, roomDest(&after)...)...); err != nil {
+		return result{}, nil, err
+	}
+	fixRoom(&before)
+	fixRoom(&after)
+	switch {
+	case before.ID == "":
+		return result{}, nil, errRoomNotFound(o.roomID)
+	case before.Kind == parley.KindDirect:
+		return result{}, nil, parley.Errorf(parley.CodeForbidden, "a direct room cannot be joined")
+	case member:
+		return result{room: before}, nil, nil
+	case after.ID == "":
+		return result{}, nil, parley.Errorf(parley.CodeRoomFull, "room %s is full", o.roomID)
+	}
+	return result{room: after, ok: true}, []parley.Event{
+		{Kind: parley.EventJoin, Room: after, UserID: o.userID, ReadSeq: after.LastSeq},
+	}, nil
+}
+
+// Leave implements parley.Store.
+func (s *Store) Leave(ctx context.Context, roomID, userID string) (parley.Room, error) {
+	res, err := s.write(ctx, &leave{roomID: roomID, userID: userID})
+	return res.room, err
+}
+
+type leave struct{ roomID, userID string }
+
+func (o *leave) lockRoom() string { return o.roomID }
+
+func (o *leave) queue(b *pgx.Batch, q *writeQueries, _ time.Time) {
+	q.leave.count()
+	b.Queue(q.leave.text, o.roomID, o.userID)
+}
+
+func (o *leave) decode(row pgx.Row) (result, []parley.Event, error) {
+	var before, after parley.Room
+	if err := row.Scan(append(roomDest(&before), roomDest(&after)...)...); err != nil {
+		return result{}, nil, err
+	}
+	fixRoom(&before)
+	fixRoom(&after)
+	switch {
+	case before.ID == "":
+		return result{}, nil, errRoomNotFound(o.roomID)
+	case after.ID == "": // not a member
+		return result{room: before}, nil, nil
+	}
+	return result{room: after}, []parley.Event{{Kind: parley.EventLeave, Room: after, UserID: o.userID}}, nil
+}
+
+// Send implements parley.Store. Its event is one EventMessage; the sender's
+// read position moves to the message's seq with it (no EventRead). It fails
+// with CodeNotFound for an unknown room or sender.
+func (s *Store) Send(ctx context.Context, m parley.NewMessage) (parley.Message, bool, error) {
+	res, err := s.write(ctx, &send{m: m})
+	return res.msg, res.ok, err
+}
+
+type send struct {
+	m   parley.NewMessage
+	msg parley.Message // the message a new one would be
+}
+
+func (o *send) lockRoom() string { return o.m.RoomID }
+
+func (o *send) queue(b *pgx.Batch, q *writeQueries, now time.Time) {
+	m := o.m
+	o.msg = parley.Message{ID: parley.NewID(), RoomID: m.RoomID, SenderID: m.SenderID, SenderName: m.SenderName,
+		Body: m.Body, ClientID: m.ClientID, SentAt: now}
+	q.send.count()
+	b.Queue(q.send.text, m.RoomID, m.SenderID, m.SenderName, m.Body, m.ClientID, o.msg.ID, now)
+}
+
+func (o *send) decode(row pgx.Row) (result, []parley.Event, error) {
+	var senderOK bool
+	var name string
+	old := parley.Message{RoomID: o.m.RoomID, SenderID: o.m.SenderID, ClientID: o.m.ClientID}
+	var r parley.Room
+	dest := append([]any{&senderOK, &name, &old.ID, &old.Seq, &old.SenderName, &old.Body, &old.SentAt}, roomDest(&r)...)
+	if err := row.Scan(dest...); err != nil {
+		return result{}, nil, err
+	}
+	fixRoom(&r)
+	switch {
+	case old.ID != "": // a repeated client id
+		old.SentAt = old.SentAt.UTC()
+		return result{msg: old}, nil, nil
+	case !senderOK:
+		return result{}, nil, errUserNotFound(o.m.SenderID)
+	case r.ID == "":
+		return result{}, nil, errRoomNotFound(o.m.RoomID)
+	}
+	msg := o.msg
+	msg.Seq, msg.SenderName = r.LastSeq, name
+	return result{msg: msg, ok: true}, []parley.Event{
+		{Kind: parley.EventMessage, Room: r, UserID: msg.SenderID, Message: msg},
+	}, nil
+}
+
+// MarkRead implements parley.Store.
+func (s *Store) MarkRead(ctx context.Context, roomID, userID string, seq int64) (parley.Member, error) {
+	res, err := s.write(ctx, &markRead{roomID: roomID, userID: userID, seq: seq})
+	return res.member, err
+}
+
+type markRead struct {
+	roomID, userID string
+	seq            int64
+}
+
+func (o *markRead) lockRoom() string { return o.roomID }
+
+func (o *markRead) queue(b *pgx.Batch, q *writeQueries, _ time.Time) {
+	q.markRead.count()
+	b.Queue(q.markRead.text, o.roomID, o.userID, o.seq)
+}
+
+func (o *markRead) decode(row pgx.Row) (result, []parley.Event, error) {
+	var member bool
+	var moved int64
+	var r parley.Room
+	m := parley.Member{RoomID: o.roomID, UserID: o.userID}
+	dest := append([]any{&member, &m.ReadSeq, &m.JoinedAt, &moved}, roomDest(&r)...)
+	if err := row.Scan(dest...); err != nil {
+		return result{}, nil, err
+	}
+	fixRoom(&r)
+	m.JoinedAt = m.JoinedAt.UTC()
+	if !member {
+		return result{}, nil, parley.Errorf(parley.CodeNotFound, "user %s is not a member of room %s", o.userID, o.roomID)
+	}
+	if moved < 0 { // at or behind the position already
+		return result{member: m}, nil, nil
+	}
+	m.ReadSeq = moved
+	return result{member: m}, []parley.Event{{Kind: parley.EventRead, Room: r, UserID: o.userID, ReadSeq: moved}}, nil
+}

@@ -1,0 +1,221 @@
+// Package postgres is the parley.Store on PostgreSQL: the shared store of a
+// cluster, where several Parley nodes write to one database at once.
+//
+// # Writes
+//
+// Every write (CreateUser, CreateToken, CreateRoom, Join, Leave, Send,
+// MarkRead) is handed to the node's group-commit writer (package
+// groupcommit). It takes everything waiting, up to Config.MaxBatch writes,
+// and runs them in one transaction sent as one pipeline: BEGIN, a statement
+// that locks the rooms the batch changes, then one statement per write, in
+// order; then COMMIT. One round trip and one commit for the whole batch.
+//
+// Each write is a single statement that reports a logical failure
+// (name_taken, room_full, not_found, a repeated client_id) in its result
+// row instead of raising an error, so that it fails that write only. After
+// the commit, Config.OnCommit gets the batch's events in commit order, then
+// the writes return.
+//
+// # Several nodes
+//
+// Each node has its own writer; PostgreSQL keeps them apart:
+//
+//   - The batch first locks, with SELECT ... ORDER BY id FOR NO KEY
+//     UPDATE, the row of every existing room it changes (a message, a join,
+//     a leave, a read position), in id order. Two batches that share rooms
+//     lock them in the same order, so they queue instead of deadlocking,
+//     and while a batch holds a room no other node changes its seq, its
+//     members or its messages. Under READ COMMITTED each later statement
+//     reads what was committed before it, so a check of the batch (is the
+//     room full, is the user a member, was this client_id used) and the
+//     write after it cannot be separated by another node's commit.
+//   - A message's seq is assigned by UPDATE rooms SET last_seq = last_seq
+//     + 1 ... RETURNING in the same statement as its INSERT; a join adds
+//     the member only by UPDATE rooms SET member_count = member_count + 1
+//     WHERE capacity = 0 OR member_count < capacity, and a CHECK constraint
+//     backs it.
+//   - A repeated client_id is found by the unique index (room_id,
+//     sender_id, client_id), also when another node wrote the original.
+//   - What no room lock covers (a user name, a token, the direct room of a
+//     pair) is decided by a unique index: INSERT ... ON CONFLICT DO NOTHING
+//     where the outcome is a logical failure, or, when another node wins a
+//     race, a unique violation (SQLSTATE 23505) that makes the batch run
+//     again and find the other node's row. A deadlock (40P01) or
+//     serialization failure (40001) also runs the batch again, after a
+//     short random pause. Errors are told apart by SQLSTATE, never by text.
+//
+// # Reads
+//
+// Reads run on the connection pool (Config.MaxConns) and see every
+// committed write of every node.
+//
+// # Schema
+//
+// The schema is in migrations/*.sql, embedded and applied at Open in
+// version order, each version once, recorded in schema_migrations. Open
+// holds a session advisory lock while it migrates, so that nodes starting
+// together apply each migration once. The store lives in the first schema
+// of the connection's search_path (set it with search_path=... in the URL).
+// Times are timestamptz, at the microsecond precision of parley.Now, and
+// are returned in UTC.
+//
+// # Metrics
+//
+// parley_store_queries_total{kind} counts every statement sent to
+// PostgreSQL (Store.Queries is its sum), parley_store_batch_size the writes
+// per transaction, parley_store_commit_seconds the time of each batch and
+// parley_store_batch_retries_total the batches run again.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"parley"
+	"parley/groupcommit"
+)
+
+// Config configures Open. Zero fields take the documented defaults.
+type Config struct {
+	// URL is the connection string, postgres://user@host:port/db?...
+	// Required. Parameters pgx does not know are session settings, such as
+	// search_path.
+	URL string
+	// OnCommit, when set, receives the events of every committed batch of
+	// this node, in commit order, before the writes of the batch return. It
+	// runs on the writer goroutine: it must not block nor call the store's
+	// writes.
+	OnCommit parley.EventSink
+	// MaxBatch is the most writes one transaction holds. Default 256.
+	MaxBatch int
+	// MaxConns is the size of the connection pool, the writer's connection
+	// included. Default 4 × GOMAXPROCS, at least 4.
+	MaxConns int
+	// ConnectTimeout bounds Open's first connection. Default 10s.
+	ConnectTimeout time.Duration
+	// Registerer, when set, gets the store's metrics.
+	Registerer prometheus.Registerer
+}
+
+// Store is the PostgreSQL parley.Store. It is safe for concurrent use;
+// Close stops it.
+type Store struct {
+	pool     *pgxpool.Pool
+	m        *metrics
+	w        *groupcommit.Writer[writeOp, result]
+	onCommit parley.EventSink
+	wq       *writeQueries
+	rq       *readQueries
+
+	lastNow atomic.Int64 // the latest write time handed out, unix µs
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+}
+
+var _ parley.Store = (*Store)(nil)
+
+// Open connects to the database at cfg.URL, applies the pending migrations
+// and starts the writer.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.URL == "" {
+		return nil, errors.New("postgres: no database URL")
+	}
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = groupcommit.DefaultMaxBatch
+	}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = max(4, 4*runtime.GOMAXPROCS(0))
+	}
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = 10 * time.Second
+	}
+	pc, err := pgxpool.ParseConfig(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	pc.MaxConns = int32(cfg.MaxConns)
+	if pc.ConnConfig.ConnectTimeout == 0 {
+		pc.ConnConfig.ConnectTimeout = cfg.ConnectTimeout
+	}
+
+	m := newMetrics()
+	s := &Store{m: m, onCommit: cfg.OnCommit, wq: newWriteQueries(m), rq: newReadQueries(m)}
+	s.pool, err = pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	if err := s.init(ctx, cfg); err != nil {
+		s.pool.Close()
+		return nil, fmt.Errorf("postgres: open %s@%s/%s: %w", pc.ConnConfig.User, pc.ConnConfig.Host,
+			pc.ConnConfig.Database, err)
+	}
+	s.w = groupcommit.New(s.commit, groupcommit.Config{MaxBatch: cfg.MaxBatch, OnBatch: m.observeBatch})
+	return s, nil
+}
+
+func (s *Store) init(ctx context.Context, cfg Config) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return err
+	}
+	if _, err := migrate(ctx, s.pool); err != nil {
+		return err
+	}
+	if cfg.Registerer != nil {
+		if err := s.m.register(cfg.Registerer); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close waits for the pending writes, stops the writer and closes the
+// pool. Later calls fail with CodeUnavailable.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		s.w.Close()
+		s.pool.Close()
+	})
+	return nil
+}
+
+// Ping checks that the database answers a query.
+func (s *Store) Ping(ctx context.Context) error {
+	var one int
+	if err := s.queryRow(ctx, s.rq.ping).Scan(&one); err != nil {
+		return s.readErr("ping", err)
+	}
+	return nil
+}
+
+// Queries returns how many statements the store has sent to PostgreSQL so
+// far (the sum of parley_store_queries_total).
+func (s *Store) Queries() uint64 { return s.m.total.Load() }
+
+// BatchStats returns the group-commit writer's counters: batches, writes,
+// and time spent committing.
+func (s *Store) BatchStats() groupcommit.Stats { return s.w.Stats() }
+
+// errClosed is what a call on a closed store gets.
+var errClosed = parley.Errorf(parley.CodeUnavailable, "store closed")
+
+// readErr translates a reader's error.
+func (s *Store) readErr(op string, err error) error {
+	var pe *parley.Error
+	if errors.As(err, &pe) {
+		return err
+	}
+	if s.closed.Load() {
+		return errClosed
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}

@@ -1,0 +1,248 @@
+package postgres_test
+
+import (
+	"context"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"parley"
+	"parley/parleytest"
+	"parley/postgres"
+)
+
+// testURL returns the database of the tests, or skips the test.
+func testURL(t testing.TB) string {
+	u := os.Getenv("PARLEY_TEST_POSTGRES")
+	if u == "" {
+		t.Skip("PARLEY_TEST_POSTGRES is not set; set it to a PostgreSQL URL " +
+			"(postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run the postgres tests")
+	}
+	return u
+}
+
+// freshSchema creates an empty schema, dropped when the test ends, and
+// returns a URL whose connections use it.
+func freshSchema(t testing.TB) string {
+	t.Helper()
+	base := testURL(t)
+	name := "parley_test_" + parley.NewID()[:16]
+	exec(t, base, "CREATE SCHEMA "+name)
+	t.Cleanup(func() { exec(t, base, "DROP SCHEMA "+name+" CASCADE") })
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		t.Fatalf("PARLEY_TEST_POSTGRES = %q: want a postgres:// URL", base)
+	}
+	q := u.Query()
+	q.Set("search_path", name)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// exec runs one statement on its own connection.
+func exec(t testing.TB, dbURL, sql string) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, sql); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+func mustOpen(t testing.TB, cfg postgres.Config) *postgres.Store {
+	t.Helper()
+	s, err := postgres.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("Open() error = %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// newStore opens a store on a fresh schema.
+func newStore(t *testing.T, sink parley.EventSink) parley.Store {
+	return mustOpen(t, postgres.Config{URL: freshSchema(t), OnCommit: sink})
+}
+
+func TestStore(t *testing.T) {
+	testURL(t)
+	parleytest.RunStoreTests(t, newStore)
+}
+
+func TestStoreSmallBatch(t *testing.T) {
+	testURL(t)
+	parleytest.RunStoreTests(t, func(t *testing.T, sink parley.EventSink) parley.Store {
+		return mustOpen(t, postgres.Config{URL: freshSchema(t), OnCommit: sink, MaxBatch: 7, MaxConns: 4})
+	})
+}
+
+func TestReopen(t *testing.T) {
+	ctx := context.Background()
+	dbURL := freshSchema(t)
+	s, err := postgres.Open(ctx, postgres.Config{URL: dbURL})
+	if err != nil {
+		t.Fatalf("Open() error = %v", err)
+	}
+	u := parleytest.MustCreateUser(t, s, "keeper")
+	room := parleytest.MustCreateRoom(t, s, u, "kept", 10)
+	m := parleytest.MustSend(t, s, room, u, "still here")
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close() error = %v", err)
+	}
+	if _, err := s.Room(ctx, room.ID); parley.ErrorCode(err) != parley.CodeUnavailable {
+		t.Errorf("Room() after Close error = %v, want unavailable", err)
+	}
+	if _, _, err := s.Send(ctx, parley.NewMessage{RoomID: room.ID, SenderID: u.ID, Body: "late"}); parley.ErrorCode(err) != parley.CodeUnavailable {
+		t.Errorf("Send() after Close error = %v, want unavailable", err)
+	}
+
+	for i := range 2 { // the migrations run again, and change nothing
+		s = mustOpen(t, postgres.Config{URL: dbURL})
+		got, err := s.Messages(ctx, room.ID, parley.Page{After: 0, Limit: 1})
+		if err != nil || len(got) != 1 || got[0].ID != m.ID || got[0].Body != "still here" || !got[0].SentAt.Equal(m.SentAt) ||
+			got[0].SentAt.Location() != m.SentAt.Location() {
+			t.Errorf("open #%d: Messages() = %+v, %v, want [%+v]", i+2, got, err, m)
+		}
+		r := parleytest.MustRoom(t, s, room.ID)
+		if r.LastSeq != int64(i+1) || r.MemberCount != 1 || r.Capacity != 10 || r.Title != "kept" {
+			t.Errorf("open #%d: Room() = %+v", i+2, r)
+		}
+		if next := parleytest.MustSend(t, s, room, u, "more"); next.Seq != int64(i+2) {
+			t.Errorf("open #%d: Send().Seq = %d, want %d", i+2, next.Seq, i+2)
+		}
+		s.Close()
+	}
+}
+
+// TestConcurrentOpen: nodes starting at once on an empty database apply
+// each migration once, and all open.
+func TestConcurrentOpen(t *testing.T) {
+	const nodes = 6
+	dbURL := freshSchema(t)
+	var wg sync.WaitGroup
+	for i := range nodes {
+		wg.Go(func() {
+			s, err := postgres.Open(context.Background(), postgres.Config{URL: dbURL, MaxConns: 2})
+			if err != nil {
+				t.Errorf("Open() #%d error = %v", i, err)
+				return
+			}
+			s.Close()
+		})
+	}
+	wg.Wait()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer conn.Close(ctx)
+	var n, distinct int
+	if err := conn.QueryRow(ctx, `SELECT count(*), count(DISTINCT version) FROM schema_migrations`).Scan(&n, &distinct); err != nil {
+		t.Fatalf("read schema_migrations: %v", err)
+	}
+	if n == 0 || n != distinct {
+		t.Errorf("schema_migrations has %d rows for %d versions, want each version once", n, distinct)
+	}
+}
+
+// TestBadInputFailsAlone: a write PostgreSQL refuses (a NUL in a text)
+// fails alone; the writes batched with it are stored.
+func TestBadInputFailsAlone(t *testing.T) {
+	s := mustOpen(t, postgres.Config{URL: freshSchema(t)})
+	ctx := context.Background()
+	u := parleytest.MustCreateUser(t, s, "u")
+	room := parleytest.MustCreateRoom(t, s, u, "r", 0)
+	const n = 40
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			body := "fine"
+			if i == n/2 {
+				body = "nul \x00 byte"
+			}
+			_, _, errs[i] = s.Send(ctx, parley.NewMessage{RoomID: room.ID, SenderID: u.ID, SenderName: u.Name, Body: body})
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		want := ""
+		if i == n/2 {
+			want = parley.CodeInvalid
+		}
+		if got := parley.ErrorCode(err); got != want {
+			t.Errorf("Send #%d error = %v, want code %q", i, err, want)
+		}
+	}
+	if got := parleytest.MustRoom(t, s, room.ID).LastSeq; got != n-1 {
+		t.Errorf("LastSeq = %d, want %d", got, n-1)
+	}
+}
+
+// TestMetrics: the queries are counted by kind, and Queries is their sum.
+func TestMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	s := mustOpen(t, postgres.Config{URL: freshSchema(t), Registerer: reg})
+	u := parleytest.MustCreateUser(t, s, "u")
+	room := parleytest.MustCreateRoom(t, s, u, "r", 0)
+	parleytest.MustSend(t, s, room, u, "hello")
+	parleytest.MustRoom(t, s, room.ID)
+
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("Gather() error = %v", err)
+	}
+	kinds := map[string]float64{}
+	var sum float64
+	seen := map[string]bool{}
+	for _, f := range families {
+		seen[f.GetName()] = true
+		if f.GetName() != "parley_store_queries_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "kind" {
+					kinds[l.GetValue()] += m.GetCounter().GetValue()
+				}
+			}
+			sum += m.GetCounter().GetValue()
+		}
+	}
+	for _, name := range []string{"parley_store_queries_total", "parley_store_batch_size", "parley_store_commit_seconds"} {
+		if !seen[name] {
+			t.Errorf("metric %s not registered", name)
+		}
+	}
+	for _, kind := range []string{"send", "insert_user", "insert_room", "room", "begin", "commit", "lock_rooms"} {
+		if kinds[kind] < 1 {
+			t.Errorf("parley_store_queries_total{kind=%q} = %v, want at least 1 (have %v)", kind, kinds[kind], kinds)
+		}
+	}
+	if uint64(sum) != s.Queries() || sum == 0 {
+		t.Errorf("Queries() = %d, want the metric's sum %v", s.Queries(), sum)
+	}
+	if _, err := postgres.Open(context.Background(), postgres.Config{URL: freshSchema(t), Registerer: reg}); err == nil ||
+		!strings.Contains(err.Error(), "register") {
+		t.Errorf("Open() with a used registerer error = %v, want a registration error", err)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	if _, err := postgres.Open(context.Background(), postgres.Config{}); err == nil {
+		t.Errorf("Open(no URL) error = nil, want an error")
+	}
+	if _, err := postgres.Open(context.Background(), postgres.Config{URL: "postgres://127.0.0.1:1/x?connect_timeout=1"}); err == nil {
+		t.Errorf("Open(nothing listening) error = nil, want an error")
+	}
+}

@@ -1,0 +1,180 @@
+package postgres
+
+import (
+	"fmt"
+	"strings"
+)
+
+// roomRet is the column list a CTE returns for a room; roomOut(alias)
+// reads it back in the order scanRoom expects, with a missing room (a LEFT
+// JOIN that found nothing) as zero values and an empty id.
+const roomRet = `id, kind, title, capacity, member_count, last_seq, last_activity_at, created_at, direct_key`
+
+func roomOut(a string) string {
+	return strings.NewReplacer("a.", a+".").Replace(`coalesce(a.id, ''), coalesce(a.kind, ''), coalesce(a.title, ''),
+		coalesce(a.capacity, 0), coalesce(a.member_count, 0), coalesce(a.last_seq, 0),
+		coalesce(a.last_activity_at, 'epoch'), coalesce(a.created_at, 'epoch'), coalesce(a.direct_key, '')`)
+}
+
+// msgCols are the columns scanMessage reads.
+const msgCols = `id, room_id, seq, sender_id, sender_name, body, client_id, sent_at`
+
+// writeQueries are the writer's statements. Each write is one statement
+// that returns its outcome as one row, a logical failure (name taken, room
+// full, not found) included, so that a batch of writes is sent in one
+// pipeline and fails only on a real error.
+type writeQueries struct {
+	lockRooms, insertUser, insertToken, createGroup, createDirect,
+	join, leave, send, markRead, begin, commit *query
+}
+
+func newWriteQueries(m *metrics) *writeQueries {
+	q := &writeQueries{
+		// The rooms a batch changes, locked in id order before anything
+		// else: every node locks in the same order (no deadlock between
+		// two batches), and every later statement of the batch reads the
+		// rooms' rows, members and messages as last committed (READ
+		// COMMITTED takes a snapshot per statement).
+		lockRooms: &query{kind: "lock_rooms", text: `SELECT count(*) FROM
+			(SELECT 1 FROM rooms WHERE id = ANY($1::text[]) ORDER BY id FOR NO KEY UPDATE) AS locked`},
+
+		insertUser: &query{kind: "insert_user", text: `INSERT INTO users (id, name, password_hash, created_at)
+			VALUES ($1, $2, $3, $4) ON CONFLICT (name) DO NOTHING RETURNING id`},
+
+		// $1 hash, $2 user, $3 created, $4 expires.
+		insertToken: &query{kind: "insert_token", text: `WITH u AS (SELECT id FROM users WHERE id = $2),
+			t AS (INSERT INTO tokens (hash, user_id, created_at, expires_at) SELECT $1, u.id, $3, $4 FROM u
+				ON CONFLICT (hash) DO NOTHING RETURNING 1)
+			SELECT EXISTS (SELECT 1 FROM u), EXISTS (SELECT 1 FROM t)`},
+
+		// $1 id, $2 creator, $3 title, $4 capacity, $5 now.
+		createGroup: &query{kind: "insert_room", text: `WITH u AS (SELECT id FROM users WHERE id = $2),
+			r AS (INSERT INTO rooms (id, kind, title, capacity, member_count, last_seq, last_activity_at, created_at)
+				SELECT $1, 'group', $3, $4, 1, 0, $5, $5 FROM u RETURNING id),
+			m AS (INSERT INTO members (room_id, user_id, read_seq, joined_at) SELECT r.id, u.id, 0, $5 FROM r, u)
+			SELECT EXISTS (SELECT 1 FROM r)`},
+
+		// $1 id, $2 creator, $3 peer, $4 direct key, $5 title, $6 now.
+		// Either a new room with both members, or the existing room of
+		// the pair with whichever of them had left added back.
+		createDirect: &query{kind: "insert_direct_room", text: `WITH c AS (SELECT EXISTS (SELECT 1 FROM users WHERE id = $2::text) AS ok),
+			p AS (SELECT EXISTS (SELECT 1 FROM users WHERE id = $3::text) AS ok),
+			old AS (SELECT ` + roomRet + ` FROM rooms WHERE direct_key = $4 FOR NO KEY UPDATE),
+			new AS (INSERT INTO rooms (id, kind, title, capacity, member_count, last_seq, last_activity_at, created_at, direct_key)
+				SELECT $1, 'direct', $5, 2, 2, 0, $6, $6, $4 FROM c, p WHERE c.ok AND p.ok AND NOT EXISTS (SELECT 1 FROM old)
+				RETURNING id),
+			new_members AS (INSERT INTO members (room_id, user_id, read_seq, joined_at)
+				SELECT new.id, x.u, 0, $6 FROM new, (VALUES ($2::text), ($3::text)) AS x (u)),
+			back AS (INSERT INTO members (room_id, user_id, read_seq, joined_at)
+				SELECT old.id, x.u, old.last_seq, $6 FROM old, c, p, (VALUES ($2::text), ($3::text)) AS x (u)
+				WHERE c.ok AND p.ok AND NOT EXISTS (SELECT 1 FROM members WHERE room_id = old.id AND user_id = x.u)
+				RETURNING user_id),
+			grown AS (UPDATE rooms SET member_count = member_count + (SELECT count(*) FROM back)
+				WHERE id = (SELECT id FROM old) AND EXISTS (SELECT 1 FROM back))
+			SELECT c.ok, p.ok, EXISTS (SELECT 1 FROM new), ` + roomOut("old") + `,
+				EXISTS (SELECT 1 FROM back WHERE user_id = $2), EXISTS (SELECT 1 FROM back WHERE user_id = $3)
+			FROM c, p LEFT JOIN old ON true`},
+
+		// $1 room, $2 user, $3 now. A new member's read position is the
+		// room's last seq.
+		join: &query{kind: "join", text: `WITH r0 AS (SELECT ` + roomRet + ` FROM rooms WHERE id = $1),
+			mem AS (SELECT 1 FROM members WHERE room_id = $1 AND user_id = $2),
+			r AS (UPDATE rooms SET member_count = member_count + 1
+				WHERE id = $1 AND kind = 'group' AND NOT EXISTS (SELECT 1 FROM mem)
+					AND (capacity = 0 OR member_count < capacity)
+				RETURNING ` + roomRet + `),
+			m AS (INSERT INTO members (room_id, user_id, read_seq, joined_at) SELECT r.id, $2, r.last_seq, $3 FROM r)
+			SELECT EXISTS (SELECT 1 FROM mem), ` + roomOut("r0") + `, ` + roomOut("r") + `
+			FROM (VALUES (1)) AS one LEFT JOIN r0 ON true LEFT JOIN r ON true`},
+
+		// $1 room, $2 user.
+		leave: &query{kind: "leave", text: `WITH r0 AS (SELECT ` + roomRet + ` FROM rooms WHERE id = $1),
+			d AS (DELETE FROM members WHERE room_id = $1 AND user_id = $2 RETURNING 1),
+			r AS (UPDATE rooms SET member_count = member_count - 1
+				WHERE id = $1 AND member_count > 0 AND EXISTS (SELECT 1 FROM d)
+				RETURNING ` + roomRet + `)
+			SELECT ` + roomOut("r0") + `, ` + roomOut("r") + `
+			FROM (VALUES (1)) AS one LEFT JOIN r0 ON true LEFT JOIN r ON true`},
+
+		// $1 room, $2 sender, $3 sender name ('' to look it up), $4 body,
+		// $5 client id, $6 message id, $7 now. A repeated client id
+		// returns the original (old); otherwise the room's next seq,
+		// the message and the sender's read position, in one statement.
+		send: &query{kind: "send", text: `WITH old AS (SELECT id, seq, sender_name, body, sent_at FROM messages
+				WHERE room_id = $1 AND sender_id = $2 AND client_id = $5 AND client_id <> '' AND $5 <> ''),
+			who AS (SELECT CASE WHEN $3 = '' THEN name ELSE $3 END AS name FROM users WHERE id = $2),
+			r AS (UPDATE rooms SET last_seq = last_seq + 1, last_activity_at = greatest(last_activity_at, $7)
+				WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM old) AND EXISTS (SELECT 1 FROM who)
+				RETURNING ` + roomRet + `),
+			m AS (INSERT INTO messages (room_id, seq, id, sender_id, sender_name, body, client_id, sent_at)
+				SELECT r.id, r.last_seq, $6, $2, who.name, $4, $5, $7 FROM r, who),
+			rd AS (UPDATE members SET read_seq = r.last_seq FROM r
+				WHERE members.room_id = $1 AND members.user_id = $2 AND members.read_seq < r.last_seq)
+			SELECT EXISTS (SELECT 1 FROM who), coalesce((SELECT name FROM who), ''),
+				coalesce(old.id, ''), coalesce(old.seq, 0), coalesce(old.sender_name, ''), coalesce(old.body, ''),
+				coalesce(old.sent_at, 'epoch'), ` + roomOut("r") + `
+			FROM (VALUES (1)) AS one LEFT JOIN old ON true LEFT JOIN r ON true`},
+
+		// $1 room, $2 user, $3 seq. The position moves forward only, and
+		// not past the room's last seq.
+		markRead: &query{kind: "mark_read", text: `WITH m0 AS (SELECT read_seq, joined_at FROM members WHERE room_id = $1 AND user_id = $2),
+			r AS (SELECT ` + roomRet + ` FROM rooms WHERE id = $1),
+			u AS (UPDATE members SET read_seq = least($3::bigint, r.last_seq) FROM r
+				WHERE members.room_id = $1 AND members.user_id = $2 AND members.read_seq < least($3::bigint, r.last_seq)
+				RETURNING members.read_seq)
+			SELECT m0.read_seq IS NOT NULL, coalesce(m0.read_seq, 0), coalesce(m0.joined_at, 'epoch'),
+				coalesce(u.read_seq, -1), ` + roomOut("r") + `
+			FROM (VALUES (1)) AS one LEFT JOIN m0 ON true LEFT JOIN u ON true LEFT JOIN r ON true`},
+
+		// Counted only: pgx sends these itself.
+		begin:  &query{kind: "begin"},
+		commit: &query{kind: "commit"},
+	}
+	bind(m, q.lockRooms, q.insertUser, q.insertToken, q.createGroup, q.createDirect,
+		q.join, q.leave, q.send, q.markRead, q.begin, q.commit)
+	return q
+}
+
+// readQueries are the readers' statements, run on the pool.
+type readQueries struct {
+	ping, userByName, user, tokenUser, room, roomExists,
+	member, members, memberships,
+	messagesBefore, messagesAfter, roomsFirst, roomsAfter *query
+}
+
+// roomListQuery is the room list: it walks the members_user index for the
+// user, looks each room up by its key, sorts those rooms by activity and
+// joins each room's last message by its key (room_id, seq = last_seq).
+var roomListQuery = `SELECT ` + roomOut("r") + `, m.read_seq,
+		coalesce(g.id, ''), coalesce(g.sender_id, ''), coalesce(g.sender_name, ''), coalesce(g.body, ''),
+		coalesce(g.client_id, ''), coalesce(g.sent_at, 'epoch')
+	FROM members m
+	JOIN rooms r ON r.id = m.room_id
+	LEFT JOIN messages g ON g.room_id = r.id AND g.seq = r.last_seq
+	WHERE m.user_id = $1 %s
+	ORDER BY r.last_activity_at DESC, r.id DESC
+	LIMIT $2`
+
+func newReadQueries(m *metrics) *readQueries {
+	q := &readQueries{
+		ping:       &query{kind: "ping", text: `SELECT 1`},
+		userByName: &query{kind: "user_by_name", text: `SELECT id, name, password_hash, created_at FROM users WHERE name = $1`},
+		user:       &query{kind: "user", text: `SELECT id, name, created_at FROM users WHERE id = $1`},
+		tokenUser: &query{kind: "token_user", text: `SELECT t.user_id, t.created_at, t.expires_at, u.name, u.created_at
+			FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = $1`},
+		room:        &query{kind: "room", text: `SELECT ` + roomOut("rooms") + ` FROM rooms WHERE id = $1`},
+		roomExists:  &query{kind: "room_exists", text: `SELECT 1 FROM rooms WHERE id = $1`},
+		member:      &query{kind: "member", text: `SELECT read_seq, joined_at FROM members WHERE room_id = $1 AND user_id = $2`},
+		members:     &query{kind: "members", text: `SELECT user_id FROM members WHERE room_id = $1`},
+		memberships: &query{kind: "memberships", text: `SELECT room_id, read_seq, joined_at FROM members WHERE user_id = $1`},
+		messagesBefore: &query{kind: "messages_before", text: `SELECT ` + msgCols + ` FROM messages
+			WHERE room_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`},
+		messagesAfter: &query{kind: "messages_after", text: `SELECT ` + msgCols + ` FROM messages
+			WHERE room_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`},
+		roomsFirst: &query{kind: "rooms", text: fmt.Sprintf(roomListQuery, "")},
+		roomsAfter: &query{kind: "rooms", text: fmt.Sprintf(roomListQuery, "AND (r.last_activity_at, r.id) < ($3, $4)")},
+	}
+	bind(m, q.ping, q.userByName, q.user, q.tokenUser, q.room, q.roomExists, q.member, q.members,
+		q.memberships, q.messagesBefore, q.messagesAfter, q.roomsFirst, q.roomsAfter)
+	return q
+}

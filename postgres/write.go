@@ -1,0 +1,212 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"parley"
+	"parley/groupcommit"
+)
+
+// writeOp is one write of a batch. The writer calls queue, then decode, on
+// each attempt of the batch; an op is used by the writer goroutine only.
+type writeOp interface {
+	// lockRoom is the existing room the write changes, locked at the start
+	// of the batch, or "" when it changes none.
+	lockRoom() string
+	// queue adds the write's one statement to the batch; now is its time.
+	queue(b *pgx.Batch, q *writeQueries, now time.Time)
+	// decode reads the statement's result: the write's outcome and its
+	// events, a *parley.Error for a logical failure, or the statement's
+	// error.
+	decode(row pgx.Row) (result, []parley.Event, error)
+}
+
+// result is the outcome of a write; each write fills what it returns.
+type result struct {
+	user   parley.User
+	room   parley.Room
+	member parley.Member
+	msg    parley.Message
+	ok     bool // created, joined
+}
+
+// Retry bounds of a batch that hit a deadlock, a serialization failure or a
+// unique-key race with another node.
+const (
+	maxAttempts  = 12
+	retryBackoff = 2 * time.Millisecond
+)
+
+// write runs op in the next batch and waits until it is committed.
+func (s *Store) write(ctx context.Context, op writeOp) (result, error) {
+	res, err := s.w.Do(ctx, op)
+	if errors.Is(err, groupcommit.ErrClosed) {
+		return res, errClosed
+	}
+	return res, err
+}
+
+// commit is the group-commit function: it runs the batch in one
+// transaction and, once it is committed, hands its events to OnCommit.
+//
+// A batch that fails for a reason of its own (a deadlock with another node,
+// a serialization failure, a unique key another node took meanwhile) runs
+// again whole: on the next attempt each write's checks see what the other
+// node committed. A write whose statement fails for a reason of its own (a
+// foreign key, bad input) is dropped with its error and the rest runs
+// again. Anything else fails the batch.
+func (s *Store) commit(batch []*groupcommit.Request[writeOp, result]) error {
+	pending := batch
+	for attempt := 1; ; attempt++ {
+		outs, events, failed, err := s.tryBatch(pending)
+		if err == nil {
+			for i, r := range pending {
+				r.Out, r.Err = outs[i].res, outs[i].err
+			}
+			if s.onCommit != nil && len(events) > 0 {
+				s.onCommit(events)
+			}
+			return nil
+		}
+		code := pgCode(err)
+		switch {
+		case (code == "40001" || code == "40P01" || code == "23505") && attempt < maxAttempts:
+			s.m.retries.Inc()
+			time.Sleep(rand.N(retryBackoff * time.Duration(attempt)))
+			continue
+		case failed >= 0 && (code[:min(2, len(code))] == "22" || code[:min(2, len(code))] == "23"):
+			pending[failed].Err = opError(err, code)
+			pending = slices.Delete(slices.Clone(pending), failed, failed+1)
+			if len(pending) == 0 {
+				return nil
+			}
+		default:
+			return err
+		}
+	}
+}
+
+// outcome is one write's result in an attempt.
+type outcome struct {
+	res result
+	err error
+}
+
+// tryBatch runs reqs in one transaction, sent as one pipeline: BEGIN, the
+// lock of the rooms the batch changes, one statement per write. On failure
+// it has rolled back and returns the index of the write whose statement
+// failed, or -1 when the batch failed as a whole.
+func (s *Store) tryBatch(reqs []*groupcommit.Request[writeOp, result]) ([]outcome, []parley.Event, int, error) {
+	ctx := context.Background()
+	b := &pgx.Batch{}
+	s.wq.begin.count()
+	b.BeginTx(pgx.TxOptions{})
+	rooms := make([]string, 0, len(reqs))
+	for _, r := range reqs {
+		if id := r.In.lockRoom(); id != "" {
+			rooms = append(rooms, id)
+		}
+	}
+	slices.Sort(rooms)
+	rooms = slices.Compact(rooms)
+	if len(rooms) > 0 {
+		s.wq.lockRooms.count()
+		b.Queue(s.wq.lockRooms.text, rooms)
+	}
+	for _, r := range reqs {
+		r.In.queue(b, s.wq, s.now())
+	}
+
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, nil, -1, fmt.Errorf("acquire: %w", err)
+	}
+	defer conn.Release()
+	br := conn.SendBatch(ctx, b)
+	tx := br.Tx()
+	fail := func(i int, err error) ([]outcome, []parley.Event, int, error) {
+		br.Close()
+		tx.Rollback(ctx)
+		return nil, nil, i, err
+	}
+	if _, err := br.Exec(); err != nil {
+		return fail(-1, fmt.Errorf("begin: %w", err))
+	}
+	if len(rooms) > 0 {
+		var n int
+		if err := br.QueryRow().Scan(&n); err != nil {
+			return fail(-1, fmt.Errorf("lock rooms: %w", err))
+		}
+	}
+	outs := make([]outcome, len(reqs))
+	var events []parley.Event
+	for i, r := range reqs {
+		res, evs, err := r.In.decode(br.QueryRow())
+		var pe *parley.Error
+		switch {
+		case err == nil:
+			outs[i].res = res
+			events = append(events, evs...)
+		case errors.As(err, &pe):
+			outs[i].err = err
+		case pgCode(err) != "":
+			return fail(i, err)
+		default:
+			return fail(-1, err)
+		}
+	}
+	if err := br.Close(); err != nil {
+		return fail(-1, err)
+	}
+	s.wq.commit.count()
+	if err := tx.Commit(ctx); err != nil {
+		return nil, nil, -1, fmt.Errorf("commit: %w", err)
+	}
+	return outs, events, -1, nil
+}
+
+// pgCode returns the SQLSTATE of a PostgreSQL error in err's chain, "" if
+// there is none.
+func pgCode(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
+}
+
+// opError translates the error of one write's statement, by its SQLSTATE.
+func opError(err error, code string) error {
+	switch {
+	case code == "23503": // foreign_key_violation: the user or room named is not there
+		return parley.Errorf(parley.CodeNotFound, "user or room not found")
+	case code == "23505":
+		return parley.Errorf(parley.CodeConflict, "the write conflicts with a concurrent one")
+	case code[:2] == "22": // data_exception: text PostgreSQL cannot store, a value out of range
+		return parley.Errorf(parley.CodeInvalid, "invalid input")
+	}
+	return fmt.Errorf("write: %w", err)
+}
+
+// now returns the time of a write. The times a store hands out only grow,
+// so that commit order and activity order agree on this node.
+func (s *Store) now() time.Time {
+	for {
+		last := s.lastNow.Load()
+		t := parley.Now().UnixMicro()
+		if t <= last {
+			t = last + 1
+		}
+		if s.lastNow.CompareAndSwap(last, t) {
+			return time.UnixMicro(t).UTC()
+		}
+	}
+}
