@@ -29,11 +29,11 @@
 //     reads what was committed before it, so a check of the batch (is the
 //     room full, is the user a member, was this client_id used) and the
 //     write after it cannot be separated by another node's commit.
-//   - A message's seq is assigned by UPDATE rooms SET last_seq = last_seq
-//     + 1 ... RETURNING in the same statement as its INSERT; a join adds
-//     the member only by UPDATE rooms SET member_count = member_count + 1
-//     WHERE capacity = 0 OR member_count < capacity, and a CHECK constraint
-//     backs it.
+//   - A message's seq is assigned by "UPDATE rooms SET last_seq =
+//     last_seq + 1 ... RETURNING" in the same statement as its INSERT; a
+//     join adds the member only by "UPDATE rooms SET member_count =
+//     member_count + 1 WHERE ... (capacity = 0 OR member_count <
+//     capacity)", and a CHECK constraint backs it.
 //   - A repeated client_id is found by the unique index (room_id,
 //     sender_id, client_id), also when another node wrote the original.
 //   - What no room lock covers (a user name, a token, the direct room of a
