@@ -14,10 +14,10 @@ import (
 // order, as the store's OnCommit does.
 type fakeChat struct {
 	mu      sync.Mutex
-	users   map[string]parley.User         // token -> user
-	members map[string]map[string]bool     // room -> user id -> member
-	msgs    map[string][]parley.Message    // room -> messages by seq-1
-	keys    map[[3]string]parley.Message   // (room, sender, client id) -> message
+	users   map[string]parley.User       // token -> user
+	members map[string]map[string]bool   // room -> user id -> member
+	msgs    map[string][]parley.Message  // room -> messages by seq-1
+	keys    map[[3]string]parley.Message // (room, sender, client id) -> message
 	sink    parley.EventSink
 }
 

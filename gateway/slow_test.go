@@ -1,0 +1,83 @@
+package gateway
+
+import (
+	"net"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"parley/stomp"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// TestSlowConsumer has one subscriber that stops reading while another
+// keeps up: the slow one gets ERROR "slow consumer" after an unbroken
+// prefix of the messages and is closed; the fast one misses nothing.
+func TestSlowConsumer(t *testing.T) {
+	e := newEnv(t, Config{QueueFrames: 32})
+	alice, bob, carol := e.chat.addUser("alice"), e.chat.addUser("bob"), e.chat.addUser("carol")
+	e.chat.addRoom("r1", alice, bob, carol)
+
+	fast := e.dial(t, "websocket")
+	fast.connect("alice")
+	fast.send(frame("SUBSCRIBE", "", "id:0", "destination:/topic/rooms.r1", "receipt:s"))
+	fast.expect("RECEIPT", "receipt-id:s")
+
+	// The slow client's socket buffer is small, so that the server's
+	// writes block soon after it stops reading.
+	d := net.Dialer{Control: func(network, address string, c syscall.RawConn) error {
+		c.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+		return nil
+	}}
+	conn, err := d.Dial("tcp", e.tcpAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	slow := &client{t: t, conn: conn, r: stomp.NewReader(conn, stomp.Limits{})}
+	slow.connect("bob")
+	slow.send(frame("SUBSCRIBE", "", "id:0", "destination:/topic/rooms.r1", "receipt:s"))
+	slow.expect("RECEIPT", "receipt-id:s")
+
+	closes := e.srv.m.slowConsumer.WithLabelValues(reasonQueueFrames)
+	body := strings.Repeat("x", 4000)
+	seq := 0
+	// Send in lockstep with the fast client until the slow one is cut off.
+	for testutil.ToFloat64(closes) == 0 {
+		if seq == 100000 {
+			t.Fatal("the slow consumer was never closed")
+		}
+		if _, _, err := e.chat.Send(t.Context(), carol, "r1", body, ""); err != nil {
+			t.Fatal(err)
+		}
+		seq++
+		fast.expect("MESSAGE", "seq:"+strconv.Itoa(seq))
+	}
+	for range 10 {
+		e.chat.Send(t.Context(), carol, "r1", "after", "")
+		seq++
+		fast.expect("MESSAGE", "seq:"+strconv.Itoa(seq))
+	}
+
+	want := 1
+	for {
+		f, err := slow.read()
+		if err != nil {
+			t.Fatalf("slow client: %v after seq %d, want ERROR", err, want-1)
+		}
+		if f.Command == stomp.Error {
+			if string(f.Get("message")) != "slow consumer" {
+				t.Errorf("got %v, want message:slow consumer", f)
+			}
+			break
+		}
+		if got := string(f.Get("seq")); got != strconv.Itoa(want) {
+			t.Fatalf("slow client got seq %s, want %d", got, want)
+		}
+		want++
+	}
+	slow.expectClosed()
+	t.Logf("the slow client got %d of %d messages, then ERROR", want-1, seq)
+}
