@@ -1,14 +1,30 @@
 package sqlite
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // writeQueries are the writer's statements, prepared on its connection.
 type writeQueries struct {
 	userName, insertUser, insertToken,
 	room, roomByDirectKey, insertRoom,
 	member, insertMember, deleteMember, joinCount, leaveCount,
-	messageByClientID, nextSeq, insertMessage, senderRead, markRead,
+	messageByClientID, markRead,
 	begin, commit *query
+	// The grouped statements of Send, one per chunk size (chunkSizes).
+	nextSeqs, insertMessages, senderReads [len(chunkSizes)]*query
+}
+
+// chunkSizes are the row counts of the grouped statements: a group of n
+// rows runs as the chunks of n's binary representation (at most 64 rows a
+// statement), so that every statement is prepared once, at Open.
+var chunkSizes = [...]int{64, 32, 16, 8, 4, 2, 1}
+
+// values returns "(?, ?, ?), (?, ?, ?)": rows tuples of cols parameters.
+func values(rows, cols int) string {
+	tuple := "(?" + strings.Repeat(", ?", cols-1) + ")"
+	return tuple + strings.Repeat(", "+tuple, rows-1)
 }
 
 func (q *writeQueries) all() []*query {
@@ -31,12 +47,6 @@ func (q *writeQueries) all() []*query {
 				WHERE id = ? AND member_count > 0 RETURNING ` + roomCols},
 			messageByClientID: &query{kind: "message_by_client_id", text: `SELECT ` + msgCols + ` FROM messages
 				WHERE room_id = ? AND sender_id = ? AND client_id = ? AND client_id <> ''`},
-			nextSeq: &query{kind: "next_seq", text: `UPDATE rooms SET last_seq = last_seq + 1, last_activity_at = max(last_activity_at, ?)
-				WHERE id = ? RETURNING ` + roomCols},
-			insertMessage: &query{kind: "insert_message", text: `INSERT INTO messages
-				(id, room_id, seq, sender_id, sender_name, body, client_id, sent_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`},
-			senderRead: &query{kind: "sender_read", text: `UPDATE members SET read_seq = ?1
-				WHERE room_id = ?2 AND user_id = ?3 AND read_seq < ?1`},
 			markRead: &query{kind: "mark_read", text: `UPDATE members SET read_seq = min(?3, (SELECT last_seq FROM rooms WHERE id = ?1))
 				WHERE room_id = ?1 AND user_id = ?2 AND read_seq < min(?3, (SELECT last_seq FROM rooms WHERE id = ?1))
 				RETURNING read_seq, joined_at`},
@@ -44,10 +54,25 @@ func (q *writeQueries) all() []*query {
 			begin:  &query{kind: "begin"},
 			commit: &query{kind: "commit"},
 		}
+		for i, n := range chunkSizes {
+			// Each room once: its seq moves by the number of its messages.
+			q.nextSeqs[i] = &query{kind: "next_seq", text: `UPDATE rooms
+				SET last_seq = last_seq + v.column2, last_activity_at = max(last_activity_at, v.column3)
+				FROM (VALUES ` + values(n, 3) + `) AS v WHERE rooms.id = v.column1 RETURNING ` + roomCols}
+			q.insertMessages[i] = &query{kind: "insert_message", text: `INSERT INTO messages
+				(id, room_id, seq, sender_id, sender_name, body, client_id, sent_at) VALUES ` + values(n, 8)}
+			// Each (room, sender) once, with the sender's last seq.
+			q.senderReads[i] = &query{kind: "sender_read", text: `UPDATE members SET read_seq = v.column3
+				FROM (VALUES ` + values(n, 3) + `) AS v
+				WHERE members.room_id = v.column1 AND members.user_id = v.column2 AND members.read_seq < v.column3`}
+		}
 	}
-	return []*query{q.userName, q.insertUser, q.insertToken, q.room, q.roomByDirectKey, q.insertRoom,
+	qs := []*query{q.userName, q.insertUser, q.insertToken, q.room, q.roomByDirectKey, q.insertRoom,
 		q.member, q.insertMember, q.deleteMember, q.joinCount, q.leaveCount,
-		q.messageByClientID, q.nextSeq, q.insertMessage, q.senderRead, q.markRead, q.begin, q.commit}
+		q.messageByClientID, q.markRead, q.begin, q.commit}
+	qs = append(qs, q.nextSeqs[:]...)
+	qs = append(qs, q.insertMessages[:]...)
+	return append(qs, q.senderReads[:]...)
 }
 
 // readQueries are the readers' statements, prepared on the reader pool.

@@ -107,13 +107,15 @@ type Config struct {
 type Store struct {
 	wdb, rdb *sql.DB // the writer's single connection; the readers' pool
 	m        *metrics
-	w        *groupcommit.Writer[writeFunc, result]
+	w        *groupcommit.Writer[writeOp, result]
 	onCommit parley.EventSink
 	wq       writeQueries
 	rq       readQueries
 
 	// Owned by the writer goroutine (and Open before it starts).
 	lastNow int64 // the latest time handed out, unix µs; times only grow
+	args    []any // the argument buffer of the grouped statements
+	nwq     int   // the number of writer statements
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -176,6 +178,7 @@ func (s *Store) init(ctx context.Context, cfg Config) error {
 		return err
 	}
 	s.rdb = openDB(cfg.Path, cfg.Readers, false, cfg)
+	s.nwq = len(s.wq.all())
 	if err := prepareAll(s.wdb, s.m, s.wq.all()); err != nil {
 		return err
 	}

@@ -17,6 +17,13 @@ import (
 // error may leave the write half done and makes commit drop it.
 type writeFunc func(w *wtx) (result, error)
 
+// writeOp is one write of a batch: a Send, which the writer runs grouped
+// with the Sends next to it (see send.go), or any other write.
+type writeOp struct {
+	send *parley.NewMessage
+	f    writeFunc
+}
+
 // result is the outcome of a write; each write fills what it returns.
 type result struct {
 	user   parley.User
@@ -28,7 +35,7 @@ type result struct {
 
 // write runs f in the next batch and waits until it is committed.
 func (s *Store) write(ctx context.Context, f writeFunc) (result, error) {
-	res, err := s.w.Do(ctx, f)
+	res, err := s.w.Do(ctx, writeOp{f: f})
 	if errors.Is(err, groupcommit.ErrClosed) {
 		return res, errClosed
 	}
@@ -37,56 +44,95 @@ func (s *Store) write(ctx context.Context, f writeFunc) (result, error) {
 
 // commit is the group-commit function: it runs the batch in one
 // transaction and, once it is committed, hands its events to OnCommit.
-func (s *Store) commit(batch []*groupcommit.Request[writeFunc, result]) error {
-	pending := batch
+func (s *Store) commit(batch []*groupcommit.Request[writeOp, result]) error {
+	pending, grouped := batch, true
 	for {
-		events, failed, err := s.tryBatch(pending)
-		if err == nil {
+		events, blame, err := s.tryBatch(pending, grouped)
+		switch {
+		case err == nil:
 			if s.onCommit != nil && len(events) > 0 {
 				s.onCommit(events)
 			}
 			return nil
-		}
-		if failed < 0 {
+		case blame == regroup:
+			// A grouped statement broke a constraint: run the batch
+			// again one Send at a time to find the culprit.
+			grouped = false
+		case blame < 0:
 			return err
-		}
-		// One write broke a constraint half-way: drop it, run the rest
-		// again in a new transaction. Each round drops one write.
-		pending[failed].Err = err
-		pending = slices.Delete(slices.Clone(pending), failed, failed+1)
-		if len(pending) == 0 {
-			return nil
+		default:
+			// One write broke a constraint half-way: drop it, run the
+			// rest again. Each round drops one write.
+			pending[blame].Err = err
+			pending = slices.Delete(slices.Clone(pending), blame, blame+1)
+			if len(pending) == 0 {
+				return nil
+			}
 		}
 	}
 }
 
-// tryBatch runs reqs in one transaction. On failure it has rolled back and
-// returns the index of the write to blame, or -1 when the whole batch failed
-// (begin, commit, an I/O error).
-func (s *Store) tryBatch(reqs []*groupcommit.Request[writeFunc, result]) ([]parley.Event, int, error) {
+// Blame values of tryBatch besides a write's index.
+const (
+	wholeBatch = -1 // begin or commit failed, or an I/O error: fail the batch
+	regroup    = -2 // a group of Sends broke a constraint: retry ungrouped
+)
+
+// tryBatch runs reqs in one transaction, Sends in groups when grouped. On
+// failure it has rolled back and returns the index of the write to blame,
+// wholeBatch or regroup.
+func (s *Store) tryBatch(reqs []*groupcommit.Request[writeOp, result], grouped bool) ([]parley.Event, int, error) {
 	s.wq.begin.count()
 	tx, err := s.wdb.BeginTx(context.Background(), nil)
 	if err != nil {
-		return nil, -1, fmt.Errorf("begin: %w", err)
+		return nil, wholeBatch, fmt.Errorf("begin: %w", err)
 	}
-	w := &wtx{s: s, tx: tx, stmts: make([]*sql.Stmt, len(s.wq.all()))}
+	w := &wtx{s: s, tx: tx, stmts: make([]*sql.Stmt, s.nwq), args: s.args}
+	defer func() { s.args = w.args[:0] }()
+	fail := func(blame int, err error) ([]parley.Event, int, error) {
+		tx.Rollback()
+		if !isConstraint(err) {
+			blame = wholeBatch
+		}
+		return nil, blame, err
+	}
+	first := 0 // of the pending group of Sends
+	flush := func(end int) error {
+		if first == end {
+			return nil
+		}
+		err := w.flushSends(reqs[first:end])
+		first = end
+		return err
+	}
 	for i, r := range reqs {
-		r.Out, r.Err = r.In(w)
-		var pe *parley.Error
-		if r.Err == nil || errors.As(r.Err, &pe) {
+		if r.In.send != nil {
+			if !grouped {
+				if err := w.flushSends(reqs[i : i+1]); err != nil {
+					return fail(i, err)
+				}
+				first = i + 1
+			}
 			continue
 		}
-		tx.Rollback()
-		if isConstraint(r.Err) {
-			return nil, i, r.Err
+		if err := flush(i); err != nil {
+			return fail(regroup, err)
 		}
-		return nil, -1, r.Err
+		first = i + 1
+		r.Out, r.Err = r.In.f(w)
+		var pe *parley.Error
+		if r.Err != nil && !errors.As(r.Err, &pe) {
+			return fail(i, r.Err)
+		}
+	}
+	if err := flush(len(reqs)); err != nil {
+		return fail(regroup, err)
 	}
 	s.wq.commit.count()
 	if err := tx.Commit(); err != nil {
-		return nil, -1, fmt.Errorf("commit: %w", err)
+		return nil, wholeBatch, fmt.Errorf("commit: %w", err)
 	}
-	return w.events, -1, nil
+	return w.events, 0, nil
 }
 
 // wtx is the writer's view of the batch's transaction.
@@ -95,6 +141,7 @@ type wtx struct {
 	tx     *sql.Tx
 	stmts  []*sql.Stmt // the writer's statements bound to tx, by query.idx
 	events []parley.Event
+	args   []any // a buffer for the grouped statements' arguments
 }
 
 // stmt returns q bound to the transaction and counts one execution.
@@ -342,52 +389,11 @@ func (s *Store) Leave(ctx context.Context, roomID, userID string) (parley.Room, 
 // Send implements parley.Store. Its event is one EventMessage; the sender's
 // read position moves to the message's seq with it (no EventRead).
 func (s *Store) Send(ctx context.Context, m parley.NewMessage) (parley.Message, bool, error) {
-	res, err := s.write(ctx, func(w *wtx) (result, error) {
-		msg, created, err := w.send(m)
-		return result{msg: msg, ok: created}, err
-	})
+	res, err := s.w.Do(ctx, writeOp{send: &m})
+	if errors.Is(err, groupcommit.ErrClosed) {
+		err = errClosed
+	}
 	return res.msg, res.ok, err
-}
-
-func (w *wtx) send(m parley.NewMessage) (parley.Message, bool, error) {
-	q := &w.s.wq
-	if m.ClientID != "" {
-		old, err := scanMessage(w.row(q.messageByClientID, m.RoomID, m.SenderID, m.ClientID))
-		if err == nil {
-			return old, false, nil
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return old, false, fmt.Errorf("send: %w", err)
-		}
-	}
-	if m.SenderName == "" {
-		name, err := w.userName(m.SenderID)
-		if err != nil {
-			return parley.Message{}, false, err
-		}
-		m.SenderName = name
-	}
-	now := w.now()
-	r, err := scanRoom(w.row(q.nextSeq, now, m.RoomID))
-	if errors.Is(err, sql.ErrNoRows) {
-		return parley.Message{}, false, errRoomNotFound(m.RoomID)
-	}
-	if err != nil {
-		return parley.Message{}, false, fmt.Errorf("send: %w", err)
-	}
-	msg := parley.Message{
-		ID: parley.NewID(), RoomID: m.RoomID, Seq: r.LastSeq, SenderID: m.SenderID, SenderName: m.SenderName,
-		Body: m.Body, ClientID: m.ClientID, SentAt: fromMicro(now),
-	}
-	if _, err := w.exec(q.insertMessage, msg.ID, msg.RoomID, msg.Seq, msg.SenderID, msg.SenderName,
-		msg.Body, msg.ClientID, now); err != nil {
-		return msg, false, fmt.Errorf("send: %w", err)
-	}
-	if _, err := w.exec(q.senderRead, msg.Seq, msg.RoomID, msg.SenderID); err != nil {
-		return msg, false, fmt.Errorf("send: %w", err)
-	}
-	w.emit(parley.Event{Kind: parley.EventMessage, Room: r, UserID: m.SenderID, Message: msg})
-	return msg, true, nil
 }
 
 // MarkRead implements parley.Store.

@@ -1,0 +1,154 @@
+package sqlite_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"parley"
+	"parley/parleytest"
+	"parley/sqlite"
+)
+
+// benchSync selects the sync setting of the write benchmark:
+// go test -bench SendParallel -sync normal.
+var benchSync = sqlite.SyncFull
+
+func init() {
+	// A flag, not an environment variable: the setting shows in the command.
+	testingFlagSync()
+}
+
+// BenchmarkSendParallel stores messages from many concurrent senders
+// (SetParallelism(64) × GOMAXPROCS goroutines) into 100 rooms, durably
+// (sync=full by default): the group-commit write path.
+func BenchmarkSendParallel(b *testing.B) {
+	const nRooms = 100
+	s := mustOpen(b, sqlite.Config{Path: filepath.Join(b.TempDir(), "bench.db"), Sync: benchSync})
+	users := parleytest.MustCreateUsers(b, s, "sender", nRooms)
+	rooms := make([]parley.Room, nRooms)
+	for i, u := range users {
+		rooms[i] = parleytest.MustCreateRoom(b, s, u, fmt.Sprint("room", i), 0)
+	}
+	body := "a chat message of a typical length, about sixty bytes long."
+	var next atomic.Uint64
+	before, q0, cpu0 := s.BatchStats(), s.Queries(), cpuTime()
+	b.SetParallelism(64)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		for pb.Next() {
+			i := next.Add(1) % nRooms
+			u := users[i]
+			if _, _, err := s.Send(ctx, parley.NewMessage{RoomID: rooms[i].ID, SenderID: u.ID, SenderName: u.Name, Body: body}); err != nil {
+				b.Errorf("Send() error = %v", err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	after := s.BatchStats()
+	secs := b.Elapsed().Seconds()
+	batches := after.Batches - before.Batches
+	b.ReportMetric(float64(b.N)/secs, "msgs/s")
+	b.ReportMetric(float64(batches)/secs, "commits/s")
+	b.ReportMetric(float64(after.Requests-before.Requests)/float64(max(batches, 1)), "msgs/commit")
+	b.ReportMetric(float64(after.CommitTime-before.CommitTime)/float64(max(batches, 1))/1e3, "µs/commit")
+	b.ReportMetric(float64(s.Queries()-q0)/float64(b.N), "queries/op")
+	b.ReportMetric((cpuTime()-cpu0).Seconds()*1e6/float64(b.N), "cpu-µs/op")
+}
+
+// readFixture is a user in 50 rooms of 200 messages each.
+func readFixture(b *testing.B) (*sqlite.Store, parley.User, []parley.Room) {
+	b.Helper()
+	const nRooms, perRoom = 50, 200
+	s := mustOpen(b, sqlite.Config{Path: filepath.Join(b.TempDir(), "bench.db"), Sync: sqlite.SyncOff})
+	u := parleytest.MustCreateUser(b, s, "reader")
+	others := parleytest.MustCreateUsers(b, s, "other", 4)
+	rooms := make([]parley.Room, nRooms)
+	for i := range rooms {
+		rooms[i] = parleytest.MustCreateRoom(b, s, others[i%4], fmt.Sprint("room", i), 0)
+		parleytest.MustJoin(b, s, rooms[i], u)
+	}
+	ctx := context.Background()
+	done := make(chan error)
+	for i := range rooms {
+		go func() {
+			var err error
+			for j := 0; j < perRoom && err == nil; j++ {
+				o := others[(i+j)%4]
+				if j%4 == 0 {
+					o = u
+				}
+				_, _, err = s.Send(ctx, parley.NewMessage{RoomID: rooms[i].ID, SenderID: o.ID, SenderName: o.Name,
+					Body: fmt.Sprintf("message %d of room %d, of a typical chat length", j, i)})
+			}
+			done <- err
+		}()
+	}
+	for range rooms {
+		if err := <-done; err != nil {
+			b.Fatalf("Send() error = %v", err)
+		}
+	}
+	return s, u, rooms
+}
+
+// BenchmarkRooms reads the first page (20 entries) of the room list of a
+// member of 50 rooms, with last messages and unread counts, straight from
+// SQLite, from concurrent readers.
+func BenchmarkRooms(b *testing.B) {
+	s, u, _ := readFixture(b)
+	q0, cpu0 := s.Queries(), cpuTime()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		for pb.Next() {
+			entries, _, err := s.Rooms(ctx, u.ID, "", 20)
+			if err != nil || len(entries) != 20 {
+				b.Errorf("Rooms() = %d entries, %v", len(entries), err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "reads/s")
+	b.ReportMetric(float64(s.Queries()-q0)/float64(b.N), "queries/op")
+	b.ReportMetric((cpuTime()-cpu0).Seconds()*1e6/float64(b.N), "cpu-µs/op")
+}
+
+// BenchmarkNewestPage reads the newest 50 messages of a room, straight from
+// SQLite, from concurrent readers.
+func BenchmarkNewestPage(b *testing.B) {
+	s, _, rooms := readFixture(b)
+	q0, cpu0 := s.Queries(), cpuTime()
+	var next atomic.Uint64
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		for pb.Next() {
+			r := rooms[next.Add(1)%uint64(len(rooms))]
+			msgs, err := s.Messages(ctx, r.ID, parley.Newest(50))
+			if err != nil || len(msgs) != 50 {
+				b.Errorf("Messages() = %d messages, %v", len(msgs), err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "reads/s")
+	b.ReportMetric(float64(s.Queries()-q0)/float64(b.N), "queries/op")
+	b.ReportMetric((cpuTime()-cpu0).Seconds()*1e6/float64(b.N), "cpu-µs/op")
+}
+
+// cpuTime is the CPU time (user and system) the process has used: per op,
+// a measure that other load on the machine disturbs less than wall time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

@@ -1,0 +1,239 @@
+package sqlite
+
+import (
+	"crypto/rand"
+	"database/sql"
+	"encoding/base32"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"parley"
+	"parley/groupcommit"
+)
+
+// Sends are the hot write. The writer runs consecutive Sends of a batch as
+// one group, with a few statements for the whole group instead of three
+// per message:
+//
+//  1. each repeat of a client_id is answered from the unique index (which
+//     sees the earlier groups of the transaction) or from the group itself;
+//  2. one UPDATE rooms ... FROM (VALUES ...) RETURNING per chunk of rooms
+//     moves each room's last_seq by its number of messages; the seqs of a
+//     room's messages are the range that ends at the returned last_seq, in
+//     the order of the calls;
+//  3. one multi-row INSERT per chunk of messages;
+//  4. one UPDATE members ... FROM (VALUES ...) per chunk of (room, sender)
+//     moves each sender's read position to their last message.
+//
+// A statement of a group fails as a whole, so when one breaks a constraint
+// the batch is run again with groups of one Send each, which finds the
+// culprit (see Store.commit).
+
+// sendReq is a Send request of the writer.
+type sendReq = groupcommit.Request[writeOp, result]
+
+// clientKey identifies a message by its idempotency key.
+type clientKey struct{ room, sender, client string }
+
+// sendItem is a new message of a group.
+type sendItem struct {
+	r   *sendReq
+	m   parley.NewMessage
+	now int64
+	msg parley.Message
+	ok  bool // its room exists: it is stored
+}
+
+// roomBump is a room of a group and how far its seq moves.
+type roomBump struct {
+	n     int   // messages in the group
+	last  int64 // time of the last one
+	room  parley.Room
+	found bool
+	next  int64 // the seq of the room's next message while assigning
+}
+
+// flushSends stores the group of Sends and sets their results. It returns
+// an error only when a statement failed: the transaction must then be
+// rolled back.
+func (w *wtx) flushSends(group []*sendReq) error {
+	q := &w.s.wq
+	items := make([]sendItem, 0, len(group))
+	var keys map[clientKey]*sendReq // first Send of each client_id in the group
+	var repeats [][2]*sendReq       // a repeat and its first Send
+	for _, r := range group {
+		m := *r.In.send
+		if m.ClientID != "" {
+			k := clientKey{m.RoomID, m.SenderID, m.ClientID}
+			if first, ok := keys[k]; ok {
+				repeats = append(repeats, [2]*sendReq{r, first})
+				continue
+			}
+			old, err := scanMessage(w.row(q.messageByClientID, m.RoomID, m.SenderID, m.ClientID))
+			if err == nil {
+				r.Out, r.Err = result{msg: old}, nil
+				continue
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("send: %w", err)
+			}
+			if keys == nil {
+				keys = make(map[clientKey]*sendReq)
+			}
+			keys[k] = r
+		}
+		if m.SenderName == "" {
+			name, err := w.userName(m.SenderID)
+			var pe *parley.Error
+			if errors.As(err, &pe) {
+				r.Out, r.Err = result{}, err
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("send: %w", err)
+			}
+			m.SenderName = name
+		}
+		items = append(items, sendItem{r: r, m: m, now: w.now()})
+	}
+
+	// Move each room's last_seq once.
+	var rooms []string // in order of first appearance
+	bumps := make(map[string]*roomBump)
+	for _, it := range items {
+		b := bumps[it.m.RoomID]
+		if b == nil {
+			b = &roomBump{}
+			bumps[it.m.RoomID] = b
+			rooms = append(rooms, it.m.RoomID)
+		}
+		b.n++
+		b.last = it.now
+	}
+	err := chunks(len(rooms), func(start, size, qi int) error {
+		args := w.args[:0]
+		for _, id := range rooms[start : start+size] {
+			args = append(args, id, bumps[id].n, bumps[id].last)
+		}
+		w.args = args
+		rows, err := w.stmt(q.nextSeqs[qi]).Query(args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			r, err := scanRoom(rows)
+			if err != nil {
+				return err
+			}
+			b := bumps[r.ID]
+			b.room, b.found, b.next = r, true, r.LastSeq-int64(b.n)+1
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return fmt.Errorf("send: next seq: %w", err)
+	}
+
+	// Number the messages; store those of existing rooms.
+	stored := make([]*sendItem, 0, len(items))
+	for i := range items {
+		it := &items[i]
+		b := bumps[it.m.RoomID]
+		if !b.found {
+			it.r.Out, it.r.Err = result{}, errRoomNotFound(it.m.RoomID)
+			continue
+		}
+		it.ok = true
+		it.msg = parley.Message{
+			ID: messageID(it.now), RoomID: it.m.RoomID, Seq: b.next, SenderID: it.m.SenderID,
+			SenderName: it.m.SenderName, Body: it.m.Body, ClientID: it.m.ClientID, SentAt: fromMicro(it.now),
+		}
+		b.next++
+		stored = append(stored, it)
+	}
+	err = chunks(len(stored), func(start, size, qi int) error {
+		args := w.args[:0]
+		for _, it := range stored[start : start+size] {
+			m := &it.msg
+			args = append(args, m.ID, m.RoomID, m.Seq, m.SenderID, m.SenderName, m.Body, m.ClientID, it.now)
+		}
+		w.args = args
+		_, err := w.stmt(q.insertMessages[qi]).Exec(args...)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("send: insert messages: %w", err)
+	}
+
+	// Each sender has read up to their last message.
+	type reader struct{ room, user string }
+	readTo := make(map[reader]int64, len(stored))
+	var readers []reader
+	for _, it := range stored {
+		k := reader{it.msg.RoomID, it.msg.SenderID}
+		if _, ok := readTo[k]; !ok {
+			readers = append(readers, k)
+		}
+		readTo[k] = it.msg.Seq
+	}
+	err = chunks(len(readers), func(start, size, qi int) error {
+		args := w.args[:0]
+		for _, k := range readers[start : start+size] {
+			args = append(args, k.room, k.user, readTo[k])
+		}
+		w.args = args
+		_, err := w.stmt(q.senderReads[qi]).Exec(args...)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("send: sender read: %w", err)
+	}
+
+	// Results and events, in call order: each message's room is the room
+	// as that message left it.
+	for _, it := range stored {
+		b := bumps[it.msg.RoomID]
+		r := b.room
+		r.LastSeq = it.msg.Seq
+		if r.LastActivityAt.Equal(fromMicro(b.last)) { // else a stored time is ahead of the clock
+			r.LastActivityAt = it.msg.SentAt
+		}
+		it.r.Out, it.r.Err = result{msg: it.msg, ok: true}, nil
+		w.emit(parley.Event{Kind: parley.EventMessage, Room: r, UserID: it.msg.SenderID, Message: it.msg})
+	}
+	for _, rp := range repeats {
+		rp[0].Out, rp[0].Err = result{msg: rp[1].Out.msg}, rp[1].Err
+	}
+	return nil
+}
+
+// chunks splits n rows into chunks of chunkSizes and calls f for each with
+// its start, size and the index of its size in chunkSizes.
+func chunks(n int, f func(start, size, qi int) error) error {
+	start := 0
+	for qi, size := range chunkSizes {
+		for n-start >= size {
+			if err := f(start, size, qi); err != nil {
+				return err
+			}
+			start += size
+		}
+	}
+	return nil
+}
+
+// messageID returns a message id in the form of parley.NewID (26 base32
+// characters, 128 bits) whose first 64 bits are the writer's time, unique
+// and growing, and the rest random: consecutive messages land next to each
+// other in the unique index on id instead of on a random page each, which
+// saves a page write per message.
+func messageID(now int64) string {
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(now))
+	rand.Read(b[8:])
+	return idEncoding.EncodeToString(b[:])
+}
+
+var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
