@@ -1,0 +1,243 @@
+// Package chat is Parley's application service: the operations users ask
+// for (register, log in, create and join rooms, send, read history, mark
+// read), with their validation and authorization, shared by every transport
+// (rest for JSON over HTTP, gateway for STOMP). It talks to a parley.Store
+// and knows nothing of HTTP or STOMP.
+package chat
+
+import (
+	"context"
+	"time"
+	"unicode/utf8"
+
+	"parley"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Config configures a Service. Zero fields take the documented defaults.
+type Config struct {
+	// Store keeps the durable state (required).
+	Store parley.Store
+	// TokenTTL is how long an access token lives. Default 7 days.
+	TokenTTL time.Duration
+	// MaxBody is the largest message body in bytes. Default 4096.
+	MaxBody int
+	// KDF sets the password hashing cost. Default DefaultKDF.
+	KDF KDF
+	// Registerer, when set, registers the service's metrics.
+	Registerer prometheus.Registerer
+}
+
+// Service implements the chat operations. It is safe for concurrent use.
+type Service struct {
+	store    parley.Store
+	tokenTTL time.Duration
+	maxBody  int
+	kdf      KDF
+	kdfSlots chan struct{} // bounds concurrent password hashing (memory-hard)
+
+	accepted prometheus.Counter
+}
+
+// New returns a Service over cfg.Store.
+func New(cfg Config) *Service {
+	if cfg.TokenTTL <= 0 {
+		cfg.TokenTTL = 7 * 24 * time.Hour
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = 4096
+	}
+	if cfg.KDF == (KDF{}) {
+		cfg.KDF = DefaultKDF
+	}
+	s := &Service{
+		store:    cfg.Store,
+		tokenTTL: cfg.TokenTTL,
+		maxBody:  cfg.MaxBody,
+		kdf:      cfg.KDF,
+		kdfSlots: make(chan struct{}, kdfConcurrency()),
+		accepted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_messages_accepted_total",
+			Help: "Messages stored, from every transport (idempotent repeats excluded).",
+		}),
+	}
+	if cfg.Registerer != nil {
+		cfg.Registerer.MustRegister(s.accepted)
+	}
+	return s
+}
+
+// MaxBody returns the largest message body accepted, in bytes.
+func (s *Service) MaxBody() int { return s.maxBody }
+
+// Ping checks that the store is reachable.
+func (s *Service) Ping(ctx context.Context) error { return s.store.Ping(ctx) }
+
+// NewRoom is a request to create a room.
+type NewRoom struct {
+	Kind     string
+	Title    string
+	Capacity int
+	Peer     string // user id of the other member of a direct room
+}
+
+// MaxTitle is the longest room title, in characters.
+const MaxTitle = 100
+
+// CreateRoom creates a group room with u as its first member, or returns the
+// direct room of u and the peer (created false when it existed already).
+func (s *Service) CreateRoom(ctx context.Context, u parley.User, r NewRoom) (parley.Room, bool, error) {
+	switch r.Kind {
+	case parley.KindGroup:
+		if r.Peer != "" {
+			return parley.Room{}, false, parley.Errorf(parley.CodeInvalid, "a group room has no peer")
+		}
+		if !utf8.ValidString(r.Title) || r.Title == "" || utf8.RuneCountInString(r.Title) > MaxTitle {
+			return parley.Room{}, false, parley.Errorf(parley.CodeInvalid, "title must be 1 to %d characters of valid UTF-8", MaxTitle)
+		}
+		if r.Capacity < 0 {
+			return parley.Room{}, false, parley.Errorf(parley.CodeInvalid, "capacity must be 0 (unlimited) or more")
+		}
+	case parley.KindDirect:
+		if r.Peer == "" {
+			return parley.Room{}, false, parley.Errorf(parley.CodeInvalid, "a direct room needs a peer")
+		}
+		if r.Peer == u.ID {
+			return parley.Room{}, false, parley.Errorf(parley.CodeInvalid, "a direct room needs a peer other than yourself")
+		}
+		if r.Title != "" || r.Capacity != 0 {
+			return parley.Room{}, false, parley.Errorf(parley.CodeInvalid, "a direct room has no title or capacity")
+		}
+	default:
+		return parley.Room{}, false, parley.Errorf(parley.CodeInvalid, "kind must be %q or %q", parley.KindGroup, parley.KindDirect)
+	}
+	return s.store.CreateRoom(ctx, parley.NewRoom{
+		Kind: r.Kind, Title: r.Title, Capacity: r.Capacity, CreatorID: u.ID, PeerID: r.Peer,
+	})
+}
+
+// Room returns a room's info. Any user may see a group room (to join it by
+// link); a direct room is visible to its two members only (CodeNotFound
+// for anyone else, so its existence does not leak).
+func (s *Service) Room(ctx context.Context, u parley.User, roomID string) (parley.Room, error) {
+	r, err := s.store.Room(ctx, roomID)
+	if err != nil {
+		return parley.Room{}, err
+	}
+	if r.Kind == parley.KindDirect {
+		if _, err := s.store.Member(ctx, roomID, u.ID); err != nil {
+			return parley.Room{}, parley.Errorf(parley.CodeNotFound, "room not found")
+		}
+	}
+	return r, nil
+}
+
+// Join makes u a member of a room. joined is false when u was one already.
+func (s *Service) Join(ctx context.Context, u parley.User, roomID string) (parley.Room, bool, error) {
+	return s.store.Join(ctx, roomID, u.ID)
+}
+
+// Leave removes u from a room; leaving a room one is not in is a no-op.
+func (s *Service) Leave(ctx context.Context, u parley.User, roomID string) error {
+	_, err := s.store.Leave(ctx, roomID, u.ID)
+	return err
+}
+
+// Authorize checks that u is a member of the room: CodeNotFound for an
+// unknown room, CodeForbidden for a non-member.
+func (s *Service) Authorize(ctx context.Context, u parley.User, roomID string) (parley.Member, error) {
+	m, err := s.store.Member(ctx, roomID, u.ID)
+	if err == nil {
+		return m, nil
+	}
+	if parley.ErrorCode(err) != parley.CodeNotFound {
+		return parley.Member{}, err
+	}
+	if _, rerr := s.store.Room(ctx, roomID); rerr != nil {
+		return parley.Member{}, rerr
+	}
+	return parley.Member{}, parley.Errorf(parley.CodeForbidden, "not a member of this room")
+}
+
+// Rooms returns u's room list, newest activity first.
+func (s *Service) Rooms(ctx context.Context, u parley.User, cursor string, limit int) ([]parley.RoomEntry, string, error) {
+	if err := checkLimit(limit); err != nil {
+		return nil, "", err
+	}
+	if _, _, err := parley.ParseRoomCursor(cursor); err != nil {
+		return nil, "", err
+	}
+	return s.store.Rooms(ctx, u.ID, cursor, limit)
+}
+
+// Messages returns a page of a room's history to a member.
+func (s *Service) Messages(ctx context.Context, u parley.User, roomID string, p parley.Page) ([]parley.Message, error) {
+	if err := checkLimit(p.Limit); err != nil {
+		return nil, err
+	}
+	if p.Before < 0 {
+		return nil, parley.Errorf(parley.CodeInvalid, "before must be a positive seq")
+	}
+	if _, err := s.Authorize(ctx, u, roomID); err != nil {
+		return nil, err
+	}
+	return s.store.Messages(ctx, roomID, p)
+}
+
+// MaxClientID is the longest idempotency key, in bytes.
+const MaxClientID = 64
+
+// Send stores a message from member u. A repeated clientID returns the
+// original message with created false.
+func (s *Service) Send(ctx context.Context, u parley.User, roomID, body, clientID string) (parley.Message, bool, error) {
+	if err := s.CheckBody(body); err != nil {
+		return parley.Message{}, false, err
+	}
+	if len(clientID) > MaxClientID || !utf8.ValidString(clientID) {
+		return parley.Message{}, false, parley.Errorf(parley.CodeInvalid, "client_id must be at most %d bytes of valid UTF-8", MaxClientID)
+	}
+	if _, err := s.Authorize(ctx, u, roomID); err != nil {
+		return parley.Message{}, false, err
+	}
+	m, created, err := s.store.Send(ctx, parley.NewMessage{
+		RoomID: roomID, SenderID: u.ID, SenderName: u.Name, Body: body, ClientID: clientID,
+	})
+	if err == nil && created {
+		s.accepted.Inc()
+	}
+	return m, created, err
+}
+
+// CheckBody validates a message body: non-empty valid UTF-8 of at most
+// MaxBody bytes.
+func (s *Service) CheckBody(body string) error {
+	switch {
+	case body == "":
+		return parley.Errorf(parley.CodeInvalid, "body must not be empty")
+	case len(body) > s.maxBody:
+		return parley.Errorf(parley.CodeTooLarge, "body is over %d bytes", s.maxBody)
+	case !utf8.ValidString(body):
+		return parley.Errorf(parley.CodeInvalid, "body must be valid UTF-8")
+	}
+	return nil
+}
+
+// MarkRead moves u's read position in a room forward to seq.
+func (s *Service) MarkRead(ctx context.Context, u parley.User, roomID string, seq int64) error {
+	if seq < 0 {
+		return parley.Errorf(parley.CodeInvalid, "seq must not be negative")
+	}
+	if _, err := s.Authorize(ctx, u, roomID); err != nil {
+		return err
+	}
+	_, err := s.store.MarkRead(ctx, roomID, u.ID, seq)
+	return err
+}
+
+func checkLimit(limit int) error {
+	if limit < 1 || limit > parley.MaxPageLimit {
+		return parley.Errorf(parley.CodeInvalid, "limit must be 1 to %d", parley.MaxPageLimit)
+	}
+	return nil
+}

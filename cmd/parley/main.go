@@ -1,0 +1,99 @@
+// Command parley runs the Parley chat server and its tools:
+//
+//	parley serve     start a node (embedded defaults: SQLite in ./data,
+//	                 in-process broker, HTTP and WebSocket on 127.0.0.1:8080)
+//	parley version   print the version
+//
+// Every flag of a subcommand can also be set with an environment variable:
+// --token-ttl is PARLEY_TOKEN_TTL. A flag on the command line wins.
+//
+// This is the only package that knows the concrete types and wires them.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	ctx, stop := signalContext()
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "parley:", err)
+		}
+		os.Exit(2)
+	}
+}
+
+const usage = `usage: parley <command> [flags]
+
+commands:
+  serve     start a Parley node
+  bench     drive a running server with a load scenario (parley bench -h)
+  version   print the version
+
+Run 'parley <command> -h' for the flags of a command.
+`
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return errors.New("no command")
+	}
+	switch args[0] {
+	case "serve":
+		return runServe(ctx, args[1:], stderr)
+	case "bench":
+		return runBench(ctx, args[1:], stdout, stderr)
+	case "version":
+		fmt.Fprintln(stdout, "parley", version)
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("unknown command %q", args[0])
+	}
+}
+
+// parseFlags parses args into fs, then fills every flag not given on the
+// command line from its environment variable PARLEY_<NAME> (upper case,
+// dashes as underscores).
+func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if given[f.Name] || err != nil {
+			return
+		}
+		key := EnvName(f.Name)
+		if v := getenv(key); v != "" {
+			if serr := fs.Set(f.Name, v); serr != nil {
+				err = fmt.Errorf("%s=%q: %w", key, v, serr)
+			}
+		}
+	})
+	return err
+}
+
+// EnvName is the environment variable of a flag.
+func EnvName(flagName string) string {
+	return "PARLEY_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}

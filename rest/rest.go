@@ -1,0 +1,161 @@
+// Package rest serves Parley's JSON API over HTTP (design §3): accounts,
+// rooms, membership, history and sending. It maps chat operations to routes
+// and parley error codes to HTTP statuses, in one place (errorStatus).
+package rest
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"parley"
+	"parley/chat"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Config configures a Handler. Zero fields take the documented defaults.
+type Config struct {
+	// Chat runs the operations (required).
+	Chat *chat.Service
+	// MaxRequestBytes caps a request body. Default: room for a maximal
+	// message body with every byte JSON-escaped, at least 64 KiB.
+	MaxRequestBytes int64
+	// Registerer, when set, registers the HTTP metrics.
+	Registerer prometheus.Registerer
+}
+
+// Handler serves the routes under /api/.
+type Handler struct {
+	chat     *chat.Service
+	maxBytes int64
+	mux      *http.ServeMux
+
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+}
+
+// New returns a Handler.
+func New(cfg Config) *Handler {
+	if cfg.MaxRequestBytes <= 0 {
+		cfg.MaxRequestBytes = max(64<<10, int64(cfg.Chat.MaxBody())*6+1024)
+	}
+	h := &Handler{
+		chat:     cfg.Chat,
+		maxBytes: cfg.MaxRequestBytes,
+		mux:      http.NewServeMux(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_http_requests_total",
+			Help: "HTTP API requests by route and status.",
+		}, []string{"route", "status"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "parley_http_request_duration_seconds",
+			Help:    "HTTP API request latency by route.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}, []string{"route"}),
+	}
+	if cfg.Registerer != nil {
+		cfg.Registerer.MustRegister(h.requests, h.latency)
+	}
+	h.routes()
+	return h
+}
+
+func (h *Handler) routes() {
+	h.handle("POST /api/users", h.register)
+	h.handle("POST /api/tokens", h.login)
+	h.handle("GET /api/me", h.authed(h.me))
+	h.handle("GET /api/me/rooms", h.authed(h.myRooms))
+	h.handle("POST /api/rooms", h.authed(h.createRoom))
+	h.handle("GET /api/rooms/{id}", h.authed(h.room))
+	h.handle("POST /api/rooms/{id}/members", h.authed(h.join))
+	h.handle("DELETE /api/rooms/{id}/members/me", h.authed(h.leave))
+	h.handle("GET /api/rooms/{id}/messages", h.authed(h.messages))
+	h.handle("POST /api/rooms/{id}/messages", h.authed(h.send))
+	h.handle("PUT /api/rooms/{id}/read", h.authed(h.markRead))
+	h.handle("/api/", func(w http.ResponseWriter, r *http.Request) error {
+		return parley.Errorf(parley.CodeNotFound, "no such route: %s %s", r.Method, r.URL.Path)
+	})
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+// handlerFunc is a route that returns its error instead of writing it.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// handle registers a route with error writing and metrics.
+func (h *Handler) handle(pattern string, f handlerFunc) {
+	requests := h.requests.MustCurryWith(prometheus.Labels{"route": pattern})
+	latency := h.latency.WithLabelValues(pattern)
+	h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		if err := f(sw, r); err != nil {
+			writeError(sw, err)
+		}
+		requests.WithLabelValues(strconv.Itoa(sw.status())).Inc()
+		latency.Observe(time.Since(start).Seconds())
+	})
+}
+
+type userKey struct{}
+
+// authed wraps a route that needs a valid bearer token.
+func (h *Handler) authed(f handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		token, ok := bearer(r.Header.Get("Authorization"))
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="parley"`)
+			return parley.Errorf(parley.CodeUnauthorized, "missing or malformed Authorization: Bearer header")
+		}
+		u, err := h.chat.Authenticate(r.Context(), token)
+		if err != nil {
+			if parley.ErrorCode(err) == parley.CodeUnauthorized {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="parley", error="invalid_token"`)
+			}
+			return err
+		}
+		return f(w, r.WithContext(context.WithValue(r.Context(), userKey{}, u)))
+	}
+}
+
+// userOf returns the authenticated user of a request that passed authed.
+func userOf(r *http.Request) parley.User { return r.Context().Value(userKey{}).(parley.User) }
+
+func bearer(h string) (string, bool) {
+	const prefix = "Bearer "
+	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+		return "", false
+	}
+	return h[len(prefix):], true
+}
+
+// statusWriter remembers the status written, for metrics.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) status() int {
+	if w.code == 0 {
+		return http.StatusOK
+	}
+	return w.code
+}

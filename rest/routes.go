@@ -1,0 +1,201 @@
+package rest
+
+import (
+	"net/http"
+	"strconv"
+
+	"parley"
+	"parley/chat"
+)
+
+type credentials struct {
+	Name     string `json:"name"`
+	Password string `json:"password"`
+}
+
+func (h *Handler) register(w http.ResponseWriter, r *http.Request) error {
+	var req credentials
+	if err := h.decode(w, r, &req); err != nil {
+		return err
+	}
+	u, err := h.chat.Register(r.Context(), req.Name, req.Password)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusCreated, u)
+}
+
+func (h *Handler) login(w http.ResponseWriter, r *http.Request) error {
+	var req credentials
+	if err := h.decode(w, r, &req); err != nil {
+		return err
+	}
+	token, u, err := h.chat.Login(r.Context(), req.Name, req.Password)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusCreated, struct {
+		Token string      `json:"token"`
+		User  parley.User `json:"user"`
+	}{token, u})
+}
+
+func (h *Handler) me(w http.ResponseWriter, r *http.Request) error {
+	return writeJSON(w, http.StatusOK, userOf(r))
+}
+
+func (h *Handler) createRoom(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		Kind     string `json:"kind"`
+		Title    string `json:"title"`
+		Capacity int    `json:"capacity"`
+		Peer     string `json:"peer"`
+	}
+	if err := h.decode(w, r, &req); err != nil {
+		return err
+	}
+	room, created, err := h.chat.CreateRoom(r.Context(), userOf(r), chat.NewRoom{
+		Kind: req.Kind, Title: req.Title, Capacity: req.Capacity, Peer: req.Peer,
+	})
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, createdStatus(created), room)
+}
+
+func (h *Handler) room(w http.ResponseWriter, r *http.Request) error {
+	room, err := h.chat.Room(r.Context(), userOf(r), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, room)
+}
+
+func (h *Handler) join(w http.ResponseWriter, r *http.Request) error {
+	room, joined, err := h.chat.Join(r.Context(), userOf(r), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, createdStatus(joined), room)
+}
+
+func (h *Handler) leave(w http.ResponseWriter, r *http.Request) error {
+	if err := h.chat.Leave(r.Context(), userOf(r), r.PathValue("id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (h *Handler) myRooms(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	limit, err := limitParam(q.Get("limit"))
+	if err != nil {
+		return err
+	}
+	rooms, next, err := h.chat.Rooms(r.Context(), userOf(r), q.Get("cursor"), limit)
+	if err != nil {
+		return err
+	}
+	if rooms == nil {
+		rooms = []parley.RoomEntry{}
+	}
+	var cursor *string
+	if next != "" {
+		cursor = &next
+	}
+	return writeJSON(w, http.StatusOK, struct {
+		Rooms      []parley.RoomEntry `json:"rooms"`
+		NextCursor *string            `json:"next_cursor"`
+	}{rooms, cursor})
+}
+
+func (h *Handler) messages(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	limit, err := limitParam(q.Get("limit"))
+	if err != nil {
+		return err
+	}
+	p := parley.Newest(limit)
+	before, after := q.Get("before"), q.Get("after")
+	switch {
+	case before != "" && after != "":
+		return parley.Errorf(parley.CodeInvalid, "give before or after, not both")
+	case before != "":
+		if p.Before, err = seqParam("before", before, 1); err != nil {
+			return err
+		}
+	case after != "":
+		if p.After, err = seqParam("after", after, 0); err != nil {
+			return err
+		}
+	}
+	msgs, err := h.chat.Messages(r.Context(), userOf(r), r.PathValue("id"), p)
+	if err != nil {
+		return err
+	}
+	if msgs == nil {
+		msgs = []parley.Message{}
+	}
+	return writeJSON(w, http.StatusOK, struct {
+		Messages []parley.Message `json:"messages"`
+	}{msgs})
+}
+
+func (h *Handler) send(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		Body     string `json:"body"`
+		ClientID string `json:"client_id"`
+	}
+	if err := h.decode(w, r, &req); err != nil {
+		return err
+	}
+	m, created, err := h.chat.Send(r.Context(), userOf(r), r.PathValue("id"), req.Body, req.ClientID)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, createdStatus(created), m)
+}
+
+func (h *Handler) markRead(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		Seq *int64 `json:"seq"`
+	}
+	if err := h.decode(w, r, &req); err != nil {
+		return err
+	}
+	if req.Seq == nil {
+		return parley.Errorf(parley.CodeInvalid, "seq is required")
+	}
+	if err := h.chat.MarkRead(r.Context(), userOf(r), r.PathValue("id"), *req.Seq); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func createdStatus(created bool) int {
+	if created {
+		return http.StatusCreated
+	}
+	return http.StatusOK
+}
+
+func limitParam(s string) (int, error) {
+	if s == "" {
+		return parley.DefaultPageLimit, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > parley.MaxPageLimit {
+		return 0, parley.Errorf(parley.CodeInvalid, "limit must be an integer from 1 to %d", parley.MaxPageLimit)
+	}
+	return n, nil
+}
+
+func seqParam(name, s string, min int64) (int64, error) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < min {
+		return 0, parley.Errorf(parley.CodeInvalid, "%s must be an integer of at least %d", name, min)
+	}
+	return n, nil
+}
