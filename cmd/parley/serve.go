@@ -11,11 +11,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"parley"
 	"parley/cache"
 	"parley/chat"
+	"parley/gateway"
+	"parley/hub"
 	"parley/rest"
 	"parley/sqlite"
 
@@ -33,6 +36,12 @@ type Config struct {
 	MaxBody  int           // largest message body, bytes
 	LogLevel slog.Level
 
+	StompAddr      string        // raw TCP STOMP listen address; "" for none
+	AllowedOrigins string        // comma-separated Origins allowed on /ws; "" for the same host
+	StompHeartBeat time.Duration // heart-beat interval offered both ways
+	StompSendRate  float64       // SEND frames per second per connection
+	StompQueue     int           // outbound queue bound per connection, frames
+
 	// KDF overrides the password hashing cost (tests); zero is the default.
 	KDF chat.KDF
 }
@@ -45,6 +54,11 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.TokenTTL, "token-ttl", 7*24*time.Hour, "access token lifetime")
 	fs.IntVar(&c.MaxBody, "max-body", 4096, "largest message body in bytes")
 	fs.TextVar(&c.LogLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn, error")
+	fs.StringVar(&c.StompAddr, "stomp-addr", "", "raw TCP STOMP listen address (empty: WebSocket /ws only)")
+	fs.StringVar(&c.AllowedOrigins, "allowed-origins", "", "comma-separated Origins allowed to open /ws, or * (empty: the same host)")
+	fs.DurationVar(&c.StompHeartBeat, "stomp-heartbeat", 10*time.Second, "STOMP heart-beat interval the server offers both ways")
+	fs.Float64Var(&c.StompSendRate, "stomp-send-rate", 20, "SEND frames per second a STOMP connection may sustain (bursts of twice that)")
+	fs.IntVar(&c.StompQueue, "stomp-queue", 1024, "outbound frames queued per STOMP connection before it is closed as a slow consumer")
 }
 
 func runServe(ctx context.Context, args []string, stderr io.Writer) error {
@@ -78,6 +92,9 @@ type Main struct {
 	registry *prometheus.Registry
 	store    parley.Store
 	http     *http.Server
+	hub      *hub.Hub
+	gateway  *gateway.Server
+	stompLn  net.Listener
 	ln       net.Listener
 	served   chan error
 }
@@ -100,9 +117,13 @@ func (m *Main) Open(ctx context.Context) error {
 	}
 	var sinks []parley.EventSink
 	db, err := sqlite.Open(ctx, sqlite.Config{
-		Path:       filepath.Join(cfg.Data, "parley.db"),
-		Sync:       sync,
-		OnCommit:   func(evs []parley.Event) { for _, s := range sinks { s(evs) } },
+		Path: filepath.Join(cfg.Data, "parley.db"),
+		Sync: sync,
+		OnCommit: func(evs []parley.Event) {
+			for _, s := range sinks {
+				s(evs)
+			}
+		},
 		Registerer: m.registry,
 	})
 	if err != nil {
@@ -116,9 +137,25 @@ func (m *Main) Open(ctx context.Context) error {
 		Store: hot, TokenTTL: cfg.TokenTTL, MaxBody: cfg.MaxBody, KDF: cfg.KDF, Registerer: m.registry,
 	})
 	api := rest.New(rest.Config{Chat: svc, Registerer: m.registry})
+	m.hub = hub.New(hub.Config{Members: hot, Registerer: m.registry})
+	sinks = append(sinks, m.hub.Apply)
+	var origins []string
+	if cfg.AllowedOrigins != "" {
+		origins = strings.Split(cfg.AllowedOrigins, ",")
+	}
+	m.gateway, err = gateway.New(gateway.Config{
+		Chat: svc, Hub: m.hub, AllowedOrigins: origins,
+		HeartBeat:   stomp.HeartBeat{Send: cfg.StompHeartBeat, Receive: cfg.StompHeartBeat},
+		SendRate:    cfg.StompSendRate, SendBurst: int(2 * cfg.StompSendRate), QueueFrames: cfg.StompQueue,
+		Server:      "parley/" + version, Registerer: m.registry,
+	})
+	if err != nil {
+		return fmt.Errorf("stomp gateway: %w", err)
+	}
 
 	mux := http.NewServeMux()
 	mux.Handle("/api/", api)
+	mux.Handle("GET /ws", m.gateway)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("ok\n"))
@@ -143,6 +180,12 @@ func (m *Main) Open(ctx context.Context) error {
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn),
 	}
+	if cfg.StompAddr != "" {
+		if m.stompLn, err = net.Listen("tcp", cfg.StompAddr); err != nil {
+			return fmt.Errorf("listen stomp: %w", err)
+		}
+		go m.gateway.Serve(m.stompLn)
+	}
 	m.served = make(chan error, 1)
 	go func() { m.served <- m.http.Serve(m.ln) }()
 	return nil
@@ -155,6 +198,11 @@ func (m *Main) Addr() string { return m.ln.Addr().String() }
 // then closes the store after its pending writes.
 func (m *Main) Close(ctx context.Context) error {
 	var errs []error
+	if m.gateway != nil {
+		if err := m.gateway.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("stomp shutdown: %w", err))
+		}
+	}
 	if m.http != nil {
 		if err := m.http.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("http shutdown: %w", err))
