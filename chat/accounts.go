@@ -146,3 +146,16 @@ func (s *Service) hashPassword(ctx context.Context, password string, like []byte
 	out = append(out, salt...)
 	return append(out, key...), nil
 }
+
+// UserByName finds a user by name, for starting a 1:1 chat. Fails with
+// CodeNotFound.
+func (s *Service) UserByName(ctx context.Context, name string) (parley.User, error) {
+	if !namePattern.MatchString(name) {
+		return parley.User{}, parley.Errorf(parley.CodeNotFound, "no user named %q", name)
+	}
+	u, _, err := s.store.UserByName(ctx, name)
+	if parley.ErrorCode(err) == parley.CodeNotFound {
+		return parley.User{}, parley.Errorf(parley.CodeNotFound, "no user named %q", name)
+	}
+	return u, err
+}

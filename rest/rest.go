@@ -66,6 +66,7 @@ func New(cfg Config) *Handler {
 func (h *Handler) routes() {
 	h.handle("POST /api/users", h.register)
 	h.handle("POST /api/tokens", h.login)
+	h.handle("GET /api/users/{name}", h.authed(h.userByName))
 	h.handle("GET /api/me", h.authed(h.me))
 	h.handle("GET /api/me/rooms", h.authed(h.myRooms))
 	h.handle("POST /api/rooms", h.authed(h.createRoom))

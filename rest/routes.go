@@ -40,6 +40,14 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) error {
 	}{token, u})
 }
 
+func (h *Handler) userByName(w http.ResponseWriter, r *http.Request) error {
+	u, err := h.chat.UserByName(r.Context(), r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, u)
+}
+
 func (h *Handler) me(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, userOf(r))
 }

@@ -17,6 +17,11 @@ func TestAPIConversation(t *testing.T) {
 		t.Fatalf("GET /api/me = %d %+v, want 200 %+v", st, me, aliceUser)
 	}
 
+	var found user
+	if st := alice.do("GET", "/api/users/bob", nil, &found); st != 200 || found != bobUser {
+		t.Errorf("GET /api/users/bob = %d %+v, want 200 %+v", st, found, bobUser)
+	}
+
 	var g room
 	if st := alice.do("POST", "/api/rooms", map[string]any{"kind": "group", "title": "general", "capacity": 10}, &g); st != http.StatusCreated {
 		t.Fatalf("create room: status %d", st)
@@ -182,6 +187,8 @@ func TestAPIBadInput(t *testing.T) {
 		{"direct with self", alice, "POST", "/api/rooms", map[string]string{"kind": "direct", "peer": ""}, 400, "invalid"},
 		{"direct unknown peer", alice, "POST", "/api/rooms", `{"kind":"direct","peer":"nobody"}`, 404, "not_found"},
 		{"join unknown room", alice, "POST", "/api/rooms/nope/members", nil, 404, "not_found"},
+		{"unknown user by name", alice, "GET", "/api/users/nobody", nil, 404, "not_found"},
+		{"user lookup without token", anon, "GET", "/api/users/alice", nil, 401, "unauthorized"},
 		{"unknown route", alice, "GET", "/api/nothing", nil, 404, "not_found"},
 	}
 	for _, tt := range tests {
