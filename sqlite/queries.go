@@ -83,18 +83,23 @@ type readQueries struct {
 }
 
 // roomListQuery is the room list: it walks the members_user index for the
-// user, looks each room up by its key, sorts those rooms by activity and
-// joins each room's last message by its key (room_id, last_seq).
-const roomListQuery = `SELECT r.id, r.kind, r.title, r.capacity, r.member_count, r.last_seq, r.last_activity_at,
-		r.created_at, coalesce(r.direct_key, ''), m.read_seq,
+// user, looks each room up by its key, sorts those rooms by activity, keeps
+// one page, and joins each room's last message by its key (room_id,
+// last_seq). Nothing scans messages.
+const roomListQuery = `SELECT p.id, p.kind, p.title, p.capacity, p.member_count, p.last_seq, p.last_activity_at,
+		p.created_at, p.direct_key, p.read_seq,
 		coalesce(g.id, ''), coalesce(g.sender_id, ''), coalesce(g.sender_name, ''), coalesce(g.body, ''),
 		coalesce(g.client_id, ''), coalesce(g.sent_at, 0)
-	FROM members m
-	JOIN rooms r ON r.id = m.room_id
-	LEFT JOIN messages g ON g.room_id = r.id AND g.seq = r.last_seq
-	WHERE m.user_id = ?1 %s
-	ORDER BY r.last_activity_at DESC, r.id DESC
-	LIMIT ?2`
+	FROM (
+		SELECT r.id, r.kind, r.title, r.capacity, r.member_count, r.last_seq, r.last_activity_at,
+			r.created_at, coalesce(r.direct_key, '') AS direct_key, m.read_seq
+		FROM members m JOIN rooms r ON r.id = m.room_id
+		WHERE m.user_id = ?1 %s
+		ORDER BY r.last_activity_at DESC, r.id DESC
+		LIMIT ?2
+	) AS p
+	LEFT JOIN messages g ON g.room_id = p.id AND g.seq = p.last_seq
+	ORDER BY p.last_activity_at DESC, p.id DESC`
 
 func (q *readQueries) all() []*query {
 	if q.room == nil {

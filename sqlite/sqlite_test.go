@@ -3,7 +3,11 @@ package sqlite_test
 import (
 	"context"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"parley"
 	"parley/parleytest"
@@ -104,5 +108,94 @@ func TestParseSync(t *testing.T) {
 	}
 	if _, err := sqlite.Open(context.Background(), sqlite.Config{}); err == nil {
 		t.Errorf("Open(no path) error = nil, want an error")
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	path := filepath.Join(t.TempDir(), "parley.db")
+	s := mustOpen(t, sqlite.Config{Path: path, Registerer: reg})
+	u := parleytest.MustCreateUser(t, s, "counted")
+	room := parleytest.MustCreateRoom(t, s, u, "counted", 0)
+	before := s.Queries()
+	parleytest.MustSend(t, s, room, u, "one")
+	if _, err := s.Messages(context.Background(), room.ID, parley.Newest(10)); err != nil {
+		t.Fatalf("Messages() error = %v", err)
+	}
+	// begin, next_seq, insert_message, sender_read, commit; messages_before.
+	if got := s.Queries() - before; got != 6 {
+		t.Errorf("Queries() grew by %d for a send and a page, want 6", got)
+	}
+
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("Gather() error = %v", err)
+	}
+	got := map[string]float64{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			switch {
+			case m.GetCounter() != nil:
+				for _, l := range m.GetLabel() {
+					got[f.GetName()+"{"+l.GetValue()+"}"] = m.GetCounter().GetValue()
+				}
+			case m.GetHistogram() != nil:
+				got[f.GetName()] = float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	var sum float64
+	for k, v := range got {
+		if strings.HasPrefix(k, "parley_store_queries_total{") {
+			sum += v
+		}
+	}
+	if sum != float64(s.Queries()) {
+		t.Errorf("sum of parley_store_queries_total = %v, want Queries() = %d", sum, s.Queries())
+	}
+	for _, name := range []string{"parley_store_queries_total{insert_message}", "parley_store_queries_total{messages_before}",
+		"parley_store_batch_size", "parley_store_commit_seconds"} {
+		if got[name] < 1 {
+			t.Errorf("metric %s = %v, want ≥ 1", name, got[name])
+		}
+	}
+
+	// One store per registerer.
+	if s2, err := sqlite.Open(context.Background(), sqlite.Config{Path: path, Registerer: reg}); err == nil {
+		s2.Close()
+		t.Errorf("second Open() on the same registerer error = nil, want an error")
+	}
+}
+
+// TestSendUnknownSender: a write that breaks a constraint fails alone; the
+// writes batched with it succeed.
+func TestSendUnknownSender(t *testing.T) {
+	s := mustOpen(t, sqlite.Config{Path: filepath.Join(t.TempDir(), "parley.db")})
+	ctx := context.Background()
+	u := parleytest.MustCreateUser(t, s, "real")
+	room := parleytest.MustCreateRoom(t, s, u, "r", 0)
+	const n = 50
+	errs := make([]error, n+1)
+	var wg sync.WaitGroup
+	for i := range n + 1 {
+		wg.Go(func() {
+			sender := u.ID
+			if i == n {
+				sender = "no-such-user"
+			}
+			_, _, errs[i] = s.Send(ctx, parley.NewMessage{RoomID: room.ID, SenderID: sender, SenderName: "x", Body: "b"})
+		})
+	}
+	wg.Wait()
+	for i, err := range errs[:n] {
+		if err != nil {
+			t.Errorf("Send(#%d) error = %v", i, err)
+		}
+	}
+	if parley.ErrorCode(errs[n]) != parley.CodeInternal {
+		t.Errorf("Send(unknown sender) error = %v, want internal", errs[n])
+	}
+	if r := parleytest.MustRoom(t, s, room.ID); r.LastSeq != n {
+		t.Errorf("LastSeq = %d, want %d", r.LastSeq, n)
 	}
 }

@@ -1,0 +1,95 @@
+package sqlite
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"parley"
+	"parley/groupcommit"
+	"parley/parleytest"
+)
+
+// TestCommitMixedBatch runs one hand-made batch through the writer's commit
+// function: Sends grouped around other writes, a repeat inside the batch, a
+// Send to an unknown room and one that breaks a foreign key, which must fail
+// alone.
+func TestCommitMixedBatch(t *testing.T) {
+	rec := &parleytest.Recorder{}
+	s, err := Open(context.Background(), Config{Path: filepath.Join(t.TempDir(), "p.db"), OnCommit: rec.Sink})
+	if err != nil {
+		t.Fatalf("Open() error = %v", err)
+	}
+	defer s.Close()
+	u, v := parleytest.MustCreateUser(t, s, "u"), parleytest.MustCreateUser(t, s, "v")
+	r1 := parleytest.MustCreateRoom(t, s, u, "r1", 0)
+	r2 := parleytest.MustCreateRoom(t, s, u, "r2", 0)
+	mark := rec.Len()
+
+	send := func(room, sender, client string) *groupcommit.Request[writeOp, result] {
+		return &groupcommit.Request[writeOp, result]{In: writeOp{send: &parley.NewMessage{
+			RoomID: room, SenderID: sender, SenderName: "name", Body: "b", ClientID: client}}}
+	}
+	join := &groupcommit.Request[writeOp, result]{In: writeOp{f: func(w *wtx) (result, error) {
+		r, err := w.room(r1.ID)
+		if err != nil {
+			return result{}, err
+		}
+		r, err = w.addMember(r, v.ID)
+		return result{room: r, ok: true}, err
+	}}}
+	batch := []*groupcommit.Request[writeOp, result]{
+		send(r1.ID, u.ID, "k"),          // 0: r1 seq 1
+		send(r2.ID, u.ID, ""),           // 1: r2 seq 1
+		send(r1.ID, u.ID, "k"),          // 2: repeat of 0 in the same group
+		join,                            // 3: v joins r1 at read 1
+		send(r1.ID, u.ID, "k"),          // 4: repeat of 0 in a later group
+		send(r1.ID, v.ID, ""),           // 5: r1 seq 2
+		send("nope", u.ID, ""),          // 6: not_found
+		send(r2.ID, "no-such-user", ""), // 7: breaks the sender foreign key
+		send(r2.ID, u.ID, ""),           // 8: r2 seq 2
+	}
+	if err := s.commit(batch); err != nil {
+		t.Fatalf("commit() error = %v", err)
+	}
+	wantSeq := map[int]int64{0: 1, 1: 1, 5: 2, 8: 2}
+	for i, seq := range wantSeq {
+		if r := batch[i]; r.Err != nil || !r.Out.ok || r.Out.msg.Seq != seq {
+			t.Errorf("batch[%d] = seq %d created %v, %v, want seq %d created", i, r.Out.msg.Seq, r.Out.ok, r.Err, seq)
+		}
+	}
+	for _, i := range []int{2, 4} {
+		if r := batch[i]; r.Err != nil || r.Out.ok || r.Out.msg.ID != batch[0].Out.msg.ID {
+			t.Errorf("batch[%d] (repeat) = %s created %v, %v, want %s not created", i, r.Out.msg.ID, r.Out.ok, r.Err, batch[0].Out.msg.ID)
+		}
+	}
+	if r := batch[3]; r.Err != nil || r.Out.room.MemberCount != 2 {
+		t.Errorf("batch[3] (join) = %+v, %v", r.Out.room, r.Err)
+	}
+	if got := parley.ErrorCode(batch[6].Err); got != parley.CodeNotFound {
+		t.Errorf("batch[6] (unknown room) error = %v, want not_found", batch[6].Err)
+	}
+	if got := parley.ErrorCode(batch[7].Err); got != parley.CodeInternal {
+		t.Errorf("batch[7] (unknown sender) error = %v, want internal", batch[7].Err)
+	}
+	if r := parleytest.MustRoom(t, s, r1.ID); r.LastSeq != 2 || r.MemberCount != 2 {
+		t.Errorf("r1 = %+v, want last_seq 2, 2 members", r)
+	}
+	if r := parleytest.MustRoom(t, s, r2.ID); r.LastSeq != 2 {
+		t.Errorf("r2 = %+v, want last_seq 2", r)
+	}
+	var kinds []parley.EventKind
+	for _, e := range rec.Events()[mark:] {
+		kinds = append(kinds, e.Kind)
+	}
+	want := []parley.EventKind{parley.EventMessage, parley.EventMessage, parley.EventJoin, parley.EventMessage, parley.EventMessage}
+	if len(kinds) != len(want) {
+		t.Fatalf("events = %v, want %v", kinds, want)
+	}
+	for i := range want {
+		if kinds[i] != want[i] {
+			t.Errorf("events = %v, want %v", kinds, want)
+			break
+		}
+	}
+}
