@@ -45,7 +45,7 @@ func (s *Store) applyLocked(ev *parley.Event) {
 	if u.loads > 0 {
 		u.backlog = append(u.backlog, *ev)
 	}
-	if u.membersOK {
-		memberAfter(u.members, ev)
+	if u.membersOK && memberAfter(u.members, ev) {
+		u.gen++
 	}
 }

@@ -220,6 +220,7 @@ func (s *Store) TokenUser(ctx context.Context, hash []byte, now time.Time) (parl
 		user, tok := t.user, t.token
 		s.mu.RUnlock()
 		s.metrics.hit(kindToken)
+		tok.Hash = hash // as the inner store does; the cache keeps no caller's slice
 		return user, tok, nil
 	}
 	s.mu.RUnlock()
@@ -237,6 +238,7 @@ func (s *Store) TokenUser(ctx context.Context, hash []byte, now time.Time) (parl
 	}
 	s.mu.Lock()
 	t = &tokenState{user: user, token: tok}
+	t.token.Hash = nil
 	t.used.Store(true)
 	s.tokens[string(hash)] = t
 	evictLocked(s.tokens, s.maxTokens)
@@ -252,4 +254,5 @@ type tokenState struct {
 }
 
 func (t *tokenState) busy() bool          { return false }
+func (t *tokenState) drop()               {}
 func (t *tokenState) clockBit() *clockBit { return &t.used }

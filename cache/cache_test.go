@@ -340,22 +340,42 @@ func TestReadYourWrites(t *testing.T) {
 	e.check(t)
 }
 
-// TestMembersShared checks that a change replaces the shared member slice
-// rather than changing the one callers hold.
-func TestMembersShared(t *testing.T) {
-	e := newEnv(t, cache.Config{})
+// TestSharedResults checks that the results the cache shares with callers
+// (member ids, newest-first pages, last messages) never change under them,
+// and that appending to one does not reach the cache.
+func TestSharedResults(t *testing.T) {
+	e := newEnv(t, cache.Config{RecentMessages: 8})
 	alice, bob := e.mustUser(t, "alice"), e.mustUser(t, "bob")
 	r := e.mustRoom(t, alice, "r")
-	before, _ := e.c.Members(ctx, r.ID)
-	snapshot := slices.Clone(before)
+	for i := range 5 {
+		e.mustSend(t, r, alice, fmt.Sprint(i))
+	}
+	ids, _ := e.c.Members(ctx, r.ID)
+	page, _ := e.c.Messages(ctx, r.ID, parley.Newest(5))
+	list, _, _ := e.c.Rooms(ctx, alice.ID, "", 10)
+	wantIDs, wantPage, wantLast := slices.Clone(ids), slices.Clone(page), *list[0].LastMessage
+
+	_ = append(page, parley.Message{ID: "appended"})
+	_ = append(ids, "appended")
 	e.mustJoin(t, r, bob)
 	e.c.Leave(ctx, r.ID, alice.ID)
-	if !slices.Equal(before, snapshot) {
-		t.Errorf("a held Members slice changed from %v to %v", snapshot, before)
+	for i := range 30 { // past the window's cap: trims and new arrays
+		e.mustSend(t, r, bob, fmt.Sprint("more", i))
+		e.c.Messages(ctx, r.ID, parley.Newest(1+i%8))
+	}
+	if !slices.Equal(ids, wantIDs) {
+		t.Errorf("a held Members slice changed from %v to %v", wantIDs, ids)
+	}
+	if !slices.Equal(page, wantPage) {
+		t.Errorf("a held page changed from %v to %v", seqs(wantPage), seqs(page))
+	}
+	if *list[0].LastMessage != wantLast {
+		t.Errorf("a held LastMessage changed from %d to %d", wantLast.Seq, list[0].LastMessage.Seq)
 	}
 	if after, _ := e.c.Members(ctx, r.ID); !slices.Equal(after, []string{bob.ID}) {
 		t.Errorf("Members = %v, want [bob]", after)
 	}
+	e.check(t)
 }
 
 // TestNewRoomNeedsNoLoad checks that a room created through the cache is
@@ -494,8 +514,8 @@ func TestAllocs(t *testing.T) {
 		max  float64
 		f    func()
 	}{
-		{"Rooms", 2, func() { e.c.Rooms(ctx, alice.ID, "", 50) }},
-		{"Messages", 1, func() { e.c.Messages(ctx, r.ID, parley.Newest(50)) }},
+		{"Rooms", 1, func() { e.c.Rooms(ctx, alice.ID, "", 50) }},
+		{"Messages", 0, func() { e.c.Messages(ctx, r.ID, parley.Newest(50)) }},
 		{"Members", 0, func() { e.c.Members(ctx, r.ID) }},
 		{"Room", 0, func() { e.c.Room(ctx, r.ID) }},
 	} {

@@ -17,6 +17,7 @@ func (c *clockBit) Store(b bool) {
 // evictable is a cached key's state as the eviction sweep sees it.
 type evictable interface {
 	busy() bool          // a load is in flight: not evictable
+	drop()               // called once it is evicted
 	clockBit() *clockBit // read since the last sweep
 }
 
@@ -39,6 +40,7 @@ func evictLocked[S evictable](m map[string]S, max int) {
 				continue
 			}
 			delete(m, k)
+			v.drop()
 		}
 	}
 }

@@ -23,9 +23,11 @@ type roomState struct {
 
 	loads   int            // loads of any part in flight
 	backlog []parley.Event // events of this room applied while loads > 0
+	gone    bool           // removed from Store.rooms: events no longer reach it
 }
 
 func (st *roomState) busy() bool          { return st.loads > 0 }
+func (st *roomState) drop()               { st.gone = true }
 func (st *roomState) clockBit() *clockBit { return &st.used }
 func (st *roomState) empty() bool         { return !st.hasRoom && !st.idsOK && !st.win.ok }
 
@@ -63,6 +65,7 @@ func (s *Store) endRoomLoadLocked(id string, st *roomState) {
 	st.backlog = st.backlog[:0]
 	if st.empty() && s.rooms[id] == st {
 		delete(s.rooms, id)
+		st.drop()
 	}
 }
 

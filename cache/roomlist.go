@@ -3,14 +3,14 @@ package cache
 import (
 	"context"
 	"slices"
-	"strings"
 
 	"parley"
 )
 
 // Rooms returns the user's room list, from memory once the user's
 // memberships, their rooms and each room's last message are cached; a miss
-// loads what is missing and then serves from memory. Lists the cache cannot
+// loads what is missing and then serves from memory. Each LastMessage is
+// shared by every caller: callers must not modify it. Lists the cache cannot
 // serve (a bad limit or cursor, parts that stay missing) come from the inner
 // store.
 func (s *Store) Rooms(ctx context.Context, userID string, cursor string, limit int) ([]parley.RoomEntry, string, error) {
@@ -37,29 +37,60 @@ func (s *Store) Rooms(ctx context.Context, userID string, cursor string, limit i
 	return s.inner.Rooms(ctx, userID, cursor, limit)
 }
 
-// A listKey is one room of a room list while it is sorted.
-type listKey struct {
-	at      int64 // last activity, Unix ns
-	id      string
-	st      *roomState
-	readSeq int64
+// A roomOrder is a user's room list as last sorted: their rooms, newest
+// activity first as of then. It is immutable; a read that finds the order
+// changed (new activity) sorts it again and stores a new one, and a change of
+// the membership set (gen) or an evicted room makes it be rebuilt. It spares
+// the room list its map lookups and, in steady state, its sort.
+type roomOrder struct {
+	gen  uint64
+	refs []listRef
 }
 
-// listNewer orders list keys as parley.RoomNewer orders rooms.
-func listNewer(a, b listKey) int {
+// A listRef is one room of a room list.
+type listRef struct {
+	id string
+	st *roomState
+	m  *member
+}
+
+// A listKey is a room of a room list while it is sorted: its last activity
+// and its index in the order's refs. It holds no pointer, so that sorting
+// moves 16 bytes and needs no write barrier.
+type listKey struct {
+	at int64 // last activity, Unix ns
+	i  int
+}
+
+// newer orders keys as parley.RoomNewer orders their rooms.
+func (o *roomOrder) newer(a, b listKey) bool {
 	if a.at != b.at {
-		if a.at > b.at {
-			return -1
-		}
-		return 1
+		return a.at > b.at
 	}
-	return -strings.Compare(a.id, b.id)
+	return o.refs[a.i].id > o.refs[b.i].id
+}
+
+// buildOrderLocked makes a user's room order afresh, unsorted, or returns
+// the rooms that are not cached.
+func (s *Store) buildOrderLocked(u *userState) (*roomOrder, []string) {
+	o := &roomOrder{gen: u.gen, refs: make([]listRef, 0, len(u.members))}
+	var missing []string
+	for id, m := range u.members {
+		st := s.rooms[id]
+		if st == nil {
+			missing = append(missing, id)
+			continue
+		}
+		o.refs = append(o.refs, listRef{id: id, st: st, m: m})
+	}
+	return o, missing
 }
 
 // cachedRooms builds the room list from the cache. If something is missing it
 // returns ok false and the rooms whose info or last message is missing (nil
-// when the memberships themselves are missing). It allocates the entries and
-// one array for their last messages.
+// when the memberships themselves are missing). It allocates only the
+// entries: each LastMessage points into the room's window, whose messages are
+// never changed once stored.
 func (s *Store) cachedRooms(userID string, cur parley.RoomCursor, hasCur bool, limit int) (entries []parley.RoomEntry, next string, missing []string, ok bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -67,46 +98,88 @@ func (s *Store) cachedRooms(userID string, cur parley.RoomCursor, hasCur bool, l
 	if u == nil || !u.membersOK {
 		return nil, "", nil, false
 	}
-	var buf [64]listKey
-	keys := buf[:0]
-	for roomID, m := range u.members {
-		st := s.rooms[roomID]
-		if st == nil || !st.hasRoom || (st.room.LastSeq > 0 && !st.win.covers(st.room.LastSeq, st.room.LastSeq)) {
-			missing = append(missing, roomID)
-			continue
+	o := u.order.Load()
+	rebuilt := false
+	var keyBuf [64]listKey
+	var keys []listKey
+	for {
+		if o == nil || o.gen != u.gen {
+			if o, missing = s.buildOrderLocked(u); missing != nil {
+				return nil, "", missing, false
+			}
+			rebuilt = true
 		}
-		if hasCur && cur.Before(st.room) {
-			continue
+		keys = keyBuf[:0]
+		gone := false
+		for i, ref := range o.refs {
+			st := ref.st
+			if st.gone {
+				gone = true
+				break
+			}
+			if !st.hasRoom || (st.room.LastSeq > 0 && !st.win.covers(st.room.LastSeq, st.room.LastSeq)) {
+				missing = append(missing, ref.id)
+			}
+			keys = append(keys, listKey{at: st.room.LastActivityAt.UnixNano(), i: i})
 		}
-		keys = append(keys, listKey{at: st.room.LastActivityAt.UnixNano(), id: roomID, st: st, readSeq: m.readSeq})
+		if !gone {
+			break
+		}
+		o = nil // an evicted room: rebuild
 	}
-	if len(missing) > 0 {
+	if missing != nil {
 		return nil, "", missing, false
 	}
 	u.used.Store(true)
-	slices.SortFunc(keys, listNewer)
 
-	n := min(limit, len(keys))
+	// Sort: from scratch after a rebuild, else by insertion, which costs one
+	// comparison per room while the order holds.
+	changed := rebuilt
+	if rebuilt {
+		slices.SortFunc(keys, func(a, b listKey) int {
+			if o.newer(a, b) {
+				return -1
+			}
+			return 1
+		})
+	} else {
+		for i := 1; i < len(keys); i++ {
+			for j := i; j > 0 && o.newer(keys[j], keys[j-1]); j-- {
+				keys[j], keys[j-1] = keys[j-1], keys[j]
+				changed = true
+			}
+		}
+	}
+	if changed {
+		sorted := &roomOrder{gen: o.gen, refs: make([]listRef, len(keys))}
+		for i, k := range keys {
+			sorted.refs[i] = o.refs[k.i]
+			keys[i].i = i
+		}
+		o = sorted
+		u.order.Store(o)
+	}
+
+	// The rooms at or before the cursor are a prefix of the order.
+	start := 0
+	if hasCur {
+		for start < len(keys) && cur.Before(o.refs[keys[start].i].st.room) {
+			start++
+		}
+	}
+	n := min(limit, len(keys)-start)
 	entries = make([]parley.RoomEntry, n)
-	var withMsg int
-	for _, k := range keys[:n] {
-		if k.st.room.LastSeq > 0 {
-			withMsg++
-		}
-	}
-	msgs := make([]parley.Message, withMsg)
-	j := 0
-	for i, k := range keys[:n] {
-		k.st.used.Store(true)
-		r := &k.st.room
-		entries[i] = parley.RoomEntry{Room: *r, Unread: parley.Unread(*r, k.readSeq)}
+	for i, k := range keys[start : start+n] {
+		ref := &o.refs[k.i]
+		ref.st.used.Store(true)
+		r := &ref.st.room
+		e := &entries[i]
+		e.Room, e.Unread = *r, parley.Unread(*r, ref.m.readSeq)
 		if r.LastSeq > 0 {
-			msgs[j] = *k.st.win.at(r.LastSeq)
-			entries[i].LastMessage = &msgs[j]
-			j++
+			e.LastMessage = ref.st.win.at(r.LastSeq)
 		}
 	}
-	if len(keys) > n {
+	if len(keys)-start > n {
 		next = parley.CursorOf(entries[n-1].Room).String()
 	}
 	return entries, next, nil, true

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"parley"
@@ -16,8 +17,12 @@ type userState struct {
 	user    parley.User
 	hasUser bool
 
-	members   map[string]member // by room id; valid when membersOK
+	members   map[string]*member // by room id; valid when membersOK
 	membersOK bool
+	// gen counts the changes of the membership set (not of read
+	// positions); order is the room list as last sorted, at some gen.
+	gen   uint64
+	order atomic.Pointer[roomOrder]
 
 	loads   int            // membership loads in flight
 	backlog []parley.Event // events of this user applied while loads > 0
@@ -32,6 +37,7 @@ type member struct {
 }
 
 func (u *userState) busy() bool          { return u.loads > 0 }
+func (u *userState) drop()               {}
 func (u *userState) clockBit() *clockBit { return &u.used }
 
 // userLocked returns the state of user id, creating an empty one.
@@ -46,29 +52,35 @@ func (s *Store) userLocked(id string) *userState {
 	return u
 }
 
-// memberAfter updates a membership set for event ev of its user. It is
-// idempotent, and a read position only moves forward within one membership
-// (a leave removes it, a later join starts another).
-func memberAfter(ms map[string]member, ev *parley.Event) {
+// memberAfter updates a membership set for event ev of its user and reports
+// whether a membership was added or removed. It is idempotent, and a read
+// position only moves forward within one membership (a leave removes it, a
+// later join starts another).
+func memberAfter(ms map[string]*member, ev *parley.Event) bool {
 	roomID := ev.Room.ID
+	m := ms[roomID]
 	switch ev.Kind {
 	case parley.EventJoin:
-		m := ms[roomID] // present when a loaded snapshot already had this join
-		m.readSeq = max(m.readSeq, ev.ReadSeq)
-		ms[roomID] = m
+		if m == nil {
+			ms[roomID] = &member{readSeq: ev.ReadSeq}
+			return true
+		}
+		m.readSeq = max(m.readSeq, ev.ReadSeq) // a loaded snapshot had this join already
 	case parley.EventLeave:
-		delete(ms, roomID)
+		if m != nil {
+			delete(ms, roomID)
+			return true
+		}
 	case parley.EventRead:
-		if m, ok := ms[roomID]; ok {
+		if m != nil {
 			m.readSeq = max(m.readSeq, ev.ReadSeq)
-			ms[roomID] = m
 		}
 	case parley.EventMessage:
-		if m, ok := ms[roomID]; ok {
+		if m != nil {
 			m.readSeq = max(m.readSeq, ev.Message.Seq)
-			ms[roomID] = m
 		}
 	}
+	return false
 }
 
 // Member returns a membership, from memory once the user's memberships are
@@ -76,15 +88,19 @@ func memberAfter(ms map[string]member, ev *parley.Event) {
 func (s *Store) Member(ctx context.Context, roomID, userID string) (parley.Member, error) {
 	s.mu.RLock()
 	if u := s.users[userID]; u != nil && u.membersOK {
-		m, ok := u.members[roomID]
-		if !ok || !m.joinedAt.IsZero() {
+		m := u.members[roomID]
+		if m == nil || !m.joinedAt.IsZero() {
 			u.used.Store(true)
+			var got parley.Member
+			if m != nil {
+				got = parley.Member{RoomID: roomID, UserID: userID, ReadSeq: m.readSeq, JoinedAt: m.joinedAt}
+			}
 			s.mu.RUnlock()
 			s.metrics.hit(kindMember)
-			if !ok {
+			if m == nil {
 				return parley.Member{}, notMember(roomID)
 			}
-			return parley.Member{RoomID: roomID, UserID: userID, ReadSeq: m.readSeq, JoinedAt: m.joinedAt}, nil
+			return got, nil
 		}
 	}
 	s.mu.RUnlock()
@@ -149,19 +165,19 @@ func (s *Store) loadMemberships(ctx context.Context, userID string) ([]parley.Me
 	if err == nil && s.users[userID] == u {
 		backlog := u.backlog[start:]
 		if !u.membersOK {
-			set := make(map[string]member, len(ms))
+			set := make(map[string]*member, len(ms))
 			for _, m := range ms {
-				set[m.RoomID] = member{readSeq: m.ReadSeq, joinedAt: m.JoinedAt}
+				set[m.RoomID] = &member{readSeq: m.ReadSeq, joinedAt: m.JoinedAt}
 			}
 			for i := range backlog {
 				memberAfter(set, &backlog[i])
 			}
 			u.members, u.membersOK = set, true
+			u.gen++
 		} else {
 			for _, m := range ms {
-				if c, ok := u.members[m.RoomID]; ok && c.joinedAt.IsZero() && !joinedOrLeft(backlog, m.RoomID) {
+				if c := u.members[m.RoomID]; c != nil && c.joinedAt.IsZero() && !joinedOrLeft(backlog, m.RoomID) {
 					c.joinedAt = m.JoinedAt
-					u.members[m.RoomID] = c
 				}
 			}
 		}

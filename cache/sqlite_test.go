@@ -1,0 +1,91 @@
+package cache_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"parley"
+	"parley/cache"
+	"parley/parleytest"
+	"parley/sqlite"
+)
+
+// openCachedSQLite opens a cache over a fresh SQLite store, wired the way
+// cmd/parley wires them: the store's OnCommit applies the events to the
+// cache, then passes them on to sink.
+func openCachedSQLite(t testing.TB, cfg cache.Config, sink parley.EventSink) (*cache.Store, *sqlite.Store) {
+	t.Helper()
+	var c *cache.Store
+	inner, err := sqlite.Open(ctx, sqlite.Config{
+		Path: filepath.Join(t.TempDir(), "parley.db"),
+		Sync: sqlite.SyncOff,
+		OnCommit: func(events []parley.Event) {
+			c.Apply(events)
+			if sink != nil {
+				sink(events)
+			}
+		},
+	})
+	if err != nil {
+		t.Fatalf("sqlite.Open: %v", err)
+	}
+	c = cache.New(inner, cfg)
+	t.Cleanup(func() { c.Close() })
+	return c, inner
+}
+
+// TestStoreConformance runs the store conformance suite against the cache
+// over SQLite, with the default sizes and with a cache so small that it
+// evicts all the time.
+func TestStoreConformance(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  cache.Config
+	}{
+		{"defaults", cache.Config{}},
+		{"evicting", cache.Config{RecentMessages: 3, MaxRooms: 2, MaxUsers: 2, MaxTokens: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			parleytest.RunStoreTests(t, func(t *testing.T, sink parley.EventSink) parley.Store {
+				c, _ := openCachedSQLite(t, tc.cfg, sink)
+				return c
+			})
+		})
+	}
+}
+
+// TestSteadyStateSQLite checks on the real store that the room list and the
+// newest page reach SQLite zero times once warm, while messages flow.
+func TestSteadyStateSQLite(t *testing.T) {
+	c, inner := openCachedSQLite(t, cache.Config{}, nil)
+	users := parleytest.MustCreateUsers(t, c, "u", 3)
+	var rooms []parley.Room
+	for i := range 20 {
+		r := parleytest.MustCreateRoom(t, c, users[i%3], "room", 0)
+		for _, u := range users {
+			c.Join(ctx, r.ID, u.ID)
+		}
+		rooms = append(rooms, r)
+	}
+	readAll := func() {
+		for _, u := range users {
+			if list, _, err := c.Rooms(ctx, u.ID, "", 50); err != nil || len(list) != len(rooms) {
+				t.Fatalf("Rooms(%s) = %d entries, %v; want %d", u.Name, len(list), err, len(rooms))
+			}
+		}
+		for _, r := range rooms {
+			if _, err := c.Messages(ctx, r.ID, parley.Newest(50)); err != nil {
+				t.Fatalf("Messages(%s): %v", r.ID, err)
+			}
+		}
+	}
+	readAll() // warm-up
+	for i := range 200 {
+		parleytest.MustSend(t, c, rooms[i%len(rooms)], users[i%3], "hello")
+		before := inner.Queries()
+		readAll()
+		if n := inner.Queries() - before; n != 0 {
+			t.Fatalf("after send %d: the room list and newest pages sent %d queries to SQLite, want 0", i, n)
+		}
+	}
+}
