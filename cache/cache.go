@@ -25,28 +25,40 @@
 // an event the snapshot already includes is harmless. We chose the backlog
 // over per-key generations because a generation check must throw away a load
 // that an event overtook, and in a busy room every load would be overtaken:
-// the key would never get cached. A miss returns the inner store's answer to
-// its caller; the snapshot is at least as new as any write that returned
-// before the read began.
+// the key would never get cached. A miss answers its caller from the inner
+// store's snapshot, or from the cache once warmed; either is at least as new
+// as any write that returned before the read began.
 //
 // # Memory
 //
-// Each room keeps at most Config.RecentMessages messages. The number of rooms
-// (room info, member ids, recent window), users (account and memberships) and
+// Each room keeps at most Config.RecentMessages messages (in an array of at
+// most about twice that). The number of rooms (info, member ids, recent
+// window), users (account, memberships and the room list's sorted order) and
 // tokens is capped by Config.MaxRooms, MaxUsers and MaxTokens; past the cap a
 // whole key is evicted, chosen by a clock sweep (a key read since the last
 // sweep gets a second chance) and never one with a load in flight. An evicted
 // key is simply absent: the next read loads it afresh and events for it are
 // ignored (a room's info is re-inserted from an event, which carries all of
-// it), so eviction never serves stale data. What still grows with use: a
-// cached user's membership set grows with the rooms they join, a room's member
-// id set with its members, and a key's backlog with the events that arrive
-// during one inner query.
+// it), so eviction never serves stale data. What grows within those caps: a
+// cached user's membership set and room order grow with the rooms they are
+// in, a room's member id set with its members, and a key's backlog with the
+// events that arrive during one inner query.
+//
+// # Shared results
+//
+// To keep the hot reads free of copies, some results are shared by every
+// caller and must not be modified: the id slice from Members, a newest-first
+// page from Messages, and the Message behind each RoomEntry.LastMessage from
+// Rooms. The cache never changes them either: a change makes a new slice or
+// array. (Their capacity is clipped, so an append copies.)
 //
 // # Limits
 //
 // The cache is correct only if every write of the inner store reaches Apply:
-// several nodes sharing one database need a shared cache instead.
+// several nodes sharing one database need a shared cache instead. A join
+// event does not carry the member's join time, so the first Member or
+// Memberships read after a join asks the inner store for it; the room list
+// and Members need no such read.
 package cache
 
 import (

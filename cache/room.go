@@ -108,7 +108,7 @@ func (s *Store) Members(ctx context.Context, roomID string) ([]string, error) {
 	s.mu.RLock()
 	if st := s.rooms[roomID]; st != nil && st.idsOK {
 		st.used.Store(true)
-		ids := st.ids
+		ids := st.ids[:len(st.ids):len(st.ids)]
 		s.mu.RUnlock()
 		s.metrics.hit(kindMembers)
 		return ids, nil
