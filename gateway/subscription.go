@@ -22,12 +22,15 @@ type subscription struct {
 
 var _ hub.Receiver = (*subscription)(nil)
 
-// Deliver queues a live message; the hub calls it with its lock held.
-func (sub *subscription) Deliver(m *hub.Message) {
-	e := sub.encoded(m)
+// Deliver queues live messages; the hub calls it with its lock held. They
+// are queued under one lock, so the writer takes them in one write.
+func (sub *subscription) Deliver(ms []*hub.Message) {
 	s := sub.s
 	s.mu.Lock()
-	s.enqueueLocked(outItem{msg: m, sub: sub}, e.size+len(sub.id))
+	for _, m := range ms {
+		e := sub.encoded(m)
+		s.enqueueLocked(outItem{msg: m, sub: sub}, e.size+len(sub.id))
+	}
 	s.mu.Unlock()
 }
 

@@ -82,7 +82,9 @@ type Hub struct {
 	rooms map[string][]*Sub // room id -> subscriptions to its topic
 	users map[string][]*Sub // user id -> subscriptions to the personal queue
 	nsubs [2]int            // room and user subscriptions, for the gauge
-	spare []item            // the previous batch, reused by run
+
+	spare []item     // the previous batch, reused by run
+	run1  []*Message // the messages of the run being dispatched, reused
 }
 
 // item is one event waiting for dispatch.
@@ -183,10 +185,12 @@ func (h *Hub) run() {
 		h.queue = h.spare[:0]
 		closing := h.closing
 		h.qmu.Unlock()
-		for i := range batch {
-			h.dispatch(&batch[i])
-			batch[i] = item{}
+		for i := 0; i < len(batch); {
+			n := runLength(batch[i:])
+			h.dispatch(batch[i : i+n])
+			i += n
 		}
+		clear(batch)
 		h.m.pending.Sub(float64(len(batch)))
 		h.spare = batch
 		if len(batch) > 0 {
@@ -199,12 +203,34 @@ func (h *Hub) run() {
 	}
 }
 
-// dispatch processes one event.
-func (h *Hub) dispatch(it *item) {
+// runLength is how many items at the start of items are dispatched
+// together: consecutive messages of one room from the store, which every
+// receiver then gets in one Deliver (and its session in one write).
+func runLength(items []item) int {
+	first := &items[0]
+	if first.msg == nil || first.explicit {
+		return 1
+	}
+	n := 1
+	for n < len(items) && items[n].msg != nil && !items[n].explicit && items[n].msg.RoomID == first.msg.RoomID {
+		n++
+	}
+	return n
+}
+
+// dispatch processes one event, or a run of messages of one room.
+func (h *Hub) dispatch(run []item) {
+	it := &run[0]
 	if it.msg == nil {
 		h.leave(it.roomID, it.userID)
 		return
 	}
+	ms := h.run1[:0]
+	for i := range run {
+		ms = append(ms, run[i].msg)
+	}
+	h.run1 = ms
+	defer clear(ms)
 	m := it.msg
 	recipients := it.recipients
 	if !it.explicit && h.hasUserSubs() {
@@ -222,18 +248,18 @@ func (h *Hub) dispatch(it *item) {
 	n := 0
 	h.mu.Lock()
 	for _, s := range h.rooms[m.RoomID] {
-		h.sendLocked(s, m)
+		h.sendLocked(s, ms)
 		n++
 	}
 	for _, u := range recipients {
 		for _, s := range h.users[u] {
-			h.sendLocked(s, m)
+			h.sendLocked(s, ms)
 			n++
 		}
 	}
 	h.mu.Unlock()
-	h.m.messages.Inc()
-	h.m.fanout.Add(float64(n))
+	h.m.messages.Add(float64(len(ms)))
+	h.m.fanout.Add(float64(n * len(ms)))
 }
 
 func (h *Hub) hasUserSubs() bool {

@@ -67,9 +67,11 @@ type recorder struct {
 
 func newRecorder() *recorder { return &recorder{got: make(chan struct{}, 1<<16)} }
 
-func (r *recorder) Deliver(m *Message) {
+func (r *recorder) Deliver(ms []*Message) {
 	r.mu.Lock()
-	r.seqs = append(r.seqs, m.Seq)
+	for _, m := range ms {
+		r.seqs = append(r.seqs, m.Seq)
+	}
 	r.mu.Unlock()
 	r.got <- struct{}{}
 }
@@ -111,7 +113,7 @@ func newTestHub(t *testing.T, cfg Config) (*Hub, *room) {
 }
 
 func directSend(s *Sub) Send {
-	return func(ctx context.Context, m *Message) error { s.To.Deliver(m); return nil }
+	return func(ctx context.Context, m *Message) error { s.To.Deliver([]*Message{m}); return nil }
 }
 
 func checkSeqs(t *testing.T, got []int64, from, to int64) {

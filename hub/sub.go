@@ -15,10 +15,12 @@ import (
 // methods with its lock held, from the dispatch goroutine or from Start, so
 // they must not block and must not call back into the Hub.
 type Receiver interface {
-	// Deliver hands over a message. Within a room, messages arrive in seq
-	// order. A receiver that cannot take it (its queue is full) deals with
-	// the overflow itself, typically by closing its session.
-	Deliver(m *Message)
+	// Deliver hands over consecutive messages of one room, in seq order
+	// (within a room, every call continues the previous one). The slice is
+	// only valid during the call. A receiver that cannot take them (its
+	// queue is full) deals with the overflow itself, typically by closing
+	// its session.
+	Deliver(ms []*Message)
 	// Lagged reports that live messages arrived faster than the
 	// subscription could catch up on history: more than
 	// Config.MaxBuffered of them were waiting. The Hub has dropped the
@@ -98,22 +100,26 @@ func (h *Hub) removeLocked(s *Sub) {
 	h.updateGaugesLocked()
 }
 
-// sendLocked hands m to s, or holds it back while s catches up.
-func (h *Hub) sendLocked(s *Sub, m *Message) {
+// sendLocked hands ms (consecutive messages of one room) to s, or holds
+// them back while s catches up.
+func (h *Hub) sendLocked(s *Sub, ms []*Message) {
 	if !s.buffering {
-		if m.Seq > s.sent {
-			s.To.Deliver(m)
+		for len(ms) > 0 && ms[0].Seq <= s.sent {
+			ms = ms[1:]
+		}
+		if len(ms) > 0 {
+			s.To.Deliver(ms)
 		}
 		return
 	}
-	if len(s.buf) >= h.maxBuffered {
+	if len(s.buf)+len(ms) > h.maxBuffered {
 		h.removeLocked(s)
 		s.removed.Store(true)
 		h.m.lagged.Inc()
 		s.To.Lagged()
 		return
 	}
-	s.buf = append(s.buf, m)
+	s.buf = append(s.buf, ms...)
 }
 
 // History reads one page of a room's history: messages with seq > after,
@@ -190,10 +196,9 @@ func (h *Hub) release(s *Sub, after *int64, exhausted bool) bool {
 			return false
 		}
 	}
-	for ; i < len(s.buf); i++ {
-		s.To.Deliver(s.buf[i])
-		*after = s.buf[i].Seq
-		s.buf[i] = nil
+	if len(s.buf) > 0 {
+		s.To.Deliver(s.buf)
+		*after = s.buf[len(s.buf)-1].Seq
 	}
 	s.buf = nil
 	s.buffering = false
