@@ -21,6 +21,7 @@ import (
 	"parley/hub"
 	"parley/rest"
 	"parley/sqlite"
+	"parley/stomp"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -145,9 +146,9 @@ func (m *Main) Open(ctx context.Context) error {
 	}
 	m.gateway, err = gateway.New(gateway.Config{
 		Chat: svc, Hub: m.hub, AllowedOrigins: origins,
-		HeartBeat:   stomp.HeartBeat{Send: cfg.StompHeartBeat, Receive: cfg.StompHeartBeat},
-		SendRate:    cfg.StompSendRate, SendBurst: int(2 * cfg.StompSendRate), QueueFrames: cfg.StompQueue,
-		Server:      "parley/" + version, Registerer: m.registry,
+		HeartBeat: stomp.HeartBeat{Send: cfg.StompHeartBeat, Receive: cfg.StompHeartBeat},
+		SendRate:  cfg.StompSendRate, SendBurst: int(2 * cfg.StompSendRate), QueueFrames: cfg.StompQueue,
+		Server: "parley/" + version, Registerer: m.registry,
 	})
 	if err != nil {
 		return fmt.Errorf("stomp gateway: %w", err)
@@ -194,6 +195,14 @@ func (m *Main) Open(ctx context.Context) error {
 // Addr returns the HTTP address the node listens on.
 func (m *Main) Addr() string { return m.ln.Addr().String() }
 
+// StompAddr returns the raw TCP STOMP address, "" when not listening.
+func (m *Main) StompAddr() string {
+	if m.stompLn == nil {
+		return ""
+	}
+	return m.stompLn.Addr().String()
+}
+
 // Close stops accepting, lets in-flight requests finish until ctx ends,
 // then closes the store after its pending writes.
 func (m *Main) Close(ctx context.Context) error {
@@ -215,6 +224,9 @@ func (m *Main) Close(ctx context.Context) error {
 		if err := m.store.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close store: %w", err))
 		}
+	}
+	if m.hub != nil {
+		m.hub.Close()
 	}
 	return errors.Join(errs...)
 }

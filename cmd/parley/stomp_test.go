@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"parley/stomp"
+
+	"github.com/coder/websocket"
+)
+
+// stompClient is a STOMP conversation with a running node.
+type stompClient struct {
+	t    testing.TB
+	conn net.Conn
+	r    *stomp.Reader
+}
+
+// dialStomp connects to m over WebSocket (/ws) or raw TCP (--stomp-addr)
+// and sends CONNECT with token.
+func dialStomp(t testing.TB, m *Main, transport, token string) *stompClient {
+	t.Helper()
+	var conn net.Conn
+	if transport == "websocket" {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		ws, _, err := websocket.Dial(ctx, "ws://"+m.Addr()+"/ws", &websocket.DialOptions{Subprotocols: []string{"v12.stomp"}})
+		if err != nil {
+			t.Fatalf("websocket dial: %v", err)
+		}
+		conn = websocket.NetConn(context.Background(), ws, websocket.MessageText)
+	} else {
+		var err error
+		if conn, err = net.Dial("tcp", m.StompAddr()); err != nil {
+			t.Fatalf("tcp dial: %v", err)
+		}
+	}
+	t.Cleanup(func() { conn.Close() })
+	c := &stompClient{t: t, conn: conn, r: stomp.NewReader(conn, stomp.Limits{})}
+	c.send("CONNECT\naccept-version:1.2,1.1,1.0\nhost:parley\nheart-beat:10000,10000\nAuthorization:Bearer " + token + "\n\n\x00")
+	c.expect("CONNECTED", "version:1.2")
+	return c
+}
+
+func (c *stompClient) send(raw string) {
+	c.t.Helper()
+	if _, err := c.conn.Write([]byte(raw)); err != nil {
+		c.t.Fatalf("send: %v", err)
+	}
+}
+
+// expect reads the next frame (heart-beats skipped) and checks its command
+// and "name:value" headers.
+func (c *stompClient) expect(cmd string, headers ...string) *stomp.Frame {
+	c.t.Helper()
+	c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	f, err := c.r.Read()
+	for err == nil && f.Command == stomp.Heartbeat {
+		f, err = c.r.Read()
+	}
+	if err != nil {
+		c.t.Fatalf("expecting %s: %v", cmd, err)
+	}
+	if f.Command.String() != cmd {
+		c.t.Fatalf("got %v, want %s", f, cmd)
+	}
+	for _, h := range headers {
+		name, want, _ := strings.Cut(h, ":")
+		if got, ok := f.Lookup(name); !ok || string(got) != want {
+			c.t.Fatalf("got %v, want header %s", f, h)
+		}
+	}
+	return f
+}
+
+// TestStompAndRESTMeet checks that a REST send and a STOMP send reach the
+// same subscribers, over WebSocket and TCP, through the real node.
+func TestStompAndRESTMeet(t *testing.T) {
+	m := &Main{Config: Config{
+		Addr: "127.0.0.1:0", StompAddr: "127.0.0.1:0", Data: t.TempDir(), Sync: "normal",
+		TokenTTL: time.Hour, MaxBody: 4096, KDF: testKDF,
+	}}
+	if err := m.Open(context.Background()); err != nil {
+		t.Fatalf("open main: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := m.Close(ctx); err != nil {
+			t.Errorf("close main: %v", err)
+		}
+	})
+	alice, _ := mustSignUp(t, m.Addr(), "alice")
+	bob, _ := mustSignUp(t, m.Addr(), "bob")
+	var r room
+	if st := alice.do("POST", "/api/rooms", map[string]string{"kind": "group", "title": "meet"}, &r); st != http.StatusCreated {
+		t.Fatalf("create room: %d", st)
+	}
+	if st := bob.do("POST", "/api/rooms/"+r.ID+"/members", nil, nil); st != http.StatusCreated {
+		t.Fatalf("join: %d", st)
+	}
+
+	ws := dialStomp(t, m, "websocket", bob.token)
+	ws.send("SUBSCRIBE\nid:0\ndestination:/topic/rooms." + r.ID + "\nreceipt:s\n\n\x00")
+	ws.expect("RECEIPT", "receipt-id:s")
+	tcp := dialStomp(t, m, "tcp", alice.token)
+	tcp.send("SUBSCRIBE\nid:q\ndestination:/user/queue/messages\nreceipt:s\n\n\x00")
+	tcp.expect("RECEIPT", "receipt-id:s")
+
+	var sent message
+	if st := alice.do("POST", "/api/rooms/"+r.ID+"/messages", map[string]string{"body": "from rest"}, &sent); st != http.StatusCreated {
+		t.Fatalf("REST send: %d", st)
+	}
+	ws.expect("MESSAGE", "seq:1", "message-id:"+sent.ID, "sender-name:alice", "destination:/topic/rooms."+r.ID)
+	tcp.expect("MESSAGE", "seq:1", "subscription:q", "destination:/user/queue/messages")
+
+	ws.send("SEND\ndestination:/app/rooms." + r.ID + "\nclient-id:k\nreceipt:7\n\nfrom stomp\x00")
+	ws.expect("RECEIPT", "receipt-id:7", "seq:2")
+	ws.expect("MESSAGE", "seq:2", "sender-name:bob", "client-id:k")
+	tcp.expect("MESSAGE", "seq:2", "sender-name:bob")
+
+	var page struct{ Messages []message }
+	alice.do("GET", "/api/rooms/"+r.ID+"/messages?after=0", nil, &page)
+	if got := seqs(page.Messages); got != "1,2" || page.Messages[1].Body != "from stomp" {
+		t.Errorf("history = %s %+v, want 1,2 with the STOMP message", got, page.Messages)
+	}
+
+	// A member who leaves stops receiving at once.
+	bob.do("DELETE", "/api/rooms/"+r.ID+"/members/me", nil, nil)
+	alice.do("POST", "/api/rooms/"+r.ID+"/messages", map[string]string{"body": "bob is gone"}, nil)
+	tcp.expect("MESSAGE", "seq:3")
+	ws.send("DISCONNECT\nreceipt:bye\n\n\x00")
+	ws.expect("RECEIPT", "receipt-id:bye")
+}
