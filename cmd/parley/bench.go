@@ -1,0 +1,224 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"parley/loadgen"
+)
+
+const benchUsage = `usage: parley bench <scenario> [flags]
+
+scenarios (design §7):
+  direct        seed 000: users in 1:1 rooms, send → peer receives
+  roomlist      seed 001: room list in a loop
+  history       seed 001: paging older messages
+  group         seed 002: one room, every member sends every 1–3 s
+  seats         seed 003: concurrent joins of a room with fewer seats
+  open          seed 004: room info + last message ("open a chat")
+  connections   idle subscribed connections, server RSS per connection
+
+Run 'parley bench <scenario> -h' for the flags and their defaults.
+`
+
+// runBench is the bench command: it parses flags, runs a loadgen scenario
+// and prints its result.
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		fmt.Fprint(stderr, benchUsage)
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
+			return flag.ErrHelp
+		}
+		return errors.New("bench: no scenario")
+	}
+	scn := loadgen.Scenario(args[0])
+	known := false
+	for _, s := range loadgen.Scenarios {
+		known = known || s == scn
+	}
+	if !known {
+		fmt.Fprint(stderr, benchUsage)
+		return fmt.Errorf("bench: unknown scenario %q", args[0])
+	}
+
+	o := loadgen.Defaults(scn)
+	o.Seats = 0 // half the users unless given
+	var (
+		urlFlag, nodes, interval, jsonPath, htmlPath, progress string
+		rate                                                   float64
+	)
+	fs := flag.NewFlagSet("parley bench "+string(scn), flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.Target, "target", o.Target, "server under test: parley or rabbitmq-web-stomp (group and direct only)")
+	fs.StringVar(&urlFlag, "url", "", "the server to drive (default http://127.0.0.1:8080, or ws://127.0.0.1:15674/ws for rabbitmq-web-stomp)")
+	fs.StringVar(&nodes, "nodes", "", "comma-separated URLs of a cluster's nodes; users are spread over them (instead of --url)")
+	fs.IntVar(&o.Users, "users", o.Users, "concurrent virtual users (JMeter threads)")
+	fs.IntVar(&o.Loops, "loops", o.Loops, "operations per user: requests, messages, or rooms to join (seats)")
+	fs.DurationVar(&o.RampUp, "ramp-up", o.RampUp, "start the users evenly over this time")
+	fs.DurationVar(&o.Duration, "duration", o.Duration, "stop measuring after this time, loops done or not")
+	fs.StringVar(&interval, "interval", intervalText(o.MinInterval, o.MaxInterval), "messaging: each user sends every MIN-MAX, uniform (1s-3s, 250ms); 0: the next message when the last is receipted")
+	fs.Float64Var(&rate, "rate", 0, "messaging: messages per second per user, a fixed interval of 1/rate (overrides --interval)")
+	fs.IntVar(&o.Payload, "payload", o.Payload, "message body size in bytes")
+	fs.IntVar(&o.Rooms, "rooms", o.Rooms, "roomlist, open: rooms every user is a member of")
+	fs.IntVar(&o.HistorySize, "history", o.HistorySize, "messages seeded into each room")
+	fs.IntVar(&o.PageSize, "page", o.PageSize, "page size of room list and history requests (at most 100)")
+	fs.IntVar(&o.Seats, "seats", o.Seats, "seats: capacity of each room, its creator's seat included (default: half the users)")
+	fs.IntVar(&o.Conns, "connections", o.Conns, "connections: connections to open, spread over the users")
+	fs.IntVar(&o.SetupConcurrency, "setup-concurrency", o.SetupConcurrency, "sign-ups in flight during set-up (each costs the server two password hashes)")
+	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "timeout of one request, connection or receipt")
+	fs.DurationVar(&o.Drain, "drain", o.Drain, "messaging: wait this long at most for deliveries after the last send")
+	fs.StringVar(&o.Login, "login", o.Login, "rabbitmq-web-stomp: STOMP login")
+	fs.StringVar(&o.Passcode, "passcode", o.Passcode, "rabbitmq-web-stomp: STOMP passcode")
+	fs.StringVar(&jsonPath, "json", "", "write the result as JSON to this file (- for standard output)")
+	fs.StringVar(&htmlPath, "html", "", "write a self-contained HTML report with charts to this file")
+	fs.StringVar(&progress, "progress", "auto", "progress bar on standard error: auto (when it is a terminal), on, off")
+	if err := parseFlags(fs, args[1:], os.Getenv); err != nil {
+		return err
+	}
+
+	switch {
+	case nodes != "":
+		for _, u := range strings.Split(nodes, ",") {
+			if u = strings.TrimSpace(u); u != "" {
+				o.URLs = append(o.URLs, u)
+			}
+		}
+	case urlFlag != "":
+		o.URLs = []string{urlFlag}
+	case o.Target == loadgen.TargetRabbitMQ:
+		o.URLs = []string{"ws://127.0.0.1:15674/ws"}
+	default:
+		o.URLs = []string{"http://127.0.0.1:8080"}
+	}
+	var err error
+	if o.MinInterval, o.MaxInterval, err = parseInterval(interval); err != nil {
+		return err
+	}
+	if rate > 0 {
+		d := time.Duration(float64(time.Second) / rate)
+		o.MinInterval, o.MaxInterval = d, d
+	}
+	if o.Users < 1 || o.Loops < 1 || o.Duration <= 0 {
+		return errors.New("bench: --users, --loops and --duration must be positive: every loop is bounded in count and time")
+	}
+	switch progress {
+	case "on":
+		o.Progress = progressBar(stderr)
+	case "auto":
+		if isTerminal(stderr) {
+			o.Progress = progressBar(stderr)
+		}
+	case "off":
+	default:
+		return fmt.Errorf("bench: --progress must be auto, on or off, not %q", progress)
+	}
+
+	res, err := loadgen.Run(ctx, scn, o)
+	if o.Progress != nil {
+		fmt.Fprint(stderr, "\r\033[K")
+	}
+	if err != nil {
+		return err
+	}
+	if err := loadgen.WriteText(stdout, res); err != nil {
+		return err
+	}
+	if jsonPath != "" {
+		if err := writeTo(jsonPath, stdout, func(w io.Writer) error { return loadgen.WriteJSON(w, res) }); err != nil {
+			return err
+		}
+	}
+	if htmlPath != "" {
+		if err := writeTo(htmlPath, stdout, func(w io.Writer) error { return loadgen.WriteHTML(w, res) }); err != nil {
+			return err
+		}
+	}
+	if res.Seats != nil && res.Seats.Oversold > 0 {
+		return fmt.Errorf("bench: %d seats oversold", res.Seats.Oversold)
+	}
+	return nil
+}
+
+// parseInterval reads "1s-3s", "250ms" or "0".
+func parseInterval(s string) (lo, hi time.Duration, err error) {
+	a, b, isRange := strings.Cut(strings.TrimSpace(s), "-")
+	if lo, err = time.ParseDuration(a); err != nil {
+		return 0, 0, fmt.Errorf("bench: --interval %q: %w", s, err)
+	}
+	hi = lo
+	if isRange {
+		if hi, err = time.ParseDuration(b); err != nil {
+			return 0, 0, fmt.Errorf("bench: --interval %q: %w", s, err)
+		}
+	}
+	if lo < 0 || hi < lo {
+		return 0, 0, fmt.Errorf("bench: --interval %q: want MIN-MAX with 0 <= MIN <= MAX", s)
+	}
+	return lo, hi, nil
+}
+
+func intervalText(lo, hi time.Duration) string {
+	if lo == hi {
+		return lo.String()
+	}
+	return lo.String() + "-" + hi.String()
+}
+
+// writeTo writes with f to the file at path, or to stdout for "-".
+func writeTo(path string, stdout io.Writer, f func(io.Writer) error) error {
+	if path == "-" {
+		return f(stdout)
+	}
+	file, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := f(file); err != nil {
+		file.Close()
+		return err
+	}
+	return file.Close()
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// progressBar returns a Progress callback that redraws one line on w.
+func progressBar(w io.Writer) func(loadgen.Progress) {
+	const width = 30
+	return func(p loadgen.Progress) {
+		frac := 0.0
+		if p.Total > 0 {
+			frac = float64(p.Done) / float64(p.Total)
+		}
+		if p.Limit > 0 {
+			frac = max(frac, float64(p.Elapsed)/float64(p.Limit))
+		}
+		frac = min(max(frac, 0), 1)
+		n := int(frac * width)
+		bar := strings.Repeat("=", n) + strings.Repeat(" ", width-n)
+		line := fmt.Sprintf("%-7s [%s] %3.0f%%  %s", p.Phase, bar, 100*frac, p.Elapsed.Truncate(100*time.Millisecond))
+		if p.Total > 0 {
+			line += "  " + strconv.FormatInt(p.Done, 10) + "/" + strconv.FormatInt(p.Total, 10)
+		}
+		if p.Phase != "setup" {
+			line += fmt.Sprintf("  %.0f/s  p99 %.2f ms", p.Last.Rate, p.Last.P99)
+		}
+		line += "  errors " + strconv.FormatInt(p.Errors, 10)
+		fmt.Fprint(w, "\r\033[K"+line)
+	}
+}
