@@ -260,10 +260,16 @@ type send struct {
 
 func (o *send) lockRoom() string { return o.m.RoomID }
 
-func (o *send) queue(b *pgx.Batch, q *writeQueries, now time.Time) {
+// setMessage makes the message a new send would store, at time now.
+func (o *send) setMessage(now time.Time) {
 	m := o.m
 	o.msg = parley.Message{ID: parley.NewID(), RoomID: m.RoomID, SenderID: m.SenderID, SenderName: m.SenderName,
 		Body: m.Body, ClientID: m.ClientID, SentAt: now}
+}
+
+func (o *send) queue(b *pgx.Batch, q *writeQueries, now time.Time) {
+	o.setMessage(now)
+	m := o.m
 	q.send.count()
 	b.Queue(q.send.text, m.RoomID, m.SenderID, m.SenderName, m.Body, m.ClientID, o.msg.ID, now)
 }

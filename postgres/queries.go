@@ -25,7 +25,7 @@ const msgCols = `id, room_id, seq, sender_id, sender_name, body, client_id, sent
 // pipeline and fails only on a real error.
 type writeQueries struct {
 	lockRooms, insertUser, insertToken, createGroup, createDirect,
-	join, leave, send, markRead, begin, commit *query
+	join, leave, send, sendMany, markRead, begin, commit *query
 }
 
 func newWriteQueries(m *metrics) *writeQueries {
@@ -115,6 +115,45 @@ func newWriteQueries(m *metrics) *writeQueries {
 				coalesce(old.sent_at, 'epoch'), ` + roomOut("r") + `
 			FROM (VALUES (1)) AS one LEFT JOIN old ON true LEFT JOIN r ON true`},
 
+		// Many sends in one statement, for a run of sends in a batch: the
+		// arrays $1 rooms, $2 senders, $3 sender names ('' to look them
+		// up), $4 bodies, $5 client ids, $6 message ids, $7 times. Each
+		// row of the result is one send, in order (ord): whether its
+		// sender and room exist, its new seq and sender name, or the
+		// original of a repeated client id, and its room as it stood
+		// before the statement. A repeat of a client id within the
+		// statement (nth > 1) gets no seq: the writer returns the first.
+		sendMany: &query{kind: "send_batch", text: `WITH input AS (SELECT * FROM
+				unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[])
+				WITH ORDINALITY AS t (room_id, sender_id, sender_name, body, client_id, id, sent_at, ord)),
+			checked AS (SELECT i.*, u.name AS user_name, r.id IS NOT NULL AS room_ok,
+					o.id AS old_id, o.seq AS old_seq, o.sender_name AS old_name, o.body AS old_body, o.sent_at AS old_sent_at,
+					CASE WHEN i.client_id = '' THEN 1
+						ELSE row_number() OVER (PARTITION BY i.room_id, i.sender_id, i.client_id ORDER BY i.ord) END AS nth
+				FROM input i
+				LEFT JOIN users u ON u.id = i.sender_id
+				LEFT JOIN rooms r ON r.id = i.room_id
+				LEFT JOIN messages o ON i.client_id <> '' AND o.room_id = i.room_id AND o.sender_id = i.sender_id
+					AND o.client_id = i.client_id AND o.client_id <> ''),
+			new AS (SELECT c.ord, c.room_id, c.sender_id, c.body, c.client_id, c.id, c.sent_at,
+					r.last_seq + row_number() OVER (PARTITION BY c.room_id ORDER BY c.ord) AS seq,
+					CASE WHEN c.sender_name = '' THEN c.user_name ELSE c.sender_name END AS name
+				FROM checked c JOIN rooms r ON r.id = c.room_id
+				WHERE c.user_name IS NOT NULL AND c.old_id IS NULL AND c.nth = 1),
+			ins AS (INSERT INTO messages (room_id, seq, id, sender_id, sender_name, body, client_id, sent_at)
+				SELECT room_id, seq, id, sender_id, name, body, client_id, sent_at FROM new),
+			up AS (UPDATE rooms SET last_seq = n.seq, last_activity_at = greatest(rooms.last_activity_at, n.sent_at)
+				FROM (SELECT room_id, max(seq) AS seq, max(sent_at) AS sent_at FROM new GROUP BY room_id) AS n
+				WHERE rooms.id = n.room_id),
+			rd AS (UPDATE members SET read_seq = n.seq
+				FROM (SELECT room_id, sender_id, max(seq) AS seq FROM new GROUP BY room_id, sender_id) AS n
+				WHERE members.room_id = n.room_id AND members.user_id = n.sender_id AND members.read_seq < n.seq)
+			SELECT c.user_name IS NOT NULL, c.room_ok, coalesce(n.seq, 0), coalesce(n.name, ''),
+				coalesce(c.old_id, ''), coalesce(c.old_seq, 0), coalesce(c.old_name, ''), coalesce(c.old_body, ''),
+				coalesce(c.old_sent_at, 'epoch'), ` + roomOut("r") + `
+			FROM checked c LEFT JOIN new n ON n.ord = c.ord LEFT JOIN rooms r ON r.id = c.room_id
+			ORDER BY c.ord`},
+
 		// $1 room, $2 user, $3 seq. The position moves forward only, and
 		// not past the room's last seq.
 		markRead: &query{kind: "mark_read", text: `WITH m0 AS (SELECT read_seq, joined_at FROM members WHERE room_id = $1 AND user_id = $2),
@@ -131,7 +170,7 @@ func newWriteQueries(m *metrics) *writeQueries {
 		commit: &query{kind: "commit"},
 	}
 	bind(m, q.lockRooms, q.insertUser, q.insertToken, q.createGroup, q.createDirect,
-		q.join, q.leave, q.send, q.markRead, q.begin, q.commit)
+		q.join, q.leave, q.send, q.sendMany, q.markRead, q.begin, q.commit)
 	return q
 }
 

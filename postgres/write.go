@@ -62,11 +62,14 @@ func (s *Store) write(ctx context.Context, op writeOp) (result, error) {
 // again whole: on the next attempt each write's checks see what the other
 // node committed. A write whose statement fails for a reason of its own (a
 // foreign key, bad input) is dropped with its error and the rest runs
-// again. Anything else fails the batch.
+// again; when that statement held a run of sends, the batch first runs
+// again with a statement per send, to find the one to drop. Anything else
+// fails the batch.
 func (s *Store) commit(batch []*groupcommit.Request[writeOp, result]) error {
 	pending := batch
+	single := false
 	for attempt := 1; ; attempt++ {
-		outs, events, failed, err := s.tryBatch(pending)
+		outs, events, failed, err := s.tryBatch(pending, single)
 		if err == nil {
 			for i, r := range pending {
 				r.Out, r.Err = outs[i].res, outs[i].err
@@ -77,12 +80,14 @@ func (s *Store) commit(batch []*groupcommit.Request[writeOp, result]) error {
 			return nil
 		}
 		code := pgCode(err)
+		class := code[:min(2, len(code))]
 		switch {
 		case (code == "40001" || code == "40P01" || code == "23505") && attempt < maxAttempts:
 			s.m.retries.Inc()
 			time.Sleep(rand.N(retryBackoff * time.Duration(attempt)))
-			continue
-		case failed >= 0 && (code[:min(2, len(code))] == "22" || code[:min(2, len(code))] == "23"):
+		case failed == failedRun && (class == "22" || class == "23"):
+			single = true
+		case failed >= 0 && (class == "22" || class == "23"):
 			pending[failed].Err = opError(err, code)
 			pending = slices.Delete(slices.Clone(pending), failed, failed+1)
 			if len(pending) == 0 {
@@ -100,11 +105,22 @@ type outcome struct {
 	err error
 }
 
+// Values of tryBatch's failed index that name no single write.
+const (
+	failedBatch = -1 // the batch failed as a whole
+	failedRun   = -2 // a statement of several sends failed
+)
+
+// errShortResult is a statement of several sends that did not return a row
+// for each.
+var errShortResult = errors.New("send batch: a result row is missing")
+
 // tryBatch runs reqs in one transaction, sent as one pipeline: BEGIN, the
-// lock of the rooms the batch changes, one statement per write. On failure
-// it has rolled back and returns the index of the write whose statement
-// failed, or -1 when the batch failed as a whole.
-func (s *Store) tryBatch(reqs []*groupcommit.Request[writeOp, result]) ([]outcome, []parley.Event, int, error) {
+// lock of the rooms the batch changes, and the writes in order, one
+// statement each except that a run of sends is one statement unless single
+// is set. On failure it has rolled back and returns the index of the write
+// whose statement failed, failedRun or failedBatch.
+func (s *Store) tryBatch(reqs []*groupcommit.Request[writeOp, result], single bool) ([]outcome, []parley.Event, int, error) {
 	ctx := context.Background()
 	b := &pgx.Batch{}
 	s.wq.begin.count()
@@ -121,13 +137,34 @@ func (s *Store) tryBatch(reqs []*groupcommit.Request[writeOp, result]) ([]outcom
 		s.wq.lockRooms.count()
 		b.Queue(s.wq.lockRooms.text, rooms)
 	}
-	for _, r := range reqs {
-		r.In.queue(b, s.wq, s.now())
+	// Each statement runs the writes reqs[lo:hi]: one, or a run of sends.
+	type stmt struct {
+		lo, hi int
+		sends  []*send
+	}
+	var stmts []stmt
+	for i := 0; i < len(reqs); {
+		st := stmt{lo: i, hi: i + 1}
+		for j := i; !single && j < len(reqs); j++ {
+			o, ok := reqs[j].In.(*send)
+			if !ok {
+				break
+			}
+			st.sends, st.hi = append(st.sends, o), j+1
+		}
+		if len(st.sends) > 1 {
+			queueSends(b, s.wq, st.sends, s.now)
+		} else {
+			st.sends = nil
+			reqs[i].In.queue(b, s.wq, s.now())
+		}
+		stmts = append(stmts, st)
+		i = st.hi
 	}
 
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return nil, nil, -1, fmt.Errorf("acquire: %w", err)
+		return nil, nil, failedBatch, fmt.Errorf("acquire: %w", err)
 	}
 	defer conn.Release()
 	br := conn.SendBatch(ctx, b)
@@ -138,39 +175,50 @@ func (s *Store) tryBatch(reqs []*groupcommit.Request[writeOp, result]) ([]outcom
 		return nil, nil, i, err
 	}
 	if _, err := br.Exec(); err != nil {
-		return fail(-1, fmt.Errorf("begin: %w", err))
+		return fail(failedBatch, fmt.Errorf("begin: %w", err))
 	}
 	if len(rooms) > 0 {
 		var n int
 		if err := br.QueryRow().Scan(&n); err != nil {
-			return fail(-1, fmt.Errorf("lock rooms: %w", err))
+			return fail(failedBatch, fmt.Errorf("lock rooms: %w", err))
 		}
 	}
-	outs := make([]outcome, len(reqs))
+	outs := make([]outcome, 0, len(reqs))
 	var events []parley.Event
-	for i, r := range reqs {
-		res, evs, err := r.In.decode(br.QueryRow())
+	for _, st := range stmts {
+		if st.sends != nil {
+			o, evs, err := decodeSends(br, st.sends)
+			if err != nil {
+				if pgCode(err) != "" {
+					return fail(failedRun, err)
+				}
+				return fail(failedBatch, err)
+			}
+			outs, events = append(outs, o...), append(events, evs...)
+			continue
+		}
+		res, evs, err := reqs[st.lo].In.decode(br.QueryRow())
 		var pe *parley.Error
 		switch {
 		case err == nil:
-			outs[i].res = res
+			outs = append(outs, outcome{res: res})
 			events = append(events, evs...)
 		case errors.As(err, &pe):
-			outs[i].err = err
+			outs = append(outs, outcome{err: err})
 		case pgCode(err) != "":
-			return fail(i, err)
+			return fail(st.lo, err)
 		default:
-			return fail(-1, err)
+			return fail(failedBatch, err)
 		}
 	}
 	if err := br.Close(); err != nil {
-		return fail(-1, err)
+		return fail(failedBatch, err)
 	}
 	s.wq.commit.count()
 	if err := tx.Commit(ctx); err != nil {
-		return nil, nil, -1, fmt.Errorf("commit: %w", err)
+		return nil, nil, failedBatch, fmt.Errorf("commit: %w", err)
 	}
-	return outs, events, -1, nil
+	return outs, events, failedBatch, nil
 }
 
 // pgCode returns the SQLSTATE of a PostgreSQL error in err's chain, "" if

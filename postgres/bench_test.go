@@ -1,0 +1,53 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"parley"
+	"parley/parleytest"
+	"parley/postgres"
+)
+
+// BenchmarkSendParallel measures durable sends (synchronous_commit as the
+// server has it, on by default) with group commit: many concurrent senders
+// over 100 rooms, each message in its own Send. It reports messages and
+// commits per second and the mean batch.
+func BenchmarkSendParallel(b *testing.B) {
+	const nRooms = 100
+	s := mustOpen(b, postgres.Config{URL: freshSchema(b)})
+	ctx := context.Background()
+	users := parleytest.MustCreateUsers(b, s, "sender", nRooms)
+	rooms := make([]parley.Room, nRooms)
+	for i := range rooms {
+		rooms[i] = parleytest.MustCreateRoom(b, s, users[i], fmt.Sprintf("room%d", i), 0)
+	}
+	var next atomic.Int64
+	before := s.BatchStats()
+	b.SetParallelism(128) // 128 senders per GOMAXPROCS
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := next.Add(1)
+			r, u := rooms[i%nRooms], users[i%nRooms]
+			if _, _, err := s.Send(ctx, parley.NewMessage{RoomID: r.ID, SenderID: u.ID, SenderName: u.Name,
+				Body: "a message of some typical length, about sixty bytes long."}); err != nil {
+				b.Errorf("Send() error = %v", err)
+				return
+			}
+		}
+	})
+	elapsed := time.Since(start).Seconds()
+	b.StopTimer()
+	after := s.BatchStats()
+	batches := after.Batches - before.Batches
+	b.ReportMetric(float64(b.N)/elapsed, "msgs/s")
+	b.ReportMetric(float64(batches)/elapsed, "commits/s")
+	if batches > 0 {
+		b.ReportMetric(float64(after.Requests-before.Requests)/float64(batches), "msgs/commit")
+	}
+}
