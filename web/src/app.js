@@ -1,0 +1,449 @@
+// Parley's browser client. The page (index.html) holds the structure; this
+// script signs in, keeps the room list current from /user/queue/messages,
+// and runs one chat view at a time. Routes live in the URL fragment:
+// #/room/{id} opens a room, #/join/{id} is an invite link.
+
+import { Api } from './api.js';
+import { ChatView } from './chat.js';
+import { $, h, setText, shortTime } from './dom.js';
+import { Live } from './live.js';
+
+const tokenKey = 'parley.token';
+
+class App {
+  constructor() {
+    this.api = new Api(localStorage.getItem(tokenKey) || '');
+    this.me = null;
+    this.live = null;
+    this.rooms = new Map(); // room id -> {room, last, readSeq}
+    this.view = null; // the open ChatView
+    this.peers = {}; // direct room id -> the other user's name, for rooms started here
+    this.everConnected = false;
+    this.refreshTimer = 0;
+  }
+
+  async boot() {
+    this.bindForms();
+    window.addEventListener('hashchange', () => this.route());
+    if (this.api.token) {
+      try {
+        this.startSession(await this.api.me());
+        return;
+      } catch (e) {
+        if (e.status !== 401) {
+          this.showBanner('Could not reach the server: ' + e.message);
+        }
+      }
+    }
+    this.showAuth();
+  }
+
+  // ---- accounts
+
+  showAuth(message = '') {
+    $('chat-app').hidden = true;
+    $('whoami').hidden = true;
+    $('auth').hidden = false;
+    setText($('auth-error'), message);
+    this.setConn('offline');
+    $('auth-name').focus();
+  }
+
+  async authenticate(action, name, password) {
+    const err = $('auth-error');
+    setText(err, '');
+    if (!name || !password) {
+      setText(err, 'Enter a user name and a password.');
+      return;
+    }
+    try {
+      if (action === 'signup') await this.api.register(name, password);
+      const r = await this.api.login(name, password);
+      this.api.token = r.token;
+      localStorage.setItem(tokenKey, r.token);
+      $('auth-password').value = '';
+      this.startSession(r.user);
+    } catch (e) {
+      if (e.code === 'name_taken') setText(err, `The name “${name}” is taken: pick another, or log in.`);
+      else if (e.status === 401) setText(err, 'Wrong user name or password.');
+      else setText(err, e.message);
+    }
+  }
+
+  startSession(me) {
+    this.me = me;
+    try {
+      this.peers = JSON.parse(localStorage.getItem('parley.peers.' + me.id) || '{}');
+    } catch {
+      this.peers = {};
+    }
+    $('auth').hidden = true;
+    $('chat-app').hidden = false;
+    $('whoami').hidden = false;
+    setText($('me-name'), me.name);
+    this.live = new Live({
+      token: this.api.token,
+      onState: (s) => this.setConn(s),
+      onConnected: () => this.connected(),
+      onUserMessage: (m) => this.noteMessage(m),
+      onRoomMessage: (m) => {
+        this.noteMessage(m);
+        if (this.view && this.view.roomId === m.room_id) this.view.onMessage(m);
+      },
+      onRoomError: (roomId, err) => {
+        if (this.view && this.view.roomId === roomId) setText($('chat-error'), 'This room is closed to you: ' + err.text);
+      },
+      onSendResult: (clientId, r) => {
+        const mine = this.view && this.view.onSendResult(clientId, r);
+        if (!mine && r.error) this.showBanner('A message was not sent: ' + r.error.text);
+      },
+      onError: (err) => this.showBanner(err.code === 'unavailable'
+        ? 'The server is restarting: reconnecting…'
+        : 'The server closed the connection (' + err.text + '): reconnecting…'),
+      onAuthFailed: () => this.logout('Your session has expired: log in again.'),
+    });
+    this.live.start();
+    this.loadRooms();
+    this.route();
+  }
+
+  logout(message = '') {
+    if (this.live) this.live.stop();
+    this.live = null;
+    if (this.view) this.view.close();
+    this.view = null;
+    this.rooms.clear();
+    this.renderRooms();
+    this.api.token = '';
+    this.me = null;
+    localStorage.removeItem(tokenKey);
+    this.showAuth(message);
+  }
+
+  // ---- connection
+
+  setConn(state) {
+    const el = $('conn');
+    el.dataset.state = state;
+    setText(el, { connecting: 'Connecting…', live: 'Live', reconnecting: 'Reconnecting…' }[state] || 'Offline');
+  }
+
+  connected() {
+    this.hideBanner();
+    if (this.everConnected) {
+      // Catch the list up with what happened while the connection was down;
+      // the open room resumes by itself with since-seq.
+      this.loadRooms();
+      if (this.view) this.view.refresh();
+    }
+    this.everConnected = true;
+  }
+
+  showBanner(text) {
+    setText($('banner'), text);
+    $('banner').hidden = false;
+  }
+
+  hideBanner() {
+    $('banner').hidden = true;
+  }
+
+  // ---- room list
+
+  async loadRooms() {
+    try {
+      const r = await this.api.rooms();
+      const next = new Map();
+      for (const e of r.rooms) {
+        const old = this.rooms.get(e.room.id);
+        let readSeq = e.room.last_seq - e.unread;
+        let last = e.last_message;
+        if (old) {
+          readSeq = Math.max(readSeq, old.readSeq); // a read mark may be on its way
+          if (old.last && (!last || old.last.seq > last.seq)) {
+            last = old.last;
+            e.room.last_seq = Math.max(e.room.last_seq, last.seq);
+            e.room.last_activity_at = last.sent_at;
+          }
+        }
+        next.set(e.room.id, { room: e.room, last, readSeq });
+      }
+      this.rooms = next;
+      this.renderRooms();
+    } catch (e) {
+      if (e.status === 401) this.logout('Your session has expired: log in again.');
+    }
+  }
+
+  /** refreshRoomsSoon reloads the list once for a burst of unknown rooms. */
+  refreshRoomsSoon() {
+    if (this.refreshTimer) return;
+    this.refreshTimer = setTimeout(() => {
+      this.refreshTimer = 0;
+      this.loadRooms();
+    }, 200);
+  }
+
+  addRoom(room) {
+    if (!this.rooms.has(room.id)) this.rooms.set(room.id, { room, last: null, readSeq: room.last_seq });
+    this.renderRooms();
+  }
+
+  /** noteMessage updates the room list with a live message. */
+  noteMessage(m) {
+    const e = this.rooms.get(m.room_id);
+    if (!e) {
+      this.refreshRoomsSoon(); // a room this list does not know yet: someone started it
+      return;
+    }
+    if (!e.last || m.seq > e.last.seq) {
+      e.last = m;
+      e.room.last_activity_at = m.sent_at;
+    }
+    e.room.last_seq = Math.max(e.room.last_seq, m.seq);
+    if (m.sender_id === this.me.id) e.readSeq = Math.max(e.readSeq, m.seq); // one's own message is read
+    this.renderRooms();
+  }
+
+  ownMessageStored(roomId, seq) {
+    const e = this.rooms.get(roomId);
+    if (!e) return;
+    e.room.last_seq = Math.max(e.room.last_seq, seq);
+    e.readSeq = Math.max(e.readSeq, seq);
+    this.renderRooms();
+  }
+
+  markedRead(roomId, seq) {
+    const e = this.rooms.get(roomId);
+    if (!e) return;
+    e.readSeq = Math.max(e.readSeq, seq);
+    this.renderRooms();
+  }
+
+  roomName(room, last) {
+    if (room.title) return room.title;
+    if (room.kind === 'direct') {
+      if (room.peer && room.peer.name) return room.peer.name;
+      if (this.peers[room.id]) return this.peers[room.id];
+      if (last && this.me && last.sender_id !== this.me.id) return last.sender_name;
+      return 'Direct chat';
+    }
+    return 'Untitled room';
+  }
+
+  renderRooms() {
+    const list = $('room-list');
+    const focused = document.activeElement && list.contains(document.activeElement)
+      ? document.activeElement.dataset.room : null;
+    const entries = [...this.rooms.values()].sort((a, b) =>
+      Date.parse(b.room.last_activity_at) - Date.parse(a.room.last_activity_at) || (a.room.id < b.room.id ? -1 : 1));
+    const current = this.view ? this.view.roomId : null;
+    list.replaceChildren(...entries.map((e) => {
+      const unread = Math.max(0, e.room.last_seq - e.readSeq);
+      const last = e.last;
+      let preview = 'No messages yet';
+      if (last) preview = (last.sender_id === this.me.id ? 'You' : last.sender_name) + ': ' + last.body;
+      const at = last ? last.sent_at : e.room.last_activity_at;
+      return h('li', {},
+        h('a', {
+          href: '#/room/' + encodeURIComponent(e.room.id),
+          'aria-current': e.room.id === current ? 'page' : null,
+          dataset: { room: e.room.id },
+        },
+        h('span', { class: 'room-title' }, this.roomName(e.room, last)),
+        h('time', { class: 'room-time', datetime: at }, shortTime(at)),
+        h('span', { class: 'room-last' }, preview),
+        unread > 0 ? h('span', { class: 'badge', title: unread + ' unread' },
+          h('span', { 'aria-hidden': 'true' }, String(unread)),
+          h('span', { class: 'visually-hidden' }, ', ' + unread + ' unread')) : null),
+      );
+    }));
+    $('room-list-empty').hidden = entries.length > 0;
+    if (focused) {
+      const el = list.querySelector(`a[data-room="${CSS.escape(focused)}"]`);
+      if (el) el.focus();
+    }
+  }
+
+  // ---- routes
+
+  route() {
+    if (!this.me) return;
+    const hash = location.hash;
+    if (hash !== '' && !hash.startsWith('#/')) return; // an in-page link, such as the skip link
+    const m = /^#\/(room|join)\/([^/]+)$/.exec(hash);
+    $('join-view').hidden = true;
+    if (m && m[1] === 'room') {
+      this.openRoom(decodeURIComponent(m[2]));
+      return;
+    }
+    this.closeRoom();
+    if (m && m[1] === 'join') {
+      this.showJoin(decodeURIComponent(m[2]));
+      return;
+    }
+    $('pane-empty').hidden = false;
+  }
+
+  openRoom(id) {
+    if (this.view && this.view.roomId === id) return;
+    this.closeRoom();
+    $('pane-empty').hidden = true;
+    $('chat-app').classList.add('room-open');
+    this.view = new ChatView(this, id);
+    this.view.open();
+    this.renderRooms();
+  }
+
+  closeRoom() {
+    if (this.view) this.view.close();
+    this.view = null;
+    $('chat-app').classList.remove('room-open');
+    this.renderRooms();
+  }
+
+  /** showJoin previews an invite link's room with a Join button. */
+  async showJoin(id) {
+    if (this.rooms.has(id)) {
+      location.replace('#/room/' + encodeURIComponent(id));
+      return;
+    }
+    $('pane-empty').hidden = true;
+    $('chat-app').classList.add('room-open');
+    const view = $('join-view');
+    setText($('join-title'), 'Loading…');
+    setText($('join-info'), '');
+    setText($('join-error'), '');
+    $('join-button').hidden = true;
+    view.hidden = false;
+    this.joinId = id;
+    try {
+      const room = await this.api.room(id);
+      if (this.joinId !== id) return;
+      setText($('join-title'), 'Join “' + this.roomName(room) + '”');
+      const seats = room.capacity > 0 ? `${room.member_count} of ${room.capacity} seats taken` : `${room.member_count} members`;
+      setText($('join-info'), seats);
+      $('join-button').hidden = false;
+      $('join-button').focus();
+    } catch (e) {
+      setText($('join-title'), 'Invite link');
+      setText($('join-error'), e.code === 'not_found' ? 'This room does not exist, or is not open to you.' : e.message);
+    }
+  }
+
+  async joinRoom(id) {
+    setText($('join-error'), '');
+    try {
+      const room = await this.api.join(id);
+      this.addRoom(room);
+      location.replace('#/room/' + encodeURIComponent(id));
+    } catch (e) {
+      if (e.code === 'room_full') {
+        let detail = '';
+        try {
+          const room = await this.api.room(id);
+          detail = ` All ${room.capacity} seats are taken.`;
+          setText($('join-info'), `${room.member_count} of ${room.capacity} seats taken`);
+        } catch {
+          // the message alone will do
+        }
+        setText($('join-error'), 'This room is full.' + detail);
+      } else {
+        setText($('join-error'), 'Could not join: ' + e.message);
+      }
+    }
+  }
+
+  // ---- forms
+
+  bindForms() {
+    $('auth-form').addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      const action = ev.submitter && ev.submitter.value === 'signup' ? 'signup' : 'login';
+      this.authenticate(action, $('auth-name').value.trim(), $('auth-password').value);
+    });
+    $('logout').addEventListener('click', () => this.logout());
+
+    const newRoomError = $('new-room-error');
+    $('group-form').addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      setText(newRoomError, '');
+      const title = $('group-title').value.trim();
+      const capacity = Number($('group-capacity').value || 0);
+      if (!title) { setText(newRoomError, 'Give the room a title.'); return; }
+      try {
+        const room = await this.api.createGroup(title, capacity);
+        ev.target.reset();
+        this.addRoom(room);
+        location.hash = '#/room/' + encodeURIComponent(room.id);
+      } catch (e) {
+        setText(newRoomError, 'Could not create the room: ' + e.message);
+      }
+    });
+
+    $('direct-form').addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      setText(newRoomError, '');
+      const name = $('direct-name').value.trim();
+      if (!name) return;
+      try {
+        const user = await this.api.userByName(name);
+        const room = await this.api.createDirect(user.id);
+        this.peers[room.id] = user.name;
+        localStorage.setItem('parley.peers.' + this.me.id, JSON.stringify(this.peers));
+        ev.target.reset();
+        this.addRoom(room);
+        location.hash = '#/room/' + encodeURIComponent(room.id);
+      } catch (e) {
+        setText(newRoomError, e.code === 'not_found' ? `No user is called “${name}”.` : 'Could not start the chat: ' + e.message);
+      }
+    });
+
+    $('join-form').addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      setText(newRoomError, '');
+      const link = $('join-link').value.trim();
+      const m = /#\/(?:join|room)\/([^/?#\s]+)/.exec(link) || /^([A-Za-z0-9_-]+)$/.exec(link);
+      if (!m) { setText(newRoomError, 'That is not an invite link.'); return; }
+      ev.target.reset();
+      location.hash = '#/join/' + m[1];
+    });
+    $('join-button').addEventListener('click', () => this.joinRoom(this.joinId));
+
+    $('invite-button').addEventListener('click', () => {
+      if (!this.view) return;
+      const p = $('invite');
+      p.hidden = !p.hidden;
+      const input = $('invite-link');
+      input.value = location.origin + location.pathname + '#/join/' + encodeURIComponent(this.view.roomId);
+      if (!p.hidden) input.select();
+    });
+
+    const input = $('composer-input');
+    const submit = () => {
+      const body = input.value;
+      if (!body.trim() || !this.view) return;
+      input.value = '';
+      autosize();
+      this.view.send(body);
+    };
+    const autosize = () => {
+      input.style.height = 'auto';
+      input.style.height = Math.min(input.scrollHeight + 2, 160) + 'px';
+    };
+    $('composer').addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      submit();
+    });
+    input.addEventListener('keydown', (ev) => {
+      if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing) {
+        ev.preventDefault();
+        submit();
+      }
+    });
+    input.addEventListener('input', autosize);
+    $('load-older').addEventListener('click', () => this.view && this.view.loadOlder());
+  }
+}
+
+new App().boot();

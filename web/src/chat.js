@@ -1,0 +1,267 @@
+// The chat view of one room: history loaded newest first and older pages on
+// scrolling up, live messages in seq order, sends shown as "sending…" until
+// their RECEIPT, and the read position sent while the view is at the bottom.
+
+import { $, h, setText, fullTime, randomId } from './dom.js';
+
+const pageSize = 50;
+
+export class ChatView {
+  constructor(app, roomId) {
+    this.app = app;
+    this.roomId = roomId;
+    this.room = null;
+    this.msgs = new Map(); // seq -> message, confirmed ones
+    this.pending = new Map(); // client id -> {el, body}
+    this.minSeq = 0; // lowest seq shown (0: none)
+    this.maxSeq = 0; // highest seq shown: live resumes after it
+    this.hasOlder = false;
+    this.loadingOlder = false;
+    this.readSent = 0;
+    this.closed = false;
+
+    this.list = $('messages');
+    this.scroller = $('messages-scroll');
+    this.onScroll = () => this.scrolled();
+    this.onVisible = () => this.maybeMarkRead();
+  }
+
+  async open() {
+    const app = this.app;
+    this.list.replaceChildren();
+    setText($('history-status'), 'Loading…');
+    setText($('chat-error'), '');
+    $('load-older').hidden = true;
+    $('invite').hidden = true;
+    const entry = app.rooms.get(this.roomId);
+    this.showRoom(entry ? entry.room : null);
+    $('chat-view').hidden = false;
+    this.scroller.addEventListener('scroll', this.onScroll, { passive: true });
+    document.addEventListener('visibilitychange', this.onVisible);
+    window.addEventListener('focus', this.onVisible);
+    try {
+      const [room, page] = await Promise.all([
+        app.api.room(this.roomId),
+        app.api.messages(this.roomId, { limit: pageSize }),
+      ]);
+      if (this.closed) return;
+      this.showRoom(room);
+      for (const m of page.messages) this.insert(m);
+      this.hasOlder = page.messages.length === pageSize && this.minSeq > 1;
+      setText($('history-status'), this.msgs.size === 0 ? 'No messages yet. Say hello!' : '');
+      this.updateOlderButton();
+      this.scrollToBottom();
+    } catch (e) {
+      if (this.closed) return;
+      setText($('history-status'), '');
+      setText($('chat-error'), e.code === 'forbidden' || e.code === 'not_found'
+        ? 'You are not a member of this room.'
+        : 'Could not load the room: ' + e.message);
+      return;
+    }
+    // Live from here: the subscription resumes after the newest message
+    // shown, so whatever was sent while the page loaded arrives too.
+    app.live.openRoom(this.roomId, () => this.maxSeq);
+    this.fillViewport();
+    this.maybeMarkRead();
+  }
+
+  close() {
+    this.closed = true;
+    this.app.live.closeRoom(this.roomId);
+    this.scroller.removeEventListener('scroll', this.onScroll);
+    document.removeEventListener('visibilitychange', this.onVisible);
+    window.removeEventListener('focus', this.onVisible);
+    $('chat-view').hidden = true;
+    this.list.replaceChildren();
+  }
+
+  /** showRoom fills the header: title and member count. */
+  showRoom(room) {
+    if (room) this.room = room;
+    const r = this.room;
+    setText($('chat-title'), r ? this.app.roomName(r) : '');
+    let members = '';
+    if (r && r.kind === 'direct') members = 'Direct chat';
+    else if (r && r.capacity > 0) members = `${r.member_count} of ${r.capacity} seats taken`;
+    else if (r) members = r.member_count === 1 ? '1 member' : `${r.member_count} members`;
+    setText($('chat-members'), members);
+    $('invite-button').hidden = !r || r.kind === 'direct';
+  }
+
+  /** refresh reloads the room info, e.g. after a reconnect. */
+  async refresh() {
+    try {
+      const room = await this.app.api.room(this.roomId);
+      if (!this.closed) this.showRoom(room);
+    } catch {
+      // keep what is shown
+    }
+  }
+
+  atBottom() {
+    const s = this.scroller;
+    return s.scrollHeight - s.scrollTop - s.clientHeight < 40;
+  }
+
+  scrollToBottom() {
+    this.scroller.scrollTop = this.scroller.scrollHeight;
+  }
+
+  /** onMessage takes a live message of this room (in seq order from the server). */
+  onMessage(m) {
+    const wasAtBottom = this.atBottom();
+    const gap = this.maxSeq > 0 && m.seq > this.maxSeq + 1;
+    this.insert(m);
+    setText($('history-status'), '');
+    if (wasAtBottom || m.sender_id === this.app.me.id) this.scrollToBottom();
+    if (gap) this.fillGap();
+    this.maybeMarkRead();
+  }
+
+  /** fillGap fetches what a hole in the seqs left out (the server promises none). */
+  async fillGap() {
+    let after = 0;
+    for (let s = this.minSeq; s <= this.maxSeq; s++) {
+      if (!this.msgs.has(s)) { after = s - 1; break; }
+    }
+    try {
+      const page = await this.app.api.messages(this.roomId, { after, limit: 100 });
+      if (!this.closed) for (const m of page.messages) this.insert(m);
+    } catch {
+      // the next reconnect resumes anyway
+    }
+  }
+
+  /** insert places a confirmed message by seq; a duplicate is ignored. */
+  insert(m) {
+    const p = m.client_id && m.sender_id === this.app.me.id ? this.pending.get(m.client_id) : null;
+    if (p) {
+      p.el.remove();
+      this.pending.delete(m.client_id);
+    }
+    if (this.msgs.has(m.seq)) return;
+    this.msgs.set(m.seq, m);
+    this.minSeq = this.minSeq === 0 ? m.seq : Math.min(this.minSeq, m.seq);
+    this.maxSeq = Math.max(this.maxSeq, m.seq);
+    const el = this.render(m);
+    // Find the first confirmed element with a larger seq, from the end
+    // (new messages are the common case), else the first pending one.
+    let before = null;
+    for (let c = this.list.lastElementChild; c; c = c.previousElementSibling) {
+      if (c.dataset.seq === undefined) { before = c; continue; }
+      if (Number(c.dataset.seq) > m.seq) before = c;
+      else break;
+    }
+    this.list.insertBefore(el, before);
+  }
+
+  render(m, status) {
+    const mine = m.sender_id === this.app.me.id;
+    const attrs = { class: mine ? 'msg mine' : 'msg' };
+    if (m.seq) attrs.dataset = { seq: String(m.seq) };
+    return h('li', attrs,
+      h('div', { class: 'msg-meta' },
+        h('span', { class: 'msg-sender' }, mine ? 'You' : m.sender_name),
+        m.sent_at ? h('time', { datetime: m.sent_at, title: fullTime(m.sent_at) }, fullTime(m.sent_at)) : null,
+      ),
+      h('p', { class: 'msg-body' }, m.body),
+      status ? h('p', { class: 'msg-status' }, status) : null,
+    );
+  }
+
+  /** send shows the message as sending and hands it to the live connection. */
+  send(body) {
+    const clientId = randomId();
+    const el = this.render({ sender_id: this.app.me.id, body }, 'sending…');
+    el.classList.add('pending');
+    el.dataset.clientId = clientId;
+    this.pending.set(clientId, { el, body });
+    this.list.append(el);
+    setText($('history-status'), '');
+    this.scrollToBottom();
+    this.app.live.send(this.roomId, body, clientId);
+  }
+
+  /** onSendResult settles a pending message; false when it is not this view's. */
+  onSendResult(clientId, r) {
+    const p = this.pending.get(clientId);
+    if (!p) return false;
+    if (r.error) {
+      p.el.classList.remove('pending');
+      p.el.classList.add('failed');
+      const status = p.el.querySelector('.msg-status');
+      status.replaceChildren(
+        document.createTextNode('Not sent: ' + r.error.text),
+        h('button', { type: 'button', class: 'secondary', onclick: () => {
+          p.el.remove();
+          this.pending.delete(clientId);
+        } }, 'Dismiss'),
+      );
+      status.setAttribute('role', 'alert');
+      return true;
+    }
+    this.pending.delete(clientId);
+    p.el.remove();
+    // The RECEIPT may come before the MESSAGE: show it as sent now, the
+    // MESSAGE with the same seq is then a duplicate.
+    this.insert({
+      id: r.messageId, room_id: this.roomId, seq: r.seq, sender_id: this.app.me.id,
+      sender_name: this.app.me.name, body: p.body, client_id: clientId, sent_at: new Date().toISOString(),
+    });
+    this.app.ownMessageStored(this.roomId, r.seq);
+    this.maybeMarkRead();
+    return true;
+  }
+
+  scrolled() {
+    if (this.scroller.scrollTop < 80) this.loadOlder();
+    this.maybeMarkRead();
+  }
+
+  updateOlderButton() {
+    $('load-older').hidden = !this.hasOlder;
+  }
+
+  /** loadOlder prepends the page just older than the oldest shown (REST before=). */
+  async loadOlder() {
+    if (!this.hasOlder || this.loadingOlder || this.closed) return;
+    this.loadingOlder = true;
+    setText($('history-status'), 'Loading older messages…');
+    try {
+      const page = await this.app.api.messages(this.roomId, { before: this.minSeq, limit: pageSize });
+      if (this.closed) return;
+      const s = this.scroller;
+      const fromBottom = s.scrollHeight - s.scrollTop;
+      for (const m of page.messages) this.insert(m);
+      s.scrollTop = s.scrollHeight - fromBottom; // keep what the reader was looking at in place
+      this.hasOlder = page.messages.length === pageSize && this.minSeq > 1;
+      setText($('history-status'), this.hasOlder ? '' : 'This is the start of the conversation.');
+    } catch (e) {
+      setText($('history-status'), 'Could not load older messages: ' + e.message);
+    } finally {
+      this.loadingOlder = false;
+      this.updateOlderButton();
+    }
+  }
+
+  /** fillViewport loads older pages until the list can scroll (so scrolling up can load more). */
+  async fillViewport() {
+    for (let i = 0; i < 5 && this.hasOlder && !this.closed; i++) {
+      if (this.scroller.scrollHeight > this.scroller.clientHeight + 80) return;
+      await this.loadOlder();
+    }
+  }
+
+  /** maybeMarkRead sends the read position when the newest message is in view. */
+  maybeMarkRead() {
+    if (this.closed || document.visibilityState !== 'visible' || !this.atBottom()) return;
+    const seq = this.maxSeq;
+    if (seq <= this.readSent) return;
+    this.readSent = seq;
+    this.app.markedRead(this.roomId, seq);
+    this.app.api.markRead(this.roomId, seq).catch(() => {
+      if (this.readSent === seq) this.readSent = 0; // try again on the next scroll
+    });
+  }
+}
