@@ -22,6 +22,7 @@ import (
 	"parley/rest"
 	"parley/sqlite"
 	"parley/stomp"
+	"parley/web"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -157,6 +158,7 @@ func (m *Main) Open(ctx context.Context) error {
 	mux := http.NewServeMux()
 	mux.Handle("/api/", api)
 	mux.Handle("GET /ws", m.gateway)
+	mux.Handle("/", web.Handler()) // the browser client; no method in the pattern, which "/api/" would conflict with
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("ok\n"))
