@@ -49,12 +49,15 @@ func openDB(path string, n int, write bool, cfg Config) *sql.DB {
 		"PRAGMA temp_store = MEMORY",
 		fmt.Sprintf("PRAGMA cache_size = -%d", cfg.CacheKiB),
 	}
-	if !write {
+	if write {
+		// After a checkpoint resets the WAL, cut it back to 64 MiB.
+		pragmas = append(pragmas, "PRAGMA journal_size_limit = 67108864")
+	} else {
 		pragmas = append(pragmas, "PRAGMA query_only = ON")
 	}
-	// BEGIN IMMEDIATE: the writer takes the write lock when it starts a
-	// batch, never half-way through it.
-	db := sql.OpenDB(&connector{drv: newDriver(), dsn: path + "?_txlock=immediate", pragmas: pragmas})
+	// BEGIN IMMEDIATE (dsnParams): the writer takes the write lock when it
+	// starts a batch, never half-way through it.
+	db := sql.OpenDB(&connector{drv: newDriver(), dsn: path + "?" + dsnParams, pragmas: pragmas})
 	db.SetMaxOpenConns(n)
 	db.SetMaxIdleConns(n)
 	db.SetConnMaxLifetime(0)

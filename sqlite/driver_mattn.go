@@ -1,4 +1,4 @@
-//go:build !parley_modernc
+//go:build cgo && !parley_modernc
 
 package sqlite
 
@@ -9,8 +9,13 @@ import (
 	sqlite3 "github.com/mattn/go-sqlite3"
 )
 
-// driverName names the SQLite driver this build uses (see DRIVER.md).
+// driverName names the SQLite driver this build uses (see DRIVER.md): the
+// cgo driver, the default whenever cgo is on.
 const driverName = "mattn/go-sqlite3"
+
+// dsnParams: BEGIN IMMEDIATE, and no SQLite mutex on a connection, which
+// database/sql never shares between goroutines.
+const dsnParams = "_txlock=immediate&_mutex=no"
 
 func newDriver() driver.Driver { return &sqlite3.SQLiteDriver{} }
 

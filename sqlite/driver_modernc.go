@@ -1,4 +1,4 @@
-//go:build parley_modernc
+//go:build !cgo || parley_modernc
 
 package sqlite
 
@@ -10,10 +10,13 @@ import (
 	msqlite "modernc.org/sqlite"
 )
 
-// driverName names the SQLite driver this build uses (see DRIVER.md). This
-// file is only built with -tags parley_modernc, to measure the pure Go
-// driver against the cgo one.
+// driverName names the SQLite driver this build uses (see DRIVER.md). The
+// pure Go driver is built when cgo is off (CGO_ENABLED=0: no C toolchain, a
+// static binary) or with -tags parley_modernc.
 const driverName = "modernc.org/sqlite"
+
+// dsnParams: BEGIN IMMEDIATE.
+const dsnParams = "_txlock=immediate"
 
 func newDriver() driver.Driver {
 	db, _ := sql.Open("sqlite", "") // opens no connection

@@ -88,7 +88,7 @@ func (s *Store) tryBatch(reqs []*groupcommit.Request[writeOp, result], grouped b
 		return nil, wholeBatch, fmt.Errorf("begin: %w", err)
 	}
 	w := &wtx{s: s, tx: tx, stmts: make([]*sql.Stmt, s.nwq), args: s.args}
-	defer func() { s.args = w.args[:0] }()
+	defer func() { clear(w.args); s.args = w.args[:0] }()
 	fail := func(blame int, err error) ([]parley.Event, int, error) {
 		tx.Rollback()
 		if !isConstraint(err) {
