@@ -16,7 +16,7 @@ import (
 // msgs messages, in a cache over SQLite.
 func benchSetup(b *testing.B, users, rooms, msgs int) (*cache.Store, func() uint64, []parley.User, []parley.Room) {
 	b.Helper()
-	c, inner := openCachedSQLite(b, cache.Config{}, nil)
+	c, inner := openCachedSQLite(b, cache.Config{}, nil, nil)
 	us := parleytest.MustCreateUsers(b, c, "user", users)
 	rs := make([]parley.Room, rooms)
 	for i := range rs {

@@ -16,23 +16,46 @@ import (
 	"parley/cache"
 )
 
-// env is a cache over a fake store, with the reads that reach the fake
-// counted. ref reads the fake directly: the truth the cache must agree with.
+// env is a cache over an inner store, with the reads that reach the inner
+// store counted. ref reads the inner store directly: the truth the cache must
+// agree with. fake is the inner store when it is the fake.
 type env struct {
 	c    *cache.Store
-	ref  *fakeStore
+	ref  parley.Store
+	fake *fakeStore
 	cnt  *counting
 	user []parley.User
 	room []parley.Room
 }
 
+// newEnv makes a cache over the fake store.
 func newEnv(t *testing.T, cfg cache.Config) *env {
 	t.Helper()
-	ref := newFakeStore(nil)
-	cnt := newCounting(ref)
+	fake := newFakeStore(nil)
+	cnt := newCounting(fake)
 	c := cache.New(cnt, cfg)
-	ref.sink = c.Apply
-	return &env{c: c, ref: ref, cnt: cnt}
+	fake.sink = c.Apply
+	return &env{c: c, ref: fake, fake: fake, cnt: cnt}
+}
+
+// newSQLiteEnv makes a cache over SQLite.
+func newSQLiteEnv(t *testing.T, cfg cache.Config) *env {
+	t.Helper()
+	var cnt *counting
+	c, inner := openCachedSQLite(t, cfg, nil, func(s parley.Store) parley.Store {
+		cnt = newCounting(s)
+		return cnt
+	})
+	return &env{c: c, ref: inner, cnt: cnt}
+}
+
+// backends are the inner stores the behavioural tests run on.
+var backends = []struct {
+	name   string
+	newEnv func(*testing.T, cache.Config) *env
+}{
+	{"fake", newEnv},
+	{"sqlite", newSQLiteEnv},
 }
 
 var ctx = context.Background()
@@ -87,7 +110,7 @@ func (e *env) check(t *testing.T) {
 	for _, r := range e.room {
 		want, werr := e.ref.Room(ctx, r.ID)
 		got, err := e.c.Room(ctx, r.ID)
-		if !reflect.DeepEqual(got, want) || parley.ErrorCode(err) != parley.ErrorCode(werr) {
+		if werr == nil && !reflect.DeepEqual(got, want) || parley.ErrorCode(err) != parley.ErrorCode(werr) {
 			t.Errorf("Room(%s) = %+v, %v; want %+v, %v", r.Title, got, err, want, werr)
 		}
 		wantIDs, _ := e.ref.Members(ctx, r.ID)
@@ -114,7 +137,7 @@ func (e *env) check(t *testing.T) {
 		for _, u := range e.user {
 			want, werr := e.ref.Member(ctx, r.ID, u.ID)
 			got, err := e.c.Member(ctx, r.ID, u.ID)
-			if got != want || parley.ErrorCode(err) != parley.ErrorCode(werr) {
+			if werr == nil && got != want || parley.ErrorCode(err) != parley.ErrorCode(werr) {
 				t.Errorf("Member(%s, %s) = %+v, %v; want %+v, %v", r.Title, u.Name, got, err, want, werr)
 			}
 		}
@@ -235,20 +258,22 @@ func (e *env) populate(t *testing.T, users, rooms int) {
 // TestMatchesInner runs random writes through caches of several sizes and
 // compares every read with the inner store's.
 func TestMatchesInner(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		cfg  cache.Config
-	}{
-		{"defaults", cache.Config{}},
-		{"small window", cache.Config{RecentMessages: 7}},
-		{"evicting", cache.Config{RecentMessages: 30, MaxRooms: 2, MaxUsers: 2, MaxTokens: 1}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, tc.cfg)
-			e.populate(t, 5, 6)
-			e.check(t) // cold: everything loads
-			e.script(t, rand.New(rand.NewPCG(1, 2)), 1500)
-		})
+	for _, be := range backends {
+		for _, tc := range []struct {
+			name string
+			cfg  cache.Config
+		}{
+			{"defaults", cache.Config{}},
+			{"small window", cache.Config{RecentMessages: 7}},
+			{"evicting", cache.Config{RecentMessages: 30, MaxRooms: 2, MaxUsers: 2, MaxTokens: 1}},
+		} {
+			t.Run(be.name+"/"+tc.name, func(t *testing.T) {
+				e := be.newEnv(t, tc.cfg)
+				e.populate(t, 5, 6)
+				e.check(t) // cold: everything loads
+				e.script(t, rand.New(rand.NewPCG(1, 2)), 1500)
+			})
+		}
 	}
 }
 

@@ -51,9 +51,9 @@ func TestLoadOvertakenByEvents(t *testing.T) {
 		t.Run(st.name, func(t *testing.T) {
 			e := raceEnv(t)
 			var once sync.Once
-			e.ref.afterRead = func(string) { once.Do(func() { st.write(e) }) }
+			e.fake.afterRead = func(string) { once.Do(func() { st.write(e) }) }
 			st.read(e)
-			e.ref.afterRead = nil
+			e.fake.afterRead = nil
 			e.check(t)
 		})
 	}
@@ -65,7 +65,7 @@ func TestLoadOvertakenByEvents(t *testing.T) {
 func TestLoadAheadOfEvents(t *testing.T) {
 	e := raceEnv(t)
 	hold, release := make(chan struct{}), make(chan struct{})
-	e.ref.beforeSink = func() {
+	e.fake.beforeSink = func() {
 		close(hold)
 		<-release
 	}
@@ -75,7 +75,7 @@ func TestLoadAheadOfEvents(t *testing.T) {
 		e.c.Send(ctx, parley.NewMessage{RoomID: e.room[0].ID, SenderID: e.user[1].ID, Body: "late"})
 	}()
 	<-hold
-	e.ref.beforeSink = nil // the writer is parked: no other write runs
+	e.fake.beforeSink = nil // the writer is parked: no other write runs
 	for _, u := range e.user {
 		e.c.Rooms(ctx, u.ID, "", 10)
 		e.c.Member(ctx, e.room[0].ID, u.ID)
@@ -115,36 +115,38 @@ func raceEnv(t *testing.T) *env {
 // writes through the cache; at the end every read must match the inner
 // store.
 func TestConcurrent(t *testing.T) {
-	for _, cfg := range []cache.Config{{}, {RecentMessages: 5, MaxRooms: 2, MaxUsers: 2}} {
-		t.Run(fmt.Sprintf("rooms=%d", cfg.MaxRooms), func(t *testing.T) {
-			e := newEnv(t, cfg)
-			e.populate(t, 6, 5)
-			var stop atomic.Bool
-			var writers, readers sync.WaitGroup
-			for w := range 3 {
-				own := []parley.User{e.user[w], e.user[w+3]}
-				writers.Go(func() { e.writer(t, rand.New(rand.NewPCG(uint64(w), 9)), own, 300) })
-			}
-			for r := range 2 {
-				readers.Go(func() {
-					rng := rand.New(rand.NewPCG(uint64(r), 7))
-					for !stop.Load() {
-						u := e.user[rng.IntN(len(e.user))]
-						room := e.room[rng.IntN(len(e.room))]
-						e.c.Rooms(ctx, u.ID, "", 1+rng.IntN(5))
-						e.c.Messages(ctx, room.ID, parley.Newest(1+rng.IntN(60)))
-						e.c.Members(ctx, room.ID)
-						e.c.Member(ctx, room.ID, u.ID)
-						e.c.Memberships(ctx, u.ID)
-						e.c.Room(ctx, room.ID)
-					}
-				})
-			}
-			writers.Wait()
-			stop.Store(true)
-			readers.Wait()
-			e.check(t)
-		})
+	for _, be := range backends {
+		for _, cfg := range []cache.Config{{}, {RecentMessages: 5, MaxRooms: 2, MaxUsers: 2}} {
+			t.Run(fmt.Sprintf("%s/rooms=%d", be.name, cfg.MaxRooms), func(t *testing.T) {
+				e := be.newEnv(t, cfg)
+				e.populate(t, 6, 5)
+				var stop atomic.Bool
+				var writers, readers sync.WaitGroup
+				for w := range 3 {
+					own := []parley.User{e.user[w], e.user[w+3]}
+					writers.Go(func() { e.writer(t, rand.New(rand.NewPCG(uint64(w), 9)), own, 300) })
+				}
+				for r := range 2 {
+					readers.Go(func() {
+						rng := rand.New(rand.NewPCG(uint64(r), 7))
+						for !stop.Load() {
+							u := e.user[rng.IntN(len(e.user))]
+							room := e.room[rng.IntN(len(e.room))]
+							e.c.Rooms(ctx, u.ID, "", 1+rng.IntN(5))
+							e.c.Messages(ctx, room.ID, parley.Newest(1+rng.IntN(60)))
+							e.c.Members(ctx, room.ID)
+							e.c.Member(ctx, room.ID, u.ID)
+							e.c.Memberships(ctx, u.ID)
+							e.c.Room(ctx, room.ID)
+						}
+					})
+				}
+				writers.Wait()
+				stop.Store(true)
+				readers.Wait()
+				e.check(t)
+			})
+		}
 	}
 }
 

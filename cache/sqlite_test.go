@@ -12,8 +12,9 @@ import (
 
 // openCachedSQLite opens a cache over a fresh SQLite store, wired the way
 // cmd/parley wires them: the store's OnCommit applies the events to the
-// cache, then passes them on to sink.
-func openCachedSQLite(t testing.TB, cfg cache.Config, sink parley.EventSink) (*cache.Store, *sqlite.Store) {
+// cache, then passes them on to sink. wrap, when not nil, wraps the store the
+// cache reads from.
+func openCachedSQLite(t testing.TB, cfg cache.Config, sink parley.EventSink, wrap func(parley.Store) parley.Store) (*cache.Store, *sqlite.Store) {
 	t.Helper()
 	var c *cache.Store
 	inner, err := sqlite.Open(ctx, sqlite.Config{
@@ -29,7 +30,11 @@ func openCachedSQLite(t testing.TB, cfg cache.Config, sink parley.EventSink) (*c
 	if err != nil {
 		t.Fatalf("sqlite.Open: %v", err)
 	}
-	c = cache.New(inner, cfg)
+	var under parley.Store = inner
+	if wrap != nil {
+		under = wrap(inner)
+	}
+	c = cache.New(under, cfg)
 	t.Cleanup(func() { c.Close() })
 	return c, inner
 }
@@ -47,7 +52,7 @@ func TestStoreConformance(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			parleytest.RunStoreTests(t, func(t *testing.T, sink parley.EventSink) parley.Store {
-				c, _ := openCachedSQLite(t, tc.cfg, sink)
+				c, _ := openCachedSQLite(t, tc.cfg, sink, nil)
 				return c
 			})
 		})
@@ -57,7 +62,7 @@ func TestStoreConformance(t *testing.T) {
 // TestSteadyStateSQLite checks on the real store that the room list and the
 // newest page reach SQLite zero times once warm, while messages flow.
 func TestSteadyStateSQLite(t *testing.T) {
-	c, inner := openCachedSQLite(t, cache.Config{}, nil)
+	c, inner := openCachedSQLite(t, cache.Config{}, nil, nil)
 	users := parleytest.MustCreateUsers(t, c, "u", 3)
 	var rooms []parley.Room
 	for i := range 20 {
