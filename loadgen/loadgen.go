@@ -236,6 +236,8 @@ type Result struct {
 	Seats       *SeatsResult       `json:"seats,omitempty"`
 	Connections *ConnectionsResult `json:"connections,omitempty"`
 
+	Resources Resources `json:"resources"`
+
 	Timeline  []Point  `json:"timeline"`
 	Histogram []Bucket `json:"histogram"`
 	Notes     []string `json:"notes,omitempty"`

@@ -64,6 +64,9 @@ func WriteText(w io.Writer, res *Result) error {
 	for _, n := range res.Notes {
 		row("note", "%s", n)
 	}
+	u := res.Resources
+	row("CPU (cores)", "server %.2f, load generator %.2f; load average %.1f → %.1f",
+		u.ServerCPU, u.ClientCPU, u.Load1Start, u.Load1End)
 	row("machine", "%s", machineText(res.Machine))
 	return tw.Flush()
 }

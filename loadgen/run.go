@@ -28,6 +28,8 @@ type run struct {
 	total      atomic.Int64
 	extra      func() int64 // Extra of each timeline point; nil for none
 
+	usage usageSample // at the start of the measurement
+
 	tickMu    sync.Mutex // guards lastPoint and calls of extra
 	lastPoint Point
 	stopTick  chan struct{}
@@ -64,6 +66,7 @@ func (r *run) setPhase(name string, total int64, limit time.Duration) {
 // startMeasure ends the set-up and starts the measurement's clock and
 // timeline.
 func (r *run) startMeasure(total int64) time.Time {
+	r.usage = r.sampleUsage()
 	now := time.Now()
 	r.res.SetupTime = now.Sub(r.setupStart).Seconds()
 	r.rec.Restart(now)
@@ -119,6 +122,7 @@ func (r *run) stopMeasure(start time.Time) {
 	now := time.Now()
 	r.res.Elapsed = now.Sub(start).Seconds()
 	r.tick(now)
+	r.res.Resources = r.usage.until(r.sampleUsage())
 }
 
 // tick closes a timeline point.
