@@ -1,8 +1,10 @@
 package gateway
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"runtime"
 	"strings"
@@ -32,6 +34,17 @@ func benchFanOut(b *testing.B, transport string, sessions int) {
 	e.chat.addRoom("r1", alice)
 	var received atomic.Int64
 	for i := range sessions {
+		if transport == "websocket" {
+			// A hand-written client that only counts frames, so that the
+			// client side costs little of the machine.
+			conn, err := idleClient(strings.TrimPrefix(e.http.URL, "http://"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { conn.Close() })
+			go countWSFrames(conn, &received)
+			continue
+		}
 		c := e.dial(b, transport)
 		c.connect("alice")
 		c.send(frame("SUBSCRIBE", "", "id:"+fmt.Sprint(i), "destination:/topic/rooms.r1", "receipt:s"))
@@ -85,6 +98,37 @@ func countFrames(conn net.Conn, n *atomic.Int64) {
 		if err != nil {
 			return
 		}
+	}
+}
+
+// countWSFrames counts the WebSocket frames a client receives.
+func countWSFrames(conn net.Conn, n *atomic.Int64) {
+	br := bufio.NewReaderSize(conn, 64<<10)
+	var hdr [8]byte
+	for {
+		if _, err := io.ReadFull(br, hdr[:2]); err != nil {
+			return
+		}
+		size := int(hdr[1] & 0x7f)
+		switch size {
+		case 126:
+			if _, err := io.ReadFull(br, hdr[:2]); err != nil {
+				return
+			}
+			size = int(hdr[0])<<8 | int(hdr[1])
+		case 127:
+			if _, err := io.ReadFull(br, hdr[:8]); err != nil {
+				return
+			}
+			size = 0
+			for _, c := range hdr {
+				size = size<<8 | int(c)
+			}
+		}
+		if _, err := br.Discard(size); err != nil {
+			return
+		}
+		n.Add(1)
 	}
 }
 
