@@ -24,9 +24,7 @@ func (s *Store) Apply(events []parley.Event) {
 func (s *Store) applyLocked(ev *parley.Event) {
 	st := s.roomLocked(ev.Room.ID)
 	st.room, st.hasRoom = ev.Room, true
-	if st.loads > 0 {
-		st.backlog = append(st.backlog, *ev)
-	}
+	st.backlog.add(ev)
 	if ev.Kind == parley.EventRoom {
 		st.idsOK = true
 	}
@@ -42,9 +40,7 @@ func (s *Store) applyLocked(ev *parley.Event) {
 	if u == nil {
 		return
 	}
-	if u.loads > 0 {
-		u.backlog = append(u.backlog, *ev)
-	}
+	u.backlog.add(ev)
 	if u.membersOK && memberAfter(u.members, ev) {
 		u.gen++
 	}

@@ -14,7 +14,7 @@ import (
 func TestEvictionBounds(t *testing.T) {
 	s := New(nil, Config{MaxRooms: 3, MaxUsers: 4, MaxTokens: 5})
 	busy := s.roomLocked("busy")
-	busy.loads++
+	busy.backlog.begin()
 	for i := range 100 {
 		id := fmt.Sprint("room", i)
 		s.Apply([]parley.Event{{Kind: parley.EventRoom, Room: parley.Room{ID: id}}})

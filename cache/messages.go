@@ -130,10 +130,10 @@ func (s *Store) loadNewest(ctx context.Context, roomID string, n int) bool {
 	page, err := s.inner.Messages(ctx, roomID, parley.Newest(n))
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err == nil && !st.win.ok && s.rooms[roomID] == st {
+	if events, ok := st.backlog.since(start); ok && err == nil && !st.win.ok && s.rooms[roomID] == st {
 		if w, ok := newestWindow(page); ok {
-			for i := start; i < len(st.backlog); i++ {
-				w.apply(&st.backlog[i], s.recent)
+			for i := range events {
+				w.apply(&events[i], s.recent)
 			}
 			st.win = w
 		}

@@ -21,12 +21,11 @@ type roomState struct {
 	idsOK bool
 	win   window
 
-	loads   int            // loads of any part in flight
-	backlog []parley.Event // events of this room applied while loads > 0
-	gone    bool           // removed from Store.rooms: events no longer reach it
+	backlog backlog // for the loads of any part in flight
+	gone    bool    // removed from Store.rooms: events no longer reach it
 }
 
-func (st *roomState) busy() bool          { return st.loads > 0 }
+func (st *roomState) busy() bool          { return st.backlog.loads > 0 }
 func (st *roomState) drop()               { st.gone = true }
 func (st *roomState) clockBit() *clockBit { return &st.used }
 func (st *roomState) empty() bool         { return !st.hasRoom && !st.idsOK && !st.win.ok }
@@ -48,8 +47,7 @@ func (s *Store) roomLocked(id string) *roomState {
 func (s *Store) beginRoomLoad(id string) (*roomState, int) {
 	s.mu.Lock()
 	st := s.roomLocked(id)
-	st.loads++
-	start := len(st.backlog)
+	start := st.backlog.begin()
 	s.mu.Unlock()
 	return st, start
 }
@@ -57,13 +55,8 @@ func (s *Store) beginRoomLoad(id string) (*roomState, int) {
 // endRoomLoadLocked unregisters a load; the last one drops the backlog, and
 // an entry left holding nothing (the room does not exist) is removed.
 func (s *Store) endRoomLoadLocked(id string, st *roomState) {
-	st.loads--
-	if st.loads > 0 {
-		return
-	}
-	clear(st.backlog)
-	st.backlog = st.backlog[:0]
-	if st.empty() && s.rooms[id] == st {
+	st.backlog.end()
+	if st.backlog.loads == 0 && st.empty() && s.rooms[id] == st {
 		delete(s.rooms, id)
 		st.drop()
 	}
@@ -120,10 +113,10 @@ func (s *Store) Members(ctx context.Context, roomID string) ([]string, error) {
 	ids, err := s.inner.Members(ctx, roomID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err == nil && !st.idsOK && s.rooms[roomID] == st {
+	if events, ok := st.backlog.since(start); ok && err == nil && !st.idsOK && s.rooms[roomID] == st {
 		cached := slices.Clone(ids) // the caller owns ids
-		for i := start; i < len(st.backlog); i++ {
-			cached = membersAfter(cached, &st.backlog[i])
+		for i := range events {
+			cached = membersAfter(cached, &events[i])
 		}
 		st.ids, st.idsOK = cached, true
 	}

@@ -24,8 +24,7 @@ type userState struct {
 	gen   uint64
 	order atomic.Pointer[roomOrder]
 
-	loads   int            // membership loads in flight
-	backlog []parley.Event // events of this user applied while loads > 0
+	backlog backlog // for the membership loads in flight
 }
 
 // member is a cached membership. joinedAt is zero when unknown: a join event
@@ -36,7 +35,7 @@ type member struct {
 	joinedAt time.Time
 }
 
-func (u *userState) busy() bool          { return u.loads > 0 }
+func (u *userState) busy() bool          { return u.backlog.loads > 0 }
 func (u *userState) drop()               {}
 func (u *userState) clockBit() *clockBit { return &u.used }
 
@@ -154,16 +153,14 @@ func (s *Store) Memberships(ctx context.Context, userID string) ([]parley.Member
 func (s *Store) loadMemberships(ctx context.Context, userID string) ([]parley.Member, error) {
 	s.mu.Lock()
 	u := s.userLocked(userID)
-	u.loads++
-	start := len(u.backlog)
+	start := u.backlog.begin()
 	s.mu.Unlock()
 
 	ms, err := s.inner.Memberships(ctx, userID)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err == nil && s.users[userID] == u {
-		backlog := u.backlog[start:]
+	if backlog, ok := u.backlog.since(start); ok && err == nil && s.users[userID] == u {
 		if !u.membersOK {
 			set := make(map[string]*member, len(ms))
 			for _, m := range ms {
@@ -182,11 +179,7 @@ func (s *Store) loadMemberships(ctx context.Context, userID string) ([]parley.Me
 			}
 		}
 	}
-	u.loads--
-	if u.loads == 0 {
-		clear(u.backlog)
-		u.backlog = u.backlog[:0]
-	}
+	u.backlog.end()
 	return ms, err
 }
 
