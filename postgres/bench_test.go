@@ -15,10 +15,17 @@ import (
 // BenchmarkSendParallel measures durable sends (synchronous_commit as the
 // server has it, on by default) with group commit: many concurrent senders
 // over 100 rooms, each message in its own Send. It reports messages and
-// commits per second and the mean batch.
+// commits per second and the mean batch, for one writer and for the
+// default two.
 func BenchmarkSendParallel(b *testing.B) {
+	for _, writers := range []int{1, 2} {
+		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) { benchmarkSendParallel(b, writers) })
+	}
+}
+
+func benchmarkSendParallel(b *testing.B, writers int) {
 	const nRooms = 100
-	s := mustOpen(b, postgres.Config{URL: freshSchema(b)})
+	s := mustOpen(b, postgres.Config{URL: freshSchema(b), Writers: writers})
 	ctx := context.Background()
 	users := parleytest.MustCreateUsers(b, s, "sender", nRooms)
 	rooms := make([]parley.Room, nRooms)

@@ -36,6 +36,7 @@ type createUser struct {
 }
 
 func (o *createUser) lockRoom() string { return "" }
+func (o *createUser) shard() string    { return o.nu.Name }
 
 func (o *createUser) queue(b *pgx.Batch, q *writeQueries, now time.Time) {
 	o.u = parley.User{ID: parley.NewID(), Name: o.nu.Name, CreatedAt: now}
@@ -65,6 +66,7 @@ func (s *Store) CreateToken(ctx context.Context, t parley.Token) error {
 type createToken struct{ t parley.Token }
 
 func (o *createToken) lockRoom() string { return "" }
+func (o *createToken) shard() string    { return o.t.UserID }
 
 func (o *createToken) queue(b *pgx.Batch, q *writeQueries, now time.Time) {
 	created := o.t.CreatedAt
@@ -100,19 +102,29 @@ func (s *Store) CreateRoom(ctx context.Context, nr parley.NewRoom) (parley.Room,
 	case nr.Kind == parley.KindDirect && (nr.PeerID == "" || nr.PeerID == nr.CreatorID):
 		return parley.Room{}, false, parley.Errorf(parley.CodeInvalid, "a direct room needs a peer other than its creator")
 	}
-	res, err := s.write(ctx, &createRoom{nr: nr})
+	res, err := s.write(ctx, &createRoom{nr: nr, id: parley.NewID()})
 	return res.room, res.ok, err
 }
 
 type createRoom struct {
 	nr parley.NewRoom
+	id string      // the id of a new room
 	r  parley.Room // the room a new one would be
 }
 
 func (o *createRoom) lockRoom() string { return "" }
 
+// shard is the new room's id, the writer of its later writes; a direct
+// room may exist already, under another id, and its pair is the key.
+func (o *createRoom) shard() string {
+	if o.nr.Kind == parley.KindDirect {
+		return parley.DirectKey(o.nr.CreatorID, o.nr.PeerID)
+	}
+	return o.id
+}
+
 func (o *createRoom) queue(b *pgx.Batch, q *writeQueries, now time.Time) {
-	o.r = parley.Room{ID: parley.NewID(), Kind: o.nr.Kind, Title: o.nr.Title, Capacity: o.nr.Capacity,
+	o.r = parley.Room{ID: o.id, Kind: o.nr.Kind, Title: o.nr.Title, Capacity: o.nr.Capacity,
 		MemberCount: 1, LastActivityAt: now, CreatedAt: now}
 	if o.nr.Kind == parley.KindGroup {
 		q.createGroup.count()
@@ -184,6 +196,7 @@ func (s *Store) Join(ctx context.Context, roomID, userID string) (parley.Room, b
 type join struct{ roomID, userID string }
 
 func (o *join) lockRoom() string { return o.roomID }
+func (o *join) shard() string    { return o.roomID }
 
 func (o *join) queue(b *pgx.Batch, q *writeQueries, now time.Time) {
 	q.join.count()
@@ -223,6 +236,7 @@ func (s *Store) Leave(ctx context.Context, roomID, userID string) (parley.Room, 
 type leave struct{ roomID, userID string }
 
 func (o *leave) lockRoom() string { return o.roomID }
+func (o *leave) shard() string    { return o.roomID }
 
 func (o *leave) queue(b *pgx.Batch, q *writeQueries, _ time.Time) {
 	q.leave.count()
@@ -259,6 +273,7 @@ type send struct {
 }
 
 func (o *send) lockRoom() string { return o.m.RoomID }
+func (o *send) shard() string    { return o.m.RoomID }
 
 // setMessage makes the message a new send would store, at time now.
 func (o *send) setMessage(now time.Time) {
@@ -312,6 +327,7 @@ type markRead struct {
 }
 
 func (o *markRead) lockRoom() string { return o.roomID }
+func (o *markRead) shard() string    { return o.roomID }
 
 func (o *markRead) queue(b *pgx.Batch, q *writeQueries, _ time.Time) {
 	q.markRead.count()

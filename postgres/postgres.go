@@ -4,17 +4,20 @@
 // # Writes
 //
 // Every write (CreateUser, CreateToken, CreateRoom, Join, Leave, Send,
-// MarkRead) is handed to the node's group-commit writer (package
-// groupcommit). It takes everything waiting, up to Config.MaxBatch writes,
-// and runs them in one transaction sent as one pipeline: BEGIN, a statement
-// that locks the rooms the batch changes, then one statement per write, in
-// order; then COMMIT. One round trip and one commit for the whole batch.
+// MarkRead) is handed to one of the node's group-commit writers (package
+// groupcommit; Config.Writers of them, the writes of one room always to the
+// same one). A writer takes everything waiting, up to Config.MaxBatch
+// writes, and runs them in one transaction sent as one pipeline: BEGIN, a
+// statement that locks the rooms the batch changes, then the writes in
+// order; then COMMIT. Two round trips and one commit for the whole batch.
 //
 // Each write is a single statement that reports a logical failure
 // (name_taken, room_full, not_found, a repeated client_id) in its result
-// row instead of raising an error, so that it fails that write only. After
-// the commit, Config.OnCommit gets the batch's events in commit order, then
-// the writes return.
+// row instead of raising an error, so that it fails that write only. A run
+// of sends, the usual batch, is one set-based statement: one INSERT of all
+// its messages, one UPDATE of each room. After the commit,
+// Config.OnCommit gets the batch's events, then the writes return; the
+// batches of the node's writers reach OnCommit in commit order.
 //
 // # Several nodes
 //
@@ -96,26 +99,43 @@ type Config struct {
 	OnCommit parley.EventSink
 	// MaxBatch is the most writes one transaction holds. Default 256.
 	MaxBatch int
-	// MaxConns is the size of the connection pool, the writer's connection
-	// included. Default 4 × GOMAXPROCS, at least 4.
+	// Writers is the number of group-commit writers, each with its own
+	// transactions: while one waits for its commit, another runs its
+	// batch. The writes to one room always go through the same writer.
+	// Default 2.
+	Writers int
+	// MaxConns is the size of the connection pool, the writers'
+	// connections included. Default 4 × GOMAXPROCS, at least Writers + 4.
 	MaxConns int
 	// ConnectTimeout bounds Open's first connection. Default 10s.
 	ConnectTimeout time.Duration
+	// WriteTimeout bounds each attempt of a batch, from taking a
+	// connection to the end of its COMMIT, so that a database that stops
+	// answering fails the writes instead of holding them forever. A batch
+	// whose COMMIT times out has an unknown outcome, as with any lost
+	// connection: its writes fail, and may have been committed. Default
+	// 30s.
+	WriteTimeout time.Duration
 	// Registerer, when set, gets the store's metrics.
 	Registerer prometheus.Registerer
 }
+
+// DefaultWriters is the default Config.Writers.
+const DefaultWriters = 2
 
 // Store is the PostgreSQL parley.Store. It is safe for concurrent use;
 // Close stops it.
 type Store struct {
 	pool     *pgxpool.Pool
 	m        *metrics
-	w        *groupcommit.Writer[writeOp, result]
+	w        []*groupcommit.Writer[writeOp, result] // by hash of writeOp.shard
+	seq      *sequencer
 	onCommit parley.EventSink
 	wq       *writeQueries
 	rq       *readQueries
 
-	lastNow atomic.Int64 // the latest write time handed out, unix µs
+	writeTimeout time.Duration
+	lastNow      atomic.Int64 // the latest write time handed out, unix µs
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -132,11 +152,17 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.MaxBatch <= 0 {
 		cfg.MaxBatch = groupcommit.DefaultMaxBatch
 	}
+	if cfg.Writers <= 0 {
+		cfg.Writers = DefaultWriters
+	}
 	if cfg.MaxConns <= 0 {
-		cfg.MaxConns = max(4, 4*runtime.GOMAXPROCS(0))
+		cfg.MaxConns = max(cfg.Writers+4, 4*runtime.GOMAXPROCS(0))
 	}
 	if cfg.ConnectTimeout <= 0 {
 		cfg.ConnectTimeout = 10 * time.Second
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = 30 * time.Second
 	}
 	pc, err := pgxpool.ParseConfig(cfg.URL)
 	if err != nil {
@@ -148,7 +174,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 
 	m := newMetrics()
-	s := &Store{m: m, onCommit: cfg.OnCommit, wq: newWriteQueries(m), rq: newReadQueries(m)}
+	s := &Store{m: m, seq: newSequencer(), onCommit: cfg.OnCommit, wq: newWriteQueries(m), rq: newReadQueries(m),
+		writeTimeout: cfg.WriteTimeout}
 	s.pool, err = pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
@@ -158,7 +185,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("postgres: open %s@%s/%s: %w", pc.ConnConfig.User, pc.ConnConfig.Host,
 			pc.ConnConfig.Database, err)
 	}
-	s.w = groupcommit.New(s.commit, groupcommit.Config{MaxBatch: cfg.MaxBatch, OnBatch: m.observeBatch})
+	for range cfg.Writers {
+		s.w = append(s.w, groupcommit.New(s.commit, groupcommit.Config{MaxBatch: cfg.MaxBatch, OnBatch: m.observeBatch}))
+	}
 	return s, nil
 }
 
@@ -182,7 +211,9 @@ func (s *Store) init(ctx context.Context, cfg Config) error {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
-		s.w.Close()
+		for _, w := range s.w {
+			w.Close()
+		}
 		s.pool.Close()
 	})
 	return nil
@@ -201,9 +232,19 @@ func (s *Store) Ping(ctx context.Context) error {
 // far (the sum of parley_store_queries_total).
 func (s *Store) Queries() uint64 { return s.m.total.Load() }
 
-// BatchStats returns the group-commit writer's counters: batches, writes,
-// and time spent committing.
-func (s *Store) BatchStats() groupcommit.Stats { return s.w.Stats() }
+// BatchStats returns the group-commit writers' counters, summed: batches,
+// writes, and time spent committing.
+func (s *Store) BatchStats() groupcommit.Stats {
+	var sum groupcommit.Stats
+	for _, w := range s.w {
+		st := w.Stats()
+		sum.Batches += st.Batches
+		sum.Requests += st.Requests
+		sum.Failed += st.Failed
+		sum.CommitTime += st.CommitTime
+	}
+	return sum
+}
 
 // errClosed is what a call on a closed store gets.
 var errClosed = parley.Errorf(parley.CodeUnavailable, "store closed")

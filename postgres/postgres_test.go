@@ -81,7 +81,7 @@ func TestStore(t *testing.T) {
 func TestStoreSmallBatch(t *testing.T) {
 	testURL(t)
 	parleytest.RunStoreTests(t, func(t *testing.T, sink parley.EventSink) parley.Store {
-		return mustOpen(t, postgres.Config{URL: freshSchema(t), OnCommit: sink, MaxBatch: 7, MaxConns: 4})
+		return mustOpen(t, postgres.Config{URL: freshSchema(t), OnCommit: sink, MaxBatch: 7, Writers: 1, MaxConns: 4})
 	})
 }
 

@@ -25,7 +25,7 @@ const msgCols = `id, room_id, seq, sender_id, sender_name, body, client_id, sent
 // pipeline and fails only on a real error.
 type writeQueries struct {
 	lockRooms, insertUser, insertToken, createGroup, createDirect,
-	join, leave, send, sendMany, markRead, begin, commit *query
+	join, leave, send, sendMany, markRead, begin, commit, rollback *query
 }
 
 func newWriteQueries(m *metrics) *writeQueries {
@@ -166,11 +166,12 @@ func newWriteQueries(m *metrics) *writeQueries {
 			FROM (VALUES (1)) AS one LEFT JOIN m0 ON true LEFT JOIN u ON true LEFT JOIN r ON true`},
 
 		// Counted only: pgx sends these itself.
-		begin:  &query{kind: "begin"},
-		commit: &query{kind: "commit"},
+		begin:    &query{kind: "begin"},
+		commit:   &query{kind: "commit"},
+		rollback: &query{kind: "rollback"},
 	}
 	bind(m, q.lockRooms, q.insertUser, q.insertToken, q.createGroup, q.createDirect,
-		q.join, q.leave, q.send, q.sendMany, q.markRead, q.begin, q.commit)
+		q.join, q.leave, q.send, q.sendMany, q.markRead, q.begin, q.commit, q.rollback)
 	return q
 }
 

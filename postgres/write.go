@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -27,6 +28,9 @@ type writeOp interface {
 	// events, a *parley.Error for a logical failure, or the statement's
 	// error.
 	decode(row pgx.Row) (result, []parley.Event, error)
+	// shard is the key that picks the write's writer: the writes to one
+	// room go through one writer.
+	shard() string
 }
 
 // result is the outcome of a write; each write fills what it returns.
@@ -45,9 +49,16 @@ const (
 	retryBackoff = 2 * time.Millisecond
 )
 
-// write runs op in the next batch and waits until it is committed.
+// write runs op in the next batch of its writer and waits until it is
+// committed.
 func (s *Store) write(ctx context.Context, op writeOp) (result, error) {
-	res, err := s.w.Do(ctx, op)
+	w := s.w[0]
+	if len(s.w) > 1 {
+		h := fnv.New32a()
+		h.Write([]byte(op.shard()))
+		w = s.w[h.Sum32()%uint32(len(s.w))]
+	}
+	res, err := w.Do(ctx, op)
 	if errors.Is(err, groupcommit.ErrClosed) {
 		return res, errClosed
 	}
@@ -69,15 +80,20 @@ func (s *Store) commit(batch []*groupcommit.Request[writeOp, result]) error {
 	pending := batch
 	single := false
 	for attempt := 1; ; attempt++ {
-		outs, events, failed, err := s.tryBatch(pending, single)
+		outs, events, failed, ticket, err := s.tryBatch(pending, single)
 		if err == nil {
 			for i, r := range pending {
 				r.Out, r.Err = outs[i].res, outs[i].err
 			}
+			var emit func()
 			if s.onCommit != nil && len(events) > 0 {
-				s.onCommit(events)
+				emit = func() { s.onCommit(events) }
 			}
+			s.seq.done(ticket, emit)
 			return nil
+		}
+		if ticket != noTicket {
+			s.seq.done(ticket, nil)
 		}
 		code := pgCode(err)
 		class := code[:min(2, len(code))]
@@ -105,6 +121,9 @@ type outcome struct {
 	err error
 }
 
+// noTicket is tryBatch's ticket when it failed before its commit.
+const noTicket = ^uint64(0)
+
 // Values of tryBatch's failed index that name no single write.
 const (
 	failedBatch = -1 // the batch failed as a whole
@@ -119,9 +138,13 @@ var errShortResult = errors.New("send batch: a result row is missing")
 // lock of the rooms the batch changes, and the writes in order, one
 // statement each except that a run of sends is one statement unless single
 // is set. On failure it has rolled back and returns the index of the write
-// whose statement failed, failedRun or failedBatch.
-func (s *Store) tryBatch(reqs []*groupcommit.Request[writeOp, result], single bool) ([]outcome, []parley.Event, int, error) {
-	ctx := context.Background()
+// whose statement failed, failedRun or failedBatch. Once it has sent COMMIT
+// it returns its ticket of the sequencer, which the caller must pass to
+// done; before, noTicket.
+func (s *Store) tryBatch(reqs []*groupcommit.Request[writeOp, result], single bool) (
+	outs []outcome, events []parley.Event, failed int, ticket uint64, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.writeTimeout)
+	defer cancel()
 	b := &pgx.Batch{}
 	s.wq.begin.count()
 	b.BeginTx(pgx.TxOptions{})
@@ -164,15 +187,16 @@ func (s *Store) tryBatch(reqs []*groupcommit.Request[writeOp, result], single bo
 
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return nil, nil, failedBatch, fmt.Errorf("acquire: %w", err)
+		return nil, nil, failedBatch, noTicket, fmt.Errorf("acquire: %w", err)
 	}
 	defer conn.Release()
 	br := conn.SendBatch(ctx, b)
 	tx := br.Tx()
-	fail := func(i int, err error) ([]outcome, []parley.Event, int, error) {
+	fail := func(i int, err error) ([]outcome, []parley.Event, int, uint64, error) {
 		br.Close()
+		s.wq.rollback.count()
 		tx.Rollback(ctx)
-		return nil, nil, i, err
+		return nil, nil, i, noTicket, err
 	}
 	if _, err := br.Exec(); err != nil {
 		return fail(failedBatch, fmt.Errorf("begin: %w", err))
@@ -183,8 +207,7 @@ func (s *Store) tryBatch(reqs []*groupcommit.Request[writeOp, result], single bo
 			return fail(failedBatch, fmt.Errorf("lock rooms: %w", err))
 		}
 	}
-	outs := make([]outcome, 0, len(reqs))
-	var events []parley.Event
+	outs = make([]outcome, 0, len(reqs))
 	for _, st := range stmts {
 		if st.sends != nil {
 			o, evs, err := decodeSends(br, st.sends)
@@ -215,10 +238,11 @@ func (s *Store) tryBatch(reqs []*groupcommit.Request[writeOp, result], single bo
 		return fail(failedBatch, err)
 	}
 	s.wq.commit.count()
+	ticket = s.seq.ticket()
 	if err := tx.Commit(ctx); err != nil {
-		return nil, nil, failedBatch, fmt.Errorf("commit: %w", err)
+		return nil, nil, failedBatch, ticket, fmt.Errorf("commit: %w", err)
 	}
-	return outs, events, failedBatch, nil
+	return outs, events, failedBatch, ticket, nil
 }
 
 // pgCode returns the SQLSTATE of a PostgreSQL error in err's chain, "" if
