@@ -239,10 +239,13 @@ func (h *Hub) dispatch(run []item) {
 		recipients, err = h.members.Members(ctx, m.RoomID)
 		cancel()
 		if err != nil {
-			// The room subscribers still get the message; the personal
-			// queues cannot be told apart, so it is logged and counted.
+			// The room subscribers still get the message. Which personal
+			// queues should have is unknown, so none may go on as if
+			// nothing was missed: every one of them is dropped and its
+			// client told (Lagged), to resume from history.
 			h.log.Error("hub: members of room", "room", m.RoomID, "err", err)
 			h.m.memberErrors.Inc()
+			h.dropUserSubs()
 		}
 	}
 	n := 0
@@ -260,6 +263,23 @@ func (h *Hub) dispatch(run []item) {
 	h.mu.Unlock()
 	h.m.messages.Add(float64(len(ms)))
 	h.m.fanout.Add(float64(n * len(ms)))
+}
+
+// dropUserSubs drops every personal-queue subscription and tells each
+// receiver it lagged.
+func (h *Hub) dropUserSubs() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var subs []*Sub
+	for _, list := range h.users {
+		subs = append(subs, list...)
+	}
+	for _, s := range subs {
+		h.removeLocked(s)
+		s.removed.Store(true)
+		h.m.lagged.Inc()
+		s.To.Lagged()
+	}
 }
 
 func (h *Hub) hasUserSubs() bool {

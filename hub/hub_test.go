@@ -227,3 +227,35 @@ func TestCatchUpLag(t *testing.T) {
 		t.Errorf("Start = %v, lagged %v; want errRemoved and lagged", err, rec.lagged)
 	}
 }
+
+// failingMembers fails every lookup, as a store that is down would.
+type failingMembers struct{}
+
+func (failingMembers) Members(ctx context.Context, roomID string) ([]string, error) {
+	return nil, errors.New("store is down")
+}
+
+// TestMemberLookupFailureIsNotSilent checks that when the members of a room
+// cannot be read, the personal queues that may have missed the message are
+// dropped and told (Lagged), while room subscribers still get it.
+func TestMemberLookupFailureIsNotSilent(t *testing.T) {
+	h, r := newTestHub(t, Config{})
+	h.members = failingMembers{}
+	topic, queue := newRecorder(), newRecorder()
+	ts := &Sub{To: topic, UserID: "alice", RoomID: "r1"}
+	qs := &Sub{To: queue, UserID: "bob"}
+	for _, s := range []*Sub{ts, qs} {
+		h.Subscribe(s)
+		if err := h.Start(context.Background(), s, -1, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.send("hi")
+	checkSeqs(t, topic.waitFor(t, 1), 1, 1)
+	h.Close()
+	queue.mu.Lock()
+	defer queue.mu.Unlock()
+	if !queue.lagged || !qs.Removed() {
+		t.Errorf("personal queue after a failed member lookup: lagged=%v removed=%v, want both true", queue.lagged, qs.Removed())
+	}
+}
