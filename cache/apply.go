@@ -24,6 +24,7 @@ func (s *Store) Apply(events []parley.Event) {
 func (s *Store) applyLocked(ev *parley.Event) {
 	st := s.roomLocked(ev.Room.ID)
 	st.room, st.hasRoom = ev.Room, true
+	st.ver++
 	st.backlog.add(ev)
 	if ev.Kind == parley.EventRoom {
 		st.idsOK = true
@@ -41,7 +42,10 @@ func (s *Store) applyLocked(ev *parley.Event) {
 		return
 	}
 	u.backlog.add(ev)
-	if u.membersOK && memberAfter(u.members, ev) {
-		u.gen++
+	if u.membersOK {
+		if memberAfter(u.members, ev) {
+			u.gen++
+		}
+		u.readVer++
 	}
 }

@@ -2,6 +2,7 @@ package cache_test
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -13,12 +14,17 @@ import (
 )
 
 // benchSetup makes users who are all members of the same rooms, each with
-// msgs messages, in a cache over SQLite.
-func benchSetup(b *testing.B, users, rooms, msgs int) (*cache.Store, func() uint64, []parley.User, []parley.Room) {
+// msgs messages, in a cache over SQLite. reads counts the reads that reach
+// SQLite.
+func benchSetup(b *testing.B, users, rooms, msgs int) (c *cache.Store, reads func() uint64, us []parley.User, rs []parley.Room) {
 	b.Helper()
-	c, inner := openCachedSQLite(b, cache.Config{}, nil, nil)
-	us := parleytest.MustCreateUsers(b, c, "user", users)
-	rs := make([]parley.Room, rooms)
+	var cnt *counting
+	c, _ = openCachedSQLite(b, cache.Config{}, nil, func(s parley.Store) parley.Store {
+		cnt = newCounting(s)
+		return cnt
+	})
+	us = parleytest.MustCreateUsers(b, c, "user", users)
+	rs = make([]parley.Room, rooms)
 	for i := range rs {
 		rs[i] = parleytest.MustCreateRoom(b, c, us[0], fmt.Sprint("room", i), 0)
 		for _, u := range us[1:] {
@@ -28,10 +34,38 @@ func benchSetup(b *testing.B, users, rooms, msgs int) (*cache.Store, func() uint
 			parleytest.MustSend(b, c, rs[i], us[j%users], fmt.Sprintf("message %d of room %d", j, i))
 		}
 	}
-	return c, inner.Queries, us, rs
+	return c, func() uint64 { return uint64(cnt.total.Load()) }, us, rs
 }
 
-// meter measures the timed part of a benchmark: the queries that reached
+// sendUntil runs senders that send messages to the rooms until stop is
+// closed, as fast as the store commits them, and returns how many they sent.
+func sendUntil(c *cache.Store, users []parley.User, rooms []parley.Room, stop <-chan struct{}) <-chan int {
+	const senders = 8
+	var total atomic.Int64
+	var wg sync.WaitGroup
+	for w := range senders {
+		wg.Go(func() {
+			for n := w; ; n += senders {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				r, u := rooms[n%len(rooms)], users[n%len(users)]
+				c.Send(ctx, parley.NewMessage{RoomID: r.ID, SenderID: u.ID, SenderName: u.Name, Body: "traffic"})
+				total.Add(1)
+			}
+		})
+	}
+	sent := make(chan int, 1)
+	go func() {
+		wg.Wait()
+		sent <- int(total.Load())
+	}()
+	return sent
+}
+
+// meter measures the timed part of a benchmark: the reads that reached
 // SQLite and the CPU time the process used, so that a loaded machine (other
 // processes on the same cores) still gives a per-op cost.
 type meter struct {
@@ -47,13 +81,13 @@ func startMeter(b *testing.B, queries func() uint64) *meter {
 	return m
 }
 
-// stop reports ops/s (wall clock), CPU ns per op and the inner queries.
+// stop reports ops/s (wall clock), CPU ns per op and the inner reads.
 func (m *meter) stop(b *testing.B) {
 	b.StopTimer()
 	cpu := cpuTime() - m.cpu0
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
-	b.ReportMetric(float64(m.queries()-m.q0), "inner-queries")
+	b.ReportMetric(float64(m.queries()-m.q0), "inner-reads")
 }
 
 // cpuTime is the user and system CPU time of the process so far.
@@ -64,47 +98,76 @@ func cpuTime() time.Duration {
 }
 
 // BenchmarkRooms is the room list (seed 001): a member of 50 rooms asks for
-// a page of 50, from every core at once.
+// a page of 50, from every core at once. "idle" is the steady state of a
+// room list polled while nothing changes; "busy" has a writer sending to the
+// rooms meanwhile, so that most lists are built afresh (msgs/s reports its
+// rate).
 func BenchmarkRooms(b *testing.B) {
-	c, queries, users, _ := benchSetup(b, 16, 50, 2)
-	for _, u := range users {
-		if list, _, err := c.Rooms(ctx, u.ID, "", 50); err != nil || len(list) != 50 {
-			b.Fatalf("Rooms = %d entries, %v; want 50", len(list), err)
-		}
-	}
-	var next atomic.Int64
-	m := startMeter(b, queries)
-	b.RunParallel(func(pb *testing.PB) {
-		u := users[int(next.Add(1))%len(users)]
-		for pb.Next() {
-			if _, _, err := c.Rooms(ctx, u.ID, "", 50); err != nil {
-				b.Error(err)
-				return
+	for _, busy := range []bool{false, true} {
+		b.Run(map[bool]string{false: "idle", true: "busy"}[busy], func(b *testing.B) {
+			c, reads, users, rooms := benchSetup(b, 16, 50, 2)
+			for _, u := range users {
+				if list, _, err := c.Rooms(ctx, u.ID, "", 50); err != nil || len(list) != 50 {
+					b.Fatalf("Rooms = %d entries, %v; want 50", len(list), err)
+				}
 			}
-		}
-	})
-	m.stop(b)
+			var next atomic.Int64
+			stop := make(chan struct{})
+			var sent <-chan int
+			if busy {
+				sent = sendUntil(c, users, rooms, stop)
+			}
+			m := startMeter(b, reads)
+			b.RunParallel(func(pb *testing.PB) {
+				u := users[int(next.Add(1))%len(users)]
+				for pb.Next() {
+					if _, _, err := c.Rooms(ctx, u.ID, "", 50); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			m.stop(b)
+			close(stop)
+			if busy {
+				b.ReportMetric(float64(<-sent)/b.Elapsed().Seconds(), "msgs/s")
+			}
+		})
+	}
 }
 
 // BenchmarkNewestPage is "open chat" (seed 004): the newest 50 messages of a
-// room, from every core at once.
+// room, from every core at once; "busy" as in BenchmarkRooms.
 func BenchmarkNewestPage(b *testing.B) {
-	c, queries, _, rooms := benchSetup(b, 4, 8, 120)
-	for _, r := range rooms {
-		if page, err := c.Messages(ctx, r.ID, parley.Newest(50)); err != nil || len(page) != 50 {
-			b.Fatalf("Messages = %d messages, %v; want 50", len(page), err)
-		}
-	}
-	var next atomic.Int64
-	m := startMeter(b, queries)
-	b.RunParallel(func(pb *testing.PB) {
-		r := rooms[int(next.Add(1))%len(rooms)]
-		for pb.Next() {
-			if _, err := c.Messages(ctx, r.ID, parley.Newest(50)); err != nil {
-				b.Error(err)
-				return
+	for _, busy := range []bool{false, true} {
+		b.Run(map[bool]string{false: "idle", true: "busy"}[busy], func(b *testing.B) {
+			c, reads, users, rooms := benchSetup(b, 4, 8, 120)
+			for _, r := range rooms {
+				if page, err := c.Messages(ctx, r.ID, parley.Newest(50)); err != nil || len(page) != 50 {
+					b.Fatalf("Messages = %d messages, %v; want 50", len(page), err)
+				}
 			}
-		}
-	})
-	m.stop(b)
+			var next atomic.Int64
+			stop := make(chan struct{})
+			var sent <-chan int
+			if busy {
+				sent = sendUntil(c, users, rooms, stop)
+			}
+			m := startMeter(b, reads)
+			b.RunParallel(func(pb *testing.PB) {
+				r := rooms[int(next.Add(1))%len(rooms)]
+				for pb.Next() {
+					if _, err := c.Messages(ctx, r.ID, parley.Newest(50)); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			m.stop(b)
+			close(stop)
+			if busy {
+				b.ReportMetric(float64(<-sent)/b.Elapsed().Seconds(), "msgs/s")
+			}
+		})
+	}
 }

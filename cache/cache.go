@@ -41,8 +41,9 @@
 // ignored (a room's info is re-inserted from an event, which carries all of
 // it), so eviction never serves stale data. What grows within those caps: a
 // cached user's membership set and room order grow with the rooms they are
-// in, a room's member id set with its members, and a key's backlog with the
-// events that arrive during one inner query.
+// in, and a room's member id set with its members. A key's backlog holds the
+// events that arrive during its loads, at most 4096; a load that outlasts
+// more does not install its snapshot.
 //
 // # Shared results
 //

@@ -365,6 +365,46 @@ func TestReadYourWrites(t *testing.T) {
 	e.check(t)
 }
 
+// TestFirstPage checks that the shared first page of a room list follows
+// every change that shows in it, including those that do not move the room
+// (a join changes member_count, a read the unread count).
+func TestFirstPage(t *testing.T) {
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			e := be.newEnv(t, cache.Config{})
+			alice, bob, carol := e.mustUser(t, "alice"), e.mustUser(t, "bob"), e.mustUser(t, "carol")
+			r1, r2 := e.mustRoom(t, alice, "r1"), e.mustRoom(t, alice, "r2")
+			e.mustJoin(t, r1, bob)
+			e.mustSend(t, r1, bob, "hi")
+			e.mustSend(t, r2, alice, "hello")
+			steps := []struct {
+				name string
+				do   func()
+			}{
+				{"nothing", func() {}},
+				{"join", func() { e.mustJoin(t, r1, carol) }},
+				{"read", func() { e.c.MarkRead(ctx, r1.ID, alice.ID, 1) }},
+				{"send", func() { e.mustSend(t, r1, carol, "hey") }},
+				{"others read", func() { e.c.MarkRead(ctx, r1.ID, carol.ID, 1) }},
+				{"leave", func() { e.c.Leave(ctx, r2.ID, alice.ID) }},
+				{"rejoin", func() { e.mustJoin(t, r2, alice) }},
+			}
+			for _, st := range steps {
+				st.do()
+				for _, limit := range []int{1, 2, 10} {
+					for range 2 { // built, then shared
+						want, wnext, _ := e.ref.Rooms(ctx, alice.ID, "", limit)
+						got, next, err := e.c.Rooms(ctx, alice.ID, "", limit)
+						if err != nil || next != wnext || !equalEntries(got, want) {
+							t.Errorf("after %s: Rooms(alice, %d) = %s, %q, %v; want %s, %q", st.name, limit, entries(got), next, err, entries(want), wnext)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
 // TestSharedResults checks that the results the cache shares with callers
 // (member ids, newest-first pages, last messages) never change under them,
 // and that appending to one does not reach the cache.
@@ -532,6 +572,8 @@ func TestAllocs(t *testing.T) {
 	for i := range 60 {
 		e.mustSend(t, r, alice, fmt.Sprint(i))
 	}
+	first, _, _ := e.c.Rooms(ctx, alice.ID, "", 2)
+	cursor := parley.CursorOf(first[1].Room).String()
 	e.c.Rooms(ctx, alice.ID, "", 50)
 	e.c.Messages(ctx, r.ID, parley.Newest(50))
 	for _, tc := range []struct {
@@ -539,7 +581,8 @@ func TestAllocs(t *testing.T) {
 		max  float64
 		f    func()
 	}{
-		{"Rooms", 1, func() { e.c.Rooms(ctx, alice.ID, "", 50) }},
+		{"Rooms", 0, func() { e.c.Rooms(ctx, alice.ID, "", 50) }}, // the first page, unchanged
+		{"Rooms after a cursor", 1, func() { e.c.Rooms(ctx, alice.ID, cursor, 50) }},
 		{"Messages", 0, func() { e.c.Messages(ctx, r.ID, parley.Newest(50)) }},
 		{"Members", 0, func() { e.c.Members(ctx, r.ID) }},
 		{"Room", 0, func() { e.c.Room(ctx, r.ID) }},

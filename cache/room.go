@@ -15,6 +15,7 @@ type roomState struct {
 
 	room    parley.Room
 	hasRoom bool
+	ver     uint64 // counts the changes of room, for the room lists built from it
 	// ids is the member id set. It is handed to callers of Members, so it is
 	// never modified: a change replaces it. Valid when idsOK.
 	ids   []string
@@ -88,6 +89,7 @@ func (s *Store) loadRoom(ctx context.Context, id string) (parley.Room, error) {
 	s.mu.Lock()
 	if err == nil && !st.hasRoom && s.rooms[id] == st {
 		st.room, st.hasRoom = r, true
+		st.ver++
 	}
 	s.endRoomLoadLocked(id, st)
 	s.mu.Unlock()

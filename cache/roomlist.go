@@ -9,8 +9,9 @@ import (
 
 // Rooms returns the user's room list, from memory once the user's
 // memberships, their rooms and each room's last message are cached; a miss
-// loads what is missing and then serves from memory. Each LastMessage is
-// shared by every caller: callers must not modify it. Lists the cache cannot
+// loads what is missing and then serves from memory. Each LastMessage, and
+// the first page (no cursor) while it does not change, is shared by every
+// caller: callers must not modify them. Lists the cache cannot
 // serve (a bad limit or cursor, parts that stay missing) come from the inner
 // store.
 func (s *Store) Rooms(ctx context.Context, userID string, cursor string, limit int) ([]parley.RoomEntry, string, error) {
@@ -154,23 +155,29 @@ func (s *Store) cachedRooms(userID string, cur parley.RoomCursor, hasCur bool, l
 		sorted := &roomOrder{gen: o.gen, refs: make([]listRef, len(keys))}
 		for i, k := range keys {
 			sorted.refs[i] = o.refs[k.i]
-			keys[i].i = i
 		}
 		o = sorted
 		u.order.Store(o)
 	}
+	// o.refs is in list order now.
 
+	if !hasCur {
+		if p := u.page.Load(); p != nil && p.order == o && p.limit == limit && p.readVer == u.readVer && p.fresh() {
+			return p.entries, p.next, nil, true
+		}
+	}
 	// The rooms at or before the cursor are a prefix of the order.
 	start := 0
 	if hasCur {
-		for start < len(keys) && cur.Before(o.refs[keys[start].i].st.room) {
+		for start < len(o.refs) && cur.Before(o.refs[start].st.room) {
 			start++
 		}
 	}
-	n := min(limit, len(keys)-start)
+	refs := o.refs[start:]
+	n := min(limit, len(refs))
 	entries = make([]parley.RoomEntry, n)
-	for i, k := range keys[start : start+n] {
-		ref := &o.refs[k.i]
+	for i := range entries {
+		ref := &refs[i]
 		ref.st.used.Store(true)
 		r := &ref.st.room
 		e := &entries[i]
@@ -179,10 +186,41 @@ func (s *Store) cachedRooms(userID string, cur parley.RoomCursor, hasCur bool, l
 			e.LastMessage = ref.st.win.at(r.LastSeq)
 		}
 	}
-	if len(keys)-start > n {
+	if len(refs) > n {
 		next = parley.CursorOf(entries[n-1].Room).String()
 	}
+	if !hasCur {
+		p := &firstPage{order: o, limit: limit, readVer: u.readVer, vers: make([]uint64, n), entries: entries[:n:n], next: next}
+		for i := range p.vers {
+			p.vers[i] = refs[i].st.ver
+		}
+		u.page.Store(p)
+	}
 	return entries, next, nil, true
+}
+
+// A firstPage is a user's first room list page as last built. It is handed
+// to every caller that asks for the same page again while nothing in it has
+// changed: the same order (the same rooms sorted the same way), the same
+// read positions (readVer) and each room's info (its ver). Immutable.
+type firstPage struct {
+	order   *roomOrder
+	limit   int
+	readVer uint64
+	vers    []uint64 // of order.refs[:len(entries)]
+	entries []parley.RoomEntry
+	next    string
+}
+
+// fresh reports whether no room of the page has changed since it was built.
+// The caller holds the read lock.
+func (p *firstPage) fresh() bool {
+	for i, v := range p.vers {
+		if p.order.refs[i].st.ver != v {
+			return false
+		}
+	}
+	return true
 }
 
 // warmRooms loads what cachedRooms found missing: the user's memberships,

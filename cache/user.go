@@ -19,10 +19,13 @@ type userState struct {
 
 	members   map[string]*member // by room id; valid when membersOK
 	membersOK bool
-	// gen counts the changes of the membership set (not of read
-	// positions); order is the room list as last sorted, at some gen.
-	gen   uint64
-	order atomic.Pointer[roomOrder]
+	// gen counts the changes of the membership set, readVer those of read
+	// positions too; order is the room list as last sorted, at some gen, and
+	// page its first page as last built.
+	gen     uint64
+	readVer uint64
+	order   atomic.Pointer[roomOrder]
+	page    atomic.Pointer[firstPage]
 
 	backlog backlog // for the membership loads in flight
 }
