@@ -9,11 +9,10 @@ import (
 
 // Rooms returns the user's room list, from memory once the user's
 // memberships, their rooms and each room's last message are cached; a miss
-// loads what is missing and then serves from memory. Each LastMessage, and
-// the first page (no cursor) while it does not change, is shared by every
-// caller: callers must not modify them. Lists the cache cannot
+// loads what is missing and then serves from memory. Lists the cache cannot
 // serve (a bad limit or cursor, parts that stay missing) come from the inner
-// store.
+// store. Each LastMessage, and the first page (no cursor) while nothing in it
+// changes, is shared by every caller: callers must not modify them.
 func (s *Store) Rooms(ctx context.Context, userID string, cursor string, limit int) ([]parley.RoomEntry, string, error) {
 	cur, hasCur, err := parley.ParseRoomCursor(cursor)
 	if err != nil || limit < 1 || limit > parley.MaxPageLimit {
