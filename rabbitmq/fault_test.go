@@ -1,0 +1,174 @@
+package rabbitmq_test
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"parley"
+	"parley/parleytest"
+	"parley/rabbitmq"
+)
+
+// closeConnections force-closes the RabbitMQ connections of a node, the way
+// an operator (or a network failure) would, and returns how many it closed.
+func closeConnections(t *testing.T, node string) int {
+	t.Helper()
+	out, err := exec.Command("rabbitmqctl", "list_connections", "-q", "--no-table-headers",
+		"pid", "client_properties").CombinedOutput()
+	if err != nil {
+		t.Skipf("rabbitmqctl list_connections: %v: %s", err, out)
+	}
+	n := 0
+	for line := range strings.Lines(string(out)) {
+		pid, props, ok := strings.Cut(strings.TrimSpace(line), "\t")
+		if !ok || !strings.Contains(props, `"parley node `+node+`"`) {
+			continue
+		}
+		if out, err := exec.Command("rabbitmqctl", "close_connection", pid, "parley test").CombinedOutput(); err != nil {
+			t.Fatalf("rabbitmqctl close_connection: %v: %s", err, out)
+		}
+		n++
+	}
+	return n
+}
+
+// queueCounts returns the ready and unacknowledged messages of a queue.
+func queueCounts(t *testing.T, url, queue string) (ready, unacked int) {
+	t.Helper()
+	out, err := exec.Command("rabbitmqctl", "list_queues", "-q", "--no-table-headers", "-p", vhost(t, url),
+		"name", "messages_ready", "messages_unacknowledged").CombinedOutput()
+	if err != nil {
+		t.Skipf("rabbitmqctl list_queues: %v: %s", err, out)
+	}
+	for line := range strings.Lines(string(out)) {
+		var name string
+		if _, err := fmt.Sscan(line, &name, &ready, &unacked); err == nil && name == queue {
+			return ready, unacked
+		}
+	}
+	t.Fatalf("queue %s not listed", queue)
+	return 0, 0
+}
+
+func vhost(t *testing.T, url string) string {
+	u, err := amqp.ParseURI(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Vhost
+}
+
+// TestPrefetchAndManualAck: with a handler that does not return, the queue
+// holds exactly Prefetch unacknowledged deliveries and keeps the rest ready;
+// once released, every batch is handled and acknowledged.
+func TestPrefetchAndManualAck(t *testing.T) {
+	url := amqpURL(t)
+	exchange := tempExchange(t, url)
+	const prefetch, n = 16, 100
+	release := make(chan struct{})
+	in := parleytest.NewInbox()
+	a := mustNew(t, rabbitmq.Config{URL: url, Node: "a", Exchange: exchange, Handler: in.Handle})
+	mustNew(t, rabbitmq.Config{URL: url, Node: "b", Exchange: exchange, Prefetch: prefetch,
+		Handler: func(b parley.Batch) { <-release; in.Handle(b) }})
+	parleytest.WaitReady(t, a)
+	for i := range n {
+		parleytest.MustPublish(t, a, parleytest.MessageBatch("b", "r", int64(i+1)))
+	}
+	queue := rabbitmq.QueueName(exchange, "b")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ready, unacked := queueCounts(t, url, queue)
+		if ready == n-prefetch && unacked == prefetch {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("queue %s has %d ready, %d unacknowledged; want %d, %d", queue, ready, unacked, n-prefetch, prefetch)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	close(release)
+	in.WaitFor(t, n, 10*time.Second)
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		ready, unacked := queueCounts(t, url, queue)
+		if ready == 0 && unacked == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after handling: %d ready, %d unacknowledged; want 0, 0", ready, unacked)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestReconnectRepublish force-closes both nodes' connections while batches
+// flow: both reconnect, every batch arrives (duplicates allowed, never a
+// loss) and the receiver sees each seq in order once duplicates are dropped.
+func TestReconnectRepublish(t *testing.T) {
+	url := amqpURL(t)
+	exchange := tempExchange(t, url)
+	const n = 3000
+	in := parleytest.NewInbox()
+	a := mustNew(t, rabbitmq.Config{URL: url, Node: "ra", Exchange: exchange, Handler: in.Handle})
+	b := mustNew(t, rabbitmq.Config{URL: url, Node: "rb", Exchange: exchange, Handler: in.Handle})
+	parleytest.WaitReady(t, a)
+	parleytest.WaitReady(t, b)
+
+	var published atomic.Int64
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := range n {
+			parleytest.MustPublish(t, a, parleytest.MessageBatch("rb", "r", int64(i+1)))
+			published.Add(1)
+			time.Sleep(time.Millisecond)
+		}
+	})
+	for published.Load() < n/4 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if closeConnections(t, "ra") == 0 {
+		t.Fatalf("no connection of node ra found")
+	}
+	for published.Load() < n/2 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if closeConnections(t, "rb") == 0 {
+		t.Fatalf("no connection of node rb found")
+	}
+	wg.Wait()
+	got := in.WaitFor(t, n, 60*time.Second)
+	// Keep the first sighting of each seq, as a receiver does.
+	seen := map[int64]bool{}
+	next, dups := int64(1), 0
+	for _, batch := range got {
+		s := batch.Event.Message.Seq
+		switch {
+		case seen[s]:
+			dups++
+		case s == next:
+			seen[s] = true
+			next++
+		default:
+			t.Fatalf("seq %d arrived before %d", s, next)
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	if next != n+1 {
+		t.Fatalf("got seqs up to %d, want %d", next-1, n)
+	}
+	t.Logf("%d batches, %d duplicates after two forced disconnects", n, dups)
+	parleytest.WaitReady(t, a)
+	parleytest.WaitReady(t, b)
+	if err := a.Publish(context.Background(), parleytest.MessageBatch("rb", "r", n+1)); err != nil {
+		t.Fatalf("Publish after reconnect: %v", err)
+	}
+	in.WaitFor(t, len(got)+1, 10*time.Second)
+}
