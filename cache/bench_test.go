@@ -99,29 +99,45 @@ func cpuTime() time.Duration {
 
 // BenchmarkRooms is the room list (seed 001): a member of 50 rooms asks for
 // a page of 50, from every core at once. "idle" is the steady state of a
-// room list polled while nothing changes; "busy" has a writer sending to the
-// rooms meanwhile, so that most lists are built afresh (msgs/s reports its
-// rate).
+// room list polled while nothing changes (the first page is shared); "busy"
+// has writers sending to the rooms meanwhile (msgs/s reports their rate), so
+// that lists are rebuilt; "page2" asks for the second page of 25, which is
+// built afresh on every call.
 func BenchmarkRooms(b *testing.B) {
-	for _, busy := range []bool{false, true} {
-		b.Run(map[bool]string{false: "idle", true: "busy"}[busy], func(b *testing.B) {
+	for _, tc := range []struct {
+		name  string
+		busy  bool
+		limit int
+		page2 bool
+	}{
+		{"idle", false, 50, false},
+		{"busy", true, 50, false},
+		{"page2", false, 25, true},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
 			c, reads, users, rooms := benchSetup(b, 16, 50, 2)
-			for _, u := range users {
-				if list, _, err := c.Rooms(ctx, u.ID, "", 50); err != nil || len(list) != 50 {
-					b.Fatalf("Rooms = %d entries, %v; want 50", len(list), err)
+			cursors := make([]string, len(users))
+			for i, u := range users {
+				list, next, err := c.Rooms(ctx, u.ID, "", tc.limit)
+				if err != nil || len(list) != tc.limit {
+					b.Fatalf("Rooms = %d entries, %v; want %d", len(list), err, tc.limit)
+				}
+				if tc.page2 {
+					cursors[i] = next
 				}
 			}
 			var next atomic.Int64
 			stop := make(chan struct{})
 			var sent <-chan int
-			if busy {
+			if tc.busy {
 				sent = sendUntil(c, users, rooms, stop)
 			}
 			m := startMeter(b, reads)
 			b.RunParallel(func(pb *testing.PB) {
-				u := users[int(next.Add(1))%len(users)]
+				i := int(next.Add(1)) % len(users)
+				u, cursor := users[i], cursors[i]
 				for pb.Next() {
-					if _, _, err := c.Rooms(ctx, u.ID, "", 50); err != nil {
+					if _, _, err := c.Rooms(ctx, u.ID, cursor, tc.limit); err != nil {
 						b.Error(err)
 						return
 					}
@@ -129,7 +145,7 @@ func BenchmarkRooms(b *testing.B) {
 			})
 			m.stop(b)
 			close(stop)
-			if busy {
+			if tc.busy {
 				b.ReportMetric(float64(<-sent)/b.Elapsed().Seconds(), "msgs/s")
 			}
 		})
