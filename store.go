@@ -10,6 +10,9 @@ import (
 // any of them with an in-memory view of the hot reads. The conformance suite
 // in parleytest runs against every implementation.
 //
+// Results may be shared between callers (the cache hands out the same
+// slices and messages to every reader): treat them as read-only.
+//
 // All methods are safe for concurrent use. Writes that return without error
 // are committed and durable per the implementation's sync setting. Errors a
 // user may see are *Error with the codes named below; anything else is
