@@ -1,0 +1,383 @@
+package redis
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	goredis "github.com/redis/go-redis/v9"
+
+	"parley"
+)
+
+// PresenceConfig configures a Presence. Zero fields take the documented
+// defaults.
+type PresenceConfig struct {
+	// Client is the Redis connection (required). The Presence does not
+	// close it.
+	Client *goredis.Client
+	// Prefix starts every key and the notification channel.
+	// Default DefaultPrefix.
+	Prefix string
+	// Node is this node's id (required).
+	Node string
+	// TTL is how long an entry lives without a heartbeat. Default 15 s.
+	TTL time.Duration
+	// Heartbeat is how often the node refreshes its entries. Default TTL/3.
+	Heartbeat time.Duration
+	// OnChange, when set, hears about every node's changes.
+	OnChange parley.PresenceHook
+	// Registerer, when set, registers the presence metrics.
+	Registerer prometheus.Registerer
+	// Logger logs heartbeat failures. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Presence is the Redis parley.Presence of one node.
+//
+// Keys: "{prefix}presence:u:{user}" is a sorted set of the user's nodes,
+// each scored by the unix millisecond at which its entry expires (readers
+// ignore entries past their score, so a dead node's entries vanish after
+// the TTL even though Redis cannot expire a set member), with the key
+// itself expiring one TTL after the last refresh. "{prefix}presence:n:
+// {node}" is the set of a node's users, for DropNode. Changes are
+// announced on the channel "{prefix}presence" (a user id, or "" for
+// everything).
+//
+// The node counts its sessions per user in memory: the first Add and the
+// last Remove write to Redis; the heartbeat rewrites every local user, so
+// entries lost to a flush or a DropNode come back within one heartbeat.
+type Presence struct {
+	rdb      *goredis.Client
+	cfg      PresenceConfig
+	channel  string
+	nodeKey  string
+	log      *slog.Logger
+	m        presenceMetrics
+	pubsub   *goredis.PubSub
+	stop     chan struct{}
+	done     sync.WaitGroup
+	stopOnce sync.Once
+
+	mu       sync.Mutex     // guards sessions
+	sessions map[string]int // user -> sessions on this node
+}
+
+var _ parley.Presence = (*Presence)(nil)
+
+// NewPresence returns a running Presence: its heartbeat and, with
+// OnChange, its subscription to the change channel.
+func NewPresence(cfg PresenceConfig) *Presence {
+	if cfg.Prefix == "" {
+		cfg.Prefix = DefaultPrefix
+	}
+	if cfg.TTL <= 0 {
+		cfg.TTL = 15 * time.Second
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = cfg.TTL / 3
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	p := &Presence{
+		rdb:      cfg.Client,
+		cfg:      cfg,
+		channel:  cfg.Prefix + "presence",
+		nodeKey:  cfg.Prefix + "presence:n:" + cfg.Node,
+		log:      cfg.Logger,
+		m:        newPresenceMetrics(cfg.Registerer),
+		stop:     make(chan struct{}),
+		sessions: map[string]int{},
+	}
+	if cfg.OnChange != nil {
+		p.pubsub = p.rdb.Subscribe(context.Background(), p.channel)
+		p.done.Go(p.listen)
+	}
+	p.done.Go(p.heartbeat)
+	return p
+}
+
+func (p *Presence) userKey(user string) string { return p.cfg.Prefix + "presence:u:" + user }
+
+func (p *Presence) expiry() float64 {
+	return float64(time.Now().Add(p.cfg.TTL).UnixMilli())
+}
+
+// Add implements parley.Presence.
+func (p *Presence) Add(ctx context.Context, userID string) error {
+	p.mu.Lock()
+	p.sessions[userID]++
+	first := p.sessions[userID] == 1
+	n := len(p.sessions)
+	p.mu.Unlock()
+	p.m.users.Set(float64(n))
+	if !first {
+		return nil
+	}
+	_, err := p.rdb.TxPipelined(ctx, func(pipe goredis.Pipeliner) error {
+		p.queueRefresh(ctx, pipe, []string{userID})
+		pipe.Publish(ctx, p.channel, userID)
+		return nil
+	})
+	p.m.count(err)
+	return unavailable("presence add", err)
+}
+
+// queueRefresh queues the writes that (re)register users on this node.
+func (p *Presence) queueRefresh(ctx context.Context, pipe goredis.Pipeliner, users []string) []*goredis.IntCmd {
+	exp := p.expiry()
+	added := make([]*goredis.IntCmd, len(users))
+	members := make([]any, len(users))
+	for i, u := range users {
+		k := p.userKey(u)
+		added[i] = pipe.ZAdd(ctx, k, goredis.Z{Score: exp, Member: p.cfg.Node})
+		pipe.PExpire(ctx, k, p.cfg.TTL)
+		members[i] = u
+	}
+	pipe.SAdd(ctx, p.nodeKey, members...)
+	pipe.PExpire(ctx, p.nodeKey, p.cfg.TTL)
+	return added
+}
+
+// Remove implements parley.Presence.
+func (p *Presence) Remove(ctx context.Context, userID string) error {
+	p.mu.Lock()
+	n, ok := p.sessions[userID]
+	if ok && n > 1 {
+		p.sessions[userID] = n - 1
+	} else {
+		delete(p.sessions, userID)
+	}
+	users := len(p.sessions)
+	p.mu.Unlock()
+	p.m.users.Set(float64(users))
+	if !ok || n > 1 {
+		return nil
+	}
+	_, err := p.rdb.TxPipelined(ctx, func(pipe goredis.Pipeliner) error {
+		pipe.ZRem(ctx, p.userKey(userID), p.cfg.Node)
+		pipe.SRem(ctx, p.nodeKey, userID)
+		pipe.Publish(ctx, p.channel, userID)
+		return nil
+	})
+	p.m.count(err)
+	return unavailable("presence remove", err)
+}
+
+// Nodes implements parley.Presence: one pipelined ZRANGEBYSCORE per user.
+func (p *Presence) Nodes(ctx context.Context, userIDs []string) (map[string][]string, error) {
+	out := make(map[string][]string, len(userIDs))
+	if len(userIDs) == 0 {
+		return out, nil
+	}
+	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
+	cmds := make([]*goredis.StringSliceCmd, len(userIDs))
+	_, err := p.rdb.Pipelined(ctx, func(pipe goredis.Pipeliner) error {
+		for i, u := range userIDs {
+			cmds[i] = pipe.ZRangeByScore(ctx, p.userKey(u), &goredis.ZRangeBy{Min: "(" + now, Max: "+inf"})
+		}
+		return nil
+	})
+	p.m.count(err)
+	p.m.lookups.Add(float64(len(userIDs)))
+	if err != nil {
+		return nil, unavailable("presence nodes", err)
+	}
+	for i, u := range userIDs {
+		if nodes := cmds[i].Val(); len(nodes) > 0 {
+			out[u] = nodes
+		}
+	}
+	return out, nil
+}
+
+// dropNode removes a node's entries and announces it, atomically.
+var dropNode = goredis.NewScript(`
+local users = redis.call('SMEMBERS', KEYS[1])
+for _, u in ipairs(users) do redis.call('ZREM', ARGV[1] .. u, ARGV[2]) end
+redis.call('DEL', KEYS[1])
+redis.call('PUBLISH', ARGV[3], '')
+return #users`)
+
+// DropNode implements parley.Presence.
+func (p *Presence) DropNode(ctx context.Context, node string) error {
+	err := dropNode.Run(ctx, p.rdb, []string{p.cfg.Prefix + "presence:n:" + node},
+		p.cfg.Prefix+"presence:u:", node, p.channel).Err()
+	p.m.count(err)
+	return unavailable("presence drop node", err)
+}
+
+// Ping implements parley.Presence.
+func (p *Presence) Ping(ctx context.Context) error {
+	return unavailable("presence ping", p.rdb.Ping(ctx).Err())
+}
+
+// Close implements parley.Presence: it stops the heartbeat and the
+// notifications and removes this node's entries.
+func (p *Presence) Close() error {
+	if !p.halt() {
+		return nil
+	}
+	p.mu.Lock()
+	users := make([]string, 0, len(p.sessions))
+	for u := range p.sessions {
+		users = append(users, u)
+	}
+	clear(p.sessions)
+	p.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := p.rdb.TxPipelined(ctx, func(pipe goredis.Pipeliner) error {
+		for _, u := range users {
+			pipe.ZRem(ctx, p.userKey(u), p.cfg.Node)
+		}
+		pipe.Del(ctx, p.nodeKey)
+		pipe.Publish(ctx, p.channel, "")
+		return nil
+	})
+	return unavailable("presence close", err)
+}
+
+// Crash stops the heartbeat and the notifications without removing this
+// node's entries, as a killed node would: they expire after the TTL.
+func (p *Presence) Crash() { p.halt() }
+
+// halt stops the goroutines; false if they were stopped already.
+func (p *Presence) halt() bool {
+	stopped := false
+	p.stopOnce.Do(func() {
+		close(p.stop)
+		if p.pubsub != nil {
+			p.pubsub.Close()
+		}
+		p.done.Wait()
+		stopped = true
+	})
+	return stopped
+}
+
+// heartbeat refreshes every local user's entry until Close. When it finds
+// entries missing (Redis was flushed, or another node dropped this one), it
+// announces a change of everything, so that the other nodes forget what
+// they cached.
+func (p *Presence) heartbeat() {
+	t := time.NewTicker(p.cfg.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-t.C:
+		}
+		if err := p.refresh(); err != nil {
+			p.log.Warn("presence heartbeat", "node", p.cfg.Node, "err", err)
+		}
+	}
+}
+
+// refresh rewrites the local entries in chunks of one pipeline each.
+func (p *Presence) refresh() error {
+	p.mu.Lock()
+	users := make([]string, 0, len(p.sessions))
+	for u := range p.sessions {
+		users = append(users, u)
+	}
+	p.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Heartbeat)
+	defer cancel()
+	restored := int64(0)
+	for len(users) > 0 {
+		chunk := users[:min(len(users), 1000)]
+		users = users[len(chunk):]
+		var added []*goredis.IntCmd
+		_, err := p.rdb.Pipelined(ctx, func(pipe goredis.Pipeliner) error {
+			added = p.queueRefresh(ctx, pipe, chunk)
+			return nil
+		})
+		p.m.count(err)
+		if err != nil {
+			return unavailable("presence heartbeat", err)
+		}
+		for _, c := range added {
+			restored += c.Val()
+		}
+	}
+	p.m.heartbeats.Inc()
+	if restored > 0 {
+		p.m.restored.Add(float64(restored))
+		return unavailable("presence announce", p.rdb.Publish(ctx, p.channel, "").Err())
+	}
+	return nil
+}
+
+// listen passes the change notifications to the hook. A (re)subscription
+// means notifications may have been missed: the hook hears "" then.
+func (p *Presence) listen() {
+	ctx := context.Background()
+	for {
+		msg, err := p.pubsub.Receive(ctx)
+		select {
+		case <-p.stop:
+			return
+		default:
+		}
+		if err != nil {
+			p.cfg.OnChange("")
+			select {
+			case <-p.stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			continue
+		}
+		switch msg := msg.(type) {
+		case *goredis.Subscription:
+			p.cfg.OnChange("")
+		case *goredis.Message:
+			p.cfg.OnChange(msg.Payload)
+		}
+	}
+}
+
+// presenceMetrics are the presence's Prometheus collectors.
+type presenceMetrics struct {
+	users      prometheus.Gauge
+	lookups    prometheus.Counter
+	errors     prometheus.Counter
+	heartbeats prometheus.Counter
+	restored   prometheus.Counter
+}
+
+func newPresenceMetrics(reg prometheus.Registerer) presenceMetrics {
+	m := presenceMetrics{
+		users: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "parley_presence_local_users", Help: "Users with a session on this node.",
+		}),
+		lookups: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_presence_lookups_total", Help: "Users looked up in the presence map.",
+		}),
+		errors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_presence_errors_total", Help: "Failed presence calls to Redis.",
+		}),
+		heartbeats: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_presence_heartbeats_total", Help: "Completed presence heartbeats.",
+		}),
+		restored: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_presence_restored_total", Help: "Entries a heartbeat found missing and wrote again.",
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.users, m.lookups, m.errors, m.heartbeats, m.restored)
+	}
+	return m
+}
+
+func (m presenceMetrics) count(err error) {
+	if err != nil {
+		m.errors.Inc()
+	}
+}

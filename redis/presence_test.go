@@ -1,0 +1,98 @@
+package redis_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"parley"
+	"parley/parleytest"
+	"parley/redis"
+)
+
+// testClient returns a client for PARLEY_TEST_REDIS and a key prefix of
+// its own under PARLEY_TEST_REDIS_PREFIX, whose keys it deletes at the end;
+// it skips the test when PARLEY_TEST_REDIS is not set.
+func testClient(t *testing.T) (*goredis.Client, string) {
+	t.Helper()
+	url := os.Getenv("PARLEY_TEST_REDIS")
+	if url == "" {
+		t.Skip("PARLEY_TEST_REDIS is not set: set it to a Redis URL (redis://127.0.0.1:6379/0) to run the Redis tests")
+	}
+	rdb, err := redis.NewClient(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := os.Getenv("PARLEY_TEST_REDIS_PREFIX")
+	if prefix == "" {
+		prefix = "parleytest:"
+	}
+	prefix += parley.NewID()[:8] + ":"
+	t.Cleanup(func() {
+		DeletePrefix(t, rdb, prefix)
+		rdb.Close()
+	})
+	return rdb, prefix
+}
+
+// DeletePrefix deletes every key under prefix: the only way these tests
+// ever clear Redis.
+func DeletePrefix(t *testing.T, rdb *goredis.Client, prefix string) {
+	t.Helper()
+	ctx := context.Background()
+	iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+	var keys []string
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	if len(keys) > 0 {
+		rdb.Del(ctx, keys...)
+	}
+}
+
+func TestPresence(t *testing.T) {
+	parleytest.RunPresenceTests(t, func(t *testing.T, ttl time.Duration) parleytest.NewPresenceFunc {
+		rdb, prefix := testClient(t)
+		return func(node string, hook parley.PresenceHook) parley.Presence {
+			p := redis.NewPresence(redis.PresenceConfig{Client: rdb, Prefix: prefix, Node: node, TTL: ttl, OnChange: hook})
+			t.Cleanup(func() { p.Close() })
+			return p
+		}
+	})
+}
+
+// TestPresenceFlushed: after the keys are deleted (Redis flushed), the
+// heartbeat restores the entries within one heartbeat and tells the other
+// nodes that everything changed.
+func TestPresenceFlushed(t *testing.T) {
+	rdb, prefix := testClient(t)
+	const ttl = 900 * time.Millisecond
+	changed := make(chan string, 100)
+	a := redis.NewPresence(redis.PresenceConfig{Client: rdb, Prefix: prefix, Node: "a", TTL: ttl})
+	b := redis.NewPresence(redis.PresenceConfig{Client: rdb, Prefix: prefix, Node: "b", TTL: ttl,
+		OnChange: func(u string) { changed <- u }})
+	t.Cleanup(func() { a.Close(); b.Close() })
+	parleytest.MustAdd(t, a, "u1")
+	DeletePrefix(t, rdb, prefix)
+	if got := parleytest.NodesOf(t, b, "u1"); len(got) != 0 {
+		t.Fatalf("after the flush Nodes = %v, want none", got)
+	}
+	for len(changed) > 0 {
+		<-changed
+	}
+	time.Sleep(ttl/3 + 200*time.Millisecond)
+	if got := parleytest.NodesOf(t, b, "u1"); got["u1"] != "[a]" {
+		t.Fatalf("one heartbeat after the flush Nodes = %v, want u1 on [a]", got)
+	}
+	select {
+	case u := <-changed:
+		if u != "" {
+			t.Errorf("change hook heard %q, want \"\" (everything)", u)
+		}
+	case <-time.After(2 * time.Second):
+		t.Errorf("no change announced after the restore")
+	}
+}
