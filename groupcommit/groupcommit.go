@@ -18,6 +18,13 @@
 // started by New and stopped by Close, which first lets it finish every
 // request that was already accepted.
 //
+// With Config.Flush the commit has two stages, as when a transaction is
+// committed without waiting for the fsync that makes it durable: the writer
+// commits a batch and goes on with the next one, while a second goroutine,
+// the flusher, calls Flush once for all the batches committed so far and
+// then completes them in commit order. The fsync of one batch then overlaps
+// the work of the next instead of stalling the writer.
+//
 // A request whose caller's context ends while it is still queued is dropped:
 // it never reaches the commit function and Do returns the context's error.
 // Once the writer has taken a request into a batch, Do waits for the batch's
@@ -30,6 +37,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,9 +67,12 @@ const (
 )
 
 // CommitFunc runs one batch, in order, in one transaction, and sets Out and
-// Err of each request. A non-nil return means the transaction failed: every
+// Err of each request. A non-nil error means the transaction failed: every
 // request of the batch then fails with that error, whatever was set.
-type CommitFunc[In, Out any] func(batch []*Request[In, Out]) error
+// Otherwise done, when not nil, is called once the batch is durable (after
+// its Flush, with Config.Flush) and before any of its callers returns, in
+// commit order, from the writer or the flusher goroutine.
+type CommitFunc[In, Out any] func(batch []*Request[In, Out]) (done func(), err error)
 
 // Config tunes a Writer. Zero fields take the documented defaults.
 type Config struct {
@@ -70,6 +81,12 @@ type Config struct {
 	// QueueSize is how many requests may wait for the writer before Do
 	// blocks (back-pressure). Default 4 × MaxBatch.
 	QueueSize int
+	// Flush, when set, is the second stage of every commit (an fsync): see
+	// the package doc. It is called from the flusher goroutine only, and
+	// covers every batch whose commit function returned before the call. An
+	// error fails the batches it covered and breaks the Writer: every later
+	// request fails with it too.
+	Flush func() error
 	// OnBatch, when set, is called by the writer after each batch with its
 	// size, the time the commit function took and its error (metrics hook).
 	// It must not block.
@@ -85,6 +102,8 @@ type Stats struct {
 	Requests   uint64        // requests in those batches
 	Failed     uint64        // batches whose commit function returned an error
 	CommitTime time.Duration // total time spent in the commit function
+	Flushes    uint64        // calls of Config.Flush
+	FlushTime  time.Duration // total time spent in Config.Flush
 }
 
 // MeanBatch is the mean number of requests per batch.
@@ -107,15 +126,24 @@ func (s Stats) MeanCommit() time.Duration {
 // one goroutine. Create it with New; stop it with Close.
 type Writer[In, Out any] struct {
 	commit   CommitFunc[In, Out]
+	flush    func() error
 	maxBatch int
 	onBatch  func(int, time.Duration, error)
 	queue    chan *Request[In, Out]
-	stopped  chan struct{} // closed when the writer goroutine has returned
+	flushq   chan committed[In, Out] // batches waiting for a Flush
+	stopped  chan struct{}           // closed when the writer (and flusher) have returned
+	broken   atomic.Pointer[error]   // the Flush error that broke the Writer
 
 	mu     sync.RWMutex // guards closed; held for reading while sending to queue
 	closed bool
 
-	batches, requests, failed, commitNanos atomic.Uint64
+	batches, requests, failed, commitNanos, flushes, flushNanos atomic.Uint64
+}
+
+// committed is a batch whose commit function returned, waiting for a Flush.
+type committed[In, Out any] struct {
+	batch []*Request[In, Out]
+	done  func()
 }
 
 // New starts a Writer that commits batches with commit.
@@ -128,12 +156,28 @@ func New[In, Out any](commit CommitFunc[In, Out], cfg Config) *Writer[In, Out] {
 	}
 	w := &Writer[In, Out]{
 		commit:   commit,
+		flush:    cfg.Flush,
 		maxBatch: cfg.MaxBatch,
 		onBatch:  cfg.OnBatch,
 		queue:    make(chan *Request[In, Out], cfg.QueueSize),
 		stopped:  make(chan struct{}),
 	}
-	go w.run()
+	if w.flush != nil {
+		w.flushq = make(chan committed[In, Out])
+		flusherDone := make(chan struct{})
+		go w.runFlusher(flusherDone)
+		go func() {
+			w.run()
+			close(w.flushq)
+			<-flusherDone
+			close(w.stopped)
+		}()
+		return w
+	}
+	go func() {
+		w.run()
+		close(w.stopped)
+	}()
 	return w
 }
 
@@ -145,6 +189,9 @@ func (w *Writer[In, Out]) Do(ctx context.Context, in In) (Out, error) {
 	var zero Out
 	if err := ctx.Err(); err != nil {
 		return zero, err
+	}
+	if err := w.broken.Load(); err != nil {
+		return zero, *err
 	}
 	r := &Request[In, Out]{In: in, done: make(chan struct{})}
 	w.mu.RLock()
@@ -191,15 +238,17 @@ func (w *Writer[In, Out]) Stats() Stats {
 		Requests:   w.requests.Load(),
 		Failed:     w.failed.Load(),
 		CommitTime: time.Duration(w.commitNanos.Load()),
+		Flushes:    w.flushes.Load(),
+		FlushTime:  time.Duration(w.flushNanos.Load()),
 	}
 }
 
-// run is the writer goroutine: it ends when the queue is closed and drained.
+// run is the writer goroutine's loop: it ends when the queue is closed and
+// drained.
 func (w *Writer[In, Out]) run() {
-	defer close(w.stopped)
-	batch := make([]*Request[In, Out], 0, w.maxBatch)
+	buf := make([]*Request[In, Out], 0, w.maxBatch)
 	for r := range w.queue {
-		batch = batch[:0]
+		batch := buf[:0]
 		if r.state.CompareAndSwap(queued, taken) {
 			batch = append(batch, r)
 		}
@@ -220,14 +269,20 @@ func (w *Writer[In, Out]) run() {
 		if len(batch) > 0 {
 			w.runBatch(batch)
 		}
-		clear(batch) // let the requests be collected
+		clear(buf[:cap(buf)]) // let the requests be collected
 	}
 }
 
-// runBatch commits one batch and wakes its callers.
+// runBatch commits one batch and completes it, or hands it to the flusher.
 func (w *Writer[In, Out]) runBatch(batch []*Request[In, Out]) {
+	var done func()
+	var err error
 	start := time.Now()
-	err := w.safeCommit(batch)
+	if broken := w.broken.Load(); broken != nil {
+		err = *broken
+	} else {
+		done, err = w.safeCommit(batch)
+	}
 	took := time.Since(start)
 
 	w.batches.Add(1)
@@ -235,13 +290,60 @@ func (w *Writer[In, Out]) runBatch(batch []*Request[In, Out]) {
 	w.commitNanos.Add(uint64(took))
 	if err != nil {
 		w.failed.Add(1)
+	}
+	if w.onBatch != nil {
+		w.onBatch(len(batch), took, err)
+	}
+	if err != nil || w.flush == nil {
+		complete(batch, done, err)
+		return
+	}
+	w.flushq <- committed[In, Out]{batch: slices.Clone(batch), done: done}
+}
+
+// runFlusher is the flusher goroutine: one Flush for everything committed
+// meanwhile, then each batch in commit order. It ends when flushq is closed
+// and drained.
+func (w *Writer[In, Out]) runFlusher(stopped chan<- struct{}) {
+	defer close(stopped)
+	var pending []committed[In, Out]
+	for c := range w.flushq {
+		pending = append(pending[:0], c)
+	drain:
+		for {
+			select {
+			case c, ok := <-w.flushq:
+				if !ok {
+					break drain
+				}
+				pending = append(pending, c)
+			default:
+				break drain
+			}
+		}
+		start := time.Now()
+		err := w.safeFlush()
+		w.flushes.Add(1)
+		w.flushNanos.Add(uint64(time.Since(start)))
+		if err != nil {
+			w.broken.CompareAndSwap(nil, &err)
+		}
+		for _, c := range pending {
+			complete(c.batch, c.done, err)
+		}
+		clear(pending)
+	}
+}
+
+// complete sets the batch's error, if any, runs done and wakes the callers.
+func complete[In, Out any](batch []*Request[In, Out], done func(), err error) {
+	if err != nil {
 		var zero Out
 		for _, r := range batch {
 			r.Out, r.Err = zero, err
 		}
-	}
-	if w.onBatch != nil {
-		w.onBatch(len(batch), took, err)
+	} else if done != nil {
+		done()
 	}
 	for _, r := range batch {
 		close(r.done)
@@ -250,11 +352,21 @@ func (w *Writer[In, Out]) runBatch(batch []*Request[In, Out]) {
 
 // safeCommit calls the commit function, turning a panic into an error for
 // the batch so that its callers are not left waiting forever.
-func (w *Writer[In, Out]) safeCommit(batch []*Request[In, Out]) (err error) {
+func (w *Writer[In, Out]) safeCommit(batch []*Request[In, Out]) (done func(), err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("groupcommit: commit panicked: %v", p)
+			done, err = nil, fmt.Errorf("groupcommit: commit panicked: %v", p)
 		}
 	}()
 	return w.commit(batch)
+}
+
+// safeFlush calls Flush, turning a panic into an error.
+func (w *Writer[In, Out]) safeFlush() (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("groupcommit: flush panicked: %v", p)
+		}
+	}()
+	return w.flush()
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // double commits each request by doubling it; odd inputs fail on their own.
-func double(batch []*groupcommit.Request[int, int]) error {
+func double(batch []*groupcommit.Request[int, int]) (func(), error) {
 	for _, r := range batch {
 		if r.In%2 == 1 {
 			r.Err = errors.New("odd")
@@ -20,7 +20,7 @@ func double(batch []*groupcommit.Request[int, int]) error {
 		}
 		r.Out = 2 * r.In
 	}
-	return nil
+	return nil, nil
 }
 
 func TestDoResults(t *testing.T) {
@@ -51,7 +51,7 @@ func TestBatching(t *testing.T) {
 	// A slow commit makes the callers pile up behind it.
 	var sizes []int
 	var mu sync.Mutex
-	slow := func(batch []*groupcommit.Request[int, int]) error {
+	slow := func(batch []*groupcommit.Request[int, int]) (func(), error) {
 		time.Sleep(2 * time.Millisecond)
 		return double(batch)
 	}
@@ -87,9 +87,9 @@ func TestBatching(t *testing.T) {
 
 func TestBatchError(t *testing.T) {
 	boom := errors.New("boom")
-	fail := func(batch []*groupcommit.Request[int, int]) error {
+	fail := func(batch []*groupcommit.Request[int, int]) (func(), error) {
 		double(batch)
-		return boom
+		return func() { t.Errorf("done called for a failed batch") }, boom
 	}
 	w := groupcommit.New(fail, groupcommit.Config{})
 	defer w.Close()
@@ -102,7 +102,7 @@ func TestBatchError(t *testing.T) {
 }
 
 func TestPanic(t *testing.T) {
-	w := groupcommit.New(func([]*groupcommit.Request[int, int]) error { panic("bug") }, groupcommit.Config{})
+	w := groupcommit.New(func([]*groupcommit.Request[int, int]) (func(), error) { panic("bug") }, groupcommit.Config{})
 	defer w.Close()
 	if _, err := w.Do(context.Background(), 2); err == nil {
 		t.Errorf("Do() error = nil, want the panic as an error")
@@ -117,7 +117,7 @@ func TestCancelQueued(t *testing.T) {
 	var committed atomic.Int64
 	release := make(chan struct{})
 	started := make(chan struct{}, 1)
-	commit := func(batch []*groupcommit.Request[int, int]) error {
+	commit := func(batch []*groupcommit.Request[int, int]) (func(), error) {
 		select {
 		case started <- struct{}{}:
 		default:
@@ -126,7 +126,7 @@ func TestCancelQueued(t *testing.T) {
 		for _, r := range batch {
 			committed.Add(int64(r.In))
 		}
-		return nil
+		return nil, nil
 	}
 	w := groupcommit.New(commit, groupcommit.Config{})
 	done := make(chan struct{})
@@ -151,10 +151,10 @@ func TestCancelQueued(t *testing.T) {
 
 func TestCloseDrains(t *testing.T) {
 	var committed atomic.Int64
-	commit := func(batch []*groupcommit.Request[int, int]) error {
+	commit := func(batch []*groupcommit.Request[int, int]) (func(), error) {
 		time.Sleep(time.Millisecond)
 		committed.Add(int64(len(batch)))
-		return nil
+		return nil, nil
 	}
 	w := groupcommit.New(commit, groupcommit.Config{MaxBatch: 4})
 	var wg sync.WaitGroup
@@ -178,4 +178,82 @@ func TestCloseDrains(t *testing.T) {
 		t.Errorf("Do() after Close error = %v, want ErrClosed", err)
 	}
 	w.Close() // idempotent
+}
+
+// TestFlush: with a Flush stage, callers return only after a Flush that
+// began after their batch was committed, and done runs in commit order.
+func TestFlush(t *testing.T) {
+	var mu sync.Mutex
+	var committedN, flushedN int // requests committed; requests covered by a Flush
+	var order []int              // batch numbers, as done runs
+	batchNo := 0
+	commit := func(batch []*groupcommit.Request[int, int]) (func(), error) {
+		double(batch)
+		mu.Lock()
+		committedN += len(batch)
+		batchNo++
+		n := batchNo
+		mu.Unlock()
+		return func() {
+			mu.Lock()
+			order = append(order, n)
+			mu.Unlock()
+		}, nil
+	}
+	flush := func() error {
+		time.Sleep(time.Millisecond) // an fsync
+		mu.Lock()
+		flushedN = committedN
+		mu.Unlock()
+		return nil
+	}
+	w := groupcommit.New(commit, groupcommit.Config{MaxBatch: 8, Flush: flush})
+	var wg sync.WaitGroup
+	for i := range 300 {
+		wg.Go(func() {
+			got, err := w.Do(context.Background(), 2*i)
+			if err != nil || got != 4*i {
+				t.Errorf("Do(%d) = %d, %v, want %d", 2*i, got, err, 4*i)
+			}
+		})
+	}
+	wg.Wait()
+	w.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if flushedN != 300 {
+		t.Errorf("a Flush covered %d requests at the end, want all 300", flushedN)
+	}
+	for i, n := range order {
+		if n != i+1 {
+			t.Fatalf("done order = %v, want commit order", order)
+		}
+	}
+	st := w.Stats()
+	if st.Flushes == 0 || st.Flushes > st.Batches {
+		t.Errorf("Stats() = %+v, want 1 to %d flushes", st, st.Batches)
+	}
+}
+
+func TestFlushError(t *testing.T) {
+	boom := errors.New("fsync failed")
+	var fail atomic.Bool
+	w := groupcommit.New(double, groupcommit.Config{Flush: func() error {
+		if fail.Load() {
+			return boom
+		}
+		return nil
+	}})
+	defer w.Close()
+	if _, err := w.Do(context.Background(), 2); err != nil {
+		t.Fatalf("Do() error = %v", err)
+	}
+	fail.Store(true)
+	if _, err := w.Do(context.Background(), 2); !errors.Is(err, boom) {
+		t.Errorf("Do() error = %v, want the flush error", err)
+	}
+	fail.Store(false)
+	if _, err := w.Do(context.Background(), 2); !errors.Is(err, boom) {
+		t.Errorf("Do() after a failed flush error = %v, want the flush error (broken)", err)
+	}
 }

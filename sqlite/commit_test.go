@@ -49,9 +49,11 @@ func TestCommitMixedBatch(t *testing.T) {
 		send(r2.ID, "no-such-user", ""), // 7: breaks the sender foreign key
 		send(r2.ID, u.ID, ""),           // 8: r2 seq 2
 	}
-	if err := s.commit(batch); err != nil {
+	done, err := s.commit(batch)
+	if err != nil {
 		t.Fatalf("commit() error = %v", err)
 	}
+	done()
 	wantSeq := map[int]int64{0: 1, 1: 1, 5: 2, 8: 2}
 	for i, seq := range wantSeq {
 		if r := batch[i]; r.Err != nil || !r.Out.ok || r.Out.msg.Seq != seq {

@@ -40,18 +40,19 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 func (c *connector) Driver() driver.Driver { return c.drv }
 
 // openDB opens a pool of at most n connections to path. write selects the
-// writer's settings; readers are query-only.
+// settings of the writer (and the checkpointer); readers are query-only.
 func openDB(path string, n int, write bool, cfg Config) *sql.DB {
 	pragmas := []string{
 		fmt.Sprintf("PRAGMA busy_timeout = %d", cfg.BusyTimeout/time.Millisecond),
 		"PRAGMA foreign_keys = ON",
-		"PRAGMA synchronous = " + cfg.Sync.pragma(),
+		"PRAGMA synchronous = " + cfg.Sync.pragma(write),
 		"PRAGMA temp_store = MEMORY",
 		fmt.Sprintf("PRAGMA cache_size = -%d", cfg.CacheKiB),
 	}
 	if write {
 		// After a checkpoint resets the WAL, cut it back to 64 MiB.
-		pragmas = append(pragmas, "PRAGMA journal_size_limit = 67108864")
+		pragmas = append(pragmas, "PRAGMA journal_size_limit = 67108864",
+			fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", writerAutoCheckpoint))
 	} else {
 		pragmas = append(pragmas, "PRAGMA query_only = ON")
 	}

@@ -16,6 +16,7 @@ type metrics struct {
 	queries   *prometheus.CounterVec
 	batchSize prometheus.Histogram
 	commit    prometheus.Histogram
+	ckErrors  prometheus.Counter
 	total     atomic.Uint64 // every query, for Store.Queries
 }
 
@@ -35,11 +36,15 @@ func newMetrics() *metrics {
 			Help:    "Time of one group-commit batch: begin, the writes, commit (fsync) and the event sink.",
 			Buckets: prometheus.ExponentialBuckets(100e-6, 2, 14), // 100µs to 0.8s
 		}),
+		ckErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_store_checkpoint_errors_total",
+			Help: "WAL checkpoints that failed (the WAL grows until one succeeds).",
+		}),
 	}
 }
 
 func (m *metrics) register(r prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.queries, m.batchSize, m.commit} {
+	for _, c := range []prometheus.Collector{m.queries, m.batchSize, m.commit, m.ckErrors} {
 		if err := r.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if errors.As(err, &are) {

@@ -7,24 +7,25 @@
 // MarkRead) is handed to one writer goroutine (package groupcommit) that owns
 // the only write connection. It takes everything waiting, up to
 // Config.MaxBatch writes, and runs them in order in one transaction: one
-// commit, one fsync, for the whole batch. That is how a 2-core machine stores
-// tens of thousands of messages a second with an fsync per commit.
+// commit, one fsync, for the whole batch. Consecutive Sends of a batch run as
+// one group of multi-row statements (send.go). That is how a 2-core machine
+// stores tens of thousands of messages a second with an fsync per commit.
 //
 // Each write checks its preconditions before it changes anything, so a
 // logical failure (name_taken, room_full, not_found) fails that write only.
 // A write that hits an unexpected constraint violation is dropped with an
 // internal error and the rest of the batch runs again without it. A failed
 // commit fails every write of the batch: nothing is reported as done that is
-// not committed. After the commit, Config.OnCommit gets the batch's events
+// not committed. Once the batch is durable, Config.OnCommit gets its events
 // in commit order, then the writers return.
 //
-// A message's seq is assigned by UPDATE rooms SET last_seq = last_seq + 1
+// A message's seq is assigned by UPDATE rooms SET last_seq = last_seq + n
 // ... RETURNING in the same transaction as its INSERT, and a join by an
 // UPDATE that adds the member only while member_count < capacity (the table
 // also has CHECK constraints), so both stay right even without the single
 // writer. A repeated client_id is found by the unique index
 // (room_id, sender_id, client_id), which sees the earlier writes of the same
-// batch.
+// batch, or within the batch's group of Sends.
 //
 // # Reads
 //
@@ -33,10 +34,14 @@
 //
 // # Durability (Config.Sync)
 //
-//   - full (the default): PRAGMA synchronous=FULL. The WAL is fsynced at
-//     every commit, before any write of the batch returns. A write that
+//   - full (the default): every commit's WAL pages are fsynced before any
+//     write of the batch returns or its events reach OnCommit. A write that
 //     returned survives a crash of the process, a crash of the OS and a
-//     power loss (on a disk that honours fsync).
+//     power loss (on a disk that honours fsync). The fsync runs on the
+//     group-commit flusher while the writer commits the next batch (the
+//     connection itself runs synchronous=NORMAL), so a reader may see a
+//     commit up to one fsync before it is durable; a power loss in that
+//     window loses it, and it was never reported as done.
 //   - normal: synchronous=NORMAL. Every commit is written to the WAL (the
 //     OS holds it) but fsynced only at checkpoints. A write that returned
 //     survives a crash of the process; an OS crash or a power loss may undo
@@ -45,6 +50,10 @@
 //   - off: synchronous=OFF. SQLite never fsyncs. A write that returned
 //     survives a crash of the process only; an OS crash or a power loss may
 //     lose commits and may corrupt the database file.
+//
+// Checkpoints (copying the WAL into the database file, with an fsync under
+// full and normal) run on a checkpointer goroutine of their own rather than
+// inside the writer's commits (checkpoint.go).
 //
 // # Schema
 //
@@ -56,7 +65,14 @@
 //
 // parley_store_queries_total{kind} counts every statement sent to SQLite
 // (Store.Queries is its sum), parley_store_batch_size the writes per
-// transaction and parley_store_commit_seconds the time of each batch.
+// transaction, parley_store_commit_seconds the time of each batch in the
+// writer and parley_store_checkpoint_errors_total the failed checkpoints.
+//
+// # Driver
+//
+// The cgo driver mattn/go-sqlite3 by default; modernc.org/sqlite (pure Go)
+// when built with CGO_ENABLED=0 or -tags parley_modernc. DRIVER.md has the
+// measurements behind the choice.
 package sqlite
 
 import (
@@ -106,9 +122,11 @@ type Config struct {
 // stops it.
 type Store struct {
 	wdb, rdb *sql.DB // the writer's single connection; the readers' pool
+	ck       *checkpointer
 	m        *metrics
 	w        *groupcommit.Writer[writeOp, result]
 	onCommit parley.EventSink
+	wal      *os.File // the WAL, fsynced by the flusher under SyncFull
 	wq       writeQueries
 	rq       readQueries
 
@@ -154,15 +172,22 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	s := &Store{m: newMetrics(), onCommit: cfg.OnCommit}
 	s.wdb = openDB(cfg.Path, 1, true, cfg)
 	if err := s.init(ctx, cfg); err != nil {
-		s.wdb.Close()
-		if s.rdb != nil {
-			s.rdb.Close()
-		}
-		closeAll(s.wq.all())
-		closeAll(s.rq.all())
+		s.closeDBs()
 		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
 	}
-	s.w = groupcommit.New(s.commit, groupcommit.Config{MaxBatch: cfg.MaxBatch, OnBatch: s.m.observeBatch})
+	gc := groupcommit.Config{MaxBatch: cfg.MaxBatch, OnBatch: s.m.observeBatch}
+	if cfg.Sync == SyncFull {
+		// The WAL exists from the migrations on, and lives as long as the
+		// connections: SQLite truncates it but never removes it while open.
+		f, err := os.OpenFile(cfg.Path+"-wal", os.O_RDWR, 0)
+		if err != nil {
+			s.closeDBs()
+			return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
+		}
+		s.wal, gc.Flush = f, f.Sync
+	}
+	s.w = groupcommit.New(s.commit, gc)
+	go s.ck.run()
 	return s, nil
 }
 
@@ -178,11 +203,23 @@ func (s *Store) init(ctx context.Context, cfg Config) error {
 		return err
 	}
 	s.rdb = openDB(cfg.Path, cfg.Readers, false, cfg)
+	s.ck = &checkpointer{
+		db:      openDB(cfg.Path, 1, true, checkpointerConfig(cfg)),
+		passive: &query{kind: "checkpoint", text: "PRAGMA wal_checkpoint(PASSIVE)"},
+		restart: &query{kind: "checkpoint", text: "PRAGMA wal_checkpoint(RESTART)"},
+		dirty:   make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+		errs:    func(error) { s.m.ckErrors.Inc() },
+	}
 	s.nwq = len(s.wq.all())
 	if err := prepareAll(s.wdb, s.m, s.wq.all()); err != nil {
 		return err
 	}
 	if err := prepareAll(s.rdb, s.m, s.rq.all()); err != nil {
+		return err
+	}
+	if err := prepareAll(s.ck.db, s.m, []*query{s.ck.passive, s.ck.restart}); err != nil {
 		return err
 	}
 	if cfg.Registerer != nil {
@@ -199,11 +236,30 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
 		s.w.Close()
-		closeAll(s.wq.all())
-		closeAll(s.rq.all())
-		s.closeErr = errors.Join(s.rdb.Close(), s.wdb.Close())
+		close(s.ck.stop)
+		<-s.ck.done
+		s.closeErr = s.closeDBs()
 	})
 	return s.closeErr
+}
+
+// closeDBs closes the statements, the connections and the WAL handle.
+func (s *Store) closeDBs() error {
+	closeAll(s.wq.all())
+	closeAll(s.rq.all())
+	var errs []error
+	if s.ck != nil {
+		closeAll([]*query{s.ck.passive, s.ck.restart})
+		errs = append(errs, s.ck.db.Close())
+	}
+	if s.rdb != nil {
+		errs = append(errs, s.rdb.Close())
+	}
+	errs = append(errs, s.wdb.Close())
+	if s.wal != nil {
+		errs = append(errs, s.wal.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // Ping checks that a reader connection answers a query.

@@ -9,9 +9,9 @@ type Sync int
 
 // Sync settings.
 const (
-	// SyncFull fsyncs the WAL at every commit (PRAGMA synchronous=FULL):
-	// a write that returned survives a process crash, an OS crash and a
-	// power loss.
+	// SyncFull fsyncs the WAL after every commit, before any write of the
+	// commit returns: a write that returned survives a process crash, an OS
+	// crash and a power loss.
 	SyncFull Sync = iota
 	// SyncNormal writes the WAL at every commit but fsyncs only at
 	// checkpoints (synchronous=NORMAL): a write that returned survives a
@@ -64,13 +64,16 @@ func (s *Sync) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// pragma is the value of PRAGMA synchronous for the setting.
-func (s Sync) pragma() string {
-	switch s {
-	case SyncNormal:
-		return "NORMAL"
-	case SyncOff:
+// pragma is the value of PRAGMA synchronous for the setting. The writer
+// of SyncFull runs NORMAL and fsyncs the WAL itself after each commit
+// (Store.flush), off its own path; a checkpoint under NORMAL fsyncs the WAL
+// first and the database after, as under FULL.
+func (s Sync) pragma(writer bool) string {
+	switch {
+	case s == SyncOff:
 		return "OFF"
+	case s == SyncNormal || writer:
+		return "NORMAL"
 	}
 	return "FULL"
 }

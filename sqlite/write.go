@@ -43,30 +43,31 @@ func (s *Store) write(ctx context.Context, f writeFunc) (result, error) {
 }
 
 // commit is the group-commit function: it runs the batch in one
-// transaction and, once it is committed, hands its events to OnCommit.
-func (s *Store) commit(batch []*groupcommit.Request[writeOp, result]) error {
+// transaction; once that is durable, its events go to OnCommit.
+func (s *Store) commit(batch []*groupcommit.Request[writeOp, result]) (done func(), err error) {
 	pending, grouped := batch, true
 	for {
 		events, blame, err := s.tryBatch(pending, grouped)
 		switch {
 		case err == nil:
-			if s.onCommit != nil && len(events) > 0 {
-				s.onCommit(events)
+			s.ck.wrote()
+			if s.onCommit == nil || len(events) == 0 {
+				return nil, nil
 			}
-			return nil
+			return func() { s.onCommit(events) }, nil
 		case blame == regroup:
 			// A grouped statement broke a constraint: run the batch
 			// again one Send at a time to find the culprit.
 			grouped = false
 		case blame < 0:
-			return err
+			return nil, err
 		default:
 			// One write broke a constraint half-way: drop it, run the
 			// rest again. Each round drops one write.
 			pending[blame].Err = err
 			pending = slices.Delete(slices.Clone(pending), blame, blame+1)
 			if len(pending) == 0 {
-				return nil
+				return nil, nil
 			}
 		}
 	}
