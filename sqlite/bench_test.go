@@ -56,6 +56,7 @@ func BenchmarkSendParallel(b *testing.B) {
 	batches := after.Batches - before.Batches
 	b.ReportMetric(float64(b.N)/secs, "msgs/s")
 	b.ReportMetric(float64(batches)/secs, "commits/s")
+	b.ReportMetric(float64(after.Flushes-before.Flushes)/secs, "fsyncs/s")
 	b.ReportMetric(float64(after.Requests-before.Requests)/float64(max(batches, 1)), "msgs/commit")
 	b.ReportMetric(float64(after.CommitTime-before.CommitTime)/float64(max(batches, 1))/1e3, "µs/commit")
 	b.ReportMetric(float64(s.Queries()-q0)/float64(b.N), "queries/op")

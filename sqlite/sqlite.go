@@ -66,7 +66,8 @@
 // parley_store_queries_total{kind} counts every statement sent to SQLite
 // (Store.Queries is its sum), parley_store_batch_size the writes per
 // transaction, parley_store_commit_seconds the time of each batch in the
-// writer and parley_store_checkpoint_errors_total the failed checkpoints.
+// writer, parley_store_fsync_seconds each fsync of the WAL (sync=full) and
+// parley_store_checkpoint_errors_total the failed checkpoints.
 //
 // # Driver
 //
@@ -184,7 +185,13 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 			s.closeDBs()
 			return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
 		}
-		s.wal, gc.Flush = f, f.Sync
+		s.wal = f
+		gc.Flush = func() error {
+			start := time.Now()
+			err := f.Sync()
+			s.m.fsync.Observe(time.Since(start).Seconds())
+			return err
+		}
 	}
 	s.w = groupcommit.New(s.commit, gc)
 	go s.ck.run()

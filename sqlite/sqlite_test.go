@@ -153,7 +153,7 @@ func TestMetrics(t *testing.T) {
 	if sum != float64(s.Queries()) {
 		t.Errorf("sum of parley_store_queries_total = %v, want Queries() = %d", sum, s.Queries())
 	}
-	for _, name := range []string{"parley_store_queries_total{insert_message}", "parley_store_queries_total{messages_before}",
+	for _, name := range []string{"parley_store_queries_total{insert_message}", "parley_store_queries_total{messages_before}", "parley_store_fsync_seconds",
 		"parley_store_batch_size", "parley_store_commit_seconds"} {
 		if got[name] < 1 {
 			t.Errorf("metric %s = %v, want ≥ 1", name, got[name])
