@@ -1,0 +1,447 @@
+// Package cluster relays committed changes between the nodes of a Parley
+// cluster (design §6): for each message this node commits, it delivers to
+// the local sessions and publishes one batch per other node that holds
+// online recipients (seed 002), and it hands the batches other nodes send
+// here to the local fan-out, in seq order, each message once.
+//
+// # Send side
+//
+// The store's commit events (Apply) go to a queue that one goroutine
+// drains in commit order. For a message it looks up the room's route: the
+// members (from the store, cached per room until a join or leave) and the
+// nodes that hold their sessions (from parley.Presence), cached per room
+// and dropped on every presence change the change hook reports, and after
+// Config.RouteTTL at the latest. It then publishes one parley.Batch to each
+// other node of the route, with the members on that node, and none to a
+// node without online members. Joins and leaves travel the same way, to
+// the room's nodes and the user's nodes, so that every node drops its
+// cached members and a leave ends the user's room subscriptions there too.
+//
+// # Receive side: order and duplicates
+//
+// Messages of a room reach a node from several publishers (one per node
+// that commits to the room) and from its own commits, so they can arrive
+// out of seq order, and a reconnect can bring one twice. The relay keeps,
+// per room, the next seq it will deliver: an older seq is a duplicate and
+// is dropped; a newer one is held until the gap closes. If the gap has not
+// closed after Config.GapWait (the message went to no batch for this node,
+// or a batch was lost), the relay reads the missing messages from the
+// store and delivers them; a gap of more than one history page is skipped,
+// and the clients see it as a seq gap and fill it with since-seq. The first
+// message of a room the node has not seen is held for GapWait too (unless
+// it is seq 1), so that an older one still on its way is not overtaken.
+//
+// # Failures
+//
+// When presence or the store cannot be read, the relay uses the last route
+// it had (or delivers locally only) and counts the failure; remote clients
+// then see a seq gap. A batch returned as undeliverable means its node is
+// gone: the relay drops that node's presence entries (at most once a
+// second per node).
+package cluster
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"parley"
+)
+
+// Local is the node's own fan-out (hub.Hub).
+type Local interface {
+	// Apply takes committed events; the relay passes it leaves only.
+	Apply(evs []parley.Event)
+	// Deliver hands a message to the local subscribers of its room and to
+	// the personal queues of recipients.
+	Deliver(m parley.Message, recipients []string)
+}
+
+// Store is what the relay reads from the shared store.
+type Store interface {
+	Members(ctx context.Context, roomID string) ([]string, error)
+	Messages(ctx context.Context, roomID string, p parley.Page) ([]parley.Message, error)
+}
+
+// Config configures a Relay. Zero fields take the documented defaults.
+type Config struct {
+	// Node is this node's id (required).
+	Node string
+	// Store reads members and history (required).
+	Store Store
+	// Local is the local fan-out (required).
+	Local Local
+	// GapWait is how long a message waits for an older one before the
+	// relay reads the gap from the store. Default 100 ms.
+	GapWait time.Duration
+	// RouteTTL bounds the life of a cached route; presence changes and
+	// joins and leaves drop routes sooner. Default 10 s.
+	RouteTTL time.Duration
+	// Registerer, when set, registers the relay's metrics.
+	Registerer prometheus.Registerer
+	// Logger logs failures. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Relay connects a node's store events, its local fan-out and the cluster.
+// Create it with New, attach the broker and presence with Start, and stop
+// it with Close.
+type Relay struct {
+	cfg      Config
+	log      *slog.Logger
+	m        *metrics
+	broker   parley.Broker
+	presence parley.Presence
+
+	qmu     sync.Mutex // guards the following fields
+	queue   []item
+	started bool
+	closing bool
+	wake    chan struct{}
+	done    chan struct{}
+
+	mu       sync.Mutex // guards the following fields
+	gen      uint64     // bumped by every invalidation
+	routes   map[string]*route
+	members  map[string]*memberList
+	lastGone map[string]time.Time
+
+	// Owned by the run goroutine.
+	rooms     map[string]*roomState
+	lastEvict time.Time
+	spare     []item
+}
+
+// item is one unit of work for the run goroutine.
+type item struct {
+	local []parley.Event // events this node committed
+	batch *parley.Batch  // a batch from another node
+	tick  string         // a room whose gap timer fired
+}
+
+// route is where a room's members are.
+type route struct {
+	members []string
+	nodes   map[string][]string // node -> members with a session there
+	at      time.Time
+}
+
+type memberList struct {
+	ids []string
+	at  time.Time
+}
+
+// New returns a relay that queues what it is given until Start.
+func New(cfg Config) *Relay {
+	if cfg.GapWait <= 0 {
+		cfg.GapWait = 100 * time.Millisecond
+	}
+	if cfg.RouteTTL <= 0 {
+		cfg.RouteTTL = 10 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Relay{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		m:        newMetrics(cfg.Registerer),
+		wake:     make(chan struct{}, 1),
+		done:     make(chan struct{}),
+		routes:   map[string]*route{},
+		members:  map[string]*memberList{},
+		lastGone: map[string]time.Time{},
+		rooms:    map[string]*roomState{},
+	}
+}
+
+// Start attaches the broker and the presence and starts relaying. The
+// broker's handler is Receive and its gone hook Gone; the presence's change
+// hook is PresenceChanged.
+func (r *Relay) Start(b parley.Broker, p parley.Presence) {
+	r.broker, r.presence = b, p
+	r.qmu.Lock()
+	r.started = true
+	r.qmu.Unlock()
+	go r.run()
+	r.signal()
+}
+
+// Apply is the store's event sink: it queues the events and returns.
+func (r *Relay) Apply(evs []parley.Event) {
+	keep := make([]parley.Event, 0, len(evs))
+	for _, ev := range evs {
+		switch ev.Kind {
+		case parley.EventMessage, parley.EventJoin, parley.EventLeave, parley.EventRoom:
+			keep = append(keep, ev)
+		}
+	}
+	if len(keep) > 0 {
+		r.enqueue(item{local: keep})
+	}
+}
+
+// Receive is the broker's batch handler: it queues the batch and returns.
+func (r *Relay) Receive(b parley.Batch) { r.enqueue(item{batch: &b}) }
+
+func (r *Relay) enqueue(it item) {
+	r.qmu.Lock()
+	if r.closing {
+		r.qmu.Unlock()
+		return
+	}
+	r.queue = append(r.queue, it)
+	n := len(r.queue)
+	started := r.started
+	r.qmu.Unlock()
+	r.m.queued.Set(float64(n))
+	if started {
+		r.signal()
+	}
+}
+
+func (r *Relay) signal() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// PresenceChanged is the presence change hook: every cached route is
+// dropped (a presence change is rare next to messages).
+func (r *Relay) PresenceChanged(userID string) {
+	r.mu.Lock()
+	r.gen++
+	clear(r.routes)
+	r.mu.Unlock()
+}
+
+// Gone is the broker's hook for a destination without a queue: the node
+// is gone, so its presence entries are dropped.
+func (r *Relay) Gone(node string) {
+	r.mu.Lock()
+	if time.Since(r.lastGone[node]) < time.Second {
+		r.mu.Unlock()
+		return
+	}
+	r.lastGone[node] = time.Now()
+	r.gen++
+	clear(r.routes)
+	r.mu.Unlock()
+	r.m.gone.Inc()
+	r.log.Warn("cluster: node gone, dropping its presence", "node", node)
+	if r.presence == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := r.presence.DropNode(ctx, node); err != nil {
+		r.log.Error("cluster: drop node", "node", node, "err", err)
+	}
+}
+
+// Close relays what is queued, then stops.
+func (r *Relay) Close() {
+	r.qmu.Lock()
+	if r.closing {
+		r.qmu.Unlock()
+		return
+	}
+	r.closing = true
+	started := r.started
+	r.qmu.Unlock()
+	if !started {
+		return
+	}
+	r.signal()
+	<-r.done
+}
+
+// run drains the queue until Close; it owns rooms.
+func (r *Relay) run() {
+	defer close(r.done)
+	for {
+		r.qmu.Lock()
+		batch := r.queue
+		r.queue = r.spare[:0]
+		closing := r.closing
+		r.qmu.Unlock()
+		r.m.queued.Set(0)
+		for i := range batch {
+			r.handle(&batch[i])
+			batch[i] = item{}
+		}
+		r.spare = batch
+		if len(batch) > 0 {
+			continue
+		}
+		if closing {
+			for _, st := range r.rooms {
+				if st.timer != nil {
+					st.timer.Stop()
+				}
+			}
+			return
+		}
+		<-r.wake
+	}
+}
+
+func (r *Relay) handle(it *item) {
+	switch {
+	case it.tick != "":
+		r.gapTimeout(it.tick)
+	case it.batch != nil:
+		r.receive(it.batch)
+	default:
+		for i := range it.local {
+			r.local(&it.local[i])
+		}
+	}
+}
+
+// local relays one event this node committed.
+func (r *Relay) local(ev *parley.Event) {
+	roomID := ev.Room.ID
+	switch ev.Kind {
+	case parley.EventRoom:
+		r.invalidateRoom(roomID)
+	case parley.EventMessage:
+		r.m.messages.WithLabelValues("local").Inc()
+		rt := r.route(roomID)
+		r.offer(ev.Message, rt.members)
+		for node, users := range rt.nodes {
+			if node != r.cfg.Node {
+				r.publish(parley.Batch{Node: node, Event: *ev, Recipients: users}, "message")
+			}
+		}
+	case parley.EventJoin, parley.EventLeave:
+		rt := r.route(roomID)
+		targets := map[string]bool{}
+		for node := range rt.nodes {
+			targets[node] = true
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		userNodes, err := r.presence.Nodes(ctx, []string{ev.UserID})
+		cancel()
+		if err != nil {
+			r.m.routeErrors.Inc()
+		}
+		for _, node := range userNodes[ev.UserID] {
+			targets[node] = true
+		}
+		r.invalidateRoom(roomID)
+		if ev.Kind == parley.EventLeave {
+			r.cfg.Local.Apply([]parley.Event{*ev})
+		}
+		for node := range targets {
+			if node != r.cfg.Node {
+				r.publish(parley.Batch{Node: node, Event: *ev}, "member")
+			}
+		}
+	}
+}
+
+func (r *Relay) publish(b parley.Batch, kind string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := r.broker.Publish(ctx, b); err != nil {
+		r.m.publishErrors.Inc()
+		r.log.Warn("cluster: publish", "node", b.Node, "err", err)
+		return
+	}
+	r.m.batches.WithLabelValues(kind).Inc()
+}
+
+// receive takes a batch from another node.
+func (r *Relay) receive(b *parley.Batch) {
+	ev := &b.Event
+	switch ev.Kind {
+	case parley.EventMessage:
+		r.m.messages.WithLabelValues("remote").Inc()
+		r.offer(ev.Message, b.Recipients)
+	case parley.EventJoin, parley.EventLeave:
+		r.invalidateRoom(ev.Room.ID)
+		if ev.Kind == parley.EventLeave {
+			r.cfg.Local.Apply([]parley.Event{*ev})
+		}
+	}
+}
+
+// invalidateRoom forgets a room's members and route.
+func (r *Relay) invalidateRoom(roomID string) {
+	r.mu.Lock()
+	r.gen++
+	delete(r.routes, roomID)
+	delete(r.members, roomID)
+	r.mu.Unlock()
+}
+
+// route returns where a room's members are, from the cache or from the
+// store and presence. On failure it returns the last route it had, or a
+// route with the members only (local delivery), or an empty one.
+func (r *Relay) route(roomID string) *route {
+	r.mu.Lock()
+	rt, gen := r.routes[roomID], r.gen
+	ml := r.members[roomID]
+	r.mu.Unlock()
+	if rt != nil && time.Since(rt.at) < r.cfg.RouteTTL {
+		return rt
+	}
+	r.m.routeMisses.Inc()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if ml == nil || time.Since(ml.at) >= 3*r.cfg.RouteTTL {
+		ids, err := r.cfg.Store.Members(ctx, roomID)
+		if err != nil {
+			r.m.routeErrors.Inc()
+			r.log.Error("cluster: members", "room", roomID, "err", err)
+			if rt != nil {
+				return rt
+			}
+			return &route{}
+		}
+		ml = &memberList{ids: ids, at: time.Now()}
+	}
+	nodes, err := r.presence.Nodes(ctx, ml.ids)
+	if err != nil {
+		r.m.routeErrors.Inc()
+		r.log.Error("cluster: presence", "room", roomID, "err", err)
+		if rt != nil {
+			return rt
+		}
+		return &route{members: ml.ids}
+	}
+	fresh := &route{members: ml.ids, nodes: map[string][]string{}, at: time.Now()}
+	for _, u := range ml.ids {
+		for _, node := range nodes[u] {
+			fresh.nodes[node] = append(fresh.nodes[node], u)
+		}
+	}
+	r.mu.Lock()
+	if r.gen == gen {
+		r.routes[roomID] = fresh
+		r.members[roomID] = ml
+	}
+	r.mu.Unlock()
+	return fresh
+}
+
+// Nodes returns the nodes of a room's route as the relay sees it now
+// (tests and diagnostics).
+func (r *Relay) Nodes(roomID string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	if rt := r.routes[roomID]; rt != nil {
+		for n := range rt.nodes {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,257 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"parley"
+	"parley/cluster"
+	"parley/inmem"
+)
+
+// fakeStore holds one room's members and messages.
+type fakeStore struct {
+	mu      sync.Mutex
+	members map[string][]string
+	msgs    map[string][]parley.Message
+}
+
+func (s *fakeStore) Members(ctx context.Context, roomID string) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.members[roomID]), nil
+}
+
+func (s *fakeStore) Messages(ctx context.Context, roomID string, p parley.Page) ([]parley.Message, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []parley.Message
+	for _, m := range s.msgs[roomID] {
+		if m.Seq > p.After && len(out) < p.Limit {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// commit stores the next message of a room and returns its event.
+func (s *fakeStore) commit(roomID, sender string) parley.Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := parley.Message{ID: parley.NewID(), RoomID: roomID, Seq: int64(len(s.msgs[roomID]) + 1), SenderID: sender}
+	s.msgs[roomID] = append(s.msgs[roomID], m)
+	return parley.Event{Kind: parley.EventMessage, Room: parley.Room{ID: roomID, LastSeq: m.Seq}, UserID: sender, Message: m}
+}
+
+// fakeLocal records what a node delivers, per user.
+type fakeLocal struct {
+	mu   sync.Mutex
+	got  map[string][]int64 // user -> seqs
+	left []string
+}
+
+func (l *fakeLocal) Apply(evs []parley.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, ev := range evs {
+		l.left = append(l.left, ev.UserID)
+	}
+}
+
+func (l *fakeLocal) Deliver(m parley.Message, recipients []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, u := range recipients {
+		l.got[u] = append(l.got[u], m.Seq)
+	}
+}
+
+func (l *fakeLocal) seqs(u string) []int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.got[u])
+}
+
+type node struct {
+	relay    *cluster.Relay
+	local    *fakeLocal
+	presence *inmem.Presence
+	broker   *inmem.Broker
+	batches  *countingBroker
+}
+
+// countingBroker counts publishes.
+type countingBroker struct {
+	parley.Broker
+	mu sync.Mutex
+	n  int
+}
+
+func (b *countingBroker) Publish(ctx context.Context, batch parley.Batch) error {
+	b.mu.Lock()
+	b.n++
+	b.mu.Unlock()
+	return b.Broker.Publish(ctx, batch)
+}
+
+func (b *countingBroker) count() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.n
+}
+
+func newNodes(t *testing.T, store *fakeStore, names ...string) map[string]*node {
+	ex, reg := inmem.NewExchange(), inmem.NewRegistry()
+	nodes := map[string]*node{}
+	for _, name := range names {
+		n := &node{local: &fakeLocal{got: map[string][]int64{}}}
+		n.relay = cluster.New(cluster.Config{Node: name, Store: store, Local: n.local, GapWait: 20 * time.Millisecond})
+		n.broker = ex.Broker(inmem.BrokerConfig{Node: name, Handler: n.relay.Receive, Gone: n.relay.Gone})
+		n.batches = &countingBroker{Broker: n.broker}
+		n.presence = reg.Presence(inmem.PresenceConfig{Node: name, OnChange: n.relay.PresenceChanged})
+		n.relay.Start(n.batches, n.presence)
+		t.Cleanup(func() { n.relay.Close(); n.broker.Close(); n.presence.Close() })
+		nodes[name] = n
+	}
+	return nodes
+}
+
+func waitSeqs(t *testing.T, l *fakeLocal, user string, n int) []int64 {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got := l.seqs(user)
+		if len(got) >= n || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func wantSeqs(n int) []int64 {
+	s := make([]int64, n)
+	for i := range s {
+		s[i] = int64(i + 1)
+	}
+	return s
+}
+
+// TestRoomAcrossNodes: members on three nodes, senders on every node: each
+// member gets every seq once, in order, and each message causes at most one
+// publish per other node that has members.
+func TestRoomAcrossNodes(t *testing.T) {
+	store := &fakeStore{members: map[string][]string{}, msgs: map[string][]parley.Message{}}
+	nodes := newNodes(t, store, "a", "b", "c")
+	var users []string
+	for i := range 30 {
+		u := fmt.Sprintf("u%d", i)
+		users = append(users, u)
+		n := nodes[[]string{"a", "b", "c"}[i%3]]
+		n.presence.Add(context.Background(), u)
+	}
+	store.members["r"] = users
+	const total = 300
+	var mu sync.Mutex // commits are serialized like the store's seq
+	var wg sync.WaitGroup
+	for _, name := range []string{"a", "b", "c"} {
+		wg.Go(func() {
+			for range total / 3 {
+				mu.Lock()
+				ev := store.commit("r", "u0")
+				nodes[name].relay.Apply([]parley.Event{ev})
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	for i, u := range users {
+		n := nodes[[]string{"a", "b", "c"}[i%3]]
+		if got := waitSeqs(t, n.local, u, total); !slices.Equal(got, wantSeqs(total)) {
+			t.Fatalf("user %s got %d seqs %v..., want 1..%d in order", u, len(got), got[:min(len(got), 20)], total)
+		}
+	}
+	for name, n := range nodes {
+		if c := n.batches.count(); c > 2*total/3 {
+			t.Errorf("node %s published %d batches for %d messages, want at most 2 per message", name, c, total/3)
+		}
+	}
+}
+
+// TestSameNodeNoPublish: a room whose members are all on the sending node
+// causes no publish.
+func TestSameNodeNoPublish(t *testing.T) {
+	store := &fakeStore{members: map[string][]string{"r": {"x", "y"}}, msgs: map[string][]parley.Message{}}
+	nodes := newNodes(t, store, "a", "b")
+	nodes["a"].presence.Add(context.Background(), "x")
+	nodes["a"].presence.Add(context.Background(), "y")
+	nodes["b"].presence.Add(context.Background(), "z")
+	for range 10 {
+		nodes["a"].relay.Apply([]parley.Event{store.commit("r", "x")})
+	}
+	if got := waitSeqs(t, nodes["a"].local, "y", 10); !slices.Equal(got, wantSeqs(10)) {
+		t.Fatalf("y got %v", got)
+	}
+	if c := nodes["a"].batches.count(); c != 0 {
+		t.Errorf("%d publishes, want 0", c)
+	}
+}
+
+// TestGapFilledFromStore: a message that never reached a node (it was
+// published elsewhere) is read from the store, so the next arrives after it.
+func TestGapFilledFromStore(t *testing.T) {
+	store := &fakeStore{members: map[string][]string{"r": {"x", "y"}}, msgs: map[string][]parley.Message{}}
+	nodes := newNodes(t, store, "a", "b")
+	nodes["b"].presence.Add(context.Background(), "y")
+	a := nodes["a"]
+	a.relay.Apply([]parley.Event{store.commit("r", "x")})
+	waitSeqs(t, nodes["b"].local, "y", 1)
+	store.commit("r", "x") // seq 2 is committed but never published
+	a.relay.Apply([]parley.Event{store.commit("r", "x")})
+	a.relay.Apply([]parley.Event{store.commit("r", "x")})
+	if got := waitSeqs(t, nodes["b"].local, "y", 4); !slices.Equal(got, wantSeqs(4)) {
+		t.Fatalf("y got %v, want 1..4", got)
+	}
+}
+
+// TestDuplicatesDropped: a batch delivered twice reaches the user once.
+func TestDuplicatesDropped(t *testing.T) {
+	store := &fakeStore{members: map[string][]string{"r": {"y"}}, msgs: map[string][]parley.Message{}}
+	nodes := newNodes(t, store, "b")
+	b := nodes["b"]
+	for range 3 {
+		ev := store.commit("r", "x")
+		batch := parley.Batch{Node: "b", Event: ev, Recipients: []string{"y"}}
+		b.relay.Receive(batch)
+		b.relay.Receive(batch)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if got := waitSeqs(t, b.local, "y", 3); !slices.Equal(got, wantSeqs(3)) {
+		t.Fatalf("y got %v, want 1..3 once", got)
+	}
+}
+
+// TestLeaveReachesOtherNodes: a leave committed on one node ends the
+// user's room subscriptions on the node holding their session.
+func TestLeaveReachesOtherNodes(t *testing.T) {
+	store := &fakeStore{members: map[string][]string{"r": {"x", "y"}}, msgs: map[string][]parley.Message{}}
+	nodes := newNodes(t, store, "a", "b")
+	nodes["b"].presence.Add(context.Background(), "y")
+	nodes["a"].relay.Apply([]parley.Event{{Kind: parley.EventLeave, Room: parley.Room{ID: "r"}, UserID: "y"}})
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		nodes["b"].local.mu.Lock()
+		left := slices.Clone(nodes["b"].local.left)
+		nodes["b"].local.mu.Unlock()
+		if slices.Contains(left, "y") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node b never applied y's leave")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

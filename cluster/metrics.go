@@ -1,0 +1,56 @@
+package cluster
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// metrics are the relay's Prometheus collectors.
+type metrics struct {
+	queued        prometheus.Gauge
+	held          prometheus.Gauge
+	messages      *prometheus.CounterVec
+	batches       *prometheus.CounterVec
+	duplicates    prometheus.Counter
+	filled        prometheus.Counter
+	skipped       prometheus.Counter
+	routeMisses   prometheus.Counter
+	routeErrors   prometheus.Counter
+	publishErrors prometheus.Counter
+	gone          prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	c := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+	}
+	m := &metrics{
+		queued: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "parley_cluster_queued", Help: "Events and batches waiting for the relay.",
+		}),
+		held: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "parley_cluster_held_messages", Help: "Messages held until an older one of their room arrives.",
+		}),
+		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_cluster_messages_total",
+			Help: "Messages the relay handled, by origin: committed here (local) or received from another node (remote).",
+		}, []string{"origin"}),
+		batches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_cluster_batches_total",
+			Help: "Batches the relay published, by kind: message, or member (join and leave).",
+		}, []string{"kind"}),
+		duplicates:    c("parley_cluster_duplicates_total", "Messages dropped because their room had delivered that seq."),
+		filled:        c("parley_cluster_gap_filled_total", "Messages read from the store to close a gap."),
+		skipped:       c("parley_cluster_gap_skipped_total", "Seqs skipped because a gap could not be filled (clients fill it with since-seq)."),
+		routeMisses:   c("parley_cluster_route_misses_total", "Routes computed from the store and presence instead of the cache."),
+		routeErrors:   c("parley_cluster_route_errors_total", "Failed member or presence lookups."),
+		publishErrors: c("parley_cluster_publish_errors_total", "Batches the broker refused."),
+		gone:          c("parley_cluster_nodes_gone_total", "Nodes dropped from presence because their queue was gone."),
+	}
+	m.messages.WithLabelValues("local")
+	m.messages.WithLabelValues("remote")
+	m.batches.WithLabelValues("message")
+	m.batches.WithLabelValues("member")
+	if reg != nil {
+		reg.MustRegister(m.queued, m.held, m.messages, m.batches, m.duplicates, m.filled, m.skipped,
+			m.routeMisses, m.routeErrors, m.publishErrors, m.gone)
+	}
+	return m
+}

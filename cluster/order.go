@@ -1,0 +1,178 @@
+package cluster
+
+import (
+	"context"
+	"time"
+
+	"parley"
+)
+
+// roomState is what the run goroutine knows of one room's deliveries.
+type roomState struct {
+	next  int64                 // the seq to deliver next; 0 until known
+	held  map[int64]heldMessage // newer messages waiting for a gap to close
+	timer *time.Timer           // armed while held is not empty
+	since time.Time             // when the oldest gap opened
+	used  time.Time             // last activity, for eviction
+}
+
+type heldMessage struct {
+	msg        parley.Message
+	recipients []string
+}
+
+// idleRoom is how long a room's state outlives its last message.
+const idleRoom = 10 * time.Minute
+
+// offer delivers m now if it is the next of its room, holds it if it is
+// early, and drops it if it was delivered already.
+func (r *Relay) offer(m parley.Message, recipients []string) {
+	st := r.rooms[m.RoomID]
+	now := time.Now()
+	if st == nil {
+		r.evictIdle(now)
+		st = &roomState{}
+		r.rooms[m.RoomID] = st
+	}
+	st.used = now
+	if st.next == 0 && m.Seq == 1 {
+		st.next = 1
+	}
+	switch {
+	case st.next != 0 && m.Seq < st.next:
+		r.m.duplicates.Inc()
+		return
+	case st.next == 0 || m.Seq > st.next:
+		if _, ok := st.held[m.Seq]; ok {
+			r.m.duplicates.Inc()
+			return
+		}
+		if st.held == nil {
+			st.held = map[int64]heldMessage{}
+		}
+		st.held[m.Seq] = heldMessage{m, recipients}
+		r.m.held.Inc()
+		r.armLocked(m.RoomID, st, now)
+		return
+	}
+	r.deliver(st, m, recipients)
+	r.drain(m.RoomID, st)
+}
+
+func (r *Relay) deliver(st *roomState, m parley.Message, recipients []string) {
+	r.cfg.Local.Deliver(m, recipients)
+	st.next = m.Seq + 1
+}
+
+// drain delivers the held messages that have become next.
+func (r *Relay) drain(roomID string, st *roomState) {
+	for {
+		h, ok := st.held[st.next]
+		if !ok {
+			break
+		}
+		delete(st.held, st.next)
+		r.m.held.Dec()
+		r.deliver(st, h.msg, h.recipients)
+	}
+	// Anything held below next is a duplicate by now.
+	for seq := range st.held {
+		if seq < st.next {
+			delete(st.held, seq)
+			r.m.held.Dec()
+			r.m.duplicates.Inc()
+		}
+	}
+	if len(st.held) == 0 && st.timer != nil {
+		st.timer.Stop()
+		st.timer = nil
+	}
+}
+
+// armLocked starts the room's gap timer unless it runs.
+func (r *Relay) armLocked(roomID string, st *roomState, now time.Time) {
+	if st.timer != nil {
+		return
+	}
+	st.since = now
+	st.timer = time.AfterFunc(r.cfg.GapWait, func() { r.enqueue(item{tick: roomID}) })
+}
+
+// gapTimeout runs when a room has held messages for GapWait: the gap is
+// read from the store (or, for a room first seen, delivery starts at the
+// oldest held message).
+func (r *Relay) gapTimeout(roomID string) {
+	st := r.rooms[roomID]
+	if st == nil {
+		return
+	}
+	st.timer = nil
+	if len(st.held) == 0 {
+		return
+	}
+	lowest := int64(-1)
+	for seq := range st.held {
+		if lowest < 0 || seq < lowest {
+			lowest = seq
+		}
+	}
+	switch {
+	case st.next == 0:
+		st.next = lowest
+	case lowest-st.next > parley.MaxPageLimit:
+		r.m.skipped.Add(float64(lowest - st.next))
+		st.next = lowest
+	default:
+		r.fill(roomID, st, lowest)
+	}
+	r.drain(roomID, st)
+	if len(st.held) > 0 {
+		r.armLocked(roomID, st, time.Now())
+	}
+}
+
+// fill reads the messages from next to lowest-1 from the store and
+// delivers them. If the store fails for long, the gap is skipped.
+func (r *Relay) fill(roomID string, st *roomState, lowest int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	msgs, err := r.cfg.Store.Messages(ctx, roomID, parley.Page{After: st.next - 1, Limit: int(lowest - st.next)})
+	if err != nil {
+		r.log.Error("cluster: fill gap", "room", roomID, "err", err)
+		if time.Since(st.since) > 20*r.cfg.GapWait {
+			r.m.skipped.Add(float64(lowest - st.next))
+			st.next = lowest
+		}
+		return
+	}
+	members := r.route(roomID).members
+	for _, m := range msgs {
+		if m.Seq == st.next {
+			r.m.filled.Inc()
+			r.deliver(st, m, members)
+		}
+	}
+	if st.next < lowest {
+		// The store does not have them (yet): another node's commit can
+		// be visible to its own node before ours reads it. Retry, then
+		// skip.
+		if time.Since(st.since) > 20*r.cfg.GapWait {
+			r.m.skipped.Add(float64(lowest - st.next))
+			st.next = lowest
+		}
+	}
+}
+
+// evictIdle forgets rooms without activity for idleRoom, at most once a
+// minute.
+func (r *Relay) evictIdle(now time.Time) {
+	if now.Sub(r.lastEvict) < time.Minute {
+		return
+	}
+	r.lastEvict = now
+	for id, st := range r.rooms {
+		if len(st.held) == 0 && now.Sub(st.used) > idleRoom {
+			delete(r.rooms, id)
+		}
+	}
+}
