@@ -93,6 +93,9 @@ func (s *session) connect(f *stomp.Frame, rs *readState) error {
 	}
 	ctx, cancel := context.WithTimeout(s.srv.ctx, s.srv.cfg.SendTimeout)
 	u, err := s.srv.chat.Authenticate(ctx, token)
+	if err == nil && s.srv.cfg.Sessions != nil {
+		s.srv.cfg.Sessions.Opened(ctx, u.ID)
+	}
 	cancel()
 	if err != nil {
 		return err
@@ -117,6 +120,14 @@ func (s *session) connect(f *stomp.Frame, rs *readState) error {
 	rs.sr.SetVersion(v)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		// close ran before the session counted as connected: it did not
+		// report the end, so report it here.
+		if s.srv.cfg.Sessions != nil {
+			go s.srv.cfg.Sessions.Closed(u.ID)
+		}
+		return nil
+	}
 	s.connected = true
 	s.user, s.version = u, v
 	s.sendEvery, s.recvEvery = send, recv

@@ -98,10 +98,23 @@ type Config struct {
 	// Server is the value of the server header of CONNECTED.
 	// Default "parley".
 	Server string
+	// Sessions, when set, hears about the sessions of authenticated users
+	// (cluster mode records presence with it).
+	Sessions Sessions
 	// Registerer, when set, registers the gateway's metrics.
 	Registerer prometheus.Registerer
 	// Logger logs unexpected failures. Default slog.Default().
 	Logger *slog.Logger
+}
+
+// Sessions hears about sessions: each Opened is followed by exactly one
+// Closed for the same user.
+type Sessions interface {
+	// Opened is called once CONNECT is authenticated, before CONNECTED is
+	// sent, so it completes before the client can subscribe.
+	Opened(ctx context.Context, userID string)
+	// Closed is called when the session of an Opened user ends.
+	Closed(userID string)
 }
 
 func (c *Config) setDefaults() {

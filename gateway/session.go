@@ -280,7 +280,12 @@ func (s *session) close() {
 	s.subs = nil
 	s.dropQueueLocked()
 	timer := s.timer
+	opened := s.connected && s.srv.cfg.Sessions != nil
+	user := s.user.ID
 	s.mu.Unlock()
+	if opened {
+		defer s.srv.cfg.Sessions.Closed(user)
+	}
 	s.room.Broadcast()
 	if timer != nil {
 		timer.Stop()
