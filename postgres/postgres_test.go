@@ -246,3 +246,33 @@ func TestOpenErrors(t *testing.T) {
 		t.Errorf("Open(nothing listening) error = nil, want an error")
 	}
 }
+
+// TestDirectRoomComeBack: asking again for a direct room one of the pair
+// has left adds them back, with its event.
+func TestDirectRoomComeBack(t *testing.T) {
+	rec := &parleytest.Recorder{}
+	s := mustOpen(t, postgres.Config{URL: freshSchema(t), OnCommit: rec.Sink})
+	ctx := context.Background()
+	a, b := parleytest.MustCreateUser(t, s, "a"), parleytest.MustCreateUser(t, s, "b")
+	r, _, err := s.CreateRoom(ctx, parley.NewRoom{Kind: parley.KindDirect, CreatorID: a.ID, PeerID: b.ID})
+	if err != nil {
+		t.Fatalf("CreateRoom() error = %v", err)
+	}
+	parleytest.MustSend(t, s, r, a, "hi")
+	if r, err = s.Leave(ctx, r.ID, b.ID); err != nil || r.MemberCount != 1 {
+		t.Fatalf("Leave() = %d members, %v, want 1", r.MemberCount, err)
+	}
+	mark := rec.Len()
+	again, created, err := s.CreateRoom(ctx, parley.NewRoom{Kind: parley.KindDirect, CreatorID: a.ID, PeerID: b.ID})
+	if err != nil || created || again.ID != r.ID || again.MemberCount != 2 {
+		t.Fatalf("CreateRoom(again) = %+v, %v, %v, want room %s with 2 members, not created", again, created, err, r.ID)
+	}
+	events := rec.Events()[mark:]
+	if len(events) != 1 || events[0].Kind != parley.EventJoin || events[0].UserID != b.ID ||
+		events[0].Room.MemberCount != 2 || events[0].ReadSeq != 1 {
+		t.Errorf("CreateRoom(again) events = %+v, want b's join with read_seq 1", events)
+	}
+	if m, err := s.Member(ctx, r.ID, b.ID); err != nil || m.ReadSeq != 1 {
+		t.Errorf("Member(b) = %+v, %v, want read_seq 1", m, err)
+	}
+}

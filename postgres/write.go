@@ -66,7 +66,9 @@ func (s *Store) write(ctx context.Context, op writeOp) (result, error) {
 }
 
 // commit is the group-commit function: it runs the batch in one
-// transaction and, once it is committed, hands its events to OnCommit.
+// transaction and returns what the writer calls once the batch is
+// committed, before the batch's callers return: handing its events to
+// OnCommit in the node's commit order.
 //
 // A batch that fails for a reason of its own (a deadlock with another node,
 // a serialization failure, a unique key another node took meanwhile) runs
@@ -76,7 +78,7 @@ func (s *Store) write(ctx context.Context, op writeOp) (result, error) {
 // again; when that statement held a run of sends, the batch first runs
 // again with a statement per send, to find the one to drop. Anything else
 // fails the batch.
-func (s *Store) commit(batch []*groupcommit.Request[writeOp, result]) error {
+func (s *Store) commit(batch []*groupcommit.Request[writeOp, result]) (func(), error) {
 	pending := batch
 	single := false
 	for attempt := 1; ; attempt++ {
@@ -89,8 +91,7 @@ func (s *Store) commit(batch []*groupcommit.Request[writeOp, result]) error {
 			if s.onCommit != nil && len(events) > 0 {
 				emit = func() { s.onCommit(events) }
 			}
-			s.seq.done(ticket, emit)
-			return nil
+			return func() { s.seq.done(ticket, emit) }, nil
 		}
 		if ticket != noTicket {
 			s.seq.done(ticket, nil)
@@ -107,10 +108,10 @@ func (s *Store) commit(batch []*groupcommit.Request[writeOp, result]) error {
 			pending[failed].Err = opError(err, code)
 			pending = slices.Delete(slices.Clone(pending), failed, failed+1)
 			if len(pending) == 0 {
-				return nil
+				return nil, nil
 			}
 		default:
-			return err
+			return nil, err
 		}
 	}
 }
