@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"math"
+	"os"
 	"testing"
 	"time"
 )
@@ -120,5 +121,21 @@ func TestRecorder(t *testing.T) {
 	r.Record(0, 0)
 	if got := r.Total().TotalCount(); got != 103 {
 		t.Errorf("total count after extremes %d, want 103", got)
+	}
+}
+
+func TestProcCPU(t *testing.T) {
+	if loadAvg() == 0 {
+		t.Skip("no /proc/loadavg")
+	}
+	// Burn a little CPU so that the reading is positive.
+	deadline := time.Now().Add(20 * time.Millisecond)
+	for time.Now().Before(deadline) {
+	}
+	if got := procCPU(os.Getpid()); got <= 0 {
+		t.Errorf("procCPU(self) = %v, want > 0", got)
+	}
+	if got := procCPU(-5); got != -1 {
+		t.Errorf("procCPU(-5) = %v, want -1", got)
 	}
 }

@@ -88,7 +88,7 @@ func throughputChart(res *Result) template.HTML {
 			sent[i] = float64(p.Extra) / span
 		}
 	}
-	ss := []series{{res.Unit + "s/s", "#1f77b4", rate}, {"errors/s", "#d62728", errs}}
+	ss := []series{{plural(res.Unit) + "/s", "#1f77b4", rate}, {"errors/s", "#d62728", errs}}
 	if res.Messaging != nil {
 		ss = append(ss, series{"messages sent/s", "#2ca02c", sent})
 	}
@@ -223,7 +223,7 @@ func histogramChart(res *Result) template.HTML {
 		}
 	}
 	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">latency (ms, log buckets)</text>`, padL+int(plotW/2), chartH-5)
-	fmt.Fprintf(&b, `<text x="12" y="%d" transform="rotate(-90 12 %d)" text-anchor="middle">%ss</text>`, padT+int(plotH/2), padT+int(plotH/2), template.HTMLEscapeString(res.Unit))
+	fmt.Fprintf(&b, `<text x="12" y="%d" transform="rotate(-90 12 %d)" text-anchor="middle">%s</text>`, padT+int(plotH/2), padT+int(plotH/2), template.HTMLEscapeString(plural(res.Unit)))
 	fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.0f" height="%.0f" fill="none" stroke="#999"/>`, padL, padT, plotW, plotH)
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String())

@@ -74,6 +74,10 @@ type Options struct {
 
 	Login, Passcode string // RabbitMQ credentials (default guest/guest)
 
+	// ServerPID, when set, is a local server process whose CPU use is
+	// reported (Linux), for targets without Parley's /metrics.
+	ServerPID int
+
 	// Progress, when set, is called about five times a second from one
 	// goroutine while the run lasts.
 	Progress func(Progress)

@@ -26,8 +26,8 @@ func WriteText(w io.Writer, res *Result) error {
 	row("shape", "%s", shapeText(res))
 	row("set-up", "%.1f s (not measured)", res.SetupTime)
 	row("measured", "%.2f s", res.Elapsed)
-	row(res.Unit+"s", "%d", res.Ops)
-	row("throughput", "%s %ss/s", num(res.Throughput), res.Unit)
+	row(plural(res.Unit), "%d", res.Ops)
+	row("throughput", "%s %s/s", num(res.Throughput), plural(res.Unit))
 	l := res.Latency
 	row("latency (ms)", "p50 %s  p90 %s  p95 %s  p99 %s  p99.9 %s  max %s  (n=%d)",
 		ms(l.P50), ms(l.P90), ms(l.P95), ms(l.P99), ms(l.P999), ms(l.Max), l.Count)
@@ -65,8 +65,12 @@ func WriteText(w io.Writer, res *Result) error {
 		row("note", "%s", n)
 	}
 	u := res.Resources
-	row("CPU (cores)", "server %.2f, load generator %.2f; load average %.1f → %.1f",
-		u.ServerCPU, u.ClientCPU, u.Load1Start, u.Load1End)
+	server := "n.a."
+	if res.Target == TargetParley || u.ServerCPU > 0 {
+		server = fmt.Sprintf("%.2f", u.ServerCPU)
+	}
+	row("CPU (cores)", "server %s, load generator %.2f; load average %.1f → %.1f",
+		server, u.ClientCPU, u.Load1Start, u.Load1End)
 	row("machine", "%s", machineText(res.Machine))
 	return tw.Flush()
 }
@@ -97,6 +101,14 @@ func shapeText(res *Result) string {
 		parts = append(parts, fmt.Sprintf("ramp-up %gs", s.RampUp))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// plural names several units: request → requests, delivery → deliveries.
+func plural(unit string) string {
+	if strings.HasSuffix(unit, "y") {
+		return strings.TrimSuffix(unit, "y") + "ies"
+	}
+	return unit + "s"
 }
 
 func machineText(m Machine) string {

@@ -14,8 +14,9 @@ import (
 // server and the load generator, a server short of CPU and a load generator
 // short of CPU look alike from the latencies alone.
 type Resources struct {
-	// ServerCPU is the CPU the Parley nodes used, in cores, from
-	// process_cpu_seconds_total (0 when not available).
+	// ServerCPU is the CPU the server used, in cores: the Parley nodes'
+	// process_cpu_seconds_total, or the process Options.ServerPID from
+	// /proc (0 when neither is available).
 	ServerCPU float64 `json:"server_cpu_cores"`
 	// ClientCPU is the CPU the load generator used, in cores.
 	ClientCPU float64 `json:"client_cpu_cores"`
@@ -35,7 +36,9 @@ type usageSample struct {
 
 func (r *run) sampleUsage() usageSample {
 	s := usageSample{at: time.Now(), client: ownCPU(), server: -1, load1: loadAvg()}
-	if r.o.Target == TargetParley {
+	if r.o.ServerPID > 0 {
+		s.server = procCPU(r.o.ServerPID)
+	} else if r.o.Target == TargetParley {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		if vals, err := r.sumMetrics(ctx); err == nil {
@@ -82,3 +85,31 @@ func loadAvg() float64 {
 	v, _ := strconv.ParseFloat(f[0], 64)
 	return v
 }
+
+// procCPU reads the user + system CPU seconds of a local process from
+// /proc/PID/stat (Linux); -1 when it cannot.
+func procCPU(pid int) float64 {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return -1
+	}
+	// The command name may hold spaces: the fields start after its ')'.
+	i := strings.LastIndexByte(string(data), ')')
+	if i < 0 {
+		return -1
+	}
+	f := strings.Fields(string(data[i+1:]))
+	if len(f) < 13 {
+		return -1
+	}
+	utime, err1 := strconv.ParseFloat(f[11], 64)
+	stime, err2 := strconv.ParseFloat(f[12], 64)
+	if err1 != nil || err2 != nil {
+		return -1
+	}
+	return (utime + stime) / clockTicks
+}
+
+// clockTicks is USER_HZ, the unit of /proc/PID/stat times: 100 on every
+// Linux platform Go supports.
+const clockTicks = 100

@@ -76,6 +76,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&o.Drain, "drain", o.Drain, "messaging: wait this long at most for deliveries after the last send")
 	fs.StringVar(&o.Login, "login", o.Login, "rabbitmq-web-stomp: STOMP login")
 	fs.StringVar(&o.Passcode, "passcode", o.Passcode, "rabbitmq-web-stomp: STOMP passcode")
+	fs.IntVar(&o.ServerPID, "server-pid", 0, "a local server process whose CPU use to report (Linux; for rabbitmq-web-stomp: the beam.smp pid)")
 	fs.StringVar(&jsonPath, "json", "", "write the result as JSON to this file (- for standard output)")
 	fs.StringVar(&htmlPath, "html", "", "write a self-contained HTML report with charts to this file")
 	fs.StringVar(&progress, "progress", "auto", "progress bar on standard error: auto (when it is a terminal), on, off")
