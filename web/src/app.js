@@ -374,6 +374,7 @@ class App {
       try {
         const room = await this.api.createGroup(title, capacity);
         ev.target.reset();
+        $('new-room').open = false;
         this.addRoom(room);
         location.hash = '#/room/' + encodeURIComponent(room.id);
       } catch (e) {
@@ -392,6 +393,7 @@ class App {
         this.peers[room.id] = user.name;
         localStorage.setItem('parley.peers.' + this.me.id, JSON.stringify(this.peers));
         ev.target.reset();
+        $('new-room').open = false;
         this.addRoom(room);
         location.hash = '#/room/' + encodeURIComponent(room.id);
       } catch (e) {
@@ -406,6 +408,7 @@ class App {
       const m = /#\/(?:join|room)\/([^/?#\s]+)/.exec(link) || /^([A-Za-z0-9_-]+)$/.exec(link);
       if (!m) { setText(newRoomError, 'That is not an invite link.'); return; }
       ev.target.reset();
+      $('new-room').open = false;
       location.hash = '#/join/' + m[1];
     });
     $('join-button').addEventListener('click', () => this.joinRoom(this.joinId));

@@ -2,7 +2,7 @@
 // scrolling up, live messages in seq order, sends shown as "sending…" until
 // their RECEIPT, and the read position sent while the view is at the bottom.
 
-import { $, h, setText, fullTime, randomId } from './dom.js';
+import { $, h, setText, fullTime, messageTime, randomId } from './dom.js';
 
 const pageSize = 50;
 
@@ -163,7 +163,7 @@ export class ChatView {
     return h('li', attrs,
       h('div', { class: 'msg-meta' },
         h('span', { class: 'msg-sender' }, mine ? 'You' : m.sender_name),
-        m.sent_at ? h('time', { datetime: m.sent_at, title: fullTime(m.sent_at) }, fullTime(m.sent_at)) : null,
+        m.sent_at ? h('time', { datetime: m.sent_at, title: fullTime(m.sent_at) }, messageTime(m.sent_at)) : null,
       ),
       h('p', { class: 'msg-body' }, m.body),
       status ? h('p', { class: 'msg-status' }, status) : null,
