@@ -15,8 +15,8 @@ import (
 // BenchmarkSendParallel measures durable sends (synchronous_commit as the
 // server has it, on by default) with group commit: many concurrent senders
 // over 100 rooms, each message in its own Send. It reports messages and
-// commits per second and the mean batch, for one writer and for the
-// default two.
+// commits per second and the mean batch, for the default single writer and
+// for two.
 func BenchmarkSendParallel(b *testing.B) {
 	for _, writers := range []int{1, 2} {
 		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) { benchmarkSendParallel(b, writers) })

@@ -100,9 +100,11 @@ type Config struct {
 	// MaxBatch is the most writes one transaction holds. Default 256.
 	MaxBatch int
 	// Writers is the number of group-commit writers, each with its own
-	// transactions: while one waits for its commit, another runs its
-	// batch. The writes to one room always go through the same writer.
-	// Default 2.
+	// transactions: while one waits for its round trips and its commit,
+	// another runs its batch. The writes to one room always go through the
+	// same writer. More than one pays when the database is far (network
+	// latency) rather than busy: on a machine whose cores PostgreSQL
+	// shares, smaller batches cost more than the overlap gains. Default 1.
 	Writers int
 	// MaxConns is the size of the connection pool, the writers'
 	// connections included. Default 4 × GOMAXPROCS, at least Writers + 4.
@@ -121,7 +123,7 @@ type Config struct {
 }
 
 // DefaultWriters is the default Config.Writers.
-const DefaultWriters = 2
+const DefaultWriters = 1
 
 // Store is the PostgreSQL parley.Store. It is safe for concurrent use;
 // Close stops it.

@@ -78,10 +78,11 @@ func TestStore(t *testing.T) {
 	parleytest.RunStoreTests(t, newStore)
 }
 
+// TestStoreSmallBatch runs the suite with small batches over three writers.
 func TestStoreSmallBatch(t *testing.T) {
 	testURL(t)
 	parleytest.RunStoreTests(t, func(t *testing.T, sink parley.EventSink) parley.Store {
-		return mustOpen(t, postgres.Config{URL: freshSchema(t), OnCommit: sink, MaxBatch: 7, Writers: 1, MaxConns: 4})
+		return mustOpen(t, postgres.Config{URL: freshSchema(t), OnCommit: sink, MaxBatch: 7, Writers: 3, MaxConns: 6})
 	})
 }
 
