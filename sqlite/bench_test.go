@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"path/filepath"
 	"sync/atomic"
@@ -15,12 +16,13 @@ import (
 )
 
 // benchSync selects the sync setting of the write benchmark:
-// go test -bench SendParallel -sync normal.
+// go test -run '^$' -bench SendParallel ./sqlite/ -args -sync normal. A
+// flag, not an environment variable, so that the setting shows in the
+// command.
 var benchSync = sqlite.SyncFull
 
 func init() {
-	// A flag, not an environment variable: the setting shows in the command.
-	testingFlagSync()
+	flag.TextVar(&benchSync, "sync", benchSync, "sync setting of BenchmarkSendParallel: full, normal or off")
 }
 
 // BenchmarkSendParallel stores messages from many concurrent senders
