@@ -21,7 +21,8 @@
 //
 // # Several nodes
 //
-// Each node has its own writer; PostgreSQL keeps them apart:
+// Each node has its own writers, each with its own transactions;
+// PostgreSQL keeps them all apart:
 //
 //   - The batch first locks, with SELECT ... ORDER BY id FOR NO KEY
 //     UPDATE, the row of every existing room it changes (a message, a join,
@@ -51,6 +52,10 @@
 //
 // Reads run on the connection pool (Config.MaxConns) and see every
 // committed write of every node.
+//
+// Statements are prepared and cached per connection (pgx's default), so a
+// pooler between the store and PostgreSQL must keep sessions (PgBouncer's
+// session mode, not its transaction mode).
 //
 // # Schema
 //
