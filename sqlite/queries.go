@@ -11,7 +11,7 @@ type writeQueries struct {
 	room, roomByDirectKey, insertRoom,
 	member, insertMember, deleteMember, joinCount, leaveCount,
 	messageByClientID, markRead,
-	begin, commit *query
+	begin, commit, rollback *query
 	// The grouped statements of Send, one per chunk size (chunkSizes).
 	nextSeqs, insertMessages, senderReads [len(chunkSizes)]*query
 }
@@ -51,8 +51,9 @@ func (q *writeQueries) all() []*query {
 				WHERE room_id = ?1 AND user_id = ?2 AND read_seq < min(?3, (SELECT last_seq FROM rooms WHERE id = ?1))
 				RETURNING read_seq, joined_at`},
 			// Counted only: database/sql issues these itself.
-			begin:  &query{kind: "begin"},
-			commit: &query{kind: "commit"},
+			begin:    &query{kind: "begin"},
+			commit:   &query{kind: "commit"},
+			rollback: &query{kind: "rollback"},
 		}
 		for i, n := range chunkSizes {
 			// Each room once: its seq moves by the number of its messages.
@@ -69,7 +70,7 @@ func (q *writeQueries) all() []*query {
 	}
 	qs := []*query{q.userName, q.insertUser, q.insertToken, q.room, q.roomByDirectKey, q.insertRoom,
 		q.member, q.insertMember, q.deleteMember, q.joinCount, q.leaveCount,
-		q.messageByClientID, q.markRead, q.begin, q.commit}
+		q.messageByClientID, q.markRead, q.begin, q.commit, q.rollback}
 	qs = append(qs, q.nextSeqs[:]...)
 	qs = append(qs, q.insertMessages[:]...)
 	return append(qs, q.senderReads[:]...)

@@ -91,6 +91,7 @@ func (s *Store) tryBatch(reqs []*groupcommit.Request[writeOp, result], grouped b
 	w := &wtx{s: s, tx: tx, stmts: make([]*sql.Stmt, s.nwq), args: s.args}
 	defer func() { clear(w.args); s.args = w.args[:0] }()
 	fail := func(blame int, err error) ([]parley.Event, int, error) {
+		s.wq.rollback.count()
 		tx.Rollback()
 		if !isConstraint(err) {
 			blame = wholeBatch
