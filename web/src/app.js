@@ -20,6 +20,7 @@ class App {
     this.peers = {}; // direct room id -> the other user's name, for rooms started here
     this.everConnected = false;
     this.refreshTimer = 0;
+    this.roomsRequest = 0; // the latest room list load
   }
 
   async boot() {
@@ -114,6 +115,7 @@ class App {
     this.view = null;
     this.rooms.clear();
     this.renderRooms();
+    this.everConnected = false;
     this.api.token = '';
     this.me = null;
     localStorage.removeItem(tokenKey);
@@ -130,12 +132,11 @@ class App {
 
   connected() {
     this.hideBanner();
-    if (this.everConnected) {
-      // Catch the list up with what happened while the connection was down;
-      // the open room resumes by itself with since-seq.
-      this.loadRooms();
-      if (this.view) this.view.refresh();
-    }
+    // The personal queue has no resume: reload the list, which covers
+    // whatever happened before this subscription (the open room resumes
+    // by itself with since-seq).
+    this.loadRooms();
+    if (this.everConnected && this.view) this.view.refresh();
     this.everConnected = true;
   }
 
@@ -151,8 +152,10 @@ class App {
   // ---- room list
 
   async loadRooms() {
+    const n = ++this.roomsRequest;
     try {
       const r = await this.api.rooms();
+      if (n !== this.roomsRequest || !this.me) return; // a newer load is on its way
       const next = new Map();
       for (const e of r.rooms) {
         const old = this.rooms.get(e.room.id);
@@ -168,6 +171,8 @@ class App {
         }
         next.set(e.room.id, { room: e.room, last, readSeq });
       }
+      // A room created or joined here while the list was loading stays.
+      for (const [id, e] of this.rooms) if (e.added && !next.has(id)) next.set(id, e);
       this.rooms = next;
       this.renderRooms();
     } catch (e) {
@@ -185,7 +190,7 @@ class App {
   }
 
   addRoom(room) {
-    if (!this.rooms.has(room.id)) this.rooms.set(room.id, { room, last: null, readSeq: room.last_seq });
+    if (!this.rooms.has(room.id)) this.rooms.set(room.id, { room, last: null, readSeq: room.last_seq, added: true });
     this.renderRooms();
   }
 
