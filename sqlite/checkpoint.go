@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -14,16 +16,22 @@ import (
 // checkpointer goroutine with its own connection runs them every
 // checkpointEvery while there are writes: a PASSIVE checkpoint copies what
 // it can alongside the writer, then, once the WAL holds walRestartAt pages,
-// a RESTART checkpoint holds the writer back just long enough to copy the
-// rest and let the next commit start the WAL from its beginning again
-// (giving up after checkpointBusy when readers or the writer hold it up; a
-// later round tries again). The writer keeps SQLite's automatic checkpoint
-// as a last resort, at writerAutoCheckpoint pages.
+// a RESTART checkpoint holds the writer back (Store.txMu, taken between two
+// batches: SQLite's busy wait alone would starve against a writer that is
+// never idle) just long enough to copy the rest and let the next commit
+// start the WAL from its beginning again (giving up after checkpointBusy
+// when readers hold it up; a later round tries again). The writer keeps
+// SQLite's automatic checkpoint as a last resort, at writerAutoCheckpoint
+// pages.
 const (
-	checkpointEvery      = 100 * time.Millisecond
 	checkpointBusy       = 200 * time.Millisecond
-	walRestartAt         = 4096  // pages: 16 MiB at 4 KiB
 	writerAutoCheckpoint = 65536 // pages
+)
+
+// Variables for the tests.
+var (
+	checkpointEvery = 100 * time.Millisecond
+	walRestartAt    = 4096 // pages: 16 MiB at 4 KiB
 )
 
 // checkpointer is the checkpoint goroutine's state.
@@ -35,6 +43,10 @@ type checkpointer struct {
 	stop    chan struct{}
 	done    chan struct{}
 	errs    func(error) // reports a failed checkpoint
+	txMu    *sync.Mutex // the writer's: held by RESTART
+
+	maxLog   atomic.Int64  // the longest WAL a checkpoint found, in pages
+	restarts atomic.Uint64 // RESTART checkpoints run
 }
 
 // wrote tells the checkpointer that the WAL grew. It never blocks.
@@ -76,10 +88,16 @@ func (c *checkpointer) checkpoint() error {
 	if err := c.passive.stmt.QueryRowContext(ctx).Scan(&busy, &log, &done); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
+	if int64(log) > c.maxLog.Load() {
+		c.maxLog.Store(int64(log))
+	}
 	if log < walRestartAt {
 		return nil
 	}
+	c.restarts.Add(1)
 	c.restart.count()
+	c.txMu.Lock()
+	defer c.txMu.Unlock()
 	if err := c.restart.stmt.QueryRowContext(ctx).Scan(&busy, &log, &done); err != nil {
 		return fmt.Errorf("checkpoint (restart): %w", err)
 	}

@@ -3,7 +3,9 @@ package sqlite
 import (
 	"context"
 	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 
 	"parley"
 	"parley/groupcommit"
@@ -93,5 +95,44 @@ func TestCommitMixedBatch(t *testing.T) {
 			t.Errorf("events = %v, want %v", kinds, want)
 			break
 		}
+	}
+}
+
+// TestCheckpointBoundsWAL: under steady writes the checkpointer keeps the
+// WAL near walRestartAt pages, restarting it from its beginning.
+func TestCheckpointBoundsWAL(t *testing.T) {
+	defer func(every time.Duration, at int) { checkpointEvery, walRestartAt = every, at }(checkpointEvery, walRestartAt)
+	checkpointEvery, walRestartAt = 5*time.Millisecond, 64
+
+	s, err := Open(context.Background(), Config{Path: filepath.Join(t.TempDir(), "p.db"), Sync: SyncOff})
+	if err != nil {
+		t.Fatalf("Open() error = %v", err)
+	}
+	defer s.Close()
+	users := parleytest.MustCreateUsers(t, s, "u", 20)
+	rooms := make([]parley.Room, len(users))
+	for i, u := range users {
+		rooms[i] = parleytest.MustCreateRoom(t, s, u, "r", 0)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for s.ck.restarts.Load() < 3 && time.Now().Before(deadline) {
+		var wg sync.WaitGroup
+		for i, u := range users {
+			wg.Go(func() {
+				for range 20 {
+					parleytest.MustSend(t, s, rooms[i], u, "a message to fill the WAL with")
+				}
+			})
+		}
+		wg.Wait()
+	}
+	t.Logf("restarts %d, longest WAL %d pages", s.ck.restarts.Load(), s.ck.maxLog.Load())
+	if got := s.ck.restarts.Load(); got < 3 {
+		t.Errorf("checkpointer restarted the WAL %d times, want ≥ 3", got)
+	}
+	// A round of 400 messages writes well under 1,000 pages: the WAL never
+	// got far past the restart point.
+	if got := s.ck.maxLog.Load(); got > int64(walRestartAt)+2000 {
+		t.Errorf("longest WAL = %d pages, want near %d", got, walRestartAt)
 	}
 }

@@ -131,6 +131,10 @@ type Store struct {
 	wq       writeQueries
 	rq       readQueries
 
+	// txMu is held by the writer through each batch, and by the
+	// checkpointer through a RESTART checkpoint (checkpoint.go).
+	txMu sync.Mutex
+
 	// Owned by the writer goroutine (and Open before it starts).
 	lastNow int64 // the latest time handed out, unix µs; times only grow
 	args    []any // the argument buffer of the grouped statements
@@ -218,6 +222,7 @@ func (s *Store) init(ctx context.Context, cfg Config) error {
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 		errs:    func(error) { s.m.ckErrors.Inc() },
+		txMu:    &s.txMu,
 	}
 	s.nwq = len(s.wq.all())
 	if err := prepareAll(s.wdb, s.m, s.wq.all()); err != nil {

@@ -45,6 +45,8 @@ func (s *Store) write(ctx context.Context, f writeFunc) (result, error) {
 // commit is the group-commit function: it runs the batch in one
 // transaction; once that is durable, its events go to OnCommit.
 func (s *Store) commit(batch []*groupcommit.Request[writeOp, result]) (done func(), err error) {
+	s.txMu.Lock()
+	defer s.txMu.Unlock()
 	pending, grouped := batch, true
 	for {
 		events, blame, err := s.tryBatch(pending, grouped)
