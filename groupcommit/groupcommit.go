@@ -23,7 +23,10 @@
 // commits a batch and goes on with the next one, while a second goroutine,
 // the flusher, calls Flush once for all the batches committed so far and
 // then completes them in commit order. The fsync of one batch then overlaps
-// the work of the next instead of stalling the writer.
+// the work of the next instead of stalling the writer. The writer runs at
+// most one batch ahead of the flusher (it waits to hand over the next), so
+// that requests keep gathering into large batches during an fsync rather
+// than trickling through as many small commits.
 //
 // A request whose caller's context ends while it is still queued is dropped:
 // it never reaches the commit function and Do returns the context's error.
