@@ -3,6 +3,9 @@ package loadgen
 import (
 	"context"
 	"fmt"
+	"math"
+	"net/url"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,17 +23,13 @@ const (
 // for Duration and reports how much the servers' resident memory grew per
 // connection. Latency is connect + CONNECTED + subscribed.
 func (r *run) connections(ctx context.Context) error {
-	accs, rooms, err := r.setupRooms(ctx, r.o.Users, 1, 0)
+	accs, rooms, err := r.setupRooms(ctx, r.o.Users, 1, settlePage)
 	if err != nil {
 		return err
 	}
 	topic := "/topic/rooms." + rooms[0].ID
-	settle := func() {
-		// Let the servers finish the set-up's work before reading memory.
-		time.Sleep(500 * time.Millisecond)
-	}
-	settle()
-	before, err := r.sumMetrics(ctx)
+	r.setPhase("settle", 0, settleLimit)
+	before, err := r.settle(ctx, accs, rooms[0].ID)
 	if err != nil {
 		return err
 	}
@@ -47,7 +46,7 @@ func (r *run) connections(ctx context.Context) error {
 		a := accs[i%len(accs)]
 		t0 := time.Now()
 		url := wsURLOf(a.node.base)
-		c, err := dialSTOMP(ctx, url, connectParams{host: hostOf(url), passcode: a.Token, bearer: a.Token}, r.o.Timeout)
+		c, err := dialSTOMP(ctx, url, connectParams{host: hostOf(url), passcode: a.Token, bearer: a.Token}, r.o.Timeout, idleBuffer)
 		if err == nil {
 			if err = c.subscribe("0", "/user/queue/messages", r.o.Timeout); err == nil {
 				err = c.subscribe("1", topic, r.o.Timeout)
@@ -89,8 +88,7 @@ func (r *run) connections(ctx context.Context) error {
 			}
 		}()
 	}
-	settle()
-	after, err := r.sumMetrics(ctx)
+	after, err := r.settle(ctx, accs, rooms[0].ID)
 	sleepUntil(ctx, deadline, deadline.Add(time.Nanosecond))
 	r.stopMeasure(start)
 	r.res.Elapsed = openTime.Seconds()
@@ -117,10 +115,59 @@ func (r *run) connections(ctx context.Context) error {
 		r.res.Notes = append(r.res.Notes, "no "+metricRSS+" in /metrics: RSS per connection n.a.")
 	} else if res.Opened > 0 {
 		res.BytesPerConn = (res.RSSAfter - res.RSSBefore) / float64(res.Opened)
+		res.HeapPerConn = (res.HeapAfter - res.HeapBefore) / float64(res.Opened)
+		if res.BytesPerConn < res.HeapPerConn/2 {
+			r.res.Notes = append(r.res.Notes, "RSS grew less than the heap: the connections reused memory the set-up had freed; open more connections for a steadier figure")
+		}
 	}
 	r.res.Connections = res
 	r.res.Ops = res.Opened
 	return nil
+}
+
+// Settling: the memory of a Go server is read after its garbage collector
+// has run twice (so that the set-up's garbage, such as password hashing
+// buffers, is gone) and its RSS has stopped moving (the scavenger has
+// returned what it will), or after settleLimit.
+const (
+	settleLimit = 30 * time.Second
+	settlePage  = 50 // messages in the room whose history makes the garbage
+	metricGCs   = "go_gc_duration_seconds_count"
+)
+
+// settle makes the servers allocate (history requests) until each has
+// collected garbage twice, waits for their RSS to be steady and returns
+// their metrics summed.
+func (r *run) settle(ctx context.Context, accs []account, roomID string) (map[string]float64, error) {
+	deadline := time.Now().Add(settleLimit)
+	m, err := r.sumMetrics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	gc0, path := m[metricGCs], "/api/rooms/"+url.PathEscape(roomID)+"/messages?limit="+strconv.Itoa(settlePage)
+	for m[metricGCs] < gc0+2*float64(len(r.nodes)) && time.Now().Before(deadline) && ctx.Err() == nil {
+		parallel(ctx, 200, 8, func(ctx context.Context, i int) error {
+			a := accs[i%len(accs)]
+			a.node.hit(ctx, "GET", path, a.Token)
+			return nil
+		})
+		if m, err = r.sumMetrics(ctx); err != nil {
+			return nil, err
+		}
+	}
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(time.Second)
+		next, err := r.sumMetrics(ctx)
+		if err != nil {
+			return nil, err
+		}
+		steady := math.Abs(next[metricRSS]-m[metricRSS]) < 512<<10
+		m = next
+		if steady {
+			break
+		}
+	}
+	return m, nil
 }
 
 // sumMetrics scrapes every node and sums the values by name.

@@ -309,6 +309,7 @@ type ConnectionsResult struct {
 	BytesPerConn float64 `json:"rss_per_connection_bytes"`
 	HeapBefore   float64 `json:"heap_before_bytes,omitempty"`
 	HeapAfter    float64 `json:"heap_after_bytes,omitempty"`
+	HeapPerConn  float64 `json:"heap_per_connection_bytes,omitempty"`
 	Goroutines   float64 `json:"goroutines_after,omitempty"`
 }
 

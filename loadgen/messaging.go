@@ -184,7 +184,7 @@ func (m *msgRun) setup(ctx context.Context, makeRooms func(context.Context, []ac
 			url = r.o.URLs[i%len(r.o.URLs)]
 			p = connectParams{host: "/", login: r.o.Login, passcode: r.o.Passcode}
 		}
-		conn, err := dialSTOMP(ctx, url, p, r.o.Timeout)
+		conn, err := dialSTOMP(ctx, url, p, r.o.Timeout, busyBuffer)
 		if err != nil {
 			return fmt.Errorf("user %d: %w", i, err)
 		}

@@ -11,7 +11,8 @@ import (
 )
 
 // metrics scrapes the node's /metrics and returns each counter, gauge and
-// untyped family by name, summed over its label sets.
+// untyped family by name, summed over its label sets; summaries and
+// histograms appear as NAME_count and NAME_sum.
 func (a *api) metrics(ctx context.Context) (map[string]float64, error) {
 	req, err := http.NewRequestWithContext(ctx, "GET", a.base+"/metrics", nil)
 	if err != nil {
@@ -45,6 +46,12 @@ func parseMetrics(rd interface{ Read([]byte) (int, error) }) (map[string]float64
 				out[name] += m.GetGauge().GetValue()
 			case dto.MetricType_UNTYPED:
 				out[name] += m.GetUntyped().GetValue()
+			case dto.MetricType_SUMMARY:
+				out[name+"_count"] += float64(m.GetSummary().GetSampleCount())
+				out[name+"_sum"] += m.GetSummary().GetSampleSum()
+			case dto.MetricType_HISTOGRAM:
+				out[name+"_count"] += float64(m.GetHistogram().GetSampleCount())
+				out[name+"_sum"] += m.GetHistogram().GetSampleSum()
 			}
 		}
 	}

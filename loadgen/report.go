@@ -58,7 +58,7 @@ func WriteText(w io.Writer, res *Result) error {
 		row("server RSS", "%s → %s", mib(c.RSSBefore), mib(c.RSSAfter))
 		row("RSS/connection", "%s KiB", num(c.BytesPerConn/1024))
 		if c.HeapAfter > 0 {
-			row("heap in use", "%s → %s, %.0f goroutines", mib(c.HeapBefore), mib(c.HeapAfter), c.Goroutines)
+			row("heap in use", "%s → %s, %s KiB/connection, %.0f goroutines", mib(c.HeapBefore), mib(c.HeapAfter), num(c.HeapPerConn/1024), c.Goroutines)
 		}
 	}
 	for _, n := range res.Notes {

@@ -48,9 +48,17 @@ type connectParams struct {
 	bearer   string // Authorization: Bearer
 }
 
+// Read buffer sizes: a busy connection (messaging) reads in large chunks;
+// an idle one (connections) keeps its footprint small, so that one load
+// generator can hold many.
+const (
+	busyBuffer = 64 << 10
+	idleBuffer = 4 << 10
+)
+
 // dialSTOMP opens a WebSocket to wsURL with the STOMP subprotocols, sends
-// CONNECT and waits for CONNECTED.
-func dialSTOMP(ctx context.Context, wsURL string, p connectParams, timeout time.Duration) (*stompConn, error) {
+// CONNECT and waits for CONNECTED. bufSize sizes the read buffers.
+func dialSTOMP(ctx context.Context, wsURL string, p connectParams, timeout time.Duration, bufSize int) (*stompConn, error) {
 	d := ws.Dialer{
 		Protocols: []string{"v12.stomp", "v11.stomp", "v10.stomp"},
 		Timeout:   timeout,
@@ -65,10 +73,10 @@ func dialSTOMP(ctx context.Context, wsURL string, p connectParams, timeout time.
 	}
 	c := &stompConn{nc: nc}
 	wr := &wsutil.Reader{
-		Source: bufio.NewReaderSize(src, 64<<10),
+		Source: bufio.NewReaderSize(src, bufSize),
 		State:  ws.StateClientSide,
 	}
-	c.rd = bufio.NewReaderSize(&wsStream{r: wr, c: c}, 64<<10)
+	c.rd = bufio.NewReaderSize(&wsStream{r: wr, c: c}, bufSize)
 
 	f := c.frame("CONNECT", "accept-version", "1.2,1.1,1.0", "host", p.host, "heart-beat", "0,0")
 	if p.login != "" {
