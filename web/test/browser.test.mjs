@@ -48,6 +48,12 @@ async function open(name, base, viewport) {
     d.dismiss().catch(() => {});
   });
   page.on('pageerror', (e) => console.error(`[${name}] page error:`, e.message));
+  // Every STOMP frame, to check the protocol under the page.
+  const frames = { sent: [], received: [] };
+  page.on('websocket', (ws) => {
+    ws.on('framesent', (f) => frames.sent.push(String(f.payload)));
+    ws.on('framereceived', (f) => frames.received.push(String(f.payload)));
+  });
   // Count the "sending…" placeholders the page shows.
   await page.addInitScript(() => {
     window.__pending = 0;
@@ -61,7 +67,7 @@ async function open(name, base, viewport) {
       }).observe(document.getElementById('messages'), { childList: true });
     });
   });
-  ctx[name] = { page, base, dialogs };
+  ctx[name] = { page, base, dialogs, frames };
   return ctx[name];
 }
 
@@ -254,9 +260,13 @@ test('the room list shows unread messages, newest activity first, and clears whe
   await a.click(`#room-list a[data-room="${roomId}"]`);
   await waitBodies(a, ['hello bob', 'hi alice', 'quick 1', 'quick 2', 'quick 3', 'and me', xss, 'are you there?', 'lunch at noon']);
   await until(a, 'badge cleared', (id) => !document.querySelector(`#room-list a[data-room="${id}"] .badge`), roomId);
-  // The read position reached the server: a fresh room list agrees.
-  const list = await api(a, 'GET', '/api/me/rooms');
-  assert.equal(list.rooms.find((e) => e.room.id === roomId).unread, 0);
+  // The read position reaches the server (PUT .../read): a fresh room list agrees.
+  let unread = -1;
+  for (let i = 0; i < 50 && unread !== 0; i++) {
+    if (i > 0) await new Promise((r) => setTimeout(r, 100));
+    unread = (await api(a, 'GET', '/api/me/rooms')).rooms.find((e) => e.room.id === roomId).unread;
+  }
+  assert.equal(unread, 0, 'unread on the server');
 
   // bob's list, on the phone: his own messages are not unread.
   await b.evaluate(() => { location.hash = '#/'; });
@@ -275,26 +285,60 @@ test('a reload keeps the session and the conversation', async () => {
   assert.equal(await b.textContent('#chat-title'), roomTitle);
 });
 
-test('after a network drop alice reconnects and gets what was sent meanwhile; her own send goes through once', async () => {
+/** header returns a STOMP frame's header value. */
+function header(frame, name) {
+  const m = new RegExp('^' + name + ':(.*)$', 'm').exec(frame.split('\n\n')[0]);
+  return m ? m[1] : null;
+}
+
+test('after a network drop alice resumes with since-seq; her sends go through once', async () => {
   const a = ctx.alice.page;
   const b = ctx.bob.page;
   const before = await bodies(a);
+  const lastSeq = await a.evaluate(() => Math.max(...[...document.querySelectorAll('#messages li[data-seq]')].map((li) => Number(li.dataset.seq))));
+  // The first message may or may not reach the server before the cut: it
+  // is resent with its client-id either way, and stored once.
+  await say(a, 'sent as the network drops');
   await proxy.drop();
+  const cutAt = ctx.alice.frames.sent.length;
   await until(a, 'alice sees the drop', () => document.getElementById('conn').dataset.state === 'reconnecting');
   await say(a, 'typed while offline');
   await until(a, 'sending… while offline', () => {
-    const li = document.querySelector('#messages li.pending');
-    return li && li.textContent.includes('sending…');
+    const li = document.querySelector('#messages li.pending:last-child');
+    return li && li.textContent.includes('typed while offline') && li.textContent.includes('sending…');
   });
   await say(b, 'missed 1');
   await say(b, 'missed 2');
-  await waitBodies(b, [...before, 'missed 1', 'missed 2']);
-  await new Promise((r) => setTimeout(r, 1500)); // stay offline a while
+  await until(b, 'bob sees his messages', () => [...document.querySelectorAll('#messages li[data-seq] .msg-body')]
+    .some((e) => e.textContent === 'missed 2'));
+  await new Promise((r) => setTimeout(r, 1000)); // stay offline a while
   await proxy.restore();
   await waitLive(a);
-  const want = [...before, 'missed 1', 'missed 2', 'typed while offline'];
+  await until(a, 'everything arrived', () => !document.querySelector('#messages li.pending') &&
+    [...document.querySelectorAll('#messages li[data-seq] .msg-body')].some((e) => e.textContent === 'typed while offline'), null, 20000);
+  const got = await bodies(a);
+  const early = got.indexOf('sent as the network drops') < got.indexOf('missed 1');
+  const want = early
+    ? [...before, 'sent as the network drops', 'missed 1', 'missed 2', 'typed while offline']
+    : [...before, 'missed 1', 'missed 2', 'sent as the network drops', 'typed while offline'];
   await waitBodies(a, want);
   await waitBodies(b, want);
+
+  // Under the page: the room was subscribed again with since-seq, and the
+  // missed messages came on that subscription (not from a history fetch).
+  const resub = ctx.alice.frames.sent.slice(cutAt).find((f) => f.startsWith('SUBSCRIBE\n') && header(f, 'destination') === '/topic/rooms.' + roomId);
+  assert.ok(resub, 'a new SUBSCRIBE to the room after the drop');
+  const since = Number(header(resub, 'since-seq'));
+  assert.ok(since >= lastSeq && since <= lastSeq + 1, `since-seq ${since}, want the last seq shown (${lastSeq}, or ${lastSeq + 1} if the first send was stored)`);
+  const missed = ctx.alice.frames.received.filter((f) => f.startsWith('MESSAGE\n') && f.includes('\n\nmissed 1\0'));
+  assert.ok(missed.some((f) => header(f, 'destination') === '/topic/rooms.' + roomId), 'missed 1 arrived on the room subscription');
+  // Each of alice's messages was sent with one client-id, however often.
+  for (const body of ['sent as the network drops', 'typed while offline']) {
+    const sends = ctx.alice.frames.sent.filter((f) => f.startsWith('SEND\n') && f.endsWith('\n\n' + body + '\0'));
+    assert.ok(sends.length >= 1, `SEND of ${body}`);
+    assert.equal(new Set(sends.map((f) => header(f, 'client-id'))).size, 1, `one client-id for ${body}`);
+    assert.ok(sends.every((f) => header(f, 'receipt')), `every SEND of ${body} asks for a receipt`);
+  }
 });
 
 test('after a server restart both reconnect and see messages sent meanwhile', async () => {
