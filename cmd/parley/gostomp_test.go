@@ -479,3 +479,52 @@ func TestGoStompRefused(t *testing.T) {
 		t.Errorf("alice's room has %d messages, want none: %s", len(page.Messages), fmt.Sprint(page.Messages))
 	}
 }
+
+// TestGoStompVersions speaks each STOMP version go-stomp offers, with
+// CONNECT and with STOMP, and checks that header values survive each
+// version's escaping rules (1.0 has none; 1.1 and 1.2 escape ':').
+func TestGoStompVersions(t *testing.T) {
+	m := mustOpenMainStomp(t)
+	aliceAPI, alice := mustSignUp(t, m.Addr(), "alice")
+	var r room
+	if st := aliceAPI.do("POST", "/api/rooms", map[string]any{"kind": "group", "title": "versions"}, &r); st != http.StatusCreated {
+		t.Fatalf("create room: status %d", st)
+	}
+	seq := int64(0)
+	for _, v := range []stomp.Version{stomp.V10, stomp.V11, stomp.V12} {
+		for _, useStomp := range []bool{false, true} {
+			if useStomp && v == stomp.V10 {
+				continue // the STOMP frame is 1.1 and later
+			}
+			name := "STOMP " + string(v) + " CONNECT"
+			opts := []func(*stomp.Conn) error{stomp.ConnOpt.AcceptVersion(v), stomp.ConnOpt.Login("", aliceAPI.token)}
+			if useStomp {
+				name = "STOMP " + string(v) + " STOMP"
+				opts = append(opts, stomp.ConnOpt.UseStomp)
+			}
+			t.Run(name, func(t *testing.T) {
+				c, _ := mustGoStompDial(t, m, opts...)
+				if got := c.Version(); got != v {
+					t.Fatalf("negotiated %s, want %s", got, v)
+				}
+				sub, err := c.Subscribe("/topic/rooms."+r.ID, stomp.AckClient, stomp.SubscribeOpt.Id("s"))
+				if err != nil {
+					t.Fatalf("subscribe: %v", err)
+				}
+				seq++
+				clientID := fmt.Sprintf("%s:%d", name, seq)
+				goStompSend(t, c, r.ID, "body in "+name, clientID)
+				msg := expectMessages(t, name, sub, r.ID, wantMsg{seq, alice, "body in " + name, clientID})[0]
+				if err := c.Ack(msg); err != nil {
+					t.Errorf("ack: %v", err)
+				}
+				if err := sub.Unsubscribe(); err != nil {
+					t.Errorf("unsubscribe: %v", err)
+				}
+				if err := c.Disconnect(); err != nil {
+					t.Errorf("disconnect: %v", err)
+				}
+			})
+		}
+	}
+}
