@@ -47,7 +47,8 @@ async function open(name, base, viewport) {
     dialogs.push(d.message());
     d.dismiss().catch(() => {});
   });
-  page.on('pageerror', (e) => console.error(`[${name}] page error:`, e.message));
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
   // Every STOMP frame, to check the protocol under the page.
   const frames = { sent: [], received: [] };
   page.on('websocket', (ws) => {
@@ -67,7 +68,7 @@ async function open(name, base, viewport) {
       }).observe(document.getElementById('messages'), { childList: true });
     });
   });
-  ctx[name] = { page, base, dialogs, frames };
+  ctx[name] = { page, base, dialogs, frames, errors };
   return ctx[name];
 }
 
@@ -415,4 +416,8 @@ test('a 1:1 chat starts from a user name', async (t) => {
     return el && el.querySelector('.room-title').textContent === 'alice' && el.querySelector('.badge [aria-hidden]')?.textContent === '1';
   }, directId);
   await shot(b, 'room-list-phone-unread.png');
+});
+
+test('no page threw an uncaught error', () => {
+  for (const [name, c] of Object.entries(ctx)) assert.deepEqual(c.errors, [], `${name}'s page errors`);
 });
