@@ -87,6 +87,20 @@ func TestHandlerNotFound(t *testing.T) {
 	}
 }
 
+func TestHandlerMethods(t *testing.T) {
+	h := Handler()
+	head := httptest.NewRecorder()
+	h.ServeHTTP(head, httptest.NewRequest(http.MethodHead, "/", nil))
+	if head.Code != http.StatusOK || head.Body.Len() != 0 {
+		t.Errorf("HEAD / = %d with %d bytes, want 200 with none", head.Code, head.Body.Len())
+	}
+	post := httptest.NewRecorder()
+	h.ServeHTTP(post, httptest.NewRequest(http.MethodPost, "/", nil))
+	if post.Code != http.StatusMethodNotAllowed || post.Header().Get("Allow") != "GET, HEAD" {
+		t.Errorf("POST / = %d, Allow %q; want 405, Allow \"GET, HEAD\"", post.Code, post.Header().Get("Allow"))
+	}
+}
+
 // TestNoExternalURL checks that the page loads nothing from another origin:
 // no absolute or protocol-relative URL in the page, the style sheet or the
 // bundle.

@@ -6,6 +6,18 @@ import { $, h, setText, fullTime, messageTime, randomId } from './dom.js';
 
 const pageSize = 50;
 
+/** refusal says why the server refused a send, in words, with its own text. */
+function refusal({ code, text }) {
+  const why = {
+    too_large: 'the message is too long',
+    rate_limited: 'too many messages at once; wait a moment and send it again',
+    forbidden: 'you are not a member of this room',
+    not_found: 'this room does not exist',
+    invalid: 'the server did not accept it',
+  }[code];
+  return why ? `${why} (${text})` : text;
+}
+
 export class ChatView {
   constructor(app, roomId) {
     this.app = app;
@@ -192,7 +204,7 @@ export class ChatView {
       p.el.classList.add('failed');
       const status = p.el.querySelector('.msg-status');
       status.replaceChildren(
-        document.createTextNode('Not sent: ' + r.error.text),
+        document.createTextNode('Not sent: ' + refusal(r.error)),
         h('button', { type: 'button', class: 'secondary', onclick: () => {
           p.el.remove();
           this.pending.delete(clientId);

@@ -375,6 +375,7 @@ test('a refused send says so and the chat goes on', async () => {
     const li = document.querySelector('#messages li.failed');
     return li && /^Not sent: .+/.test(li.querySelector('.msg-status').textContent);
   });
+  await shot(a, 'send-refused.png');
   await waitLive(a);
   await say(a, 'a short one');
   await waitBodies(a, [...before, 'a short one']);
