@@ -354,14 +354,13 @@ func (s *session) disconnect(receipt []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if receipt == nil {
-		s.dead, s.closeAfter = true, true
-		s.startWriterLocked()
+		s.finishLocked(outItem{}, wsNormalClosure)
 		return
 	}
 	var r stomp.Frame
 	r.Command = stomp.Receipt
 	r.AddBytes("receipt-id", receipt)
-	s.finishLocked(outItem{cmd: stomp.Receipt, raw: encodeControl(&r, s.version)})
+	s.finishLocked(outItem{cmd: stomp.Receipt, raw: encodeControl(&r, s.version)}, wsNormalClosure)
 }
 
 // receipt queues a RECEIPT; for a SEND it also carries the message's seq
@@ -400,5 +399,5 @@ func (s *session) closeWebSocket(payload []byte) {
 	s.stopReading()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.finishLocked(outItem{wsRaw: true, raw: b})
+	s.finishLocked(outItem{wsRaw: true, raw: b}, 0) // b is the Close frame
 }

@@ -248,21 +248,41 @@ func (s *session) refuse(err error, receipt []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.srv.m.refusals[refusalIndex(code)].Inc()
-	s.finishLocked(outItem{cmd: stomp.Error, raw: b})
+	status := uint16(wsNormalClosure)
+	if s.srv.ctx.Err() != nil { // the server is shutting down
+		status = wsGoingAway
+	}
+	s.finishLocked(outItem{cmd: stomp.Error, raw: b}, status)
 }
 
-// finishLocked queues a last frame (over any bound) and closes the session
-// once the queue is written.
-func (s *session) finishLocked(last outItem) {
+// WebSocket Close statuses (RFC 6455 §7.4.1) of the sessions the server
+// ends.
+const (
+	wsNormalClosure = 1000 // DISCONNECT, or a refusal (the ERROR frame says why)
+	wsGoingAway     = 1001 // the server shuts down
+)
+
+// finishLocked queues a last frame (over any bound; none when last.raw is
+// nil), then on WebSocket a Close frame with wsStatus (none when 0), and
+// closes the session once the queue is written.
+func (s *session) finishLocked(last outItem, wsStatus uint16) {
 	if s.dead {
 		return
 	}
 	if s.q == nil {
 		s.q = queuePool.Get().(*queue)
 	}
-	s.q.items = append(s.q.items, last)
-	s.q.bytes += len(last.raw)
-	s.srv.m.queued.Add(1)
+	items := [2]outItem{last}
+	if s.websocket && wsStatus != 0 {
+		items[1] = outItem{wsRaw: true, raw: []byte{0x88, 2, byte(wsStatus >> 8), byte(wsStatus)}}
+	}
+	for _, it := range items {
+		if it.raw != nil {
+			s.q.items = append(s.q.items, it)
+			s.q.bytes += len(it.raw)
+			s.srv.m.queued.Add(1)
+		}
+	}
 	s.dead, s.closeAfter = true, true
 	s.startWriterLocked()
 }

@@ -99,7 +99,7 @@ func (s *session) slowConsumerLocked(reason string) {
 	err := parley.Errorf(parley.CodeSlowConsumer, "the client did not keep up with its messages (%s): reconnect and resume with since-seq", reason)
 	b := encodeControl(errorFrame(err, nil), s.version)
 	s.srv.m.refusals[refusalIndex(parley.CodeSlowConsumer)].Inc()
-	s.finishLocked(outItem{cmd: stomp.Error, raw: b})
+	s.finishLocked(outItem{cmd: stomp.Error, raw: b}, wsNormalClosure)
 }
 
 // startWriterLocked starts the writer unless it runs.
