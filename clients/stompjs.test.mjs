@@ -69,6 +69,7 @@ class Peer {
     this.user = user;
     this.inbox = [];
     this.errors = [];
+    this.closes = []; // the WebSocket close events
     this.log = [];
     this.waiters = [];
     this.receiptN = 0;
@@ -84,7 +85,10 @@ class Peer {
         this.errors.push(frame);
         this.notify();
       },
-      onWebSocketClose: () => this.notify(),
+      onWebSocketClose: (ev) => {
+        this.closes.push(ev);
+        this.notify();
+      },
     });
   }
 
@@ -164,14 +168,19 @@ class Peer {
     return this.inbox.map((m) => m.headers.seq).join(',');
   }
 
-  /** close deactivates: DISCONNECT with a receipt, then the socket closes. */
+  /**
+   * close deactivates: DISCONNECT with a receipt, then the WebSocket closes
+   * cleanly (a Close frame with status 1000, not an abnormal 1006).
+   */
   async close() {
     let receipt;
     this.client.onDisconnect = (frame) => {
       receipt = frame;
     };
     await within(this.client.deactivate(), `${this.user.name}: deactivate`);
-    return receipt;
+    assert.ok(receipt && receipt.command === 'RECEIPT', `${this.user.name}: DISCONNECT answered by ${receipt && receipt.command}`);
+    await this.until('WebSocket closed', () => this.closes.length > 0);
+    assert.equal(this.closes.at(-1).code, 1000, `${this.user.name}: WebSocket close status after DISCONNECT`);
   }
 }
 
@@ -268,8 +277,7 @@ test('two stomp.js clients chat, resume with since-seq and agree with the room l
 
   // bob leaves (DISCONNECT gets its RECEIPT); alice goes on talking.
   const lastSeen = Number(bobPeer.inbox.at(-1).headers.seq);
-  const bye = await bobPeer.close();
-  assert.ok(bye && bye.command === 'RECEIPT', `DISCONNECT answered by ${bye && bye.command}`);
+  await bobPeer.close();
   await send(alicePeer, 'are you there?', 'a3');
   await send(alicePeer, 'bob?', 'a4');
 
@@ -335,8 +343,9 @@ test('stomp.js with a wrong token gets an ERROR frame', async () => {
     await peer.until('ERROR frame for a wrong token', () => peer.errors.length > 0);
     assert.equal(connected, false);
     assert.ok(peer.errors[0].headers.message, `ERROR has a message header: ${JSON.stringify(peer.errors[0].headers)}`);
-    // The server closes the connection after the ERROR.
-    await peer.until('socket closed after the ERROR', () => !peer.client.webSocket || peer.client.webSocket.readyState === WebSocket.CLOSED);
+    // The server closes the connection after the ERROR, with a Close frame.
+    await peer.until('socket closed after the ERROR', () => peer.closes.length > 0);
+    assert.equal(peer.closes[0].code, 1000, 'WebSocket close status after the ERROR');
   } finally {
     await peer.client.deactivate({ force: true }).catch(() => {});
   }
