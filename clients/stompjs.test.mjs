@@ -128,11 +128,13 @@ class Peer {
     return this.until('CONNECTED', () => connected).then(() => connected);
   }
 
+  /** subscribe subscribes to the room; with ack:client-individual it ACKs each MESSAGE. */
   subscribe(roomId, headers = {}) {
     return this.client.subscribe(
       `/topic/rooms.${roomId}`,
       (msg) => {
         this.inbox.push(msg);
+        if (headers.ack === 'client-individual') msg.ack();
         this.notify();
       },
       headers,
@@ -282,13 +284,15 @@ test('two stomp.js clients chat, resume with since-seq and agree with the room l
   await send(alicePeer, 'bob?', 'a4');
 
   // bob comes back, the way a stomp.js app reconnects: a new activation
-  // whose onConnect resubscribes from the last seq it saw.
+  // whose onConnect resubscribes from the last seq it saw, this time
+  // acknowledging each message.
   bobPeer = new Peer(bob, { passcode: bob.token });
-  await bobPeer.connect(() => bobPeer.subscribe(room.id, { 'since-seq': String(lastSeen) }));
+  await bobPeer.connect(() => bobPeer.subscribe(room.id, { 'since-seq': String(lastSeen), ack: 'client-individual' }));
   await send(alicePeer, 'welcome back', 'a5');
   const missed = sent.slice(4).map((s, i) => ({ seq: lastSeen + 1 + i, from: s.from, body: s.body, clientId: s.clientId }));
   assert.deepEqual(missed.map((w) => w.seq), [5, 6, 7]);
   checkAll('bob after resume', await bobPeer.messages(3), room, missed);
+  for (const m of bobPeer.inbox) assert.ok(m.headers.ack, `MESSAGE seq ${m.headers.seq} to a client-individual subscription has an ack header`);
   await send(bobPeer, 'here now', 'b3');
   const last = { seq: 8, from: bob, body: 'here now', clientId: 'b3' };
   checkAll('bob', await bobPeer.messages(4), room, [...missed, last]);
