@@ -87,9 +87,9 @@ func TestSteadyStateSQLite(t *testing.T) {
 	readAll() // warm-up
 	for i := range 200 {
 		parleytest.MustSend(t, c, rooms[i%len(rooms)], users[i%3], "hello")
-		before := inner.Queries()
+		before := inner.Reads()
 		readAll()
-		if n := inner.Queries() - before; n != 0 {
+		if n := inner.Reads() - before; n != 0 {
 			t.Fatalf("after send %d: the room list and newest pages sent %d queries to SQLite, want 0", i, n)
 		}
 	}

@@ -19,6 +19,7 @@ type metrics struct {
 	fsync     prometheus.Histogram
 	ckErrors  prometheus.Counter
 	total     atomic.Uint64 // every query, for Store.Queries
+	reads     atomic.Uint64 // queries of the reader pool, for Store.Reads
 }
 
 func newMetrics() *metrics {
@@ -76,12 +77,16 @@ type query struct {
 	stmt *sql.Stmt
 	hits prometheus.Counter
 	m    *metrics
+	read bool // a query of the reader pool
 }
 
 // count records one execution of q.
 func (q *query) count() {
 	q.hits.Inc()
 	q.m.total.Add(1)
+	if q.read {
+		q.m.reads.Add(1)
+	}
 }
 
 // prepareAll prepares every query of qs on db.

@@ -228,6 +228,9 @@ func (s *Store) init(ctx context.Context, cfg Config) error {
 	if err := prepareAll(s.wdb, s.m, s.wq.all()); err != nil {
 		return err
 	}
+	for _, q := range s.rq.all() {
+		q.read = true
+	}
 	if err := prepareAll(s.rdb, s.m, s.rq.all()); err != nil {
 		return err
 	}
@@ -287,6 +290,12 @@ func (s *Store) Ping(ctx context.Context) error {
 // Queries returns how many statements the store has sent to SQLite so far
 // (the sum of parley_store_queries_total).
 func (s *Store) Queries() uint64 { return s.m.total.Load() }
+
+// Reads returns how many read queries (user, room, member, history and room
+// list lookups) have reached SQLite since Open: what a cache in front of
+// the store should bring to zero. Writes and WAL checkpoints, which run on
+// their own schedule, are not counted here.
+func (s *Store) Reads() uint64 { return s.m.reads.Load() }
 
 // BatchStats returns the group-commit writer's counters: batches, writes,
 // and time spent committing.
