@@ -34,7 +34,9 @@
 //     room full, is the user a member, was this client_id used) and the
 //     write after it cannot be separated by another node's commit.
 //   - A message's seq is assigned by "UPDATE rooms SET last_seq =
-//     last_seq + 1 ... RETURNING" in the same statement as its INSERT; a
+//     last_seq + 1 ... RETURNING" in the same statement as its INSERT (a
+//     run of sends: last_seq + row_number() over the room's sends, and
+//     one UPDATE of last_seq to the highest), under the room's lock; a
 //     join adds the member only by "UPDATE rooms SET member_count =
 //     member_count + 1 WHERE ... (capacity = 0 OR member_count <
 //     capacity)", and a CHECK constraint backs it.
