@@ -19,6 +19,7 @@ import (
 	"parley/chat"
 	"parley/gateway"
 	"parley/hub"
+	"parley/postgres"
 	"parley/rest"
 	"parley/sqlite"
 	"parley/stomp"
@@ -44,6 +45,15 @@ type Config struct {
 	StompSendRate  float64       // SEND frames per second per connection
 	StompQueue     int           // outbound queue bound per connection, frames
 
+	// Cluster mode: all three of Store (postgres://…), Broker and Redis.
+	Store       string        // "" for the embedded SQLite store, or a postgres:// URL
+	Broker      string        // amqp:// URL of RabbitMQ
+	Redis       string        // redis:// URL for presence
+	NodeID      string        // this node's id; "" for host name and port
+	Prefetch    int           // RabbitMQ consumer prefetch
+	RedisPrefix string        // prefix of every Redis key
+	PresenceTTL time.Duration // life of a presence entry without a heartbeat
+
 	// KDF overrides the password hashing cost (tests); zero is the default.
 	KDF chat.KDF
 }
@@ -61,6 +71,13 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.StompHeartBeat, "stomp-heartbeat", 10*time.Second, "STOMP heart-beat interval the server offers both ways")
 	fs.Float64Var(&c.StompSendRate, "stomp-send-rate", 20, "SEND frames per second a STOMP connection may sustain (bursts of twice that)")
 	fs.IntVar(&c.StompQueue, "stomp-queue", 1024, "outbound frames queued per STOMP connection before it is closed as a slow consumer")
+	fs.StringVar(&c.Store, "store", "", "store: empty for SQLite in --data, or postgres://user@host:port/db (cluster mode)")
+	fs.StringVar(&c.Broker, "broker", "", "cluster mode: RabbitMQ URL, amqp://user:pass@host:port/vhost")
+	fs.StringVar(&c.Redis, "redis", "", "cluster mode: Redis URL for presence, redis://host:port/db")
+	fs.StringVar(&c.NodeID, "node-id", "", "cluster mode: this node's id (default: host name and port)")
+	fs.IntVar(&c.Prefetch, "prefetch", 256, "cluster mode: RabbitMQ consumer prefetch")
+	fs.StringVar(&c.RedisPrefix, "redis-prefix", "parley:", "cluster mode: prefix of every Redis key")
+	fs.DurationVar(&c.PresenceTTL, "presence-ttl", 15*time.Second, "cluster mode: life of a presence entry; the heartbeat runs every third of it")
 }
 
 func runServe(ctx context.Context, args []string, stderr io.Writer) error {
@@ -99,6 +116,7 @@ type Main struct {
 	stompLn  net.Listener
 	ln       net.Listener
 	served   chan error
+	cluster  *clusterNode // nil in single-node mode
 }
 
 // Open opens the stores and starts listening. It returns once the node
@@ -108,39 +126,65 @@ func (m *Main) Open(ctx context.Context) error {
 	m.registry = prometheus.NewRegistry()
 	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	if err := os.MkdirAll(cfg.Data, 0o750); err != nil {
-		return fmt.Errorf("data directory: %w", err)
-	}
-	// The store reports each commit, in order, to the sinks; they are all
-	// installed before the first write, which only the listeners can cause.
-	sync, err := sqlite.ParseSync(cfg.Sync)
+	clustered, err := cfg.clustered()
 	if err != nil {
 		return err
 	}
+	// The store reports each commit, in order, to the sinks; they are all
+	// installed before the first write, which only the listeners can cause.
 	var sinks []parley.EventSink
-	db, err := sqlite.Open(ctx, sqlite.Config{
-		Path: filepath.Join(cfg.Data, "parley.db"),
-		Sync: sync,
-		OnCommit: func(evs []parley.Event) {
-			for _, s := range sinks {
-				s(evs)
-			}
-		},
-		Registerer: m.registry,
-	})
-	if err != nil {
-		return fmt.Errorf("open store: %w", err)
+	onCommit := func(evs []parley.Event) {
+		for _, s := range sinks {
+			s(evs)
+		}
 	}
-	hot := cache.New(db, cache.Config{Registerer: m.registry})
-	sinks = append(sinks, hot.Apply)
-	m.store = hot
+	var db parley.Store
+	switch {
+	case isPostgres(cfg.Store):
+		if db, err = postgres.Open(ctx, postgres.Config{URL: cfg.Store, OnCommit: onCommit, Registerer: m.registry}); err != nil {
+			return fmt.Errorf("open store: %w", err)
+		}
+	case cfg.Store == "":
+		if err := os.MkdirAll(cfg.Data, 0o750); err != nil {
+			return fmt.Errorf("data directory: %w", err)
+		}
+		sync, err := sqlite.ParseSync(cfg.Sync)
+		if err != nil {
+			return err
+		}
+		if db, err = sqlite.Open(ctx, sqlite.Config{
+			Path: filepath.Join(cfg.Data, "parley.db"), Sync: sync, OnCommit: onCommit, Registerer: m.registry,
+		}); err != nil {
+			return fmt.Errorf("open store: %w", err)
+		}
+	default:
+		return fmt.Errorf("--store %q: want empty (SQLite) or postgres://…", cfg.Store)
+	}
+	m.store = db
+	hot := db
+	if !clustered {
+		// The in-memory cache is kept current by this node's commits only,
+		// so it fronts the store only when no other node writes to it.
+		c := cache.New(db, cache.Config{Registerer: m.registry})
+		sinks = append(sinks, c.Apply)
+		hot, m.store = c, c
+	}
 
 	svc := chat.New(chat.Config{
 		Store: hot, TokenTTL: cfg.TokenTTL, MaxBody: cfg.MaxBody, KDF: cfg.KDF, Registerer: m.registry,
 	})
 	api := rest.New(rest.Config{Chat: svc, Registerer: m.registry})
 	m.hub = hub.New(hub.Config{Members: hot, Registerer: m.registry})
-	sinks = append(sinks, m.hub.Apply)
+	var sessions gateway.Sessions
+	if clustered {
+		if m.cluster, err = openCluster(ctx, cfg, hot, m.hub, m.registry); err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
+		sinks = append(sinks, m.cluster.relay.Apply)
+		sessions = m.cluster
+	} else {
+		sinks = append(sinks, m.hub.Apply)
+	}
 	var origins []string
 	if cfg.AllowedOrigins != "" {
 		origins = strings.Split(cfg.AllowedOrigins, ",")
@@ -149,7 +193,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Chat: svc, Hub: m.hub, AllowedOrigins: origins,
 		HeartBeat: stomp.HeartBeat{Send: cfg.StompHeartBeat, Receive: cfg.StompHeartBeat},
 		SendRate:  cfg.StompSendRate, SendBurst: int(2 * cfg.StompSendRate), QueueFrames: cfg.StompQueue,
-		Server: "parley/" + version, Registerer: m.registry,
+		Server: "parley/" + version, Registerer: m.registry, Sessions: sessions,
 	})
 	if err != nil {
 		return fmt.Errorf("stomp gateway: %w", err)
@@ -166,11 +210,28 @@ func (m *Main) Open(ctx context.Context) error {
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
-		if err := svc.Ping(ctx); err != nil {
-			http.Error(w, "store: "+err.Error(), http.StatusServiceUnavailable)
-			return
+		type check struct {
+			name string
+			err  error
 		}
-		w.Write([]byte("store: ok\n"))
+		checks := []check{{"store", svc.Ping(ctx)}}
+		if m.cluster != nil {
+			broker, redis := m.cluster.check(ctx)
+			checks = append(checks, check{"broker", broker}, check{"redis", redis})
+		}
+		var b strings.Builder
+		status := http.StatusOK
+		for _, c := range checks {
+			if c.err != nil {
+				status = http.StatusServiceUnavailable
+				fmt.Fprintf(&b, "%s: %v\n", c.name, c.err)
+			} else {
+				fmt.Fprintf(&b, "%s: ok\n", c.name)
+			}
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(status)
+		w.Write([]byte(b.String()))
 	})
 
 	m.ln, err = net.Listen("tcp", cfg.Addr)
@@ -225,6 +286,11 @@ func (m *Main) Close(ctx context.Context) error {
 	if m.store != nil {
 		if err := m.store.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close store: %w", err))
+		}
+	}
+	if m.cluster != nil {
+		if err := m.cluster.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close cluster: %w", err))
 		}
 	}
 	if m.hub != nil {

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	goredis "github.com/redis/go-redis/v9"
+
+	"parley"
+	"parley/cluster"
+	"parley/hub"
+	"parley/rabbitmq"
+	"parley/redis"
+)
+
+// clusterNode is the cluster side of a node (design §6): the relay between
+// the store's commits, the local hub and the other nodes, the RabbitMQ
+// broker and the Redis presence. It is the gateway's Sessions hook, so
+// that a user is present on this node while one of their sessions is.
+type clusterNode struct {
+	node     string
+	rdb      *goredis.Client
+	presence *redis.Presence
+	broker   *rabbitmq.Broker
+	relay    *cluster.Relay
+}
+
+// clustered reports whether cfg asks for cluster mode, and checks that it
+// names everything cluster mode needs.
+func (c *Config) clustered() (bool, error) {
+	if c.Broker == "" && c.Redis == "" {
+		return false, nil
+	}
+	if c.Broker == "" || c.Redis == "" || !isPostgres(c.Store) {
+		return false, errors.New("cluster mode needs --store postgres://…, --broker amqp://… and --redis redis://… together")
+	}
+	return true, nil
+}
+
+func isPostgres(url string) bool {
+	return strings.HasPrefix(url, "postgres://") || strings.HasPrefix(url, "postgresql://")
+}
+
+// defaultNodeID is the host name and the port of the listen address; a
+// port chosen by the system (0) gets a random suffix instead.
+func defaultNodeID(addr string) string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "parley"
+	}
+	_, port, _ := net.SplitHostPort(addr)
+	if port == "" || port == "0" {
+		port = parley.NewID()[:6]
+	}
+	return host + "-" + port
+}
+
+// openCluster connects to Redis and RabbitMQ and starts the relay. The
+// relay's Apply must be installed as a sink of the store.
+func openCluster(ctx context.Context, cfg Config, store parley.Store, h *hub.Hub, reg prometheus.Registerer) (*clusterNode, error) {
+	node := cfg.NodeID
+	if node == "" {
+		node = defaultNodeID(cfg.Addr)
+	}
+	c := &clusterNode{node: node}
+	var err error
+	if c.rdb, err = redis.NewClient(cfg.Redis); err != nil {
+		return nil, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := c.rdb.Ping(pctx).Err(); err != nil {
+		c.rdb.Close()
+		return nil, fmt.Errorf("redis: %w", err)
+	}
+	c.relay = cluster.New(cluster.Config{Node: node, Store: store, Local: h, Registerer: reg})
+	c.broker, err = rabbitmq.New(rabbitmq.Config{
+		URL: cfg.Broker, Node: node, Handler: c.relay.Receive, Gone: c.relay.Gone,
+		Prefetch: cfg.Prefetch, Registerer: reg,
+	})
+	if err != nil {
+		c.rdb.Close()
+		return nil, err
+	}
+	c.presence = redis.NewPresence(redis.PresenceConfig{
+		Client: c.rdb, Prefix: cfg.RedisPrefix, Node: node, TTL: cfg.PresenceTTL,
+		OnChange: c.relay.PresenceChanged, Registerer: reg,
+	})
+	c.relay.Start(c.broker, c.presence)
+	return c, nil
+}
+
+// Opened records the user's session in presence (gateway.Sessions). A
+// Redis failure does not refuse the session: the heartbeat registers it
+// once Redis is back.
+func (c *clusterNode) Opened(ctx context.Context, userID string) {
+	if err := c.presence.Add(ctx, userID); err != nil {
+		slog.Warn("presence add", "user", userID, "err", err)
+	}
+}
+
+// Closed ends the user's session in presence (gateway.Sessions).
+func (c *clusterNode) Closed(userID string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := c.presence.Remove(ctx, userID); err != nil {
+		slog.Warn("presence remove", "user", userID, "err", err)
+	}
+}
+
+// check pings the broker and Redis for /readyz.
+func (c *clusterNode) check(ctx context.Context) (broker, presence error) {
+	return c.broker.Ping(ctx), c.presence.Ping(ctx)
+}
+
+// Close stops the relay after what the store has committed, then the
+// broker (after its unconfirmed batches), then presence (removing this
+// node's entries) and the Redis client. The store must be closed first.
+func (c *clusterNode) Close() error {
+	c.relay.Close()
+	errs := []error{c.broker.Close(), c.presence.Close(), c.rdb.Close()}
+	return errors.Join(errs...)
+}
