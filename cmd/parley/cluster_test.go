@@ -1,0 +1,524 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"parley"
+	"parley/redis"
+	"parley/stomp"
+)
+
+// clusterEnv is the services of the cluster tests, from PARLEY_TEST_*.
+type clusterEnv struct {
+	store, broker, redis, prefix string
+}
+
+// needCluster returns the services or skips the test.
+func needCluster(t *testing.T) clusterEnv {
+	t.Helper()
+	env := clusterEnv{
+		store:  os.Getenv("PARLEY_TEST_POSTGRES"),
+		broker: os.Getenv("PARLEY_TEST_AMQP"),
+		redis:  os.Getenv("PARLEY_TEST_REDIS"),
+		prefix: os.Getenv("PARLEY_TEST_REDIS_PREFIX"),
+	}
+	if env.store == "" || env.broker == "" || env.redis == "" {
+		t.Skip("cluster tests need PARLEY_TEST_POSTGRES, PARLEY_TEST_AMQP and PARLEY_TEST_REDIS (.ci/run sets them)")
+	}
+	if env.prefix == "" {
+		env.prefix = "parleytest:"
+	}
+	// A schema and a key prefix of the test's own.
+	id := parley.NewID()[:10]
+	schema := "parley_cluster_" + id
+	pgExec(t, env.store, "CREATE SCHEMA "+schema)
+	t.Cleanup(func() { pgExec(t, env.store, "DROP SCHEMA "+schema+" CASCADE") })
+	u, err := url.Parse(env.store)
+	if err != nil {
+		t.Fatalf("PARLEY_TEST_POSTGRES: %v", err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	env.store = u.String()
+	env.prefix += "cluster:" + id + ":"
+	t.Cleanup(func() { deleteRedisPrefix(t, env) })
+	return env
+}
+
+func pgExec(t *testing.T, dbURL, sql string) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, sql); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// deleteRedisPrefix deletes the test's keys: Redis "flushed" without
+// touching anybody else's data.
+func deleteRedisPrefix(t *testing.T, env clusterEnv) {
+	rdb, err := redis.NewClient(env.redis)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	ctx := context.Background()
+	iter := rdb.Scan(ctx, 0, env.prefix+"*", 1000).Iterator()
+	var keys []string
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	if len(keys) > 0 {
+		rdb.Del(ctx, keys...)
+	}
+}
+
+// startNode starts one cluster node on 127.0.0.1:0 and returns it; close
+// stops it (also at the end of the test).
+func startNode(t *testing.T, env clusterEnv, name string) *Main {
+	t.Helper()
+	m := &Main{Config: Config{
+		Addr: "127.0.0.1:0", Data: t.TempDir(), TokenTTL: time.Hour, MaxBody: 4096, KDF: testKDF,
+		StompSendRate: 1000, StompQueue: 4096,
+		Store: env.store, Broker: env.broker, Redis: env.redis, RedisPrefix: env.prefix,
+		NodeID: name + "-" + parley.NewID()[:6], Prefetch: 256, PresenceTTL: 3 * time.Second,
+	}}
+	if err := m.Open(context.Background()); err != nil {
+		t.Fatalf("open node %s: %v", name, err)
+	}
+	t.Cleanup(func() { closeNode(t, m) })
+	waitReady(t, m)
+	return m
+}
+
+// closed remembers the nodes closed already: Main.Close runs once.
+var closed sync.Map // *Main -> *sync.Once
+
+func closeNode(t *testing.T, m *Main) {
+	once, _ := closed.LoadOrStore(m, &sync.Once{})
+	once.(*sync.Once).Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := m.Close(ctx); err != nil {
+			t.Errorf("close node %s: %v", m.Config.NodeID, err)
+		}
+	})
+}
+
+// waitReady waits until /readyz reports every dependency ok.
+func waitReady(t *testing.T, m *Main) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get("http://" + m.Addr() + "/readyz")
+		var body []byte
+		if err == nil {
+			body, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node %s not ready: %v %s", m.Config.NodeID, err, body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// metric reads a counter or gauge without labels from a node's /metrics.
+func metric(t *testing.T, m *Main, name string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + m.Addr() + "/metrics")
+	if err != nil {
+		t.Fatalf("metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			f, _ := strconv.ParseFloat(v, 64)
+			return f
+		}
+	}
+	return 0
+}
+
+// on returns a REST client of c's user on node m.
+func on(c *client, m *Main) *client {
+	return &client{t: c.t, base: "http://" + m.Addr(), token: c.token}
+}
+
+// member is a test user: a REST client and a user.
+type member struct {
+	c *client
+	u user
+}
+
+// groupRoom signs up n users on the nodes in turn and puts them all in one
+// group room created by the first.
+func groupRoom(t *testing.T, nodes []*Main, prefix string, n int) (room, []member) {
+	t.Helper()
+	ms := make([]member, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			c, u := mustSignUp(t, nodes[i%len(nodes)].Addr(), fmt.Sprintf("%s%d", prefix, i))
+			ms[i] = member{c, u}
+		})
+	}
+	wg.Wait()
+	var r room
+	if st := ms[0].c.do("POST", "/api/rooms", map[string]any{"kind": "group", "title": prefix}, &r); st != http.StatusCreated {
+		t.Fatalf("create room: %d", st)
+	}
+	for i := 1; i < n; i++ {
+		wg.Go(func() {
+			if st := ms[i].c.do("POST", "/api/rooms/"+r.ID+"/members", nil, nil); st != http.StatusCreated {
+				t.Errorf("join %d: %d", i, st)
+			}
+		})
+	}
+	wg.Wait()
+	return r, ms
+}
+
+// subscribe opens a STOMP session of token on m and subscribes to the
+// room, from since (or live when since < 0), waiting for the receipt.
+func subscribe(t *testing.T, m *Main, token, roomID string, since int64) *stompClient {
+	t.Helper()
+	sc := dialStomp(t, m, "websocket", token)
+	extra := ""
+	if since >= 0 {
+		extra = fmt.Sprintf("since-seq:%d\n", since)
+	}
+	sc.send("SUBSCRIBE\nid:1\ndestination:/topic/rooms." + roomID + "\n" + extra + "receipt:sub\n\n\x00")
+	sc.expect("RECEIPT", "receipt-id:sub")
+	return sc
+}
+
+// readSeqs reads n MESSAGE frames and returns their seqs.
+func readSeqs(t *testing.T, sc *stompClient, n int) []int64 {
+	t.Helper()
+	seqs := make([]int64, 0, n)
+	for len(seqs) < n {
+		f := sc.read()
+		if f.Command != stomp.Message {
+			t.Fatalf("got %v, want MESSAGE", f)
+		}
+		s, _ := strconv.ParseInt(string(f.Get("seq")), 10, 64)
+		seqs = append(seqs, s)
+	}
+	return seqs
+}
+
+// checkRun checks that seqs are from..to, in order, each once.
+func checkRun(t *testing.T, who string, seqs []int64, from int64) {
+	t.Helper()
+	for i, s := range seqs {
+		if s != from+int64(i) {
+			t.Fatalf("%s: message %d has seq %d, want %d (seqs %v)", who, i, s, from+int64(i), seqs)
+		}
+	}
+}
+
+// settle gives the presence notifications time to reach every node.
+func settle() { time.Sleep(300 * time.Millisecond) }
+
+// quiet waits until a node's relay has nothing queued and its publish
+// count has stopped moving (the joins of a big room are relayed too), and
+// returns that count.
+func quiet(t *testing.T, m *Main) float64 {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	last := -1.0
+	for {
+		n := metric(t, m, "parley_broker_publishes_total")
+		if n == last && metric(t, m, "parley_cluster_queued") == 0 {
+			return n
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node %s never went quiet", m.Config.NodeID)
+		}
+		last = n
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+// TestClusterRoomAcrossNodes: the members of one room spread over three
+// nodes, with senders on every node, all receive every message in seq
+// order exactly once, and a user with sessions on two nodes gets each
+// message on both.
+func TestClusterRoomAcrossNodes(t *testing.T) {
+	env := needCluster(t)
+	nodes := []*Main{startNode(t, env, "a"), startNode(t, env, "b"), startNode(t, env, "c")}
+	const users, perUser = 6, 20
+	r, ms := groupRoom(t, nodes, "spread", users)
+	var subs []*stompClient
+	var names []string
+	for i, mb := range ms {
+		subs = append(subs, subscribe(t, nodes[i%3], mb.c.token, r.ID, -1))
+		names = append(names, fmt.Sprintf("%s on node %d", mb.u.Name, i%3))
+	}
+	// The first user also has a session on another node.
+	subs = append(subs, subscribe(t, nodes[1], ms[0].c.token, r.ID, -1))
+	names = append(names, ms[0].u.Name+" (second session) on node 1")
+	settle()
+
+	var wg sync.WaitGroup
+	for i, mb := range ms {
+		wg.Go(func() {
+			c := on(mb.c, nodes[i%3])
+			for j := range perUser {
+				if st := c.do("POST", "/api/rooms/"+r.ID+"/messages", map[string]string{"body": fmt.Sprintf("%d-%d", i, j)}, nil); st != http.StatusCreated {
+					t.Errorf("send: %d", st)
+				}
+			}
+		})
+	}
+	total := users * perUser
+	for i, sc := range subs {
+		wg.Go(func() { checkRun(t, names[i], readSeqs(t, sc, total), 1) })
+	}
+	wg.Wait()
+	var publishes float64
+	for _, m := range nodes {
+		publishes += metric(t, m, "parley_broker_publishes_total")
+	}
+	t.Logf("%d messages, %.0f publishes across 3 nodes", total, publishes)
+	if publishes > float64(2*total+users*2*2) { // messages, plus joins and leaves
+		t.Errorf("%.0f publishes for %d messages, want at most 2 per message", publishes, total)
+	}
+}
+
+// TestClusterPublishCounts: a 1:1 room whose two users sit on one node
+// causes no broker publish; a 250-member room spread over three nodes
+// causes at most two publishes per message from the sending node.
+func TestClusterPublishCounts(t *testing.T) {
+	env := needCluster(t)
+	nodes := []*Main{startNode(t, env, "a"), startNode(t, env, "b"), startNode(t, env, "c")}
+
+	// 1:1, both on node a; other users online elsewhere.
+	ca, ua := mustSignUp(t, nodes[0].Addr(), "alice")
+	cb, ub := mustSignUp(t, nodes[0].Addr(), "bob")
+	cc, _ := mustSignUp(t, nodes[1].Addr(), "carol")
+	var dr room
+	if st := ca.do("POST", "/api/rooms", map[string]any{"kind": "direct", "peer": ub.ID}, &dr); st != http.StatusCreated {
+		t.Fatalf("direct room: %d", st)
+	}
+	_ = ua
+	bob := subscribe(t, nodes[0], cb.token, dr.ID, -1)
+	subscribe(t, nodes[0], ca.token, dr.ID, -1)
+	dialStomp(t, nodes[1], "websocket", cc.token)
+	settle()
+	before := quiet(t, nodes[0])
+	for i := range 10 {
+		if st := ca.do("POST", "/api/rooms/"+dr.ID+"/messages", map[string]string{"body": fmt.Sprint(i)}, nil); st != http.StatusCreated {
+			t.Fatalf("send: %d", st)
+		}
+	}
+	checkRun(t, "bob", readSeqs(t, bob, 10), 1)
+	if got := metric(t, nodes[0], "parley_broker_publishes_total") - before; got != 0 {
+		t.Errorf("1:1 room on one node: %.0f publishes for 10 messages, want 0", got)
+	}
+
+	// 250 members spread over the three nodes, every one connected.
+	const n, msgs = 250, 20
+	r, ms := groupRoom(t, nodes, "big", n)
+	var mu sync.Mutex
+	var watchers []*stompClient
+	var wg sync.WaitGroup
+	for i, mb := range ms {
+		wg.Go(func() {
+			if i < 6 {
+				sc := subscribe(t, nodes[i%3], mb.c.token, r.ID, -1)
+				mu.Lock()
+				watchers = append(watchers, sc)
+				mu.Unlock()
+				return
+			}
+			dialStomp(t, nodes[i%3], "websocket", mb.c.token)
+		})
+	}
+	wg.Wait()
+	settle()
+	before = quiet(t, nodes[0])
+	for i := range msgs {
+		if st := ms[0].c.do("POST", "/api/rooms/"+r.ID+"/messages", map[string]string{"body": fmt.Sprint(i)}, nil); st != http.StatusCreated {
+			t.Fatalf("send: %d", st)
+		}
+	}
+	for i, sc := range watchers {
+		wg.Go(func() { checkRun(t, fmt.Sprintf("watcher %d", i), readSeqs(t, sc, msgs), 1) })
+	}
+	wg.Wait()
+	got := metric(t, nodes[0], "parley_broker_publishes_total") - before
+	t.Logf("250-member room over 3 nodes: %.0f publishes for %d messages (%.2f per message)", got, msgs, got/msgs)
+	if got > 2*msgs {
+		t.Errorf("%.0f publishes for %d messages, want at most %d", got, msgs, 2*msgs)
+	}
+}
+
+// sendStream sends n messages over STOMP with receipts from sc, one every
+// pause, and returns the seqs of the receipted ones.
+func sendStream(t *testing.T, sc *stompClient, roomID string, n int, pause time.Duration) []int64 {
+	t.Helper()
+	var seqs []int64
+	for i := range n {
+		sc.send(fmt.Sprintf("SEND\ndestination:/app/rooms.%s\nreceipt:r%d\n\nm%d\x00", roomID, i, i))
+		f := sc.expect("RECEIPT")
+		s, _ := strconv.ParseInt(string(f.Get("seq")), 10, 64)
+		seqs = append(seqs, s)
+		time.Sleep(pause)
+	}
+	return seqs
+}
+
+// closeAMQP force-closes a node's RabbitMQ connection with rabbitmqctl.
+func closeAMQP(t *testing.T, node string) {
+	t.Helper()
+	out, err := exec.Command("rabbitmqctl", "list_connections", "-q", "--no-table-headers", "pid", "client_properties").CombinedOutput()
+	if err != nil {
+		t.Skipf("rabbitmqctl: %v: %s", err, out)
+	}
+	for line := range strings.Lines(string(out)) {
+		pid, props, ok := strings.Cut(strings.TrimSpace(line), "\t")
+		if ok && strings.Contains(props, `"parley node `+node+`"`) {
+			if out, err := exec.Command("rabbitmqctl", "close_connection", pid, "parley fault test").CombinedOutput(); err != nil {
+				t.Fatalf("close_connection: %v: %s", err, out)
+			}
+			return
+		}
+	}
+	t.Fatalf("no RabbitMQ connection of node %s", node)
+}
+
+// TestClusterBrokerConnectionClosed: the RabbitMQ connections of the
+// sending and a receiving node are force-closed while messages flow; both
+// reconnect and every receiver gets every receipted message, in order,
+// once.
+func TestClusterBrokerConnectionClosed(t *testing.T) {
+	env := needCluster(t)
+	nodes := []*Main{startNode(t, env, "a"), startNode(t, env, "b"), startNode(t, env, "c")}
+	r, ms := groupRoom(t, nodes, "fault", 3)
+	recv := []*stompClient{subscribe(t, nodes[1], ms[1].c.token, r.ID, -1), subscribe(t, nodes[2], ms[2].c.token, r.ID, -1)}
+	sender := dialStomp(t, nodes[0], "websocket", ms[0].c.token)
+	settle()
+	const n = 300
+	var wg sync.WaitGroup
+	var receipted []int64
+	wg.Go(func() { receipted = sendStream(t, sender, r.ID, n, 3*time.Millisecond) })
+	time.Sleep(300 * time.Millisecond)
+	closeAMQP(t, nodes[0].Config.NodeID)
+	time.Sleep(300 * time.Millisecond)
+	closeAMQP(t, nodes[1].Config.NodeID)
+	for i, sc := range recv {
+		wg.Go(func() { checkRun(t, fmt.Sprintf("receiver %d", i), readSeqs(t, sc, n), 1) })
+	}
+	wg.Wait()
+	if len(receipted) != n {
+		t.Fatalf("%d receipts, want %d", len(receipted), n)
+	}
+	for _, m := range nodes[:2] {
+		deadline := time.Now().Add(15 * time.Second)
+		for metric(t, m, "parley_broker_reconnects_total") < 1 {
+			if time.Now().After(deadline) {
+				t.Fatalf("node %s did not reconnect", m.Config.NodeID)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+// TestClusterNodeKilled: a node stops while messages flow; its user
+// reconnects to another node with since-seq and gets every message.
+func TestClusterNodeKilled(t *testing.T) {
+	env := needCluster(t)
+	nodes := []*Main{startNode(t, env, "a"), startNode(t, env, "b"), startNode(t, env, "c")}
+	r, ms := groupRoom(t, nodes, "kill", 3)
+	victim := subscribe(t, nodes[2], ms[2].c.token, r.ID, -1)
+	sender := dialStomp(t, nodes[0], "websocket", ms[0].c.token)
+	settle()
+	const n = 200
+	var wg sync.WaitGroup
+	wg.Go(func() { sendStream(t, sender, r.ID, n, 3*time.Millisecond) })
+	seen := readSeqs(t, victim, 40)
+	checkRun(t, "before the kill", seen, 1)
+	closeNode(t, nodes[2])
+	last := seen[len(seen)-1]
+	// The client may have read more before its socket closed; it resumes
+	// from the last seq it holds.
+	for {
+		victim.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		f, err := victim.r.Read()
+		if err != nil {
+			break
+		}
+		if f.Command == stomp.Message {
+			s, _ := strconv.ParseInt(string(f.Get("seq")), 10, 64)
+			if s != last+1 {
+				t.Fatalf("before the close got seq %d after %d", s, last)
+			}
+			last = s
+		}
+	}
+	again := subscribe(t, nodes[1], ms[2].c.token, r.ID, last)
+	checkRun(t, "after reconnecting", readSeqs(t, again, n-int(last)), last+1)
+	wg.Wait()
+}
+
+// TestClusterRedisFlushed: the test's Redis keys are deleted while
+// messages flow; presence comes back within one heartbeat TTL and every
+// receiver gets every message, in order, once.
+func TestClusterRedisFlushed(t *testing.T) {
+	env := needCluster(t)
+	nodes := []*Main{startNode(t, env, "a"), startNode(t, env, "b"), startNode(t, env, "c")}
+	r, ms := groupRoom(t, nodes, "flush", 3)
+	recv := []*stompClient{subscribe(t, nodes[1], ms[1].c.token, r.ID, -1), subscribe(t, nodes[2], ms[2].c.token, r.ID, -1)}
+	sender := dialStomp(t, nodes[0], "websocket", ms[0].c.token)
+	settle()
+	const n = 300
+	var wg sync.WaitGroup
+	wg.Go(func() { sendStream(t, sender, r.ID, n, 15*time.Millisecond) })
+	time.Sleep(500 * time.Millisecond)
+	deleteRedisPrefix(t, env)
+	flushed := time.Now()
+	for i, sc := range recv {
+		wg.Go(func() { checkRun(t, fmt.Sprintf("receiver %d", i), readSeqs(t, sc, n), 1) })
+	}
+	// Presence is back within one TTL.
+	rdb, _ := redis.NewClient(env.redis)
+	defer rdb.Close()
+	for {
+		keys, _ := rdb.Keys(context.Background(), env.prefix+"presence:u:"+ms[2].u.ID).Result()
+		if len(keys) == 1 {
+			t.Logf("presence restored %v after the flush", time.Since(flushed).Round(time.Millisecond))
+			break
+		}
+		if time.Since(flushed) > nodes[0].Config.PresenceTTL {
+			t.Fatalf("presence not restored one TTL after the flush")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	wg.Wait()
+}
