@@ -7,6 +7,7 @@ package chat
 
 import (
 	"context"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -240,4 +241,25 @@ func checkLimit(limit int) error {
 		return parley.Errorf(parley.CodeInvalid, "limit must be 1 to %d", parley.MaxPageLimit)
 	}
 	return nil
+}
+
+// Peer returns the other member of a direct room, as seen by u; nil for a
+// group room, or if the peer cannot be read (the room is still usable).
+func (s *Service) Peer(ctx context.Context, u parley.User, r parley.Room) *parley.User {
+	if r.Kind != parley.KindDirect {
+		return nil
+	}
+	a, b, ok := strings.Cut(r.DirectKey, ":")
+	if !ok {
+		return nil
+	}
+	id := a
+	if a == u.ID {
+		id = b
+	}
+	peer, err := s.store.User(ctx, id)
+	if err != nil {
+		return nil
+	}
+	return &peer
 }

@@ -52,6 +52,23 @@ func (h *Handler) me(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, userOf(r))
 }
 
+// roomView is a room as one user sees it: a direct room names its peer.
+type roomView struct {
+	parley.Room
+	Peer *parley.User `json:"peer,omitempty"`
+}
+
+// roomEntryView is one line of a room list, as its user sees it.
+type roomEntryView struct {
+	Room        roomView        `json:"room"`
+	LastMessage *parley.Message `json:"last_message"`
+	Unread      int64           `json:"unread"`
+}
+
+func (h *Handler) view(r *http.Request, room parley.Room) roomView {
+	return roomView{Room: room, Peer: h.chat.Peer(r.Context(), userOf(r), room)}
+}
+
 func (h *Handler) createRoom(w http.ResponseWriter, r *http.Request) error {
 	var req struct {
 		Kind     string `json:"kind"`
@@ -68,7 +85,7 @@ func (h *Handler) createRoom(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, createdStatus(created), room)
+	return writeJSON(w, createdStatus(created), h.view(r, room))
 }
 
 func (h *Handler) room(w http.ResponseWriter, r *http.Request) error {
@@ -76,7 +93,7 @@ func (h *Handler) room(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, room)
+	return writeJSON(w, http.StatusOK, h.view(r, room))
 }
 
 func (h *Handler) join(w http.ResponseWriter, r *http.Request) error {
@@ -84,7 +101,7 @@ func (h *Handler) join(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, createdStatus(joined), room)
+	return writeJSON(w, createdStatus(joined), h.view(r, room))
 }
 
 func (h *Handler) leave(w http.ResponseWriter, r *http.Request) error {
@@ -105,17 +122,18 @@ func (h *Handler) myRooms(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if rooms == nil {
-		rooms = []parley.RoomEntry{}
+	views := make([]roomEntryView, len(rooms))
+	for i, e := range rooms {
+		views[i] = roomEntryView{Room: h.view(r, e.Room), LastMessage: e.LastMessage, Unread: e.Unread}
 	}
 	var cursor *string
 	if next != "" {
 		cursor = &next
 	}
 	return writeJSON(w, http.StatusOK, struct {
-		Rooms      []parley.RoomEntry `json:"rooms"`
-		NextCursor *string            `json:"next_cursor"`
-	}{rooms, cursor})
+		Rooms      []roomEntryView `json:"rooms"`
+		NextCursor *string         `json:"next_cursor"`
+	}{views, cursor})
 }
 
 func (h *Handler) messages(w http.ResponseWriter, r *http.Request) error {

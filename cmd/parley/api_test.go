@@ -95,6 +95,16 @@ func TestAPIConversation(t *testing.T) {
 	if st := bob.do("POST", "/api/rooms", map[string]string{"kind": "direct", "peer": aliceUser.ID}, &d2); st != http.StatusOK || d2.ID != d1.ID {
 		t.Errorf("direct again = %d %s, want 200 %s", st, d2.ID, d1.ID)
 	}
+	var seen struct {
+		ID   string `json:"id"`
+		Peer *user  `json:"peer"`
+	}
+	if st := bob.do("GET", "/api/rooms/"+d1.ID, nil, &seen); st != 200 || seen.Peer == nil || *seen.Peer != aliceUser {
+		t.Errorf("bob's view of the direct room = %d %+v, want peer %+v", st, seen, aliceUser)
+	}
+	if st := alice.do("GET", "/api/rooms/"+d1.ID, nil, &seen); st != 200 || seen.Peer == nil || *seen.Peer != bobUser {
+		t.Errorf("alice's view of the direct room = %d %+v, want peer %+v", st, seen, bobUser)
+	}
 
 	// Leaving takes the room off the list and forbids its history.
 	if st := bob.do("DELETE", "/api/rooms/"+g.ID+"/members/me", nil, nil); st != http.StatusNoContent {
