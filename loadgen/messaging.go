@@ -363,7 +363,9 @@ func (m *msgRun) measure(ctx context.Context) error {
 				next = next.Add(time.Duration(int64(o.RampUp) * int64(c.idx) / int64(len(m.cls))))
 			}
 			if !closedLoop {
-				next = next.Add(interval(rng, o.MinInterval, o.MaxInterval))
+				// A random phase: with a fixed interval, users that all
+				// started at once would otherwise send in lockstep bursts.
+				next = next.Add(interval(rng, 0, o.MaxInterval))
 			}
 			for n := 1; n <= o.Loops; n++ {
 				if !sleepUntil(ctx, next, deadline) {
