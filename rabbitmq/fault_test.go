@@ -113,12 +113,15 @@ func TestPrefetchAndManualAck(t *testing.T) {
 // flow: both reconnect, every batch arrives (duplicates allowed, never a
 // loss) and the receiver sees each seq in order once duplicates are dropped.
 func TestReconnectRepublish(t *testing.T) {
+	// Node names are unique per run: closeConnections finds connections
+	// by name across the whole RabbitMQ server, which other runs share.
+	ra, rb := "ra-"+parley.NewID()[:8], "rb-"+parley.NewID()[:8]
 	url := amqpURL(t)
 	exchange := tempExchange(t, url)
 	const n = 3000
 	in := parleytest.NewInbox()
-	a := mustNew(t, rabbitmq.Config{URL: url, Node: "ra", Exchange: exchange, Handler: in.Handle})
-	b := mustNew(t, rabbitmq.Config{URL: url, Node: "rb", Exchange: exchange, Handler: in.Handle})
+	a := mustNew(t, rabbitmq.Config{URL: url, Node: ra, Exchange: exchange, Handler: in.Handle})
+	b := mustNew(t, rabbitmq.Config{URL: url, Node: rb, Exchange: exchange, Handler: in.Handle})
 	parleytest.WaitReady(t, a)
 	parleytest.WaitReady(t, b)
 
@@ -126,7 +129,7 @@ func TestReconnectRepublish(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for i := range n {
-			parleytest.MustPublish(t, a, parleytest.MessageBatch("rb", "r", int64(i+1)))
+			parleytest.MustPublish(t, a, parleytest.MessageBatch(rb, "r", int64(i+1)))
 			published.Add(1)
 			time.Sleep(time.Millisecond)
 		}
@@ -134,13 +137,13 @@ func TestReconnectRepublish(t *testing.T) {
 	for published.Load() < n/4 {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if closeConnections(t, "ra") == 0 {
+	if closeConnections(t, ra) == 0 {
 		t.Fatalf("no connection of node ra found")
 	}
 	for published.Load() < n/2 {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if closeConnections(t, "rb") == 0 {
+	if closeConnections(t, rb) == 0 {
 		t.Fatalf("no connection of node rb found")
 	}
 	wg.Wait()
@@ -167,7 +170,7 @@ func TestReconnectRepublish(t *testing.T) {
 	t.Logf("%d batches, %d duplicates after two forced disconnects", n, dups)
 	parleytest.WaitReady(t, a)
 	parleytest.WaitReady(t, b)
-	if err := a.Publish(context.Background(), parleytest.MessageBatch("rb", "r", n+1)); err != nil {
+	if err := a.Publish(context.Background(), parleytest.MessageBatch(rb, "r", n+1)); err != nil {
 		t.Fatalf("Publish after reconnect: %v", err)
 	}
 	in.WaitFor(t, len(got)+1, 10*time.Second)
