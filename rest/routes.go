@@ -126,14 +126,7 @@ func (h *Handler) myRooms(w http.ResponseWriter, r *http.Request) error {
 	for i, e := range rooms {
 		views[i] = roomEntryView{Room: h.view(r, e.Room), LastMessage: e.LastMessage, Unread: e.Unread}
 	}
-	var cursor *string
-	if next != "" {
-		cursor = &next
-	}
-	return writeJSON(w, http.StatusOK, struct {
-		Rooms      []roomEntryView `json:"rooms"`
-		NextCursor *string         `json:"next_cursor"`
-	}{views, cursor})
+	return writeEncoded(w, func(b []byte) []byte { return appendRoomList(b, views, next) })
 }
 
 func (h *Handler) messages(w http.ResponseWriter, r *http.Request) error {
@@ -160,12 +153,7 @@ func (h *Handler) messages(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if msgs == nil {
-		msgs = []parley.Message{}
-	}
-	return writeJSON(w, http.StatusOK, struct {
-		Messages []parley.Message `json:"messages"`
-	}{msgs})
+	return writeEncoded(w, func(b []byte) []byte { return appendMessages(b, msgs) })
 }
 
 func (h *Handler) send(w http.ResponseWriter, r *http.Request) error {
