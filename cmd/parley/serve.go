@@ -40,6 +40,7 @@ type Config struct {
 	LogLevel slog.Level
 
 	StompAddr      string        // raw TCP STOMP listen address; "" for none
+	DebugAddr      string        // pprof listen address; "" for none
 	AllowedOrigins string        // comma-separated Origins allowed on /ws; "" for the same host
 	StompHeartBeat time.Duration // heart-beat interval offered both ways
 	StompSendRate  float64       // SEND frames per second per connection
@@ -67,6 +68,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxBody, "max-body", 4096, "largest message body in bytes")
 	fs.TextVar(&c.LogLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn, error")
 	fs.StringVar(&c.StompAddr, "stomp-addr", "", "raw TCP STOMP listen address (empty: WebSocket /ws only)")
+	fs.StringVar(&c.DebugAddr, "debug-addr", "", "serve Go's pprof profiles at http://ADDR/debug/pprof/ (keep it on loopback; empty: off)")
 	fs.StringVar(&c.AllowedOrigins, "allowed-origins", "", "comma-separated Origins allowed to open /ws, or * (empty: the same host)")
 	fs.DurationVar(&c.StompHeartBeat, "stomp-heartbeat", 10*time.Second, "STOMP heart-beat interval the server offers both ways")
 	fs.Float64Var(&c.StompSendRate, "stomp-send-rate", 20, "SEND frames per second a STOMP connection may sustain (bursts of twice that)")
@@ -111,6 +113,7 @@ type Main struct {
 	registry *prometheus.Registry
 	store    parley.Store
 	http     *http.Server
+	debug    *http.Server // pprof, when --debug-addr is set
 	hub      *hub.Hub
 	gateway  *gateway.Server
 	stompLn  net.Listener
@@ -250,6 +253,11 @@ func (m *Main) Open(ctx context.Context) error {
 		}
 		go m.gateway.Serve(m.stompLn)
 	}
+	if cfg.DebugAddr != "" {
+		if m.debug, err = serveDebug(cfg.DebugAddr); err != nil {
+			return err
+		}
+	}
 	m.served = make(chan error, 1)
 	go func() { m.served <- m.http.Serve(m.ln) }()
 	return nil
@@ -282,6 +290,9 @@ func (m *Main) Close(ctx context.Context) error {
 		if err := <-m.served; err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errs = append(errs, err)
 		}
+	}
+	if m.debug != nil {
+		m.debug.Close()
 	}
 	if m.store != nil {
 		if err := m.store.Close(); err != nil {
