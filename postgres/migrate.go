@@ -4,11 +4,8 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"io/fs"
-	"path"
-	"sort"
-	"strconv"
-	"strings"
+
+	"parley/schema"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -25,49 +22,13 @@ var migrations embed.FS
 // different schemas of one database do not wait for each other.
 const migrationLockClass = 0x7061726c // "parl"
 
-// migration is one schema version.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// loadMigrations returns the embedded migrations in version order.
-func loadMigrations() ([]migration, error) {
-	names, err := fs.Glob(migrations, "migrations/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, name := range names {
-		base := path.Base(name)
-		num, _, ok := strings.Cut(base, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration %s: name is not NNNN_name.sql", base)
-		}
-		b, err := migrations.ReadFile(name)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: base, sql: string(b)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
-	for i := 1; i < len(ms); i++ {
-		if ms[i].version == ms[i-1].version {
-			return nil, fmt.Errorf("migrations %s and %s share a version", ms[i-1].name, ms[i].name)
-		}
-	}
-	return ms, nil
-}
-
 // migrate applies the migrations the database has not seen yet, each in its
 // own transaction together with its row in schema_migrations, and returns
 // how many it applied. It holds a session advisory lock meanwhile, so that
 // nodes starting at once apply each migration once: the others wait, then
 // find nothing left to do.
 func migrate(ctx context.Context, pool *pgxpool.Pool) (int, error) {
-	ms, err := loadMigrations()
+	ms, err := schema.Load(migrations, "migrations/*.sql")
 	if err != nil {
 		return 0, err
 	}
@@ -95,12 +56,12 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) (int, error) {
 	if err := conn.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
 		return 0, fmt.Errorf("read schema version: %w", err)
 	}
-	if n := len(ms); n > 0 && current > ms[n-1].version {
-		return 0, fmt.Errorf("database schema version %d is newer than this program's %d", current, ms[n-1].version)
+	if n := len(ms); n > 0 && current > ms[n-1].Version {
+		return 0, fmt.Errorf("database schema version %d is newer than this program's %d", current, ms[n-1].Version)
 	}
 	applied := 0
 	for _, m := range ms {
-		if m.version <= current {
+		if m.Version <= current {
 			continue
 		}
 		if err := applyMigration(ctx, conn.Conn(), m); err != nil {
@@ -111,16 +72,16 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) (int, error) {
 	return applied, nil
 }
 
-func applyMigration(ctx context.Context, conn *pgx.Conn, m migration) error {
+func applyMigration(ctx context.Context, conn *pgx.Conn, m schema.Migration) error {
 	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, m.sql, pgx.QueryExecModeSimpleProtocol); err != nil {
+		if _, err := tx.Exec(ctx, m.SQL, pgx.QueryExecModeSimpleProtocol); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.version, m.name)
+		_, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name)
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("migration %s: %w", m.name, err)
+		return fmt.Errorf("migration %s: %w", m.Name, err)
 	}
 	return nil
 }

@@ -1,0 +1,51 @@
+package schema
+
+import (
+	"testing"
+	"testing/fstest"
+)
+
+func TestLoad(t *testing.T) {
+	fsys := fstest.MapFS{
+		"m/0002_b.sql":  {Data: []byte("B")},
+		"m/0001_a.sql":  {Data: []byte("A")},
+		"m/0010_c.sql":  {Data: []byte("C")},
+		"m/readme.txt":  {Data: []byte("not a migration")},
+		"other/9_x.sql": {Data: []byte("elsewhere")},
+	}
+	ms, err := Load(fsys, "m/*.sql")
+	if err != nil {
+		t.Fatalf("Load() error = %v", err)
+	}
+	var got []string
+	for _, m := range ms {
+		got = append(got, m.Name+"="+m.SQL)
+	}
+	want := []string{"0001_a.sql=A", "0002_b.sql=B", "0010_c.sql=C"}
+	if len(got) != len(want) {
+		t.Fatalf("Load() = %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("Load()[%d] = %s, want %s", i, got[i], want[i])
+		}
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		fsys fstest.MapFS
+	}{
+		{"no number", fstest.MapFS{"m/init.sql": {}}},
+		{"zero version", fstest.MapFS{"m/0000_init.sql": {}}},
+		{"shared version", fstest.MapFS{"m/0001_a.sql": {}, "m/001_b.sql": {}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := Load(tt.fsys, "m/*.sql"); err == nil {
+				t.Errorf("Load(%v) = nil error, want one", tt.fsys)
+			}
+		})
+	}
+}
