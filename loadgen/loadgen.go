@@ -322,7 +322,6 @@ func Run(ctx context.Context, s Scenario, opts Options) (*Result, error) {
 		return nil, err
 	}
 	r := newRun(s, o)
-	defer r.close()
 	var err error
 	switch s {
 	case RoomList:
@@ -340,6 +339,9 @@ func Run(ctx context.Context, s Scenario, opts Options) (*Result, error) {
 	case Connections:
 		err = r.connections(ctx)
 	}
+	// Stop the ticker first, so that no timeline point follows the
+	// measurement.
+	r.close()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s, err)
 	}
