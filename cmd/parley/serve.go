@@ -41,6 +41,7 @@ type Config struct {
 
 	StompAddr      string        // raw TCP STOMP listen address; "" for none
 	DebugAddr      string        // pprof listen address; "" for none
+	CacheRecent    int           // newest messages of each room kept in memory
 	AllowedOrigins string        // comma-separated Origins allowed on /ws; "" for the same host
 	StompHeartBeat time.Duration // heart-beat interval offered both ways
 	StompSendRate  float64       // SEND frames per second per connection
@@ -68,6 +69,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxBody, "max-body", 4096, "largest message body in bytes")
 	fs.TextVar(&c.LogLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn, error")
 	fs.StringVar(&c.StompAddr, "stomp-addr", "", "raw TCP STOMP listen address (empty: WebSocket /ws only)")
+	fs.IntVar(&c.CacheRecent, "cache-recent", cache.DefaultRecentMessages, "newest messages of each room served from memory (older history pages read the store)")
 	fs.StringVar(&c.DebugAddr, "debug-addr", "", "serve Go's pprof profiles at http://ADDR/debug/pprof/ (keep it on loopback; empty: off)")
 	fs.StringVar(&c.AllowedOrigins, "allowed-origins", "", "comma-separated Origins allowed to open /ws, or * (empty: the same host)")
 	fs.DurationVar(&c.StompHeartBeat, "stomp-heartbeat", 10*time.Second, "STOMP heart-beat interval the server offers both ways")
@@ -168,7 +170,7 @@ func (m *Main) Open(ctx context.Context) error {
 	if !clustered {
 		// The in-memory cache is kept current by this node's commits only,
 		// so it fronts the store only when no other node writes to it.
-		c := cache.New(db, cache.Config{Registerer: m.registry})
+		c := cache.New(db, cache.Config{RecentMessages: cfg.CacheRecent, Registerer: m.registry})
 		sinks = append(sinks, c.Apply)
 		hot, m.store = c, c
 	}
