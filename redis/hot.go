@@ -1,0 +1,540 @@
+package redis
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"parley"
+)
+
+// HotConfig configures a HotStore. Zero fields take the documented
+// defaults.
+type HotConfig struct {
+	// Prefix starts every key. Default DefaultPrefix.
+	Prefix string
+	// RecentMessages is how many of each room's newest messages are kept,
+	// so that history pages within them are served from Redis.
+	// Default parley.MaxPageLimit.
+	RecentMessages int
+	// TTL is the life of every key. The keys that events keep exact (last
+	// message, newest messages) are refreshed by each write; the keys that
+	// events invalidate (room info, memberships) live one TTL from their
+	// load, which bounds how long a lost invalidation can serve stale data.
+	// Default 10 minutes.
+	TTL time.Duration
+	// Timeout bounds Apply's round trip to Redis. Default 2 s.
+	Timeout time.Duration
+	// Logger logs Redis failures. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// HotStore is the shared hot data of cluster mode: a parley.Store that
+// wraps the PostgreSQL store and serves room info, each room's last message,
+// its newest history page and the room list from Redis, which every node
+// reads and keeps current. Writes, memberships of rooms and older pages go
+// to the inner store.
+//
+// # Keys
+//
+// Under "{prefix}hot:": "r:{room}" the room info (hash, field v), "l:{room}"
+// the last message (hash: s its seq, v the message and the room's last
+// activity), "w:{room}" the newest messages (sorted set scored by seq, at
+// most RecentMessages of them, plus the member "0" at score 0 when the
+// window reaches the start of the room), "u:{user}" the user's rooms and
+// read positions (hash room -> read seq, plus the field "_" so that no rooms
+// is a value), and "g:r:{room}", "g:u:{user}" the generations that guard
+// the loads of r: and u:.
+//
+// # Several nodes
+//
+// Every node applies its own commits (Apply, the store's OnCommit sink),
+// before those writes return, so a write that returned is in Redis for every
+// node; but the commits of two nodes reach Redis in any order. Nothing may
+// therefore go backwards when an older change arrives late:
+//
+//   - Messages are immutable and numbered: the last message and the window
+//     change only through Lua scripts that keep the higher seq, so their
+//     order does not matter. A window read checks that its seqs are
+//     contiguous and that its top is at least the last message's seq, so a
+//     window loaded from an older snapshot, or missing a message whose
+//     apply failed, is a miss (and reloaded), never a wrong page.
+//   - A room's member_count goes up and down, with no number to order the
+//     changes by. A join or leave therefore deletes the room info and
+//     increments the room's generation; a load reads the generation before
+//     it asks PostgreSQL and installs its snapshot only if the generation
+//     has not moved and the key is still absent (one Lua script). A change
+//     committed after the snapshot moves the generation first, so a stale
+//     snapshot is never installed. Messages do not touch room info (kind,
+//     title and capacity never change); a room's last_seq and
+//     last_activity_at are the higher of the info's and the last message's.
+//   - A user's memberships are invalidated the same way on their joins and
+//     leaves; read positions only move forward, so reads and the sender's
+//     own messages raise a position with a compare in Lua, and when the key
+//     is absent they move the generation, so a load that began before them
+//     does not install an older position.
+//
+// If Redis is unreachable reads fall back to the inner store and Apply logs
+// the failure; a lost invalidation serves stale member counts or
+// memberships for at most one TTL.
+type HotStore struct {
+	parley.Store // the inner store: writes and everything not cached
+
+	rdb *goredis.Client
+	cfg HotConfig
+	log *slog.Logger
+}
+
+var _ parley.Store = (*HotStore)(nil)
+
+// NewHotStore returns a HotStore over inner on Redis client rdb, which the
+// caller closes after it. Install its Apply as the inner store's OnCommit
+// sink on every node.
+func NewHotStore(inner parley.Store, rdb *goredis.Client, cfg HotConfig) *HotStore {
+	if cfg.Prefix == "" {
+		cfg.Prefix = DefaultPrefix
+	}
+	if cfg.RecentMessages <= 0 {
+		cfg.RecentMessages = parley.MaxPageLimit
+	}
+	if cfg.TTL <= 0 {
+		cfg.TTL = 10 * time.Minute
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 2 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &HotStore{Store: inner, rdb: rdb, cfg: cfg, log: cfg.Logger}
+}
+
+func (h *HotStore) roomKey(id string) string   { return h.cfg.Prefix + "hot:r:" + id }
+func (h *HotStore) roomGen(id string) string   { return h.cfg.Prefix + "hot:g:r:" + id }
+func (h *HotStore) lastKey(id string) string   { return h.cfg.Prefix + "hot:l:" + id }
+func (h *HotStore) windowKey(id string) string { return h.cfg.Prefix + "hot:w:" + id }
+func (h *HotStore) userKey(id string) string   { return h.cfg.Prefix + "hot:u:" + id }
+func (h *HotStore) userGen(id string) string   { return h.cfg.Prefix + "hot:g:u:" + id }
+func (h *HotStore) ttlArg() string             { return strconv.FormatInt(h.cfg.TTL.Milliseconds(), 10) }
+func (h *HotStore) warn(op string, err error)  { h.log.Warn("redis hot data", "op", op, "err", err) }
+func genOf(cmd *goredis.StringCmd) (string, bool) {
+	return cmd.Val(), cmd.Err() == nil || isNil(cmd.Err())
+}
+
+// roomJSON is the stored form of a room (parley.Room's JSON leaves fields
+// out).
+type roomJSON struct {
+	ID             string    `json:"id"`
+	Kind           string    `json:"k"`
+	Title          string    `json:"t"`
+	Capacity       int       `json:"c"`
+	MemberCount    int       `json:"n"`
+	LastSeq        int64     `json:"s"`
+	LastActivityAt time.Time `json:"a"`
+	CreatedAt      time.Time `json:"ca"`
+	DirectKey      string    `json:"d,omitempty"`
+}
+
+// lastJSON is the stored form of a room's last message and the room's last
+// activity after it; Message is nil in a room without messages.
+type lastJSON struct {
+	Message        *parley.Message `json:"m,omitempty"`
+	LastActivityAt time.Time       `json:"a"`
+}
+
+func encodeRoom(r parley.Room) string {
+	b, _ := json.Marshal(roomJSON(r))
+	return string(b)
+}
+
+func decodeRoom(s string) (parley.Room, bool) {
+	var r roomJSON
+	if err := json.Unmarshal([]byte(s), &r); err != nil || r.ID == "" {
+		return parley.Room{}, false
+	}
+	return parley.Room(r), true
+}
+
+func encodeLast(m *parley.Message, activity time.Time) string {
+	b, _ := json.Marshal(lastJSON{Message: m, LastActivityAt: activity})
+	return string(b)
+}
+
+func decodeLast(s string) (lastJSON, bool) {
+	var l lastJSON
+	if err := json.Unmarshal([]byte(s), &l); err != nil {
+		return l, false
+	}
+	return l, true
+}
+
+// hotRoom is what Redis holds of one room for a room list or Room.
+type hotRoom struct {
+	room     parley.Room
+	last     *parley.Message
+	haveRoom bool
+	haveLast bool
+}
+
+// merge returns the room with its last seq and activity raised to the last
+// message's, and the last message; ok is false when the last message is
+// missing or behind the info (a load must fill it).
+func (hr hotRoom) merge(l lastJSON) (parley.Room, *parley.Message, bool) {
+	r := hr.room
+	seq := int64(0)
+	if l.Message != nil {
+		seq = l.Message.Seq
+	}
+	if seq < r.LastSeq {
+		return r, nil, false
+	}
+	r.LastSeq = seq
+	if l.LastActivityAt.After(r.LastActivityAt) {
+		r.LastActivityAt = l.LastActivityAt
+	}
+	return r, l.Message, true
+}
+
+// getRooms reads the info and last message of rooms ids in one pipeline,
+// loading what is missing from the inner store. A room that does not exist
+// is left out of the result (nil entry) with no error.
+func (h *HotStore) getRooms(ctx context.Context, ids []string) ([]*parley.RoomEntry, error) {
+	pipe := h.rdb.Pipeline()
+	infos := make([]*goredis.StringCmd, len(ids))
+	lasts := make([]*goredis.StringCmd, len(ids))
+	gens := make([]*goredis.StringCmd, len(ids))
+	for i, id := range ids {
+		infos[i] = pipe.HGet(ctx, h.roomKey(id), "v")
+		lasts[i] = pipe.HGet(ctx, h.lastKey(id), "v")
+		gens[i] = pipe.Get(ctx, h.roomGen(id))
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
+		h.warn("read rooms", err)
+	}
+	out := make([]*parley.RoomEntry, len(ids))
+	for i, id := range ids {
+		var info parley.Room
+		haveInfo := false
+		if infos[i].Err() == nil {
+			info, haveInfo = decodeRoom(infos[i].Val())
+		}
+		gen, genOK := genOf(gens[i])
+		if !haveInfo {
+			r, err := h.Store.Room(ctx, id)
+			if parley.ErrorCode(err) == parley.CodeNotFound {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			info = r
+			if genOK {
+				h.populate(ctx, h.roomKey(id), h.roomGen(id), gen, "v", encodeRoom(r))
+			}
+		}
+		var l lastJSON
+		haveLast := false
+		if lasts[i].Err() == nil {
+			l, haveLast = decodeLast(lasts[i].Val())
+		}
+		room, last, ok := hotRoom{room: info}.merge(l)
+		if !haveLast || !ok {
+			var err error
+			if room, last, err = h.loadLast(ctx, id); err != nil {
+				if parley.ErrorCode(err) == parley.CodeNotFound {
+					continue
+				}
+				return nil, err
+			}
+		}
+		out[i] = &parley.RoomEntry{Room: room, LastMessage: last}
+	}
+	return out, nil
+}
+
+// loadLast reads a room and its last message from the inner store and
+// stores the last message (if no newer one is stored).
+func (h *HotStore) loadLast(ctx context.Context, id string) (parley.Room, *parley.Message, error) {
+	r, err := h.Store.Room(ctx, id)
+	if err != nil {
+		return r, nil, err
+	}
+	var last *parley.Message
+	if r.LastSeq > 0 {
+		msgs, err := h.Store.Messages(ctx, id, parley.Newest(1))
+		if err != nil {
+			return r, nil, err
+		}
+		if len(msgs) == 0 || msgs[0].Seq != r.LastSeq {
+			// A message committed between the two reads: answer with
+			// it, store nothing (its own apply stores it).
+			if len(msgs) > 0 && msgs[0].Seq > r.LastSeq {
+				m := msgs[0]
+				r.LastSeq = m.Seq
+				if m.SentAt.After(r.LastActivityAt) {
+					r.LastActivityAt = m.SentAt
+				}
+				return r, &m, nil
+			}
+			return r, nil, nil
+		}
+		last = &msgs[0]
+	}
+	err = scriptLast.Eval(ctx, h.rdb, []string{h.lastKey(id)},
+		strconv.FormatInt(r.LastSeq, 10), encodeLast(last, r.LastActivityAt), h.ttlArg()).Err()
+	if err != nil && !isNil(err) {
+		h.warn("store last message", err)
+	}
+	return r, last, nil
+}
+
+// populate installs field=value in the hash key if the generation is still
+// gen and the key absent.
+func (h *HotStore) populate(ctx context.Context, key, genKey, gen string, fieldValues ...string) {
+	args := make([]any, 0, 2+len(fieldValues))
+	args = append(args, gen, h.ttlArg())
+	for _, s := range fieldValues {
+		args = append(args, s)
+	}
+	if err := scriptPopulate.Eval(ctx, h.rdb, []string{key, genKey}, args...).Err(); err != nil && !isNil(err) {
+		h.warn("populate", err)
+	}
+}
+
+// Room implements parley.Store from Redis, loading a missing part from the
+// inner store.
+func (h *HotStore) Room(ctx context.Context, id string) (parley.Room, error) {
+	es, err := h.getRooms(ctx, []string{id})
+	if err != nil {
+		return parley.Room{}, err
+	}
+	if es[0] == nil {
+		return parley.Room{}, parley.Errorf(parley.CodeNotFound, "room %s not found", id)
+	}
+	return es[0].Room, nil
+}
+
+// memberships returns the user's rooms and read positions, from Redis or
+// loaded from the inner store.
+func (h *HotStore) memberships(ctx context.Context, userID string) (map[string]int64, error) {
+	pipe := h.rdb.Pipeline()
+	all := pipe.HGetAll(ctx, h.userKey(userID))
+	genCmd := pipe.Get(ctx, h.userGen(userID))
+	if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
+		h.warn("read memberships", err)
+	}
+	if all.Err() == nil && len(all.Val()) > 0 {
+		reads := make(map[string]int64, len(all.Val()))
+		for room, v := range all.Val() {
+			if room == "_" {
+				continue
+			}
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return h.loadMemberships(ctx, userID, "", false)
+			}
+			reads[room] = n
+		}
+		return reads, nil
+	}
+	gen, ok := genOf(genCmd)
+	return h.loadMemberships(ctx, userID, gen, ok)
+}
+
+func (h *HotStore) loadMemberships(ctx context.Context, userID, gen string, store bool) (map[string]int64, error) {
+	ms, err := h.Store.Memberships(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	reads := make(map[string]int64, len(ms))
+	fv := []string{"_", ""}
+	for _, m := range ms {
+		reads[m.RoomID] = m.ReadSeq
+		fv = append(fv, m.RoomID, strconv.FormatInt(m.ReadSeq, 10))
+	}
+	if store {
+		h.populate(ctx, h.userKey(userID), h.userGen(userID), gen, fv...)
+	}
+	return reads, nil
+}
+
+// Rooms implements parley.Store: the memberships, the rooms' info and their
+// last messages come from Redis (two round trips when warm), loaded from
+// the inner store where missing.
+func (h *HotStore) Rooms(ctx context.Context, userID, cursor string, limit int) ([]parley.RoomEntry, string, error) {
+	c, after, err := parley.ParseRoomCursor(cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	limit = pageLimit(limit)
+	reads, err := h.memberships(ctx, userID)
+	if err != nil {
+		return nil, "", err
+	}
+	ids := make([]string, 0, len(reads))
+	for id := range reads {
+		ids = append(ids, id)
+	}
+	es, err := h.getRooms(ctx, ids)
+	if err != nil {
+		return nil, "", err
+	}
+	entries := make([]parley.RoomEntry, 0, len(es))
+	for _, e := range es {
+		if e == nil || (after && c.Before(e.Room)) {
+			continue
+		}
+		e.Unread = parley.Unread(e.Room, reads[e.Room.ID])
+		entries = append(entries, *e)
+	}
+	slices.SortFunc(entries, func(a, b parley.RoomEntry) int {
+		switch {
+		case parley.RoomNewer(a.Room, b.Room):
+			return -1
+		case parley.RoomNewer(b.Room, a.Room):
+			return 1
+		}
+		return 0
+	})
+	next := ""
+	if len(entries) > limit {
+		entries = entries[:limit]
+		next = parley.CursorOf(entries[limit-1].Room).String()
+	}
+	return entries, next, nil
+}
+
+// pageLimit clamps a page size like the stores do.
+func pageLimit(n int) int {
+	switch {
+	case n <= 0:
+		return parley.DefaultPageLimit
+	case n > parley.MaxPageLimit:
+		return parley.MaxPageLimit
+	}
+	return n
+}
+
+// Messages implements parley.Store: a newest-first page within the room's
+// RecentMessages newest comes from Redis; other pages, and a window that
+// is missing or cannot be trusted (reloaded then), from the inner store.
+func (h *HotStore) Messages(ctx context.Context, roomID string, p parley.Page) ([]parley.Message, error) {
+	limit := pageLimit(p.Limit)
+	if p.Forward() || limit > h.cfg.RecentMessages {
+		return h.Store.Messages(ctx, roomID, p)
+	}
+	if msgs, ok := h.readWindow(ctx, roomID, p.Before, limit); ok {
+		return msgs, nil
+	}
+	loaded, err := h.Store.Messages(ctx, roomID, parley.Newest(h.cfg.RecentMessages))
+	if err != nil {
+		return nil, err
+	}
+	complete := len(loaded) < h.cfg.RecentMessages
+	h.storeWindow(ctx, roomID, loaded, complete)
+	i := 0
+	if p.Before > 0 {
+		i, _ = slices.BinarySearchFunc(loaded, p.Before, func(m parley.Message, before int64) int {
+			if m.Seq >= before { // newest first: the seqs at or above before come first
+				return -1
+			}
+			return 1
+		})
+	}
+	page := loaded[i:]
+	if len(page) >= limit {
+		return page[:limit:limit], nil
+	}
+	if complete {
+		return page, nil
+	}
+	return h.Store.Messages(ctx, roomID, p)
+}
+
+// readWindow answers the page of seqs below before (0: the newest) from
+// the room's window; ok is false when the window is missing or not
+// contiguous and as new as the last message.
+func (h *HotStore) readWindow(ctx context.Context, roomID string, before int64, limit int) ([]parley.Message, bool) {
+	pipe := h.rdb.Pipeline()
+	max := "+inf"
+	if before > 0 {
+		max = "(" + strconv.FormatInt(before, 10)
+	}
+	win := pipe.ZRevRangeByScoreWithScores(ctx, h.windowKey(roomID), &goredis.ZRangeBy{Max: max, Min: "-inf", Count: int64(limit + 1)})
+	top := pipe.ZRevRangeWithScores(ctx, h.windowKey(roomID), 0, 0)
+	last := pipe.HGet(ctx, h.lastKey(roomID), "s")
+	if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
+		if ctx.Err() == nil {
+			h.warn("read window", err)
+		}
+		return nil, false
+	}
+	zs, tops := win.Val(), top.Val()
+	if len(zs) == 0 || len(tops) == 0 || last.Err() != nil {
+		return nil, false
+	}
+	lastSeq, err := strconv.ParseInt(last.Val(), 10, 64)
+	if err != nil || int64(tops[0].Score) < lastSeq {
+		return nil, false
+	}
+	want := int64(zs[0].Score) // the first seq must follow before
+	if before > 0 && want != before-1 && !(want == int64(tops[0].Score) && want < before) {
+		return nil, false
+	}
+	msgs := make([]parley.Message, 0, limit)
+	for _, z := range zs {
+		seq := int64(z.Score)
+		if seq == 0 { // the start of the room
+			return msgs, true
+		}
+		if seq != want || len(msgs) == limit {
+			break
+		}
+		var m parley.Message
+		s, _ := z.Member.(string)
+		if err := json.Unmarshal([]byte(s), &m); err != nil || m.Seq != seq {
+			return nil, false
+		}
+		msgs = append(msgs, m)
+		want--
+	}
+	if len(msgs) < limit {
+		return nil, false
+	}
+	return msgs, true
+}
+
+// storeWindow adds messages to the room's window, creating it, with the
+// start marker when complete.
+func (h *HotStore) storeWindow(ctx context.Context, roomID string, msgs []parley.Message, complete bool) {
+	args := h.windowArgs(true, msgs)
+	if complete {
+		args = append(args, "0", "0")
+	}
+	if err := scriptWindow.Eval(ctx, h.rdb, []string{h.windowKey(roomID)}, args...).Err(); err != nil && !isNil(err) {
+		h.warn("store window", err)
+	}
+}
+
+func (h *HotStore) windowArgs(create bool, msgs []parley.Message) []any {
+	c := "0"
+	if create {
+		c = "1"
+	}
+	args := make([]any, 0, 3+2*len(msgs))
+	args = append(args, c, h.ttlArg(), strconv.Itoa(h.cfg.RecentMessages))
+	for i := range msgs {
+		b, err := json.Marshal(&msgs[i])
+		if err != nil {
+			panic(fmt.Sprintf("encode message: %v", err)) // a Message always encodes
+		}
+		args = append(args, strconv.FormatInt(msgs[i].Seq, 10), string(b))
+	}
+	return args
+}

@@ -1,0 +1,232 @@
+package redis_test
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	goredis "github.com/redis/go-redis/v9"
+
+	"parley"
+	"parley/parleytest"
+	"parley/postgres"
+	"parley/redis"
+)
+
+// freshSchema returns a URL of PARLEY_TEST_POSTGRES whose connections use
+// an empty schema of their own, dropped when the test ends; it skips the
+// test when PARLEY_TEST_POSTGRES is not set.
+func freshSchema(t *testing.T) string {
+	t.Helper()
+	base := os.Getenv("PARLEY_TEST_POSTGRES")
+	if base == "" {
+		t.Skip("PARLEY_TEST_POSTGRES is not set: set it to a PostgreSQL URL " +
+			"(postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run the hot store tests")
+	}
+	name := "parley_test_" + parley.NewID()[:16]
+	execSQL(t, base, "CREATE SCHEMA "+name)
+	t.Cleanup(func() { execSQL(t, base, "DROP SCHEMA "+name+" CASCADE") })
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("PARLEY_TEST_POSTGRES = %q: %v", base, err)
+	}
+	q := u.Query()
+	q.Set("search_path", name)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func execSQL(t *testing.T, dbURL, sql string) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, sql); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// hotNode is one node of a test cluster: its PostgreSQL store and the
+// HotStore over it.
+type hotNode struct {
+	pg  *postgres.Store
+	hot *redis.HotStore
+}
+
+// openNode opens a node on database dbURL and Redis prefix, passing its
+// events on to sink (when not nil).
+func openNode(t *testing.T, dbURL string, rdb *goredis.Client, prefix string, sink parley.EventSink) hotNode {
+	t.Helper()
+	var hot *redis.HotStore
+	ready := make(chan struct{})
+	pg, err := postgres.Open(context.Background(), postgres.Config{URL: dbURL, OnCommit: func(evs []parley.Event) {
+		<-ready
+		hot.Apply(evs)
+		if sink != nil {
+			sink(evs)
+		}
+	}})
+	if err != nil {
+		t.Fatalf("postgres.Open() error = %v", err)
+	}
+	hot = redis.NewHotStore(pg, rdb, redis.HotConfig{Prefix: prefix, RecentMessages: 20})
+	close(ready)
+	t.Cleanup(func() { hot.Close() })
+	return hotNode{pg: pg, hot: hot}
+}
+
+func TestHotStore(t *testing.T) {
+	parleytest.RunStoreTests(t, func(t *testing.T, sink parley.EventSink) parley.Store {
+		rdb, prefix := testClient(t)
+		return openNode(t, freshSchema(t), rdb, prefix, sink).hot
+	})
+}
+
+// twoNodes opens two nodes over one database and one Redis prefix.
+func twoNodes(t *testing.T) (a, b hotNode) {
+	rdb, prefix := testClient(t)
+	dbURL := freshSchema(t)
+	return openNode(t, dbURL, rdb, prefix, nil), openNode(t, dbURL, rdb, prefix, nil)
+}
+
+func mustMessages(t *testing.T, s parley.Store, room string, p parley.Page) []parley.Message {
+	t.Helper()
+	msgs, err := s.Messages(context.Background(), room, p)
+	if err != nil {
+		t.Fatalf("Messages(%s, %+v) error = %v", room, p, err)
+	}
+	return msgs
+}
+
+func seqs(msgs []parley.Message) []int64 {
+	out := make([]int64, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.Seq
+	}
+	return out
+}
+
+func wantSeqs(t *testing.T, what string, msgs []parley.Message, from, to int64) {
+	t.Helper()
+	got := seqs(msgs)
+	var want []int64
+	for s := from; s >= to; s-- {
+		want = append(want, s)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("%s seqs = %v, want %v", what, got, want)
+	}
+}
+
+// TestHotStoreTwoNodes: what is written through node A, including member
+// counts going down, is read through node B, whose reads were warm.
+func TestHotStoreTwoNodes(t *testing.T) {
+	a, b := twoNodes(t)
+	ann := parleytest.MustCreateUser(t, a.hot, "ann")
+	bob := parleytest.MustCreateUser(t, a.hot, "bob")
+	r1 := parleytest.MustCreateRoom(t, a.hot, ann, "one", 0)
+	r2 := parleytest.MustCreateRoom(t, a.hot, ann, "two", 0)
+	parleytest.MustJoin(t, b.hot, r1, bob)
+	parleytest.MustJoin(t, b.hot, r2, bob)
+	for i := range 5 {
+		parleytest.MustSend(t, a.hot, r1, ann, fmt.Sprint("one ", i))
+	}
+	// Warm both nodes.
+	for _, n := range []hotNode{a, b} {
+		parleytest.AllRooms(t, n.hot, bob, 10)
+		mustMessages(t, n.hot, r1.ID, parley.Newest(10))
+		mustMessages(t, n.hot, r2.ID, parley.Newest(10))
+	}
+
+	last := parleytest.MustSend(t, a.hot, r2, ann, "two news")
+	if got := parleytest.MustRoom(t, b.hot, r2.ID); got.LastSeq != 1 || got.MemberCount != 2 || !got.LastActivityAt.Equal(last.SentAt) {
+		t.Errorf("B Room(two) = %+v, want last_seq 1, 2 members, activity %v", got, last.SentAt)
+	}
+	es := parleytest.AllRooms(t, b.hot, bob, 10)
+	if len(es) != 2 || es[0].Room.ID != r2.ID || es[0].Unread != 1 || es[0].LastMessage == nil ||
+		es[0].LastMessage.Body != "two news" || es[1].Room.ID != r1.ID || es[1].Unread != 5 {
+		t.Errorf("B Rooms(bob) = %+v, want two (1 unread, last \"two news\"), then one (5 unread)", es)
+	}
+	wantSeqs(t, "B newest of one", mustMessages(t, b.hot, r1.ID, parley.Newest(3)), 5, 3)
+
+	parleytest.MustSend(t, a.hot, r1, ann, "one more")
+	wantSeqs(t, "B newest of one", mustMessages(t, b.hot, r1.ID, parley.Newest(10)), 6, 1)
+	wantSeqs(t, "B page of one before 4", mustMessages(t, b.hot, r1.ID, parley.Page{Before: 4, After: -1, Limit: 2}), 3, 2)
+
+	// Bob reads on B; A's list says so. Bob leaves two on A; B's count
+	// goes down and B's list drops the room.
+	if _, err := b.hot.MarkRead(context.Background(), r1.ID, bob.ID, 6); err != nil {
+		t.Fatalf("MarkRead() error = %v", err)
+	}
+	es = parleytest.AllRooms(t, a.hot, bob, 1)
+	if len(es) != 2 || es[0].Room.ID != r1.ID || es[0].Unread != 0 || es[1].Unread != 1 {
+		t.Errorf("A Rooms(bob) = %+v, want one (0 unread), two (1 unread)", es)
+	}
+	if _, err := a.hot.Leave(context.Background(), r2.ID, bob.ID); err != nil {
+		t.Fatalf("Leave() error = %v", err)
+	}
+	if got := parleytest.MustRoom(t, b.hot, r2.ID); got.MemberCount != 1 {
+		t.Errorf("B Room(two) after the leave = %+v, want 1 member", got)
+	}
+	if es = parleytest.AllRooms(t, b.hot, bob, 10); len(es) != 1 || es[0].Room.ID != r1.ID {
+		t.Errorf("B Rooms(bob) after the leave = %+v, want only one", es)
+	}
+	if got := mustMessages(t, b.hot, r2.ID, parley.Page{Before: 1, After: -1, Limit: 5}); len(got) != 0 {
+		t.Errorf("B page of two before 1 = %v, want none", seqs(got))
+	}
+	if _, err := b.hot.Messages(context.Background(), "nosuchroom", parley.Newest(5)); parley.ErrorCode(err) != parley.CodeNotFound {
+		t.Errorf("Messages(unknown room) error = %v, want not_found", err)
+	}
+}
+
+// TestHotStoreSteadyState: once warm, room lists, room info and newest
+// pages reach PostgreSQL on neither node while messages flow through both.
+func TestHotStoreSteadyState(t *testing.T) {
+	a, b := twoNodes(t)
+	users := parleytest.MustCreateUsers(t, a.hot, "u", 3)
+	var rooms []parley.Room
+	for i := range 4 {
+		r := parleytest.MustCreateRoom(t, a.hot, users[0], fmt.Sprint("room ", i), 0)
+		for _, u := range users[1:] {
+			parleytest.MustJoin(t, b.hot, r, u)
+		}
+		rooms = append(rooms, r)
+	}
+	reads := func() {
+		for _, n := range []hotNode{a, b} {
+			for _, u := range users {
+				parleytest.AllRooms(t, n.hot, u, 2)
+			}
+			for _, r := range rooms {
+				parleytest.MustRoom(t, n.hot, r.ID)
+				mustMessages(t, n.hot, r.ID, parley.Newest(10))
+			}
+		}
+	}
+	reads() // warm-up
+	queries := func() uint64 { return a.pg.Queries() + b.pg.Queries() }
+	for i := range 30 {
+		n := []hotNode{a, b}[i%2]
+		r := rooms[i%len(rooms)]
+		m := parleytest.MustSend(t, n.hot, r, users[i%len(users)], fmt.Sprint("msg ", i))
+		before := queries()
+		reads()
+		if got := queries() - before; got != 0 {
+			t.Fatalf("after message %d: the reads sent %d statements to PostgreSQL, want 0", i, got)
+		}
+		page := mustMessages(t, []hotNode{b, a}[i%2].hot, r.ID, parley.Newest(1))
+		if len(page) != 1 || page[0].ID != m.ID {
+			t.Fatalf("after message %d: the other node's newest page = %v, want seq %d", i, seqs(page), m.Seq)
+		}
+	}
+	es := parleytest.AllRooms(t, b.hot, users[1], 10)
+	if len(es) != 4 || es[0].Room.ID != rooms[29%4].ID || es[0].LastMessage == nil || es[0].LastMessage.Body != "msg 29" {
+		t.Errorf("Rooms(u1) = %+v, want 4 rooms, the newest %s with \"msg 29\"", es, rooms[29%4].ID)
+	}
+}

@@ -1,0 +1,123 @@
+package redis
+
+import (
+	"context"
+	"strconv"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"parley"
+)
+
+// The scripts that change the hot data; see HotStore for why each is safe
+// when the nodes' changes arrive in any order.
+var (
+	// scriptPopulate: KEYS[1] a hash, KEYS[2] its generation; ARGV[1] the
+	// generation the load saw ("" for none), ARGV[2] the TTL in ms, then
+	// field, value pairs. Installs them only if the generation has not
+	// moved and the hash is absent.
+	scriptPopulate = goredis.NewScript(`
+if (redis.call('GET', KEYS[2]) or '') ~= ARGV[1] then return 0 end
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+for i = 3, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i+1]) end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1`)
+
+	// scriptInvalidate: KEYS[1] a hash, KEYS[2] its generation; ARGV[1] the
+	// TTL in ms. Deletes the hash and moves the generation.
+	scriptInvalidate = goredis.NewScript(`
+redis.call('DEL', KEYS[1])
+redis.call('INCR', KEYS[2])
+redis.call('PEXPIRE', KEYS[2], ARGV[1])
+return 1`)
+
+	// scriptRaise: KEYS[1] a user's memberships, KEYS[2] their generation;
+	// ARGV[1] a room, ARGV[2] a read seq, ARGV[3] the TTL in ms. Raises the
+	// room's read position if the user is a member; when the hash is absent
+	// it moves the generation instead, so that a load in flight, which may
+	// have read the older position, is not installed.
+	scriptRaise = goredis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('INCR', KEYS[2])
+  redis.call('PEXPIRE', KEYS[2], ARGV[3])
+  return 0
+end
+local old = redis.call('HGET', KEYS[1], ARGV[1])
+if old and tonumber(old) < tonumber(ARGV[2]) then
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+end
+return 1`)
+
+	// scriptLast: KEYS[1] a room's last message; ARGV[1] its seq, ARGV[2]
+	// the value, ARGV[3] the TTL in ms. Keeps the higher seq.
+	scriptLast = goredis.NewScript(`
+local old = redis.call('HGET', KEYS[1], 's')
+if (not old) or tonumber(old) < tonumber(ARGV[1]) then
+  redis.call('HSET', KEYS[1], 's', ARGV[1], 'v', ARGV[2])
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1`)
+
+	// scriptWindow: KEYS[1] a room's window; ARGV[1] "1" to create it when
+	// absent, ARGV[2] the TTL in ms, ARGV[3] how many messages it keeps,
+	// then seq, message pairs (seq 0 is the start marker). Adds each seq
+	// not present yet and keeps the newest.
+	scriptWindow = goredis.NewScript(`
+if ARGV[1] ~= '1' and redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+for i = 4, #ARGV, 2 do
+  if #redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[i], ARGV[i], 'LIMIT', 0, 1) == 0 then
+    redis.call('ZADD', KEYS[1], ARGV[i], ARGV[i+1])
+  end
+end
+redis.call('ZREMRANGEBYRANK', KEYS[1], 0, -(tonumber(ARGV[3]) + 2))
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1`)
+)
+
+// Apply brings the hot data up to date with committed events. Install it
+// as the inner store's OnCommit sink on every node: it runs on the store's
+// writer, after the commit and before the writes return, so a write that
+// returned is visible to every node's reads. It makes one round trip (a
+// pipeline of scripts) per batch, bounded by HotConfig.Timeout; a failure
+// is logged (see HotStore for what it costs).
+func (h *HotStore) Apply(events []parley.Event) {
+	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.Timeout)
+	defer cancel()
+	ttl := h.ttlArg()
+	pipe := h.rdb.Pipeline()
+	var msgs map[string][]parley.Message // per room, for one window script each
+	var rooms []string                   // msgs' keys in order
+	for i := range events {
+		ev := &events[i]
+		room := ev.Room.ID
+		switch ev.Kind {
+		case parley.EventJoin, parley.EventLeave:
+			scriptInvalidate.Eval(ctx, pipe, []string{h.roomKey(room), h.roomGen(room)}, ttl)
+			scriptInvalidate.Eval(ctx, pipe, []string{h.userKey(ev.UserID), h.userGen(ev.UserID)}, ttl)
+		case parley.EventRead:
+			scriptRaise.Eval(ctx, pipe, []string{h.userKey(ev.UserID), h.userGen(ev.UserID)},
+				room, strconv.FormatInt(ev.ReadSeq, 10), ttl)
+		case parley.EventMessage:
+			m := ev.Message
+			seq := strconv.FormatInt(m.Seq, 10)
+			scriptLast.Eval(ctx, pipe, []string{h.lastKey(room)}, seq, encodeLast(&m, ev.Room.LastActivityAt), ttl)
+			scriptRaise.Eval(ctx, pipe, []string{h.userKey(m.SenderID), h.userGen(m.SenderID)}, room, seq, ttl)
+			if msgs == nil {
+				msgs = map[string][]parley.Message{}
+			}
+			if _, ok := msgs[room]; !ok {
+				rooms = append(rooms, room)
+			}
+			msgs[room] = append(msgs[room], m)
+		}
+	}
+	for _, room := range rooms {
+		scriptWindow.Eval(ctx, pipe, []string{h.windowKey(room)}, h.windowArgs(false, msgs[room])...)
+	}
+	if pipe.Len() == 0 {
+		return
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
+		h.warn("apply", err)
+	}
+}
