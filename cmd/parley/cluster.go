@@ -22,8 +22,10 @@ import (
 
 // clusterNode is the cluster side of a node (design §6): the relay between
 // the store's commits, the local hub and the other nodes, the RabbitMQ
-// broker and the Redis presence. It is the gateway's Sessions hook, so
-// that a user is present on this node while one of their sessions is.
+// broker and the Redis presence (the shared hot data, redis.HotStore, is
+// the node's store, on the same client). It is the gateway's Sessions
+// hook, so that a user is present on this node while one of their
+// sessions is.
 type clusterNode struct {
 	node     string
 	rdb      *goredis.Client
@@ -62,24 +64,37 @@ func defaultNodeID(addr string) string {
 	return host + "-" + port
 }
 
-// openCluster connects to Redis and RabbitMQ and starts the relay. The
-// relay's Apply must be installed as a sink of the store.
-func openCluster(ctx context.Context, cfg Config, store parley.Store, h *hub.Hub, reg prometheus.Registerer) (*clusterNode, error) {
-	node := cfg.NodeID
-	if node == "" {
-		node = defaultNodeID(cfg.Addr)
-	}
-	c := &clusterNode{node: node}
-	var err error
-	if c.rdb, err = redis.NewClient(cfg.Redis); err != nil {
+// dialRedis connects to the Redis of cluster mode.
+func dialRedis(ctx context.Context, cfg Config) (*goredis.Client, error) {
+	rdb, err := redis.NewClient(cfg.Redis)
+	if err != nil {
 		return nil, err
 	}
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if err := c.rdb.Ping(pctx).Err(); err != nil {
-		c.rdb.Close()
+	if err := rdb.Ping(pctx).Err(); err != nil {
+		rdb.Close()
 		return nil, fmt.Errorf("redis: %w", err)
 	}
+	return rdb, nil
+}
+
+// openHot puts the shared hot data in Redis (redis.HotStore) in front of
+// the PostgreSQL store. Its Apply must be installed as a sink of db.
+func openHot(cfg Config, db parley.Store, rdb *goredis.Client) *redis.HotStore {
+	return redis.NewHotStore(db, rdb, redis.HotConfig{Prefix: cfg.RedisPrefix})
+}
+
+// openCluster connects to RabbitMQ and starts the relay, with rdb (from
+// dialRedis, which the node owns from now on, also on failure) for
+// presence. The relay's Apply must be installed as a sink of the store.
+func openCluster(cfg Config, rdb *goredis.Client, store parley.Store, h *hub.Hub, reg prometheus.Registerer) (*clusterNode, error) {
+	node := cfg.NodeID
+	if node == "" {
+		node = defaultNodeID(cfg.Addr)
+	}
+	c := &clusterNode{node: node, rdb: rdb}
+	var err error
 	c.relay = cluster.New(cluster.Config{Node: node, Store: store, Local: h, Registerer: reg})
 	c.broker, err = rabbitmq.New(rabbitmq.Config{
 		URL: cfg.Broker, Node: node, Handler: c.relay.Receive, Gone: c.relay.Gone,

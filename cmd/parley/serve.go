@@ -28,6 +28,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	goredis "github.com/redis/go-redis/v9"
 )
 
 // Config is a node's configuration, from flags and environment.
@@ -167,7 +168,17 @@ func (m *Main) Open(ctx context.Context) error {
 	}
 	m.store = db
 	hot := db
-	if !clustered {
+	var rdb *goredis.Client // cluster mode's Redis, owned by m.cluster once it opens
+	if clustered {
+		// Every node keeps the shared hot data in Redis current with its
+		// own commits, and reads what all the nodes wrote.
+		if rdb, err = dialRedis(ctx, cfg); err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
+		h := openHot(cfg, db, rdb)
+		sinks = append(sinks, h.Apply)
+		hot, m.store = h, h
+	} else {
 		// The in-memory cache is kept current by this node's commits only,
 		// so it fronts the store only when no other node writes to it.
 		c := cache.New(db, cache.Config{RecentMessages: cfg.CacheRecent, Registerer: m.registry})
@@ -182,7 +193,7 @@ func (m *Main) Open(ctx context.Context) error {
 	m.hub = hub.New(hub.Config{Members: hot, Registerer: m.registry})
 	var sessions gateway.Sessions
 	if clustered {
-		if m.cluster, err = openCluster(ctx, cfg, hot, m.hub, m.registry); err != nil {
+		if m.cluster, err = openCluster(cfg, rdb, hot, m.hub, m.registry); err != nil {
 			return fmt.Errorf("cluster: %w", err)
 		}
 		sinks = append(sinks, m.cluster.relay.Apply)
