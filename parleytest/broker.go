@@ -141,8 +141,9 @@ func ignoreGone(string) {}
 func testBrokerRoundTrip(t *testing.T, newBroker NewBrokerFunc) {
 	in := NewInbox()
 	a := newBroker("a", BrokerHooks{Handler: NewInbox().Handle, Gone: ignoreGone})
-	newBroker("b", BrokerHooks{Handler: in.Handle, Gone: ignoreGone})
+	b := newBroker("b", BrokerHooks{Handler: in.Handle, Gone: ignoreGone})
 	WaitReady(t, a)
+	WaitReady(t, b) // until b's queue is bound, a's batches would come back as gone
 	want := MessageBatch("b", "room1", 7, "u1", "u2")
 	want.Event.Message.ClientID = "c1"
 	MustPublish(t, a, want)
@@ -164,8 +165,9 @@ func testBrokerOrder(t *testing.T, newBroker NewBrokerFunc) {
 	const n = 500
 	in := NewInbox()
 	a := newBroker("a", BrokerHooks{Handler: NewInbox().Handle, Gone: ignoreGone})
-	newBroker("b", BrokerHooks{Handler: in.Handle, Gone: ignoreGone})
+	b := newBroker("b", BrokerHooks{Handler: in.Handle, Gone: ignoreGone})
 	WaitReady(t, a)
+	WaitReady(t, b) // until b's queue is bound, a's batches would come back as gone
 	for i := range n {
 		MustPublish(t, a, MessageBatch("b", "room1", int64(i+1), "u1"))
 	}
@@ -196,9 +198,10 @@ func checkBatchSeqs(t *testing.T, got []parley.Batch, n int) {
 func testBrokerOnlyDestination(t *testing.T, newBroker NewBrokerFunc) {
 	inB, inC := NewInbox(), NewInbox()
 	a := newBroker("a", BrokerHooks{Handler: NewInbox().Handle, Gone: ignoreGone})
-	newBroker("b", BrokerHooks{Handler: inB.Handle, Gone: ignoreGone})
+	b := newBroker("b", BrokerHooks{Handler: inB.Handle, Gone: ignoreGone})
 	c := newBroker("c", BrokerHooks{Handler: inC.Handle, Gone: ignoreGone})
 	WaitReady(t, a)
+	WaitReady(t, b)
 	WaitReady(t, c)
 	MustPublish(t, a, MessageBatch("b", "room1", 1, "u1"))
 	MustPublish(t, a, MessageBatch("c", "room1", 1, "u2"))
@@ -256,8 +259,9 @@ func testBrokerSlowHandler(t *testing.T, newBroker NewBrokerFunc) {
 		in.Handle(b)
 	}
 	a := newBroker("a", BrokerHooks{Handler: NewInbox().Handle, Gone: ignoreGone})
-	newBroker("b", BrokerHooks{Handler: slow, Gone: ignoreGone})
+	b := newBroker("b", BrokerHooks{Handler: slow, Gone: ignoreGone})
 	WaitReady(t, a)
+	WaitReady(t, b)
 	for i := range n {
 		MustPublish(t, a, MessageBatch("b", "room1", int64(i+1), "u1"))
 	}
