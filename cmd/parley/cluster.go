@@ -109,7 +109,29 @@ func openCluster(cfg Config, rdb *goredis.Client, store parley.Store, h *hub.Hub
 		OnChange: c.relay.PresenceChanged, Registerer: reg,
 	})
 	c.relay.Start(c.broker, c.presence)
+	c.awaitBroker(10 * time.Second)
 	return c, nil
+}
+
+// awaitBroker waits, at most d, until this node's queue is bound: before
+// that, batches other nodes send here come back unroutable and would drop
+// this node's presence. A node that cannot reach RabbitMQ still starts and
+// serves its local sessions; the broker reconnects on its own.
+func (c *clusterNode) awaitBroker(d time.Duration) {
+	deadline := time.Now().Add(d)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := c.broker.Ping(ctx)
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			slog.Warn("starting without RabbitMQ; it reconnects in the background", "node", c.node, "err", err)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // Opened records the user's session in presence (gateway.Sessions). A
