@@ -76,9 +76,10 @@ func TestPrefetchAndManualAck(t *testing.T) {
 	release := make(chan struct{})
 	in := parleytest.NewInbox()
 	a := mustNew(t, rabbitmq.Config{URL: url, Node: "a", Exchange: exchange, Handler: in.Handle})
-	mustNew(t, rabbitmq.Config{URL: url, Node: "b", Exchange: exchange, Prefetch: prefetch,
+	b := mustNew(t, rabbitmq.Config{URL: url, Node: "b", Exchange: exchange, Prefetch: prefetch,
 		Handler: func(b parley.Batch) { <-release; in.Handle(b) }})
 	parleytest.WaitReady(t, a)
+	parleytest.WaitReady(t, b) // until b's queue is bound, a's batches would come back as gone
 	for i := range n {
 		parleytest.MustPublish(t, a, parleytest.MessageBatch("b", "r", int64(i+1)))
 	}
