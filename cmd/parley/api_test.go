@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestAPIConversation(t *testing.T) {
@@ -221,4 +224,30 @@ func seqs(ms []message) string {
 		fmt.Fprint(&b, m.Seq)
 	}
 	return b.String()
+}
+
+// TestOpenFailureCloses checks that a node whose Open fails part way (here:
+// the STOMP address is taken) closes cleanly instead of hanging.
+func TestOpenFailureCloses(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	m := &Main{Config: Config{
+		Addr: "127.0.0.1:0", Data: t.TempDir(), Sync: "normal", TokenTTL: time.Hour,
+		MaxBody: 4096, KDF: testKDF, StompAddr: busy.Addr().String(),
+	}}
+	if err := m.Open(context.Background()); err == nil {
+		t.Fatal("Open() with a busy --stomp-addr succeeded, want an error")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- m.Close(ctx) }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("Close() after a failed Open did not return")
+	}
 }

@@ -300,8 +300,12 @@ func (m *Main) Close(ctx context.Context) error {
 		if err := m.http.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("http shutdown: %w", err))
 		}
-		if err := <-m.served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-			errs = append(errs, err)
+		if m.served != nil { // nil when Open failed before serving
+			if err := <-m.served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errs = append(errs, err)
+			}
+		} else if m.ln != nil {
+			m.ln.Close()
 		}
 	}
 	if m.debug != nil {
