@@ -118,6 +118,15 @@ func (c *fakeChat) Messages(ctx context.Context, u parley.User, roomID string, p
 		return nil, err
 	}
 	var page []parley.Message
+	if !p.Forward() { // newest first, below Before (the newest when 0)
+		msgs := c.msgs[roomID]
+		for i := len(msgs) - 1; i >= 0 && len(page) < p.Limit; i-- {
+			if p.Before == 0 || msgs[i].Seq < p.Before {
+				page = append(page, msgs[i])
+			}
+		}
+		return page, nil
+	}
 	for _, m := range c.msgs[roomID] {
 		if m.Seq > p.After && len(page) < p.Limit {
 			page = append(page, m)

@@ -26,8 +26,14 @@ func (s *session) handle(f *stomp.Frame, rs *readState) bool {
 		return true
 	}
 	s.mu.Lock()
-	connected := s.connected
+	connected, dead := s.connected, s.dead
 	s.mu.Unlock()
+	if dead {
+		// Refused meanwhile (slow consumer, heart-beat, shutdown): frames
+		// still in the read buffer must not act, since none of them could
+		// be answered (a SEND stored without its RECEIPT).
+		return false
+	}
 	var err error
 	receipt := f.Get("receipt")
 	switch {
@@ -194,6 +200,9 @@ func (s *session) subscribe(f *stomp.Frame) error {
 	if sub.RoomID != "" {
 		ctx, cancel := context.WithTimeout(sub.ctx, s.srv.cfg.SendTimeout)
 		_, err := s.srv.chat.Authorize(ctx, u, sub.RoomID)
+		if err == nil && since > 0 {
+			err = s.checkSince(ctx, u, sub.RoomID, since)
+		}
 		cancel()
 		if err != nil {
 			s.dropSub(sub)
@@ -208,6 +217,25 @@ func (s *session) subscribe(f *stomp.Frame) error {
 		return nil
 	}
 	go s.catchUp(sub, since)
+	return nil
+}
+
+// checkSince refuses a since-seq past the room's last seq: the client
+// claims messages that do not exist (a seq of another room, or from before
+// a restore), and resuming after it would silently skip the messages that
+// take those seqs later.
+func (s *session) checkSince(ctx context.Context, u parley.User, roomID string, since int64) error {
+	newest, err := s.srv.chat.Messages(ctx, u, roomID, parley.Newest(1))
+	if err != nil {
+		return err
+	}
+	var last int64
+	if len(newest) > 0 {
+		last = newest[0].Seq
+	}
+	if since > last {
+		return parley.Errorf(parley.CodeInvalid, "since-seq %d is past the room's last seq %d", since, last)
+	}
 	return nil
 }
 

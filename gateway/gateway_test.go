@@ -99,6 +99,7 @@ func TestRefusals(t *testing.T) {
 		}, "invalid frame"},
 		{"bad ack mode", true, []string{frame("SUBSCRIBE", "", "id:1", "destination:/topic/rooms.r1", "ack:sometimes")}, "invalid frame"},
 		{"bad since-seq", true, []string{frame("SUBSCRIBE", "", "id:1", "destination:/topic/rooms.r1", "since-seq:-4")}, "invalid frame"},
+		{"since-seq past the last seq", true, []string{frame("SUBSCRIBE", "", "id:1", "destination:/topic/rooms.r1", "since-seq:1000")}, "invalid frame"},
 		{"non-member send", true, []string{frame("SEND", "hi", "destination:/app/rooms.secret")}, "forbidden"},
 		{"empty body", true, []string{frame("SEND", "", "destination:/app/rooms.r1")}, "invalid frame"},
 		{"oversize frame", true, []string{frame("SEND", big, "destination:/app/rooms.r1")}, "too large"},
