@@ -82,6 +82,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -266,6 +267,11 @@ func (s *Store) readErr(op string, err error) error {
 	}
 	if s.closed.Load() {
 		return errClosed
+	}
+	if strings.HasPrefix(pgCode(err), "22") {
+		// Data exceptions: an argument PostgreSQL cannot take as text (a
+		// NUL byte, invalid UTF-8) names nothing that exists.
+		return parley.Errorf(parley.CodeNotFound, "no such %s", op)
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }

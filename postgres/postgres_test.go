@@ -277,3 +277,17 @@ func TestDirectRoomComeBack(t *testing.T) {
 		t.Errorf("Member(b) = %+v, %v, want read_seq 1", m, err)
 	}
 }
+
+// TestReadBadText checks that ids PostgreSQL cannot take as text (a NUL
+// byte, invalid UTF-8) read as not found, not as internal errors.
+func TestReadBadText(t *testing.T) {
+	s := newStore(t, nil)
+	for _, id := range []string{"a\x00b", "\xff\xfe"} {
+		if _, err := s.Room(context.Background(), id); parley.ErrorCode(err) != parley.CodeNotFound {
+			t.Errorf("Room(%q) error = %v, want %s", id, err, parley.CodeNotFound)
+		}
+		if _, _, err := s.UserByName(context.Background(), id); parley.ErrorCode(err) != parley.CodeNotFound {
+			t.Errorf("UserByName(%q) error = %v, want %s", id, err, parley.CodeNotFound)
+		}
+	}
+}
