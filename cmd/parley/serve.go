@@ -202,8 +202,10 @@ func (m *Main) Open(ctx context.Context) error {
 		sinks = append(sinks, m.hub.Apply)
 	}
 	var origins []string
-	if cfg.AllowedOrigins != "" {
-		origins = strings.Split(cfg.AllowedOrigins, ",")
+	for _, o := range strings.Split(cfg.AllowedOrigins, ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			origins = append(origins, o)
+		}
 	}
 	m.gateway, err = gateway.New(gateway.Config{
 		Chat: svc, Hub: m.hub, AllowedOrigins: origins,
