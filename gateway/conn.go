@@ -102,6 +102,11 @@ type connReader struct {
 	p      []byte
 	n      int
 	err    error
+
+	// frameStart is when the reader first waited for the rest of the
+	// current frame: the frame timeout runs from there, so a client that
+	// trickles a frame byte by byte cannot hold the reader for ever.
+	frameStart time.Time
 }
 
 func (c *connReader) Read(p []byte) (int, error) {
@@ -133,7 +138,10 @@ func (c *connReader) Read(p []byte) (int, error) {
 		}
 		return c.n, nil
 	}
-	s.conn.SetReadDeadline(time.Now().Add(s.frameTimeout()))
+	if c.frameStart.IsZero() {
+		c.frameStart = time.Now()
+	}
+	s.conn.SetReadDeadline(c.frameStart.Add(s.frameTimeout()))
 	return s.conn.Read(p)
 }
 

@@ -84,6 +84,9 @@ type Config struct {
 	WriteTimeout time.Duration
 	// SendTimeout bounds the wait for a SEND's commit. Default 10 s.
 	SendTimeout time.Duration
+	// FrameTimeout bounds the time from the first octets of a frame to
+	// its end (at least twice the client's heart-beat). Default 30 s.
+	FrameTimeout time.Duration
 	// QueueFrames and QueueBytes bound a session's outbound queue.
 	// Default 1024 frames, 1 MiB.
 	QueueFrames int
@@ -128,6 +131,7 @@ func (c *Config) setDefaults() {
 	}
 	def(&c.ConnectTimeout, 10*time.Second)
 	def(&c.WriteTimeout, 10*time.Second)
+	def(&c.FrameTimeout, 30*time.Second)
 	def(&c.SendTimeout, 10*time.Second)
 	if c.QueueFrames <= 0 {
 		c.QueueFrames = 1024

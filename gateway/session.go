@@ -146,6 +146,7 @@ func (s *session) readFrames(rs *readState) bool {
 			s.readFailed(err)
 			return false
 		}
+		rs.cr.frameStart = time.Time{}
 		s.lastRead.Store(time.Now().UnixNano())
 		s.srv.m.framesIn[f.Command].Inc()
 		if !s.handle(f, rs) {
@@ -194,7 +195,7 @@ func (s *session) readVersion() stomp.Version {
 func (s *session) frameTimeout() time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return max(2*s.recvEvery, 30*time.Second)
+	return max(2*s.recvEvery, s.srv.cfg.FrameTimeout)
 }
 
 // tick is the session's timer: the connect timeout before CONNECT, then

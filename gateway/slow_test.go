@@ -6,6 +6,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"parley/stomp"
 
@@ -80,4 +81,35 @@ func TestSlowConsumer(t *testing.T) {
 	}
 	slow.expectClosed()
 	t.Logf("the slow client got %d of %d messages, then ERROR", want-1, seq)
+}
+
+// TestTrickledFrameTimesOut checks that a frame whose octets trickle in,
+// each well within the frame timeout, is still cut when the whole frame
+// takes longer than it: the timeout runs from the frame's first octets.
+func TestTrickledFrameTimesOut(t *testing.T) {
+	forEachTransport(t, Config{FrameTimeout: 300 * time.Millisecond}, func(t *testing.T, e *env, tr string) {
+		alice := e.chat.addUser("alice")
+		e.chat.addRoom("r1", alice)
+		c := e.dial(t, tr)
+		c.connect("alice") // heart-beat 0,0: only the frame timeout applies
+		c.send("SEND\n")
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+				if _, err := c.conn.Write([]byte("x")); err != nil || i > 100 {
+					return
+				}
+			}
+		}()
+		f := c.expect("ERROR")
+		if msg := string(f.Get("message")); !strings.Contains(string(f.Body), "incomplete frame") {
+			t.Errorf("ERROR %q %q, want an incomplete frame", msg, f.Body)
+		}
+	})
 }
