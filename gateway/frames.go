@@ -349,8 +349,12 @@ func (s *session) send(f *stomp.Frame) (parley.Message, error) {
 	ctx, cancel := context.WithTimeout(s.srv.ctx, s.srv.cfg.SendTimeout)
 	defer cancel()
 	m, _, err := s.srv.chat.Send(ctx, u, string(dest[len(appPrefix):]), string(f.Body), string(f.Get("client-id")))
-	if err != nil && errors.Is(err, context.DeadlineExceeded) {
+	switch {
+	case err == nil:
+	case errors.Is(err, context.DeadlineExceeded):
 		err = parley.Errorf(parley.CodeUnavailable, "the message was not committed within %v", s.srv.cfg.SendTimeout)
+	case errors.Is(err, context.Canceled):
+		err = parley.Errorf(parley.CodeUnavailable, "the server is shutting down; send again with the same client-id")
 	}
 	return m, err
 }
