@@ -62,6 +62,14 @@ func (p *poller) add(s *session) error {
 
 // rearm watches s.fd again after a wake.
 func (p *poller) rearm(s *session) error {
+	// Under the lock, and only while s still owns its fd: a session closed
+	// meanwhile has been removed, and its number may already belong to a
+	// new connection that must not be armed on its behalf.
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.sessions[int32(s.fd)] != s {
+		return nil
+	}
 	ev := unix.EpollEvent{Events: pollEvents, Fd: int32(s.fd)}
 	if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_MOD, s.fd, &ev); err != nil {
 		return fmt.Errorf("epoll_ctl mod: %w", err)
