@@ -136,7 +136,12 @@ func (s *Service) Room(ctx context.Context, u parley.User, roomID string) (parle
 
 // Join makes u a member of a room. joined is false when u was one already.
 func (s *Service) Join(ctx context.Context, u parley.User, roomID string) (parley.Room, bool, error) {
-	return s.store.Join(ctx, roomID, u.ID)
+	r, joined, err := s.store.Join(ctx, roomID, u.ID)
+	if parley.ErrorCode(err) == parley.CodeForbidden {
+		// Only a direct room refuses a join; it stays invisible to others.
+		return parley.Room{}, false, parley.Errorf(parley.CodeNotFound, "room not found")
+	}
+	return r, joined, err
 }
 
 // Leave removes u from a room; leaving a room one is not in is a no-op.
@@ -146,7 +151,8 @@ func (s *Service) Leave(ctx context.Context, u parley.User, roomID string) error
 }
 
 // Authorize checks that u is a member of the room: CodeNotFound for an
-// unknown room, CodeForbidden for a non-member.
+// unknown room (or a direct room of others), CodeForbidden for a
+// non-member of a group room.
 func (s *Service) Authorize(ctx context.Context, u parley.User, roomID string) (parley.Member, error) {
 	m, err := s.store.Member(ctx, roomID, u.ID)
 	if err == nil {
@@ -155,8 +161,13 @@ func (s *Service) Authorize(ctx context.Context, u parley.User, roomID string) (
 	if parley.ErrorCode(err) != parley.CodeNotFound {
 		return parley.Member{}, err
 	}
-	if _, rerr := s.store.Room(ctx, roomID); rerr != nil {
+	r, rerr := s.store.Room(ctx, roomID)
+	if rerr != nil {
 		return parley.Member{}, rerr
+	}
+	if r.Kind == parley.KindDirect {
+		// A direct room is invisible to everyone but its two members.
+		return parley.Member{}, parley.Errorf(parley.CodeNotFound, "room not found")
 	}
 	return parley.Member{}, parley.Errorf(parley.CodeForbidden, "not a member of this room")
 }

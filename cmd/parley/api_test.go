@@ -108,6 +108,24 @@ func TestAPIConversation(t *testing.T) {
 	if st := alice.do("GET", "/api/rooms/"+d1.ID, nil, &seen); st != 200 || seen.Peer == nil || *seen.Peer != bobUser {
 		t.Errorf("alice's view of the direct room = %d %+v, want peer %+v", st, seen, bobUser)
 	}
+	// To anyone else, the direct room does not exist, whatever the route.
+	carol, _ := mustSignUp(t, m.Addr(), "carol")
+	for _, probe := range []struct{ method, path, body string }{
+		{"GET", "/api/rooms/" + d1.ID, ""},
+		{"GET", "/api/rooms/" + d1.ID + "/messages", ""},
+		{"POST", "/api/rooms/" + d1.ID + "/messages", `{"body":"hi"}`},
+		{"PUT", "/api/rooms/" + d1.ID + "/read", `{"seq":1}`},
+		{"POST", "/api/rooms/" + d1.ID + "/members", ""},
+	} {
+		var e apiError
+		var body any
+		if probe.body != "" {
+			body = probe.body
+		}
+		if st := carol.do(probe.method, probe.path, body, &e); st != http.StatusNotFound || e.Error.Code != "not_found" {
+			t.Errorf("outsider %s %s = %d %+v, want 404 not_found", probe.method, probe.path, st, e.Error)
+		}
+	}
 
 	// Leaving takes the room off the list and forbids its history.
 	if st := bob.do("DELETE", "/api/rooms/"+g.ID+"/members/me", nil, nil); st != http.StatusNoContent {
