@@ -293,10 +293,14 @@ func (m *Main) StompAddr() string {
 // then closes the store after its pending writes.
 func (m *Main) Close(ctx context.Context) error {
 	var errs []error
+	// STOMP sessions and HTTP requests drain at the same time, each with
+	// the whole budget: one client that does not read its ERROR must not
+	// use up the time in-flight REST requests have to finish.
+	gatewayDone := make(chan error, 1)
 	if m.gateway != nil {
-		if err := m.gateway.Shutdown(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("stomp shutdown: %w", err))
-		}
+		go func() { gatewayDone <- m.gateway.Shutdown(ctx) }()
+	} else {
+		gatewayDone <- nil
 	}
 	if m.http != nil {
 		if err := m.http.Shutdown(ctx); err != nil {
@@ -309,6 +313,9 @@ func (m *Main) Close(ctx context.Context) error {
 		} else if m.ln != nil {
 			m.ln.Close()
 		}
+	}
+	if err := <-gatewayDone; err != nil {
+		errs = append(errs, fmt.Errorf("stomp shutdown: %w", err))
 	}
 	if m.debug != nil {
 		m.debug.Close()
