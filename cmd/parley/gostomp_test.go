@@ -26,22 +26,10 @@ import (
 // mustOpenMainStomp starts a node that also listens for raw TCP STOMP.
 func mustOpenMainStomp(t testing.TB) *Main {
 	t.Helper()
-	m := &Main{Config: Config{
-		Addr: "127.0.0.1:0", StompAddr: "127.0.0.1:0", Data: t.TempDir(), Sync: "normal",
-		TokenTTL: time.Hour, MaxBody: 4096, KDF: testKDF,
-		StompHeartBeat: 10 * time.Second, StompSendRate: 100, StompQueue: 1024,
-	}}
-	if err := m.Open(context.Background()); err != nil {
-		t.Fatalf("open main: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := m.Close(ctx); err != nil {
-			t.Errorf("close main: %v", err)
-		}
+	return MustOpenMain(t, func(c *Config) {
+		c.StompAddr = "127.0.0.1:0"
+		c.StompHeartBeat, c.StompSendRate, c.StompQueue = 10*time.Second, 100, 1024
 	})
-	return m
 }
 
 // testLogger sends go-stomp's log lines to the test log until the test

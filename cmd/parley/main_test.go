@@ -33,13 +33,17 @@ func TestMain(m *testing.M) {
 // testKDF makes password hashing cheap in tests.
 var testKDF = chat.KDF{Time: 1, Memory: 64, Threads: 1}
 
-// MustOpenMain starts a node on 127.0.0.1:0 with a fresh data directory.
-func MustOpenMain(t testing.TB) *Main {
+// MustOpenMain starts a node on 127.0.0.1:0 with a fresh data directory
+// and test settings, each opt changing them first; it closes at cleanup.
+func MustOpenMain(t testing.TB, opts ...func(*Config)) *Main {
 	t.Helper()
 	m := &Main{Config: Config{
 		Addr: "127.0.0.1:0", Data: t.TempDir(), Sync: "normal",
 		TokenTTL: time.Hour, MaxBody: 4096, KDF: testKDF,
 	}}
+	for _, opt := range opts {
+		opt(&m.Config)
+	}
 	if err := m.Open(context.Background()); err != nil {
 		t.Fatalf("open main: %v", err)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -32,14 +31,7 @@ func BenchmarkGroupRoom(b *testing.B) {
 	if s := os.Getenv("PARLEY_BENCH_DURATION"); s != "" {
 		duration, _ = time.ParseDuration(s)
 	}
-	m := &Main{Config: Config{
-		Addr: "127.0.0.1:0", Data: b.TempDir(), Sync: benchSync(),
-		TokenTTL: time.Hour, MaxBody: 4096, KDF: testKDF,
-	}}
-	if err := m.Open(context.Background()); err != nil {
-		b.Fatalf("open main: %v", err)
-	}
-	defer m.Close(context.Background())
+	m := MustOpenMain(b, func(c *Config) { c.Sync = benchSync() })
 
 	clients := make([]*client, members)
 	for i := range clients {

@@ -87,20 +87,7 @@ func (c *stompClient) expect(cmd string, headers ...string) *stomp.Frame {
 // TestStompAndRESTMeet checks that a REST send and a STOMP send reach the
 // same subscribers, over WebSocket and TCP, through the real node.
 func TestStompAndRESTMeet(t *testing.T) {
-	m := &Main{Config: Config{
-		Addr: "127.0.0.1:0", StompAddr: "127.0.0.1:0", Data: t.TempDir(), Sync: "normal",
-		TokenTTL: time.Hour, MaxBody: 4096, KDF: testKDF,
-	}}
-	if err := m.Open(context.Background()); err != nil {
-		t.Fatalf("open main: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := m.Close(ctx); err != nil {
-			t.Errorf("close main: %v", err)
-		}
-	})
+	m := MustOpenMain(t, func(c *Config) { c.StompAddr = "127.0.0.1:0" })
 	alice, _ := mustSignUp(t, m.Addr(), "alice")
 	bob, _ := mustSignUp(t, m.Addr(), "bob")
 	var r room
