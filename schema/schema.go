@@ -50,3 +50,18 @@ func Load(fsys fs.FS, pattern string) ([]Migration, error) {
 	}
 	return ms, nil
 }
+
+// Pending returns the migrations of ms (in version order, from Load) that
+// a database at version current has not applied yet. It fails when the
+// database is newer than every migration: this program is too old for it.
+func Pending(ms []Migration, current int) ([]Migration, error) {
+	if n := len(ms); n > 0 && current > ms[n-1].Version {
+		return nil, fmt.Errorf("database schema version %d is newer than this program's %d", current, ms[n-1].Version)
+	}
+	for i, m := range ms {
+		if m.Version > current {
+			return ms[i:], nil
+		}
+	}
+	return nil, nil
+}

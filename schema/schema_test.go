@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"fmt"
 	"testing"
 	"testing/fstest"
 )
@@ -47,5 +48,29 @@ func TestLoadErrors(t *testing.T) {
 				t.Errorf("Load(%v) = nil error, want one", tt.fsys)
 			}
 		})
+	}
+}
+
+func TestPending(t *testing.T) {
+	ms := []Migration{{Version: 1}, {Version: 2}, {Version: 5}}
+	tests := []struct {
+		current int
+		want    []int
+		err     bool
+	}{
+		{0, []int{1, 2, 5}, false},
+		{2, []int{5}, false},
+		{5, nil, false},
+		{6, nil, true},
+	}
+	for _, tt := range tests {
+		got, err := Pending(ms, tt.current)
+		var versions []int
+		for _, m := range got {
+			versions = append(versions, m.Version)
+		}
+		if (err != nil) != tt.err || fmt.Sprint(versions) != fmt.Sprint(tt.want) {
+			t.Errorf("Pending(%d) = %v, %v; want %v (error %v)", tt.current, versions, err, tt.want, tt.err)
+		}
 	}
 }

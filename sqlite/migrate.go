@@ -35,20 +35,16 @@ func migrate(ctx context.Context, db *sql.DB) (int, error) {
 	if err := db.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
 		return 0, fmt.Errorf("read schema version: %w", err)
 	}
-	if n := len(ms); n > 0 && current > ms[n-1].Version {
-		return 0, fmt.Errorf("database schema version %d is newer than this program's %d", current, ms[n-1].Version)
+	pending, err := schema.Pending(ms, current)
+	if err != nil {
+		return 0, err
 	}
-	applied := 0
-	for _, m := range ms {
-		if m.Version <= current {
-			continue
-		}
+	for i, m := range pending {
 		if err := applyMigration(ctx, db, m); err != nil {
-			return applied, err
+			return i, err
 		}
-		applied++
 	}
-	return applied, nil
+	return len(pending), nil
 }
 
 func applyMigration(ctx context.Context, db *sql.DB, m schema.Migration) error {
