@@ -3,8 +3,8 @@ package postgres
 import (
 	"errors"
 	"fmt"
+	"parley/groupcommit"
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -13,11 +13,10 @@ import (
 // registered only when Config.Registerer is set. The names are the sqlite
 // store's, so that one dashboard shows either.
 type metrics struct {
-	queries   *prometheus.CounterVec
-	batchSize prometheus.Histogram
-	commit    prometheus.Histogram
-	retries   prometheus.Counter
-	total     atomic.Uint64 // every query, for Store.Queries
+	queries *prometheus.CounterVec
+	batch   *groupcommit.Metrics
+	retries prometheus.Counter
+	total   atomic.Uint64 // every query, for Store.Queries
 }
 
 func newMetrics() *metrics {
@@ -26,16 +25,7 @@ func newMetrics() *metrics {
 			Name: "parley_store_queries_total",
 			Help: "Statements sent to PostgreSQL, by kind (begin and commit included).",
 		}, []string{"kind"}),
-		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "parley_store_batch_size",
-			Help:    "Writes per group-commit transaction.",
-			Buckets: prometheus.ExponentialBuckets(1, 2, 10), // 1 to 512
-		}),
-		commit: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "parley_store_commit_seconds",
-			Help:    "Time of one group-commit batch: begin, the writes, commit and the event sink, retries included.",
-			Buckets: prometheus.ExponentialBuckets(100e-6, 2, 14), // 100µs to 0.8s
-		}),
+		batch: groupcommit.NewMetrics("Time of one group-commit batch: begin, the writes, commit and the event sink, retries included."),
 		retries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_store_batch_retries_total",
 			Help: "Group-commit transactions run again after a deadlock, a serialization failure or a unique-key race with another node.",
@@ -44,7 +34,7 @@ func newMetrics() *metrics {
 }
 
 func (m *metrics) register(r prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.queries, m.batchSize, m.commit, m.retries} {
+	for _, c := range []prometheus.Collector{m.queries, m.batch.BatchSize, m.batch.Commit, m.retries} {
 		if err := r.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if errors.As(err, &are) {
@@ -54,12 +44,6 @@ func (m *metrics) register(r prometheus.Registerer) error {
 		}
 	}
 	return nil
-}
-
-// observeBatch is the group-commit writer's OnBatch hook.
-func (m *metrics) observeBatch(size int, took time.Duration, _ error) {
-	m.batchSize.Observe(float64(size))
-	m.commit.Observe(took.Seconds())
 }
 
 // query is one SQL statement and its counter. pgx prepares and caches each

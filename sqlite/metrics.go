@@ -4,8 +4,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"parley/groupcommit"
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -13,13 +13,12 @@ import (
 // metrics are the store's Prometheus collectors. They always count; they are
 // registered only when Config.Registerer is set.
 type metrics struct {
-	queries   *prometheus.CounterVec
-	batchSize prometheus.Histogram
-	commit    prometheus.Histogram
-	fsync     prometheus.Histogram
-	ckErrors  prometheus.Counter
-	total     atomic.Uint64 // every query, for Store.Queries
-	reads     atomic.Uint64 // queries of the reader pool, for Store.Reads
+	queries  *prometheus.CounterVec
+	batch    *groupcommit.Metrics
+	fsync    prometheus.Histogram
+	ckErrors prometheus.Counter
+	total    atomic.Uint64 // every query, for Store.Queries
+	reads    atomic.Uint64 // queries of the reader pool, for Store.Reads
 }
 
 func newMetrics() *metrics {
@@ -28,16 +27,7 @@ func newMetrics() *metrics {
 			Name: "parley_store_queries_total",
 			Help: "Statements sent to SQLite, by kind (begin and commit included).",
 		}, []string{"kind"}),
-		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "parley_store_batch_size",
-			Help:    "Writes per group-commit transaction.",
-			Buckets: prometheus.ExponentialBuckets(1, 2, 10), // 1 to 512
-		}),
-		commit: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "parley_store_commit_seconds",
-			Help:    "Time of one group-commit batch in the writer: begin, the writes and commit (under sync=full the fsync follows on the flusher).",
-			Buckets: prometheus.ExponentialBuckets(100e-6, 2, 14), // 100µs to 0.8s
-		}),
+		batch: groupcommit.NewMetrics("Time of one group-commit batch in the writer: begin, the writes and commit (under sync=full the fsync follows on the flusher)."),
 		fsync: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "parley_store_fsync_seconds",
 			Help:    "Time of one fsync of the WAL by the group-commit flusher (sync=full), which covers every batch committed before it.",
@@ -51,7 +41,7 @@ func newMetrics() *metrics {
 }
 
 func (m *metrics) register(r prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.queries, m.batchSize, m.commit, m.fsync, m.ckErrors} {
+	for _, c := range []prometheus.Collector{m.queries, m.batch.BatchSize, m.batch.Commit, m.fsync, m.ckErrors} {
 		if err := r.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if errors.As(err, &are) {
@@ -61,12 +51,6 @@ func (m *metrics) register(r prometheus.Registerer) error {
 		}
 	}
 	return nil
-}
-
-// observeBatch is the group-commit writer's OnBatch hook.
-func (m *metrics) observeBatch(size int, took time.Duration, _ error) {
-	m.batchSize.Observe(float64(size))
-	m.commit.Observe(took.Seconds())
 }
 
 // query is one prepared statement and its counter.

@@ -180,7 +180,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		s.closeDBs()
 		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
 	}
-	gc := groupcommit.Config{MaxBatch: cfg.MaxBatch, OnBatch: s.m.observeBatch}
+	gc := groupcommit.Config{MaxBatch: cfg.MaxBatch, OnBatch: s.m.batch.Observe}
 	if cfg.Sync == SyncFull {
 		// The WAL exists from the migrations on, and lives as long as the
 		// connections: SQLite truncates it but never removes it while open.

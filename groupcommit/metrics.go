@@ -1,0 +1,38 @@
+package groupcommit
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the Prometheus histograms of a store's group commit, shared
+// by every store so that their names and buckets agree: a dashboard reads
+// any of them alike. Observe is a Config.OnBatch hook.
+type Metrics struct {
+	BatchSize prometheus.Histogram // parley_store_batch_size
+	Commit    prometheus.Histogram // parley_store_commit_seconds
+}
+
+// NewMetrics returns the histograms; commitHelp says what the store's
+// commit time covers.
+func NewMetrics(commitHelp string) *Metrics {
+	return &Metrics{
+		BatchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "parley_store_batch_size",
+			Help:    "Writes per group-commit transaction.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 10), // 1 to 512
+		}),
+		Commit: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "parley_store_commit_seconds",
+			Help:    commitHelp,
+			Buckets: prometheus.ExponentialBuckets(100e-6, 2, 14), // 100µs to 0.8s
+		}),
+	}
+}
+
+// Observe records one batch (a Config.OnBatch hook).
+func (m *Metrics) Observe(size int, took time.Duration, _ error) {
+	m.BatchSize.Observe(float64(size))
+	m.Commit.Observe(took.Seconds())
+}
