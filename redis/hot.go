@@ -89,6 +89,7 @@ type HotStore struct {
 	rdb *goredis.Client
 	cfg HotConfig
 	log *slog.Logger
+	acc accounts // this node's users and tokens (accounts.go)
 }
 
 var _ parley.Store = (*HotStore)(nil)

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	goredis "github.com/redis/go-redis/v9"
@@ -211,6 +212,30 @@ func TestHotStoreSteadyState(t *testing.T) {
 	}
 	reads() // warm-up
 	queries := func() uint64 { return a.pg.Queries() + b.pg.Queries() }
+	// Accounts and tokens: after one read each, no more queries.
+	tok := parley.Token{Hash: []byte("token-" + parley.NewID()), UserID: users[0].ID, CreatedAt: parley.Now(), ExpiresAt: parley.Now().Add(time.Hour)}
+	if err := a.hot.CreateToken(context.Background(), tok); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []hotNode{a, b} { // warm-up
+		if u, _, err := n.hot.TokenUser(context.Background(), tok.Hash, parley.Now()); err != nil || u.ID != users[0].ID {
+			t.Fatalf("TokenUser() = %+v, %v; want %s", u, err, users[0].ID)
+		}
+		if u, err := n.hot.User(context.Background(), users[1].ID); err != nil || u != users[1] {
+			t.Fatalf("User() = %+v, %v; want %+v", u, err, users[1])
+		}
+	}
+	before := queries()
+	for _, n := range []hotNode{a, b} {
+		n.hot.TokenUser(context.Background(), tok.Hash, parley.Now())
+		n.hot.User(context.Background(), users[1].ID)
+	}
+	if got := queries() - before; got != 0 {
+		t.Errorf("warm TokenUser and User sent %d queries to PostgreSQL, want 0", got)
+	}
+	if _, _, err := a.hot.TokenUser(context.Background(), tok.Hash, tok.ExpiresAt.Add(time.Second)); parley.ErrorCode(err) != parley.CodeUnauthorized {
+		t.Errorf("TokenUser(after expiry) error = %v, want %s", err, parley.CodeUnauthorized)
+	}
 	for i := range 30 {
 		n := []hotNode{a, b}[i%2]
 		r := rooms[i%len(rooms)]
