@@ -71,7 +71,7 @@ type Store interface {
 	Messages(ctx context.Context, roomID string, p Page) ([]Message, error)
 	// Rooms returns the user's room list, newest activity first, one page
 	// after cursor (see RoomCursor), and the cursor of the next page ("" at
-	// the end).
+	// the end). Fails with CodeInvalid for a malformed cursor.
 	Rooms(ctx context.Context, userID string, cursor string, limit int) ([]RoomEntry, string, error)
 	// MarkRead moves the user's read position in the room forward to seq
 	// (clamped to the room's last seq) and returns the membership after the
