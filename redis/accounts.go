@@ -33,8 +33,10 @@ func (h *HotStore) User(ctx context.Context, id string) (parley.User, error) {
 	u, ok := h.acc.users[id]
 	h.acc.mu.RUnlock()
 	if ok {
+		h.m.hit(kindUser)
 		return u, nil
 	}
+	h.m.miss(kindUser)
 	u, err := h.Store.User(ctx, id)
 	if err != nil {
 		return u, err
@@ -54,11 +56,13 @@ func (h *HotStore) TokenUser(ctx context.Context, hash []byte, now time.Time) (p
 	e, ok := h.acc.tokens[string(hash)]
 	h.acc.mu.RUnlock()
 	if ok {
+		h.m.hit(kindToken)
 		if now.Before(e.token.ExpiresAt) {
 			return e.user, e.token, nil
 		}
 		return parley.User{}, parley.Token{}, parley.Errorf(parley.CodeUnauthorized, "access token expired")
 	}
+	h.m.miss(kindToken)
 	u, t, err := h.Store.TokenUser(ctx, hash, now)
 	if err != nil {
 		return u, t, err

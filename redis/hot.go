@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	goredis "github.com/redis/go-redis/v9"
 
 	"parley"
@@ -33,13 +34,19 @@ type HotConfig struct {
 	Timeout time.Duration
 	// Logger logs Redis failures. Default slog.Default().
 	Logger *slog.Logger
+	// Registerer receives parley_hot_requests_total (hits and misses by
+	// kind) when not nil.
+	Registerer prometheus.Registerer
 }
 
 // HotStore is the shared hot data of cluster mode: a parley.Store that
 // wraps the PostgreSQL store and serves room info, each room's last message,
 // its newest history page and the room list from Redis, which every node
-// reads and keeps current. Writes, memberships of rooms and older pages go
-// to the inner store.
+// reads and keeps current, and each membership from the user's memberships
+// (member.go), so that the check every room request makes stays off
+// PostgreSQL too. Writes, a room's member list (the relay keeps its own)
+// and older pages go to the inner store. parley_hot_requests_total counts
+// hits and misses by kind.
 //
 // # Keys
 //
@@ -47,9 +54,9 @@ type HotConfig struct {
 // the last message (hash: s its seq, v the message and the room's last
 // activity), "w:{room}" the newest messages (sorted set scored by seq, at
 // most RecentMessages of them, plus the member "0" at score 0 when the
-// window reaches the start of the room), "u:{user}" the user's rooms and
-// read positions (hash room -> read seq, plus the field "_" so that no rooms
-// is a value), and "g:r:{room}", "g:u:{user}" the generations that guard
+// window reaches the start of the room), "u:{user}" the user's rooms, read
+// positions and joined times (hash room -> read seq, "j:{room}" -> joined
+// Unix µs, plus the field "_" so that no rooms is a value), and "g:r:{room}", "g:u:{user}" the generations that guard
 // the loads of r: and u:.
 //
 // # Several nodes
@@ -89,6 +96,7 @@ type HotStore struct {
 	rdb *goredis.Client
 	cfg HotConfig
 	log *slog.Logger
+	m   hotMetrics
 	acc accounts // this node's users and tokens (accounts.go)
 }
 
@@ -113,7 +121,7 @@ func NewHotStore(inner parley.Store, rdb *goredis.Client, cfg HotConfig) *HotSto
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &HotStore{Store: inner, rdb: rdb, cfg: cfg, log: cfg.Logger}
+	return &HotStore{Store: inner, rdb: rdb, cfg: cfg, log: cfg.Logger, m: newHotMetrics(cfg.Registerer)}
 }
 
 func (h *HotStore) roomKey(id string) string   { return h.cfg.Prefix + "hot:r:" + id }
@@ -226,7 +234,10 @@ func (h *HotStore) getRooms(ctx context.Context, ids []string) ([]*parley.RoomEn
 			info, haveInfo = decodeRoom(infos[i].Val())
 		}
 		gen, genOK := genOf(gens[i])
-		if !haveInfo {
+		if haveInfo {
+			h.m.hit(kindRoom)
+		} else {
+			h.m.miss(kindRoom)
 			r, err := h.Store.Room(ctx, id)
 			if parley.ErrorCode(err) == parley.CodeNotFound {
 				continue
@@ -245,7 +256,10 @@ func (h *HotStore) getRooms(ctx context.Context, ids []string) ([]*parley.RoomEn
 			l, haveLast = decodeLast(lasts[i].Val())
 		}
 		room, last, ok := hotRoom{room: info}.merge(l)
-		if !haveLast || !ok {
+		if haveLast && ok {
+			h.m.hit(kindLast)
+		} else {
+			h.m.miss(kindLast)
 			var err error
 			if room, last, err = h.loadLast(ctx, id); err != nil {
 				if parley.ErrorCode(err) == parley.CodeNotFound {
@@ -331,38 +345,73 @@ func (h *HotStore) memberships(ctx context.Context, userID string) (map[string]i
 		h.warn("read memberships", err)
 	}
 	if all.Err() == nil && len(all.Val()) > 0 {
-		reads := make(map[string]int64, len(all.Val()))
-		for room, v := range all.Val() {
-			if room == "_" {
-				continue
-			}
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				return h.loadMemberships(ctx, userID, "", false)
-			}
-			reads[room] = n
+		if reads, ok := parseReads(all.Val()); ok {
+			h.m.hit(kindMemberships)
+			return reads, nil
 		}
-		return reads, nil
+		h.forget(ctx, userID) // unreadable: load it again
+		genCmd = nil
 	}
-	gen, ok := genOf(genCmd)
-	return h.loadMemberships(ctx, userID, gen, ok)
-}
-
-func (h *HotStore) loadMemberships(ctx context.Context, userID, gen string, store bool) (map[string]int64, error) {
-	ms, err := h.Store.Memberships(ctx, userID)
+	h.m.miss(kindMemberships)
+	gen, ok := "", false
+	if genCmd != nil {
+		gen, ok = genOf(genCmd)
+	}
+	ms, err := h.loadMemberships(ctx, userID, gen, ok)
 	if err != nil {
 		return nil, err
 	}
 	reads := make(map[string]int64, len(ms))
-	fv := []string{"_", ""}
 	for _, m := range ms {
 		reads[m.RoomID] = m.ReadSeq
-		fv = append(fv, m.RoomID, strconv.FormatInt(m.ReadSeq, 10))
-	}
-	if store {
-		h.populate(ctx, h.userKey(userID), h.userGen(userID), gen, fv...)
 	}
 	return reads, nil
+}
+
+// parseReads returns the read position of each room of a memberships hash;
+// ok is false when one is unreadable.
+func parseReads(fields map[string]string) (map[string]int64, bool) {
+	reads := make(map[string]int64, len(fields)/2)
+	for room, v := range fields {
+		if isMetaField(room) {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return nil, false
+		}
+		reads[room] = n
+	}
+	return reads, true
+}
+
+// forget deletes a user's memberships hash and moves its generation, so
+// that the next read loads it again.
+func (h *HotStore) forget(ctx context.Context, userID string) {
+	err := scriptInvalidate.Eval(ctx, h.rdb, []string{h.userKey(userID), h.userGen(userID)}, h.ttlArg()).Err()
+	if err != nil && !isNil(err) {
+		h.warn("forget memberships", err)
+	}
+}
+
+// loadMemberships reads the user's memberships from the inner store and,
+// when store is set, installs them in Redis if the generation is still
+// gen: each room's read position and joined time (member.go), and "_".
+func (h *HotStore) loadMemberships(ctx context.Context, userID, gen string, store bool) ([]parley.Member, error) {
+	ms, err := h.Store.Memberships(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	if store {
+		fv := make([]string, 0, 2+4*len(ms))
+		fv = append(fv, "_", "")
+		for _, m := range ms {
+			fv = append(fv, m.RoomID, strconv.FormatInt(m.ReadSeq, 10),
+				joinedField(m.RoomID), strconv.FormatInt(m.JoinedAt.UnixMicro(), 10))
+		}
+		h.populate(ctx, h.userKey(userID), h.userGen(userID), gen, fv...)
+	}
+	return ms, nil
 }
 
 // Rooms implements parley.Store: the memberships, the rooms' info and their
@@ -431,8 +480,10 @@ func (h *HotStore) Messages(ctx context.Context, roomID string, p parley.Page) (
 		return h.Store.Messages(ctx, roomID, p)
 	}
 	if msgs, ok := h.readWindow(ctx, roomID, p.Before, limit); ok {
+		h.m.hit(kindMessages)
 		return msgs, nil
 	}
+	h.m.miss(kindMessages)
 	loaded, err := h.Store.Messages(ctx, roomID, parley.Newest(h.cfg.RecentMessages))
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
 	goredis "github.com/redis/go-redis/v9"
 
 	"parley"
@@ -169,8 +170,25 @@ func TestHotStoreTwoNodes(t *testing.T) {
 	if len(es) != 2 || es[0].Room.ID != r1.ID || es[0].Unread != 0 || es[1].Unread != 1 {
 		t.Errorf("A Rooms(bob) = %+v, want one (0 unread), two (1 unread)", es)
 	}
+	// Memberships from Redis match PostgreSQL's, joined time included,
+	// and follow a leave on the other node.
+	want, err := a.pg.Member(context.Background(), r2.ID, bob.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // a load, then a hit
+		if got, err := b.hot.Member(context.Background(), r2.ID, bob.ID); err != nil || got != want {
+			t.Errorf("B Member(two, bob) = %+v, %v; want %+v", got, err, want)
+		}
+	}
 	if _, err := a.hot.Leave(context.Background(), r2.ID, bob.ID); err != nil {
 		t.Fatalf("Leave() error = %v", err)
+	}
+	if _, err := b.hot.Member(context.Background(), r2.ID, bob.ID); parley.ErrorCode(err) != parley.CodeNotFound {
+		t.Errorf("B Member(two, bob) after the leave on A: error = %v, want not_found", err)
+	}
+	if m, err := b.hot.Member(context.Background(), r1.ID, bob.ID); err != nil || m.ReadSeq != 6 {
+		t.Errorf("B Member(one, bob) after the leave = %+v, %v; want read_seq 6", m, err)
 	}
 	if got := parleytest.MustRoom(t, b.hot, r2.ID); got.MemberCount != 1 {
 		t.Errorf("B Room(two) after the leave = %+v, want 1 member", got)
@@ -191,6 +209,7 @@ func TestHotStoreTwoNodes(t *testing.T) {
 func TestHotStoreSteadyState(t *testing.T) {
 	a, b := twoNodes(t)
 	users := parleytest.MustCreateUsers(t, a.hot, "u", 3)
+	outsider := parleytest.MustCreateUser(t, a.hot, "outsider")
 	var rooms []parley.Room
 	for i := range 4 {
 		r := parleytest.MustCreateRoom(t, a.hot, users[0], fmt.Sprint("room ", i), 0)
@@ -207,6 +226,14 @@ func TestHotStoreSteadyState(t *testing.T) {
 			for _, r := range rooms {
 				parleytest.MustRoom(t, n.hot, r.ID)
 				mustMessages(t, n.hot, r.ID, parley.Newest(10))
+				for _, u := range users {
+					if _, err := n.hot.Member(context.Background(), r.ID, u.ID); err != nil {
+						t.Fatalf("Member(%s, %s) error = %v", r.ID, u.ID, err)
+					}
+				}
+				if _, err := n.hot.Member(context.Background(), r.ID, outsider.ID); parley.ErrorCode(err) != parley.CodeNotFound {
+					t.Fatalf("Member(%s, outsider) error = %v, want not_found", r.ID, err)
+				}
 			}
 		}
 	}
@@ -254,4 +281,59 @@ func TestHotStoreSteadyState(t *testing.T) {
 	if len(es) != 4 || es[0].Room.ID != rooms[29%4].ID || es[0].LastMessage == nil || es[0].LastMessage.Body != "msg 29" {
 		t.Errorf("Rooms(u1) = %+v, want 4 rooms, the newest %s with \"msg 29\"", es, rooms[29%4].ID)
 	}
+}
+
+// TestHotStoreMetrics: a read that reaches PostgreSQL counts as a miss,
+// one that Redis answers as a hit.
+func TestHotStoreMetrics(t *testing.T) {
+	rdb, prefix := testClient(t)
+	pg, err := postgres.Open(context.Background(), postgres.Config{URL: freshSchema(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	hot := redis.NewHotStore(pg, rdb, redis.HotConfig{Prefix: prefix, Registerer: reg})
+	t.Cleanup(func() { hot.Close() })
+	ann := parleytest.MustCreateUser(t, hot, "ann")
+	r := parleytest.MustCreateRoom(t, hot, ann, "room", 0)
+	count := func(kind, result string) float64 { return hotRequests(t, reg, kind, result) }
+	for range 3 {
+		if _, err := hot.Member(context.Background(), r.ID, ann.ID); err != nil {
+			t.Fatal(err)
+		}
+		parleytest.MustRoom(t, hot, r.ID)
+	}
+	for _, c := range []struct {
+		kind      string
+		hit, miss float64
+	}{{"member", 2, 1}, {"room", 2, 1}, {"last", 2, 1}} {
+		if h, m := count(c.kind, "hit"), count(c.kind, "miss"); h != c.hit || m != c.miss {
+			t.Errorf("%s: %v hits, %v misses; want %v, %v", c.kind, h, m, c.hit, c.miss)
+		}
+	}
+}
+
+// hotRequests returns parley_hot_requests_total{kind, result} in reg.
+func hotRequests(t *testing.T, reg *prometheus.Registry, kind, result string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "parley_hot_requests_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["kind"] == kind && labels["result"] == result {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	t.Fatalf("parley_hot_requests_total{kind=%q,result=%q} is not registered", kind, result)
+	return 0
 }

@@ -81,8 +81,8 @@ func dialRedis(ctx context.Context, cfg Config) (*goredis.Client, error) {
 
 // openHot puts the shared hot data in Redis (redis.HotStore) in front of
 // the PostgreSQL store. Its Apply must be installed as a sink of db.
-func openHot(cfg Config, db parley.Store, rdb *goredis.Client) *redis.HotStore {
-	return redis.NewHotStore(db, rdb, redis.HotConfig{Prefix: cfg.RedisPrefix})
+func openHot(cfg Config, db parley.Store, rdb *goredis.Client, reg prometheus.Registerer) *redis.HotStore {
+	return redis.NewHotStore(db, rdb, redis.HotConfig{Prefix: cfg.RedisPrefix, Registerer: reg})
 }
 
 // openCluster connects to RabbitMQ and starts the relay, with rdb (from

@@ -175,7 +175,7 @@ func (m *Main) Open(ctx context.Context) error {
 		if rdb, err = dialRedis(ctx, cfg); err != nil {
 			return fmt.Errorf("cluster: %w", err)
 		}
-		h := openHot(cfg, db, rdb)
+		h := openHot(cfg, db, rdb, m.registry)
 		sinks = append(sinks, h.Apply)
 		hot, m.store = h, h
 	} else {

@@ -1,0 +1,55 @@
+package redis
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// hotKind is what a read asked the hot data for; it labels the metrics.
+type hotKind int
+
+const (
+	kindRoom        hotKind = iota // a room's info
+	kindLast                       // a room's last message
+	kindMessages                   // a history page within the newest messages
+	kindMemberships                // a user's rooms and read positions
+	kindMember                     // one membership
+	kindUser                       // a user (this node's memory)
+	kindToken                      // an access token (this node's memory)
+	numHotKinds
+)
+
+var hotKindNames = [numHotKinds]string{"room", "last", "messages", "memberships", "member", "user", "token"}
+
+// hotMetrics counts the hot data's reads by kind and result, resolved once
+// so that counting is one atomic add. A miss is a read that went on to the
+// inner store (PostgreSQL).
+type hotMetrics struct {
+	hits, misses [numHotKinds]prometheus.Counter
+}
+
+func newHotMetrics(reg prometheus.Registerer) hotMetrics {
+	vec := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "parley_hot_requests_total",
+		Help: "Reads of the shared hot data by kind and result (hit: served from Redis or this node's memory; miss: asked PostgreSQL).",
+	}, []string{"kind", "result"})
+	if reg != nil {
+		if err := reg.Register(vec); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if !errors.As(err, &are) {
+				panic("redis: register hot metrics: " + err.Error())
+			}
+			vec = are.ExistingCollector.(*prometheus.CounterVec)
+		}
+	}
+	var m hotMetrics
+	for k := range numHotKinds {
+		m.hits[k] = vec.WithLabelValues(hotKindNames[k], "hit")
+		m.misses[k] = vec.WithLabelValues(hotKindNames[k], "miss")
+	}
+	return m
+}
+
+func (m *hotMetrics) hit(k hotKind)  { m.hits[k].Inc() }
+func (m *hotMetrics) miss(k hotKind) { m.misses[k].Inc() }

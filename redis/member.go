@@ -1,0 +1,78 @@
+package redis
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"parley"
+)
+
+// joinedField is the field of a user's memberships hash ("u:{user}") that
+// holds when they joined room: the room's own field holds the read
+// position. Room ids never contain ':', so no room's field starts so.
+func joinedField(roomID string) string { return "j:" + roomID }
+
+// isMetaField reports whether a field of the memberships hash is not a
+// room: "_" (present even when there are no rooms) or a joined time.
+func isMetaField(f string) bool { return f == "_" || strings.HasPrefix(f, "j:") }
+
+// Member implements parley.Store from the user's memberships in Redis (one
+// round trip when warm), loading them from the inner store when they are
+// missing. Every request on a room checks it, so in steady state it keeps
+// those requests off PostgreSQL. Fails with CodeNotFound for a non-member.
+func (h *HotStore) Member(ctx context.Context, roomID, userID string) (parley.Member, error) {
+	pipe := h.rdb.Pipeline()
+	vals := pipe.HMGet(ctx, h.userKey(userID), "_", roomID, joinedField(roomID))
+	genCmd := pipe.Get(ctx, h.userGen(userID))
+	if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
+		h.warn("read member", err)
+	}
+	if v := vals.Val(); vals.Err() == nil && len(v) == 3 && v[0] != nil {
+		if v[1] == nil {
+			h.m.hit(kindMember)
+			return parley.Member{}, notMember(roomID, userID)
+		}
+		if m, ok := decodeMember(roomID, userID, v[1], v[2]); ok {
+			h.m.hit(kindMember)
+			return m, nil
+		}
+		// Unreadable, or written before joined times were kept: load the
+		// hash again.
+		h.forget(ctx, userID)
+		genCmd = nil
+	}
+	h.m.miss(kindMember)
+	gen, ok := "", false
+	if genCmd != nil {
+		gen, ok = genOf(genCmd)
+	}
+	ms, err := h.loadMemberships(ctx, userID, gen, ok)
+	if err != nil {
+		return parley.Member{}, err
+	}
+	for _, m := range ms {
+		if m.RoomID == roomID {
+			return m, nil
+		}
+	}
+	return parley.Member{}, notMember(roomID, userID)
+}
+
+// decodeMember builds a membership from its hash fields: the read position
+// and the joined time in Unix microseconds.
+func decodeMember(roomID, userID string, read, joined any) (parley.Member, bool) {
+	rs, _ := read.(string)
+	js, _ := joined.(string)
+	seq, err1 := strconv.ParseInt(rs, 10, 64)
+	us, err2 := strconv.ParseInt(js, 10, 64)
+	if err1 != nil || err2 != nil {
+		return parley.Member{}, false
+	}
+	return parley.Member{RoomID: roomID, UserID: userID, ReadSeq: seq, JoinedAt: time.UnixMicro(us).UTC()}, true
+}
+
+func notMember(roomID, userID string) error {
+	return parley.Errorf(parley.CodeNotFound, "user %s is not a member of room %s", userID, roomID)
+}
