@@ -27,7 +27,10 @@
 // closed after Config.GapWait (the message went to no batch for this node,
 // or a batch was lost), the relay reads the missing messages from the
 // store and delivers them; a gap of more than one history page is skipped,
-// and the clients see it as a seq gap and fill it with since-seq. The first
+// and the clients see it as a seq gap and fill it with since-seq. Receive
+// returns (and the broker acknowledges the batch) only once its message is
+// delivered, held or dropped, so the broker's prefetch bounds the batches
+// waiting here. The first
 // message of a room the node has not seen is held for GapWait too (unless
 // it is seq 1), so that an older one still on its way is not overtaken.
 //
@@ -121,6 +124,7 @@ type item struct {
 	local []parley.Event // events this node committed
 	batch *parley.Batch  // a batch from another node
 	tick  string         // a room whose gap timer fired
+	done  chan struct{}  // closed once handled, when not nil
 }
 
 // route is where a room's members are.
@@ -185,14 +189,25 @@ func (r *Relay) Apply(evs []parley.Event) {
 	}
 }
 
-// Receive is the broker's batch handler: it queues the batch and returns.
-func (r *Relay) Receive(b parley.Batch) { r.enqueue(item{batch: &b}) }
+// Receive is the broker's batch handler. It returns once the relay has
+// handed the batch's message to the local fan-out (or holds it for an
+// older one of its room, or dropped it as a duplicate), so that the broker
+// acknowledges only what reached this node's sessions, and its prefetch
+// bounds what waits in the relay: a slow relay slows the deliveries from
+// RabbitMQ instead of growing a queue here.
+func (r *Relay) Receive(b parley.Batch) {
+	done := make(chan struct{})
+	if r.enqueue(item{batch: &b, done: done}) {
+		<-done
+	}
+}
 
-func (r *Relay) enqueue(it item) {
+// enqueue queues it for the run goroutine; false after Close.
+func (r *Relay) enqueue(it item) bool {
 	r.qmu.Lock()
 	if r.closing {
 		r.qmu.Unlock()
-		return
+		return false
 	}
 	r.queue = append(r.queue, it)
 	n := len(r.queue)
@@ -202,6 +217,7 @@ func (r *Relay) enqueue(it item) {
 	if started {
 		r.signal()
 	}
+	return true
 }
 
 func (r *Relay) signal() {
@@ -253,8 +269,17 @@ func (r *Relay) Close() {
 	}
 	r.closing = true
 	started := r.started
+	var waiting []item
+	if !started {
+		waiting, r.queue = r.queue, nil
+	}
 	r.qmu.Unlock()
 	if !started {
+		for _, it := range waiting { // never relayed: release Receive
+			if it.done != nil {
+				close(it.done)
+			}
+		}
 		return
 	}
 	r.signal()
@@ -273,6 +298,9 @@ func (r *Relay) run() {
 		r.m.queued.Set(0)
 		for i := range batch {
 			r.handle(&batch[i])
+			if batch[i].done != nil {
+				close(batch[i].done)
+			}
 			batch[i] = item{}
 		}
 		r.spare = batch

@@ -255,3 +255,31 @@ func TestLeaveReachesOtherNodes(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestReceiveReturnsAfterDelivery: the broker acknowledges a batch when
+// Receive returns, so by then its message has reached the local fan-out;
+// a relay closed before it started releases a waiting Receive.
+func TestReceiveReturnsAfterDelivery(t *testing.T) {
+	store := &fakeStore{members: map[string][]string{"r": {"y"}}, msgs: map[string][]parley.Message{}}
+	b := newNodes(t, store, "b")["b"]
+	for i := range 50 {
+		b.relay.Receive(parley.Batch{Node: "b", Event: store.commit("r", "x"), Recipients: []string{"y"}})
+		if got := b.local.seqs("y"); len(got) != i+1 {
+			t.Fatalf("after Receive of seq %d the fan-out had %v", i+1, got)
+		}
+	}
+
+	idle := cluster.New(cluster.Config{Node: "c", Store: store, Local: &fakeLocal{got: map[string][]int64{}}})
+	returned := make(chan struct{})
+	go func() {
+		idle.Receive(parley.Batch{Node: "c", Event: store.commit("r", "x")})
+		close(returned)
+	}()
+	time.Sleep(20 * time.Millisecond) // let Receive queue its batch
+	idle.Close()
+	select {
+	case <-returned:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Receive on a relay closed before Start did not return")
+	}
+}
