@@ -8,7 +8,9 @@ import "context"
 // and a hook that hears about changes made by any node (see the
 // implementations' configs). An entry lives for a TTL that the owning
 // node's heartbeat refreshes, so the entries of a node that died expire on
-// their own.
+// their own; the heartbeats of the live nodes then remove them and tell the
+// change hooks (userID ""), within one TTL and one heartbeat of the death,
+// so that nobody keeps routing to a dead node from a cache.
 //
 // All methods are safe for concurrent use.
 type Presence interface {

@@ -163,7 +163,8 @@ func (p *Presence) Crash() {
 	p.reg.mu.Unlock()
 }
 
-// heartbeat refreshes this node's entries until Close.
+// heartbeat refreshes this node's entries until Close, and reaps the
+// entries of nodes that stopped theirs.
 func (p *Presence) heartbeat() {
 	defer close(p.done)
 	t := time.NewTicker(p.cfg.Heartbeat)
@@ -180,11 +181,35 @@ func (p *Presence) heartbeat() {
 			users = append(users, u)
 		}
 		p.mu.Unlock()
-		exp := time.Now().Add(p.cfg.TTL)
+		now := time.Now()
+		exp := now.Add(p.cfg.TTL)
 		for _, u := range users {
 			p.reg.set(u, p.cfg.Node, exp)
 		}
+		if p.reg.reap(now) {
+			p.reg.notify("")
+		}
 	}
+}
+
+// reap removes the entries whose TTL has passed (their node stopped its
+// heartbeat); true if it removed any.
+func (reg *Registry) reap(now time.Time) bool {
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	reaped := false
+	for u, nodes := range reg.entries {
+		for node, exp := range nodes {
+			if !exp.After(now) {
+				delete(nodes, node)
+				reaped = true
+			}
+		}
+		if len(nodes) == 0 {
+			delete(reg.entries, u)
+		}
+	}
+	return reaped
 }
 
 func (reg *Registry) set(user, node string, exp time.Time) {

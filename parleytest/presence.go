@@ -184,11 +184,13 @@ func testPresenceHeartbeat(t *testing.T, newCluster NewPresenceClusterFunc) {
 }
 
 // testPresenceExpiry: the entries of a node that stopped its heartbeat
-// without removing them expire after the TTL.
+// without removing them expire after the TTL, and the live nodes' change
+// hooks hear of it.
 func testPresenceExpiry(t *testing.T, newCluster NewPresenceClusterFunc) {
 	const ttl = 600 * time.Millisecond
 	newPresence := newCluster(t, ttl)
-	a, b := newPresence("a", nil), newPresence("b", nil)
+	var ha hookLog
+	a, b := newPresence("a", ha.hook), newPresence("b", nil)
 	c, ok := b.(Crasher)
 	if !ok {
 		t.Skip("the implementation cannot simulate a crash")
@@ -197,8 +199,13 @@ func testPresenceExpiry(t *testing.T, newCluster NewPresenceClusterFunc) {
 	MustAdd(t, b, "u1")
 	c.Crash()
 	checkNodes(t, "just after the crash", NodesOf(t, a, "u1"), map[string]string{"u1": "[a b]"})
+	time.Sleep(100 * time.Millisecond) // let the hook hear the adds
+	ha.mu.Lock()
+	ha.users = ha.users[:0]
+	ha.mu.Unlock()
 	time.Sleep(ttl + 300*time.Millisecond)
 	checkNodes(t, "one TTL after the crash", NodesOf(t, a, "u1"), map[string]string{"u1": "[a]"})
+	ha.waitFor(t, "")
 }
 
 func testPresenceClose(t *testing.T, newCluster NewPresenceClusterFunc) {

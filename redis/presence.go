@@ -43,9 +43,17 @@ type PresenceConfig struct {
 // ignore entries past their score, so a dead node's entries vanish after
 // the TTL even though Redis cannot expire a set member), with the key
 // itself expiring one TTL after the last refresh. "{prefix}presence:n:
-// {node}" is the set of a node's users, for DropNode. Changes are
-// announced on the channel "{prefix}presence" (a user id, or "" for
-// everything).
+// {node}" is the set of a node's users, for DropNode, kept three TTLs past
+// the node's last heartbeat. "{prefix}presence:nodes" is the cluster's
+// nodes, scored like the entries. Changes are announced on the channel
+// "{prefix}presence" (a user id, or "" for everything).
+//
+// A node killed without Close stops refreshing its score in
+// presence:nodes; the first heartbeat of any node after that score passed
+// reaps it (the reap script: its entries are removed and "" announced, once,
+// atomically), so the other nodes drop the routes they cached through it
+// within one TTL and one heartbeat of its death, and long-online users'
+// sets do not collect dead nodes.
 //
 // The node counts its sessions per user in memory: the first Add and the
 // last Remove write to Redis; the heartbeat rewrites every local user, so
@@ -55,6 +63,7 @@ type Presence struct {
 	cfg      PresenceConfig
 	channel  string
 	nodeKey  string
+	nodesKey string
 	log      *slog.Logger
 	m        presenceMetrics
 	pubsub   *goredis.PubSub
@@ -88,6 +97,7 @@ func NewPresence(cfg PresenceConfig) *Presence {
 		cfg:      cfg,
 		channel:  cfg.Prefix + "presence",
 		nodeKey:  cfg.Prefix + "presence:n:" + cfg.Node,
+		nodesKey: cfg.Prefix + "presence:nodes",
 		log:      cfg.Logger,
 		m:        newPresenceMetrics(cfg.Registerer),
 		stop:     make(chan struct{}),
@@ -139,7 +149,7 @@ func (p *Presence) queueRefresh(ctx context.Context, pipe goredis.Pipeliner, use
 		members[i] = u
 	}
 	pipe.SAdd(ctx, p.nodeKey, members...)
-	pipe.PExpire(ctx, p.nodeKey, p.cfg.TTL)
+	pipe.PExpire(ctx, p.nodeKey, 3*p.cfg.TTL)
 	return added
 }
 
@@ -236,6 +246,7 @@ func (p *Presence) Close() error {
 			pipe.ZRem(ctx, p.userKey(u), p.cfg.Node)
 		}
 		pipe.Del(ctx, p.nodeKey)
+		pipe.ZRem(ctx, p.nodesKey, p.cfg.Node)
 		pipe.Publish(ctx, p.channel, "")
 		return nil
 	})
@@ -260,23 +271,65 @@ func (p *Presence) halt() bool {
 	return stopped
 }
 
-// heartbeat refreshes every local user's entry until Close. When it finds
-// entries missing (Redis was flushed, or another node dropped this one), it
-// announces a change of everything, so that the other nodes forget what
-// they cached.
+// heartbeat registers the node, refreshes every local user's entry and
+// reaps dead nodes, at once and then every Heartbeat until Close. When it
+// finds entries missing (Redis was flushed, or another node dropped this
+// one), it announces a change of everything, so that the other nodes
+// forget what they cached.
 func (p *Presence) heartbeat() {
 	t := time.NewTicker(p.cfg.Heartbeat)
 	defer t.Stop()
 	for {
+		if err := p.register(); err != nil {
+			p.log.Warn("presence heartbeat", "node", p.cfg.Node, "err", err)
+		}
+		if err := p.refresh(); err != nil {
+			p.log.Warn("presence heartbeat", "node", p.cfg.Node, "err", err)
+		}
 		select {
 		case <-p.stop:
 			return
 		case <-t.C:
 		}
-		if err := p.refresh(); err != nil {
-			p.log.Warn("presence heartbeat", "node", p.cfg.Node, "err", err)
-		}
 	}
+}
+
+// reapNodes removes the nodes of KEYS[1] (presence:nodes) whose score is
+// at or below ARGV[1] (now, unix ms) with their entries: ARGV[2] starts the
+// user keys, ARGV[3] the node keys; it announces "" on ARGV[4] when it
+// reaped any, and returns them.
+var reapNodes = goredis.NewScript(`
+local dead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+for _, node in ipairs(dead) do
+  local nk = ARGV[3] .. node
+  for _, u in ipairs(redis.call('SMEMBERS', nk)) do redis.call('ZREM', ARGV[2] .. u, node) end
+  redis.call('DEL', nk)
+  redis.call('ZREM', KEYS[1], node)
+end
+if #dead > 0 then redis.call('PUBLISH', ARGV[4], '') end
+return dead`)
+
+// register refreshes this node's score in presence:nodes and reaps the
+// nodes whose score has passed.
+func (p *Presence) register() error {
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Heartbeat)
+	defer cancel()
+	var reaped *goredis.Cmd
+	_, err := p.rdb.Pipelined(ctx, func(pipe goredis.Pipeliner) error {
+		pipe.ZAdd(ctx, p.nodesKey, goredis.Z{Score: p.expiry(), Member: p.cfg.Node})
+		reaped = reapNodes.Eval(ctx, pipe, []string{p.nodesKey}, strconv.FormatInt(time.Now().UnixMilli(), 10),
+			p.cfg.Prefix+"presence:u:", p.cfg.Prefix+"presence:n:", p.channel)
+		return nil
+	})
+	p.m.count(err)
+	if err != nil {
+		return unavailable("presence register", err)
+	}
+	if dead, _ := reaped.StringSlice(); len(dead) > 0 {
+		p.m.reaped.Add(float64(len(dead)))
+		p.log.Warn("presence: nodes stopped their heartbeat, dropped their entries", "nodes", dead)
+	}
+	return nil
 }
 
 // refresh rewrites the local entries in chunks of one pipeline each.
@@ -348,6 +401,7 @@ type presenceMetrics struct {
 	users      prometheus.Gauge
 	lookups    prometheus.Counter
 	errors     prometheus.Counter
+	reaped     prometheus.Counter
 	heartbeats prometheus.Counter
 	restored   prometheus.Counter
 }
@@ -363,6 +417,9 @@ func newPresenceMetrics(reg prometheus.Registerer) presenceMetrics {
 		errors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_presence_errors_total", Help: "Failed presence calls to Redis.",
 		}),
+		reaped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_presence_nodes_reaped_total", Help: "Nodes whose heartbeat stopped, dropped from presence by this node.",
+		}),
 		heartbeats: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_presence_heartbeats_total", Help: "Completed presence heartbeats.",
 		}),
@@ -371,7 +428,7 @@ func newPresenceMetrics(reg prometheus.Registerer) presenceMetrics {
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.users, m.lookups, m.errors, m.heartbeats, m.restored)
+		reg.MustRegister(m.users, m.lookups, m.errors, m.reaped, m.heartbeats, m.restored)
 	}
 	return m
 }
