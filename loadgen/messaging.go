@@ -82,7 +82,6 @@ func (r *run) group(ctx context.Context) error {
 	for i := range m.cls {
 		m.cls[i] = &msgClient{idx: i}
 	}
-	before := m.brokerCounters(ctx)
 	if err := m.setup(ctx, func(ctx context.Context, accs []account) ([]string, error) {
 		rm, err := accs[0].createGroup(ctx, "bench group", 0)
 		if err != nil {
@@ -92,6 +91,9 @@ func (r *run) group(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	// After the set-up and its joins' batches, which the nodes' relays
+	// publish while the clients connect: they are not the messages'.
+	before := m.settledCounters(ctx)
 	if err := m.measure(ctx); err != nil {
 		return err
 	}
@@ -133,6 +135,29 @@ func (m *msgRun) brokerCounters(ctx context.Context) map[string]float64 {
 		}
 	}
 	return sum
+}
+
+// settledCounters waits (at most 10 s) until the nodes' broker publishes
+// stop moving for half a second, then returns the counters (nil as
+// brokerCounters).
+func (m *msgRun) settledCounters(ctx context.Context) map[string]float64 {
+	last := m.brokerCounters(ctx)
+	if last == nil {
+		return nil
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		select {
+		case <-ctx.Done():
+			return last
+		case <-time.After(500 * time.Millisecond):
+		}
+		now := m.brokerCounters(ctx)
+		if now == nil || now["parley_broker_publishes_total"] == last["parley_broker_publishes_total"] {
+			return now
+		}
+		last = now
+	}
+	return last
 }
 
 func delta(before, after map[string]float64, name string) (float64, bool) {
