@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
 	goredis "github.com/redis/go-redis/v9"
 
 	"parley"
@@ -109,24 +108,6 @@ func (p *nodeProcess) lines() string {
 	return strings.Join(p.log, "\n")
 }
 
-// dialStompAddr is dialStomp over WebSocket for a node known only by its
-// address.
-func dialStompAddr(t *testing.T, addr, token string) *stompClient {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	ws, _, err := websocket.Dial(ctx, "ws://"+addr+"/ws", &websocket.DialOptions{Subprotocols: []string{"v12.stomp"}})
-	if err != nil {
-		t.Fatalf("websocket dial: %v", err)
-	}
-	conn := websocket.NetConn(context.Background(), ws, websocket.MessageText)
-	t.Cleanup(func() { conn.Close() })
-	c := &stompClient{t: t, conn: conn, r: stomp.NewReader(conn, stomp.Limits{})}
-	c.send("CONNECT\naccept-version:1.2,1.1,1.0\nhost:parley\nheart-beat:10000,10000\nAuthorization:Bearer " + token + "\n\n\x00")
-	c.expect("CONNECTED", "version:1.2")
-	return c
-}
-
 // TestClusterNodeSIGKILL: a node process is killed with SIGKILL while
 // messages flow. Its user reconnects to another node with since-seq and
 // gets every later message once, in order; what is sent while the node is
@@ -147,10 +128,10 @@ func TestClusterNodeSIGKILL(t *testing.T) {
 	r, ms := groupRoom(t, []*Main{a, b}, "sigkill", 4)
 	sender := dialStomp(t, a, "websocket", ms[0].c.token)
 	receiver := subscribe(t, b, ms[1].c.token, r.ID, -1)
-	victim := dialStompAddr(t, c.addr, ms[2].c.token)
+	victim := dialStompAt(t, "websocket", c.addr, ms[2].c.token)
 	victim.send("SUBSCRIBE\nid:1\ndestination:/topic/rooms." + r.ID + "\nreceipt:sub\n\n\x00")
 	victim.expect("RECEIPT", "receipt-id:sub")
-	dialStompAddr(t, c.addr, ms[3].c.token)
+	dialStompAt(t, "websocket", c.addr, ms[3].c.token)
 	settle()
 
 	const n = 300

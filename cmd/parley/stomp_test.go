@@ -24,18 +24,28 @@ type stompClient struct {
 // and sends CONNECT with token.
 func dialStomp(t testing.TB, m *Main, transport, token string) *stompClient {
 	t.Helper()
+	if transport == "websocket" {
+		return dialStompAt(t, transport, m.Addr(), token)
+	}
+	return dialStompAt(t, transport, m.StompAddr(), token)
+}
+
+// dialStompAt is dialStomp to an address: the HTTP one for "websocket",
+// the STOMP listener's for "tcp".
+func dialStompAt(t testing.TB, transport, addr, token string) *stompClient {
+	t.Helper()
 	var conn net.Conn
 	if transport == "websocket" {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		ws, _, err := websocket.Dial(ctx, "ws://"+m.Addr()+"/ws", &websocket.DialOptions{Subprotocols: []string{"v12.stomp"}})
+		ws, _, err := websocket.Dial(ctx, "ws://"+addr+"/ws", &websocket.DialOptions{Subprotocols: []string{"v12.stomp"}})
 		if err != nil {
 			t.Fatalf("websocket dial: %v", err)
 		}
 		conn = websocket.NetConn(context.Background(), ws, websocket.MessageText)
 	} else {
 		var err error
-		if conn, err = net.Dial("tcp", m.StompAddr()); err != nil {
+		if conn, err = net.Dial("tcp", addr); err != nil {
 			t.Fatalf("tcp dial: %v", err)
 		}
 	}
