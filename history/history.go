@@ -1,0 +1,268 @@
+// Package history wraps a parley.Store with an in-memory cache of the older
+// pages of rooms' histories, the pages past the newest ones that the cache
+// and redis packages keep (seed 001's history paging).
+//
+// A message never changes once committed and seqs are contiguous, so a
+// full block of BlockSize messages (seqs k·BlockSize+1 to (k+1)·BlockSize)
+// read once is the truth forever, on every node: the cache needs no events,
+// no invalidation and no coordination, and it is as correct in front of a
+// PostgreSQL shared by a cluster as in front of SQLite. A page whose seqs
+// lie in full blocks is answered from memory; any other page (the newest,
+// one reaching past the last full block, an unknown room) goes to the
+// inner store, as do all other methods.
+//
+// Blocks are kept newest first, so that a newest-first page inside one
+// block is a shared sub-slice (read-only, as parley.Store results are). The
+// number of messages kept is bounded by Config.MaxMessages; past it the
+// least recently used block goes. Concurrent misses of one block wait for
+// one load.
+package history
+
+import (
+	"container/list"
+	"context"
+	"slices"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"parley"
+)
+
+// Defaults for the zero fields of Config.
+const (
+	DefaultBlockSize   = parley.MaxPageLimit
+	DefaultMaxMessages = 100_000
+)
+
+// Config tunes a Store. Zero fields take the defaults above.
+type Config struct {
+	// BlockSize is the messages of one block, the unit of loading and
+	// eviction. At least parley.MaxPageLimit, so that a page spans at
+	// most two blocks.
+	BlockSize int
+	// MaxMessages bounds the messages kept, over all rooms.
+	MaxMessages int
+	// Registerer, when not nil, gets parley_history_requests_total{result}.
+	Registerer prometheus.Registerer
+}
+
+// Store is a parley.Store that serves the pages inside full blocks from
+// memory. Create it with New.
+type Store struct {
+	parley.Store // the inner store: everything but cached pages
+
+	size    int64
+	max     int
+	hits    prometheus.Counter
+	misses  prometheus.Counter
+	passing prometheus.Counter
+
+	mu      sync.Mutex // guards the following fields
+	blocks  map[blockKey]*list.Element
+	lru     *list.List // of *block, most recently used at the front
+	kept    int        // messages in blocks
+	loading map[blockKey]*load
+}
+
+var _ parley.Store = (*Store)(nil)
+
+type blockKey struct {
+	room  string
+	index int64 // seqs index·size+1 to (index+1)·size
+}
+
+type block struct {
+	key  blockKey
+	msgs []parley.Message // newest first, exactly size of them
+}
+
+// load is a block being read from the inner store; done is closed when
+// msgs and err are set.
+type load struct {
+	done chan struct{}
+	msgs []parley.Message // newest first; nil when the block is not full
+	err  error
+}
+
+// New returns a Store over inner.
+func New(inner parley.Store, cfg Config) *Store {
+	size := max(cfg.BlockSize, parley.MaxPageLimit)
+	if cfg.BlockSize == 0 {
+		size = DefaultBlockSize
+	}
+	maxMsgs := cfg.MaxMessages
+	if maxMsgs <= 0 {
+		maxMsgs = DefaultMaxMessages
+	}
+	vec := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "parley_history_requests_total",
+		Help: "History pages asked of the older-history cache, by result (hit: from memory; miss: a block was loaded; pass: not in full blocks, to the inner store).",
+	}, []string{"result"})
+	if cfg.Registerer != nil {
+		cfg.Registerer.MustRegister(vec)
+	}
+	return &Store{
+		Store:   inner,
+		size:    int64(size),
+		max:     maxMsgs,
+		hits:    vec.WithLabelValues("hit"),
+		misses:  vec.WithLabelValues("miss"),
+		passing: vec.WithLabelValues("pass"),
+		blocks:  map[blockKey]*list.Element{},
+		lru:     list.New(),
+		loading: map[blockKey]*load{},
+	}
+}
+
+// Messages implements parley.Store: a page whose seqs lie in full blocks
+// comes from memory (loading the blocks it lacks), any other page from the
+// inner store.
+func (s *Store) Messages(ctx context.Context, roomID string, p parley.Page) ([]parley.Message, error) {
+	from, to, ok := span(p)
+	if !ok {
+		s.passing.Inc()
+		return s.Store.Messages(ctx, roomID, p)
+	}
+	first, last := s.blockOf(from), s.blockOf(to)
+	hi, loaded, err := s.block(ctx, roomID, last)
+	if err != nil || hi == nil {
+		s.passing.Inc()
+		return s.Store.Messages(ctx, roomID, p)
+	}
+	lo := hi
+	if first != last {
+		var loadedLo bool
+		if lo, loadedLo, err = s.block(ctx, roomID, first); err != nil || lo == nil {
+			s.passing.Inc()
+			return s.Store.Messages(ctx, roomID, p)
+		}
+		loaded = loaded || loadedLo
+	}
+	if loaded {
+		s.misses.Inc()
+	} else {
+		s.hits.Inc()
+	}
+	page := s.cut(lo, hi, first, from, to, first == last)
+	if p.Forward() {
+		page = slices.Clone(page)
+		slices.Reverse(page)
+	}
+	return page, nil
+}
+
+// span returns the seqs a page asks for when they can come from blocks:
+// an older (Before > 0) or a catching-up page, whose full extent is known
+// without the room's last seq. ok is false for other pages.
+func span(p parley.Page) (from, to int64, ok bool) {
+	if p.Limit < 1 || p.Limit > parley.MaxPageLimit {
+		return 0, 0, false
+	}
+	limit := int64(p.Limit)
+	switch {
+	case p.Forward():
+		return p.After + 1, p.After + limit, true
+	case p.Before > 1:
+		return max(1, p.Before-limit), p.Before - 1, true
+	}
+	return 0, 0, false
+}
+
+func (s *Store) blockOf(seq int64) int64 { return (seq - 1) / s.size }
+
+// cut returns seqs from..to, newest first, from blocks first (lo) and
+// first+1 (hi), or from lo alone when one block holds them: a sub-slice
+// of the block when it can, else a copy.
+func (s *Store) cut(lo, hi []parley.Message, first, from, to int64, one bool) []parley.Message {
+	// In a block of index k, newest first, seq q sits at (k+1)·size − q.
+	at := func(k, q int64) int64 { return (k+1)*s.size - q }
+	if one {
+		end := at(first, from) + 1
+		return lo[at(first, to):end:end]
+	}
+	out := make([]parley.Message, 0, to-from+1)
+	out = append(out, hi[at(first+1, to):]...)
+	return append(out, lo[:at(first, from)+1]...)
+}
+
+// block returns the room's block k, newest first, from memory or loaded
+// (loaded true); nil with no error when it is not full (or the room is
+// unknown).
+func (s *Store) block(ctx context.Context, roomID string, k int64) (msgs []parley.Message, loaded bool, err error) {
+	key := blockKey{roomID, k}
+	s.mu.Lock()
+	if e, ok := s.blocks[key]; ok {
+		s.lru.MoveToFront(e)
+		msgs := e.Value.(*block).msgs
+		s.mu.Unlock()
+		return msgs, false, nil
+	}
+	l, waiting := s.loading[key]
+	if !waiting {
+		l = &load{done: make(chan struct{})}
+		s.loading[key] = l
+	}
+	s.mu.Unlock()
+	if waiting {
+		select {
+		case <-l.done:
+			return l.msgs, true, l.err
+		case <-ctx.Done():
+			return nil, true, ctx.Err()
+		}
+	}
+	l.msgs, l.err = s.read(ctx, roomID, k)
+	s.mu.Lock()
+	delete(s.loading, key)
+	if l.msgs != nil {
+		s.addLocked(&block{key: key, msgs: l.msgs})
+	}
+	s.mu.Unlock()
+	close(l.done)
+	return l.msgs, true, l.err
+}
+
+// read loads block k from the inner store, newest first; nil unless full.
+func (s *Store) read(ctx context.Context, roomID string, k int64) ([]parley.Message, error) {
+	var msgs []parley.Message
+	for after := k * s.size; int64(len(msgs)) < s.size; {
+		page, err := s.Store.Messages(ctx, roomID, parley.Page{After: after, Limit: int(min(s.size-int64(len(msgs)), parley.MaxPageLimit))})
+		if parley.ErrorCode(err) == parley.CodeNotFound {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range page {
+			if m.Seq != after+1 { // never expected: seqs are contiguous
+				return nil, nil
+			}
+			msgs = append(msgs, m)
+			after++
+		}
+		if len(page) == 0 || after == (k+1)*s.size {
+			break
+		}
+	}
+	if int64(len(msgs)) != s.size {
+		return nil, nil
+	}
+	slices.Reverse(msgs)
+	return msgs[:len(msgs):len(msgs)], nil
+}
+
+// addLocked keeps a loaded block and evicts the least recently used past
+// the bound.
+func (s *Store) addLocked(b *block) {
+	if _, ok := s.blocks[b.key]; ok {
+		return
+	}
+	s.blocks[b.key] = s.lru.PushFront(b)
+	s.kept += len(b.msgs)
+	for s.kept > s.max && s.lru.Len() > 1 {
+		old := s.lru.Remove(s.lru.Back()).(*block)
+		delete(s.blocks, old.key)
+		s.kept -= len(old.msgs)
+	}
+}
