@@ -122,8 +122,46 @@ func appendRoomView(b []byte, v *roomView) []byte {
 
 func appendTime(b []byte, t time.Time) []byte {
 	b = append(b, '"')
+	if t.Location() == time.UTC { // every time Parley stores
+		if year, month, day := t.Date(); year >= 0 && year <= 9999 {
+			hour, min, sec := t.Clock()
+			b = append(b, byte('0'+year/1000), byte('0'+year/100%10), byte('0'+year/10%10), byte('0'+year%10), '-',
+				byte('0'+month/10), byte('0'+month%10), '-', byte('0'+day/10), byte('0'+day%10), 'T',
+				byte('0'+hour/10), byte('0'+hour%10), ':', byte('0'+min/10), byte('0'+min%10), ':',
+				byte('0'+sec/10), byte('0'+sec%10))
+			if ns := t.Nanosecond(); ns != 0 {
+				var frac [10]byte
+				frac[0] = '.'
+				for i := 9; i > 0; i-- {
+					frac[i] = byte('0' + ns%10)
+					ns /= 10
+				}
+				n := 10
+				for frac[n-1] == '0' {
+					n--
+				}
+				b = append(b, frac[:n]...)
+			}
+			return append(b, 'Z', '"')
+		}
+	}
 	b = t.AppendFormat(b, time.RFC3339Nano)
 	return append(b, '"')
+}
+
+// plain8 reports whether the 8 bytes of x (s[i:i+8], little endian) are
+// ASCII that JSON copies as is: none below 0x20, none of " \ < > &, none
+// of 0x80 and above. (Bit tricks from "Bit Twiddling Hacks": hasless and
+// haszero; they may flag a plain byte next to a special one, never miss
+// one, so a flagged word just takes the byte-by-byte path.)
+func plain8(x uint64) bool {
+	const lsb = 0x0101010101010101
+	q, bs, lt, gt, amp := x^(lsb*'"'), x^(lsb*'\\'), x^(lsb*'<'), x^(lsb*'>'), x^(lsb*'&')
+	// Each term has a byte's top bit set where that byte is a zero (or
+	// below 0x20): haszero(y) = (y - lsb) & ^y, masked once at the end.
+	special := x | (x-lsb*0x20)&^x |
+		(q-lsb)&^q | (bs-lsb)&^bs | (lt-lsb)&^lt | (gt-lsb)&^gt | (amp-lsb)&^amp
+	return special&(lsb*0x80) == 0
 }
 
 const hexDigits = "0123456789abcdef"
@@ -135,6 +173,14 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		if i+8 <= len(s) {
+			x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+				uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+			if plain8(x) {
+				i += 8
+				continue
+			}
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {

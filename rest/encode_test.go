@@ -98,3 +98,40 @@ func BenchmarkEncodeRoomList(b *testing.B) {
 		}
 	})
 }
+
+// FuzzAppendString checks appendString and appendTime against
+// encoding/json on any input.
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "plain ascii text of some length", "<>&\"\\", "héllo\u2028\xff", "0123456\x01789abcdef"} {
+		f.Add(s, int64(1764478000123456789))
+	}
+	f.Fuzz(func(t *testing.T, s string, ns int64) {
+		want, _ := json.Marshal(s)
+		if got := appendString(nil, s); !bytes.Equal(got, want) {
+			t.Fatalf("appendString(%q) = %s, want %s", s, got, want)
+		}
+		for _, tm := range []time.Time{time.Unix(0, ns).UTC(), time.Unix(0, ns).UTC().Truncate(time.Microsecond), time.Unix(0, ns).In(time.FixedZone("x", 3600))} {
+			want, err := json.Marshal(tm)
+			if err != nil {
+				continue // outside the years encoding/json accepts
+			}
+			if got := appendTime(nil, tm); !bytes.Equal(got, want) {
+				t.Fatalf("appendTime(%v) = %s, want %s", tm, got, want)
+			}
+		}
+	})
+}
+
+func BenchmarkEncodeMessages(b *testing.B) {
+	msgs := make([]parley.Message, 50)
+	for i := range msgs {
+		msgs[i] = parley.Message{ID: parley.NewID(), RoomID: parley.NewID(), Seq: int64(1000 - i), SenderID: parley.NewID(),
+			SenderName: "alice", Body: string(bytes.Repeat([]byte("x"), 100)), ClientID: parley.NewID()[:12], SentAt: parley.Now()}
+	}
+	b.ReportAllocs()
+	var buf []byte
+	for b.Loop() {
+		buf = appendMessages(buf[:0], msgs)
+	}
+	b.SetBytes(int64(len(buf)))
+}
