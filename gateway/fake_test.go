@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"unicode/utf8"
 
@@ -19,6 +20,7 @@ type fakeChat struct {
 	msgs    map[string][]parley.Message  // room -> messages by seq-1
 	keys    map[[3]string]parley.Message // (room, sender, client id) -> message
 	sink    parley.EventSink
+	held    chan struct{} // when not nil, Send signals here and waits for its ctx (a commit that never comes)
 }
 
 func newFakeChat() *fakeChat {
@@ -89,6 +91,14 @@ func (c *fakeChat) Send(ctx context.Context, u parley.User, roomID, body, client
 	}
 	if len(body) > c.MaxBody() {
 		return parley.Message{}, false, parley.Errorf(parley.CodeTooLarge, "body too large")
+	}
+	c.mu.Lock()
+	held := c.held
+	c.mu.Unlock()
+	if held != nil {
+		held <- struct{}{}
+		<-ctx.Done()
+		return parley.Message{}, false, fmt.Errorf("send: %w", ctx.Err())
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
