@@ -11,9 +11,13 @@
 // one reaching past the last full block, an unknown room) goes to the
 // inner store, as do all other methods.
 //
-// Blocks are kept newest first, so that a newest-first page inside one
-// block is a shared sub-slice (read-only, as parley.Store results are). The
-// number of messages kept is bounded by Config.MaxMessages; past it the
+// A block is read only once the room's last seq (Store.Room, which the
+// cache and redis packages serve without the database) shows it full, so a
+// page near the newest end costs the inner store no more than it did
+// without this cache. Blocks are kept newest first, so that a newest-first
+// page inside one block is a shared sub-slice (read-only, as parley.Store
+// results are). The memory they take is bounded by Config.MaxBytes (an
+// estimate per message: its strings plus a fixed overhead); past it the
 // least recently used block goes. Concurrent misses of one block wait for
 // one load.
 package history
@@ -21,6 +25,7 @@ package history
 import (
 	"container/list"
 	"context"
+	"errors"
 	"slices"
 	"sync"
 
@@ -31,9 +36,16 @@ import (
 
 // Defaults for the zero fields of Config.
 const (
-	DefaultBlockSize   = parley.MaxPageLimit
-	DefaultMaxMessages = 100_000
+	DefaultBlockSize = parley.MaxPageLimit
+	DefaultMaxBytes  = 64 << 20
 )
+
+// messageOverhead is what a cached message takes besides its strings: the
+// struct, the string headers, the time.
+const messageOverhead = 160
+
+// maxRoomsKnown bounds the rooms whose last seq is remembered.
+const maxRoomsKnown = 100_000
 
 // Config tunes a Store. Zero fields take the defaults above.
 type Config struct {
@@ -41,8 +53,9 @@ type Config struct {
 	// eviction. At least parley.MaxPageLimit, so that a page spans at
 	// most two blocks.
 	BlockSize int
-	// MaxMessages bounds the messages kept, over all rooms.
-	MaxMessages int
+	// MaxBytes bounds the memory of the blocks kept, over all rooms
+	// (estimated).
+	MaxBytes int
 	// Registerer, when not nil, gets parley_history_requests_total{result}.
 	Registerer prometheus.Registerer
 }
@@ -53,7 +66,7 @@ type Store struct {
 	parley.Store // the inner store: everything but cached pages
 
 	size    int64
-	max     int
+	max     int // bytes
 	hits    prometheus.Counter
 	misses  prometheus.Counter
 	passing prometheus.Counter
@@ -61,8 +74,9 @@ type Store struct {
 	mu      sync.Mutex // guards the following fields
 	blocks  map[blockKey]*list.Element
 	lru     *list.List // of *block, most recently used at the front
-	kept    int        // messages in blocks
+	bytes   int        // the blocks' estimated size
 	loading map[blockKey]*load
+	known   map[string]int64 // room -> a seq known to be committed (its last seq, when read)
 }
 
 var _ parley.Store = (*Store)(nil)
@@ -73,8 +87,9 @@ type blockKey struct {
 }
 
 type block struct {
-	key  blockKey
-	msgs []parley.Message // newest first, exactly size of them
+	key   blockKey
+	msgs  []parley.Message // newest first, exactly size of them
+	bytes int
 }
 
 // load is a block being read from the inner store; done is closed when
@@ -91,9 +106,9 @@ func New(inner parley.Store, cfg Config) *Store {
 	if cfg.BlockSize == 0 {
 		size = DefaultBlockSize
 	}
-	maxMsgs := cfg.MaxMessages
-	if maxMsgs <= 0 {
-		maxMsgs = DefaultMaxMessages
+	maxBytes := cfg.MaxBytes
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxBytes
 	}
 	vec := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "parley_history_requests_total",
@@ -105,13 +120,14 @@ func New(inner parley.Store, cfg Config) *Store {
 	return &Store{
 		Store:   inner,
 		size:    int64(size),
-		max:     maxMsgs,
+		max:     maxBytes,
 		hits:    vec.WithLabelValues("hit"),
 		misses:  vec.WithLabelValues("miss"),
 		passing: vec.WithLabelValues("pass"),
 		blocks:  map[blockKey]*list.Element{},
 		lru:     list.New(),
 		loading: map[blockKey]*load{},
+		known:   map[string]int64{},
 	}
 }
 
@@ -191,6 +207,7 @@ func (s *Store) cut(lo, hi []parley.Message, first, from, to int64, one bool) []
 // unknown).
 func (s *Store) block(ctx context.Context, roomID string, k int64) (msgs []parley.Message, loaded bool, err error) {
 	key := blockKey{roomID, k}
+	end := (k + 1) * s.size // the block's newest seq
 	s.mu.Lock()
 	if e, ok := s.blocks[key]; ok {
 		s.lru.MoveToFront(e)
@@ -198,6 +215,23 @@ func (s *Store) block(ctx context.Context, roomID string, k int64) (msgs []parle
 		s.mu.Unlock()
 		return msgs, false, nil
 	}
+	known := s.known[roomID]
+	s.mu.Unlock()
+	if known < end {
+		// Is the block full by now? The room's info comes from memory or
+		// Redis; a room that is not found goes to the inner store.
+		r, err := s.Store.Room(ctx, roomID)
+		if err != nil || r.LastSeq < end {
+			return nil, false, nil
+		}
+		s.mu.Lock()
+		if len(s.known) >= maxRoomsKnown {
+			clear(s.known)
+		}
+		s.known[roomID] = max(s.known[roomID], r.LastSeq)
+		s.mu.Unlock()
+	}
+	s.mu.Lock()
 	l, waiting := s.loading[key]
 	if !waiting {
 		l = &load{done: make(chan struct{})}
@@ -212,22 +246,39 @@ func (s *Store) block(ctx context.Context, roomID string, k int64) (msgs []parle
 			return nil, true, ctx.Err()
 		}
 	}
+	defer func() { // also when the inner store panics: no waiter may hang
+		s.mu.Lock()
+		delete(s.loading, key)
+		if l.msgs != nil {
+			s.addLocked(&block{key: key, msgs: l.msgs, bytes: sizeOf(l.msgs)})
+		}
+		s.mu.Unlock()
+		close(l.done)
+	}()
+	l.err = errLoadAborted
 	l.msgs, l.err = s.read(ctx, roomID, k)
-	s.mu.Lock()
-	delete(s.loading, key)
-	if l.msgs != nil {
-		s.addLocked(&block{key: key, msgs: l.msgs})
-	}
-	s.mu.Unlock()
-	close(l.done)
 	return l.msgs, true, l.err
+}
+
+// errLoadAborted is what waiters get when a load never finished.
+var errLoadAborted = errors.New("history: block load aborted")
+
+// sizeOf estimates the memory of msgs.
+func sizeOf(msgs []parley.Message) int {
+	n := 0
+	for i := range msgs {
+		m := &msgs[i]
+		n += messageOverhead + len(m.ID) + len(m.RoomID) + len(m.SenderID) + len(m.SenderName) + len(m.Body) + len(m.ClientID)
+	}
+	return n
 }
 
 // read loads block k from the inner store, newest first; nil unless full.
 func (s *Store) read(ctx context.Context, roomID string, k int64) ([]parley.Message, error) {
 	var msgs []parley.Message
 	for after := k * s.size; int64(len(msgs)) < s.size; {
-		page, err := s.Store.Messages(ctx, roomID, parley.Page{After: after, Limit: int(min(s.size-int64(len(msgs)), parley.MaxPageLimit))})
+		want := int(min(s.size-int64(len(msgs)), parley.MaxPageLimit))
+		page, err := s.Store.Messages(ctx, roomID, parley.Page{After: after, Limit: want})
 		if parley.ErrorCode(err) == parley.CodeNotFound {
 			return nil, nil
 		}
@@ -241,7 +292,7 @@ func (s *Store) read(ctx context.Context, roomID string, k int64) ([]parley.Mess
 			msgs = append(msgs, m)
 			after++
 		}
-		if len(page) == 0 || after == (k+1)*s.size {
+		if len(page) < want || after == (k+1)*s.size {
 			break
 		}
 	}
@@ -259,10 +310,10 @@ func (s *Store) addLocked(b *block) {
 		return
 	}
 	s.blocks[b.key] = s.lru.PushFront(b)
-	s.kept += len(b.msgs)
-	for s.kept > s.max && s.lru.Len() > 1 {
+	s.bytes += b.bytes
+	for s.bytes > s.max && s.lru.Len() > 1 {
 		old := s.lru.Remove(s.lru.Back()).(*block)
 		delete(s.blocks, old.key)
-		s.kept -= len(old.msgs)
+		s.bytes -= old.bytes
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"parley"
 	"parley/history"
@@ -43,7 +44,7 @@ func TestStoreConformance(t *testing.T) {
 	for _, max := range []int{0, 1} {
 		t.Run(fmt.Sprint("max=", max), func(t *testing.T) {
 			parleytest.RunStoreTests(t, func(t *testing.T, sink parley.EventSink) parley.Store {
-				return history.New(openSQLite(t, sink), history.Config{MaxMessages: max})
+				return history.New(openSQLite(t, sink), history.Config{MaxBytes: max})
 			})
 		})
 	}
@@ -123,9 +124,9 @@ func TestPagesMatchInnerStore(t *testing.T) {
 }
 
 // TestBoundAndStampede: concurrent misses of one block load it once, and
-// the cache keeps at most MaxMessages.
+// the cache keeps at most MaxBytes (here two blocks of ~25 kB).
 func TestBoundAndStampede(t *testing.T) {
-	h, inner, r := room(t, 600, history.Config{MaxMessages: 200})
+	h, inner, r := room(t, 600, history.Config{MaxBytes: 60_000})
 	inner.calls.Store(0)
 	var wg sync.WaitGroup
 	for range 50 {
@@ -162,4 +163,59 @@ func wantRange(from, to int64) []parley.Message {
 		out = append(out, parley.Message{Seq: s})
 	}
 	return out
+}
+
+// TestNewestEndCostsNothing: a page that reaches the block that is not
+// full yet goes to the inner store once, as without the cache, and never
+// makes it read the partial block.
+func TestNewestEndCostsNothing(t *testing.T) {
+	h, inner, r := room(t, 250, history.Config{})
+	for _, p := range []parley.Page{
+		{Before: 231, After: -1, Limit: 20}, {Before: 251, After: -1, Limit: 50}, {Before: 400, After: -1, Limit: 100},
+		{After: 250, Limit: 50}, {After: 240, Limit: 50}, {After: 190, Limit: 20}, parley.Newest(50),
+	} {
+		for range 2 {
+			inner.calls.Store(0)
+			got, err := h.Messages(ctx, r.ID, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := inner.Store.Messages(ctx, r.ID, p)
+			if seqsOf(got) != seqsOf(want) {
+				t.Errorf("Messages(%+v) = %s, want %s", p, seqsOf(got), seqsOf(want))
+			}
+			if n := inner.calls.Load(); n != 1 {
+				t.Errorf("Messages(%+v) made %d inner reads, want 1 (the page itself)", p, n)
+			}
+		}
+	}
+}
+
+// panicky panics on every Messages call.
+type panicky struct{ parley.Store }
+
+func (panicky) Messages(context.Context, string, parley.Page) ([]parley.Message, error) {
+	panic("inner store failed")
+}
+
+// TestLoadPanicReleasesWaiters: a load whose inner store panics leaves no
+// reader waiting for it.
+func TestLoadPanicReleasesWaiters(t *testing.T) {
+	_, inner, r := room(t, 100, history.Config{})
+	bad := history.New(panicky{inner.Store}, history.Config{})
+	read := func() {
+		defer func() { recover() }()
+		bad.Messages(ctx, r.ID, parley.Page{Before: 51, After: -1, Limit: 50})
+	}
+	read()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		read()
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a read after a panicked load is still waiting")
+	}
 }

@@ -44,7 +44,7 @@ type Config struct {
 	StompAddr      string        // raw TCP STOMP listen address; "" for none
 	DebugAddr      string        // pprof listen address; "" for none
 	CacheRecent    int           // newest messages of each room kept in memory
-	CacheHistory   int           // older messages kept in memory, over all rooms; 0: none
+	CacheHistory   int           // MiB of older messages kept in memory, over all rooms; 0: none
 	AllowedOrigins string        // comma-separated Origins allowed on /ws; "" for the same host
 	StompHeartBeat time.Duration // heart-beat interval offered both ways
 	StompSendRate  float64       // SEND frames per second per connection
@@ -73,7 +73,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.TextVar(&c.LogLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn, error")
 	fs.StringVar(&c.StompAddr, "stomp-addr", "", "raw TCP STOMP listen address (empty: WebSocket /ws only)")
 	fs.IntVar(&c.CacheRecent, "cache-recent", cache.DefaultRecentMessages, "newest messages of each room served from memory (older history pages read the store)")
-	fs.IntVar(&c.CacheHistory, "cache-history", history.DefaultMaxMessages, "older messages kept in memory, over all rooms, in blocks of 100 read once (0: older pages always read the store)")
+	fs.IntVar(&c.CacheHistory, "cache-history-mib", history.DefaultMaxBytes>>20, "MiB of older messages kept in memory, over all rooms, in blocks of 100 read once (0: older pages always read the store)")
 	fs.StringVar(&c.DebugAddr, "debug-addr", "", "serve Go's pprof profiles at http://ADDR/debug/pprof/ (keep it on loopback; empty: off)")
 	fs.StringVar(&c.AllowedOrigins, "allowed-origins", "", "comma-separated Origins allowed to open /ws, or * (empty: the same host)")
 	fs.DurationVar(&c.StompHeartBeat, "stomp-heartbeat", 10*time.Second, "STOMP heart-beat interval the server offers both ways")
@@ -191,7 +191,7 @@ func (m *Main) Open(ctx context.Context) error {
 
 	if cfg.CacheHistory > 0 {
 		// Older pages never change: every node keeps its own copy.
-		hot = history.New(hot, history.Config{MaxMessages: cfg.CacheHistory, Registerer: m.registry})
+		hot = history.New(hot, history.Config{MaxBytes: cfg.CacheHistory << 20, Registerer: m.registry})
 	}
 	svc := chat.New(chat.Config{
 		Store: hot, TokenTTL: cfg.TokenTTL, MaxBody: cfg.MaxBody, KDF: cfg.KDF, Registerer: m.registry,
