@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -88,8 +89,11 @@ type HotConfig struct {
 //     does not install an older position.
 //
 // If Redis is unreachable reads fall back to the inner store and Apply logs
-// the failure; a lost invalidation serves stale member counts or
-// memberships for at most one TTL.
+// the failure and retries the invalidations of joins and leaves in the
+// background; while one is lost, member counts and memberships may be
+// stale (a member who left may still pass a membership check; one who
+// joined never fails it: a negative answer is confirmed by the inner
+// store), for at most one TTL.
 type HotStore struct {
 	parley.Store // the inner store: writes and everything not cached
 
@@ -98,6 +102,10 @@ type HotStore struct {
 	log *slog.Logger
 	m   hotMetrics
 	acc accounts // this node's users and tokens (accounts.go)
+
+	retries  sync.WaitGroup // the goroutines of retryInvalidations
+	stop     chan struct{}  // closed by Close: the retries end
+	stopOnce sync.Once
 }
 
 var _ parley.Store = (*HotStore)(nil)
@@ -121,7 +129,7 @@ func NewHotStore(inner parley.Store, rdb *goredis.Client, cfg HotConfig) *HotSto
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &HotStore{Store: inner, rdb: rdb, cfg: cfg, log: cfg.Logger, m: newHotMetrics(cfg.Registerer)}
+	return &HotStore{Store: inner, rdb: rdb, cfg: cfg, log: cfg.Logger, m: newHotMetrics(cfg.Registerer), stop: make(chan struct{})}
 }
 
 func (h *HotStore) roomKey(id string) string   { return h.cfg.Prefix + "hot:r:" + id }

@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"strconv"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -79,7 +80,9 @@ return 1`)
 // writer, after the commit and before the writes return, so a write that
 // returned is visible to every node's reads. It makes one round trip (a
 // pipeline of scripts) per batch, bounded by HotConfig.Timeout; a failure
-// is logged (see HotStore for what it costs).
+// is logged, and the invalidations of joins and leaves are retried in the
+// background until they succeed (or Close), so that a membership answered
+// from Redis is wrong no longer than Redis is unreachable.
 func (h *HotStore) Apply(events []parley.Event) {
 	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.Timeout)
 	defer cancel()
@@ -87,13 +90,16 @@ func (h *HotStore) Apply(events []parley.Event) {
 	pipe := h.rdb.Pipeline()
 	var msgs map[string][]parley.Message // per room, for one window script each
 	var rooms []string                   // msgs' keys in order
+	var inv [][2]string                  // the invalidations: a key and its generation
 	for i := range events {
 		ev := &events[i]
 		room := ev.Room.ID
 		switch ev.Kind {
 		case parley.EventJoin, parley.EventLeave:
-			scriptInvalidate.Eval(ctx, pipe, []string{h.roomKey(room), h.roomGen(room)}, ttl)
-			scriptInvalidate.Eval(ctx, pipe, []string{h.userKey(ev.UserID), h.userGen(ev.UserID)}, ttl)
+			inv = append(inv, [2]string{h.roomKey(room), h.roomGen(room)}, [2]string{h.userKey(ev.UserID), h.userGen(ev.UserID)})
+			for _, kg := range inv[len(inv)-2:] {
+				scriptInvalidate.Eval(ctx, pipe, kg[:], ttl)
+			}
 		case parley.EventRead:
 			scriptRaise.Eval(ctx, pipe, []string{h.userKey(ev.UserID), h.userGen(ev.UserID)},
 				room, strconv.FormatInt(ev.ReadSeq, 10), ttl)
@@ -119,5 +125,42 @@ func (h *HotStore) Apply(events []parley.Event) {
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
 		h.warn("apply", err)
+		if len(inv) > 0 {
+			h.retries.Go(func() { h.retryInvalidations(inv) })
+		}
 	}
+}
+
+// retryInvalidations runs the invalidations again, with a growing pause,
+// until they succeed or the store closes. They are idempotent: running one
+// twice only moves its generation twice.
+func (h *HotStore) retryInvalidations(inv [][2]string) {
+	pause := 100 * time.Millisecond
+	for {
+		select {
+		case <-h.stop:
+			return
+		case <-time.After(pause):
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), h.cfg.Timeout)
+		pipe := h.rdb.Pipeline()
+		for _, kg := range inv {
+			scriptInvalidate.Eval(ctx, pipe, kg[:], h.ttlArg())
+		}
+		_, err := pipe.Exec(ctx)
+		cancel()
+		if err == nil || isNil(err) {
+			h.m.retried.Inc()
+			return
+		}
+		pause = min(2*pause, 5*time.Second)
+	}
+}
+
+// Close closes the inner store, then stops the retries of invalidations.
+func (h *HotStore) Close() error {
+	err := h.Store.Close() // no Apply after this
+	h.stopOnce.Do(func() { close(h.stop) })
+	h.retries.Wait()
+	return err
 }

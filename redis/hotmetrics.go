@@ -27,6 +27,7 @@ var hotKindNames = [numHotKinds]string{"room", "last", "messages", "memberships"
 // inner store (PostgreSQL).
 type hotMetrics struct {
 	hits, misses [numHotKinds]prometheus.Counter
+	retried      prometheus.Counter // invalidations that succeeded on a retry
 }
 
 func newHotMetrics(reg prometheus.Registerer) hotMetrics {
@@ -43,7 +44,20 @@ func newHotMetrics(reg prometheus.Registerer) hotMetrics {
 			vec = are.ExistingCollector.(*prometheus.CounterVec)
 		}
 	}
-	var m hotMetrics
+	retried := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "parley_hot_invalidation_retries_total",
+		Help: "Batches of join and leave invalidations that failed on commit and succeeded when retried.",
+	})
+	if reg != nil {
+		if err := reg.Register(retried); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if !errors.As(err, &are) {
+				panic("redis: register hot metrics: " + err.Error())
+			}
+			retried = are.ExistingCollector.(prometheus.Counter)
+		}
+	}
+	m := hotMetrics{retried: retried}
 	for k := range numHotKinds {
 		m.hits[k] = vec.WithLabelValues(hotKindNames[k], "hit")
 		m.misses[k] = vec.WithLabelValues(hotKindNames[k], "miss")

@@ -21,18 +21,26 @@ func isMetaField(f string) bool { return f == "_" || strings.HasPrefix(f, "j:") 
 // Member implements parley.Store from the user's memberships in Redis (one
 // round trip when warm), loading them from the inner store when they are
 // missing. Every request on a room checks it, so in steady state it keeps
-// those requests off PostgreSQL. Fails with CodeNotFound for a non-member.
+// those requests off PostgreSQL. A "not a member" from Redis is confirmed
+// by the inner store (it is rare: a refused request), so a join whose
+// invalidation was lost never locks its member out; and when Redis fails
+// the inner store answers. Fails with CodeNotFound for a non-member.
 func (h *HotStore) Member(ctx context.Context, roomID, userID string) (parley.Member, error) {
+	if isMetaField(roomID) { // "_" or "j:…" name no room: never a member
+		return parley.Member{}, notMember(roomID, userID)
+	}
 	pipe := h.rdb.Pipeline()
 	vals := pipe.HMGet(ctx, h.userKey(userID), "_", roomID, joinedField(roomID))
 	genCmd := pipe.Get(ctx, h.userGen(userID))
 	if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
 		h.warn("read member", err)
+		h.m.miss(kindMember)
+		return h.Store.Member(ctx, roomID, userID)
 	}
 	if v := vals.Val(); vals.Err() == nil && len(v) == 3 && v[0] != nil {
 		if v[1] == nil {
-			h.m.hit(kindMember)
-			return parley.Member{}, notMember(roomID, userID)
+			h.m.miss(kindMember)
+			return h.Store.Member(ctx, roomID, userID)
 		}
 		if m, ok := decodeMember(roomID, userID, v[1], v[2]); ok {
 			h.m.hit(kindMember)
