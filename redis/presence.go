@@ -49,7 +49,7 @@ type PresenceConfig struct {
 // "{prefix}presence" (a user id, or "" for everything).
 //
 // A node killed without Close stops refreshing its score in
-// presence:nodes; the first heartbeat of any node after that score passed
+// presence:nodes (scored by Redis's clock); the first heartbeat of any node after that score passed
 // reaps it (the reap script: its entries are removed and "" announced, once,
 // atomically), so the other nodes drop the routes they cached through it
 // within one TTL and one heartbeat of its death, and long-online users'
@@ -294,19 +294,24 @@ func (p *Presence) heartbeat() {
 	}
 }
 
-// reapNodes removes the nodes of KEYS[1] (presence:nodes) whose score is
-// at or below ARGV[1] (now, unix ms) with their entries: ARGV[2] starts the
-// user keys, ARGV[3] the node keys; it announces "" on ARGV[4] when it
-// reaped any, and returns them.
-var reapNodes = goredis.NewScript(`
-local dead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+// registerNode refreshes a node's score in KEYS[1] (presence:nodes) to
+// now + ARGV[2] ms and removes the nodes whose score has passed with their
+// entries: ARGV[1] is the node, ARGV[3] starts the user keys, ARGV[4] the
+// node keys; it announces "" on ARGV[5] when it reaped any, and returns
+// them. "Now" is Redis's clock, the same for every node, so a node whose
+// clock is off is never reaped for it.
+var registerNode = goredis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+local dead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
 for _, node in ipairs(dead) do
-  local nk = ARGV[3] .. node
-  for _, u in ipairs(redis.call('SMEMBERS', nk)) do redis.call('ZREM', ARGV[2] .. u, node) end
+  local nk = ARGV[4] .. node
+  for _, u in ipairs(redis.call('SMEMBERS', nk)) do redis.call('ZREM', ARGV[3] .. u, node) end
   redis.call('DEL', nk)
   redis.call('ZREM', KEYS[1], node)
 end
-if #dead > 0 then redis.call('PUBLISH', ARGV[4], '') end
+if #dead > 0 then redis.call('PUBLISH', ARGV[5], '') end
 return dead`)
 
 // register refreshes this node's score in presence:nodes and reaps the
@@ -314,18 +319,13 @@ return dead`)
 func (p *Presence) register() error {
 	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Heartbeat)
 	defer cancel()
-	var reaped *goredis.Cmd
-	_, err := p.rdb.Pipelined(ctx, func(pipe goredis.Pipeliner) error {
-		pipe.ZAdd(ctx, p.nodesKey, goredis.Z{Score: p.expiry(), Member: p.cfg.Node})
-		reaped = reapNodes.Eval(ctx, pipe, []string{p.nodesKey}, strconv.FormatInt(time.Now().UnixMilli(), 10),
-			p.cfg.Prefix+"presence:u:", p.cfg.Prefix+"presence:n:", p.channel)
-		return nil
-	})
+	dead, err := registerNode.Run(ctx, p.rdb, []string{p.nodesKey}, p.cfg.Node, p.cfg.TTL.Milliseconds(),
+		p.cfg.Prefix+"presence:u:", p.cfg.Prefix+"presence:n:", p.channel).StringSlice()
 	p.m.count(err)
 	if err != nil {
 		return unavailable("presence register", err)
 	}
-	if dead, _ := reaped.StringSlice(); len(dead) > 0 {
+	if len(dead) > 0 {
 		p.m.reaped.Add(float64(len(dead)))
 		p.log.Warn("presence: nodes stopped their heartbeat, dropped their entries", "nodes", dead)
 	}
