@@ -190,11 +190,13 @@ func (r *Relay) Apply(evs []parley.Event) {
 }
 
 // Receive is the broker's batch handler. It returns once the relay has
-// handed the batch's message to the local fan-out (or holds it for an
-// older one of its room, or dropped it as a duplicate), so that the broker
-// acknowledges only what reached this node's sessions, and its prefetch
-// bounds what waits in the relay: a slow relay slows the deliveries from
-// RabbitMQ instead of growing a queue here.
+// handed the batch's message to the local fan-out (hub.Deliver, which
+// queues it for the sessions), holds it for an older one of its room, or
+// dropped it as a duplicate, so that the broker acknowledges only what the
+// relay has taken over, and its prefetch bounds what waits in the relay: a
+// slow relay slows the deliveries from RabbitMQ instead of growing a queue
+// here. After Close it returns at once (the node is going away; its queue
+// is deleted).
 func (r *Relay) Receive(b parley.Batch) {
 	done := make(chan struct{})
 	if r.enqueue(item{batch: &b, done: done}) {
