@@ -271,20 +271,23 @@ func (p *Presence) halt() bool {
 	return stopped
 }
 
-// heartbeat registers the node, refreshes every local user's entry and
-// reaps dead nodes, at once and then every Heartbeat until Close. When it
+// heartbeat registers the node and reaps dead nodes at once, then every
+// Heartbeat until Close it does so again and refreshes every local user's
+// entry. When it
 // finds entries missing (Redis was flushed, or another node dropped this
 // one), it announces a change of everything, so that the other nodes
 // forget what they cached.
 func (p *Presence) heartbeat() {
 	t := time.NewTicker(p.cfg.Heartbeat)
 	defer t.Stop()
-	for {
+	for first := true; ; first = false {
 		if err := p.register(); err != nil {
 			p.log.Warn("presence heartbeat", "node", p.cfg.Node, "err", err)
 		}
-		if err := p.refresh(); err != nil {
-			p.log.Warn("presence heartbeat", "node", p.cfg.Node, "err", err)
+		if !first { // Add wrote the entries of a node just started
+			if err := p.refresh(); err != nil {
+				p.log.Warn("presence heartbeat", "node", p.cfg.Node, "err", err)
+			}
 		}
 		select {
 		case <-p.stop:
