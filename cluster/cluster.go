@@ -8,10 +8,10 @@
 //
 // The store's commit events (Apply) go to a queue that one goroutine
 // drains in commit order. For a message it looks up the room's route: the
-// members (from the store, cached per room and kept current by the joins
-// and leaves every node relays) and the nodes that hold their sessions
-// (from parley.Presence), cached per room and dropped on every presence
-// change the change hook reports, and after Config.RouteTTL at the latest. It then publishes one parley.Batch to each
+// members (from the store, cached per room until a join or leave) and the
+// nodes that hold their sessions (from parley.Presence), cached per room
+// and dropped on every presence change the change hook reports, and after
+// Config.RouteTTL at the latest. It then publishes one parley.Batch to each
 // other node of the route, with the members on that node, and none to a
 // node without online members. Joins and leaves travel the same way, to
 // the room's nodes and the user's nodes, so that every node drops its
@@ -364,7 +364,7 @@ func (r *Relay) local(ev *parley.Event) {
 		for _, node := range userNodes[ev.UserID] {
 			targets[node] = true
 		}
-		r.memberChanged(ev, userNodes[ev.UserID], err == nil)
+		r.invalidateRoom(roomID)
 		if ev.Kind == parley.EventLeave {
 			r.cfg.Local.Apply([]parley.Event{*ev})
 		}
@@ -395,79 +395,11 @@ func (r *Relay) receive(b *parley.Batch) {
 		r.m.messages.WithLabelValues("remote").Inc()
 		r.offer(ev.Message, b.Recipients)
 	case parley.EventJoin, parley.EventLeave:
-		var nodes []string
-		ok := true
-		if ev.Kind == parley.EventJoin && r.hasRoute(ev.Room.ID) {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			found, err := r.presence.Nodes(ctx, []string{ev.UserID})
-			cancel()
-			nodes, ok = found[ev.UserID], err == nil
-		}
-		r.memberChanged(ev, nodes, ok)
+		r.invalidateRoom(ev.Room.ID)
 		if ev.Kind == parley.EventLeave {
 			r.cfg.Local.Apply([]parley.Event{*ev})
 		}
 	}
-}
-
-func (r *Relay) hasRoute(roomID string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.routes[roomID] != nil
-}
-
-// memberChanged applies a join or a leave to the room's cached members and
-// route instead of dropping them, so that a burst of joins into a big room
-// costs one presence lookup each (userNodes: the joining user's nodes,
-// nodesOK false if they could not be read) rather than a reload of every
-// member and their presence. The cached lists keep their age, so RouteTTL
-// still bounds what a lost member batch can cost. Lists and routes are
-// never changed in place: offer may be delivering to the old ones.
-func (r *Relay) memberChanged(ev *parley.Event, userNodes []string, nodesOK bool) {
-	roomID, user, joined := ev.Room.ID, ev.UserID, ev.Kind == parley.EventJoin
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.gen++
-	ml := r.members[roomID]
-	if ml == nil {
-		delete(r.routes, roomID)
-		return
-	}
-	has := slices.Contains(ml.ids, user)
-	if has == joined {
-		return // applied already (the list was read after the change, or a duplicate batch)
-	}
-	var ids []string
-	if joined {
-		ids = append(slices.Clip(ml.ids), user)
-	} else {
-		ids = slices.DeleteFunc(slices.Clone(ml.ids), func(id string) bool { return id == user })
-	}
-	r.members[roomID] = &memberList{ids: ids, at: ml.at}
-	rt := r.routes[roomID]
-	if rt == nil {
-		return
-	}
-	if joined && !nodesOK {
-		delete(r.routes, roomID)
-		return
-	}
-	nodes := make(map[string][]string, len(rt.nodes)+len(userNodes))
-	for node, users := range rt.nodes {
-		if !joined && slices.Contains(users, user) {
-			users = slices.DeleteFunc(slices.Clone(users), func(id string) bool { return id == user })
-			if len(users) == 0 {
-				continue
-			}
-		}
-		nodes[node] = users
-	}
-	if joined {
-		for _, node := range userNodes {
-			nodes[node] = append(slices.Clip(nodes[node]), user)
-		}
-	}
-	r.routes[roomID] = &route{members: ids, nodes: nodes, at: rt.at}
 }
 
 // invalidateRoom forgets a room's members and route.

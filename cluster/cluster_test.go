@@ -18,36 +18,12 @@ type fakeStore struct {
 	mu      sync.Mutex
 	members map[string][]string
 	msgs    map[string][]parley.Message
-	reads   int // Members calls
 }
 
 func (s *fakeStore) Members(ctx context.Context, roomID string) ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.reads++
 	return slices.Clone(s.members[roomID]), nil
-}
-
-// join adds a member and returns the join event.
-func (s *fakeStore) join(roomID, user string) parley.Event {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.members[roomID] = append(s.members[roomID], user)
-	return parley.Event{Kind: parley.EventJoin, Room: parley.Room{ID: roomID}, UserID: user}
-}
-
-// leave removes a member and returns the leave event.
-func (s *fakeStore) leave(roomID, user string) parley.Event {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.members[roomID] = slices.DeleteFunc(s.members[roomID], func(id string) bool { return id == user })
-	return parley.Event{Kind: parley.EventLeave, Room: parley.Room{ID: roomID}, UserID: user}
-}
-
-func (s *fakeStore) memberReads() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.reads
 }
 
 func (s *fakeStore) Messages(ctx context.Context, roomID string, p parley.Page) ([]parley.Message, error) {
@@ -305,61 +281,5 @@ func TestReceiveReturnsAfterDelivery(t *testing.T) {
 	case <-returned:
 	case <-time.After(5 * time.Second):
 		t.Fatal("Receive on a relay closed before Start did not return")
-	}
-}
-
-// TestJoinBurstKeepsRoute: joins into a room with a cached route update it
-// in place: a burst of joins does not reread the members, and every node
-// routes to the new members at once.
-func TestJoinBurstKeepsRoute(t *testing.T) {
-	store := &fakeStore{members: map[string][]string{"r": {"x"}}, msgs: map[string][]parley.Message{}}
-	nodes := newNodes(t, store, "a", "b", "c")
-	a := nodes["a"]
-	a.presence.Add(context.Background(), "x")
-	a.relay.Apply([]parley.Event{store.commit("r", "x")}) // route cached on a
-	waitSeqs(t, a.local, "x", 1)
-	time.Sleep(50 * time.Millisecond) // the presence notifications of the adds
-	before := store.memberReads()
-	const joins = 100
-	for i := range joins {
-		u := fmt.Sprintf("j%d", i)
-		nodes[[]string{"b", "c"}[i%2]].presence.Add(context.Background(), u)
-	}
-	time.Sleep(100 * time.Millisecond) // presence changes drop routes: one reload after them
-	for i := range joins {
-		a.relay.Apply([]parley.Event{store.join("r", fmt.Sprintf("j%d", i))})
-	}
-	a.relay.Apply([]parley.Event{store.commit("r", "x")})
-	for i := range joins {
-		u := fmt.Sprintf("j%d", i)
-		if got := waitSeqs(t, nodes[[]string{"b", "c"}[i%2]].local, u, 1); !slices.Equal(got, []int64{2}) {
-			t.Fatalf("%s got %v, want seq 2", u, got)
-		}
-	}
-	if got := store.memberReads() - before; got > 2 {
-		t.Errorf("%d joins made %d member reads, want at most 2", joins, got)
-	}
-
-	// A leave committed on a, and a join committed on b (relayed to a),
-	// change a's route too.
-	a.relay.Apply([]parley.Event{store.leave("r", "j0")})
-	nodes["c"].presence.Add(context.Background(), "k")
-	time.Sleep(100 * time.Millisecond)
-	a.relay.Apply([]parley.Event{store.commit("r", "x")}) // seq 3: route reloaded after k's presence
-	nodes["b"].relay.Apply([]parley.Event{store.join("r", "k")})
-	time.Sleep(100 * time.Millisecond) // the join batch reaches a
-	before = store.memberReads()
-	a.relay.Apply([]parley.Event{store.commit("r", "x")}) // seq 4
-	if got := waitSeqs(t, nodes["c"].local, "k", 1); !slices.Equal(got, []int64{4}) {
-		t.Errorf("k, who joined on b, got %v, want seq 4", got)
-	}
-	if got := waitSeqs(t, nodes["c"].local, "j1", 3); !slices.Equal(got, []int64{2, 3, 4}) {
-		t.Errorf("j1 got %v, want 2, 3, 4", got)
-	}
-	if got := nodes["b"].local.seqs("j0"); !slices.Equal(got, []int64{2}) {
-		t.Errorf("j0, who left, got %v, want only 2", got)
-	}
-	if got := store.memberReads() - before; got != 0 {
-		t.Errorf("a remote join made %d member reads on a, want 0", got)
 	}
 }
