@@ -209,9 +209,7 @@ func (s *Store) block(ctx context.Context, roomID string, k int64) (msgs []parle
 	key := blockKey{roomID, k}
 	end := (k + 1) * s.size // the block's newest seq
 	s.mu.Lock()
-	if e, ok := s.blocks[key]; ok {
-		s.lru.MoveToFront(e)
-		msgs := e.Value.(*block).msgs
+	if msgs := s.cachedLocked(key); msgs != nil {
 		s.mu.Unlock()
 		return msgs, false, nil
 	}
@@ -232,6 +230,10 @@ func (s *Store) block(ctx context.Context, roomID string, k int64) (msgs []parle
 		s.mu.Unlock()
 	}
 	s.mu.Lock()
+	if msgs := s.cachedLocked(key); msgs != nil { // loaded while we asked for the room
+		s.mu.Unlock()
+		return msgs, false, nil
+	}
 	l, waiting := s.loading[key]
 	if !waiting {
 		l = &load{done: make(chan struct{})}
@@ -258,6 +260,16 @@ func (s *Store) block(ctx context.Context, roomID string, k int64) (msgs []parle
 	l.err = errLoadAborted
 	l.msgs, l.err = s.read(ctx, roomID, k)
 	return l.msgs, true, l.err
+}
+
+// cachedLocked returns block key if it is in memory, marking it used.
+func (s *Store) cachedLocked(key blockKey) []parley.Message {
+	e, ok := s.blocks[key]
+	if !ok {
+		return nil
+	}
+	s.lru.MoveToFront(e)
+	return e.Value.(*block).msgs
 }
 
 // errLoadAborted is what waiters get when a load never finished.
