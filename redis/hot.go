@@ -361,11 +361,7 @@ func (h *HotStore) memberships(ctx context.Context, userID string) (map[string]i
 		genCmd = nil
 	}
 	h.m.miss(kindMemberships)
-	gen, ok := "", false
-	if genCmd != nil {
-		gen, ok = genOf(genCmd)
-	}
-	ms, err := h.loadMemberships(ctx, userID, gen, ok)
+	ms, err := h.reload(ctx, userID, genCmd)
 	if err != nil {
 		return nil, err
 	}
@@ -400,6 +396,17 @@ func (h *HotStore) forget(ctx context.Context, userID string) {
 	if err != nil && !isNil(err) {
 		h.warn("forget memberships", err)
 	}
+}
+
+// reload loads the user's memberships after a miss: installed in Redis if
+// the generation genCmd read with the miss still holds (nil: the hash was
+// just forgotten, install nothing).
+func (h *HotStore) reload(ctx context.Context, userID string, genCmd *goredis.StringCmd) ([]parley.Member, error) {
+	gen, ok := "", false
+	if genCmd != nil {
+		gen, ok = genOf(genCmd)
+	}
+	return h.loadMemberships(ctx, userID, gen, ok)
 }
 
 // loadMemberships reads the user's memberships from the inner store and,

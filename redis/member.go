@@ -52,11 +52,7 @@ func (h *HotStore) Member(ctx context.Context, roomID, userID string) (parley.Me
 		genCmd = nil
 	}
 	h.m.miss(kindMember)
-	gen, ok := "", false
-	if genCmd != nil {
-		gen, ok = genOf(genCmd)
-	}
-	ms, err := h.loadMemberships(ctx, userID, gen, ok)
+	ms, err := h.reload(ctx, userID, genCmd)
 	if err != nil {
 		return parley.Member{}, err
 	}

@@ -20,7 +20,6 @@ import (
 
 	"parley"
 	"parley/redis"
-	"parley/stomp"
 )
 
 // nodeProcess is a cluster node running in a process of its own (this
@@ -143,23 +142,7 @@ func TestClusterNodeSIGKILL(t *testing.T) {
 	checkRun(t, "victim on c before the kill", seen, 1)
 	c.kill()
 	killed := time.Now()
-	// The client may have read more before its socket closed; it resumes
-	// from the last seq it holds.
-	last := seen[len(seen)-1]
-	for {
-		victim.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-		f, err := victim.r.Read()
-		if err != nil {
-			break
-		}
-		if f.Command == stomp.Message {
-			s, _ := strconv.ParseInt(string(f.Get("seq")), 10, 64)
-			if s != last+1 {
-				t.Fatalf("victim on c got seq %d after %d", s, last)
-			}
-			last = s
-		}
-	}
+	last := drainSeqs(t, "victim on c", victim, seen[len(seen)-1])
 	if last >= n {
 		t.Fatalf("the victim had all %d messages before the kill: nothing to resume", n)
 	}

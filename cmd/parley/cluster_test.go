@@ -232,6 +232,28 @@ func readSeqs(t *testing.T, sc *stompClient, n int) []int64 {
 	return seqs
 }
 
+// drainSeqs reads what a client whose node went away still gets, until
+// its connection ends or stays quiet for 5 s, and returns the last seq it
+// holds (last if none): the client may read more before its socket
+// closes, and resumes from there.
+func drainSeqs(t *testing.T, who string, sc *stompClient, last int64) int64 {
+	t.Helper()
+	for {
+		sc.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		f, err := sc.r.Read()
+		if err != nil {
+			return last
+		}
+		if f.Command == stomp.Message {
+			s, _ := strconv.ParseInt(string(f.Get("seq")), 10, 64)
+			if s != last+1 {
+				t.Fatalf("%s got seq %d after %d", who, s, last)
+			}
+			last = s
+		}
+	}
+}
+
 // checkRun checks that seqs are from..to, in order, each once.
 func checkRun(t *testing.T, who string, seqs []int64, from int64) {
 	t.Helper()
@@ -465,23 +487,7 @@ func TestClusterNodeKilled(t *testing.T) {
 	seen := readSeqs(t, victim, 40)
 	checkRun(t, "before the kill", seen, 1)
 	closeNode(t, nodes[2])
-	last := seen[len(seen)-1]
-	// The client may have read more before its socket closed; it resumes
-	// from the last seq it holds.
-	for {
-		victim.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-		f, err := victim.r.Read()
-		if err != nil {
-			break
-		}
-		if f.Command == stomp.Message {
-			s, _ := strconv.ParseInt(string(f.Get("seq")), 10, 64)
-			if s != last+1 {
-				t.Fatalf("before the close got seq %d after %d", s, last)
-			}
-			last = s
-		}
-	}
+	last := drainSeqs(t, "before the close", victim, seen[len(seen)-1])
 	again := subscribe(t, nodes[1], ms[2].c.token, r.ID, last)
 	checkRun(t, "after reconnecting", readSeqs(t, again, n-int(last)), last+1)
 	wg.Wait()
