@@ -11,7 +11,9 @@
 // members (from the store, cached per room until a join or leave) and the
 // nodes that hold their sessions (from parley.Presence), cached per room
 // and dropped on every presence change the change hook reports, and after
-// Config.RouteTTL at the latest. It then publishes one parley.Batch to each
+// Config.RouteTTL at the latest. Each user's nodes are remembered too, and
+// forgotten on that user's changes only, so a route is rebuilt by reading
+// presence for the users who changed. It then publishes one parley.Batch to each
 // other node of the route, with the members on that node, and none to a
 // node without online members. Joins and leaves travel the same way, to
 // the room's nodes and the user's nodes, so that every node drops its
@@ -111,6 +113,7 @@ type Relay struct {
 	gen      uint64     // bumped by every invalidation
 	routes   map[string]*route
 	members  map[string]*memberList
+	where    map[string]*userNodes // user -> their nodes as last read (nil nodes: offline)
 	lastGone map[string]time.Time
 
 	// Owned by the run goroutine.
@@ -139,6 +142,15 @@ type memberList struct {
 	at  time.Time
 }
 
+// userNodes is one user's nodes as read from presence.
+type userNodes struct {
+	nodes []string
+	at    time.Time
+}
+
+// maxWhere bounds the users whose nodes are remembered.
+const maxWhere = 200_000
+
 // New returns a relay that queues what it is given until Start.
 func New(cfg Config) *Relay {
 	if cfg.GapWait <= 0 {
@@ -158,6 +170,7 @@ func New(cfg Config) *Relay {
 		done:     make(chan struct{}),
 		routes:   map[string]*route{},
 		members:  map[string]*memberList{},
+		where:    map[string]*userNodes{},
 		lastGone: map[string]time.Time{},
 		rooms:    map[string]*roomState{},
 	}
@@ -230,11 +243,19 @@ func (r *Relay) signal() {
 }
 
 // PresenceChanged is the presence change hook: every cached route is
-// dropped (a presence change is rare next to messages).
+// dropped (a presence change is rare next to messages), and the user's
+// remembered nodes (everyone's for ""), so that rebuilding a route reads
+// presence for the changed users only: a storm of reconnects into a big
+// room costs a lookup per reconnect, not one per member per message.
 func (r *Relay) PresenceChanged(userID string) {
 	r.mu.Lock()
 	r.gen++
 	clear(r.routes)
+	if userID == "" {
+		clear(r.where)
+	} else {
+		delete(r.where, userID)
+	}
 	r.mu.Unlock()
 }
 
@@ -249,6 +270,7 @@ func (r *Relay) Gone(node string) {
 	r.lastGone[node] = time.Now()
 	r.gen++
 	clear(r.routes)
+	clear(r.where)
 	r.mu.Unlock()
 	r.m.gone.Inc()
 	r.log.Warn("cluster: node gone, dropping its presence", "node", node)
@@ -437,7 +459,7 @@ func (r *Relay) route(roomID string) *route {
 		}
 		ml = &memberList{ids: ids, at: time.Now()}
 	}
-	nodes, err := r.presence.Nodes(ctx, ml.ids)
+	nodes, err := r.nodesOf(ctx, ml.ids, gen)
 	if err != nil {
 		r.m.routeErrors.Inc()
 		r.log.Error("cluster: presence", "room", roomID, "err", err)
@@ -459,6 +481,45 @@ func (r *Relay) route(roomID string) *route {
 	}
 	r.mu.Unlock()
 	return fresh
+}
+
+// nodesOf returns the nodes of users: those remembered (for less than
+// RouteTTL) from memory, the others read from presence in one call and
+// remembered unless an invalidation came since gen.
+func (r *Relay) nodesOf(ctx context.Context, users []string, gen uint64) (map[string][]string, error) {
+	out := make(map[string][]string, len(users))
+	var missing []string
+	now := time.Now()
+	r.mu.Lock()
+	for _, u := range users {
+		if w := r.where[u]; w != nil && now.Sub(w.at) < r.cfg.RouteTTL {
+			out[u] = w.nodes
+		} else {
+			missing = append(missing, u)
+		}
+	}
+	r.mu.Unlock()
+	if len(missing) == 0 {
+		return out, nil
+	}
+	r.m.presenceLookups.Add(float64(len(missing)))
+	found, err := r.presence.Nodes(ctx, missing)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	keep := r.gen == gen
+	if keep && len(r.where)+len(missing) > maxWhere {
+		clear(r.where)
+	}
+	for _, u := range missing {
+		out[u] = found[u]
+		if keep {
+			r.where[u] = &userNodes{nodes: found[u], at: now}
+		}
+	}
+	r.mu.Unlock()
+	return out, nil
 }
 
 // Nodes returns the nodes of a room's route as the relay sees it now

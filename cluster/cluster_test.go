@@ -283,3 +283,74 @@ func TestReceiveReturnsAfterDelivery(t *testing.T) {
 		t.Fatal("Receive on a relay closed before Start did not return")
 	}
 }
+
+// countingPresence counts the users looked up.
+type countingPresence struct {
+	parley.Presence
+	mu    sync.Mutex
+	users int
+}
+
+func (p *countingPresence) Nodes(ctx context.Context, userIDs []string) (map[string][]string, error) {
+	p.mu.Lock()
+	p.users += len(userIDs)
+	p.mu.Unlock()
+	return p.Presence.Nodes(ctx, userIDs)
+}
+
+func (p *countingPresence) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.users
+}
+
+// TestPresenceChangeRereadsOnlyThatUser: after one member's presence
+// changes, the route is rebuilt from the remembered nodes of the others
+// and a lookup of that member alone, and delivery follows the change.
+func TestPresenceChangeRereadsOnlyThatUser(t *testing.T) {
+	store := &fakeStore{members: map[string][]string{}, msgs: map[string][]parley.Message{}}
+	ex, reg := inmem.NewExchange(), inmem.NewRegistry()
+	names := []string{"a", "b", "c"}
+	nodes := map[string]*node{}
+	var counted *countingPresence
+	for _, name := range names {
+		n := &node{local: &fakeLocal{got: map[string][]int64{}}}
+		n.relay = cluster.New(cluster.Config{Node: name, Store: store, Local: n.local, GapWait: 20 * time.Millisecond})
+		n.broker = ex.Broker(inmem.BrokerConfig{Node: name, Handler: n.relay.Receive, Gone: n.relay.Gone})
+		n.presence = reg.Presence(inmem.PresenceConfig{Node: name, OnChange: n.relay.PresenceChanged})
+		var p parley.Presence = n.presence
+		if name == "a" {
+			counted = &countingPresence{Presence: n.presence}
+			p = counted
+		}
+		n.relay.Start(n.broker, p)
+		t.Cleanup(func() { n.relay.Close(); n.broker.Close(); n.presence.Close() })
+		nodes[name] = n
+	}
+	var users []string
+	for i := range 60 {
+		u := fmt.Sprintf("u%d", i)
+		users = append(users, u)
+		nodes[names[i%3]].presence.Add(context.Background(), u)
+	}
+	store.members["r"] = users
+	a := nodes["a"]
+	a.relay.Apply([]parley.Event{store.commit("r", "u0")})
+	waitSeqs(t, nodes["c"].local, "u2", 1)
+	before := counted.count()
+
+	// u2 moves from c to b.
+	nodes["c"].presence.Remove(context.Background(), "u2")
+	nodes["b"].presence.Add(context.Background(), "u2")
+	time.Sleep(50 * time.Millisecond)
+	a.relay.Apply([]parley.Event{store.commit("r", "u0")})
+	if got := waitSeqs(t, nodes["b"].local, "u2", 1); !slices.Equal(got, []int64{2}) {
+		t.Fatalf("u2 on b got %v, want seq 2", got)
+	}
+	if got := nodes["c"].local.seqs("u2"); !slices.Equal(got, []int64{1}) {
+		t.Errorf("u2's old node c got %v, want only seq 1", got)
+	}
+	if got := counted.count() - before; got != 1 {
+		t.Errorf("the rebuilt route looked up %d users, want 1 (u2)", got)
+	}
+}

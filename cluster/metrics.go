@@ -4,17 +4,18 @@ import "github.com/prometheus/client_golang/prometheus"
 
 // metrics are the relay's Prometheus collectors.
 type metrics struct {
-	queued        prometheus.Gauge
-	held          prometheus.Gauge
-	messages      *prometheus.CounterVec
-	batches       *prometheus.CounterVec
-	duplicates    prometheus.Counter
-	filled        prometheus.Counter
-	skipped       prometheus.Counter
-	routeMisses   prometheus.Counter
-	routeErrors   prometheus.Counter
-	publishErrors prometheus.Counter
-	gone          prometheus.Counter
+	queued          prometheus.Gauge
+	held            prometheus.Gauge
+	messages        *prometheus.CounterVec
+	batches         *prometheus.CounterVec
+	duplicates      prometheus.Counter
+	filled          prometheus.Counter
+	skipped         prometheus.Counter
+	routeMisses     prometheus.Counter
+	presenceLookups prometheus.Counter
+	routeErrors     prometheus.Counter
+	publishErrors   prometheus.Counter
+	gone            prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -36,13 +37,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "parley_cluster_batches_total",
 			Help: "Batches the relay published, by kind: message, or member (join and leave).",
 		}, []string{"kind"}),
-		duplicates:    c("parley_cluster_duplicates_total", "Messages dropped because their room had delivered that seq."),
-		filled:        c("parley_cluster_gap_filled_total", "Messages read from the store to close a gap."),
-		skipped:       c("parley_cluster_gap_skipped_total", "Seqs skipped because a gap could not be filled (clients fill it with since-seq)."),
-		routeMisses:   c("parley_cluster_route_misses_total", "Routes computed from the store and presence instead of the cache."),
-		routeErrors:   c("parley_cluster_route_errors_total", "Failed member or presence lookups."),
-		publishErrors: c("parley_cluster_publish_errors_total", "Batches the broker refused."),
-		gone:          c("parley_cluster_nodes_gone_total", "Nodes dropped from presence because their queue was gone."),
+		duplicates:      c("parley_cluster_duplicates_total", "Messages dropped because their room had delivered that seq."),
+		filled:          c("parley_cluster_gap_filled_total", "Messages read from the store to close a gap."),
+		skipped:         c("parley_cluster_gap_skipped_total", "Seqs skipped because a gap could not be filled (clients fill it with since-seq)."),
+		routeMisses:     c("parley_cluster_route_misses_total", "Routes computed from the store and presence instead of the cache."),
+		presenceLookups: c("parley_cluster_presence_lookups_total", "Users whose nodes a route rebuild read from presence (the others were remembered)."),
+		routeErrors:     c("parley_cluster_route_errors_total", "Failed member or presence lookups."),
+		publishErrors:   c("parley_cluster_publish_errors_total", "Batches the broker refused."),
+		gone:            c("parley_cluster_nodes_gone_total", "Nodes dropped from presence because their queue was gone."),
 	}
 	m.messages.WithLabelValues("local")
 	m.messages.WithLabelValues("remote")
@@ -50,7 +52,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.batches.WithLabelValues("member")
 	if reg != nil {
 		reg.MustRegister(m.queued, m.held, m.messages, m.batches, m.duplicates, m.filled, m.skipped,
-			m.routeMisses, m.routeErrors, m.publishErrors, m.gone)
+			m.routeMisses, m.presenceLookups, m.routeErrors, m.publishErrors, m.gone)
 	}
 	return m
 }
