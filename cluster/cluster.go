@@ -114,6 +114,9 @@ type Relay struct {
 	routes   map[string]*route
 	members  map[string]*memberList
 	where    map[string]*userNodes // user -> their nodes as last read (nil nodes: offline)
+	reading  bool                  // nodesOf is reading presence: note the changes below
+	changed  map[string]bool       // users changed during that read
+	allMoved bool                  // everything changed during that read
 	lastGone map[string]time.Time
 
 	// Owned by the run goroutine.
@@ -171,6 +174,7 @@ func New(cfg Config) *Relay {
 		routes:   map[string]*route{},
 		members:  map[string]*memberList{},
 		where:    map[string]*userNodes{},
+		changed:  map[string]bool{},
 		lastGone: map[string]time.Time{},
 		rooms:    map[string]*roomState{},
 	}
@@ -256,6 +260,10 @@ func (r *Relay) PresenceChanged(userID string) {
 	} else {
 		delete(r.where, userID)
 	}
+	if r.reading {
+		r.changed[userID] = true
+		r.allMoved = r.allMoved || userID == ""
+	}
 	r.mu.Unlock()
 }
 
@@ -271,6 +279,7 @@ func (r *Relay) Gone(node string) {
 	r.gen++
 	clear(r.routes)
 	clear(r.where)
+	r.allMoved = r.allMoved || r.reading
 	r.mu.Unlock()
 	r.m.gone.Inc()
 	r.log.Warn("cluster: node gone, dropping its presence", "node", node)
@@ -459,7 +468,7 @@ func (r *Relay) route(roomID string) *route {
 		}
 		ml = &memberList{ids: ids, at: time.Now()}
 	}
-	nodes, err := r.nodesOf(ctx, ml.ids, gen)
+	nodes, oldest, err := r.nodesOf(ctx, ml.ids)
 	if err != nil {
 		r.m.routeErrors.Inc()
 		r.log.Error("cluster: presence", "room", roomID, "err", err)
@@ -468,7 +477,9 @@ func (r *Relay) route(roomID string) *route {
 		}
 		return &route{members: ml.ids}
 	}
-	fresh := &route{members: ml.ids, nodes: map[string][]string{}, at: time.Now()}
+	// The route lives RouteTTL from its oldest presence read, as if it
+	// had read them all then.
+	fresh := &route{members: ml.ids, nodes: map[string][]string{}, at: oldest}
 	for _, u := range ml.ids {
 		for _, node := range nodes[u] {
 			fresh.nodes[node] = append(fresh.nodes[node], u)
@@ -485,41 +496,64 @@ func (r *Relay) route(roomID string) *route {
 
 // nodesOf returns the nodes of users: those remembered (for less than
 // RouteTTL) from memory, the others read from presence in one call and
-// remembered unless an invalidation came since gen.
-func (r *Relay) nodesOf(ctx context.Context, users []string, gen uint64) (map[string][]string, error) {
+// remembered, but for the users a presence change named during the read
+// (all of them after a change of everything); oldest is when the oldest
+// of them was read. Only the run goroutine calls it.
+func (r *Relay) nodesOf(ctx context.Context, users []string) (nodes map[string][]string, oldest time.Time, err error) {
 	out := make(map[string][]string, len(users))
 	var missing []string
 	now := time.Now()
+	oldest = now
 	r.mu.Lock()
 	for _, u := range users {
 		if w := r.where[u]; w != nil && now.Sub(w.at) < r.cfg.RouteTTL {
 			out[u] = w.nodes
+			if w.at.Before(oldest) {
+				oldest = w.at
+			}
 		} else {
 			missing = append(missing, u)
 		}
 	}
+	if len(missing) > 0 {
+		r.reading, r.allMoved = true, false
+		clear(r.changed)
+	}
 	r.mu.Unlock()
 	if len(missing) == 0 {
-		return out, nil
+		return out, oldest, nil
 	}
 	r.m.presenceLookups.Add(float64(len(missing)))
 	found, err := r.presence.Nodes(ctx, missing)
-	if err != nil {
-		return nil, err
-	}
 	r.mu.Lock()
-	keep := r.gen == gen
-	if keep && len(r.where)+len(missing) > maxWhere {
-		clear(r.where)
+	defer r.mu.Unlock()
+	r.reading = false
+	if err != nil {
+		return nil, oldest, err
+	}
+	if len(r.where)+len(missing) > maxWhere {
+		r.forgetStaleLocked(now)
 	}
 	for _, u := range missing {
 		out[u] = found[u]
-		if keep {
+		if !r.allMoved && !r.changed[u] && len(r.where) < maxWhere {
 			r.where[u] = &userNodes{nodes: found[u], at: now}
 		}
 	}
-	r.mu.Unlock()
-	return out, nil
+	return out, oldest, nil
+}
+
+// forgetStaleLocked drops the remembered nodes older than RouteTTL, or all
+// of them if that is not enough to stay under maxWhere.
+func (r *Relay) forgetStaleLocked(now time.Time) {
+	for u, w := range r.where {
+		if now.Sub(w.at) >= r.cfg.RouteTTL {
+			delete(r.where, u)
+		}
+	}
+	if len(r.where) >= maxWhere*3/4 {
+		clear(r.where)
+	}
 }
 
 // Nodes returns the nodes of a room's route as the relay sees it now

@@ -354,3 +354,43 @@ func TestPresenceChangeRereadsOnlyThatUser(t *testing.T) {
 		t.Errorf("the rebuilt route looked up %d users, want 1 (u2)", got)
 	}
 }
+
+// changingPresence reports a change of an unrelated user during every
+// lookup, as a storm of reconnects elsewhere would.
+type changingPresence struct {
+	*countingPresence
+	relay *cluster.Relay
+}
+
+func (p *changingPresence) Nodes(ctx context.Context, userIDs []string) (map[string][]string, error) {
+	p.relay.PresenceChanged("someone-else")
+	return p.countingPresence.Nodes(ctx, userIDs)
+}
+
+// TestChangesDuringReadKeepTheRest: a presence change of another user
+// while the relay reads presence does not throw the read away.
+func TestChangesDuringReadKeepTheRest(t *testing.T) {
+	store := &fakeStore{members: map[string][]string{}, msgs: map[string][]parley.Message{}}
+	ex, reg := inmem.NewExchange(), inmem.NewRegistry()
+	local := &fakeLocal{got: map[string][]int64{}}
+	relay := cluster.New(cluster.Config{Node: "a", Store: store, Local: local})
+	broker := ex.Broker(inmem.BrokerConfig{Node: "a", Handler: relay.Receive, Gone: relay.Gone})
+	presence := reg.Presence(inmem.PresenceConfig{Node: "a"})
+	counted := &countingPresence{Presence: presence}
+	relay.Start(broker, &changingPresence{countingPresence: counted, relay: relay})
+	t.Cleanup(func() { relay.Close(); broker.Close(); presence.Close() })
+	var users []string
+	for i := range 100 {
+		u := fmt.Sprintf("u%d", i)
+		users = append(users, u)
+		presence.Add(context.Background(), u)
+	}
+	store.members["r"] = users
+	for range 5 {
+		relay.Apply([]parley.Event{store.commit("r", "u0")})
+	}
+	waitSeqs(t, local, "u99", 5)
+	if got := counted.count(); got != 100 {
+		t.Errorf("5 messages looked up %d users, want 100 (each once)", got)
+	}
+}
