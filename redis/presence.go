@@ -2,9 +2,11 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -71,6 +73,8 @@ type Presence struct {
 	done     sync.WaitGroup
 	stopOnce sync.Once
 
+	offset atomic.Int64 // Redis's clock minus ours, in ms (see now)
+
 	mu       sync.Mutex     // guards sessions
 	sessions map[string]int // user -> sessions on this node
 }
@@ -113,8 +117,14 @@ func NewPresence(cfg PresenceConfig) *Presence {
 
 func (p *Presence) userKey(user string) string { return p.cfg.Prefix + "presence:u:" + user }
 
+// now is the time in Unix milliseconds by Redis's clock, as far as the
+// last heartbeat measured it: entries are scored and read by the one clock
+// every node shares, so a node whose own clock is off neither hides its
+// users nor sees others' as expired.
+func (p *Presence) now() int64 { return time.Now().UnixMilli() + p.offset.Load() }
+
 func (p *Presence) expiry() float64 {
-	return float64(time.Now().Add(p.cfg.TTL).UnixMilli())
+	return float64(p.now() + p.cfg.TTL.Milliseconds())
 }
 
 // Add implements parley.Presence.
@@ -184,7 +194,7 @@ func (p *Presence) Nodes(ctx context.Context, userIDs []string) (map[string][]st
 	if len(userIDs) == 0 {
 		return out, nil
 	}
-	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
+	now := strconv.FormatInt(p.now(), 10)
 	cmds := make([]*goredis.StringSliceCmd, len(userIDs))
 	_, err := p.rdb.Pipelined(ctx, func(pipe goredis.Pipeliner) error {
 		for i, u := range userIDs {
@@ -301,7 +311,7 @@ func (p *Presence) heartbeat() {
 // now + ARGV[2] ms and removes the nodes whose score has passed with their
 // entries: ARGV[1] is the node, ARGV[3] starts the user keys, ARGV[4] the
 // node keys; it announces "" on ARGV[5] when it reaped any, and returns
-// them. "Now" is Redis's clock, the same for every node, so a node whose
+// Redis's time (Unix ms), then them. "Now" is Redis's clock, the same for every node, so a node whose
 // clock is off is never reaped for it.
 var registerNode = goredis.NewScript(`
 local t = redis.call('TIME')
@@ -315,6 +325,7 @@ for _, node in ipairs(dead) do
   redis.call('ZREM', KEYS[1], node)
 end
 if #dead > 0 then redis.call('PUBLISH', ARGV[5], '') end
+table.insert(dead, 1, tostring(now))
 return dead`)
 
 // register refreshes this node's score in presence:nodes and reaps the
@@ -322,12 +333,22 @@ return dead`)
 func (p *Presence) register() error {
 	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Heartbeat)
 	defer cancel()
-	dead, err := registerNode.Run(ctx, p.rdb, []string{p.nodesKey}, p.cfg.Node, p.cfg.TTL.Milliseconds(),
+	sent := time.Now()
+	out, err := registerNode.Run(ctx, p.rdb, []string{p.nodesKey}, p.cfg.Node, p.cfg.TTL.Milliseconds(),
 		p.cfg.Prefix+"presence:u:", p.cfg.Prefix+"presence:n:", p.channel).StringSlice()
 	p.m.count(err)
 	if err != nil {
 		return unavailable("presence register", err)
 	}
+	if len(out) == 0 {
+		return unavailable("presence register", errors.New("no time in the reply"))
+	}
+	if redisNow, err := strconv.ParseInt(out[0], 10, 64); err == nil {
+		// Redis read its clock about half-way through the round trip.
+		mid := sent.Add(time.Since(sent) / 2)
+		p.offset.Store(redisNow - mid.UnixMilli())
+	}
+	dead := out[1:]
 	if len(dead) > 0 {
 		p.m.reaped.Add(float64(len(dead)))
 		p.log.Warn("presence: nodes stopped their heartbeat, dropped their entries", "nodes", dead)
@@ -382,7 +403,10 @@ func (p *Presence) listen() {
 		default:
 		}
 		if err != nil {
-			p.cfg.OnChange("")
+			// Nothing to announce yet: the routes cached before the
+			// failure stay the best guess while Redis is away. The
+			// subscription confirmed again after it (below) announces
+			// everything, for what was missed meanwhile.
 			select {
 			case <-p.stop:
 				return
