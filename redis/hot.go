@@ -103,9 +103,13 @@ type HotStore struct {
 	m   hotMetrics
 	acc accounts // this node's users and tokens (accounts.go)
 
-	retries  sync.WaitGroup // the goroutines of retryInvalidations
+	retries  sync.WaitGroup // the retry goroutine (retryLoop), once started
 	stop     chan struct{}  // closed by Close: the retries end
 	stopOnce sync.Once
+
+	rmu     sync.Mutex         // guards the following fields
+	pending map[[2]string]bool // invalidations to retry: a key and its generation
+	kick    chan struct{}      // wakes the retry goroutine (cap 1)
 }
 
 var _ parley.Store = (*HotStore)(nil)

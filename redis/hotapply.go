@@ -82,7 +82,8 @@ return 1`)
 // pipeline of scripts) per batch, bounded by HotConfig.Timeout; a failure
 // is logged, and the invalidations of joins and leaves are retried in the
 // background until they succeed (or Close), so that a membership answered
-// from Redis is wrong no longer than Redis is unreachable.
+// from Redis is wrong no longer than Redis is unreachable (plus the retry
+// pause, at most 5 s).
 func (h *HotStore) Apply(events []parley.Event) {
 	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.Timeout)
 	defer cancel()
@@ -126,38 +127,84 @@ func (h *HotStore) Apply(events []parley.Event) {
 	if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
 		h.warn("apply", err)
 		if len(inv) > 0 {
-			h.retries.Go(func() { h.retryInvalidations(inv) })
+			h.retryLater(inv)
 		}
 	}
 }
 
-// retryInvalidations runs the invalidations again, with a growing pause,
-// until they succeed or the store closes. They are idempotent: running one
-// twice only moves its generation twice.
-func (h *HotStore) retryInvalidations(inv [][2]string) {
+// retryLater adds invalidations to the set the retry goroutine runs
+// until they succeed; the goroutine starts with the first failure.
+func (h *HotStore) retryLater(inv [][2]string) {
+	h.rmu.Lock()
+	if h.pending == nil {
+		h.pending = map[[2]string]bool{}
+		h.kick = make(chan struct{}, 1)
+		h.retries.Go(h.retryLoop)
+	}
+	for _, kg := range inv {
+		h.pending[kg] = true
+	}
+	h.rmu.Unlock()
+	select {
+	case h.kick <- struct{}{}:
+	default:
+	}
+}
+
+// retryLoop runs the pending invalidations, all in one pipeline, with a
+// growing pause while they fail, until Close; then it tries once more.
+// They are idempotent: running one twice only moves its generation twice.
+func (h *HotStore) retryLoop() {
 	pause := 100 * time.Millisecond
 	for {
 		select {
 		case <-h.stop:
+			h.invalidatePending()
 			return
+		case <-h.kick:
 		case <-time.After(pause):
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), h.cfg.Timeout)
-		pipe := h.rdb.Pipeline()
-		for _, kg := range inv {
-			scriptInvalidate.Eval(ctx, pipe, kg[:], h.ttlArg())
+		if h.invalidatePending() {
+			pause = 100 * time.Millisecond
+		} else {
+			pause = min(2*pause, 5*time.Second)
 		}
-		_, err := pipe.Exec(ctx)
-		cancel()
-		if err == nil || isNil(err) {
-			h.m.retried.Inc()
-			return
-		}
-		pause = min(2*pause, 5*time.Second)
 	}
 }
 
-// Close closes the inner store, then stops the retries of invalidations.
+// invalidatePending runs the pending invalidations; true when none is
+// left pending.
+func (h *HotStore) invalidatePending() bool {
+	h.rmu.Lock()
+	batch := make([][2]string, 0, len(h.pending))
+	for kg := range h.pending {
+		batch = append(batch, kg)
+	}
+	h.rmu.Unlock()
+	if len(batch) == 0 {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.Timeout)
+	defer cancel()
+	pipe := h.rdb.Pipeline()
+	for _, kg := range batch {
+		scriptInvalidate.Eval(ctx, pipe, kg[:], h.ttlArg())
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
+		return false
+	}
+	h.m.retried.Add(float64(len(batch)))
+	h.rmu.Lock()
+	for _, kg := range batch {
+		delete(h.pending, kg)
+	}
+	left := len(h.pending)
+	h.rmu.Unlock()
+	return left == 0
+}
+
+// Close closes the inner store, then stops the retry of invalidations
+// after one last attempt.
 func (h *HotStore) Close() error {
 	err := h.Store.Close() // no Apply after this
 	h.stopOnce.Do(func() { close(h.stop) })

@@ -46,7 +46,7 @@ func newHotMetrics(reg prometheus.Registerer) hotMetrics {
 	}
 	retried := prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "parley_hot_invalidation_retries_total",
-		Help: "Batches of join and leave invalidations that failed on commit and succeeded when retried.",
+		Help: "Invalidations of joins and leaves that failed on commit and succeeded when retried.",
 	})
 	if reg != nil {
 		if err := reg.Register(retried); err != nil {
