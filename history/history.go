@@ -26,6 +26,7 @@ import (
 	"container/list"
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"sync"
 
@@ -178,6 +179,9 @@ func span(p parley.Page) (from, to int64, ok bool) {
 	limit := int64(p.Limit)
 	switch {
 	case p.Forward():
+		if p.After > math.MaxInt64-limit { // past any seq: the inner store says so
+			return 0, 0, false
+		}
 		return p.After + 1, p.After + limit, true
 	case p.Before > 1:
 		return max(1, p.Before-limit), p.Before - 1, true

@@ -3,6 +3,7 @@ package history_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -85,7 +86,8 @@ func TestPagesMatchInnerStore(t *testing.T) {
 		for after := int64(0); after <= n+10; after += 11 {
 			pages = append(pages, parley.Page{After: after, Limit: limit})
 		}
-		pages = append(pages, parley.Newest(limit), parley.Page{Before: 101, After: -1, Limit: limit})
+		pages = append(pages, parley.Newest(limit), parley.Page{Before: 101, After: -1, Limit: limit},
+			parley.Page{After: math.MaxInt64 - 1, Limit: limit}, parley.Page{After: math.MaxInt64, Limit: limit})
 	}
 	check := func(round string) {
 		for _, p := range pages {
@@ -110,7 +112,7 @@ func TestPagesMatchInnerStore(t *testing.T) {
 	check("cold")
 	inner.calls.Store(0)
 	for _, p := range pages {
-		if p.Forward() && p.After+int64(p.Limit) > 1000 || !p.Forward() && (p.Before <= 1 || p.Before > 1001) {
+		if p.Forward() && p.After > 1000-int64(p.Limit) || !p.Forward() && (p.Before <= 1 || p.Before > 1001) {
 			continue // reaches past the full blocks: the inner store's
 		}
 		if _, err := h.Messages(ctx, r.ID, p); err != nil {
