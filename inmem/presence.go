@@ -41,7 +41,7 @@ type Presence struct {
 	stop chan struct{}
 	done chan struct{}
 
-	mu       sync.Mutex     // guards sessions
+	mu       sync.Mutex     // guards sessions; taken before Registry.mu
 	sessions map[string]int // user -> sessions on this node
 }
 
@@ -70,9 +70,11 @@ func (p *Presence) Add(ctx context.Context, userID string) error {
 	p.mu.Lock()
 	p.sessions[userID]++
 	first := p.sessions[userID] == 1
+	if first { // under mu: a Remove racing this one writes in the same order
+		p.reg.set(userID, p.cfg.Node, time.Now().Add(p.cfg.TTL))
+	}
 	p.mu.Unlock()
 	if first {
-		p.reg.set(userID, p.cfg.Node, time.Now().Add(p.cfg.TTL))
 		p.reg.notify(userID)
 	}
 	return nil
@@ -87,9 +89,11 @@ func (p *Presence) Remove(ctx context.Context, userID string) error {
 	} else {
 		delete(p.sessions, userID)
 	}
-	p.mu.Unlock()
 	if ok && n == 1 {
 		p.reg.del(userID, p.cfg.Node)
+	}
+	p.mu.Unlock()
+	if ok && n == 1 {
 		p.reg.notify(userID)
 	}
 	return nil

@@ -41,6 +41,7 @@ func RunPresenceTests(t *testing.T, newCluster NewPresenceClusterFunc) {
 		{"Expiry", testPresenceExpiry},
 		{"Close", testPresenceClose},
 		{"Concurrent", testPresenceConcurrent},
+		{"Reopen", testPresenceReopen},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, newCluster) })
@@ -251,5 +252,24 @@ func testPresenceConcurrent(t *testing.T, newCluster NewPresenceClusterFunc) {
 		if got[ids[u]] != fmt.Sprint(want) {
 			t.Errorf("Nodes(%s) = %s, want %v", ids[u], got[ids[u]], want)
 		}
+	}
+}
+
+// testPresenceReopen: a user's session closed and reopened at once on one
+// node, from two goroutines, leaves the user present while a session is
+// open.
+func testPresenceReopen(t *testing.T, newCluster NewPresenceClusterFunc) {
+	a := newCluster(t, time.Minute)("a", nil)
+	ctx := context.Background()
+	for i := range 100 {
+		MustAdd(t, a, "u")
+		var wg sync.WaitGroup
+		wg.Go(func() { a.Remove(ctx, "u") })
+		wg.Go(func() { a.Add(ctx, "u") })
+		wg.Wait()
+		if got := NodesOf(t, a, "u"); got["u"] != "[a]" {
+			t.Fatalf("round %d: with one session open Nodes = %v, want u on [a]", i, got)
+		}
+		a.Remove(ctx, "u")
 	}
 }

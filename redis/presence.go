@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"errors"
+	"hash/fnv"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -73,7 +74,8 @@ type Presence struct {
 	done     sync.WaitGroup
 	stopOnce sync.Once
 
-	offset atomic.Int64 // Redis's clock minus ours, in ms (see now)
+	offset  atomic.Int64   // Redis's clock minus ours, in ms (see now)
+	stripes [64]sync.Mutex // see stripe; each taken before mu
 
 	mu       sync.Mutex     // guards sessions
 	sessions map[string]int // user -> sessions on this node
@@ -127,8 +129,21 @@ func (p *Presence) expiry() float64 {
 	return float64(p.now() + p.cfg.TTL.Milliseconds())
 }
 
+// stripe returns the lock that orders userID's Add and Remove: each holds
+// it from counting the session to the end of its Redis write, so that a
+// quick close and reopen on this node reach Redis in that order (reversed,
+// the entry would be gone while the user has a session).
+func (p *Presence) stripe(userID string) *sync.Mutex {
+	h := fnv.New32a()
+	h.Write([]byte(userID))
+	return &p.stripes[h.Sum32()%uint32(len(p.stripes))]
+}
+
 // Add implements parley.Presence.
 func (p *Presence) Add(ctx context.Context, userID string) error {
+	st := p.stripe(userID)
+	st.Lock()
+	defer st.Unlock()
 	p.mu.Lock()
 	p.sessions[userID]++
 	first := p.sessions[userID] == 1
@@ -165,6 +180,9 @@ func (p *Presence) queueRefresh(ctx context.Context, pipe goredis.Pipeliner, use
 
 // Remove implements parley.Presence.
 func (p *Presence) Remove(ctx context.Context, userID string) error {
+	st := p.stripe(userID)
+	st.Lock()
+	defer st.Unlock()
 	p.mu.Lock()
 	n, ok := p.sessions[userID]
 	if ok && n > 1 {
