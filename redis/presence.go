@@ -397,8 +397,10 @@ func (p *Presence) refresh() error {
 		if err != nil {
 			return unavailable("presence heartbeat", err)
 		}
-		for _, c := range added {
-			restored += c.Val()
+		for i, c := range added {
+			if c.Val() == 1 && p.restore(ctx, chunk[i]) {
+				restored++
+			}
 		}
 	}
 	p.m.heartbeats.Inc()
@@ -407,6 +409,30 @@ func (p *Presence) refresh() error {
 		return unavailable("presence announce", p.rdb.Publish(ctx, p.channel, "").Err())
 	}
 	return nil
+}
+
+// restore settles an entry the heartbeat found missing and wrote again:
+// true if the user still has a session here (the entry had been lost: a
+// flush, a DropNode); false if their last session ended while the
+// heartbeat ran, in which case the entry it wrote is removed again rather
+// than announced.
+func (p *Presence) restore(ctx context.Context, userID string) bool {
+	st := p.stripe(userID)
+	st.Lock()
+	defer st.Unlock()
+	p.mu.Lock()
+	open := p.sessions[userID] > 0
+	p.mu.Unlock()
+	if open {
+		return true
+	}
+	_, err := p.rdb.TxPipelined(ctx, func(pipe goredis.Pipeliner) error {
+		pipe.ZRem(ctx, p.userKey(userID), p.cfg.Node)
+		pipe.SRem(ctx, p.nodeKey, userID)
+		return nil
+	})
+	p.m.count(err)
+	return false
 }
 
 // listen passes the change notifications to the hook. A (re)subscription
