@@ -111,7 +111,9 @@ type Relay struct {
 
 	mu       sync.Mutex // guards the following fields
 	gen      uint64     // bumped by every invalidation
+	mgen     uint64     // bumped by every invalidation of members (joins, leaves)
 	routes   map[string]*route
+	lastGood map[string]*route // the last route built per room, kept through invalidations: the fallback when presence or the store fails
 	members  map[string]*memberList
 	where    map[string]*userNodes // user -> their nodes as last read (nil nodes: offline)
 	reading  bool                  // nodesOf is reading presence: note the changes below
@@ -172,6 +174,7 @@ func New(cfg Config) *Relay {
 		wake:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
 		routes:   map[string]*route{},
+		lastGood: map[string]*route{},
 		members:  map[string]*memberList{},
 		where:    map[string]*userNodes{},
 		changed:  map[string]bool{},
@@ -437,17 +440,19 @@ func (r *Relay) receive(b *parley.Batch) {
 func (r *Relay) invalidateRoom(roomID string) {
 	r.mu.Lock()
 	r.gen++
+	r.mgen++
 	delete(r.routes, roomID)
 	delete(r.members, roomID)
 	r.mu.Unlock()
 }
 
 // route returns where a room's members are, from the cache or from the
-// store and presence. On failure it returns the last route it had, or a
-// route with the members only (local delivery), or an empty one.
+// store and presence. On failure it returns the cached route, expired; or,
+// when presence fails, the last route it built for the room (dropped
+// since) cut to the current members; or an empty route.
 func (r *Relay) route(roomID string) *route {
 	r.mu.Lock()
-	rt, gen := r.routes[roomID], r.gen
+	rt, gen, mgen := r.routes[roomID], r.gen, r.mgen
 	ml := r.members[roomID]
 	r.mu.Unlock()
 	if rt != nil && time.Since(rt.at) < r.cfg.RouteTTL {
@@ -475,7 +480,7 @@ func (r *Relay) route(roomID string) *route {
 		if rt != nil {
 			return rt
 		}
-		return &route{members: ml.ids}
+		return r.fallback(roomID, ml.ids)
 	}
 	// The route lives RouteTTL from its oldest presence read, as if it
 	// had read them all then.
@@ -488,11 +493,44 @@ func (r *Relay) route(roomID string) *route {
 	r.mu.Lock()
 	if r.gen == gen {
 		r.routes[roomID] = fresh
+	}
+	if r.mgen == mgen { // presence changes do not touch the members
 		r.members[roomID] = ml
 	}
+	if len(r.lastGood) >= maxRooms {
+		clear(r.lastGood)
+	}
+	r.lastGood[roomID] = fresh
 	r.mu.Unlock()
 	return fresh
 }
+
+// fallback is the room's last route, dropped since, for the members it
+// still has (members: the room's current ones), or the members alone.
+func (r *Relay) fallback(roomID string, members []string) *route {
+	r.mu.Lock()
+	last := r.lastGood[roomID]
+	r.mu.Unlock()
+	out := &route{members: members, nodes: map[string][]string{}}
+	if last == nil {
+		return out
+	}
+	current := make(map[string]bool, len(members))
+	for _, u := range members {
+		current[u] = true
+	}
+	for node, users := range last.nodes {
+		for _, u := range users {
+			if current[u] {
+				out.nodes[node] = append(out.nodes[node], u)
+			}
+		}
+	}
+	return out
+}
+
+// maxRooms bounds the rooms whose last route is kept as a fallback.
+const maxRooms = 100_000
 
 // nodesOf returns the nodes of users: those remembered (for less than
 // RouteTTL) from memory, the others read from presence in one call and

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,12 +19,28 @@ type fakeStore struct {
 	mu      sync.Mutex
 	members map[string][]string
 	msgs    map[string][]parley.Message
+	reads   int // Members calls
 }
 
 func (s *fakeStore) Members(ctx context.Context, roomID string) ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.reads++
 	return slices.Clone(s.members[roomID]), nil
+}
+
+func (s *fakeStore) memberReads() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reads
+}
+
+// leave removes a member and returns the leave event.
+func (s *fakeStore) leave(roomID, user string) parley.Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.members[roomID] = slices.DeleteFunc(s.members[roomID], func(id string) bool { return id == user })
+	return parley.Event{Kind: parley.EventLeave, Room: parley.Room{ID: roomID}, UserID: user}
 }
 
 func (s *fakeStore) Messages(ctx context.Context, roomID string, p parley.Page) ([]parley.Message, error) {
@@ -392,5 +409,68 @@ func TestChangesDuringReadKeepTheRest(t *testing.T) {
 	waitSeqs(t, local, "u99", 5)
 	if got := counted.count(); got != 100 {
 		t.Errorf("5 messages looked up %d users, want 100 (each once)", got)
+	}
+	if got := store.memberReads(); got != 1 {
+		t.Errorf("5 messages read the members %d times, want once", got)
+	}
+}
+
+// failingPresence fails its lookups while down is set.
+type failingPresence struct {
+	parley.Presence
+	down atomic.Bool
+}
+
+func (p *failingPresence) Nodes(ctx context.Context, userIDs []string) (map[string][]string, error) {
+	if p.down.Load() {
+		return nil, parley.Errorf(parley.CodeUnavailable, "presence down (test)")
+	}
+	return p.Presence.Nodes(ctx, userIDs)
+}
+
+// TestPresenceDownKeepsLastRoute: when presence cannot be read, a room
+// whose route was dropped (a join) still reaches the other nodes through
+// its last route, cut to the current members; and presence changes alone
+// do not make the relay reread the members.
+func TestPresenceDownKeepsLastRoute(t *testing.T) {
+	store := &fakeStore{members: map[string][]string{"r": {"x", "y", "z"}}, msgs: map[string][]parley.Message{}}
+	ex, reg := inmem.NewExchange(), inmem.NewRegistry()
+	locals := map[string]*fakeLocal{}
+	var a *cluster.Relay
+	var fp *failingPresence
+	for _, name := range []string{"a", "b"} {
+		local := &fakeLocal{got: map[string][]int64{}}
+		relay := cluster.New(cluster.Config{Node: name, Store: store, Local: local, GapWait: 20 * time.Millisecond})
+		broker := ex.Broker(inmem.BrokerConfig{Node: name, Handler: relay.Receive, Gone: relay.Gone})
+		presence := reg.Presence(inmem.PresenceConfig{Node: name, OnChange: relay.PresenceChanged})
+		var p parley.Presence = presence
+		if name == "a" {
+			fp = &failingPresence{Presence: presence}
+			p, a = fp, relay
+		}
+		relay.Start(broker, p)
+		t.Cleanup(func() { relay.Close(); broker.Close(); presence.Close() })
+		locals[name] = local
+		presence.Add(context.Background(), map[string]string{"a": "x", "b": "y"}[name])
+	}
+	time.Sleep(50 * time.Millisecond)
+	a.Apply([]parley.Event{store.commit("r", "x")})
+	waitSeqs(t, locals["b"], "y", 1)
+	reads := store.memberReads()
+	for range 3 { // presence changes only: the members stay cached
+		a.PresenceChanged("someone")
+		a.Apply([]parley.Event{store.commit("r", "x")})
+	}
+	waitSeqs(t, locals["b"], "y", 4)
+	if got := store.memberReads() - reads; got != 0 {
+		t.Errorf("presence changes made %d member reads, want 0", got)
+	}
+
+	fp.down.Store(true)
+	a.PresenceChanged("")                          // forget every user's nodes: the next route must read presence
+	a.Apply([]parley.Event{store.leave("r", "z")}) // drops the route and the members
+	a.Apply([]parley.Event{store.commit("r", "x")})
+	if got := waitSeqs(t, locals["b"], "y", 5); !slices.Equal(got, wantSeqs(5)) {
+		t.Errorf("with presence down, y on b got %v, want 1..5", got)
 	}
 }
