@@ -39,8 +39,11 @@
 // # Failures
 //
 // When presence or the store cannot be read, the relay uses the last route
-// it had (or delivers locally only) and counts the failure; remote clients
-// then see a seq gap. A batch returned as undeliverable means its node is
+// it had, even one a join, a leave or a presence change dropped (cut to the
+// room's current members), or delivers locally only, and counts the
+// failure; remote clients it missed then see a seq gap. While Redis's
+// change channel is down the cached routes are kept, and the subscription
+// confirmed again afterwards drops them all. A batch returned as undeliverable means its node is
 // gone: the relay drops that node's presence entries (at most once a
 // second per node).
 package cluster
