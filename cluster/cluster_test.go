@@ -122,6 +122,12 @@ func (b *countingBroker) count() int {
 }
 
 func newNodes(t *testing.T, store *fakeStore, names ...string) map[string]*node {
+	return newNodesWith(t, store, nil, names...)
+}
+
+// newNodesWith is newNodes with node a's relay reading presence through
+// wrap (when not nil).
+func newNodesWith(t *testing.T, store *fakeStore, wrap func(parley.Presence) parley.Presence, names ...string) map[string]*node {
 	ex, reg := inmem.NewExchange(), inmem.NewRegistry()
 	nodes := map[string]*node{}
 	for _, name := range names {
@@ -130,7 +136,11 @@ func newNodes(t *testing.T, store *fakeStore, names ...string) map[string]*node 
 		n.broker = ex.Broker(inmem.BrokerConfig{Node: name, Handler: n.relay.Receive, Gone: n.relay.Gone})
 		n.batches = &countingBroker{Broker: n.broker}
 		n.presence = reg.Presence(inmem.PresenceConfig{Node: name, OnChange: n.relay.PresenceChanged})
-		n.relay.Start(n.batches, n.presence)
+		var p parley.Presence = n.presence
+		if name == "a" && wrap != nil {
+			p = wrap(n.presence)
+		}
+		n.relay.Start(n.batches, p)
 		t.Cleanup(func() { n.relay.Close(); n.broker.Close(); n.presence.Close() })
 		nodes[name] = n
 	}
@@ -326,24 +336,12 @@ func (p *countingPresence) count() int {
 // and a lookup of that member alone, and delivery follows the change.
 func TestPresenceChangeRereadsOnlyThatUser(t *testing.T) {
 	store := &fakeStore{members: map[string][]string{}, msgs: map[string][]parley.Message{}}
-	ex, reg := inmem.NewExchange(), inmem.NewRegistry()
 	names := []string{"a", "b", "c"}
-	nodes := map[string]*node{}
 	var counted *countingPresence
-	for _, name := range names {
-		n := &node{local: &fakeLocal{got: map[string][]int64{}}}
-		n.relay = cluster.New(cluster.Config{Node: name, Store: store, Local: n.local, GapWait: 20 * time.Millisecond})
-		n.broker = ex.Broker(inmem.BrokerConfig{Node: name, Handler: n.relay.Receive, Gone: n.relay.Gone})
-		n.presence = reg.Presence(inmem.PresenceConfig{Node: name, OnChange: n.relay.PresenceChanged})
-		var p parley.Presence = n.presence
-		if name == "a" {
-			counted = &countingPresence{Presence: n.presence}
-			p = counted
-		}
-		n.relay.Start(n.broker, p)
-		t.Cleanup(func() { n.relay.Close(); n.broker.Close(); n.presence.Close() })
-		nodes[name] = n
-	}
+	nodes := newNodesWith(t, store, func(p parley.Presence) parley.Presence {
+		counted = &countingPresence{Presence: p}
+		return counted
+	}, names...)
 	var users []string
 	for i := range 60 {
 		u := fmt.Sprintf("u%d", i)
@@ -434,25 +432,14 @@ func (p *failingPresence) Nodes(ctx context.Context, userIDs []string) (map[stri
 // do not make the relay reread the members.
 func TestPresenceDownKeepsLastRoute(t *testing.T) {
 	store := &fakeStore{members: map[string][]string{"r": {"x", "y", "z"}}, msgs: map[string][]parley.Message{}}
-	ex, reg := inmem.NewExchange(), inmem.NewRegistry()
-	locals := map[string]*fakeLocal{}
-	var a *cluster.Relay
 	var fp *failingPresence
-	for _, name := range []string{"a", "b"} {
-		local := &fakeLocal{got: map[string][]int64{}}
-		relay := cluster.New(cluster.Config{Node: name, Store: store, Local: local, GapWait: 20 * time.Millisecond})
-		broker := ex.Broker(inmem.BrokerConfig{Node: name, Handler: relay.Receive, Gone: relay.Gone})
-		presence := reg.Presence(inmem.PresenceConfig{Node: name, OnChange: relay.PresenceChanged})
-		var p parley.Presence = presence
-		if name == "a" {
-			fp = &failingPresence{Presence: presence}
-			p, a = fp, relay
-		}
-		relay.Start(broker, p)
-		t.Cleanup(func() { relay.Close(); broker.Close(); presence.Close() })
-		locals[name] = local
-		presence.Add(context.Background(), map[string]string{"a": "x", "b": "y"}[name])
-	}
+	nodes := newNodesWith(t, store, func(p parley.Presence) parley.Presence {
+		fp = &failingPresence{Presence: p}
+		return fp
+	}, "a", "b")
+	a, locals := nodes["a"].relay, map[string]*fakeLocal{"a": nodes["a"].local, "b": nodes["b"].local}
+	nodes["a"].presence.Add(context.Background(), "x")
+	nodes["b"].presence.Add(context.Background(), "y")
 	time.Sleep(50 * time.Millisecond)
 	a.Apply([]parley.Event{store.commit("r", "x")})
 	waitSeqs(t, locals["b"], "y", 1)
