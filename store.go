@@ -140,3 +140,15 @@ const (
 	DefaultPageLimit = 50
 	MaxPageLimit     = 100
 )
+
+// ClampPageLimit is the page size the stores use for a requested limit n:
+// DefaultPageLimit for 0 or less, MaxPageLimit for more than it.
+func ClampPageLimit(n int) int {
+	switch {
+	case n <= 0:
+		return DefaultPageLimit
+	case n > MaxPageLimit:
+		return MaxPageLimit
+	}
+	return n
+}

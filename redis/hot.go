@@ -441,7 +441,7 @@ func (h *HotStore) Rooms(ctx context.Context, userID, cursor string, limit int) 
 	if err != nil {
 		return nil, "", err
 	}
-	limit = pageLimit(limit)
+	limit = parley.ClampPageLimit(limit)
 	reads, err := h.memberships(ctx, userID)
 	if err != nil {
 		return nil, "", err
@@ -479,22 +479,11 @@ func (h *HotStore) Rooms(ctx context.Context, userID, cursor string, limit int) 
 	return entries, next, nil
 }
 
-// pageLimit clamps a page size like the stores do.
-func pageLimit(n int) int {
-	switch {
-	case n <= 0:
-		return parley.DefaultPageLimit
-	case n > parley.MaxPageLimit:
-		return parley.MaxPageLimit
-	}
-	return n
-}
-
 // Messages implements parley.Store: a newest-first page within the room's
 // RecentMessages newest comes from Redis; other pages, and a window that
 // is missing or cannot be trusted (reloaded then), from the inner store.
 func (h *HotStore) Messages(ctx context.Context, roomID string, p parley.Page) ([]parley.Message, error) {
-	limit := pageLimit(p.Limit)
+	limit := parley.ClampPageLimit(p.Limit)
 	if p.Forward() || limit > h.cfg.RecentMessages {
 		return h.Store.Messages(ctx, roomID, p)
 	}

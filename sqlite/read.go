@@ -157,22 +157,10 @@ func (s *Store) Memberships(ctx context.Context, userID string) ([]parley.Member
 	return ms, nil
 }
 
-// pageLimit clamps a page size: 0 or less is the default, more than the
-// maximum is the maximum.
-func pageLimit(n int) int {
-	switch {
-	case n <= 0:
-		return parley.DefaultPageLimit
-	case n > parley.MaxPageLimit:
-		return parley.MaxPageLimit
-	}
-	return n
-}
-
 // Messages implements parley.Store. A limit out of 1..MaxPageLimit is
 // clamped (0 is DefaultPageLimit).
 func (s *Store) Messages(ctx context.Context, roomID string, p parley.Page) ([]parley.Message, error) {
-	limit := pageLimit(p.Limit)
+	limit := parley.ClampPageLimit(p.Limit)
 	var q *query
 	var rows *sql.Rows
 	var err error
@@ -219,7 +207,7 @@ func (s *Store) Rooms(ctx context.Context, userID, cursor string, limit int) ([]
 	if err != nil {
 		return nil, "", err
 	}
-	limit = pageLimit(limit)
+	limit = parley.ClampPageLimit(limit)
 	var rows *sql.Rows
 	if ok {
 		s.rq.roomsAfter.count()
