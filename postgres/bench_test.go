@@ -10,6 +10,7 @@ import (
 	"parley"
 	"parley/parleytest"
 	"parley/postgres"
+	"parley/postgres/pgtest"
 )
 
 // BenchmarkSendParallel measures durable sends (synchronous_commit as the
@@ -25,7 +26,7 @@ func BenchmarkSendParallel(b *testing.B) {
 
 func benchmarkSendParallel(b *testing.B, writers int) {
 	const nRooms = 100
-	s := mustOpen(b, postgres.Config{URL: freshSchema(b), Writers: writers})
+	s := mustOpen(b, postgres.Config{URL: pgtest.Schema(b), Writers: writers})
 	ctx := context.Background()
 	users := parleytest.MustCreateUsers(b, s, "sender", nRooms)
 	rooms := make([]parley.Room, nRooms)

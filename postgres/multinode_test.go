@@ -11,13 +11,14 @@ import (
 	"parley"
 	"parley/parleytest"
 	"parley/postgres"
+	"parley/postgres/pgtest"
 )
 
 // twoNodes opens two stores on one fresh database, as two Parley nodes
 // would, each with its own writers and event sink: the first with two
 // writers and small batches, the second with the defaults.
 func twoNodes(t *testing.T) ([2]*postgres.Store, [2]*parleytest.Recorder) {
-	dbURL := freshSchema(t)
+	dbURL := pgtest.Schema(t)
 	recs := [2]*parleytest.Recorder{{}, {}}
 	nodes := [2]*postgres.Store{
 		mustOpen(t, postgres.Config{URL: dbURL, OnCommit: recs[0].Sink, MaxBatch: 16, Writers: 2}),

@@ -2,8 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -14,49 +12,8 @@ import (
 	"parley"
 	"parley/parleytest"
 	"parley/postgres"
+	"parley/postgres/pgtest"
 )
-
-// testURL returns the database of the tests, or skips the test.
-func testURL(t testing.TB) string {
-	u := os.Getenv("PARLEY_TEST_POSTGRES")
-	if u == "" {
-		t.Skip("PARLEY_TEST_POSTGRES is not set; set it to a PostgreSQL URL " +
-			"(postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run the postgres tests")
-	}
-	return u
-}
-
-// freshSchema creates an empty schema, dropped when the test ends, and
-// returns a URL whose connections use it.
-func freshSchema(t testing.TB) string {
-	t.Helper()
-	base := testURL(t)
-	name := "parley_test_" + parley.NewID()[:16]
-	exec(t, base, "CREATE SCHEMA "+name)
-	t.Cleanup(func() { exec(t, base, "DROP SCHEMA "+name+" CASCADE") })
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-		t.Fatalf("PARLEY_TEST_POSTGRES = %q: want a postgres:// URL", base)
-	}
-	q := u.Query()
-	q.Set("search_path", name)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
-
-// exec runs one statement on its own connection.
-func exec(t testing.TB, dbURL, sql string) {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, sql); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-}
 
 func mustOpen(t testing.TB, cfg postgres.Config) *postgres.Store {
 	t.Helper()
@@ -70,25 +27,25 @@ func mustOpen(t testing.TB, cfg postgres.Config) *postgres.Store {
 
 // newStore opens a store on a fresh schema.
 func newStore(t *testing.T, sink parley.EventSink) parley.Store {
-	return mustOpen(t, postgres.Config{URL: freshSchema(t), OnCommit: sink})
+	return mustOpen(t, postgres.Config{URL: pgtest.Schema(t), OnCommit: sink})
 }
 
 func TestStore(t *testing.T) {
-	testURL(t)
+	pgtest.URL(t)
 	parleytest.RunStoreTests(t, newStore)
 }
 
 // TestStoreSmallBatch runs the suite with small batches over three writers.
 func TestStoreSmallBatch(t *testing.T) {
-	testURL(t)
+	pgtest.URL(t)
 	parleytest.RunStoreTests(t, func(t *testing.T, sink parley.EventSink) parley.Store {
-		return mustOpen(t, postgres.Config{URL: freshSchema(t), OnCommit: sink, MaxBatch: 7, Writers: 3, MaxConns: 6})
+		return mustOpen(t, postgres.Config{URL: pgtest.Schema(t), OnCommit: sink, MaxBatch: 7, Writers: 3, MaxConns: 6})
 	})
 }
 
 func TestReopen(t *testing.T) {
 	ctx := context.Background()
-	dbURL := freshSchema(t)
+	dbURL := pgtest.Schema(t)
 	s, err := postgres.Open(ctx, postgres.Config{URL: dbURL})
 	if err != nil {
 		t.Fatalf("Open() error = %v", err)
@@ -128,7 +85,7 @@ func TestReopen(t *testing.T) {
 // each migration once, and all open.
 func TestConcurrentOpen(t *testing.T) {
 	const nodes = 6
-	dbURL := freshSchema(t)
+	dbURL := pgtest.Schema(t)
 	var wg sync.WaitGroup
 	for i := range nodes {
 		wg.Go(func() {
@@ -159,7 +116,7 @@ func TestConcurrentOpen(t *testing.T) {
 // TestBadInputFailsAlone: a write PostgreSQL refuses (a NUL in a text)
 // fails alone; the writes batched with it are stored.
 func TestBadInputFailsAlone(t *testing.T) {
-	s := mustOpen(t, postgres.Config{URL: freshSchema(t)})
+	s := mustOpen(t, postgres.Config{URL: pgtest.Schema(t)})
 	ctx := context.Background()
 	u := parleytest.MustCreateUser(t, s, "u")
 	room := parleytest.MustCreateRoom(t, s, u, "r", 0)
@@ -193,7 +150,7 @@ func TestBadInputFailsAlone(t *testing.T) {
 // TestMetrics: the queries are counted by kind, and Queries is their sum.
 func TestMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	s := mustOpen(t, postgres.Config{URL: freshSchema(t), Registerer: reg})
+	s := mustOpen(t, postgres.Config{URL: pgtest.Schema(t), Registerer: reg})
 	u := parleytest.MustCreateUser(t, s, "u")
 	room := parleytest.MustCreateRoom(t, s, u, "r", 0)
 	parleytest.MustSend(t, s, room, u, "hello")
@@ -233,7 +190,7 @@ func TestMetrics(t *testing.T) {
 	if uint64(sum) != s.Queries() || sum == 0 {
 		t.Errorf("Queries() = %d, want the metric's sum %v", s.Queries(), sum)
 	}
-	if _, err := postgres.Open(context.Background(), postgres.Config{URL: freshSchema(t), Registerer: reg}); err == nil ||
+	if _, err := postgres.Open(context.Background(), postgres.Config{URL: pgtest.Schema(t), Registerer: reg}); err == nil ||
 		!strings.Contains(err.Error(), "register") {
 		t.Errorf("Open() with a used registerer error = %v, want a registration error", err)
 	}
@@ -252,7 +209,7 @@ func TestOpenErrors(t *testing.T) {
 // has left adds them back, with its event.
 func TestDirectRoomComeBack(t *testing.T) {
 	rec := &parleytest.Recorder{}
-	s := mustOpen(t, postgres.Config{URL: freshSchema(t), OnCommit: rec.Sink})
+	s := mustOpen(t, postgres.Config{URL: pgtest.Schema(t), OnCommit: rec.Sink})
 	ctx := context.Background()
 	a, b := parleytest.MustCreateUser(t, s, "a"), parleytest.MustCreateUser(t, s, "b")
 	r, _, err := s.CreateRoom(ctx, parley.NewRoom{Kind: parley.KindDirect, CreatorID: a.ID, PeerID: b.ID})

@@ -4,57 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	goredis "github.com/redis/go-redis/v9"
 
 	"parley"
 	"parley/parleytest"
 	"parley/postgres"
+	"parley/postgres/pgtest"
 	"parley/redis"
 )
-
-// freshSchema returns a URL of PARLEY_TEST_POSTGRES whose connections use
-// an empty schema of their own, dropped when the test ends; it skips the
-// test when PARLEY_TEST_POSTGRES is not set.
-func freshSchema(t *testing.T) string {
-	t.Helper()
-	base := os.Getenv("PARLEY_TEST_POSTGRES")
-	if base == "" {
-		t.Skip("PARLEY_TEST_POSTGRES is not set: set it to a PostgreSQL URL " +
-			"(postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run the hot store tests")
-	}
-	name := "parley_test_" + parley.NewID()[:16]
-	execSQL(t, base, "CREATE SCHEMA "+name)
-	t.Cleanup(func() { execSQL(t, base, "DROP SCHEMA "+name+" CASCADE") })
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatalf("PARLEY_TEST_POSTGRES = %q: %v", base, err)
-	}
-	q := u.Query()
-	q.Set("search_path", name)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
-
-func execSQL(t *testing.T, dbURL, sql string) {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, sql); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-}
 
 // hotNode is one node of a test cluster: its PostgreSQL store and the
 // HotStore over it.
@@ -88,14 +50,14 @@ func openNode(t *testing.T, dbURL string, rdb *goredis.Client, prefix string, si
 func TestHotStore(t *testing.T) {
 	parleytest.RunStoreTests(t, func(t *testing.T, sink parley.EventSink) parley.Store {
 		rdb, prefix := testClient(t)
-		return openNode(t, freshSchema(t), rdb, prefix, sink).hot
+		return openNode(t, pgtest.Schema(t), rdb, prefix, sink).hot
 	})
 }
 
 // twoNodes opens two nodes over one database and one Redis prefix.
 func twoNodes(t *testing.T) (a, b hotNode) {
 	rdb, prefix := testClient(t)
-	dbURL := freshSchema(t)
+	dbURL := pgtest.Schema(t)
 	return openNode(t, dbURL, rdb, prefix, nil), openNode(t, dbURL, rdb, prefix, nil)
 }
 
@@ -285,7 +247,7 @@ func TestHotStoreSteadyState(t *testing.T) {
 // one that Redis answers as a hit.
 func TestHotStoreMetrics(t *testing.T) {
 	rdb, prefix := testClient(t)
-	pg, err := postgres.Open(context.Background(), postgres.Config{URL: freshSchema(t)})
+	pg, err := postgres.Open(context.Background(), postgres.Config{URL: pgtest.Schema(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +323,7 @@ func TestHotStoreLostInvalidation(t *testing.T) {
 	rdb, prefix := testClient(t)
 	fail := &failingPipelines{}
 	rdb.AddHook(fail)
-	n := openNode(t, freshSchema(t), rdb, prefix, nil)
+	n := openNode(t, pgtest.Schema(t), rdb, prefix, nil)
 	ann := parleytest.MustCreateUser(t, n.hot, "ann")
 	bob := parleytest.MustCreateUser(t, n.hot, "bob")
 	one := parleytest.MustCreateRoom(t, n.hot, ann, "one", 0)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"strconv"
@@ -15,9 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"parley"
+	"parley/postgres/pgtest"
 	"parley/redis"
 	"parley/stomp"
 )
@@ -44,33 +42,10 @@ func needCluster(t *testing.T) clusterEnv {
 	}
 	// A schema and a key prefix of the test's own.
 	id := parley.NewID()[:10]
-	schema := "parley_cluster_" + id
-	pgExec(t, env.store, "CREATE SCHEMA "+schema)
-	t.Cleanup(func() { pgExec(t, env.store, "DROP SCHEMA "+schema+" CASCADE") })
-	u, err := url.Parse(env.store)
-	if err != nil {
-		t.Fatalf("PARLEY_TEST_POSTGRES: %v", err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	env.store = u.String()
+	env.store = pgtest.Schema(t)
 	env.prefix += "cluster:" + id + ":"
 	t.Cleanup(func() { deleteRedisPrefix(t, env) })
 	return env
-}
-
-func pgExec(t *testing.T, dbURL, sql string) {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, sql); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
 }
 
 // deleteRedisPrefix deletes the test's keys: Redis "flushed" without
