@@ -1,6 +1,8 @@
 package groupcommit
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,4 +37,20 @@ func NewMetrics(commitHelp string) *Metrics {
 func (m *Metrics) Observe(size int, took time.Duration, _ error) {
 	m.BatchSize.Observe(float64(size))
 	m.Commit.Observe(took.Seconds())
+}
+
+// Register registers the histograms and the store's own collectors with
+// r. A store's metrics are registered once per registerer: a second store
+// on the same one is an error that says so.
+func (m *Metrics) Register(r prometheus.Registerer, own ...prometheus.Collector) error {
+	for _, c := range append([]prometheus.Collector{m.BatchSize, m.Commit}, own...) {
+		if err := r.Register(c); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if errors.As(err, &are) {
+				return fmt.Errorf("register metrics: %w (one store per registerer)", err)
+			}
+			return fmt.Errorf("register metrics: %w", err)
+		}
+	}
+	return nil
 }

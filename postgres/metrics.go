@@ -1,8 +1,6 @@
 package postgres
 
 import (
-	"errors"
-	"fmt"
 	"parley/groupcommit"
 	"sync/atomic"
 
@@ -34,16 +32,7 @@ func newMetrics() *metrics {
 }
 
 func (m *metrics) register(r prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.queries, m.batch.BatchSize, m.batch.Commit, m.retries} {
-		if err := r.Register(c); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if errors.As(err, &are) {
-				return fmt.Errorf("register metrics: %w (one store per registerer)", err)
-			}
-			return fmt.Errorf("register metrics: %w", err)
-		}
-	}
-	return nil
+	return m.batch.Register(r, m.queries, m.retries)
 }
 
 // query is one SQL statement and its counter. pgx prepares and caches each

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"database/sql"
-	"errors"
 	"fmt"
 	"parley/groupcommit"
 	"sync/atomic"
@@ -41,16 +40,7 @@ func newMetrics() *metrics {
 }
 
 func (m *metrics) register(r prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.queries, m.batch.BatchSize, m.batch.Commit, m.fsync, m.ckErrors} {
-		if err := r.Register(c); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if errors.As(err, &are) {
-				return fmt.Errorf("register metrics: %w (one store per registerer)", err)
-			}
-			return fmt.Errorf("register metrics: %w", err)
-		}
-	}
-	return nil
+	return m.batch.Register(r, m.queries, m.fsync, m.ckErrors)
 }
 
 // query is one prepared statement and its counter.
