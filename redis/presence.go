@@ -196,14 +196,22 @@ func (p *Presence) Remove(ctx context.Context, userID string) error {
 	if !ok || n > 1 {
 		return nil
 	}
+	return unavailable("presence remove", p.removeEntry(ctx, userID, true))
+}
+
+// removeEntry deletes userID's entry on this node, announcing it when
+// announce is set.
+func (p *Presence) removeEntry(ctx context.Context, userID string, announce bool) error {
 	_, err := p.rdb.TxPipelined(ctx, func(pipe goredis.Pipeliner) error {
 		pipe.ZRem(ctx, p.userKey(userID), p.cfg.Node)
 		pipe.SRem(ctx, p.nodeKey, userID)
-		pipe.Publish(ctx, p.channel, userID)
+		if announce {
+			pipe.Publish(ctx, p.channel, userID)
+		}
 		return nil
 	})
 	p.m.count(err)
-	return unavailable("presence remove", err)
+	return err
 }
 
 // Nodes implements parley.Presence: one pipelined ZRANGEBYSCORE per user.
@@ -426,12 +434,9 @@ func (p *Presence) restore(ctx context.Context, userID string) bool {
 	if open {
 		return true
 	}
-	_, err := p.rdb.TxPipelined(ctx, func(pipe goredis.Pipeliner) error {
-		pipe.ZRem(ctx, p.userKey(userID), p.cfg.Node)
-		pipe.SRem(ctx, p.nodeKey, userID)
-		return nil
-	})
-	p.m.count(err)
+	if err := p.removeEntry(ctx, userID, false); err != nil {
+		p.log.Warn("presence heartbeat: remove an entry written back", "user", userID, "err", err)
+	}
 	return false
 }
 
