@@ -184,3 +184,38 @@ func TestReconnectRepublish(t *testing.T) {
 	}
 	in.WaitFor(t, len(got)+1, 10*time.Second)
 }
+
+// TestQueueExpiresWhenNodeGone: a node that dies without closing its
+// broker leaves its queue behind; the queue expires after QueueExpiry, and
+// from then on a batch for that node comes back as gone.
+func TestQueueExpiresWhenNodeGone(t *testing.T) {
+	url := amqpURL(t)
+	exchange := tempExchange(t, url)
+	dead, live := "dead-"+parley.NewID()[:8], "live-"+parley.NewID()[:8]
+	// A reconnect pause far longer than the test: once its connection is
+	// cut, the node stays away like a crashed one.
+	b := mustNew(t, rabbitmq.Config{URL: url, Node: dead, Exchange: exchange, Handler: parleytest.NewInbox().Handle,
+		QueueExpiry: 500 * time.Millisecond, MinBackoff: time.Minute, MaxBackoff: time.Minute})
+	gone := make(chan string, 16)
+	a := mustNew(t, rabbitmq.Config{URL: url, Node: live, Exchange: exchange, Handler: parleytest.NewInbox().Handle,
+		Gone: func(node string) { gone <- node }})
+	parleytest.WaitReady(t, a)
+	parleytest.WaitReady(t, b)
+	if closeConnections(t, dead) == 0 {
+		t.Fatalf("no connection of node %s found", dead)
+	}
+	deadline := time.After(20 * time.Second)
+	for seq := int64(1); ; seq++ {
+		parleytest.MustPublish(t, a, parleytest.MessageBatch(dead, "r", seq))
+		select {
+		case node := <-gone:
+			if node != dead {
+				t.Fatalf("gone hook heard %q, want %q", node, dead)
+			}
+			return
+		case <-deadline:
+			t.Fatalf("the queue of %s did not expire within 20 s (QueueExpiry 500 ms)", dead)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
