@@ -503,3 +503,41 @@ func TestClusterRedisFlushed(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestClusterReadyzNamesDependencies: /readyz reports each dependency of a
+// cluster node; with RabbitMQ unreachable the node still starts (serving
+// its local sessions) and /readyz answers 503 naming the broker.
+func TestClusterReadyzNamesDependencies(t *testing.T) {
+	t.Parallel() // waits ~10 s for a broker that never answers
+	env := needCluster(t)
+	env.broker = "amqp://guest:guest@127.0.0.1:1/" // nothing listens there
+	m := &Main{Config: Config{
+		Addr: "127.0.0.1:0", Data: t.TempDir(), TokenTTL: time.Hour, MaxBody: 4096, KDF: testKDF,
+		Store: env.store, Broker: env.broker, Redis: env.redis, RedisPrefix: env.prefix,
+		NodeID: "nobroker-" + parley.NewID()[:6], Prefetch: 256, PresenceTTL: 3 * time.Second,
+	}}
+	if err := m.Open(context.Background()); err != nil {
+		t.Fatalf("open a node without RabbitMQ: %v", err)
+	}
+	t.Cleanup(func() { closeNode(t, m) })
+	resp, err := http.Get("http://" + m.Addr() + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("/readyz status = %d, want 503", resp.StatusCode)
+	}
+	for _, want := range []string{"store: ok\n", "redis: ok\n", "broker: "} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/readyz body = %q, want it to contain %q", body, want)
+		}
+	}
+	if strings.Contains(string(body), "broker: ok") {
+		t.Errorf("/readyz body = %q: the broker is reported ok", body)
+	}
+	if resp, err := http.Get("http://" + m.Addr() + "/healthz"); err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("/healthz without RabbitMQ: %v, %v; want 200 (the node serves)", resp, err)
+	}
+}
