@@ -20,6 +20,9 @@ let tmp, server, proxy, browser;
 const ctx = {}; // name -> {page, base, dialogs}
 let roomId = '';
 let inviteLink = '';
+// shown is the conversation as both sides saw it after the concurrent sends:
+// which of two racing messages commits first is up to the server.
+let shown = [];
 
 before(async () => {
   tmp = tempDir('parley-web-test-');
@@ -212,9 +215,17 @@ test('messages arrive live and in the same order on both sides, after "sendingâ€
   await waitBodies(a, ['hello bob', 'hi alice']);
   for (const n of [1, 2, 3]) await say(a, `quick ${n}`);
   await say(b, 'and me');
-  const want = ['hello bob', 'hi alice', 'quick 1', 'quick 2', 'quick 3', 'and me'];
-  await waitBodies(a, want);
-  await waitBodies(b, want);
+  // bob's message races alice's last ones, so either may commit first; both
+  // sides must show the same order, and alice's messages keep hers.
+  const settled = (page) => until(page, 'six confirmed messages', () => document.querySelectorAll('#messages li[data-seq]').length === 6 &&
+    !document.querySelector('#messages li.pending'));
+  await settled(a);
+  await settled(b);
+  shown = await bodies(a);
+  assert.deepEqual(await bodies(b), shown, 'both sides show the same order');
+  assert.deepEqual(shown.slice(0, 2), ['hello bob', 'hi alice']);
+  assert.deepEqual(shown.filter((t) => t.startsWith('quick')), ['quick 1', 'quick 2', 'quick 3'], "alice's messages in the order she sent them");
+  assert.deepEqual([...shown].sort(), ['and me', 'hello bob', 'hi alice', 'quick 1', 'quick 2', 'quick 3']);
   assert.ok(await a.evaluate(() => window.__pending) >= 4, 'alice saw "sendingâ€¦" for each of her messages');
   // The sender names and seq order agree.
   const seqs = await a.evaluate(() => [...document.querySelectorAll('#messages li[data-seq]')].map((li) => Number(li.dataset.seq)));
@@ -225,7 +236,7 @@ test('a message with markup shows as text', async () => {
   const a = ctx.alice.page;
   const b = ctx.bob.page;
   await say(b, xss);
-  const want = ['hello bob', 'hi alice', 'quick 1', 'quick 2', 'quick 3', 'and me', xss];
+  const want = [...shown, xss];
   await waitBodies(a, want);
   await waitBodies(b, want);
   for (const p of [a, b]) {
@@ -259,7 +270,7 @@ test('the room list shows unread messages, newest activity first, and clears whe
   await shot(a, 'room-list-desktop.png');
 
   await a.click(`#room-list a[data-room="${roomId}"]`);
-  await waitBodies(a, ['hello bob', 'hi alice', 'quick 1', 'quick 2', 'quick 3', 'and me', xss, 'are you there?', 'lunch at noon']);
+  await waitBodies(a, [...shown, xss, 'are you there?', 'lunch at noon']);
   await until(a, 'badge cleared', (id) => !document.querySelector(`#room-list a[data-room="${id}"] .badge`), roomId);
   // The read position reaches the server (PUT .../read): a fresh room list agrees.
   let unread = -1;
@@ -282,7 +293,7 @@ test('a reload keeps the session and the conversation', async () => {
   const b = ctx.bob.page;
   await b.reload();
   await waitLive(b);
-  await waitBodies(b, ['hello bob', 'hi alice', 'quick 1', 'quick 2', 'quick 3', 'and me', xss, 'are you there?', 'lunch at noon']);
+  await waitBodies(b, [...shown, xss, 'are you there?', 'lunch at noon']);
   assert.equal(await b.textContent('#chat-title'), roomTitle);
 });
 
