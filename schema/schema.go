@@ -65,3 +65,46 @@ func Pending(ms []Migration, current int) ([]Migration, error) {
 	}
 	return nil, nil
 }
+
+// Status is where a database's schema stands against a program's
+// migrations.
+type Status struct {
+	Version int      // the newest version the database has applied; 0 for none
+	Latest  int      // the newest version this program has
+	Applied []string // the migrations this call applied, by file name
+	Pending []string // the migrations the database has not applied yet
+}
+
+// NewStatus returns the status of a database at version current against
+// ms (in version order, from Load): its pending migrations are the ones
+// Pending returns.
+func NewStatus(ms []Migration, current int) (Status, error) {
+	st := Status{Version: current}
+	if n := len(ms); n > 0 {
+		st.Latest = ms[n-1].Version
+	}
+	pending, err := Pending(ms, current)
+	for _, m := range pending {
+		st.Pending = append(st.Pending, m.Name)
+	}
+	return st, err
+}
+
+// Done records that m, the first of st.Pending, was applied.
+func (st *Status) Done(m Migration) {
+	st.Version = m.Version
+	st.Applied = append(st.Applied, m.Name)
+	st.Pending = st.Pending[1:]
+}
+
+// String reports st in one line, as parley migrate prints it.
+func (st Status) String() string {
+	switch {
+	case len(st.Pending) > 0:
+		return fmt.Sprintf("schema at version %d of %d; pending: %s", st.Version, st.Latest, strings.Join(st.Pending, ", "))
+	case len(st.Applied) > 0:
+		return fmt.Sprintf("schema at version %d; applied: %s", st.Version, strings.Join(st.Applied, ", "))
+	default:
+		return fmt.Sprintf("schema at version %d: up to date", st.Version)
+	}
+}

@@ -74,3 +74,25 @@ func TestPending(t *testing.T) {
 		}
 	}
 }
+
+func TestStatus(t *testing.T) {
+	ms := []Migration{{Version: 1, Name: "0001_a.sql"}, {Version: 2, Name: "0002_b.sql"}, {Version: 3, Name: "0003_c.sql"}}
+	st, err := NewStatus(ms, 1)
+	if err != nil {
+		t.Fatalf("NewStatus: %v", err)
+	}
+	if got, want := st.String(), "schema at version 1 of 3; pending: 0002_b.sql, 0003_c.sql"; got != want {
+		t.Errorf("before: %q, want %q", got, want)
+	}
+	st.Done(ms[1])
+	st.Done(ms[2])
+	if got, want := st.String(), "schema at version 3; applied: 0002_b.sql, 0003_c.sql"; got != want {
+		t.Errorf("after: %q, want %q", got, want)
+	}
+	if st, _ := NewStatus(ms, 3); st.String() != "schema at version 3: up to date" {
+		t.Errorf("up to date: %q", st)
+	}
+	if _, err := NewStatus(ms, 4); err == nil {
+		t.Error("NewStatus of a newer database: nil error, want one")
+	}
+}
