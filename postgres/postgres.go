@@ -205,7 +205,7 @@ func (s *Store) init(ctx context.Context, cfg Config) error {
 	if err := s.pool.Ping(ctx); err != nil {
 		return err
 	}
-	if _, err := migrate(ctx, s.pool); err != nil {
+	if _, err := migrate(ctx, s.pool, true); err != nil {
 		return err
 	}
 	if cfg.Registerer != nil {

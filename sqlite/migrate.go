@@ -4,7 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 
 	"parley"
 	"parley/schema"
@@ -16,35 +20,84 @@ import (
 //go:embed migrations/*.sql
 var migrations embed.FS
 
-// migrate applies the migrations that db has not seen yet, each in its own
-// transaction together with its row in schema_migrations. It returns the
-// number applied.
-func migrate(ctx context.Context, db *sql.DB) (int, error) {
-	ms, err := schema.Load(migrations, "migrations/*.sql")
-	if err != nil {
-		return 0, err
-	}
-	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version    INTEGER PRIMARY KEY,
-		name       TEXT NOT NULL,
-		applied_at INTEGER NOT NULL
-	)`); err != nil {
-		return 0, fmt.Errorf("create schema_migrations: %w", err)
-	}
-	var current int
-	if err := db.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
-		return 0, fmt.Errorf("read schema version: %w", err)
-	}
-	pending, err := schema.Pending(ms, current)
-	if err != nil {
-		return 0, err
-	}
-	for i, m := range pending {
-		if err := applyMigration(ctx, db, m); err != nil {
-			return i, err
+// Migrate brings the database at path to this program's schema, creating
+// it if needed, and returns where it stands; with apply false it only
+// reports, and changes nothing (a missing file is an empty database). It
+// is what Open does first, for `parley migrate`; it must not run while
+// another process has the database open for writing.
+func Migrate(ctx context.Context, path string, apply bool) (schema.Status, error) {
+	if !apply {
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			ms, err := schema.Load(migrations, "migrations/*.sql")
+			if err != nil {
+				return schema.Status{}, err
+			}
+			return schema.NewStatus(ms, 0)
 		}
 	}
-	return len(pending), nil
+	if apply {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return schema.Status{}, fmt.Errorf("sqlite: %w", err)
+		}
+	}
+	cfg := Config{Path: path}
+	cfg.defaults()
+	db := openDB(path, 1, apply, cfg)
+	defer db.Close()
+	if apply {
+		if err := walMode(ctx, db); err != nil {
+			return schema.Status{}, fmt.Errorf("sqlite: %s: %w", path, err)
+		}
+	}
+	st, err := migrate(ctx, db, apply)
+	if err != nil {
+		return st, fmt.Errorf("sqlite: %s: %w", path, err)
+	}
+	return st, nil
+}
+
+// migrate applies the migrations that db has not seen yet, each in its own
+// transaction together with its row in schema_migrations, and returns the
+// schema's status; with apply false it only reads the status.
+func migrate(ctx context.Context, db *sql.DB, apply bool) (schema.Status, error) {
+	ms, err := schema.Load(migrations, "migrations/*.sql")
+	if err != nil {
+		return schema.Status{}, err
+	}
+	if apply {
+		if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version    INTEGER PRIMARY KEY,
+			name       TEXT NOT NULL,
+			applied_at INTEGER NOT NULL
+		)`); err != nil {
+			return schema.Status{}, fmt.Errorf("create schema_migrations: %w", err)
+		}
+	}
+	var current int
+	err = db.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&current)
+	if err != nil && (apply || !noMigrationTable(ctx, db)) {
+		return schema.Status{}, fmt.Errorf("read schema version: %w", err)
+	}
+	st, err := schema.NewStatus(ms, current)
+	if err != nil || !apply {
+		return st, err
+	}
+	pending, _ := schema.Pending(ms, current)
+	for _, m := range pending {
+		if err := applyMigration(ctx, db, m); err != nil {
+			return st, err
+		}
+		st.Done(m)
+	}
+	return st, nil
+}
+
+// noMigrationTable reports whether db has no schema_migrations table: a
+// database no migration ever ran on.
+func noMigrationTable(ctx context.Context, db *sql.DB) bool {
+	var n int
+	err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'`).Scan(&n)
+	return err == nil && n == 0
 }
 
 func applyMigration(ctx context.Context, db *sql.DB, m schema.Migration) error {

@@ -119,6 +119,22 @@ type Config struct {
 	Registerer prometheus.Registerer
 }
 
+// defaults fills in the zero fields of c.
+func (c *Config) defaults() {
+	if c.MaxBatch <= 0 {
+		c.MaxBatch = groupcommit.DefaultMaxBatch
+	}
+	if c.Readers <= 0 {
+		c.Readers = max(4, 4*runtime.GOMAXPROCS(0))
+	}
+	if c.BusyTimeout <= 0 {
+		c.BusyTimeout = 5 * time.Second
+	}
+	if c.CacheKiB <= 0 {
+		c.CacheKiB = 16384
+	}
+}
+
 // Store is the SQLite parley.Store. It is safe for concurrent use; Close
 // stops it.
 type Store struct {
@@ -156,18 +172,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Sync < SyncFull || cfg.Sync > SyncOff {
 		return nil, fmt.Errorf("sqlite: invalid sync setting %d", int(cfg.Sync))
 	}
-	if cfg.MaxBatch <= 0 {
-		cfg.MaxBatch = groupcommit.DefaultMaxBatch
-	}
-	if cfg.Readers <= 0 {
-		cfg.Readers = max(4, 4*runtime.GOMAXPROCS(0))
-	}
-	if cfg.BusyTimeout <= 0 {
-		cfg.BusyTimeout = 5 * time.Second
-	}
-	if cfg.CacheKiB <= 0 {
-		cfg.CacheKiB = 16384
-	}
+	cfg.defaults()
 	if dir := filepath.Dir(cfg.Path); dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("sqlite: %w", err)
@@ -202,15 +207,23 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	return s, nil
 }
 
-func (s *Store) init(ctx context.Context, cfg Config) error {
+// walMode puts the database of db in WAL mode, which it keeps.
+func walMode(ctx context.Context, db *sql.DB) error {
 	var mode string
-	if err := s.wdb.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
+	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
 		return fmt.Errorf("set WAL mode: %w", err)
 	}
 	if mode != "wal" {
 		return fmt.Errorf("journal mode is %q, want wal", mode)
 	}
-	if _, err := migrate(ctx, s.wdb); err != nil {
+	return nil
+}
+
+func (s *Store) init(ctx context.Context, cfg Config) error {
+	if err := walMode(ctx, s.wdb); err != nil {
+		return err
+	}
+	if _, err := migrate(ctx, s.wdb, true); err != nil {
 		return err
 	}
 	s.rdb = openDB(cfg.Path, cfg.Readers, false, cfg)
