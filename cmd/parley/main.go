@@ -2,6 +2,8 @@
 //
 //	parley serve     start a node (embedded defaults: SQLite in ./data,
 //	                 in-process broker, HTTP and WebSocket on 127.0.0.1:8080)
+//	parley migrate   apply the store's pending schema migrations
+//	parley bench     drive a running server with a load scenario
 //	parley version   print the version
 //
 // Every flag of a subcommand can also be set with an environment variable:
@@ -38,6 +40,7 @@ const usage = `usage: parley <command> [flags]
 
 commands:
   serve     start a Parley node
+  migrate   apply the store's pending schema migrations (--dry-run: report them)
   bench     drive a running server with a load scenario (parley bench -h)
   version   print the version
 
@@ -52,6 +55,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "serve":
 		return runServe(ctx, args[1:], stderr)
+	case "migrate":
+		return runMigrate(ctx, args[1:], stdout, stderr)
 	case "bench":
 		return runBench(ctx, args[1:], stdout, stderr)
 	case "version":
