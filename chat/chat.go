@@ -144,9 +144,20 @@ func (s *Service) Join(ctx context.Context, u parley.User, roomID string) (parle
 	return r, joined, err
 }
 
-// Leave removes u from a room; leaving a room one is not in is a no-op.
+// Leave removes u from a room; leaving a group room one is not in is a
+// no-op. A direct room stays invisible to everyone but its members: to
+// them it is CodeNotFound, as on every other route.
 func (s *Service) Leave(ctx context.Context, u parley.User, roomID string) error {
-	_, err := s.store.Leave(ctx, roomID, u.ID)
+	r, err := s.store.Room(ctx, roomID)
+	if err != nil {
+		return err
+	}
+	if r.Kind == parley.KindDirect {
+		if _, err := s.Authorize(ctx, u, roomID); err != nil {
+			return err
+		}
+	}
+	_, err = s.store.Leave(ctx, roomID, u.ID)
 	return err
 }
 
