@@ -73,7 +73,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 // parseFlags parses args into fs, then fills every flag not given on the
 // command line from its environment variable PARLEY_<NAME> (upper case,
-// dashes as underscores).
+// dashes as underscores), then, when fs has a --config flag that is set,
+// every flag still unset from that file (see readConfig): the command line
+// wins over the environment, which wins over the file.
 func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -81,11 +83,11 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) err
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
-		if given[f.Name] || err != nil {
+		if set[f.Name] || err != nil {
 			return
 		}
 		key := EnvName(f.Name)
@@ -93,9 +95,16 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) err
 			if serr := fs.Set(f.Name, v); serr != nil {
 				err = fmt.Errorf("%s=%q: %w", key, v, serr)
 			}
+			set[f.Name] = true
 		}
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	if f := fs.Lookup("config"); f != nil && f.Value.String() != "" {
+		return applyConfig(fs, f.Value.String(), set)
+	}
+	return nil
 }
 
 // EnvName is the environment variable of a flag.

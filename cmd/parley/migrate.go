@@ -26,6 +26,7 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.StringVar(&store, "store", "", "store: empty for SQLite in --data, or postgres://user@host:port/db")
 	fs.StringVar(&data, "data", "./data", "data directory of the embedded SQLite store")
 	fs.BoolVar(&dryRun, "dry-run", false, "report the schema version and the pending migrations; change nothing")
+	fs.String("config", "", configHelp)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "usage: parley migrate [flags]\n\nApply the store's pending schema migrations (serve also applies them at start).\n\n")
 		fs.PrintDefaults()

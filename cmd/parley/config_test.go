@@ -1,0 +1,82 @@
+package main
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func writeConfig(t *testing.T, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "parley.env")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestConfigFile: the file fills what neither the command line nor the
+// environment set, with the environment's syntax.
+func TestConfigFile(t *testing.T) {
+	path := writeConfig(t, `# a node
+PARLEY_STORE="postgres://db/parley"
+export PARLEY_NODE_ID = 'node-1'
+
+PARLEY_TOKEN_TTL=1h
+PARLEY_MAX_BODY=100
+PARLEY_ADDR=127.0.0.1:1
+`)
+	var c Config
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	c.flags(fs)
+	fs.String("config", "", configHelp)
+	env := map[string]string{"PARLEY_CONFIG": path, "PARLEY_TOKEN_TTL": "2h"}
+	if err := parseFlags(fs, []string{"--max-body", "200"}, func(k string) string { return env[k] }); err != nil {
+		t.Fatalf("parseFlags: %v", err)
+	}
+	if c.Store != "postgres://db/parley" || c.NodeID != "node-1" || c.Addr != "127.0.0.1:1" {
+		t.Errorf("from the file: store %q, node %q, addr %q", c.Store, c.NodeID, c.Addr)
+	}
+	if c.TokenTTL != 2*time.Hour {
+		t.Errorf("token TTL = %v, want the environment's 2h", c.TokenTTL)
+	}
+	if c.MaxBody != 200 {
+		t.Errorf("max body = %d, want the command line's 200", c.MaxBody)
+	}
+	if c.Data != "./data" {
+		t.Errorf("data = %q, want the default", c.Data)
+	}
+}
+
+// TestConfigFileErrors: a key that is no setting, a line without "=" and a
+// bad value are refused with the line; a setting of serve that another
+// command lacks is skipped.
+func TestConfigFileErrors(t *testing.T) {
+	for _, tt := range []struct{ text, want string }{
+		{"PARLEY_STOER=postgres://x\n", ":1: PARLEY_STOER is not a setting"},
+		{"# ok\nPARLEY_STORE\n", ":2: want NAME=value"},
+		{"PARLEY_MAX_BODY=lots\n", `:1: PARLEY_MAX_BODY="lots"`},
+	} {
+		var c Config
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		c.flags(fs)
+		fs.String("config", "", configHelp)
+		err := parseFlags(fs, []string{"--config", writeConfig(t, tt.text)}, func(string) string { return "" })
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: %v, want an error with %q", tt.text, err, tt.want)
+		}
+	}
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	store := fs.String("store", "", "")
+	fs.String("config", "", configHelp)
+	path := writeConfig(t, "PARLEY_STORE=postgres://x\nPARLEY_NODE_ID=n1\n")
+	if err := parseFlags(fs, []string{"--config", path}, func(string) string { return "" }); err != nil || *store != "postgres://x" {
+		t.Errorf("migrate reading a node's file: %v, store %q", err, *store)
+	}
+	if err := parseFlags(flag.NewFlagSet("x", flag.ContinueOnError), nil, func(string) string { return "" }); err != nil {
+		t.Errorf("no --config flag: %v", err)
+	}
+}
