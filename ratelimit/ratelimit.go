@@ -1,0 +1,167 @@
+// Package ratelimit keeps one token bucket per key (a user id) for
+// millions of keys in bounded memory: a bucket left alone long enough to
+// fill up again is indistinguishable from a new one, so it is forgotten.
+//
+// Concurrency: a Limiter is safe for concurrent use. Its keys are spread
+// over a fixed array of shards by a seeded hash; each shard has its own
+// mutex, which guards that shard's map and sweep time and nothing else. A
+// call takes exactly one shard lock, never two, so there is no lock order.
+// There are no goroutines: each shard sweeps itself, under its lock, on
+// the first call that reaches it after a fill time has passed since its
+// last sweep. A sweep visits the entries left since the previous one,
+// each created or refreshed by a call since, so its cost is spread over
+// those calls. A shard that no call reaches keeps its entries until one
+// does: never more than it held when the calls stopped.
+package ratelimit
+
+import (
+	"hash/maphash"
+	"math"
+	"sync"
+	"time"
+)
+
+// shards is the number of independently locked parts of a Limiter: enough
+// that concurrent callers rarely wait for one another and that a sweep
+// holds one lock over a small part of the keys.
+const shards = 256
+
+// Config configures a Limiter. Zero fields take the documented defaults.
+type Config struct {
+	// Rate is the sustained number of calls a second each key is allowed
+	// (required, > 0).
+	Rate float64
+	// Burst is the most calls a key that has been quiet is allowed at
+	// once. Default: twice Rate, rounded up, at least 1.
+	Burst int
+	// Now is the clock. Default time.Now; tests pass a fake one.
+	Now func() time.Time
+}
+
+// Limiter allows each key Rate calls a second with bursts of Burst. Its
+// memory holds one small entry per key that was allowed a call within
+// about two fill times (Burst/Rate), whatever the number of keys that were
+// ever seen: about 55 bytes a key, so 55 MB for a million active keys.
+type Limiter struct {
+	rate  float64 // tokens a nanosecond
+	burst float64
+	fill  int64 // nanoseconds an empty bucket takes to fill up
+	now   func() time.Time
+	base  time.Time // the origin of every stored time
+	seed  maphash.Seed
+
+	shards [shards]shard
+}
+
+type shard struct {
+	mu      sync.Mutex        // guards the following fields
+	buckets map[uint64]bucket // by the key's seeded hash
+	peak    int               // the most entries buckets has held since it was made
+	swept   int64             // when sweepLocked last ran, ns since base
+}
+
+// bucket is one key's token bucket: tokens left at time at.
+type bucket struct {
+	tokens float64
+	at     int64 // ns since Limiter.base
+}
+
+// New returns a Limiter. It panics if cfg.Rate is not positive: a limiter
+// that allows nothing is a wiring mistake, and no limit is no Limiter.
+func New(cfg Config) *Limiter {
+	if !(cfg.Rate > 0) || math.IsInf(cfg.Rate, 1) {
+		panic("ratelimit: Rate must be positive and finite")
+	}
+	if cfg.Burst <= 0 {
+		cfg.Burst = max(1, int(math.Ceil(2*cfg.Rate)))
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	l := &Limiter{
+		rate:  cfg.Rate / 1e9,
+		burst: float64(cfg.Burst),
+		now:   cfg.Now,
+		base:  cfg.Now(),
+		seed:  maphash.MakeSeed(),
+	}
+	l.fill = int64(math.Ceil(l.burst / l.rate))
+	for i := range l.shards {
+		l.shards[i].buckets = map[uint64]bucket{}
+	}
+	return l
+}
+
+// Allow takes one token from key's bucket. When the bucket is empty it
+// takes nothing and returns false with how long until a token is there.
+//
+// Keys are stored as 64-bit hashes with a random seed: two keys share a
+// bucket only if their hashes collide, which is about one chance in 10^7
+// among a million active keys and cannot be aimed at from outside.
+func (l *Limiter) Allow(key string) (ok bool, retryAfter time.Duration) {
+	now := int64(l.now().Sub(l.base))
+	h := maphash.String(l.seed, key)
+	s := &l.shards[h%shards]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if now-s.swept >= l.fill {
+		l.sweepLocked(s, now)
+	}
+	tokens := l.burst
+	if b, seen := s.buckets[h]; seen {
+		tokens = l.tokens(b, now)
+	}
+	if tokens < 1 {
+		// Nothing is stored: the bucket refills from its last take.
+		return false, time.Duration(math.Ceil((1 - tokens) / l.rate))
+	}
+	s.buckets[h] = bucket{tokens: tokens - 1, at: now}
+	s.peak = max(s.peak, len(s.buckets))
+	return true, 0
+}
+
+// Rate returns the sustained calls a second each key is allowed.
+func (l *Limiter) Rate() float64 { return l.rate * 1e9 }
+
+// Burst returns the most calls a quiet key is allowed at once.
+func (l *Limiter) Burst() int { return int(l.burst) }
+
+// tokens returns what b holds at now.
+func (l *Limiter) tokens(b bucket, now int64) float64 {
+	elapsed := max(0, now-b.at) // a clock that steps back refills nothing
+	return min(l.burst, b.tokens+float64(elapsed)*l.rate)
+}
+
+// sweepLocked forgets the buckets of s that are full again: a key that
+// comes back starts with a full bucket either way. A Go map keeps its
+// largest size after deletes, so once it holds under a quarter of its
+// peak the rest is copied to a new one, and memory follows the keys that
+// are active now rather than the busiest moment ever. s.mu must be held.
+func (l *Limiter) sweepLocked(s *shard, now int64) {
+	for h, b := range s.buckets {
+		if now-b.at >= l.fill {
+			delete(s.buckets, h)
+		}
+	}
+	if n := len(s.buckets); n < s.peak/4 {
+		m := make(map[uint64]bucket, n)
+		for h, b := range s.buckets {
+			m[h] = b
+		}
+		s.buckets, s.peak = m, n
+	}
+	s.swept = now
+}
+
+// Len returns the number of keys the Limiter holds an entry for, for
+// metrics and tests. It locks each shard in turn, one at a time.
+func (l *Limiter) Len() int {
+	n := 0
+	for i := range l.shards {
+		s := &l.shards[i]
+		s.mu.Lock()
+		n += len(s.buckets)
+		s.mu.Unlock()
+	}
+	return n
+}
