@@ -1,6 +1,7 @@
 // Package rest serves Parley's JSON API over HTTP (design §3): accounts,
-// rooms, membership, history and sending. It maps chat operations to routes
-// and parley error codes to HTTP statuses, in one place (errorStatus).
+// rooms, membership, history and sending, with an optional per-user limit
+// on sends (limited). It maps chat operations to routes and parley error
+// codes to HTTP statuses, in one place (errorStatus).
 package rest
 
 import (
@@ -12,6 +13,7 @@ import (
 
 	"parley"
 	"parley/chat"
+	"parley/ratelimit"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -23,15 +25,20 @@ type Config struct {
 	// MaxRequestBytes caps a request body. Default: room for a maximal
 	// message body with every byte JSON-escaped, at least 64 KiB.
 	MaxRequestBytes int64
+	// SendLimit, when set, limits each user's message sends and room
+	// creations together (see limited); a refusal is 429 rate_limited
+	// with Retry-After. Nil: no limit.
+	SendLimit *ratelimit.Limiter
 	// Registerer, when set, registers the HTTP metrics.
 	Registerer prometheus.Registerer
 }
 
 // Handler serves the routes under /api/.
 type Handler struct {
-	chat     *chat.Service
-	maxBytes int64
-	mux      *http.ServeMux
+	chat      *chat.Service
+	maxBytes  int64
+	sendLimit *ratelimit.Limiter // nil: no limit
+	mux       *http.ServeMux
 
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
@@ -43,9 +50,10 @@ func New(cfg Config) *Handler {
 		cfg.MaxRequestBytes = max(64<<10, int64(cfg.Chat.MaxBody())*6+1024)
 	}
 	h := &Handler{
-		chat:     cfg.Chat,
-		maxBytes: cfg.MaxRequestBytes,
-		mux:      http.NewServeMux(),
+		chat:      cfg.Chat,
+		maxBytes:  cfg.MaxRequestBytes,
+		sendLimit: cfg.SendLimit,
+		mux:       http.NewServeMux(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_http_requests_total",
 			Help: "HTTP API requests by route and status.",
@@ -58,6 +66,12 @@ func New(cfg Config) *Handler {
 	}
 	if cfg.Registerer != nil {
 		cfg.Registerer.MustRegister(h.requests, h.latency)
+		if l := cfg.SendLimit; l != nil {
+			cfg.Registerer.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "parley_http_send_limit_users",
+				Help: "Users the REST send limit holds a bucket for: those that sent or created a room in the last few seconds.",
+			}, func() float64 { return float64(l.Len()) }))
+		}
 	}
 	h.routes()
 	return h
@@ -69,12 +83,12 @@ func (h *Handler) routes() {
 	h.handle("GET /api/users/{name}", h.authed(h.userByName))
 	h.handle("GET /api/me", h.authed(h.me))
 	h.handle("GET /api/me/rooms", h.authed(h.myRooms))
-	h.handle("POST /api/rooms", h.authed(h.createRoom))
+	h.handle("POST /api/rooms", h.authed(h.limited(h.createRoom)))
 	h.handle("GET /api/rooms/{id}", h.authed(h.room))
 	h.handle("POST /api/rooms/{id}/members", h.authed(h.join))
 	h.handle("DELETE /api/rooms/{id}/members/me", h.authed(h.leave))
 	h.handle("GET /api/rooms/{id}/messages", h.authed(h.messages))
-	h.handle("POST /api/rooms/{id}/messages", h.authed(h.send))
+	h.handle("POST /api/rooms/{id}/messages", h.authed(h.limited(h.send)))
 	h.handle("PUT /api/rooms/{id}/read", h.authed(h.markRead))
 	h.handle("/api/", func(w http.ResponseWriter, r *http.Request) error {
 		return parley.Errorf(parley.CodeNotFound, "no such route: %s %s", r.Method, r.URL.Path)

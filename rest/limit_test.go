@@ -1,0 +1,173 @@
+package rest_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"parley/chat"
+	"parley/ratelimit"
+	"parley/rest"
+	"parley/sqlite"
+)
+
+// clock is a fake time source for the limiter.
+type clock struct {
+	mu sync.Mutex // guards t
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// env is a rest.Handler over a fresh SQLite store.
+type env struct {
+	t *testing.T
+	h *rest.Handler
+}
+
+func newEnv(t *testing.T, limit *ratelimit.Limiter) *env {
+	t.Helper()
+	store, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), "parley.db"), Sync: sqlite.SyncOff})
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(func() { store.Close() })
+	svc := chat.New(chat.Config{Store: store, KDF: chat.KDF{Time: 1, Memory: 64, Threads: 1}})
+	return &env{t: t, h: rest.New(rest.Config{Chat: svc, SendLimit: limit})}
+}
+
+// do serves one request with a JSON body and returns the recorded answer.
+func (e *env) do(method, path, token string, body any) *httptest.ResponseRecorder {
+	e.t.Helper()
+	data, err := json.Marshal(body)
+	if err != nil {
+		e.t.Fatalf("marshal: %v", err)
+	}
+	req := httptest.NewRequest(method, path, bytes.NewReader(data))
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	rec := httptest.NewRecorder()
+	e.h.ServeHTTP(rec, req)
+	return rec
+}
+
+// mustExpect checks an answer's status, decoding its body into out.
+func (e *env) mustExpect(rec *httptest.ResponseRecorder, what string, status int, out any) {
+	e.t.Helper()
+	if rec.Code != status {
+		e.t.Fatalf("%s = %d %s, want %d", what, rec.Code, rec.Body, status)
+	}
+	if out != nil {
+		if err := json.Unmarshal(rec.Body.Bytes(), out); err != nil {
+			e.t.Fatalf("%s: decode %q: %v", what, rec.Body, err)
+		}
+	}
+}
+
+// mustSignUp registers name and returns a token.
+func (e *env) mustSignUp(name string) string {
+	e.t.Helper()
+	creds := map[string]string{"name": name, "password": "correct horse"}
+	e.mustExpect(e.do("POST", "/api/users", "", creds), "register "+name, http.StatusCreated, nil)
+	var tok struct{ Token string }
+	e.mustExpect(e.do("POST", "/api/tokens", "", creds), "login "+name, http.StatusCreated, &tok)
+	return tok.Token
+}
+
+type errorBody struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// expectLimited checks that rec is a 429 rate_limited with Retry-After.
+func (e *env) expectLimited(rec *httptest.ResponseRecorder, what, retryAfter string) {
+	e.t.Helper()
+	var body errorBody
+	e.mustExpect(rec, what, http.StatusTooManyRequests, &body)
+	if body.Error.Code != "rate_limited" || body.Error.Message == "" {
+		e.t.Errorf("%s: error = %+v, want code rate_limited with a message", what, body.Error)
+	}
+	if got := rec.Header().Get("Retry-After"); got != retryAfter {
+		e.t.Errorf("%s: Retry-After = %q, want %q", what, got, retryAfter)
+	}
+	if got := rec.Header().Get("Content-Type"); got != "application/json" {
+		e.t.Errorf("%s: Content-Type = %q, want application/json", what, got)
+	}
+}
+
+func TestSendLimit(t *testing.T) {
+	c := &clock{t: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
+	e := newEnv(t, ratelimit.New(ratelimit.Config{Rate: 1, Burst: 3, Now: c.Now}))
+	alice, bob := e.mustSignUp("alice"), e.mustSignUp("bob")
+
+	var room struct{ ID string }
+	e.mustExpect(e.do("POST", "/api/rooms", alice, map[string]any{"kind": "group", "title": "general"}), "alice creates a room", http.StatusCreated, &room)
+	e.mustExpect(e.do("POST", "/api/rooms/"+room.ID+"/members", bob, nil), "bob joins", http.StatusCreated, nil)
+	send := "/api/rooms/" + room.ID + "/messages"
+	for range 2 {
+		e.mustExpect(e.do("POST", send, alice, map[string]string{"body": "hi"}), "alice sends within her burst", http.StatusCreated, nil)
+	}
+	e.expectLimited(e.do("POST", send, alice, map[string]string{"body": "too fast"}), "alice's fourth write", "1")
+	// Sends and new rooms share the budget.
+	e.expectLimited(e.do("POST", "/api/rooms", alice, map[string]any{"kind": "group", "title": "another"}), "alice creates a room when limited", "1")
+	// What creates nothing new is not limited.
+	e.mustExpect(e.do("PUT", "/api/rooms/"+room.ID+"/read", alice, map[string]int64{"seq": 2}), "alice marks read when limited", http.StatusNoContent, nil)
+	e.mustExpect(e.do("GET", send, alice, nil), "alice reads history when limited", http.StatusOK, nil)
+
+	// Another user has a budget of their own.
+	for range 3 {
+		e.mustExpect(e.do("POST", send, bob, map[string]string{"body": "hello"}), "bob sends while alice is limited", http.StatusCreated, nil)
+	}
+
+	c.Advance(time.Second)
+	e.mustExpect(e.do("POST", send, alice, map[string]string{"body": "again"}), "alice sends a second later", http.StatusCreated, nil)
+	e.expectLimited(e.do("POST", send, alice, map[string]string{"body": "too fast"}), "alice's next send", "1")
+
+	var page struct{ Messages []struct{ Body string } }
+	e.mustExpect(e.do("GET", send+"?limit=100", bob, nil), "history", http.StatusOK, &page)
+	if len(page.Messages) != 6 {
+		t.Errorf("room holds %d messages, want 6: refused sends store nothing", len(page.Messages))
+	}
+}
+
+// TestSendLimitRetryAfter checks that Retry-After is the wait rounded up
+// to whole seconds.
+func TestSendLimitRetryAfter(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		rate       float64
+		retryAfter string
+	}{
+		{"under a second rounds up to 1", 20, "1"},
+		{"a fraction over rounds up", 0.4, "3"}, // 2.5 s
+		{"whole seconds stay", 0.25, "4"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &clock{t: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
+			e := newEnv(t, ratelimit.New(ratelimit.Config{Rate: tt.rate, Burst: 1, Now: c.Now}))
+			alice := e.mustSignUp("alice")
+			var room struct{ ID string }
+			e.mustExpect(e.do("POST", "/api/rooms", alice, map[string]any{"kind": "group", "title": "general"}), "create room", http.StatusCreated, &room)
+			e.expectLimited(e.do("POST", "/api/rooms/"+room.ID+"/messages", alice, map[string]string{"body": "hi"}), "send", tt.retryAfter)
+		})
+	}
+}
