@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -267,5 +269,95 @@ func TestOpenFailureCloses(t *testing.T) {
 	case <-done:
 	case <-time.After(15 * time.Second):
 		t.Fatal("Close() after a failed Open did not return")
+	}
+}
+
+// TestRESTSendLimit checks the per-user limit on REST writes end to end:
+// past the burst a user gets 429 rate_limited with Retry-After, while
+// another user still sends. The rate is low enough that no token comes
+// back during the test, however slow the machine.
+func TestRESTSendLimit(t *testing.T) {
+	m := MustOpenMain(t, func(c *Config) { c.RestSendRate = 0.1 }) // bursts of 1
+	alice, _ := mustSignUp(t, m.Addr(), "alice")
+	bob, _ := mustSignUp(t, m.Addr(), "bob")
+	var g room
+	if st := alice.do("POST", "/api/rooms", map[string]any{"kind": "group", "title": "general"}, &g); st != http.StatusCreated {
+		t.Fatalf("create room: status %d", st)
+	}
+	if st := bob.do("POST", "/api/rooms/"+g.ID+"/members", nil, nil); st != http.StatusCreated {
+		t.Fatalf("join: status %d", st)
+	}
+	path := "/api/rooms/" + g.ID + "/messages"
+
+	// Creating the room took alice's only token: sends share it.
+	resp := alice.post(path, map[string]string{"body": "too fast"})
+	var body apiError
+	if err := decodeJSON(resp.Body, &body); err != nil {
+		t.Fatalf("decode 429 body: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || body.Error.Code != "rate_limited" || body.Error.Message == "" {
+		t.Errorf("alice's send after creating a room = %d %+v, want 429 rate_limited", resp.StatusCode, body)
+	}
+	if ra, err := strconv.Atoi(resp.Header.Get("Retry-After")); err != nil || ra < 1 || ra > 10 {
+		t.Errorf("Retry-After = %q, want whole seconds from 1 to 10", resp.Header.Get("Retry-After"))
+	}
+
+	if st := bob.do("POST", path, map[string]string{"body": "hello"}, nil); st != http.StatusCreated {
+		t.Errorf("bob's send while alice is limited = %d, want 201", st)
+	}
+	if st := bob.do("POST", path, map[string]string{"body": "again"}, nil); st != http.StatusTooManyRequests {
+		t.Errorf("bob's second send = %d, want 429", st)
+	}
+}
+
+// post sends a JSON POST and returns the whole response; the caller
+// closes its body.
+func (c *client) post(path string, body any) *http.Response {
+	c.t.Helper()
+	req, err := http.NewRequest("POST", c.base+path, jsonReader(body))
+	if err != nil {
+		c.t.Fatalf("new request: %v", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatalf("POST %s: %v", path, err)
+	}
+	return resp
+}
+
+// TestRESTSendRateFlag checks --rest-send-rate: 20 by default, set by its
+// environment variable, 0 for no limit, and a negative rate refused.
+func TestRESTSendRateFlag(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want float64
+	}{
+		{"default", nil, nil, 20},
+		{"flag", []string{"--rest-send-rate", "5"}, nil, 5},
+		{"environment", nil, map[string]string{"PARLEY_REST_SEND_RATE": "0"}, 0},
+		{"flag wins", []string{"--rest-send-rate", "50"}, map[string]string{"PARLEY_REST_SEND_RATE": "0"}, 50},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var cfg Config
+			fs := flag.NewFlagSet("parley serve", flag.ContinueOnError)
+			cfg.flags(fs)
+			if err := parseFlags(fs, tt.args, func(k string) string { return tt.env[k] }); err != nil {
+				t.Fatalf("parseFlags(%q) error = %v", tt.args, err)
+			}
+			if cfg.RestSendRate != tt.want {
+				t.Errorf("parseFlags(%q, %v): RestSendRate = %g, want %g", tt.args, tt.env, cfg.RestSendRate, tt.want)
+			}
+		})
+	}
+
+	m := &Main{Config: Config{Addr: "127.0.0.1:0", Data: t.TempDir(), Sync: "normal", KDF: testKDF, RestSendRate: -1}}
+	err := m.Open(context.Background())
+	m.Close(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "--rest-send-rate") {
+		t.Errorf("Open() with --rest-send-rate -1: error = %v, want one naming the flag", err)
 	}
 }

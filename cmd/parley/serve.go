@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"parley/history"
 	"parley/hub"
 	"parley/postgres"
+	"parley/ratelimit"
 	"parley/rest"
 	"parley/sqlite"
 	"parley/stomp"
@@ -49,6 +51,7 @@ type Config struct {
 	StompHeartBeat time.Duration // heart-beat interval offered both ways
 	StompSendRate  float64       // SEND frames per second per connection
 	StompQueue     int           // outbound queue bound per connection, frames
+	RestSendRate   float64       // REST messages and new rooms per second per user; 0: no limit
 
 	// Cluster mode: all three of Store (postgres://…), Broker and Redis.
 	Store       string        // "" for the embedded SQLite store, or a postgres:// URL
@@ -78,6 +81,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.AllowedOrigins, "allowed-origins", "", "comma-separated Origins allowed to open /ws, or * (empty: the same host)")
 	fs.DurationVar(&c.StompHeartBeat, "stomp-heartbeat", 10*time.Second, "STOMP heart-beat interval the server offers both ways")
 	fs.Float64Var(&c.StompSendRate, "stomp-send-rate", 20, "SEND frames per second a STOMP connection may sustain (bursts of twice that)")
+	fs.Float64Var(&c.RestSendRate, "rest-send-rate", 20, "messages plus new rooms per second a user may sustain over the HTTP API (bursts of twice that), else 429 with Retry-After; counted per node; 0: no limit (bench history, roomlist and open seed rooms from one account faster)")
 	fs.IntVar(&c.StompQueue, "stomp-queue", 1024, "outbound frames queued per STOMP connection before it is closed as a slow consumer")
 	fs.StringVar(&c.Store, "store", "", "store: empty for SQLite in --data, or postgres://user@host:port/db (cluster mode)")
 	fs.StringVar(&c.Broker, "broker", "", "cluster mode: RabbitMQ URL, amqp://user:pass@host:port/vhost")
@@ -139,6 +143,13 @@ func (m *Main) Open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var sendLimit *ratelimit.Limiter
+	switch r := cfg.RestSendRate; {
+	case r > 0 && !math.IsInf(r, 1):
+		sendLimit = ratelimit.New(ratelimit.Config{Rate: r}) // Burst: twice the rate
+	case r != 0:
+		return fmt.Errorf("--rest-send-rate %g: want a positive rate, or 0 for no limit", r)
+	}
 	// The store reports each commit, in order, to the sinks; they are all
 	// installed before the first write, which only the listeners can cause.
 	var sinks []parley.EventSink
@@ -196,7 +207,7 @@ func (m *Main) Open(ctx context.Context) error {
 	svc := chat.New(chat.Config{
 		Store: hot, TokenTTL: cfg.TokenTTL, MaxBody: cfg.MaxBody, KDF: cfg.KDF, Registerer: m.registry,
 	})
-	api := rest.New(rest.Config{Chat: svc, Registerer: m.registry})
+	api := rest.New(rest.Config{Chat: svc, SendLimit: sendLimit, Registerer: m.registry})
 	m.hub = hub.New(hub.Config{Members: hot, Registerer: m.registry})
 	var sessions gateway.Sessions
 	if clustered {
