@@ -20,7 +20,8 @@ type fakeChat struct {
 	msgs    map[string][]parley.Message  // room -> messages by seq-1
 	keys    map[[3]string]parley.Message // (room, sender, client id) -> message
 	sink    parley.EventSink
-	held    chan struct{} // when not nil, Send signals here and waits for its ctx (a commit that never comes)
+	held    chan struct{} // when not nil, Send signals here and waits for its ctx (a commit that never comes)...
+	release chan struct{} // ...or, when not nil, until it is closed, then commits
 }
 
 func newFakeChat() *fakeChat {
@@ -93,12 +94,15 @@ func (c *fakeChat) Send(ctx context.Context, u parley.User, roomID, body, client
 		return parley.Message{}, false, parley.Errorf(parley.CodeTooLarge, "body too large")
 	}
 	c.mu.Lock()
-	held := c.held
+	held, release := c.held, c.release
 	c.mu.Unlock()
 	if held != nil {
 		held <- struct{}{}
-		<-ctx.Done()
-		return parley.Message{}, false, fmt.Errorf("send: %w", ctx.Err())
+		select {
+		case <-release: // never when nil
+		case <-ctx.Done():
+			return parley.Message{}, false, fmt.Errorf("send: %w", ctx.Err())
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

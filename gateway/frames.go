@@ -21,19 +21,25 @@ const (
 )
 
 // handle acts on one frame; false ends reading (the session was refused).
+// While it acts the session is busy: Shutdown lets the frame finish and
+// be answered, then endFrame sends the going-away ERROR.
 func (s *session) handle(f *stomp.Frame, rs *readState) bool {
 	if f.Command == stomp.Heartbeat {
 		return true
 	}
-	s.mu.Lock()
-	connected, dead := s.connected, s.dead
-	s.mu.Unlock()
-	if dead {
+	connected, ok := s.beginFrame()
+	if !ok {
 		// Refused meanwhile (slow consumer, heart-beat, shutdown): frames
 		// still in the read buffer must not act, since none of them could
 		// be answered (a SEND stored without its RECEIPT).
 		return false
 	}
+	ok = s.handleFrame(f, rs, connected)
+	return s.endFrame() && ok
+}
+
+// handleFrame is handle once the session is busy with f.
+func (s *session) handleFrame(f *stomp.Frame, rs *readState, connected bool) bool {
 	var err error
 	receipt := f.Get("receipt")
 	switch {
@@ -69,6 +75,10 @@ func (s *session) handle(f *stomp.Frame, rs *readState) bool {
 		err = parley.Errorf(parley.CodeInvalid, "%v is not a client frame", f.Command)
 	}
 	if err != nil {
+		if errors.Is(err, context.Canceled) && s.srv.ctx.Err() != nil {
+			// A CONNECT or SUBSCRIBE check cut short by Shutdown.
+			err = goingAway
+		}
 		s.refuse(err, receipt)
 		return false
 	}
@@ -346,14 +356,17 @@ func (s *session) send(f *stomp.Frame) (parley.Message, error) {
 	if !allowed {
 		return parley.Message{}, parley.Errorf(parley.CodeRateLimited, "over %g messages a second", s.srv.cfg.SendRate)
 	}
-	ctx, cancel := context.WithTimeout(s.srv.ctx, s.srv.cfg.SendTimeout)
+	// Not under srv.ctx: a send in flight when Shutdown begins may finish
+	// and get its RECEIPT; only Shutdown's own deadline (abortSends) or
+	// SendTimeout cuts it short.
+	ctx, cancel := context.WithTimeout(s.srv.sendCtx, s.srv.cfg.SendTimeout)
 	defer cancel()
 	m, _, err := s.srv.chat.Send(ctx, u, string(dest[len(appPrefix):]), string(f.Body), string(f.Get("client-id")))
 	switch {
 	case err == nil:
 	case errors.Is(err, context.DeadlineExceeded):
 		err = parley.Errorf(parley.CodeUnavailable, "the message was not committed within %v", s.srv.cfg.SendTimeout)
-	case errors.Is(err, context.Canceled):
+	case errors.Is(err, context.Canceled): // Shutdown's ctx ended (abortSends)
 		err = parley.Errorf(parley.CodeUnavailable, "the server is shutting down; send again with the same client-id")
 	}
 	return m, err

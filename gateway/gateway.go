@@ -27,6 +27,39 @@
 // hub.Hub's lock is taken before a session's (the hub delivers with its lock
 // held); a session never calls into the hub while holding its own lock.
 // Server.mu is never held while taking either.
+//
+// # Shutdown
+//
+// Shutdown keeps design §2's promise (stop accepting, flush queues, close
+// sockets with a reconnect hint, finish in-flight writes) in this order:
+//
+//  1. It stops accepting: listeners close, new WebSocket upgrades get 503
+//     and add refuses sessions that race with it.
+//  2. It cancels Server.ctx, which ends what need not finish: catch-ups
+//     (since-seq replays), and CONNECT and SUBSCRIBE checks, which are
+//     answered with the going-away ERROR. Sends do not run under it.
+//  3. It marks every session draining: no new frame is acted on. A session
+//     that is not handling a frame gets the going-away ERROR at once,
+//     after whatever is queued for it. A session handling a frame (a SEND
+//     waiting for its commit, typically) finishes it first: the SEND
+//     commits within its SendTimeout, its RECEIPT is queued, and only then
+//     does the going-away ERROR follow. Frames read after that are never
+//     acted on; the client sends them again on the next connection.
+//  4. It waits until every session has written its last frames and closed.
+//  5. If its ctx ends first, it cancels the sends still waiting (the store
+//     drops a write it has not started; see groupcommit) and each is
+//     refused as unavailable, "send again with the same client-id", and
+//     forces the rest: writes stop waiting for clients (session.write), so
+//     every session closes without waiting on its peer. Shutdown then only
+//     waits for the chat service to return from the cancelled sends, which
+//     it does as soon as a write already committing is done.
+//
+// The session's busy and draining fields, both under session.mu, decide
+// between "going away now" and "going away after this frame" without a
+// race: a frame is begun only while the session is not draining, and
+// Shutdown marks every session draining before it refuses any, so a
+// client that got the going-away ERROR knows that no session takes new
+// frames any more.
 package gateway
 
 import (
@@ -36,6 +69,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"parley"
@@ -166,8 +200,16 @@ type Server struct {
 	m      *metrics
 	poll   *poller
 	limits stomp.Limits
-	ctx    context.Context // cancelled by Shutdown: ends pending sends and catch-ups
+	ctx    context.Context // cancelled when Shutdown begins: ends catch-ups, CONNECT and SUBSCRIBE checks
 	cancel context.CancelFunc
+	// sendCtx is the parent of every SEND's context. Shutdown cancels it
+	// (abortSends) only when its own ctx ends, so that sends in flight
+	// can finish and be answered with their RECEIPT.
+	sendCtx    context.Context
+	abortSends context.CancelFunc
+	// forced is set when Shutdown's ctx has ended: writes no longer wait
+	// for a client to read (see session.write).
+	forced atomic.Bool
 
 	tcpReaders sync.Pool // *readState for raw TCP
 	wsReaders  sync.Pool // *readState for WebSocket
@@ -199,6 +241,7 @@ func New(cfg Config) (*Server, error) {
 		limits: stomp.Limits{MaxBody: cfg.Chat.MaxBody(), MaxFrame: cfg.Chat.MaxBody() + 16<<10},
 	}
 	srv.ctx, srv.cancel = context.WithCancel(context.Background())
+	srv.sendCtx, srv.abortSends = context.WithCancel(context.Background())
 	go p.run()
 	return srv, nil
 }
@@ -242,9 +285,17 @@ func (srv *Server) Serve(ln net.Listener) error {
 	}
 }
 
-// Shutdown stops accepting, sends every session an ERROR telling it to
-// reconnect, and waits until they are closed or ctx ends; then it closes
-// whatever is left and stops the poller.
+// goingAway is the refusal of every session that Shutdown ends.
+var goingAway = parley.Errorf(parley.CodeUnavailable, "the server is shutting down: reconnect and resume with since-seq")
+
+// Shutdown stops accepting, lets every frame being handled finish (a SEND
+// gets its RECEIPT once committed), then sends every session, after what
+// is queued for it, an ERROR telling it to reconnect, and waits until the
+// sessions are closed. If ctx ends first, the sends still waiting are
+// refused as unavailable (send again with the same client-id), the
+// remaining sessions are closed without waiting for their clients to read,
+// and Shutdown returns ctx's error. It stops the poller last. The package
+// comment describes the sequence.
 func (srv *Server) Shutdown(ctx context.Context) error {
 	srv.mu.Lock()
 	srv.shutdown = true
@@ -265,8 +316,14 @@ func (srv *Server) Shutdown(ctx context.Context) error {
 	srv.mu.Unlock()
 	srv.cancel()
 
-	goingAway := parley.Errorf(parley.CodeUnavailable, "the server is shutting down: reconnect and resume with since-seq")
+	// Every session stops taking frames before any is refused.
+	idle := make([]*session, 0, len(sessions))
 	for _, s := range sessions {
+		if !s.drain() {
+			idle = append(idle, s)
+		}
+	}
+	for _, s := range idle {
 		s.refuse(goingAway, nil)
 	}
 	var err error
@@ -274,12 +331,23 @@ func (srv *Server) Shutdown(ctx context.Context) error {
 	case <-drained:
 	case <-ctx.Done():
 		err = ctx.Err()
-		for _, s := range sessions {
-			s.close()
-		}
+		srv.force(sessions)
+		<-drained
 	}
 	srv.poll.close()
 	return err
+}
+
+// force ends a Shutdown whose ctx has ended: sends still waiting are
+// cancelled (their handlers refuse them as unavailable and close), and
+// writes stop waiting for clients, including a write blocked now, so that
+// every session closes promptly.
+func (srv *Server) force(sessions []*session) {
+	srv.forced.Store(true)
+	for _, s := range sessions {
+		s.interruptWrite()
+	}
+	srv.abortSends()
 }
 
 // add registers a new session; it fails after Shutdown.

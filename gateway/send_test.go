@@ -1,23 +1,31 @@
 package gateway
 
 import (
+	"context"
+	"errors"
+	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"parley/stomp"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // TestSendNeverCommitted: a SEND whose commit does not come within
-// SendTimeout, or is cut short by the server shutting down, is refused as
-// unavailable (retry with the same client-id), never as an internal error.
+// SendTimeout, or before Shutdown's ctx ends, is refused as unavailable
+// (retry with the same client-id), never as an internal error.
 func TestSendNeverCommitted(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		timeout time.Duration
-		cut     bool // the server starts shutting down while the SEND waits
+		cut     bool // Shutdown begins while the SEND waits, and its ctx ends
 		want    string
 	}{
 		{"timeout", 100 * time.Millisecond, false, "not committed within"},
-		{"shutdown", time.Minute, true, "send again with the same client-id"},
+		{"shutdown deadline", time.Minute, true, "send again with the same client-id"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, Config{SendTimeout: tc.timeout})
@@ -29,16 +37,157 @@ func TestSendNeverCommitted(t *testing.T) {
 			e.chat.mu.Unlock()
 			c := e.dial(t, "tcp")
 			c.connect("alice")
+			idle := e.dial(t, "tcp") // a second session, to see Shutdown begin
+			idle.connect("alice")
 			c.send(frame("SEND", "hello", "destination:/app/rooms.r1", "client-id:c1", "receipt:s1"))
 			<-held
+			shutdown := make(chan error, 1)
 			if tc.cut {
-				e.srv.cancel() // what Shutdown does first, before it refuses the sessions
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				go func() { shutdown <- e.srv.Shutdown(ctx) }()
+				// The idle session goes away at once: Shutdown has begun,
+				// and the SEND still waits, within its SendTimeout.
+				idle.expect("ERROR", "code:unavailable")
+				idle.expectClosed()
+				cancel() // Shutdown's deadline
 			}
 			f := c.expect("ERROR", "code:unavailable", "message:unavailable", "receipt-id:s1")
 			if !strings.Contains(string(f.Body), tc.want) {
 				t.Errorf("ERROR body = %q, want it to say %q", f.Body, tc.want)
 			}
 			c.expectClosed()
+			if tc.cut {
+				if err := <-shutdown; !errors.Is(err, context.Canceled) {
+					t.Errorf("Shutdown() = %v, want %v", err, context.Canceled)
+				}
+			}
 		})
+	}
+}
+
+// TestShutdownFinishesSend: a SEND waiting for its commit when Shutdown
+// begins is let finish: the client gets its RECEIPT, then the going-away
+// ERROR. A SEND that arrives after Shutdown began is not acted on.
+func TestShutdownFinishesSend(t *testing.T) {
+	for _, transport := range transports {
+		t.Run(transport, func(t *testing.T) {
+			e := newEnv(t, Config{})
+			alice := e.chat.addUser("alice")
+			e.chat.addRoom("r1", alice)
+			held, release := make(chan struct{}, 1), make(chan struct{})
+			e.chat.mu.Lock()
+			e.chat.held, e.chat.release = held, release
+			e.chat.mu.Unlock()
+			c := e.dial(t, transport)
+			c.connect("alice")
+			idle := e.dial(t, transport) // a second session, to see Shutdown begin
+			idle.connect("alice")
+			c.send(frame("SEND", "first", "destination:/app/rooms.r1", "client-id:c1", "receipt:s1"))
+			<-held // the store holds the write
+
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			shutdown := make(chan error, 1)
+			go func() { shutdown <- e.srv.Shutdown(ctx) }()
+			f := idle.expect("ERROR", "code:unavailable")
+			if !strings.Contains(string(f.Body), "reconnect") {
+				t.Errorf("going-away ERROR body = %q, want it to say reconnect", f.Body)
+			}
+			idle.expectClosed()
+
+			// Shutdown has begun: this SEND must not act.
+			c.send(frame("SEND", "second", "destination:/app/rooms.r1", "client-id:c2", "receipt:s2"))
+			close(release) // the store commits the first
+			c.expect("RECEIPT", "receipt-id:s1", "seq:1", "message-id")
+			f = c.expect("ERROR", "code:unavailable", "message:unavailable")
+			if r, ok := f.Lookup("receipt-id"); ok {
+				t.Errorf("going-away ERROR has receipt-id %q, want none", r)
+			}
+			if !strings.Contains(string(f.Body), "reconnect") {
+				t.Errorf("going-away ERROR body = %q, want it to say reconnect", f.Body)
+			}
+			c.expectClosed()
+			if err := <-shutdown; err != nil {
+				t.Errorf("Shutdown() = %v, want nil", err)
+			}
+			e.chat.mu.Lock()
+			stored := len(e.chat.msgs["r1"])
+			e.chat.mu.Unlock()
+			if stored != 1 {
+				t.Errorf("%d messages stored, want 1 (the SEND after Shutdown began must not act)", stored)
+			}
+		})
+	}
+}
+
+// TestShutdownDeadlineStuckClient: once Shutdown's ctx has ended, a client
+// that does not read cannot hold it: the write blocked on that client is
+// cut short and the session closed, though WriteTimeout is far away, and
+// it is not counted as a slow consumer.
+func TestShutdownDeadlineStuckClient(t *testing.T) {
+	e := newEnv(t, Config{WriteTimeout: time.Hour, QueueFrames: 1 << 20, QueueBytes: 1 << 30})
+	alice, bob := e.chat.addUser("alice"), e.chat.addUser("bob")
+	e.chat.addRoom("r1", alice, bob)
+
+	// A small receive buffer, so that the server's writes block soon after
+	// the client stops reading.
+	d := net.Dialer{Control: func(network, address string, c syscall.RawConn) error {
+		c.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+		return nil
+	}}
+	conn, err := d.Dial("tcp", e.tcpAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	stuck := &client{t: t, conn: conn, r: stomp.NewReader(conn, stomp.Limits{})}
+	stuck.connect("bob")
+	stuck.send(frame("SUBSCRIBE", "", "id:0", "destination:/topic/rooms.r1", "receipt:s"))
+	stuck.expect("RECEIPT", "receipt-id:s")
+	var s *session
+	e.srv.mu.Lock()
+	for o := range e.srv.sessions {
+		s = o // the only one
+	}
+	e.srv.mu.Unlock()
+
+	// Publish until more is queued behind the writer than the socket
+	// buffers on both sides could take (Linux caps the send buffer at
+	// 4 MiB by default): the writer has not come back for it because it
+	// is blocked on the client.
+	body := strings.Repeat("x", 4000)
+	const piled = 2 * (4 << 20) / 4000
+	for n := 1; ; n++ {
+		if n == 100000 {
+			t.Fatal("the writer never blocked")
+		}
+		if _, _, err := e.chat.Send(t.Context(), alice, "r1", body, ""); err != nil {
+			t.Fatal(err)
+		}
+		s.mu.Lock()
+		queued := 0
+		if s.q != nil {
+			queued = len(s.q.items)
+		}
+		s.mu.Unlock()
+		if queued > piled {
+			break
+		}
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the deadline has passed
+	if err := e.srv.Shutdown(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Shutdown() = %v, want %v", err, context.Canceled)
+	}
+	e.srv.mu.Lock()
+	left := len(e.srv.sessions)
+	e.srv.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d sessions left after Shutdown, want 0", left)
+	}
+	if n := testutil.ToFloat64(e.srv.m.slowConsumer.WithLabelValues(reasonWriteTimeout)); n != 0 {
+		t.Errorf("%v write_timeout slow-consumer closes, want 0", n)
 	}
 }

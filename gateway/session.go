@@ -50,6 +50,8 @@ type session struct {
 	q           *queue // outbound queue; nil when empty and no writer runs
 	writing     bool   // a writer goroutine runs
 	dead        bool   // refused or closing: nothing more is queued
+	busy        bool   // the reader is acting on a frame (handle)
+	draining    bool   // Shutdown began: act on no new frame, go away after the current one
 	closeAfter  bool   // close once the queue is written
 	closed      bool
 	readStopped bool // the reader saw the end: do not re-arm
@@ -254,6 +256,45 @@ func (s *session) refuse(err error, receipt []byte) {
 		status = wsGoingAway
 	}
 	s.finishLocked(outItem{cmd: stomp.Error, raw: b}, status)
+}
+
+// drain marks the session draining for Shutdown: it acts on no new frame.
+// It reports whether a frame is being handled; if so, the handler sends
+// the going-away ERROR when it is done (endFrame), after the frame's own
+// answer, and the caller must not refuse the session now.
+func (s *session) drain() (busy bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.draining = true
+	return s.busy
+}
+
+// beginFrame marks the session busy with a frame, unless it is refused,
+// closed or draining (then the frame must not act: false).
+func (s *session) beginFrame() (connected, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dead || s.draining {
+		return false, false
+	}
+	s.busy = true
+	return s.connected, true
+}
+
+// endFrame ends what beginFrame began. When Shutdown began meanwhile, it
+// refuses the session with the going-away ERROR, queued after the frame's
+// answer (a no-op if the frame refused the session already), and reports
+// false: reading stops.
+func (s *session) endFrame() bool {
+	s.mu.Lock()
+	s.busy = false
+	draining := s.draining
+	s.mu.Unlock()
+	if draining {
+		s.refuse(goingAway, nil)
+		return false
+	}
+	return true
 }
 
 // WebSocket Close statuses (RFC 6455 §7.4.1) of the sessions the server

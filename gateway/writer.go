@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"sync"
+	"syscall"
 	"time"
 
 	"parley"
@@ -144,7 +145,7 @@ func (s *session) writeLoop() {
 		spare = batch
 		if err != nil {
 			s.mu.Lock()
-			if isTimeout(err) {
+			if isTimeout(err) && !s.srv.forced.Load() {
 				s.slowConsumerLocked(reasonWriteTimeout)
 			}
 			s.writing = false
@@ -169,8 +170,7 @@ func (s *session) writeBatch(bp *[]byte, batch []outItem) error {
 		if err != nil || len(buf) == 0 {
 			return
 		}
-		s.conn.SetWriteDeadline(time.Now().Add(s.srv.cfg.WriteTimeout))
-		_, err = s.conn.Write(buf)
+		err = s.write(buf)
 		buf = buf[:0]
 	}
 	for i := range batch {
@@ -207,6 +207,61 @@ func (s *session) writeBatch(bp *[]byte, batch []outItem) error {
 	s.lastWrite = now
 	s.mu.Unlock()
 	return nil
+}
+
+// write writes b to the socket, waiting at most WriteTimeout for the
+// client to take it. Once Shutdown's ctx has ended (srv.forced) it does not
+// wait at all: it writes what the socket takes now and fails if that is
+// not everything, so no client can hold Shutdown past its deadline.
+//
+// The choice is made under s.mu, and interruptWrite sets its deadline
+// under s.mu after srv.forced is set: a write either sees forced, or set
+// its deadline before interruptWrite and is cut short by it.
+func (s *session) write(b []byte) error {
+	s.mu.Lock()
+	forced := s.srv.forced.Load()
+	if forced {
+		s.conn.SetWriteDeadline(time.Time{}) // undo interruptWrite's: rc.Write checks it
+	} else {
+		s.conn.SetWriteDeadline(time.Now().Add(s.srv.cfg.WriteTimeout))
+	}
+	s.mu.Unlock()
+	if !forced {
+		_, err := s.conn.Write(b)
+		return err
+	}
+	if s.rc == nil {
+		return errClosed // no way to write without waiting
+	}
+	var werr error
+	err := s.rc.Write(func(fd uintptr) bool {
+		for len(b) > 0 {
+			n, err := syscall.Write(int(fd), b)
+			if err == syscall.EINTR {
+				continue
+			}
+			if err != nil {
+				werr = err // EAGAIN: the client is not reading
+				break
+			}
+			b = b[n:]
+		}
+		return true // never wait
+	})
+	if err != nil {
+		return err
+	}
+	return werr
+}
+
+// interruptWrite cuts short a write waiting for the client; Shutdown calls
+// it after setting srv.forced.
+func (s *session) interruptWrite() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.conn.SetWriteDeadline(time.Now())
+	}
 }
 
 // appendItem appends the wire form of one queued frame: in a WebSocket
