@@ -68,18 +68,42 @@ func (e *apiError) kind() string {
 }
 
 // call sends a JSON request for set-up and decodes a 2xx answer into out.
+// A 429 (the server's per-user limit on sends and new rooms) is waited out
+// as its Retry-After says and the request sent again, up to
+// maxRateRetries times: set-up must finish, and none of it is measured.
 func (a *api) call(ctx context.Context, method, path, token string, in, out any) (int, error) {
-	var body io.Reader
+	var data []byte
 	if in != nil {
-		data, err := json.Marshal(in)
-		if err != nil {
+		var err error
+		if data, err = json.Marshal(in); err != nil {
 			return 0, err
 		}
-		body = bytes.NewReader(data)
+	}
+	for attempt := 0; ; attempt++ {
+		status, wait, err := a.callOnce(ctx, method, path, token, data, out)
+		if status != http.StatusTooManyRequests || attempt == maxRateRetries {
+			return status, err
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return status, err
+		}
+	}
+}
+
+// maxRateRetries bounds the retries of one set-up request refused with 429.
+const maxRateRetries = 120
+
+// callOnce is one attempt of call; wait is the Retry-After of a 429.
+func (a *api) callOnce(ctx context.Context, method, path, token string, in []byte, out any) (status int, wait time.Duration, err error) {
+	var body io.Reader
+	if in != nil {
+		body = bytes.NewReader(in)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, a.base+path, body)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -89,22 +113,26 @@ func (a *api) call(ctx context.Context, method, path, token string, in, out any)
 	}
 	resp, err := a.hc.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return resp.StatusCode, err
+		return resp.StatusCode, 0, err
 	}
 	if resp.StatusCode/100 != 2 {
-		return resp.StatusCode, errorOf(resp.StatusCode, data)
+		wait = time.Second
+		if n, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && n > 0 {
+			wait = time.Duration(n) * time.Second
+		}
+		return resp.StatusCode, wait, errorOf(resp.StatusCode, data)
 	}
 	if out != nil {
 		if err := json.Unmarshal(data, out); err != nil {
-			return resp.StatusCode, fmt.Errorf("%s %s: decode: %w", method, path, err)
+			return resp.StatusCode, 0, fmt.Errorf("%s %s: decode: %w", method, path, err)
 		}
 	}
-	return resp.StatusCode, nil
+	return resp.StatusCode, 0, nil
 }
 
 func errorOf(status int, body []byte) *apiError {

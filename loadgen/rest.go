@@ -105,7 +105,7 @@ func (r *run) setupRooms(ctx context.Context, users, nRooms, history int) ([]acc
 	if err := r.joinAll(ctx, accs[1:], rooms); err != nil {
 		return nil, nil, err
 	}
-	if err := r.seedHistory(ctx, owner, rooms, history); err != nil {
+	if err := r.seedHistory(ctx, accs, rooms, history); err != nil {
 		return nil, nil, err
 	}
 	for i := range rooms {

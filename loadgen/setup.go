@@ -153,13 +153,15 @@ func (r *run) joinAll(ctx context.Context, accs []account, rooms []roomInfo) err
 	})
 }
 
-// seedHistory posts n messages to each room as owner.
-func (r *run) seedHistory(ctx context.Context, owner account, rooms []roomInfo, n int) error {
+// seedHistory posts n messages to each room, from each member in turn
+// (every account is a member of every room): the server limits each
+// user's sends, and one sender would wait on that limit.
+func (r *run) seedHistory(ctx context.Context, accs []account, rooms []roomInfo, n int) error {
 	r.setPhase("setup", int64(n*len(rooms)), 0)
 	body := payload(r.o.Payload)
 	return parallel(ctx, n*len(rooms), r.o.SetupConcurrency*4, func(ctx context.Context, i int) error {
 		r.done.Add(1)
-		return owner.post(ctx, rooms[i%len(rooms)].ID, body)
+		return accs[i%len(accs)].post(ctx, rooms[i%len(rooms)].ID, body)
 	})
 }
 
