@@ -230,6 +230,14 @@ func (s *session) write(b []byte) error {
 		_, err := s.conn.Write(b)
 		return err
 	}
+	return s.writeNow(b)
+}
+
+// writeNow writes what the socket takes of b without waiting, and fails if
+// that is not all of it. It is a function of its own so that the closure it
+// hands the poller, and what that captures, are allocated only on this
+// path, never on every write.
+func (s *session) writeNow(b []byte) error {
 	if s.rc == nil {
 		return errClosed // no way to write without waiting
 	}
