@@ -3,12 +3,14 @@ package gateway
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"parley"
 	"parley/stomp"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -189,5 +191,67 @@ func TestShutdownDeadlineStuckClient(t *testing.T) {
 	}
 	if n := testutil.ToFloat64(e.srv.m.slowConsumer.WithLabelValues(reasonWriteTimeout)); n != 0 {
 		t.Errorf("%v write_timeout slow-consumer closes, want 0", n)
+	}
+}
+
+// TestShutdownPipelinedSendNoReset: a client that sent another SEND behind
+// the one Shutdown lets finish, and reads only after Shutdown is done,
+// still gets the RECEIPT and the going-away ERROR, then a clean end of
+// stream: the server reads the unacted frame away before it closes, so the
+// close is not a reset that would throw the last frames away.
+func TestShutdownPipelinedSendNoReset(t *testing.T) {
+	for _, transport := range transports {
+		t.Run(transport, func(t *testing.T) {
+			e := newEnv(t, Config{})
+			alice := e.chat.addUser("alice")
+			e.chat.addRoom("r1", alice)
+			held, release := make(chan struct{}, 1), make(chan struct{})
+			e.chat.mu.Lock()
+			e.chat.held, e.chat.release = held, release
+			e.chat.mu.Unlock()
+			c := e.dial(t, transport)
+			c.connect("alice")
+			idle := e.dial(t, transport) // a second session, to see Shutdown begin
+			idle.connect("alice")
+			c.send(frame("SEND", "first", "destination:/app/rooms.r1", "client-id:c1", "receipt:s1"))
+			<-held
+
+			shutdown := make(chan error, 1)
+			go func() { shutdown <- e.srv.Shutdown(context.Background()) }()
+			idle.expect("ERROR", "code:unavailable")
+			c.send(frame("SEND", "second", "destination:/app/rooms.r1", "client-id:c2", "receipt:s2"))
+			close(release)
+			if err := <-shutdown; err != nil {
+				t.Fatalf("Shutdown() = %v, want nil", err)
+			}
+			c.expect("RECEIPT", "receipt-id:s1")
+			c.expect("ERROR", "code:unavailable")
+			if f, err := c.read(); !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+				t.Errorf("after the ERROR: %v, %v; want a clean end of stream, not a reset", f, err)
+			}
+		})
+	}
+}
+
+// TestRefusalCountedOnce: a SEND that times out while Shutdown drains its
+// session is refused once, and counted once: the going-away ERROR that
+// would follow it is never sent, so it is not counted either.
+func TestRefusalCountedOnce(t *testing.T) {
+	e := newEnv(t, Config{SendTimeout: 200 * time.Millisecond})
+	alice := e.chat.addUser("alice")
+	e.chat.addRoom("r1", alice)
+	held := make(chan struct{}, 1)
+	e.chat.mu.Lock()
+	e.chat.held = held
+	e.chat.mu.Unlock()
+	c := e.dial(t, "tcp")
+	c.connect("alice")
+	c.send(frame("SEND", "x", "destination:/app/rooms.r1", "receipt:s1"))
+	<-held
+	go e.srv.Shutdown(context.Background())
+	c.expect("ERROR", "code:unavailable", "receipt-id:s1")
+	c.expectClosed()
+	if n := testutil.ToFloat64(e.srv.m.refusals[refusalIndex(parley.CodeUnavailable)]); n != 1 {
+		t.Errorf("parley_stomp_refusals_total{code=unavailable} = %v for one refused session, want 1", n)
 	}
 }

@@ -250,6 +250,9 @@ func (s *session) refuse(err error, receipt []byte) {
 	b := encodeControl(errorFrame(err, receipt), s.readVersion())
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.dead { // refused or ended already: this ERROR is never sent
+		return
+	}
 	s.srv.m.refusals[refusalIndex(code)].Inc()
 	status := uint16(wsNormalClosure)
 	if s.srv.ctx.Err() != nil { // the server is shutting down

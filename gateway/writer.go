@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"io"
 	"sync"
 	"syscall"
 	"time"
@@ -122,6 +123,7 @@ func (s *session) writeLoop() {
 		if batch == nil || len(batch.items) == 0 || s.closed {
 			s.writing = false
 			closeNow := s.closeAfter || s.closed
+			linger := s.closeAfter && !s.closed // the last frames are written
 			if !s.closed {
 				s.q = nil
 				putQueue(batch)
@@ -130,7 +132,10 @@ func (s *session) writeLoop() {
 			putQueue(spare)
 			*bp = (*bp)[:0]
 			bufPool.Put(bp)
-			if closeNow {
+			switch {
+			case linger:
+				s.lingerClose()
+			case closeNow:
 				s.close()
 			}
 			return
@@ -270,6 +275,31 @@ func (s *session) interruptWrite() {
 	if !s.closed {
 		s.conn.SetWriteDeadline(time.Now())
 	}
+}
+
+// Lingering close: a socket closed while input it has not read waits in
+// its receive buffer is reset (RST), not closed, and the reset makes the
+// peer's kernel throw away what it has not handed to the client yet: the
+// last RECEIPT, the ERROR that says why. A client may well have sent more
+// frames after the one the session ends on (a SEND pipelined behind one
+// finishing during Shutdown), so lingerClose reads them away first.
+const (
+	lingerTime  = 500 * time.Millisecond // how long to wait for the peer to close
+	lingerBytes = 256 << 10              // how much of its input to read away
+)
+
+// lingerClose ends a session whose last frames are written: it sends FIN,
+// reads and drops the peer's input until the peer closes, lingerTime has
+// passed or lingerBytes were read, then closes. It runs on the writer
+// goroutine. Once Shutdown is forced it closes at once.
+func (s *session) lingerClose() {
+	if hc, ok := s.conn.(interface{ CloseWrite() error }); ok && !s.srv.forced.Load() {
+		if hc.CloseWrite() == nil {
+			s.conn.SetReadDeadline(time.Now().Add(lingerTime))
+			io.Copy(io.Discard, io.LimitReader(s.conn, lingerBytes))
+		}
+	}
+	s.close()
 }
 
 // appendItem appends the wire form of one queued frame: in a WebSocket
