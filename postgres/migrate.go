@@ -103,7 +103,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, apply bool) (schema.Status
 		if err := applyMigration(ctx, conn.Conn(), m); err != nil {
 			return st, err
 		}
-		st.Done(m)
+		st.Done(m, true)
 	}
 	return st, nil
 }

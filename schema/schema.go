@@ -90,10 +90,13 @@ func NewStatus(ms []Migration, current int) (Status, error) {
 	return st, err
 }
 
-// Done records that m, the first of st.Pending, was applied.
-func (st *Status) Done(m Migration) {
+// Done records that m, the first of st.Pending, is in the database now:
+// applied by this call, or (applied false) by another process meanwhile.
+func (st *Status) Done(m Migration, applied bool) {
 	st.Version = m.Version
-	st.Applied = append(st.Applied, m.Name)
+	if applied {
+		st.Applied = append(st.Applied, m.Name)
+	}
 	st.Pending = st.Pending[1:]
 }
 

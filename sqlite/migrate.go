@@ -23,8 +23,8 @@ var migrations embed.FS
 // Migrate brings the database at path to this program's schema, creating
 // it if needed, and returns where it stands; with apply false it only
 // reports, and changes nothing (a missing file is an empty database). It
-// is what Open does first, for `parley migrate`; it must not run while
-// another process has the database open for writing.
+// is what Open does first, for `parley migrate`. Processes migrating at
+// once apply each migration once: the others find it applied.
 func Migrate(ctx context.Context, path string, apply bool) (schema.Status, error) {
 	if !apply {
 		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
@@ -84,10 +84,11 @@ func migrate(ctx context.Context, db *sql.DB, apply bool) (schema.Status, error)
 	}
 	pending, _ := schema.Pending(ms, current)
 	for _, m := range pending {
-		if err := applyMigration(ctx, db, m); err != nil {
+		applied, err := applyMigration(ctx, db, m)
+		if err != nil {
 			return st, err
 		}
-		st.Done(m)
+		st.Done(m, applied)
 	}
 	return st, nil
 }
@@ -100,21 +101,33 @@ func noMigrationTable(ctx context.Context, db *sql.DB) bool {
 	return err == nil && n == 0
 }
 
-func applyMigration(ctx context.Context, db *sql.DB, m schema.Migration) error {
+// applyMigration applies m in a transaction of its own, which holds
+// SQLite's write lock from its BEGIN (IMMEDIATE, dsnParams). It reads the
+// version again under that lock, so that of two processes migrating at
+// once the second finds m applied (applied false) instead of failing on
+// the tables the first created.
+func applyMigration(ctx context.Context, db *sql.DB, m schema.Migration) (applied bool, err error) {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("migration %s: %w", m.Name, err)
+		return false, fmt.Errorf("migration %s: %w", m.Name, err)
 	}
 	defer tx.Rollback()
+	var current int
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
+		return false, fmt.Errorf("migration %s: read schema version: %w", m.Name, err)
+	}
+	if current >= m.Version {
+		return false, nil
+	}
 	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
-		return fmt.Errorf("migration %s: %w", m.Name, err)
+		return false, fmt.Errorf("migration %s: %w", m.Name, err)
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
 		m.Version, m.Name, parley.Now().UnixMicro()); err != nil {
-		return fmt.Errorf("migration %s: %w", m.Name, err)
+		return false, fmt.Errorf("migration %s: %w", m.Name, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("migration %s: %w", m.Name, err)
+		return false, fmt.Errorf("migration %s: %w", m.Name, err)
 	}
-	return nil
+	return true, nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -54,5 +55,39 @@ func TestMigrate(t *testing.T) {
 	}
 	if _, err := Open(ctx, Config{Path: path}); err == nil {
 		t.Error("Open of a newer database: nil error, want it refused")
+	}
+}
+
+// TestMigrateConcurrently: processes migrating one database at once (here,
+// connections of their own) apply each migration once between them, and
+// none fails on what another created.
+func TestMigrateConcurrently(t *testing.T) {
+	for round := range 3 {
+		path := filepath.Join(t.TempDir(), "parley.db")
+		fresh, err := Migrate(context.Background(), path, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		applied := make([][]string, 4)
+		errs := make([]error, len(applied))
+		for i := range applied {
+			wg.Go(func() {
+				st, err := Migrate(context.Background(), path, true)
+				applied[i], errs[i] = st.Applied, err
+			})
+		}
+		wg.Wait()
+		var all []string
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("round %d, migration %d: %v", round, i, err)
+			}
+			all = append(all, applied[i]...)
+		}
+		st, err := Migrate(context.Background(), path, false)
+		if err != nil || len(all) != len(fresh.Pending) || st.Version != st.Latest {
+			t.Errorf("round %d: applied %v between them, then %+v, %v; want each of %v once", round, all, st, err, fresh.Pending)
+		}
 	}
 }

@@ -84,6 +84,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -207,16 +208,30 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	return s, nil
 }
 
-// walMode puts the database of db in WAL mode, which it keeps.
+// walMode puts the database of db in WAL mode, which it keeps. Changing
+// the mode does not wait on the busy timeout: when another process does
+// the same to a new database at the same moment (parley migrate and serve),
+// SQLite answers "database is locked" at once, so it tries again for up to
+// about five seconds; the other process has set WAL by then.
 func walMode(ctx context.Context, db *sql.DB) error {
-	var mode string
-	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
-		return fmt.Errorf("set WAL mode: %w", err)
+	for attempt := 0; ; attempt++ {
+		var mode string
+		err := db.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode)
+		if err == nil && mode != "wal" {
+			return fmt.Errorf("journal mode is %q, want wal", mode)
+		}
+		if err == nil {
+			return nil
+		}
+		if !strings.Contains(err.Error(), "database is locked") || attempt == 500 {
+			return fmt.Errorf("set WAL mode: %w", err)
+		}
+		select {
+		case <-time.After(10 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	if mode != "wal" {
-		return fmt.Errorf("journal mode is %q, want wal", mode)
-	}
-	return nil
 }
 
 func (s *Store) init(ctx context.Context, cfg Config) error {
