@@ -85,7 +85,7 @@ func New(cfg Config) *Limiter {
 		base:  cfg.Now(),
 		seed:  maphash.MakeSeed(),
 	}
-	l.fill = int64(math.Ceil(l.burst / l.rate))
+	l.fill = int64(min(math.Ceil(l.burst/l.rate), math.MaxInt64/2)) // a tiny rate must not overflow
 	for i := range l.shards {
 		l.shards[i].buckets = map[uint64]bucket{}
 	}

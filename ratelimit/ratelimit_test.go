@@ -232,3 +232,17 @@ func BenchmarkAllow(b *testing.B) {
 		}
 	})
 }
+
+// TestTinyRate: a rate so small that its fill time overflows nanoseconds
+// still limits: the bucket is kept, not swept as if it had filled.
+func TestTinyRate(t *testing.T) {
+	c := newClock()
+	l := New(Config{Rate: 1e-15, Now: c.Now})
+	mustAllow(t, l, "u", 1)
+	for range 3 {
+		c.Advance(24 * time.Hour)
+		if ok, _ := l.Allow("u"); ok {
+			t.Fatal("a second call within a day at 1e-15 a second was allowed")
+		}
+	}
+}

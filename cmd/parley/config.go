@@ -9,11 +9,13 @@ import (
 )
 
 // configHelp is the help of the --config flag.
-const configHelp = "file of settings, one PARLEY_NAME=value per line, as the environment variables (# starts a comment); the command line and the environment win over it"
+const configHelp = "file of settings, one PARLEY_NAME=value per line, as the environment variables (a line starting with # is a comment); the command line and the environment win over it"
 
 // applyConfig sets, from the config file at path, every flag of fs that
 // set does not name. The file has the environment's syntax, so that the
-// same file serves as a systemd EnvironmentFile or a docker --env-file:
+// same file serves as a systemd EnvironmentFile (docker's --env-file takes
+// it too, without quotes, "export" or spaces around "="). A line starting
+// with # is a comment; a # later in a line is part of the value:
 //
 //	# node 1
 //	PARLEY_STORE=postgres://parley@db:5432/parley
@@ -38,7 +40,11 @@ func applyConfig(fs *flag.FlagSet, path string, set map[string]bool) error {
 
 	sc := bufio.NewScanner(f)
 	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
+		line := sc.Text()
+		if n == 1 {
+			line = strings.TrimPrefix(line, "\uFEFF") // a byte order mark some editors write
+		}
+		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}

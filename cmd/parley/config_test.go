@@ -80,3 +80,19 @@ func TestConfigFileErrors(t *testing.T) {
 		t.Errorf("no --config flag: %v", err)
 	}
 }
+
+// TestConfigFileByteOrderMark: a file some editor began with a byte order
+// mark reads as the same file without it.
+func TestConfigFileByteOrderMark(t *testing.T) {
+	var c Config
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	c.flags(fs)
+	fs.String("config", "", configHelp)
+	path := writeConfig(t, "\uFEFFPARLEY_NODE_ID=n1\r\nPARLEY_ALLOWED_ORIGINS=* # not a comment\r\n")
+	if err := parseFlags(fs, []string{"--config", path}, func(string) string { return "" }); err != nil {
+		t.Fatalf("parseFlags: %v", err)
+	}
+	if c.NodeID != "n1" || c.AllowedOrigins != "* # not a comment" {
+		t.Errorf("node id %q, origins %q; want n1 and the whole rest of the line", c.NodeID, c.AllowedOrigins)
+	}
+}
