@@ -116,12 +116,19 @@ function token(page) {
   return page.evaluate(() => localStorage.getItem('parley.token'));
 }
 
+/** api calls the REST API as page's user; a 429 (the server's limit on each
+ * user's sends) is waited out as its Retry-After says, as a client should. */
 async function api(page, method, path, body) {
-  const res = await fetch(server.url + path, {
-    method,
-    headers: { Authorization: 'Bearer ' + (await token(page)), 'Content-Type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+  let res;
+  for (let attempt = 0; ; attempt++) {
+    res = await fetch(server.url + path, {
+      method,
+      headers: { Authorization: 'Bearer ' + (await token(page)), 'Content-Type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    if (res.status !== 429 || attempt === 10) break;
+    await new Promise((r) => setTimeout(r, 1000 * Number(res.headers.get('Retry-After') || 1)));
+  }
   const data = res.status === 204 ? null : await res.json();
   if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(data)}`);
   return data;
