@@ -19,11 +19,36 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
+
+// versionString is version, with the commit the binary was built from
+// when the Go toolchain recorded it (go build in a git checkout).
+func versionString() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return version
+	}
+	var rev, modified string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = ", modified"
+			}
+		}
+	}
+	if rev == "" {
+		return version + " (" + info.GoVersion + ")"
+	}
+	return fmt.Sprintf("%s (commit %.12s%s, %s)", version, rev, modified, info.GoVersion)
+}
 
 func main() {
 	ctx, stop := signalContext()
@@ -60,7 +85,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "bench":
 		return runBench(ctx, args[1:], stdout, stderr)
 	case "version":
-		fmt.Fprintln(stdout, "parley", version)
+		fmt.Fprintln(stdout, "parley", versionString())
 		return nil
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)

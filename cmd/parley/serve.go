@@ -108,7 +108,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		m.Close(context.Background())
 		return err
 	}
-	slog.Info("parley serving", "addr", m.Addr(), "data", cfg.Data, "version", version)
+	slog.Info("parley serving", "addr", m.Addr(), "data", cfg.Data, "version", versionString())
 	<-ctx.Done()
 	slog.Info("parley shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
