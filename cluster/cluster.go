@@ -28,8 +28,8 @@
 // is dropped; a newer one is held until the gap closes. If the gap has not
 // closed after Config.GapWait (the message went to no batch for this node,
 // or a batch was lost), the relay reads the missing messages from the
-// store and delivers them; a gap of more than one history page is skipped,
-// and the clients see it as a seq gap and fill it with since-seq. Receive
+// store and delivers them, up to ten history pages; a wider gap is
+// skipped, and the clients see it as a seq gap and fill it with since-seq. Receive
 // returns (and the broker acknowledges the batch) only once its message is
 // delivered, held or dropped, so the broker's prefetch bounds the batches
 // waiting here. The first

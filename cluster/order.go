@@ -119,7 +119,7 @@ func (r *Relay) gapTimeout(roomID string) {
 	switch {
 	case st.next == 0:
 		st.next = lowest
-	case lowest-st.next > parley.MaxPageLimit:
+	case lowest-st.next > maxFill:
 		r.m.skipped.Add(float64(lowest - st.next))
 		st.next = lowest
 	default:
@@ -131,25 +131,40 @@ func (r *Relay) gapTimeout(roomID string) {
 	}
 }
 
-// fill reads the messages from next to lowest-1 from the store and
-// delivers them. If the store fails for long, the gap is skipped.
+// maxFill is the widest gap fill reads from the store, in pages of
+// parley.MaxPageLimit. A node whose own commits race ahead of the other
+// nodes' batches (a slow broker, a busy room) opens gaps of hundreds of
+// messages that the store has; a wider gap (a long outage) is left to the
+// clients, which see it and fill it with since-seq.
+const maxFill = 10 * parley.MaxPageLimit
+
+// fill reads the messages from next to lowest-1 from the store, a page at
+// a time, and delivers them. If the store fails for long, the gap is
+// skipped.
 func (r *Relay) fill(roomID string, st *roomState, lowest int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	msgs, err := r.cfg.Store.Messages(ctx, roomID, parley.Page{After: st.next - 1, Limit: int(lowest - st.next)})
-	if err != nil {
-		r.log.Error("cluster: fill gap", "room", roomID, "err", err)
-		if time.Since(st.since) > 20*r.cfg.GapWait {
-			r.m.skipped.Add(float64(lowest - st.next))
-			st.next = lowest
-		}
-		return
-	}
 	members := r.route(roomID).members
-	for _, m := range msgs {
-		if m.Seq == st.next {
-			r.m.filled.Inc()
-			r.deliver(st, m, members)
+	for st.next < lowest {
+		want := int(min(lowest-st.next, parley.MaxPageLimit))
+		msgs, err := r.cfg.Store.Messages(ctx, roomID, parley.Page{After: st.next - 1, Limit: want})
+		if err != nil {
+			r.log.Error("cluster: fill gap", "room", roomID, "err", err)
+			if time.Since(st.since) > 20*r.cfg.GapWait {
+				r.m.skipped.Add(float64(lowest - st.next))
+				st.next = lowest
+			}
+			return
+		}
+		from := st.next
+		for _, m := range msgs {
+			if m.Seq == st.next && m.Seq < lowest {
+				r.m.filled.Inc()
+				r.deliver(st, m, members)
+			}
+		}
+		if st.next-from < int64(want) {
+			break // the store does not have them all (yet)
 		}
 	}
 	if st.next < lowest {
