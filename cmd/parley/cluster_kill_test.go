@@ -136,8 +136,14 @@ func TestClusterNodeSIGKILL(t *testing.T) {
 	const n = 300
 	var wg sync.WaitGroup
 	var receipted, received []int64
-	wg.Go(func() { receipted = sendStream(t, sender, r.ID, n, 5*time.Millisecond) })
-	wg.Go(func() { received = readSeqs(t, receiver, n) })
+	background(t, &wg, func() (err error) {
+		receipted, err = streamSeqs(sender, r.ID, n, 5*time.Millisecond)
+		return err
+	})
+	background(t, &wg, func() (err error) {
+		received, err = seqsOf(receiver, n)
+		return err
+	})
 	seen := readSeqs(t, victim, 40)
 	checkRun(t, "victim on c before the kill", seen, 1)
 	c.kill()
@@ -234,8 +240,14 @@ func TestClusterNodeSIGKILL(t *testing.T) {
 	// From now on a message costs a exactly one publish: to b.
 	const more = 20
 	before := quiet(t, a)
-	wg.Go(func() { checkRun(t, "receipts", sendStream(t, sender, r.ID, more, 0), next) })
-	wg.Go(func() { checkRun(t, "receiver on b", readSeqs(t, receiver, more), next) })
+	background(t, &wg, func() error {
+		seqs, err := streamSeqs(sender, r.ID, more, 0)
+		if err != nil {
+			return err
+		}
+		return runOf("receipts", seqs, next)
+	})
+	background(t, &wg, func() error { return readRun("receiver on b", receiver, more, next) })
 	checkRun(t, "victim back on b", readSeqs(t, again, more), next)
 	wg.Wait()
 	if got := metric(t, a, "parley_broker_publishes_total") - before; got != more {

@@ -157,12 +157,16 @@ func groupRoom(t *testing.T, nodes []*Main, prefix string, n int) (room, []membe
 	ms := make([]member, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() {
-			c, u := mustSignUp(t, nodes[i%len(nodes)].Addr(), fmt.Sprintf("%s%d", prefix, i))
+		background(t, &wg, func() error {
+			c, u, err := signUp(t, nodes[i%len(nodes)].Addr(), fmt.Sprintf("%s%d", prefix, i))
 			ms[i] = member{c, u}
+			return err
 		})
 	}
 	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
 	var r room
 	if st := ms[0].c.do("POST", "/api/rooms", map[string]any{"kind": "group", "title": prefix}, &r); st != http.StatusCreated {
 		t.Fatalf("create room: %d", st)
@@ -192,19 +196,55 @@ func subscribe(t *testing.T, m *Main, token, roomID string, since int64) *stompC
 	return sc
 }
 
+// The helpers below come in pairs: readSeqs, sendStream and checkRun fail
+// the test and are for the test's own goroutine; seqsOf, streamSeqs and
+// runOf return an error, for the goroutines of background.
+
+// background runs f on a goroutine of wg; an error it returns fails the
+// test with t.Error, which any goroutine may call.
+func background(t *testing.T, wg *sync.WaitGroup, f func() error) {
+	wg.Go(func() {
+		if err := f(); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
 // readSeqs reads n MESSAGE frames and returns their seqs.
 func readSeqs(t *testing.T, sc *stompClient, n int) []int64 {
 	t.Helper()
+	seqs, err := seqsOf(sc, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seqs
+}
+
+// seqsOf is readSeqs for any goroutine.
+func seqsOf(sc *stompClient, n int) ([]int64, error) {
 	seqs := make([]int64, 0, n)
 	for len(seqs) < n {
-		f := sc.read()
+		f, err := sc.next()
+		if err != nil {
+			return seqs, fmt.Errorf("after %d of %d messages: %w", len(seqs), n, err)
+		}
 		if f.Command != stomp.Message {
-			t.Fatalf("got %v, want MESSAGE", f)
+			return seqs, fmt.Errorf("got %v, want MESSAGE", f)
 		}
 		s, _ := strconv.ParseInt(string(f.Get("seq")), 10, 64)
 		seqs = append(seqs, s)
 	}
-	return seqs
+	return seqs, nil
+}
+
+// readRun reads n messages and checks that their seqs run from from, in
+// order, each once; for any goroutine.
+func readRun(who string, sc *stompClient, n int, from int64) error {
+	seqs, err := seqsOf(sc, n)
+	if err != nil {
+		return fmt.Errorf("%s: %w", who, err)
+	}
+	return runOf(who, seqs, from)
 }
 
 // drainSeqs reads what a client whose node went away still gets, until
@@ -232,11 +272,19 @@ func drainSeqs(t *testing.T, who string, sc *stompClient, last int64) int64 {
 // checkRun checks that seqs are from..to, in order, each once.
 func checkRun(t *testing.T, who string, seqs []int64, from int64) {
 	t.Helper()
+	if err := runOf(who, seqs, from); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runOf is checkRun for any goroutine.
+func runOf(who string, seqs []int64, from int64) error {
 	for i, s := range seqs {
 		if s != from+int64(i) {
-			t.Fatalf("%s: message %d has seq %d, want %d (seqs %v)", who, i, s, from+int64(i), seqs)
+			return fmt.Errorf("%s: message %d has seq %d, want %d (seqs %v)", who, i, s, from+int64(i), seqs)
 		}
 	}
+	return nil
 }
 
 // settle gives the presence notifications time to reach every node.
@@ -295,7 +343,7 @@ func TestClusterRoomAcrossNodes(t *testing.T) {
 	}
 	total := users * perUser
 	for i, sc := range subs {
-		wg.Go(func() { checkRun(t, names[i], readSeqs(t, sc, total), 1) })
+		background(t, &wg, func() error { return readRun(names[i], sc, total, 1) })
 	}
 	wg.Wait()
 	var publishes float64
@@ -342,22 +390,15 @@ func TestClusterPublishCounts(t *testing.T) {
 	// 250 members spread over the three nodes, every one connected.
 	const n, msgs = 250, 20
 	r, ms := groupRoom(t, nodes, "big", n)
-	var mu sync.Mutex
 	var watchers []*stompClient
-	var wg sync.WaitGroup
 	for i, mb := range ms {
-		wg.Go(func() {
-			if i < 6 {
-				sc := subscribe(t, nodes[i%3], mb.c.token, r.ID, -1)
-				mu.Lock()
-				watchers = append(watchers, sc)
-				mu.Unlock()
-				return
-			}
-			dialStomp(t, nodes[i%3], "websocket", mb.c.token)
-		})
+		if i < 6 {
+			watchers = append(watchers, subscribe(t, nodes[i%3], mb.c.token, r.ID, -1))
+			continue
+		}
+		dialStomp(t, nodes[i%3], "websocket", mb.c.token)
 	}
-	wg.Wait()
+	var wg sync.WaitGroup
 	settle()
 	before = quiet(t, nodes[0])
 	for i := range msgs {
@@ -366,7 +407,7 @@ func TestClusterPublishCounts(t *testing.T) {
 		}
 	}
 	for i, sc := range watchers {
-		wg.Go(func() { checkRun(t, fmt.Sprintf("watcher %d", i), readSeqs(t, sc, msgs), 1) })
+		background(t, &wg, func() error { return readRun(fmt.Sprintf("watcher %d", i), sc, msgs, 1) })
 	}
 	wg.Wait()
 	got := metric(t, nodes[0], "parley_broker_publishes_total") - before
@@ -380,15 +421,32 @@ func TestClusterPublishCounts(t *testing.T) {
 // pause, and returns the seqs of the receipted ones.
 func sendStream(t *testing.T, sc *stompClient, roomID string, n int, pause time.Duration) []int64 {
 	t.Helper()
+	seqs, err := streamSeqs(sc, roomID, n, pause)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seqs
+}
+
+// streamSeqs is sendStream for any goroutine.
+func streamSeqs(sc *stompClient, roomID string, n int, pause time.Duration) ([]int64, error) {
 	var seqs []int64
 	for i := range n {
-		sc.send(fmt.Sprintf("SEND\ndestination:/app/rooms.%s\nreceipt:r%d\n\nm%d\x00", roomID, i, i))
-		f := sc.expect("RECEIPT")
+		if err := sc.write(fmt.Sprintf("SEND\ndestination:/app/rooms.%s\nreceipt:r%d\n\nm%d\x00", roomID, i, i)); err != nil {
+			return seqs, fmt.Errorf("send %d: %w", i, err)
+		}
+		f, err := sc.next()
+		if err != nil {
+			return seqs, fmt.Errorf("receipt %d: %w", i, err)
+		}
+		if f.Command != stomp.Receipt {
+			return seqs, fmt.Errorf("send %d: got %v, want RECEIPT", i, f)
+		}
 		s, _ := strconv.ParseInt(string(f.Get("seq")), 10, 64)
 		seqs = append(seqs, s)
 		time.Sleep(pause)
 	}
-	return seqs
+	return seqs, nil
 }
 
 // closeAMQP force-closes a node's RabbitMQ connection with rabbitmqctl.
@@ -424,13 +482,16 @@ func TestClusterBrokerConnectionClosed(t *testing.T) {
 	const n = 300
 	var wg sync.WaitGroup
 	var receipted []int64
-	wg.Go(func() { receipted = sendStream(t, sender, r.ID, n, 3*time.Millisecond) })
+	background(t, &wg, func() (err error) {
+		receipted, err = streamSeqs(sender, r.ID, n, 3*time.Millisecond)
+		return err
+	})
 	time.Sleep(300 * time.Millisecond)
 	closeAMQP(t, nodes[0].Config.NodeID)
 	time.Sleep(300 * time.Millisecond)
 	closeAMQP(t, nodes[1].Config.NodeID)
 	for i, sc := range recv {
-		wg.Go(func() { checkRun(t, fmt.Sprintf("receiver %d", i), readSeqs(t, sc, n), 1) })
+		background(t, &wg, func() error { return readRun(fmt.Sprintf("receiver %d", i), sc, n, 1) })
 	}
 	wg.Wait()
 	if len(receipted) != n {
@@ -458,7 +519,10 @@ func TestClusterNodeKilled(t *testing.T) {
 	settle()
 	const n = 200
 	var wg sync.WaitGroup
-	wg.Go(func() { sendStream(t, sender, r.ID, n, 3*time.Millisecond) })
+	background(t, &wg, func() error {
+		_, err := streamSeqs(sender, r.ID, n, 3*time.Millisecond)
+		return err
+	})
 	seen := readSeqs(t, victim, 40)
 	checkRun(t, "before the kill", seen, 1)
 	closeNode(t, nodes[2])
@@ -480,12 +544,15 @@ func TestClusterRedisFlushed(t *testing.T) {
 	settle()
 	const n = 300
 	var wg sync.WaitGroup
-	wg.Go(func() { sendStream(t, sender, r.ID, n, 15*time.Millisecond) })
+	background(t, &wg, func() error {
+		_, err := streamSeqs(sender, r.ID, n, 15*time.Millisecond)
+		return err
+	})
 	time.Sleep(500 * time.Millisecond)
 	deleteRedisPrefix(t, env)
 	flushed := time.Now()
 	for i, sc := range recv {
-		wg.Go(func() { checkRun(t, fmt.Sprintf("receiver %d", i), readSeqs(t, sc, n), 1) })
+		background(t, &wg, func() error { return readRun(fmt.Sprintf("receiver %d", i), sc, n, 1) })
 	}
 	// Presence is back within one TTL.
 	rdb, _ := redis.NewClient(env.redis)

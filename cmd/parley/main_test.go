@@ -143,21 +143,30 @@ type message struct {
 // mustSignUp registers name and logs in, returning a client with its token.
 func mustSignUp(t testing.TB, addr, name string) (*client, user) {
 	t.Helper()
+	c, u, err := signUp(t, addr, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, u
+}
+
+// signUp is mustSignUp for any goroutine.
+func signUp(t testing.TB, addr, name string) (*client, user, error) {
 	c := newClient(t, addr)
 	creds := map[string]string{"name": name, "password": "correct horse"}
 	var u user
 	if st := c.do("POST", "/api/users", creds, &u); st != http.StatusCreated {
-		t.Fatalf("register %s: status %d", name, st)
+		return nil, u, fmt.Errorf("register %s: status %d", name, st)
 	}
 	var tok struct {
 		Token string `json:"token"`
 		User  user   `json:"user"`
 	}
 	if st := c.do("POST", "/api/tokens", creds, &tok); st != http.StatusCreated {
-		t.Fatalf("login %s: status %d", name, st)
+		return nil, u, fmt.Errorf("login %s: status %d", name, st)
 	}
 	c.token = tok.Token
-	return c, tok.User
+	return c, tok.User, nil
 }
 
 func jsonReader(v any) io.Reader {

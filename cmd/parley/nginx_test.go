@@ -55,7 +55,10 @@ func TestNginxCluster(t *testing.T) {
 	const n = 200
 	var wg sync.WaitGroup
 	var receipted []int64
-	wg.Go(func() { receipted = sendStream(t, sender, r.ID, n, 3*time.Millisecond) })
+	background(t, &wg, func() (err error) {
+		receipted, err = streamSeqs(sender, r.ID, n, 3*time.Millisecond)
+		return err
+	})
 	seen := readSeqs(t, recv, 40)
 	checkRun(t, "through nginx", seen, 1)
 	closeNode(t, nodes[x])

@@ -136,7 +136,10 @@ func BenchmarkGroupRoom(b *testing.B) {
 				sendMu.Lock()
 				sent++
 				sendMu.Unlock()
-				s.send(fmt.Sprintf("SEND\ndestination:/app/rooms.%s\nclient-id:%d-%d\n\n%s\x00", r.ID, i, n, body))
+				if err := s.write(fmt.Sprintf("SEND\ndestination:/app/rooms.%s\nclient-id:%d-%d\n\n%s\x00", r.ID, i, n, body)); err != nil {
+					b.Error(err)
+					return
+				}
 				select {
 				case <-stop:
 					return

@@ -56,25 +56,40 @@ func dialStompAt(t testing.TB, transport, addr, token string) *stompClient {
 	return c
 }
 
+// send writes raw, failing the test (from the test's goroutine only).
 func (c *stompClient) send(raw string) {
 	c.t.Helper()
-	if _, err := c.conn.Write([]byte(raw)); err != nil {
+	if err := c.write(raw); err != nil {
 		c.t.Fatalf("send: %v", err)
 	}
 }
 
-// read returns the next frame other than a heart-beat.
+// write writes raw; it is safe on any goroutine.
+func (c *stompClient) write(raw string) error {
+	_, err := c.conn.Write([]byte(raw))
+	return err
+}
+
+// read returns the next frame other than a heart-beat, failing the test
+// (from the test's goroutine only).
 func (c *stompClient) read() *stomp.Frame {
 	c.t.Helper()
+	f, err := c.next()
+	if err != nil {
+		c.t.Fatalf("read: %v", err)
+	}
+	return f
+}
+
+// next returns the next frame other than a heart-beat, waiting at most
+// 10 s; it is safe on any goroutine.
+func (c *stompClient) next() (*stomp.Frame, error) {
 	c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	f, err := c.r.Read()
 	for err == nil && f.Command == stomp.Heartbeat {
 		f, err = c.r.Read()
 	}
-	if err != nil {
-		c.t.Fatalf("read: %v", err)
-	}
-	return f
+	return f, err
 }
 
 // expect reads the next frame (heart-beats skipped) and checks its command
