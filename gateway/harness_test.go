@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -74,6 +75,22 @@ type client struct {
 	t    testing.TB
 	conn net.Conn
 	r    *stomp.Reader
+}
+
+// dialSmallBuffer connects over raw TCP with a 4 KiB receive buffer, so
+// that the server's writes block soon after the client stops reading.
+func (e *env) dialSmallBuffer(t testing.TB) *client {
+	t.Helper()
+	d := net.Dialer{Control: func(network, address string, c syscall.RawConn) error {
+		c.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+		return nil
+	}}
+	conn, err := d.Dial("tcp", e.tcpAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return &client{t: t, conn: conn, r: stomp.NewReader(conn, stomp.Limits{})}
 }
 
 // dial connects over the transport ("websocket" or "tcp").

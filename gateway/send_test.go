@@ -4,14 +4,11 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"parley"
-	"parley/stomp"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -68,25 +65,36 @@ func TestSendNeverCommitted(t *testing.T) {
 	}
 }
 
+// sendHeld starts a server whose store holds every write until release is
+// closed, and alice's two sessions on it: c, whose SEND "first" (client-id
+// c1, receipt s1) the store holds when sendHeld returns, and idle, which
+// shows when Shutdown begins (it gets the going-away ERROR at once).
+func sendHeld(t *testing.T, transport string) (e *env, c, idle *client, release chan struct{}) {
+	t.Helper()
+	e = newEnv(t, Config{})
+	alice := e.chat.addUser("alice")
+	e.chat.addRoom("r1", alice)
+	held := make(chan struct{}, 1)
+	release = make(chan struct{})
+	e.chat.mu.Lock()
+	e.chat.held, e.chat.release = held, release
+	e.chat.mu.Unlock()
+	c = e.dial(t, transport)
+	c.connect("alice")
+	idle = e.dial(t, transport)
+	idle.connect("alice")
+	c.send(frame("SEND", "first", "destination:/app/rooms.r1", "client-id:c1", "receipt:s1"))
+	<-held
+	return e, c, idle, release
+}
+
 // TestShutdownFinishesSend: a SEND waiting for its commit when Shutdown
 // begins is let finish: the client gets its RECEIPT, then the going-away
 // ERROR. A SEND that arrives after Shutdown began is not acted on.
 func TestShutdownFinishesSend(t *testing.T) {
 	for _, transport := range transports {
 		t.Run(transport, func(t *testing.T) {
-			e := newEnv(t, Config{})
-			alice := e.chat.addUser("alice")
-			e.chat.addRoom("r1", alice)
-			held, release := make(chan struct{}, 1), make(chan struct{})
-			e.chat.mu.Lock()
-			e.chat.held, e.chat.release = held, release
-			e.chat.mu.Unlock()
-			c := e.dial(t, transport)
-			c.connect("alice")
-			idle := e.dial(t, transport) // a second session, to see Shutdown begin
-			idle.connect("alice")
-			c.send(frame("SEND", "first", "destination:/app/rooms.r1", "client-id:c1", "receipt:s1"))
-			<-held // the store holds the write
+			e, c, idle, release := sendHeld(t, transport)
 
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
@@ -134,16 +142,7 @@ func TestShutdownDeadlineStuckClient(t *testing.T) {
 
 	// A small receive buffer, so that the server's writes block soon after
 	// the client stops reading.
-	d := net.Dialer{Control: func(network, address string, c syscall.RawConn) error {
-		c.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
-		return nil
-	}}
-	conn, err := d.Dial("tcp", e.tcpAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	stuck := &client{t: t, conn: conn, r: stomp.NewReader(conn, stomp.Limits{})}
+	stuck := e.dialSmallBuffer(t)
 	stuck.connect("bob")
 	stuck.send(frame("SUBSCRIBE", "", "id:0", "destination:/topic/rooms.r1", "receipt:s"))
 	stuck.expect("RECEIPT", "receipt-id:s")
@@ -202,19 +201,7 @@ func TestShutdownDeadlineStuckClient(t *testing.T) {
 func TestShutdownPipelinedSendNoReset(t *testing.T) {
 	for _, transport := range transports {
 		t.Run(transport, func(t *testing.T) {
-			e := newEnv(t, Config{})
-			alice := e.chat.addUser("alice")
-			e.chat.addRoom("r1", alice)
-			held, release := make(chan struct{}, 1), make(chan struct{})
-			e.chat.mu.Lock()
-			e.chat.held, e.chat.release = held, release
-			e.chat.mu.Unlock()
-			c := e.dial(t, transport)
-			c.connect("alice")
-			idle := e.dial(t, transport) // a second session, to see Shutdown begin
-			idle.connect("alice")
-			c.send(frame("SEND", "first", "destination:/app/rooms.r1", "client-id:c1", "receipt:s1"))
-			<-held
+			e, c, idle, release := sendHeld(t, transport)
 
 			shutdown := make(chan error, 1)
 			go func() { shutdown <- e.srv.Shutdown(context.Background()) }()

@@ -1,10 +1,8 @@
 package gateway
 
 import (
-	"net"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -28,16 +26,7 @@ func TestSlowConsumer(t *testing.T) {
 
 	// The slow client's socket buffer is small, so that the server's
 	// writes block soon after it stops reading.
-	d := net.Dialer{Control: func(network, address string, c syscall.RawConn) error {
-		c.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
-		return nil
-	}}
-	conn, err := d.Dial("tcp", e.tcpAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	slow := &client{t: t, conn: conn, r: stomp.NewReader(conn, stomp.Limits{})}
+	slow := e.dialSmallBuffer(t)
 	slow.connect("bob")
 	slow.send(frame("SUBSCRIBE", "", "id:0", "destination:/topic/rooms.r1", "receipt:s"))
 	slow.expect("RECEIPT", "receipt-id:s")
