@@ -89,6 +89,11 @@ type Config struct {
 	// RouteTTL bounds the life of a cached route; presence changes and
 	// joins and leaves drop routes sooner. Default 10 s.
 	RouteTTL time.Duration
+	// MaxRooms bounds the rooms whose delivery position (the next seq) the
+	// relay keeps, at about 150 bytes each; past it the least recently used
+	// are forgotten, and a forgotten room's next message waits GapWait.
+	// Default 100,000.
+	MaxRooms int
 	// Registerer, when set, registers the relay's metrics.
 	Registerer prometheus.Registerer
 	// Logger logs failures. Default slog.Default().
@@ -125,9 +130,8 @@ type Relay struct {
 	lastGone map[string]time.Time
 
 	// Owned by the run goroutine.
-	rooms     map[string]*roomState
-	lastEvict time.Time
-	spare     []item
+	rooms map[string]*roomState
+	spare []item
 }
 
 // item is one unit of work for the run goroutine.
@@ -166,6 +170,9 @@ func New(cfg Config) *Relay {
 	}
 	if cfg.RouteTTL <= 0 {
 		cfg.RouteTTL = 10 * time.Second
+	}
+	if cfg.MaxRooms <= 0 {
+		cfg.MaxRooms = 100_000
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

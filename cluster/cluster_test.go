@@ -495,3 +495,40 @@ func TestPresenceDownKeepsLastRoute(t *testing.T) {
 		t.Errorf("with presence down, y on b got %v, want 1..5", got)
 	}
 }
+
+// TestRoomsForgottenByNumber: a room's delivery position is kept however
+// long the room is quiet, so a message of a quiet chat is delivered at
+// once, not held for GapWait as a room never seen is; only past MaxRooms
+// are the least recently used rooms forgotten.
+func TestRoomsForgottenByNumber(t *testing.T) {
+	store := &fakeStore{members: map[string][]string{}, msgs: map[string][]parley.Message{}}
+	local := &fakeLocal{got: map[string][]int64{}}
+	relay := cluster.New(cluster.Config{Node: "b", Store: store, Local: local, GapWait: time.Hour, MaxRooms: 10})
+	ex, reg := inmem.NewExchange(), inmem.NewRegistry()
+	broker := ex.Broker(inmem.BrokerConfig{Node: "b", Handler: relay.Receive, Gone: relay.Gone})
+	presence := reg.Presence(inmem.PresenceConfig{Node: "b", OnChange: relay.PresenceChanged})
+	relay.Start(broker, presence)
+	t.Cleanup(func() { relay.Close(); broker.Close(); presence.Close() })
+	// Each room's recipient is named after the room; Receive returns once
+	// its message is delivered or held.
+	receive := func(room string) {
+		relay.Receive(parley.Batch{Node: "b", Event: store.commit(room, "x"), Recipients: []string{room}})
+	}
+	delivered := func(room string) int { return len(local.seqs(room)) }
+
+	receive("quiet")
+	for i := range 8 {
+		receive(fmt.Sprint("busy", i))
+	}
+	receive("quiet")
+	if got := delivered("quiet"); got != 2 {
+		t.Fatalf("the quiet room's second message: %d of 2 delivered when Receive returned, want it delivered at once", got)
+	}
+	for i := 8; i < 30; i++ {
+		receive(fmt.Sprint("busy", i))
+	}
+	receive("quiet") // forgotten among 30 rooms: held like a room never seen
+	if got := delivered("quiet"); got != 2 {
+		t.Errorf("after 30 other rooms with MaxRooms 10: %d delivered, want the third message held", got)
+	}
+}

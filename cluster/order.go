@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"parley"
@@ -21,16 +22,13 @@ type heldMessage struct {
 	recipients []string
 }
 
-// idleRoom is how long a room's state outlives its last message.
-const idleRoom = 10 * time.Minute
-
 // offer delivers m now if it is the next of its room, holds it if it is
 // early, and drops it if it was delivered already.
 func (r *Relay) offer(m parley.Message, recipients []string) {
 	st := r.rooms[m.RoomID]
 	now := time.Now()
 	if st == nil {
-		r.evictIdle(now)
+		r.evict()
 		st = &roomState{}
 		r.rooms[m.RoomID] = st
 	}
@@ -178,16 +176,27 @@ func (r *Relay) fill(roomID string, st *roomState, lowest int64) {
 	}
 }
 
-// evictIdle forgets rooms without activity for idleRoom, at most once a
-// minute.
-func (r *Relay) evictIdle(now time.Time) {
-	if now.Sub(r.lastEvict) < time.Minute {
+// evict makes room for one more room state when Config.MaxRooms are kept:
+// it forgets the least recently used tenth of the rooms holding nothing.
+// A forgotten room's next message waits GapWait, as a room never seen does,
+// so rooms are forgotten by number, not by age: a quiet 1:1 chat whose
+// messages come an hour apart keeps its place and is never held back.
+func (r *Relay) evict() {
+	if len(r.rooms) < r.cfg.MaxRooms {
 		return
 	}
-	r.lastEvict = now
+	type idle struct {
+		id   string
+		used time.Time
+	}
+	var idles []idle
 	for id, st := range r.rooms {
-		if len(st.held) == 0 && now.Sub(st.used) > idleRoom {
-			delete(r.rooms, id)
+		if len(st.held) == 0 {
+			idles = append(idles, idle{id, st.used})
 		}
+	}
+	slices.SortFunc(idles, func(a, b idle) int { return a.used.Compare(b.used) })
+	for _, i := range idles[:min(len(idles), max(1, r.cfg.MaxRooms/10))] {
+		delete(r.rooms, i.id)
 	}
 }
