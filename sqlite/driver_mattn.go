@@ -26,3 +26,10 @@ func isConstraint(err error) bool {
 	var e sqlite3.Error
 	return errors.As(err, &e) && e.Code == sqlite3.ErrConstraint
 }
+
+// isBusy reports whether err is SQLite's SQLITE_BUSY ("database is
+// locked"): another connection holds a lock this one needed.
+func isBusy(err error) bool {
+	var e sqlite3.Error
+	return errors.As(err, &e) && e.Code == sqlite3.ErrBusy
+}

@@ -29,3 +29,9 @@ func isConstraint(err error) bool {
 	var e *msqlite.Error
 	return errors.As(err, &e) && e.Code()&0xff == 19 // SQLITE_CONSTRAINT
 }
+
+// isBusy reports whether err is SQLite's SQLITE_BUSY.
+func isBusy(err error) bool {
+	var e *msqlite.Error
+	return errors.As(err, &e) && e.Code()&0xff == 5 // SQLITE_BUSY
+}

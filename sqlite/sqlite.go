@@ -84,7 +84,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -211,7 +210,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 // walMode puts the database of db in WAL mode, which it keeps. Changing
 // the mode does not wait on the busy timeout: when another process does
 // the same to a new database at the same moment (parley migrate and serve),
-// SQLite answers "database is locked" at once, so it tries again for up to
+// SQLite answers SQLITE_BUSY at once, so it tries again for up to
 // about five seconds; the other process has set WAL by then.
 func walMode(ctx context.Context, db *sql.DB) error {
 	for attempt := 0; ; attempt++ {
@@ -223,7 +222,7 @@ func walMode(ctx context.Context, db *sql.DB) error {
 		if err == nil {
 			return nil
 		}
-		if !strings.Contains(err.Error(), "database is locked") || attempt == 500 {
+		if !isBusy(err) || attempt == 500 {
 			return fmt.Errorf("set WAL mode: %w", err)
 		}
 		select {
