@@ -121,6 +121,11 @@ type Config struct {
 	// FrameTimeout bounds the time from the first octets of a frame to
 	// its end (at least twice the client's heart-beat). Default 30 s.
 	FrameTimeout time.Duration
+	// LingerTime bounds how long a session that has written its last
+	// frames waits for the client to close, reading its input away, so
+	// that closing does not reset the connection (see lingerClose).
+	// Default 500 ms.
+	LingerTime time.Duration
 	// QueueFrames and QueueBytes bound a session's outbound queue.
 	// Default 1024 frames, 1 MiB.
 	QueueFrames int
@@ -167,6 +172,7 @@ func (c *Config) setDefaults() {
 	def(&c.WriteTimeout, 10*time.Second)
 	def(&c.FrameTimeout, 30*time.Second)
 	def(&c.SendTimeout, 10*time.Second)
+	def(&c.LingerTime, 500*time.Millisecond)
 	if c.QueueFrames <= 0 {
 		c.QueueFrames = 1024
 	}

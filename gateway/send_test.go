@@ -242,3 +242,53 @@ func TestRefusalCountedOnce(t *testing.T) {
 		t.Errorf("parley_stomp_refusals_total{code=unavailable} = %v for one refused session, want 1", n)
 	}
 }
+
+// TestLingerBounded: a session that has written its last frames waits for
+// its client to close for LingerTime at most, and not at all once
+// Shutdown's ctx has ended. Here LingerTime is an hour and the clients
+// never close: Shutdown returns only because its ctx ends, and a client
+// trickling the bytes of an unfinished frame (which moves the socket's
+// read deadline to the frame timeout, also an hour) cannot hold it.
+func TestLingerBounded(t *testing.T) {
+	e := newEnv(t, Config{LingerTime: time.Hour, FrameTimeout: time.Hour})
+	alice := e.chat.addUser("alice")
+	e.chat.addRoom("r1", alice)
+	idle := e.dial(t, "tcp")
+	idle.connect("alice")
+	trickle := e.dial(t, "tcp")
+	trickle.connect("alice")
+	trickle.send("SEND\ndestination:/app/rooms.r1\n\nx") // a frame begun, never ended
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+				if _, err := trickle.conn.Write([]byte("x")); err != nil {
+					return
+				}
+			}
+		}
+	}()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	shutdown := make(chan error, 1)
+	go func() { shutdown <- e.srv.Shutdown(ctx) }()
+	idle.expect("ERROR", "code:unavailable") // the sessions are refused and linger
+	select {
+	case err := <-shutdown:
+		t.Fatalf("Shutdown() = %v before its ctx ended: the clients never closed, so the sessions should still linger", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	cancel()
+	select {
+	case err := <-shutdown:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Shutdown() = %v, want context.Canceled", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Shutdown still waits on lingering sessions after its ctx ended")
+	}
+}

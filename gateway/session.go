@@ -53,6 +53,7 @@ type session struct {
 	busy        bool   // the reader is acting on a frame (handle)
 	draining    bool   // Shutdown began: act on no new frame, go away after the current one
 	closeAfter  bool   // close once the queue is written
+	lingering   bool   // the last frames are written: lingerClose waits for the peer
 	closed      bool
 	readStopped bool // the reader saw the end: do not re-arm
 }

@@ -271,9 +271,13 @@ func (s *session) writeNow(b []byte) error {
 // it after setting srv.forced.
 func (s *session) interruptWrite() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	lingering := s.lingering
 	if !s.closed {
 		s.conn.SetWriteDeadline(time.Now())
+	}
+	s.mu.Unlock()
+	if lingering {
+		s.close() // its last frames are written: waiting for the peer is over
 	}
 }
 
@@ -282,22 +286,35 @@ func (s *session) interruptWrite() {
 // peer's kernel throw away what it has not handed to the client yet: the
 // last RECEIPT, the ERROR that says why. A client may well have sent more
 // frames after the one the session ends on (a SEND pipelined behind one
-// finishing during Shutdown), so lingerClose reads them away first.
-const (
-	lingerTime  = 500 * time.Millisecond // how long to wait for the peer to close
-	lingerBytes = 256 << 10              // how much of its input to read away
-)
+// finishing during Shutdown), so lingerClose reads them away first, for
+// at most Config.LingerTime.
+
+// lingerBytes bounds how much of the peer's input lingerClose reads away.
+const lingerBytes = 256 << 10
 
 // lingerClose ends a session whose last frames are written: it sends FIN,
-// reads and drops the peer's input until the peer closes, lingerTime has
+// reads and drops the peer's input until the peer closes, LingerTime has
 // passed or lingerBytes were read, then closes. It runs on the writer
-// goroutine. Once Shutdown is forced it closes at once.
+// goroutine. Once Shutdown is forced it closes at once, and a Shutdown
+// forced meanwhile closes it (interruptWrite): the check of srv.forced
+// and the lingering mark are made under s.mu, which interruptWrite takes
+// after forced is set.
+//
+// The bound is a timer that closes the socket, not the read deadline
+// alone: a reader still in the middle of a frame moves the socket's read
+// deadline to its own frame timeout.
 func (s *session) lingerClose() {
-	if hc, ok := s.conn.(interface{ CloseWrite() error }); ok && !s.srv.forced.Load() {
-		if hc.CloseWrite() == nil {
-			s.conn.SetReadDeadline(time.Now().Add(lingerTime))
-			io.Copy(io.Discard, io.LimitReader(s.conn, lingerBytes))
-		}
+	hc, ok := s.conn.(interface{ CloseWrite() error })
+	s.mu.Lock()
+	ok = ok && !s.closed && !s.srv.forced.Load()
+	s.lingering = ok
+	s.mu.Unlock()
+	if ok && hc.CloseWrite() == nil {
+		linger := s.srv.cfg.LingerTime
+		s.conn.SetReadDeadline(time.Now().Add(linger))
+		timer := time.AfterFunc(linger, s.close)
+		io.Copy(io.Discard, io.LimitReader(s.conn, lingerBytes))
+		timer.Stop()
 	}
 	s.close()
 }
