@@ -130,8 +130,9 @@ type Relay struct {
 	lastGone map[string]time.Time
 
 	// Owned by the run goroutine.
-	rooms map[string]*roomState
-	spare []item
+	rooms   map[string]*roomState
+	evictAt int // evict passes no sooner than at this many rooms
+	spare   []item
 }
 
 // item is one unit of work for the run goroutine.

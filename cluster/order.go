@@ -181,10 +181,15 @@ func (r *Relay) fill(roomID string, st *roomState, lowest int64) {
 // A forgotten room's next message waits GapWait, as a room never seen does,
 // so rooms are forgotten by number, not by age: a quiet 1:1 chat whose
 // messages come an hour apart keeps its place and is never held back.
+//
+// When most rooms hold messages (a storm of rooms first seen) a pass frees
+// less than a tenth; the next one waits until the map has grown by another
+// tenth (evictAt), so that a pass over every room is not paid per new room.
 func (r *Relay) evict() {
-	if len(r.rooms) < r.cfg.MaxRooms {
+	if len(r.rooms) < max(r.cfg.MaxRooms, r.evictAt) {
 		return
 	}
+	defer func() { r.evictAt = len(r.rooms) + max(1, r.cfg.MaxRooms/10) }()
 	type idle struct {
 		id   string
 		used time.Time
