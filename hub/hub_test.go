@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -189,6 +190,8 @@ func TestResumeUnderConcurrentSends(t *testing.T) {
 			r.send("new")
 		}
 	}()
+	// All three start while the sender runs.
+	recs := map[int64]*recorder{}
 	for _, since := range []int64{0, 7, 19} {
 		rec := newRecorder()
 		s := &Sub{To: rec, UserID: "alice", RoomID: "r1"}
@@ -196,7 +199,10 @@ func TestResumeUnderConcurrentSends(t *testing.T) {
 		if err := h.Start(context.Background(), s, since, r.history, directSend(s)); err != nil {
 			t.Fatalf("Start(since %d): %v", since, err)
 		}
-		<-done
+		recs[since] = rec
+	}
+	<-done
+	for since, rec := range recs {
 		checkSeqs(t, rec.waitFor(t, int(total-since)), since+1, total)
 	}
 }
@@ -257,5 +263,42 @@ func TestMemberLookupFailureIsNotSilent(t *testing.T) {
 	defer queue.mu.Unlock()
 	if !queue.lagged || !qs.Removed() {
 		t.Errorf("personal queue after a failed member lookup: lagged=%v removed=%v, want both true", queue.lagged, qs.Removed())
+	}
+}
+
+// everyone is a Members that puts bob in every room.
+type everyone struct{}
+
+func (everyone) Members(ctx context.Context, roomID string) ([]string, error) {
+	return []string{"bob"}, nil
+}
+
+// TestPersonalQueueAcrossRooms: a personal queue that held back messages
+// of one room while it started still gets every message of the user's
+// other rooms: seqs are per room, so none of theirs is a duplicate.
+func TestPersonalQueueAcrossRooms(t *testing.T) {
+	h := New(Config{Members: everyone{}})
+	t.Cleanup(func() { h.Close() })
+	personal := newRecorder()
+	queue := &Sub{To: personal, UserID: "bob"}
+	h.Subscribe(queue)
+	probe := newRecorder() // a live subscription of room A: once it has a
+	ps := &Sub{To: probe, UserID: "bob", RoomID: "A"}
+	h.Subscribe(ps) // message, the queue has held it back too
+	h.Start(context.Background(), ps, -1, nil, nil)
+	msg := func(room string, seq int64) parley.Event {
+		return parley.Event{Kind: parley.EventMessage, Room: parley.Room{ID: room, LastSeq: seq}, Message: parley.Message{RoomID: room, Seq: seq}}
+	}
+	var evs []parley.Event
+	for seq := int64(1); seq <= 50; seq++ {
+		evs = append(evs, msg("A", seq))
+	}
+	h.Apply(evs)
+	probe.waitFor(t, 50)
+	h.Start(context.Background(), queue, -1, nil, nil)
+	personal.waitFor(t, 50)
+	h.Apply([]parley.Event{msg("B", 1), msg("B", 2), msg("B", 3), msg("A", 51)})
+	if got := personal.waitFor(t, 54); len(got) != 54 || !slices.Equal(got[50:], []int64{1, 2, 3, 51}) {
+		t.Errorf("personal queue got %d messages ending %v, want 54 ending with room B's 1, 2, 3 and room A's 51", len(got), got[max(0, len(got)-4):])
 	}
 }

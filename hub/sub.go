@@ -38,7 +38,7 @@ type Sub struct {
 	idx       int        // position in h.rooms[RoomID] or h.users[UserID]; -1 when not registered
 	buffering bool       // live messages go to buf until Start merges them
 	buf       []*Message // live messages held back during the catch-up
-	sent      int64      // the last seq Start sent: later live ones at or below it are duplicates
+	sent      int64      // room subscriptions: the last seq Start sent; later live ones at or below it are duplicates
 	removed   atomic.Bool
 }
 
@@ -204,6 +204,10 @@ func (h *Hub) release(s *Sub, after *int64, exhausted bool) bool {
 	s.buffering = false
 	// A message committed before Subscribe may still be on its way from
 	// the dispatcher after the history showed it: it must not come twice.
-	s.sent = max(*after, 0)
+	// The personal queue carries every room's seqs and merges no history:
+	// nothing of it is a duplicate by seq.
+	if s.RoomID != "" {
+		s.sent = max(*after, 0)
+	}
 	return true
 }
