@@ -29,7 +29,10 @@ type NewStoreFunc func(t *testing.T, sink parley.EventSink) parley.Store
 //     read position moving to its seq (no EventRead for it);
 //   - a write that changes nothing (a repeated client_id, a second join,
 //     a read position that does not move, leaving a room one is not in)
-//     reports no event.
+//     reports no event;
+//   - Send refuses a sender who is not a member with CodeForbidden, checked
+//     in its own transaction (the caller checks too, but a leave may
+//     commit in between), and stores nothing for it.
 func RunStoreTests(t *testing.T, newStore NewStoreFunc) {
 	tests := []struct {
 		name string
@@ -47,6 +50,7 @@ func RunStoreTests(t *testing.T, newStore NewStoreFunc) {
 		{"Events", testEvents},
 		{"ConcurrentEvents", testConcurrentEvents},
 		{"UnknownRoom", testUnknownRoom},
+		{"MembersOnly", testMembersOnly},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, newStore) })

@@ -300,3 +300,39 @@ func testUnknownRoom(t *testing.T, newStore NewStoreFunc) {
 		t.Errorf("Ping() error = %v", err)
 	}
 }
+
+// testMembersOnly: Send refuses a sender who never joined or has left, in
+// a batch with members' sends that go through, and the room's seqs stay
+// contiguous.
+func testMembersOnly(t *testing.T, newStore NewStoreFunc) {
+	ctx := context.Background()
+	s := newStore(t, nil)
+	owner := MustCreateUser(t, s, "owner")
+	gone := MustCreateUser(t, s, "gone")
+	never := MustCreateUser(t, s, "never")
+	room := MustCreateRoom(t, s, owner, "members only", 0)
+	if _, _, err := s.Join(ctx, room.ID, gone.ID); err != nil {
+		t.Fatalf("Join() error = %v", err)
+	}
+	MustSend(t, s, room, gone, "before leaving")
+	if _, err := s.Leave(ctx, room.ID, gone.ID); err != nil {
+		t.Fatalf("Leave() error = %v", err)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i, u := range []parley.User{gone, never, owner} {
+		wg.Go(func() {
+			_, _, errs[i] = s.Send(ctx, parley.NewMessage{RoomID: room.ID, SenderID: u.ID, SenderName: u.Name, Body: "after", ClientID: "c"})
+		})
+	}
+	wg.Wait()
+	wantCode(t, "Send(left)", errs[0], parley.CodeForbidden)
+	wantCode(t, "Send(never joined)", errs[1], parley.CodeForbidden)
+	if errs[2] != nil {
+		t.Errorf("Send(member) error = %v", errs[2])
+	}
+	msgs, err := s.Messages(ctx, room.ID, parley.Page{After: 0, Limit: 10})
+	if err != nil || len(msgs) != 2 || msgs[0].Seq != 1 || msgs[1].Seq != 2 || msgs[1].SenderID != owner.ID {
+		t.Errorf("history = %v, %v; want seqs 1 and 2, the second the owner's", msgs, err)
+	}
+}

@@ -14,6 +14,12 @@ func errRoomNotFound(id string) error {
 	return parley.Errorf(parley.CodeNotFound, "room %s not found", id)
 }
 
+// errNotMember refuses a send whose sender is not (or no longer) a member:
+// the caller checked, but a leave may have committed since.
+func errNotMember() error {
+	return parley.Errorf(parley.CodeForbidden, "not a member of this room")
+}
+
 func errUserNotFound(id string) error {
 	return parley.Errorf(parley.CodeNotFound, "user %s not found", id)
 }
@@ -290,11 +296,11 @@ func (o *send) queue(b *pgx.Batch, q *writeQueries, now time.Time) {
 }
 
 func (o *send) decode(row pgx.Row) (result, []parley.Event, error) {
-	var senderOK bool
+	var senderOK, roomOK, memberOK bool
 	var name string
 	old := parley.Message{RoomID: o.m.RoomID, SenderID: o.m.SenderID, ClientID: o.m.ClientID}
 	var r parley.Room
-	dest := append([]any{&senderOK, &name, &old.ID, &old.Seq, &old.SenderName, &old.Body, &old.SentAt}, roomDest(&r)...)
+	dest := append([]any{&senderOK, &roomOK, &memberOK, &name, &old.ID, &old.Seq, &old.SenderName, &old.Body, &old.SentAt}, roomDest(&r)...)
 	if err := row.Scan(dest...); err != nil {
 		return result{}, nil, err
 	}
@@ -305,8 +311,10 @@ func (o *send) decode(row pgx.Row) (result, []parley.Event, error) {
 		return result{msg: old}, nil, nil
 	case !senderOK:
 		return result{}, nil, errUserNotFound(o.m.SenderID)
-	case r.ID == "":
+	case !roomOK || r.ID == "" && memberOK:
 		return result{}, nil, errRoomNotFound(o.m.RoomID)
+	case !memberOK:
+		return result{}, nil, errNotMember()
 	}
 	msg := o.msg
 	msg.Seq, msg.SenderName = r.LastSeq, name

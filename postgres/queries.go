@@ -98,19 +98,22 @@ func newWriteQueries(m *metrics) *writeQueries {
 
 		// $1 room, $2 sender, $3 sender name ('' to look it up), $4 body,
 		// $5 client id, $6 message id, $7 now. A repeated client id
-		// returns the original (old); otherwise the room's next seq,
-		// the message and the sender's read position, in one statement.
+		// returns the original (old); otherwise, for a member, the
+		// room's next seq, the message and the sender's read position,
+		// in one statement.
 		send: &query{kind: "send", text: `WITH old AS (SELECT id, seq, sender_name, body, sent_at FROM messages
 				WHERE room_id = $1 AND sender_id = $2 AND client_id = $5 AND client_id <> '' AND $5 <> ''),
 			who AS (SELECT CASE WHEN $3 = '' THEN name ELSE $3 END AS name FROM users WHERE id = $2),
+			mem AS (SELECT 1 FROM members WHERE room_id = $1 AND user_id = $2),
 			r AS (UPDATE rooms SET last_seq = last_seq + 1, last_activity_at = greatest(last_activity_at, $7)
-				WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM old) AND EXISTS (SELECT 1 FROM who)
+				WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM old) AND EXISTS (SELECT 1 FROM who) AND EXISTS (SELECT 1 FROM mem)
 				RETURNING ` + roomRet + `),
 			m AS (INSERT INTO messages (room_id, seq, id, sender_id, sender_name, body, client_id, sent_at)
 				SELECT r.id, r.last_seq, $6, $2, who.name, $4, $5, $7 FROM r, who),
 			rd AS (UPDATE members SET read_seq = r.last_seq FROM r
 				WHERE members.room_id = $1 AND members.user_id = $2 AND members.read_seq < r.last_seq)
-			SELECT EXISTS (SELECT 1 FROM who), coalesce((SELECT name FROM who), ''),
+			SELECT EXISTS (SELECT 1 FROM who), EXISTS (SELECT 1 FROM rooms WHERE id = $1), EXISTS (SELECT 1 FROM mem),
+				coalesce((SELECT name FROM who), ''),
 				coalesce(old.id, ''), coalesce(old.seq, 0), coalesce(old.sender_name, ''), coalesce(old.body, ''),
 				coalesce(old.sent_at, 'epoch'), ` + roomOut("r") + `
 			FROM (VALUES (1)) AS one LEFT JOIN old ON true LEFT JOIN r ON true`},
@@ -119,7 +122,8 @@ func newWriteQueries(m *metrics) *writeQueries {
 		// arrays $1 rooms, $2 senders, $3 sender names ('' to look them
 		// up), $4 bodies, $5 client ids, $6 message ids, $7 times. Each
 		// row of the result is one send, in order (ord): whether its
-		// sender and room exist, its new seq and sender name, or the
+		// sender and room exist and the sender is a member, its new seq
+		// and sender name, or the
 		// original of a repeated client id, and its room as it stood
 		// before the statement. A repeat of a client id within the
 		// statement (nth > 1) gets no seq: the writer returns the first.
@@ -127,6 +131,7 @@ func newWriteQueries(m *metrics) *writeQueries {
 				unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[])
 				WITH ORDINALITY AS t (room_id, sender_id, sender_name, body, client_id, id, sent_at, ord)),
 			checked AS (SELECT i.*, u.name AS user_name, r.id IS NOT NULL AS room_ok,
+					EXISTS (SELECT 1 FROM members mm WHERE mm.room_id = i.room_id AND mm.user_id = i.sender_id) AS member_ok,
 					o.id AS old_id, o.seq AS old_seq, o.sender_name AS old_name, o.body AS old_body, o.sent_at AS old_sent_at,
 					CASE WHEN i.client_id = '' THEN 1
 						ELSE row_number() OVER (PARTITION BY i.room_id, i.sender_id, i.client_id ORDER BY i.ord) END AS nth
@@ -139,7 +144,7 @@ func newWriteQueries(m *metrics) *writeQueries {
 					r.last_seq + row_number() OVER (PARTITION BY c.room_id ORDER BY c.ord) AS seq,
 					CASE WHEN c.sender_name = '' THEN c.user_name ELSE c.sender_name END AS name
 				FROM checked c JOIN rooms r ON r.id = c.room_id
-				WHERE c.user_name IS NOT NULL AND c.old_id IS NULL AND c.nth = 1),
+				WHERE c.user_name IS NOT NULL AND c.member_ok AND c.old_id IS NULL AND c.nth = 1),
 			ins AS (INSERT INTO messages (room_id, seq, id, sender_id, sender_name, body, client_id, sent_at)
 				SELECT room_id, seq, id, sender_id, name, body, client_id, sent_at FROM new),
 			up AS (UPDATE rooms SET last_seq = n.seq, last_activity_at = greatest(rooms.last_activity_at, n.sent_at)
@@ -148,7 +153,7 @@ func newWriteQueries(m *metrics) *writeQueries {
 			rd AS (UPDATE members SET read_seq = n.seq
 				FROM (SELECT room_id, sender_id, max(seq) AS seq FROM new GROUP BY room_id, sender_id) AS n
 				WHERE members.room_id = n.room_id AND members.user_id = n.sender_id AND members.read_seq < n.seq)
-			SELECT c.user_name IS NOT NULL, c.room_ok, coalesce(n.seq, 0), coalesce(n.name, ''),
+			SELECT c.user_name IS NOT NULL, c.room_ok, c.member_ok, coalesce(n.seq, 0), coalesce(n.name, ''),
 				coalesce(c.old_id, ''), coalesce(c.old_seq, 0), coalesce(c.old_name, ''), coalesce(c.old_body, ''),
 				coalesce(c.old_sent_at, 'epoch'), ` + roomOut("r") + `
 			FROM checked c LEFT JOIN new n ON n.ord = c.ord LEFT JOIN rooms r ON r.id = c.room_id

@@ -49,12 +49,12 @@ func decodeSends(br pgx.BatchResults, ops []*send) ([]outcome, []parley.Event, e
 			break // cannot happen: one row per send
 		}
 		o := ops[len(outs)]
-		var senderOK, roomOK bool
+		var senderOK, roomOK, memberOK bool
 		var seq int64
 		var name string
 		old := parley.Message{RoomID: o.m.RoomID, SenderID: o.m.SenderID, ClientID: o.m.ClientID}
 		var r parley.Room
-		dest := append([]any{&senderOK, &roomOK, &seq, &name,
+		dest := append([]any{&senderOK, &roomOK, &memberOK, &seq, &name,
 			&old.ID, &old.Seq, &old.SenderName, &old.Body, &old.SentAt}, roomDest(&r)...)
 		if err := rows.Scan(dest...); err != nil {
 			return nil, nil, err
@@ -69,6 +69,8 @@ func decodeSends(br pgx.BatchResults, ops []*send) ([]outcome, []parley.Event, e
 			out.err = errUserNotFound(o.m.SenderID)
 		case !roomOK:
 			out.err = errRoomNotFound(o.m.RoomID)
+		case !memberOK:
+			out.err = errNotMember()
 		case seq == 0: // a repeat of a client id earlier in the run
 			out.res.msg = first[k]
 		default:

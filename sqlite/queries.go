@@ -13,7 +13,7 @@ type writeQueries struct {
 	messageByClientID, markRead,
 	begin, commit, rollback *query
 	// The grouped statements of Send, one per chunk size (chunkSizes).
-	nextSeqs, insertMessages, senderReads [len(chunkSizes)]*query
+	senderMembers, nextSeqs, insertMessages, senderReads [len(chunkSizes)]*query
 }
 
 // chunkSizes are the row counts of the grouped statements: a group of n
@@ -56,6 +56,10 @@ func (q *writeQueries) all() []*query {
 			rollback: &query{kind: "rollback"},
 		}
 		for i, n := range chunkSizes {
+			// Each (room, sender) once: the pairs that are memberships.
+			q.senderMembers[i] = &query{kind: "sender_member", text: `SELECT v.column1, v.column2
+				FROM (VALUES ` + values(n, 2) + `) AS v
+				JOIN members ON members.room_id = v.column1 AND members.user_id = v.column2`}
 			// Each room once: its seq moves by the number of its messages.
 			q.nextSeqs[i] = &query{kind: "next_seq", text: `UPDATE rooms
 				SET last_seq = last_seq + v.column2, last_activity_at = max(last_activity_at, v.column3)
@@ -71,6 +75,7 @@ func (q *writeQueries) all() []*query {
 	qs := []*query{q.userName, q.insertUser, q.insertToken, q.room, q.roomByDirectKey, q.insertRoom,
 		q.member, q.insertMember, q.deleteMember, q.joinCount, q.leaveCount,
 		q.messageByClientID, q.markRead, q.begin, q.commit, q.rollback}
+	qs = append(qs, q.senderMembers[:]...)
 	qs = append(qs, q.nextSeqs[:]...)
 	qs = append(qs, q.insertMessages[:]...)
 	return append(qs, q.senderReads[:]...)

@@ -98,6 +98,13 @@ func (w *wtx) flushSends(group []*sendReq) error {
 		items = append(items, sendItem{r: r, m: m, now: w.now()})
 	}
 
+	// Only members post: the caller checked, but a leave may have
+	// committed since, in an earlier batch or earlier in this one.
+	items, err := w.membersOnly(items)
+	if err != nil {
+		return fmt.Errorf("send: members: %w", err)
+	}
+
 	// Move each room's last_seq once.
 	var rooms []string // in order of first appearance
 	bumps := make(map[string]*roomBump)
@@ -111,7 +118,7 @@ func (w *wtx) flushSends(group []*sendReq) error {
 		b.n++
 		b.last = it.now
 	}
-	err := chunks(len(rooms), func(start, size, qi int) error {
+	err = chunks(len(rooms), func(start, size, qi int) error {
 		args := w.args[:0]
 		for _, id := range rooms[start : start+size] {
 			args = append(args, id, bumps[id].n, bumps[id].last)
@@ -207,6 +214,63 @@ func (w *wtx) flushSends(group []*sendReq) error {
 		rp[0].Out, rp[0].Err = result{msg: rp[1].Out.msg}, rp[1].Err
 	}
 	return nil
+}
+
+// membersOnly returns the items whose sender is a member of their room,
+// with one grouped statement per chunk of (room, sender) pairs, and
+// refuses the others with CodeForbidden.
+func (w *wtx) membersOnly(items []sendItem) ([]sendItem, error) {
+	type pair struct{ room, user string }
+	is := make(map[pair]bool, len(items)) // pair -> a member
+	var pairs []pair
+	for _, it := range items {
+		p := pair{it.m.RoomID, it.m.SenderID}
+		if _, ok := is[p]; !ok {
+			is[p] = false
+			pairs = append(pairs, p)
+		}
+	}
+	err := chunks(len(pairs), func(start, size, qi int) error {
+		args := w.args[:0]
+		for _, p := range pairs[start : start+size] {
+			args = append(args, p.room, p.user)
+		}
+		w.args = args
+		rows, err := w.stmt(w.s.wq.senderMembers[qi]).Query(args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var p pair
+			if err := rows.Scan(&p.room, &p.user); err != nil {
+				return err
+			}
+			is[p] = true
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	kept := items[:0]
+	for _, it := range items {
+		if is[pair{it.m.RoomID, it.m.SenderID}] {
+			kept = append(kept, it)
+			continue
+		}
+		// The rare path: say why, as the statements would have.
+		if _, err := scanRoom(w.row(w.s.wq.room, it.m.RoomID)); errors.Is(err, sql.ErrNoRows) {
+			it.r.Out, it.r.Err = result{}, errRoomNotFound(it.m.RoomID)
+		} else if err != nil {
+			return nil, err
+		} else if _, err := w.userName(it.m.SenderID); err != nil {
+			it.r.Out, it.r.Err = result{}, fmt.Errorf("send: unknown sender %s", it.m.SenderID) // a caller's bug: internal
+		} else {
+			it.r.Out, it.r.Err = result{}, parley.Errorf(parley.CodeForbidden, "not a member of this room")
+		}
+	}
+	return kept, nil
 }
 
 // chunks splits n rows into chunks of chunkSizes and calls f for each with
