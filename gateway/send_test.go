@@ -27,19 +27,7 @@ func TestSendNeverCommitted(t *testing.T) {
 		{"shutdown deadline", time.Minute, true, "send again with the same client-id"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, Config{SendTimeout: tc.timeout})
-			alice := e.chat.addUser("alice")
-			e.chat.addRoom("r1", alice)
-			held := make(chan struct{}, 1)
-			e.chat.mu.Lock()
-			e.chat.held = held
-			e.chat.mu.Unlock()
-			c := e.dial(t, "tcp")
-			c.connect("alice")
-			idle := e.dial(t, "tcp") // a second session, to see Shutdown begin
-			idle.connect("alice")
-			c.send(frame("SEND", "hello", "destination:/app/rooms.r1", "client-id:c1", "receipt:s1"))
-			<-held
+			e, c, idle, _ := sendHeld(t, "tcp", Config{SendTimeout: tc.timeout})
 			shutdown := make(chan error, 1)
 			if tc.cut {
 				ctx, cancel := context.WithCancel(context.Background())
@@ -65,13 +53,14 @@ func TestSendNeverCommitted(t *testing.T) {
 	}
 }
 
-// sendHeld starts a server whose store holds every write until release is
-// closed, and alice's two sessions on it: c, whose SEND "first" (client-id
-// c1, receipt s1) the store holds when sendHeld returns, and idle, which
-// shows when Shutdown begins (it gets the going-away ERROR at once).
-func sendHeld(t *testing.T, transport string) (e *env, c, idle *client, release chan struct{}) {
+// sendHeld starts a server with cfg whose store holds every write until
+// release is closed (or the write's ctx ends), and alice's two sessions on
+// it: c, whose SEND "first" (client-id c1, receipt s1) the store holds when
+// sendHeld returns, and idle, which shows when Shutdown begins (it gets
+// the going-away ERROR at once).
+func sendHeld(t *testing.T, transport string, cfg Config) (e *env, c, idle *client, release chan struct{}) {
 	t.Helper()
-	e = newEnv(t, Config{})
+	e = newEnv(t, cfg)
 	alice := e.chat.addUser("alice")
 	e.chat.addRoom("r1", alice)
 	held := make(chan struct{}, 1)
@@ -94,7 +83,7 @@ func sendHeld(t *testing.T, transport string) (e *env, c, idle *client, release 
 func TestShutdownFinishesSend(t *testing.T) {
 	for _, transport := range transports {
 		t.Run(transport, func(t *testing.T) {
-			e, c, idle, release := sendHeld(t, transport)
+			e, c, idle, release := sendHeld(t, transport, Config{})
 
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
@@ -201,7 +190,7 @@ func TestShutdownDeadlineStuckClient(t *testing.T) {
 func TestShutdownPipelinedSendNoReset(t *testing.T) {
 	for _, transport := range transports {
 		t.Run(transport, func(t *testing.T) {
-			e, c, idle, release := sendHeld(t, transport)
+			e, c, idle, release := sendHeld(t, transport, Config{})
 
 			shutdown := make(chan error, 1)
 			go func() { shutdown <- e.srv.Shutdown(context.Background()) }()
@@ -224,22 +213,13 @@ func TestShutdownPipelinedSendNoReset(t *testing.T) {
 // session is refused once, and counted once: the going-away ERROR that
 // would follow it is never sent, so it is not counted either.
 func TestRefusalCountedOnce(t *testing.T) {
-	e := newEnv(t, Config{SendTimeout: 200 * time.Millisecond})
-	alice := e.chat.addUser("alice")
-	e.chat.addRoom("r1", alice)
-	held := make(chan struct{}, 1)
-	e.chat.mu.Lock()
-	e.chat.held = held
-	e.chat.mu.Unlock()
-	c := e.dial(t, "tcp")
-	c.connect("alice")
-	c.send(frame("SEND", "x", "destination:/app/rooms.r1", "receipt:s1"))
-	<-held
+	e, c, _, _ := sendHeld(t, "tcp", Config{SendTimeout: 200 * time.Millisecond})
 	go e.srv.Shutdown(context.Background())
 	c.expect("ERROR", "code:unavailable", "receipt-id:s1")
 	c.expectClosed()
-	if n := testutil.ToFloat64(e.srv.m.refusals[refusalIndex(parley.CodeUnavailable)]); n != 1 {
-		t.Errorf("parley_stomp_refusals_total{code=unavailable} = %v for one refused session, want 1", n)
+	// The idle session's going-away ERROR and c's: one each.
+	if n := testutil.ToFloat64(e.srv.m.refusals[refusalIndex(parley.CodeUnavailable)]); n != 2 {
+		t.Errorf("parley_stomp_refusals_total{code=unavailable} = %v for two refused sessions, want 2", n)
 	}
 }
 
