@@ -267,7 +267,8 @@ func (o *leave) decode(row pgx.Row) (result, []parley.Event, error) {
 
 // Send implements parley.Store. Its event is one EventMessage; the sender's
 // read position moves to the message's seq with it (no EventRead). It fails
-// with CodeNotFound for an unknown room or sender.
+// with CodeNotFound for an unknown room or sender, and with CodeForbidden
+// when the sender is not a member, checked in the send's own transaction.
 func (s *Store) Send(ctx context.Context, m parley.NewMessage) (parley.Message, bool, error) {
 	res, err := s.write(ctx, &send{m: m})
 	return res.msg, res.ok, err

@@ -84,6 +84,11 @@ func readFixture(b *testing.B) (*sqlite.Store, parley.User, []parley.Room) {
 	for i := range rooms {
 		rooms[i] = parleytest.MustCreateRoom(b, s, others[i%4], fmt.Sprint("room", i), 0)
 		parleytest.MustJoin(b, s, rooms[i], u)
+		for k, o := range others {
+			if k != i%4 {
+				parleytest.MustJoin(b, s, rooms[i], o) // every sender is a member
+			}
+		}
 	}
 	ctx := context.Background()
 	done := make(chan error)

@@ -14,8 +14,9 @@ import (
 
 // TestCommitMixedBatch runs one hand-made batch through the writer's commit
 // function: Sends grouped around other writes, a repeat inside the batch, a
-// Send to an unknown room and one that breaks a foreign key, which must fail
-// alone.
+// Send to an unknown room, one from an unknown sender, and one that breaks a
+// constraint (a trigger of the test's), which must fail alone: the batch
+// runs again in groups of one.
 func TestCommitMixedBatch(t *testing.T) {
 	rec := &parleytest.Recorder{}
 	s, err := Open(context.Background(), Config{Path: filepath.Join(t.TempDir(), "p.db"), OnCommit: rec.Sink})
@@ -26,11 +27,18 @@ func TestCommitMixedBatch(t *testing.T) {
 	u, v := parleytest.MustCreateUser(t, s, "u"), parleytest.MustCreateUser(t, s, "v")
 	r1 := parleytest.MustCreateRoom(t, s, u, "r1", 0)
 	r2 := parleytest.MustCreateRoom(t, s, u, "r2", 0)
+	if _, err := s.wdb.Exec(`CREATE TEMP TRIGGER poison BEFORE INSERT ON messages WHEN NEW.body = 'poison'
+		BEGIN SELECT RAISE(ABORT, 'poisoned message'); END`); err != nil {
+		t.Fatalf("create trigger: %v", err)
+	}
 	mark := rec.Len()
 
-	send := func(room, sender, client string) *groupcommit.Request[writeOp, result] {
+	sendBody := func(room, sender, client, body string) *groupcommit.Request[writeOp, result] {
 		return &groupcommit.Request[writeOp, result]{In: writeOp{send: &parley.NewMessage{
-			RoomID: room, SenderID: sender, SenderName: "name", Body: "b", ClientID: client}}}
+			RoomID: room, SenderID: sender, SenderName: "name", Body: body, ClientID: client}}}
+	}
+	send := func(room, sender, client string) *groupcommit.Request[writeOp, result] {
+		return sendBody(room, sender, client, "b")
 	}
 	join := &groupcommit.Request[writeOp, result]{In: writeOp{f: func(w *wtx) (result, error) {
 		r, err := w.room(r1.ID)
@@ -41,22 +49,24 @@ func TestCommitMixedBatch(t *testing.T) {
 		return result{room: r, ok: true}, err
 	}}}
 	batch := []*groupcommit.Request[writeOp, result]{
-		send(r1.ID, u.ID, "k"),          // 0: r1 seq 1
-		send(r2.ID, u.ID, ""),           // 1: r2 seq 1
-		send(r1.ID, u.ID, "k"),          // 2: repeat of 0 in the same group
-		join,                            // 3: v joins r1 at read 1
-		send(r1.ID, u.ID, "k"),          // 4: repeat of 0 in a later group
-		send(r1.ID, v.ID, ""),           // 5: r1 seq 2
-		send("nope", u.ID, ""),          // 6: not_found
-		send(r2.ID, "no-such-user", ""), // 7: breaks the sender foreign key
-		send(r2.ID, u.ID, ""),           // 8: r2 seq 2
+		send(r1.ID, u.ID, "k"),              // 0: r1 seq 1
+		send(r2.ID, u.ID, ""),               // 1: r2 seq 1
+		send(r1.ID, u.ID, "k"),              // 2: repeat of 0 in the same group
+		join,                                // 3: v joins r1 at read 1
+		send(r1.ID, u.ID, "k"),              // 4: repeat of 0 in a later group
+		send(r1.ID, v.ID, ""),               // 5: r1 seq 2
+		send("nope", u.ID, ""),              // 6: not_found
+		send(r2.ID, "no-such-user", ""),     // 7: not_found (not a member, and no such user)
+		send(r2.ID, u.ID, ""),               // 8: r2 seq 2
+		sendBody(r2.ID, u.ID, "", "poison"), // 9: breaks a constraint: internal, alone
+		send(r2.ID, u.ID, ""),               // 10: r2 seq 3
 	}
 	done, err := s.commit(batch)
 	if err != nil {
 		t.Fatalf("commit() error = %v", err)
 	}
 	done()
-	wantSeq := map[int]int64{0: 1, 1: 1, 5: 2, 8: 2}
+	wantSeq := map[int]int64{0: 1, 1: 1, 5: 2, 8: 2, 10: 3}
 	for i, seq := range wantSeq {
 		if r := batch[i]; r.Err != nil || !r.Out.ok || r.Out.msg.Seq != seq {
 			t.Errorf("batch[%d] = seq %d created %v, %v, want seq %d created", i, r.Out.msg.Seq, r.Out.ok, r.Err, seq)
@@ -73,20 +83,23 @@ func TestCommitMixedBatch(t *testing.T) {
 	if got := parley.ErrorCode(batch[6].Err); got != parley.CodeNotFound {
 		t.Errorf("batch[6] (unknown room) error = %v, want not_found", batch[6].Err)
 	}
-	if got := parley.ErrorCode(batch[7].Err); got != parley.CodeInternal {
-		t.Errorf("batch[7] (unknown sender) error = %v, want internal", batch[7].Err)
+	if got := parley.ErrorCode(batch[7].Err); got != parley.CodeNotFound {
+		t.Errorf("batch[7] (unknown sender) error = %v, want not_found", batch[7].Err)
+	}
+	if got := parley.ErrorCode(batch[9].Err); got != parley.CodeInternal {
+		t.Errorf("batch[9] (constraint) error = %v, want internal", batch[9].Err)
 	}
 	if r := parleytest.MustRoom(t, s, r1.ID); r.LastSeq != 2 || r.MemberCount != 2 {
 		t.Errorf("r1 = %+v, want last_seq 2, 2 members", r)
 	}
-	if r := parleytest.MustRoom(t, s, r2.ID); r.LastSeq != 2 {
-		t.Errorf("r2 = %+v, want last_seq 2", r)
+	if r := parleytest.MustRoom(t, s, r2.ID); r.LastSeq != 3 {
+		t.Errorf("r2 = %+v, want last_seq 3", r)
 	}
 	var kinds []parley.EventKind
 	for _, e := range rec.Events()[mark:] {
 		kinds = append(kinds, e.Kind)
 	}
-	want := []parley.EventKind{parley.EventMessage, parley.EventMessage, parley.EventJoin, parley.EventMessage, parley.EventMessage}
+	want := []parley.EventKind{parley.EventMessage, parley.EventMessage, parley.EventJoin, parley.EventMessage, parley.EventMessage, parley.EventMessage}
 	if len(kinds) != len(want) {
 		t.Fatalf("events = %v, want %v", kinds, want)
 	}

@@ -265,7 +265,11 @@ func (w *wtx) membersOnly(items []sendItem) ([]sendItem, error) {
 		} else if err != nil {
 			return nil, err
 		} else if _, err := w.userName(it.m.SenderID); err != nil {
-			it.r.Out, it.r.Err = result{}, fmt.Errorf("send: unknown sender %s", it.m.SenderID) // a caller's bug: internal
+			var pe *parley.Error
+			if !errors.As(err, &pe) {
+				return nil, err
+			}
+			it.r.Out, it.r.Err = result{}, err // an unknown sender: not_found, as PostgreSQL says
 		} else {
 			it.r.Out, it.r.Err = result{}, parley.Errorf(parley.CodeForbidden, "not a member of this room")
 		}

@@ -168,8 +168,8 @@ func TestMetrics(t *testing.T) {
 	}
 }
 
-// TestSendUnknownSender: a write that breaks a constraint fails alone; the
-// writes batched with it succeed.
+// TestSendUnknownSender: a send from an unknown sender fails alone, with
+// not_found as in PostgreSQL; the writes batched with it succeed.
 func TestSendUnknownSender(t *testing.T) {
 	s := mustOpen(t, sqlite.Config{Path: filepath.Join(t.TempDir(), "parley.db")})
 	ctx := context.Background()
@@ -193,8 +193,8 @@ func TestSendUnknownSender(t *testing.T) {
 			t.Errorf("Send(#%d) error = %v", i, err)
 		}
 	}
-	if parley.ErrorCode(errs[n]) != parley.CodeInternal {
-		t.Errorf("Send(unknown sender) error = %v, want internal", errs[n])
+	if parley.ErrorCode(errs[n]) != parley.CodeNotFound {
+		t.Errorf("Send(unknown sender) error = %v, want not_found", errs[n])
 	}
 	if r := parleytest.MustRoom(t, s, room.ID); r.LastSeq != n {
 		t.Errorf("LastSeq = %d, want %d", r.LastSeq, n)
