@@ -148,16 +148,10 @@ func (s *Service) Join(ctx context.Context, u parley.User, roomID string) (parle
 // no-op. A direct room stays invisible to everyone but its members: to
 // them it is CodeNotFound, as on every other route.
 func (s *Service) Leave(ctx context.Context, u parley.User, roomID string) error {
-	r, err := s.store.Room(ctx, roomID)
-	if err != nil {
+	if _, err := s.Room(ctx, u, roomID); err != nil { // hides a direct room of others
 		return err
 	}
-	if r.Kind == parley.KindDirect {
-		if _, err := s.Authorize(ctx, u, roomID); err != nil {
-			return err
-		}
-	}
-	_, err = s.store.Leave(ctx, roomID, u.ID)
+	_, err := s.store.Leave(ctx, roomID, u.ID)
 	return err
 }
 
