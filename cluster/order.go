@@ -137,8 +137,8 @@ func (r *Relay) gapTimeout(roomID string) {
 const maxFill = 10 * parley.MaxPageLimit
 
 // fill reads the messages from next to lowest-1 from the store, a page at
-// a time, and delivers them. If the store fails for long, the gap is
-// skipped.
+// a time, and delivers them. If the store fails or lacks them for long, the
+// gap is skipped.
 func (r *Relay) fill(roomID string, st *roomState, lowest int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
@@ -148,11 +148,7 @@ func (r *Relay) fill(roomID string, st *roomState, lowest int64) {
 		msgs, err := r.cfg.Store.Messages(ctx, roomID, parley.Page{After: st.next - 1, Limit: want})
 		if err != nil {
 			r.log.Error("cluster: fill gap", "room", roomID, "err", err)
-			if time.Since(st.since) > 20*r.cfg.GapWait {
-				r.m.skipped.Add(float64(lowest - st.next))
-				st.next = lowest
-			}
-			return
+			break
 		}
 		from := st.next
 		for _, m := range msgs {
@@ -165,14 +161,12 @@ func (r *Relay) fill(roomID string, st *roomState, lowest int64) {
 			break // the store does not have them all (yet)
 		}
 	}
-	if st.next < lowest {
-		// The store does not have them (yet): another node's commit can
-		// be visible to its own node before ours reads it. Retry, then
-		// skip.
-		if time.Since(st.since) > 20*r.cfg.GapWait {
-			r.m.skipped.Add(float64(lowest - st.next))
-			st.next = lowest
-		}
+	// Still short: the store failed, or does not have them yet (another
+	// node's commit can be visible to its own node before ours reads it).
+	// The gap timer retries; after 20 × GapWait the gap is skipped.
+	if st.next < lowest && time.Since(st.since) > 20*r.cfg.GapWait {
+		r.m.skipped.Add(float64(lowest - st.next))
+		st.next = lowest
 	}
 }
 
