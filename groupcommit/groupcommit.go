@@ -1,6 +1,6 @@
 // Package groupcommit batches concurrent write requests into one
 // transaction: the group commit of databases, as a small generic helper for
-// the store backends (sqlite now, postgres later).
+// the store backends (sqlite and postgres).
 //
 // A Writer owns one goroutine, the writer. Callers hand it requests with Do
 // and block until their own request is done. The writer takes everything
@@ -233,6 +233,10 @@ func (w *Writer[In, Out]) Close() error {
 	<-w.stopped
 	return nil
 }
+
+// Queued returns how many requests wait for the writer: handed to Do and
+// not yet taken into a batch. Tests wait on it instead of sleeping.
+func (w *Writer[In, Out]) Queued() int { return len(w.queue) }
 
 // Stats returns the counters so far.
 func (w *Writer[In, Out]) Stats() Stats {

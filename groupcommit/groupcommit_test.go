@@ -48,14 +48,21 @@ func TestDoResults(t *testing.T) {
 }
 
 func TestBatching(t *testing.T) {
-	// A slow commit makes the callers pile up behind it.
+	// The first commit holds the writer until every other caller has
+	// queued behind it, so the batches that follow are full.
 	var sizes []int
 	var mu sync.Mutex
-	slow := func(batch []*groupcommit.Request[int, int]) (func(), error) {
-		time.Sleep(2 * time.Millisecond)
+	release := make(chan struct{})
+	var first sync.Once
+	var firstSize atomic.Int64 // the held batch's size, once it is held
+	held := func(batch []*groupcommit.Request[int, int]) (func(), error) {
+		first.Do(func() {
+			firstSize.Store(int64(len(batch)))
+			<-release
+		})
 		return double(batch)
 	}
-	w := groupcommit.New(slow, groupcommit.Config{MaxBatch: 50, OnBatch: func(n int, _ time.Duration, _ error) {
+	w := groupcommit.New(held, groupcommit.Config{MaxBatch: 50, QueueSize: 500, OnBatch: func(n int, _ time.Duration, _ error) {
 		mu.Lock()
 		sizes = append(sizes, n)
 		mu.Unlock()
@@ -64,14 +71,19 @@ func TestBatching(t *testing.T) {
 	for i := range 500 {
 		wg.Go(func() { w.Do(context.Background(), 2*i) })
 	}
+	waitFor(t, "all 500 requests held or queued", func() bool {
+		return firstSize.Load() > 0 && w.Queued() == 500-int(firstSize.Load())
+	})
+	close(release)
 	wg.Wait()
 	w.Close()
 	st := w.Stats()
 	if st.Requests != 500 {
 		t.Errorf("Stats().Requests = %d, want 500", st.Requests)
 	}
-	if st.MeanBatch() < 2 {
-		t.Errorf("Stats().MeanBatch() = %.1f, want batching (≥ 2)", st.MeanBatch())
+	rest := 500 - int(firstSize.Load())
+	if want := uint64(1 + (rest+49)/50); st.Batches != want {
+		t.Errorf("Stats().Batches = %d, want %d (the held one of %d, then full batches of 50)", st.Batches, want, firstSize.Load())
 	}
 	total := 0
 	for _, n := range sizes {
@@ -136,7 +148,7 @@ func TestCancelQueued(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error)
 	go func() { _, err := w.Do(ctx, 100); errc <- err }()
-	time.Sleep(10 * time.Millisecond) // let it queue
+	waitFor(t, "the request queued", func() bool { return w.Queued() == 1 })
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Errorf("Do(cancelled) error = %v, want context.Canceled", err)
@@ -146,6 +158,16 @@ func TestCancelQueued(t *testing.T) {
 	w.Close()
 	if got := committed.Load(); got != 1 {
 		t.Errorf("committed sum = %d, want 1 (the cancelled request never runs)", got)
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not %s after 10 s", what)
+		}
 	}
 }
 
