@@ -44,8 +44,8 @@ type Bucket struct {
 
 func usToMs(us int64) float64 { return float64(us) / 1000 }
 
-// summarize returns the percentiles of h.
-func summarize(h *hdrhistogram.Histogram) Latency {
+// Summarize returns the percentiles of h.
+func Summarize(h *hdrhistogram.Histogram) Latency {
 	if h.TotalCount() == 0 {
 		return Latency{}
 	}
@@ -65,9 +65,9 @@ func summarize(h *hdrhistogram.Histogram) Latency {
 // bucketsPerDecade is the resolution of the histogram chart.
 const bucketsPerDecade = 10
 
-// logBuckets folds h into buckets of equal width on a log scale (ten per
+// LogBuckets folds h into buckets of equal width on a log scale (ten per
 // decade of milliseconds), from the first to the last non-empty one.
-func logBuckets(h *hdrhistogram.Histogram) []Bucket {
+func LogBuckets(h *hdrhistogram.Histogram) []Bucket {
 	if h.TotalCount() == 0 {
 		return nil
 	}

@@ -12,7 +12,7 @@ func TestSummarize(t *testing.T) {
 	for v := int64(1); v <= 10000; v++ { // 1 µs .. 10 ms, uniform
 		h.RecordValue(v)
 	}
-	got := summarize(h)
+	got := Summarize(h)
 	for _, tc := range []struct {
 		name      string
 		got, want float64
@@ -34,8 +34,8 @@ func TestSummarize(t *testing.T) {
 	if got.Count != 10000 {
 		t.Errorf("count = %d, want 10000", got.Count)
 	}
-	if empty := summarize(newHist()); empty != (Latency{}) {
-		t.Errorf("summarize(empty) = %+v, want zero", empty)
+	if empty := Summarize(newHist()); empty != (Latency{}) {
+		t.Errorf("Summarize(empty) = %+v, want zero", empty)
 	}
 }
 
@@ -44,7 +44,7 @@ func TestLogBuckets(t *testing.T) {
 	h.RecordValues(100, 10)  // 0.1 ms
 	h.RecordValues(1000, 5)  // 1 ms
 	h.RecordValues(50000, 1) // 50 ms
-	bs := logBuckets(h)
+	bs := LogBuckets(h)
 	var total int64
 	for i, b := range bs {
 		total += b.Count
@@ -76,8 +76,8 @@ func TestLogBuckets(t *testing.T) {
 			t.Errorf("no bucket around %v ms with %d values: %+v", v.ms, v.count, bs)
 		}
 	}
-	if logBuckets(newHist()) != nil {
-		t.Error("logBuckets(empty) is not nil")
+	if LogBuckets(newHist()) != nil {
+		t.Error("LogBuckets(empty) is not nil")
 	}
 }
 

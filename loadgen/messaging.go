@@ -434,7 +434,7 @@ func (m *msgRun) measure(ctx context.Context) error {
 	res := &MessagingResult{
 		Sent: m.sent.Load(), Accepted: m.accepted.Load(), Expected: m.expected.Load(),
 		Received: m.received(), Duplicates: m.dups.Load(),
-		Receipt: summarize(m.ack.Total()), DrainTime: drain.Seconds(),
+		Receipt: Summarize(m.ack.Total()), DrainTime: drain.Seconds(),
 	}
 	res.Lost = max(res.Expected-res.Received, 0)
 	if missing := m.pendingReceipts(); missing > 0 {

@@ -153,8 +153,8 @@ func (r *run) close() {
 func (r *run) result() *Result {
 	res := r.res
 	total := r.rec.Total()
-	res.Latency = summarize(total)
-	res.Histogram = logBuckets(total)
+	res.Latency = Summarize(total)
+	res.Histogram = LogBuckets(total)
 	res.Timeline = r.rec.Timeline()
 	res.Errors = r.rec.Errors()
 	for _, n := range res.Errors {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"parley/loadgen"
+	"parley/loadgen/report"
 )
 
 const benchUsage = `usage: parley bench <scenario> [flags]
@@ -128,16 +129,16 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if err := loadgen.WriteText(stdout, res); err != nil {
+	if err := report.WriteText(stdout, res); err != nil {
 		return err
 	}
 	if jsonPath != "" {
-		if err := writeTo(jsonPath, stdout, func(w io.Writer) error { return loadgen.WriteJSON(w, res) }); err != nil {
+		if err := writeTo(jsonPath, stdout, func(w io.Writer) error { return report.WriteJSON(w, res) }); err != nil {
 			return err
 		}
 	}
 	if htmlPath != "" {
-		if err := writeTo(htmlPath, stdout, func(w io.Writer) error { return loadgen.WriteHTML(w, res) }); err != nil {
+		if err := writeTo(htmlPath, stdout, func(w io.Writer) error { return report.WriteHTML(w, res) }); err != nil {
 			return err
 		}
 	}

@@ -1,8 +1,9 @@
-package loadgen
+package report
 
 import (
 	"bytes"
 	"encoding/json"
+	"parley/loadgen"
 	"regexp"
 	"strings"
 	"testing"
@@ -10,8 +11,8 @@ import (
 )
 
 // sampleResult is a result as a group run would make it.
-func sampleResult() *Result {
-	r := NewRecorder()
+func sampleResult() *loadgen.Result {
+	r := loadgen.NewRecorder()
 	start := time.Now()
 	r.Restart(start)
 	for s := 1; s <= 5; s++ {
@@ -25,13 +26,13 @@ func sampleResult() *Result {
 	}
 	total := r.Total()
 	per := 0.004
-	return &Result{
-		Scenario: Group, Target: TargetParley, URLs: []string{"http://127.0.0.1:8080"},
-		Started: start.UTC(), Machine: machine(), Shape: Shape{Users: 250, Loops: 100, Duration: 5, MinInterval: 1, MaxInterval: 3, Payload: 100},
+	return &loadgen.Result{
+		Scenario: loadgen.Group, Target: loadgen.TargetParley, URLs: []string{"http://127.0.0.1:8080"},
+		Started: start.UTC(), Machine: loadgen.Machine{CPUs: 2}, Shape: loadgen.Shape{Users: 250, Loops: 100, Duration: 5, MinInterval: 1, MaxInterval: 3, Payload: 100},
 		SetupTime: 3.2, Elapsed: 5, Unit: "delivery", Ops: 1000, Throughput: 200,
-		Latency: summarize(total), Errors: r.Errors(), ErrorCount: 1, ErrorRate: 1.0 / 1001,
-		Messaging: &MessagingResult{Sent: 200, Accepted: 200, Expected: 1000, Received: 1000, PerMessage: &per},
-		Timeline:  r.Timeline(), Histogram: logBuckets(total),
+		Latency: loadgen.Summarize(total), Errors: r.Errors(), ErrorCount: 1, ErrorRate: 1.0 / 1001,
+		Messaging: &loadgen.MessagingResult{Sent: 200, Accepted: 200, Expected: 1000, Received: 1000, PerMessage: &per},
+		Timeline:  r.Timeline(), Histogram: loadgen.LogBuckets(total),
 	}
 }
 
@@ -54,7 +55,7 @@ func TestWriteJSON(t *testing.T) {
 	if err := WriteJSON(&b, in); err != nil {
 		t.Fatal(err)
 	}
-	var out Result
+	var out loadgen.Result
 	if err := json.Unmarshal(b.Bytes(), &out); err != nil {
 		t.Fatalf("decode: %v", err)
 	}
@@ -92,7 +93,7 @@ func TestWriteHTML(t *testing.T) {
 
 func TestWriteHTMLEmpty(t *testing.T) {
 	var b bytes.Buffer
-	if err := WriteHTML(&b, &Result{Scenario: Open, Target: TargetParley, Unit: "open"}); err != nil {
+	if err := WriteHTML(&b, &loadgen.Result{Scenario: loadgen.Open, Target: loadgen.TargetParley, Unit: "open"}); err != nil {
 		t.Fatal(err)
 	}
 	if n := strings.Count(b.String(), "no data"); n != 3 {

@@ -1,23 +1,27 @@
-package loadgen
+// Package report renders the result of a load run (loadgen.Result) for
+// people: a text summary, JSON, and an HTML page with SVG charts of
+// throughput, latency percentiles over time and the latency histogram.
+package report
 
 import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"parley/loadgen"
 	"sort"
 	"strings"
 	"text/tabwriter"
 )
 
 // WriteJSON writes res as indented JSON.
-func WriteJSON(w io.Writer, res *Result) error {
+func WriteJSON(w io.Writer, res *loadgen.Result) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(res)
 }
 
 // WriteText writes the summary table of res.
-func WriteText(w io.Writer, res *Result) error {
+func WriteText(w io.Writer, res *loadgen.Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, format string, args ...any) {
 		fmt.Fprintf(tw, "  %s\t"+format+"\n", append([]any{k}, args...)...)
@@ -41,7 +45,7 @@ func WriteText(w io.Writer, res *Result) error {
 		row("deliveries/s", "%s", num(m.Deliveries))
 		r := m.Receipt
 		row("receipt (ms)", "p50 %s  p99 %s  max %s", ms(r.P50), ms(r.P99), ms(r.Max))
-		if res.Scenario == Group && res.Target == TargetParley {
+		if res.Scenario == loadgen.Group && res.Target == loadgen.TargetParley {
 			row("publishes/msg", "%s (broker publishes %s, messages accepted %s)",
 				optNum(m.PerMessage), optNum(m.Publishes), optNum(m.Messages))
 		}
@@ -66,7 +70,7 @@ func WriteText(w io.Writer, res *Result) error {
 	}
 	u := res.Resources
 	server := "n.a."
-	if res.Target == TargetParley || u.ServerCPU > 0 {
+	if res.Target == loadgen.TargetParley || u.ServerCPU > 0 {
 		server = fmt.Sprintf("%.2f", u.ServerCPU)
 	}
 	row("CPU (cores)", "server %s, load generator %.2f; load average %.1f → %.1f",
@@ -75,25 +79,25 @@ func WriteText(w io.Writer, res *Result) error {
 	return tw.Flush()
 }
 
-func shapeText(res *Result) string {
+func shapeText(res *loadgen.Result) string {
 	s := res.Shape
 	parts := []string{fmt.Sprintf("%d users", s.Users)}
 	switch res.Scenario {
-	case Connections:
+	case loadgen.Connections:
 		parts = append(parts, fmt.Sprintf("%d connections, held %gs", s.Conns, s.Duration))
 		return strings.Join(parts, ", ")
-	case Group, Direct:
+	case loadgen.Group, loadgen.Direct:
 		if s.MaxInterval > 0 {
 			parts = append(parts, fmt.Sprintf("one message every %g–%gs each", s.MinInterval, s.MaxInterval))
 		} else {
 			parts = append(parts, "next message on receipt")
 		}
 		parts = append(parts, fmt.Sprintf("%d B bodies", s.Payload))
-	case Seats:
+	case loadgen.Seats:
 		parts = append(parts, fmt.Sprintf("%d seats per room", s.Seats))
-	case History:
+	case loadgen.History:
 		parts = append(parts, fmt.Sprintf("%d messages, pages of %d", s.HistorySize, s.PageSize))
-	case RoomList, Open:
+	case loadgen.RoomList, loadgen.Open:
 		parts = append(parts, fmt.Sprintf("%d rooms", s.Rooms))
 	}
 	parts = append(parts, fmt.Sprintf("≤ %d loops", s.Loops), fmt.Sprintf("≤ %gs", s.Duration))
@@ -111,7 +115,7 @@ func plural(unit string) string {
 	return unit + "s"
 }
 
-func machineText(m Machine) string {
+func machineText(m loadgen.Machine) string {
 	s := fmt.Sprintf("%s/%s, %d CPUs", m.OS, m.Arch, m.CPUs)
 	if m.CPU != "" {
 		s += " (" + m.CPU + ")"

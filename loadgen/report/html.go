@@ -1,4 +1,4 @@
-package loadgen
+package report
 
 import (
 	"bytes"
@@ -6,13 +6,14 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"parley/loadgen"
 	"strings"
 )
 
 // WriteHTML writes a self-contained report of res: the summary, throughput
 // and latency percentiles over time, and the latency histogram, as inline
 // SVG. It loads nothing from the network.
-func WriteHTML(w io.Writer, res *Result) error {
+func WriteHTML(w io.Writer, res *loadgen.Result) error {
 	var summary bytes.Buffer
 	if err := WriteText(&summary, res); err != nil {
 		return err
@@ -72,7 +73,7 @@ type series struct {
 	ys    []float64
 }
 
-func throughputChart(res *Result) template.HTML {
+func throughputChart(res *loadgen.Result) template.HTML {
 	xs := make([]float64, len(res.Timeline))
 	rate := make([]float64, len(res.Timeline))
 	errs := make([]float64, len(res.Timeline))
@@ -95,7 +96,7 @@ func throughputChart(res *Result) template.HTML {
 	return lineChart(xs, ss, false, "time (s)", "per second")
 }
 
-func latencyChart(res *Result) template.HTML {
+func latencyChart(res *loadgen.Result) template.HTML {
 	n := len(res.Timeline)
 	xs := make([]float64, n)
 	p50, p90, p99, mx := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
@@ -190,7 +191,7 @@ func lineChart(xs []float64, ss []series, logY bool, xLabel, yLabel string) temp
 	return template.HTML(b.String())
 }
 
-func histogramChart(res *Result) template.HTML {
+func histogramChart(res *loadgen.Result) template.HTML {
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg class="chart" width="%d" height="%d" viewBox="0 0 %d %d" role="img">`, chartW, chartH, chartW, chartH)
 	bs := res.Histogram
