@@ -101,7 +101,7 @@ func (b *fakeBroker) handle(c *fakeConn, raw []byte) bool {
 	switch lines[0] {
 	case "CONNECT", "STOMP":
 		if hdr["login"] != "guest" || hdr["passcode"] != "guest" {
-			c.write([]byte("ERROR\nmessage:bad credentials\n\n\x00"))
+			c.write([]byte("ERROR\nmessage:bad credentials\\c try again\n\n\x00"))
 			return false
 		}
 		if b.ping {

@@ -70,8 +70,8 @@ func TestMessagingBadCredentials(t *testing.T) {
 		Target: TargetRabbitMQ, URLs: []string{url}, Users: 2, Loops: 1,
 		Login: "guest", Passcode: "wrong", Duration: time.Second,
 	})
-	if err == nil || !strings.Contains(err.Error(), "bad credentials") {
-		t.Errorf("Run with a wrong passcode: err %v, want bad credentials", err)
+	if err == nil || !strings.Contains(err.Error(), "bad credentials: try again") {
+		t.Errorf("Run with a wrong passcode: err %v, want the unescaped \"bad credentials: try again\"", err)
 	}
 }
 

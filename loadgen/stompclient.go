@@ -9,9 +9,10 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
+
+	"parley/stomp"
 
 	"github.com/gobwas/ws"
 	"github.com/gobwas/ws/wsutil"
@@ -27,7 +28,7 @@ import (
 // Writes are serialised by wmu; reading is for one goroutine at a time.
 type stompConn struct {
 	nc net.Conn
-	rd *bufio.Reader // the STOMP byte stream
+	rd *stomp.Reader // the STOMP byte stream: the project's own codec
 
 	wmu  sync.Mutex // guards the following fields and writes to nc
 	wbuf []byte
@@ -37,7 +38,7 @@ type stompConn struct {
 	receiptID []byte
 	errMsg    string
 	body      []byte
-	bodyBuf   []byte
+	version   stomp.Version // from CONNECTED
 }
 
 // connectParams are the CONNECT frame's credentials.
@@ -76,7 +77,7 @@ func dialSTOMP(ctx context.Context, wsURL string, p connectParams, timeout time.
 		Source: bufio.NewReaderSize(src, bufSize),
 		State:  ws.StateClientSide,
 	}
-	c.rd = bufio.NewReaderSize(&wsStream{r: wr, c: c}, bufSize)
+	c.rd = stomp.NewReader(bufio.NewReaderSize(&wsStream{r: wr, c: c}, bufSize), readLimits)
 
 	f := c.frame("CONNECT", "accept-version", "1.2,1.1,1.0", "host", p.host, "heart-beat", "0,0")
 	if p.login != "" {
@@ -100,6 +101,7 @@ func dialSTOMP(ctx context.Context, wsURL string, p connectParams, timeout time.
 	}
 	switch c.cmd {
 	case "CONNECTED":
+		c.rd.SetVersion(c.version)
 		return c, nil
 	case "ERROR":
 		nc.Close()
@@ -195,103 +197,35 @@ func (c *stompConn) writeControl(op ws.OpCode, payload []byte) error {
 // errClosed is a close frame from the server.
 var errClosed = errors.New("websocket closed by server")
 
+// readLimits are the client's frame limits: a load run decides its own
+// payloads, so they only guard against a runaway stream.
+var readLimits = stomp.Limits{MaxBody: 16 << 20, MaxFrame: 16<<20 + 64<<10}
+
 // readFrame reads the next STOMP frame into c.cmd, c.receiptID, c.errMsg
-// and c.body, skipping heart-beats.
+// and c.body (valid until the next call), skipping heart-beats. Header
+// values are unescaped by the codec, as the STOMP version requires.
 func (c *stompConn) readFrame() error {
-	var line []byte
-	var err error
-	for {
-		line, err = c.rd.ReadSlice('\n')
-		if err != nil {
-			return err
-		}
-		line = trimEOL(line)
-		if len(line) > 0 {
-			break
-		}
+	f, err := c.rd.Read()
+	for err == nil && f.Command == stomp.Heartbeat {
+		f, err = c.rd.Read()
 	}
-	switch string(line) { // no allocation: the compiler interns the cases
-	case "MESSAGE":
-		c.cmd = "MESSAGE"
-	case "RECEIPT":
-		c.cmd = "RECEIPT"
-	case "ERROR":
-		c.cmd = "ERROR"
-	case "CONNECTED":
-		c.cmd = "CONNECTED"
-	default:
-		c.cmd = string(line)
+	if err != nil {
+		return err
 	}
-	c.receiptID = c.receiptID[:0]
-	c.errMsg = ""
-	length := -1
-	for {
-		line, err = c.rd.ReadSlice('\n')
-		if err != nil {
-			return err
-		}
-		line = trimEOL(line)
-		if len(line) == 0 {
-			break
-		}
-		k, v, _ := bytes.Cut(line, []byte{':'})
-		switch string(k) {
-		case "content-length":
-			if length < 0 {
-				length, _ = strconv.Atoi(string(v))
-			}
-		case "receipt-id":
-			if len(c.receiptID) == 0 {
-				c.receiptID = append(c.receiptID, v...)
-			}
-		case "message":
-			if c.errMsg == "" {
-				c.errMsg = string(v)
-			}
-		}
-	}
-	c.bodyBuf = c.bodyBuf[:0]
-	if length >= 0 {
-		if cap(c.bodyBuf) < length {
-			c.bodyBuf = make([]byte, length)
-		}
-		c.bodyBuf = c.bodyBuf[:length]
-		if _, err := io.ReadFull(c.rd, c.bodyBuf); err != nil {
-			return err
-		}
-		nul, err := c.rd.ReadByte()
-		if err != nil {
-			return err
-		}
-		if nul != 0 {
-			return errors.New("frame body not followed by NUL")
-		}
-	} else {
-		for {
-			chunk, err := c.rd.ReadSlice(0)
-			if err == nil {
-				c.bodyBuf = append(c.bodyBuf, chunk[:len(chunk)-1]...)
-				break
-			}
-			if err != bufio.ErrBufferFull {
-				return err
-			}
-			c.bodyBuf = append(c.bodyBuf, chunk...)
-		}
-	}
-	c.body = c.bodyBuf
-	if c.cmd == "ERROR" && c.errMsg == "" {
+	c.cmd = f.Command.String()
+	c.receiptID = append(c.receiptID[:0], f.Get("receipt-id")...)
+	c.errMsg = string(f.Get("message"))
+	c.body = f.Body
+	if f.Command == stomp.Error && c.errMsg == "" {
 		c.errMsg = string(c.body)
 	}
-	return nil
-}
-
-func trimEOL(b []byte) []byte {
-	b = b[:len(b)-1]
-	if len(b) > 0 && b[len(b)-1] == '\r' {
-		b = b[:len(b)-1]
+	if f.Command == stomp.Connected {
+		c.version = stomp.V10 // no version header: 1.0
+		if v, ok := stomp.ParseVersion(string(f.Get("version"))); ok {
+			c.version = v
+		}
 	}
-	return b
+	return nil
 }
 
 // wsStream reads the payloads of the server's WebSocket data messages as
