@@ -1,7 +1,7 @@
 // Command parley runs the Parley chat server and its tools:
 //
 //	parley serve     start a node (embedded defaults: SQLite in ./data,
-//	                 in-process broker, HTTP and WebSocket on 127.0.0.1:8080)
+//	                 in-process fan-out, HTTP and WebSocket on 127.0.0.1:8080)
 //	parley migrate   apply the store's pending schema migrations
 //	parley bench     drive a running server with a load scenario
 //	parley version   print the version
@@ -99,7 +99,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // parseFlags parses args into fs, then fills every flag not given on the
 // command line from its environment variable PARLEY_<NAME> (upper case,
 // dashes as underscores), then, when fs has a --config flag that is set,
-// every flag still unset from that file (see readConfig): the command line
+// every flag still unset from that file (see applyConfig): the command line
 // wins over the environment, which wins over the file.
 func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) error {
 	if err := fs.Parse(args); err != nil {
