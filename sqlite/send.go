@@ -54,150 +54,30 @@ type roomBump struct {
 	next  int64 // the seq of the room's next message while assigning
 }
 
-// flushSends stores the group of Sends and sets their results. It returns
-// an error only when a statement failed: the transaction must then be
-// rolled back.
+// flushSends stores the group of Sends and sets their results, in the
+// steps of the comment above. It returns an error only when a statement
+// failed: the transaction must then be rolled back.
 func (w *wtx) flushSends(group []*sendReq) error {
-	q := &w.s.wq
-	items := make([]sendItem, 0, len(group))
-	var keys map[clientKey]*sendReq // first Send of each client_id in the group
-	var repeats [][2]*sendReq       // a repeat and its first Send
-	for _, r := range group {
-		m := *r.In.send
-		if m.ClientID != "" {
-			k := clientKey{m.RoomID, m.SenderID, m.ClientID}
-			if first, ok := keys[k]; ok {
-				repeats = append(repeats, [2]*sendReq{r, first})
-				continue
-			}
-			old, err := scanMessage(w.row(q.messageByClientID, m.RoomID, m.SenderID, m.ClientID))
-			if err == nil {
-				r.Out, r.Err = result{msg: old}, nil
-				continue
-			}
-			if !errors.Is(err, sql.ErrNoRows) {
-				return fmt.Errorf("send: %w", err)
-			}
-			if keys == nil {
-				keys = make(map[clientKey]*sendReq)
-			}
-			keys[k] = r
-		}
-		if m.SenderName == "" {
-			name, err := w.userName(m.SenderID)
-			var pe *parley.Error
-			if errors.As(err, &pe) {
-				r.Out, r.Err = result{}, err
-				continue
-			}
-			if err != nil {
-				return fmt.Errorf("send: %w", err)
-			}
-			m.SenderName = name
-		}
-		items = append(items, sendItem{r: r, m: m, now: w.now()})
+	items, repeats, err := w.newItems(group)
+	if err != nil {
+		return err
 	}
-
 	// Only members post: the caller checked, but a leave may have
 	// committed since, in an earlier batch or earlier in this one.
-	items, err := w.membersOnly(items)
-	if err != nil {
+	if items, err = w.membersOnly(items); err != nil {
 		return fmt.Errorf("send: members: %w", err)
 	}
-
-	// Move each room's last_seq once.
-	var rooms []string // in order of first appearance
-	bumps := make(map[string]*roomBump)
-	for _, it := range items {
-		b := bumps[it.m.RoomID]
-		if b == nil {
-			b = &roomBump{}
-			bumps[it.m.RoomID] = b
-			rooms = append(rooms, it.m.RoomID)
-		}
-		b.n++
-		b.last = it.now
-	}
-	err = chunks(len(rooms), func(start, size, qi int) error {
-		args := w.args[:0]
-		for _, id := range rooms[start : start+size] {
-			args = append(args, id, bumps[id].n, bumps[id].last)
-		}
-		w.args = args
-		rows, err := w.stmt(q.nextSeqs[qi]).Query(args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			r, err := scanRoom(rows)
-			if err != nil {
-				return err
-			}
-			b := bumps[r.ID]
-			b.room, b.found, b.next = r, true, r.LastSeq-int64(b.n)+1
-		}
-		return rows.Err()
-	})
+	bumps, err := w.bumpRooms(items)
 	if err != nil {
 		return fmt.Errorf("send: next seq: %w", err)
 	}
-
-	// Number the messages; store those of existing rooms.
-	stored := make([]*sendItem, 0, len(items))
-	for i := range items {
-		it := &items[i]
-		b := bumps[it.m.RoomID]
-		if !b.found {
-			it.r.Out, it.r.Err = result{}, errRoomNotFound(it.m.RoomID)
-			continue
-		}
-		it.ok = true
-		it.msg = parley.Message{
-			ID: messageID(it.now), RoomID: it.m.RoomID, Seq: b.next, SenderID: it.m.SenderID,
-			SenderName: it.m.SenderName, Body: it.m.Body, ClientID: it.m.ClientID, SentAt: fromMicro(it.now),
-		}
-		b.next++
-		stored = append(stored, it)
-	}
-	err = chunks(len(stored), func(start, size, qi int) error {
-		args := w.args[:0]
-		for _, it := range stored[start : start+size] {
-			m := &it.msg
-			args = append(args, m.ID, m.RoomID, m.Seq, m.SenderID, m.SenderName, m.Body, m.ClientID, it.now)
-		}
-		w.args = args
-		_, err := w.stmt(q.insertMessages[qi]).Exec(args...)
-		return err
-	})
-	if err != nil {
+	stored := number(items, bumps)
+	if err := w.insertMessages(stored); err != nil {
 		return fmt.Errorf("send: insert messages: %w", err)
 	}
-
-	// Each sender has read up to their last message.
-	type reader struct{ room, user string }
-	readTo := make(map[reader]int64, len(stored))
-	var readers []reader
-	for _, it := range stored {
-		k := reader{it.msg.RoomID, it.msg.SenderID}
-		if _, ok := readTo[k]; !ok {
-			readers = append(readers, k)
-		}
-		readTo[k] = it.msg.Seq
-	}
-	err = chunks(len(readers), func(start, size, qi int) error {
-		args := w.args[:0]
-		for _, k := range readers[start : start+size] {
-			args = append(args, k.room, k.user, readTo[k])
-		}
-		w.args = args
-		_, err := w.stmt(q.senderReads[qi]).Exec(args...)
-		return err
-	})
-	if err != nil {
+	if err := w.senderReads(stored); err != nil {
 		return fmt.Errorf("send: sender read: %w", err)
 	}
-
 	// Results and events, in call order: each message's room is the room
 	// as that message left it.
 	for _, it := range stored {
@@ -214,6 +94,149 @@ func (w *wtx) flushSends(group []*sendReq) error {
 		rp[0].Out, rp[0].Err = result{msg: rp[1].Out.msg}, rp[1].Err
 	}
 	return nil
+}
+
+// newItems is step 1: it answers each Send whose client_id was stored
+// before, pairs each repeat within the group with its first Send, fails the
+// Sends of unknown senders, and returns the new messages.
+func (w *wtx) newItems(group []*sendReq) (items []sendItem, repeats [][2]*sendReq, err error) {
+	q := &w.s.wq
+	items = make([]sendItem, 0, len(group))
+	var keys map[clientKey]*sendReq // first Send of each client_id in the group
+	for _, r := range group {
+		m := *r.In.send
+		if m.ClientID != "" {
+			k := clientKey{m.RoomID, m.SenderID, m.ClientID}
+			if first, ok := keys[k]; ok {
+				repeats = append(repeats, [2]*sendReq{r, first})
+				continue
+			}
+			old, err := scanMessage(w.row(q.messageByClientID, m.RoomID, m.SenderID, m.ClientID))
+			if err == nil {
+				r.Out, r.Err = result{msg: old}, nil
+				continue
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				return nil, nil, fmt.Errorf("send: %w", err)
+			}
+			if keys == nil {
+				keys = make(map[clientKey]*sendReq)
+			}
+			keys[k] = r
+		}
+		if m.SenderName == "" {
+			name, err := w.userName(m.SenderID)
+			var pe *parley.Error
+			if errors.As(err, &pe) {
+				r.Out, r.Err = result{}, err
+				continue
+			}
+			if err != nil {
+				return nil, nil, fmt.Errorf("send: %w", err)
+			}
+			m.SenderName = name
+		}
+		items = append(items, sendItem{r: r, m: m, now: w.now()})
+	}
+	return items, repeats, nil
+}
+
+// bumpRooms is step 2: it moves each room's last_seq once by its number of
+// messages and returns the rooms by id (found false for an unknown room).
+func (w *wtx) bumpRooms(items []sendItem) (map[string]*roomBump, error) {
+	var rooms []string // in order of first appearance
+	bumps := make(map[string]*roomBump)
+	for _, it := range items {
+		b := bumps[it.m.RoomID]
+		if b == nil {
+			b = &roomBump{}
+			bumps[it.m.RoomID] = b
+			rooms = append(rooms, it.m.RoomID)
+		}
+		b.n++
+		b.last = it.now
+	}
+	err := chunks(len(rooms), func(start, size, qi int) error {
+		args := w.args[:0]
+		for _, id := range rooms[start : start+size] {
+			args = append(args, id, bumps[id].n, bumps[id].last)
+		}
+		w.args = args
+		rows, err := w.stmt(w.s.wq.nextSeqs[qi]).Query(args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			r, err := scanRoom(rows)
+			if err != nil {
+				return err
+			}
+			b := bumps[r.ID]
+			b.room, b.found, b.next = r, true, r.LastSeq-int64(b.n)+1
+		}
+		return rows.Err()
+	})
+	return bumps, err
+}
+
+// number gives each message of an existing room its seq, in call order,
+// fails those of unknown rooms, and returns the messages to store.
+func number(items []sendItem, bumps map[string]*roomBump) []*sendItem {
+	stored := make([]*sendItem, 0, len(items))
+	for i := range items {
+		it := &items[i]
+		b := bumps[it.m.RoomID]
+		if !b.found {
+			it.r.Out, it.r.Err = result{}, errRoomNotFound(it.m.RoomID)
+			continue
+		}
+		it.ok = true
+		it.msg = parley.Message{
+			ID: messageID(it.now), RoomID: it.m.RoomID, Seq: b.next, SenderID: it.m.SenderID,
+			SenderName: it.m.SenderName, Body: it.m.Body, ClientID: it.m.ClientID, SentAt: fromMicro(it.now),
+		}
+		b.next++
+		stored = append(stored, it)
+	}
+	return stored
+}
+
+// insertMessages is step 3: one multi-row INSERT per chunk of messages.
+func (w *wtx) insertMessages(stored []*sendItem) error {
+	return chunks(len(stored), func(start, size, qi int) error {
+		args := w.args[:0]
+		for _, it := range stored[start : start+size] {
+			m := &it.msg
+			args = append(args, m.ID, m.RoomID, m.Seq, m.SenderID, m.SenderName, m.Body, m.ClientID, it.now)
+		}
+		w.args = args
+		_, err := w.stmt(w.s.wq.insertMessages[qi]).Exec(args...)
+		return err
+	})
+}
+
+// senderReads is step 4: each sender has read up to their last message.
+func (w *wtx) senderReads(stored []*sendItem) error {
+	type reader struct{ room, user string }
+	readTo := make(map[reader]int64, len(stored))
+	var readers []reader
+	for _, it := range stored {
+		k := reader{it.msg.RoomID, it.msg.SenderID}
+		if _, ok := readTo[k]; !ok {
+			readers = append(readers, k)
+		}
+		readTo[k] = it.msg.Seq
+	}
+	return chunks(len(readers), func(start, size, qi int) error {
+		args := w.args[:0]
+		for _, k := range readers[start : start+size] {
+			args = append(args, k.room, k.user, readTo[k])
+		}
+		w.args = args
+		_, err := w.stmt(w.s.wq.senderReads[qi]).Exec(args...)
+		return err
+	})
 }
 
 // membersOnly returns the items whose sender is a member of their room,
