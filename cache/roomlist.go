@@ -91,6 +91,14 @@ func (s *Store) buildOrderLocked(u *userState) (*roomOrder, []string) {
 // when the memberships themselves are missing). It allocates only the
 // entries: each LastMessage points into the room's window, whose messages are
 // never changed once stored.
+//
+// It holds s.mu for reading only, yet stores into atomics (the user's order
+// and first page, the used marks): Apply, the only writer of the states,
+// holds s.mu for writing, so the states cannot change meanwhile, and what
+// each reader stores is derived from those same states alone. Two readers
+// racing store equally valid values (the same rooms in the same order, the
+// same page); the last one wins, and a later reader checks gen and the
+// versions before it trusts either.
 func (s *Store) cachedRooms(userID string, cur parley.RoomCursor, hasCur bool, limit int) (entries []parley.RoomEntry, next string, missing []string, ok bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -98,18 +106,36 @@ func (s *Store) cachedRooms(userID string, cur parley.RoomCursor, hasCur bool, l
 	if u == nil || !u.membersOK {
 		return nil, "", nil, false
 	}
-	o := u.order.Load()
-	rebuilt := false
 	var keyBuf [64]listKey
-	var keys []listKey
+	o, keys, rebuilt, missing := s.orderLocked(u, keyBuf[:0])
+	if missing != nil {
+		return nil, "", missing, false
+	}
+	u.used.Store(true)
+	o = sortOrder(u, o, keys, rebuilt)
+	if !hasCur {
+		if p := u.page.Load(); p != nil && p.order == o && p.limit == limit && p.readVer == u.readVer && p.fresh() {
+			return p.entries, p.next, nil, true
+		}
+	}
+	entries, next = pageOf(u, o, cur, hasCur, limit)
+	return entries, next, nil, true
+}
+
+// orderLocked returns the user's order of rooms, rebuilt (rebuilt true)
+// when a join or leave made it stale or a room of it was evicted, with one
+// sort key per room appended to keys; or the rooms whose info or last
+// message the cache lacks. s.mu is held, for reading at least.
+func (s *Store) orderLocked(u *userState, keys []listKey) (o *roomOrder, _ []listKey, rebuilt bool, missing []string) {
+	o = u.order.Load()
 	for {
 		if o == nil || o.gen != u.gen {
 			if o, missing = s.buildOrderLocked(u); missing != nil {
-				return nil, "", missing, false
+				return nil, nil, false, missing
 			}
 			rebuilt = true
 		}
-		keys = keyBuf[:0]
+		keys = keys[:0]
 		gone := false
 		for i, ref := range o.refs {
 			st := ref.st
@@ -123,17 +149,16 @@ func (s *Store) cachedRooms(userID string, cur parley.RoomCursor, hasCur bool, l
 			keys = append(keys, listKey{at: st.room.LastActivityAt.UnixNano(), i: i})
 		}
 		if !gone {
-			break
+			return o, keys, rebuilt, missing
 		}
 		o = nil // an evicted room: rebuild
 	}
-	if missing != nil {
-		return nil, "", missing, false
-	}
-	u.used.Store(true)
+}
 
-	// Sort: from scratch after a rebuild, else by insertion, which costs one
-	// comparison per room while the order holds.
+// sortOrder returns o in list order, newest activity first, storing it as
+// the user's order when it changed: from scratch after a rebuild, else by
+// insertion, which costs one comparison per room while the order holds.
+func sortOrder(u *userState, o *roomOrder, keys []listKey, rebuilt bool) *roomOrder {
 	changed := rebuilt
 	if rebuilt {
 		slices.SortFunc(keys, func(a, b listKey) int {
@@ -150,21 +175,20 @@ func (s *Store) cachedRooms(userID string, cur parley.RoomCursor, hasCur bool, l
 			}
 		}
 	}
-	if changed {
-		sorted := &roomOrder{gen: o.gen, refs: make([]listRef, len(keys))}
-		for i, k := range keys {
-			sorted.refs[i] = o.refs[k.i]
-		}
-		o = sorted
-		u.order.Store(o)
+	if !changed {
+		return o
 	}
-	// o.refs is in list order now.
+	sorted := &roomOrder{gen: o.gen, refs: make([]listRef, len(keys))}
+	for i, k := range keys {
+		sorted.refs[i] = o.refs[k.i]
+	}
+	u.order.Store(sorted)
+	return sorted
+}
 
-	if !hasCur {
-		if p := u.page.Load(); p != nil && p.order == o && p.limit == limit && p.readVer == u.readVer && p.fresh() {
-			return p.entries, p.next, nil, true
-		}
-	}
+// pageOf returns the page of o (in list order) after cur, or the first page
+// when hasCur is false, which it keeps as the user's first page.
+func pageOf(u *userState, o *roomOrder, cur parley.RoomCursor, hasCur bool, limit int) (entries []parley.RoomEntry, next string) {
 	// The rooms at or before the cursor are a prefix of the order.
 	start := 0
 	if hasCur {
@@ -195,7 +219,7 @@ func (s *Store) cachedRooms(userID string, cur parley.RoomCursor, hasCur bool, l
 		}
 		u.page.Store(p)
 	}
-	return entries, next, nil, true
+	return entries, next
 }
 
 // A firstPage is a user's first room list page as last built. It is handed
