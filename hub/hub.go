@@ -13,8 +13,12 @@
 // deliberate choice: blocking would stall every commit behind one fan-out,
 // and dropping would lose a message between the store and its subscribers,
 // which design §5 forbids. The queue cannot grow faster than the store
-// commits, and the dispatch goroutine only does non-blocking hand-offs, so in
-// practice it stays near empty; the gauge shows it if it does not.
+// commits, and the dispatch goroutine's hand-offs to receivers never block,
+// so in practice it stays near empty; the gauge shows it if it does not.
+// The one wait of the dispatch goroutine is Members, for a room's members
+// when personal queues are subscribed: the cache answers from memory once
+// warm, and a miss reads the store, bounded by a 5 s timeout, after which
+// every personal queue is dropped (Lagged) rather than guessed.
 //
 // Deliver is the same path for a message whose recipients are already known
 // (cluster mode: a broker hands this node a message and its local

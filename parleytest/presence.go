@@ -128,7 +128,7 @@ func testPresenceDropNode(t *testing.T, newCluster NewPresenceClusterFunc) {
 
 // hookLog records the users a change hook was called with.
 type hookLog struct {
-	mu    sync.Mutex
+	mu    sync.Mutex // guards users: hooks run on the presence's goroutines
 	users []string
 }
 
