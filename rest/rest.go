@@ -7,6 +7,7 @@ package rest
 import (
 	"context"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +30,10 @@ type Config struct {
 	// creations together (see limited); a refusal is 429 rate_limited
 	// with Retry-After. Nil: no limit.
 	SendLimit *ratelimit.Limiter
+	// TrustedProxies are the peers whose X-Forwarded-For is believed
+	// when telling a client's address (see clientAddr). Empty: the
+	// socket peer is the client.
+	TrustedProxies []netip.Prefix
 	// Registerer, when set, registers the HTTP metrics.
 	Registerer prometheus.Registerer
 }
@@ -38,6 +43,7 @@ type Handler struct {
 	chat      *chat.Service
 	maxBytes  int64
 	sendLimit *ratelimit.Limiter // nil: no limit
+	trusted   []netip.Prefix     // proxies whose X-Forwarded-For is believed
 	mux       *http.ServeMux
 
 	requests *prometheus.CounterVec
@@ -53,6 +59,7 @@ func New(cfg Config) *Handler {
 		chat:      cfg.Chat,
 		maxBytes:  cfg.MaxRequestBytes,
 		sendLimit: cfg.SendLimit,
+		trusted:   cfg.TrustedProxies,
 		mux:       http.NewServeMux(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_http_requests_total",
