@@ -36,7 +36,7 @@ type BackoffConfig struct {
 // the key (Reset).
 //
 // Memory and concurrency are those of Limiter: 256 shards of a map from
-// the key's seeded 64-bit hash to a 16-byte entry, one lock per call, and
+// the key's seeded 64-bit hash to a 24-byte entry, one lock per call, and
 // an entry forgotten, by a sweep of its shard, once its wait is over and
 // all its failures are forgiven (count × Decay after the last). Memory
 // follows the keys that failed lately, not every key ever seen.
@@ -63,6 +63,7 @@ type backoffShard struct {
 type failure struct {
 	count int64
 	at    int64 // ns since Backoff.start
+	prev  int64 // at before the last Attempt, for Undo
 }
 
 // NewBackoff returns a Backoff.
@@ -127,19 +128,21 @@ func (b *Backoff) Attempt(key string) (ok bool, retryAfter time.Duration) {
 		b.sweepLocked(s, now)
 	}
 	f, seen := s.entries[h]
+	prev := now
 	if seen {
 		if left := f.at + b.wait(f.count) - now; left > 0 {
 			return false, time.Duration(left)
 		}
-		f.count = b.forgiven(f, now)
+		f.count, prev = b.forgiven(f, now), f.at
 	}
-	s.entries[h] = failure{count: f.count + 1, at: now}
+	s.entries[h] = failure{count: f.count + 1, at: now, prev: prev}
 	s.peak = max(s.peak, len(s.entries))
 	return true, 0
 }
 
-// Undo takes back the failure that a successful Attempt counted; the
-// key's earlier failures stay.
+// Undo takes back the failure that a successful Attempt counted: the
+// key's earlier failures stay, and its wait runs from the last of them
+// again.
 func (b *Backoff) Undo(key string) {
 	s, h := b.shard(key)
 	s.mu.Lock()
@@ -148,7 +151,7 @@ func (b *Backoff) Undo(key string) {
 		if f.count <= 1 {
 			delete(s.entries, h)
 		} else {
-			f.count--
+			f.count, f.at = f.count-1, f.prev
 			s.entries[h] = f
 		}
 	}

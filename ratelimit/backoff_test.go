@@ -57,6 +57,9 @@ func TestBackoff(t *testing.T) {
 		{"a success takes back its own count only", cfg, cat(fails(2), []step{
 			{op: "ok"}, {op: "fail"}, {op: "fail", want: time.Second},
 		})},
+		{"a success after a wait starts no new one", cfg, cat(fails(3), []step{
+			{advance: time.Second, op: "ok"}, {op: "fail"}, {op: "fail", want: 2 * time.Second},
+		})},
 		{"a reset forgets every failure", cfg, cat(fails(3), []step{{op: "reset"}}, fails(3))},
 		{"one failure is forgiven per Decay", cfg, cat(fails(3), []step{
 			{advance: 10 * time.Second, op: "fail"}, // 3 - 1 forgiven + 1 = 3 failures
