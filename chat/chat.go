@@ -124,14 +124,28 @@ func (s *Service) CreateRoom(ctx context.Context, u parley.User, r NewRoom) (par
 func (s *Service) Room(ctx context.Context, u parley.User, roomID string) (parley.Room, error) {
 	r, err := s.store.Room(ctx, roomID)
 	if err != nil {
-		return parley.Room{}, err
+		return parley.Room{}, hideRoom(err)
 	}
 	if r.Kind == parley.KindDirect {
 		if _, err := s.store.Member(ctx, roomID, u.ID); err != nil {
-			return parley.Room{}, parley.Errorf(parley.CodeNotFound, "room not found")
+			return parley.Room{}, errRoomNotFound()
 		}
 	}
 	return r, nil
+}
+
+// errRoomNotFound is the one answer for a room a user may not see, word for
+// word: an unknown id and a direct room of others must read the same, or
+// the text would tell which ids are hidden rooms.
+func errRoomNotFound() error { return parley.Errorf(parley.CodeNotFound, "room not found") }
+
+// hideRoom turns a store's not_found for a room into errRoomNotFound,
+// whatever the store's own text (which may name the id).
+func hideRoom(err error) error {
+	if parley.ErrorCode(err) == parley.CodeNotFound {
+		return errRoomNotFound()
+	}
+	return err
 }
 
 // Join makes u a member of a room. joined is false when u was one already.
@@ -139,9 +153,9 @@ func (s *Service) Join(ctx context.Context, u parley.User, roomID string) (parle
 	r, joined, err := s.store.Join(ctx, roomID, u.ID)
 	if parley.ErrorCode(err) == parley.CodeForbidden {
 		// Only a direct room refuses a join; it stays invisible to others.
-		return parley.Room{}, false, parley.Errorf(parley.CodeNotFound, "room not found")
+		return parley.Room{}, false, errRoomNotFound()
 	}
-	return r, joined, err
+	return r, joined, hideRoom(err)
 }
 
 // Leave removes u from a room; leaving a group room one is not in is a
@@ -152,7 +166,7 @@ func (s *Service) Leave(ctx context.Context, u parley.User, roomID string) error
 		return err
 	}
 	_, err := s.store.Leave(ctx, roomID, u.ID)
-	return err
+	return hideRoom(err)
 }
 
 // Authorize checks that u is a member of the room: CodeNotFound for an
@@ -168,11 +182,11 @@ func (s *Service) Authorize(ctx context.Context, u parley.User, roomID string) (
 	}
 	r, rerr := s.store.Room(ctx, roomID)
 	if rerr != nil {
-		return parley.Member{}, rerr
+		return parley.Member{}, hideRoom(rerr)
 	}
 	if r.Kind == parley.KindDirect {
 		// A direct room is invisible to everyone but its two members.
-		return parley.Member{}, parley.Errorf(parley.CodeNotFound, "room not found")
+		return parley.Member{}, errRoomNotFound()
 	}
 	return parley.Member{}, parley.Errorf(parley.CodeForbidden, "not a member of this room")
 }

@@ -11,7 +11,7 @@ import (
 )
 
 func errRoomNotFound(id string) error {
-	return parley.Errorf(parley.CodeNotFound, "room %s not found", id)
+	return parley.Errorf(parley.CodeNotFound, "room not found")
 }
 
 // errNotMember refuses a send whose sender is not (or no longer) a member:

@@ -1,6 +1,8 @@
 // Package ratelimit keeps one token bucket per key (a user id) for
 // millions of keys in bounded memory: a bucket left alone long enough to
 // fill up again is indistinguishable from a new one, so it is forgotten.
+// Backoff keeps, the same way, a count of failures per key and makes each
+// attempt after a few wait exponentially longer.
 //
 // Concurrency: a Limiter is safe for concurrent use. Its keys are spread
 // over a fixed array of shards by a seeded hash; each shard has its own

@@ -342,7 +342,7 @@ func (h *HotStore) Room(ctx context.Context, id string) (parley.Room, error) {
 		return parley.Room{}, err
 	}
 	if es[0] == nil {
-		return parley.Room{}, parley.Errorf(parley.CodeNotFound, "room %s not found", id)
+		return parley.Room{}, parley.Errorf(parley.CodeNotFound, "room not found")
 	}
 	return es[0].Room, nil
 }

@@ -75,6 +75,11 @@ func (h *Handler) decode(w http.ResponseWriter, r *http.Request, v any) error {
 	if !utf8.Valid(data) {
 		return parley.Errorf(parley.CodeInvalid, "request body must be valid UTF-8")
 	}
+	// It would do the same with an escaped half of a UTF-16 surrogate
+	// pair ("\ud800"), which encodes no character.
+	if loneSurrogate(data) {
+		return parley.Errorf(parley.CodeInvalid, `request body escapes half a surrogate pair (\uD800 to \uDFFF not in a high-low pair)`)
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -109,4 +114,64 @@ func decodeError(err error) error {
 		// from encoding/json; their text is safe to show.
 		return parley.Errorf(parley.CodeInvalid, "invalid request body: %v", err)
 	}
+}
+
+// loneSurrogate reports whether a JSON string in data has a \u escape of
+// half a UTF-16 surrogate pair that is not a high half (D800-DBFF)
+// directly followed by the escape of a low half (DC00-DFFF). Valid JSON
+// has backslashes and quotes only inside strings; on invalid JSON the
+// answer does not matter, as the decoder refuses it anyway.
+func loneSurrogate(data []byte) bool {
+	in := false // inside a string
+	for i := 0; i < len(data); i++ {
+		if data[i] == '"' {
+			in = !in
+			continue
+		}
+		if data[i] != '\\' || !in {
+			continue
+		}
+		// data[i] is the backslash of an escape.
+		if i+1 >= len(data) || data[i+1] != 'u' {
+			i++ // skip the escaped byte (it may be a quote)
+			continue
+		}
+		switch r := hex4(data[i+2:]); {
+		case r < 0xd800 || r > 0xdfff: // not a surrogate (or not 4 hex digits)
+		case r >= 0xdc00: // a low half with no high half before it
+			return true
+		default:
+			lo := -1
+			if i+7 < len(data) && data[i+6] == '\\' && data[i+7] == 'u' {
+				lo = hex4(data[i+8:])
+			}
+			if lo < 0xdc00 || lo > 0xdfff {
+				return true
+			}
+			i += 6 // the low half's backslash: skipped with its u below
+		}
+		i++ // the u
+	}
+	return false
+}
+
+// hex4 returns the value of the 4 hex digits that b starts with, or -1.
+func hex4(b []byte) int {
+	if len(b) < 4 {
+		return -1
+	}
+	n := 0
+	for _, c := range b[:4] {
+		switch {
+		case '0' <= c && c <= '9':
+			n = n<<4 | int(c-'0')
+		case 'a' <= c && c <= 'f':
+			n = n<<4 | int(c-'a'+10)
+		case 'A' <= c && c <= 'F':
+			n = n<<4 | int(c-'A'+10)
+		default:
+			return -1
+		}
+	}
+	return n
 }

@@ -1,12 +1,15 @@
 // Package rest serves Parley's JSON API over HTTP (design §3): accounts,
 // rooms, membership, history and sending, with an optional per-user limit
-// on sends (limited). It maps chat operations to routes and parley error
-// codes to HTTP statuses, in one place (errorStatus).
+// on sends (limited) and limits on sign-ups and failed logins per client
+// address and name (login.go). It maps chat operations to routes and
+// parley error codes to HTTP statuses, in one place (errorStatus).
 package rest
 
 import (
 	"context"
+	"crypto/rand"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +32,23 @@ type Config struct {
 	// creations together (see limited); a refusal is 429 rate_limited
 	// with Retry-After. Nil: no limit.
 	SendLimit *ratelimit.Limiter
+	// SignupLimit, when set, limits account creations per client address
+	// (see login.go); a refusal is 429 rate_limited with Retry-After.
+	// Nil: no limit.
+	SignupLimit *ratelimit.Limiter
+	// LoginByAddress and LoginByName, when set, slow down failed logins
+	// per client address and per name (see login.go); LoginByName also
+	// sets and honours device cookies. Nil: no limit.
+	LoginByAddress, LoginByName *ratelimit.Backoff
+	// DeviceKey signs device cookies. Nodes that share it honour each
+	// other's cookies. Default: random, so a restart forgets them.
+	DeviceKey []byte
+	// Now is the clock of device cookies. Default time.Now.
+	Now func() time.Time
+	// TrustedProxies are the peers whose X-Forwarded-For is believed
+	// when telling a client's address (see clientAddr). Empty: the
+	// socket peer is the client.
+	TrustedProxies []netip.Prefix
 	// Registerer, when set, registers the HTTP metrics.
 	Registerer prometheus.Registerer
 }
@@ -38,10 +58,18 @@ type Handler struct {
 	chat      *chat.Service
 	maxBytes  int64
 	sendLimit *ratelimit.Limiter // nil: no limit
-	mux       *http.ServeMux
+	trusted   []netip.Prefix     // proxies whose X-Forwarded-For is believed
 
-	requests *prometheus.CounterVec
-	latency  *prometheus.HistogramVec
+	signupLimit *ratelimit.Limiter // nil: no limit
+	loginByAddr *ratelimit.Backoff // nil: no limit
+	loginByName *ratelimit.Backoff // nil: no limit, and no device cookies
+	deviceKey   []byte
+	now         func() time.Time
+	mux         *http.ServeMux
+
+	requests     *prometheus.CounterVec
+	latency      *prometheus.HistogramVec
+	limitedTotal *prometheus.CounterVec
 }
 
 // New returns a Handler.
@@ -49,11 +77,24 @@ func New(cfg Config) *Handler {
 	if cfg.MaxRequestBytes <= 0 {
 		cfg.MaxRequestBytes = max(64<<10, int64(cfg.Chat.MaxBody())*6+1024)
 	}
+	if cfg.DeviceKey == nil {
+		cfg.DeviceKey = make([]byte, 32)
+		rand.Read(cfg.DeviceKey)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	h := &Handler{
-		chat:      cfg.Chat,
-		maxBytes:  cfg.MaxRequestBytes,
-		sendLimit: cfg.SendLimit,
-		mux:       http.NewServeMux(),
+		chat:        cfg.Chat,
+		maxBytes:    cfg.MaxRequestBytes,
+		sendLimit:   cfg.SendLimit,
+		trusted:     cfg.TrustedProxies,
+		signupLimit: cfg.SignupLimit,
+		loginByAddr: cfg.LoginByAddress,
+		loginByName: cfg.LoginByName,
+		deviceKey:   cfg.DeviceKey,
+		now:         cfg.Now,
+		mux:         http.NewServeMux(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_http_requests_total",
 			Help: "HTTP API requests by route and status.",
@@ -63,9 +104,28 @@ func New(cfg Config) *Handler {
 			Help:    "HTTP API request latency by route.",
 			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}, []string{"route"}),
+		limitedTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_http_limited_total",
+			Help: "Sign-ups and logins refused with 429 by the per-address, per-name and per-device limits, by limit.",
+		}, []string{"limit"}),
+	}
+	for _, l := range limitReasons {
+		h.limitedTotal.WithLabelValues(l)
 	}
 	if cfg.Registerer != nil {
-		cfg.Registerer.MustRegister(h.requests, h.latency)
+		cfg.Registerer.MustRegister(h.requests, h.latency, h.limitedTotal)
+		if l := cfg.SignupLimit; l != nil {
+			cfg.Registerer.MustRegister(gauge("parley_http_signup_limit_addresses",
+				"Addresses the sign-up limit holds a bucket for: those that signed up in the last few minutes.", l.Len))
+		}
+		if l := cfg.LoginByAddress; l != nil {
+			cfg.Registerer.MustRegister(gauge("parley_http_login_failing_addresses",
+				"Addresses with failed logins on record, not yet forgiven.", l.Len))
+		}
+		if l := cfg.LoginByName; l != nil {
+			cfg.Registerer.MustRegister(gauge("parley_http_login_failing_names",
+				"Names and device cookies with failed logins on record, not yet forgiven.", l.Len))
+		}
 		if l := cfg.SendLimit; l != nil {
 			cfg.Registerer.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 				Name: "parley_http_send_limit_users",
@@ -173,4 +233,9 @@ func (w *statusWriter) status() int {
 		return http.StatusOK
 	}
 	return w.code
+}
+
+// gauge is a gauge that reads n.
+func gauge(name, help string, n func() int) prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return float64(n()) })
 }

@@ -14,6 +14,9 @@ type credentials struct {
 }
 
 func (h *Handler) register(w http.ResponseWriter, r *http.Request) error {
+	if err := h.allowSignup(w, r); err != nil {
+		return err
+	}
 	var req credentials
 	if err := h.decode(w, r, &req); err != nil {
 		return err
@@ -30,10 +33,16 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) error {
 	if err := h.decode(w, r, &req); err != nil {
 		return err
 	}
-	token, u, err := h.chat.Login(r.Context(), req.Name, req.Password)
+	attempt, err := h.beginLogin(w, r, req.Name)
 	if err != nil {
 		return err
 	}
+	token, u, err := h.chat.Login(r.Context(), req.Name, req.Password)
+	h.endLogin(attempt, err)
+	if err != nil {
+		return err
+	}
+	h.setDevice(w, r, u.Name)
 	return writeJSON(w, http.StatusCreated, struct {
 		Token string      `json:"token"`
 		User  parley.User `json:"user"`

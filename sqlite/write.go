@@ -223,7 +223,7 @@ func (w *wtx) addMember(r parley.Room, userID string) (parley.Room, error) {
 }
 
 func errRoomNotFound(id string) error {
-	return parley.Errorf(parley.CodeNotFound, "room %s not found", id)
+	return parley.Errorf(parley.CodeNotFound, "room not found")
 }
 
 // CreateUser implements parley.Store.

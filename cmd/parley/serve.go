@@ -52,6 +52,13 @@ type Config struct {
 	StompSendRate  float64       // SEND frames per second per connection
 	StompQueue     int           // outbound queue bound per connection, frames
 	RestSendRate   float64       // REST messages and new rooms per second per user; 0: no limit
+	TrustedProxies string        // comma-separated IPs and CIDRs whose X-Forwarded-For is believed
+	SignupRate     float64       // sign-ups a minute per client address; 0: no limit
+	SignupBurst    int           // sign-ups at once per client address
+	LoginNameFree  int           // failed logins per name (or device) before each attempt waits
+	LoginAddrFree  int           // failed logins per client address before each attempt waits
+	LoginMaxWait   time.Duration // the longest wait, and the time that forgives one failure; 0: no login limits
+	LoginDeviceKey string        // secret that signs device cookies; "" for a random one per process
 
 	// Cluster mode: all three of Store (postgres://…), Broker and Redis.
 	Store       string        // "" for the embedded SQLite store, or a postgres:// URL
@@ -82,6 +89,13 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.StompHeartBeat, "stomp-heartbeat", 10*time.Second, "STOMP heart-beat interval the server offers both ways")
 	fs.Float64Var(&c.StompSendRate, "stomp-send-rate", 20, "SEND frames per second a STOMP connection may sustain (bursts of twice that)")
 	fs.Float64Var(&c.RestSendRate, "rest-send-rate", 20, "messages plus new rooms per second a user may sustain over the HTTP API (bursts of twice that), else 429 with Retry-After; counted per node; 0: no limit")
+	fs.StringVar(&c.TrustedProxies, "trusted-proxies", "", "comma-separated IPs and CIDRs of reverse proxies whose X-Forwarded-For tells the client address (empty: the socket peer is the client)")
+	fs.Float64Var(&c.SignupRate, "signup-rate", 2, "sign-ups a minute a client address may sustain (bursts of --signup-burst), else 429 with Retry-After; counted per node; 0: no limit")
+	fs.IntVar(&c.SignupBurst, "signup-burst", 10, "sign-ups a client address may make at once")
+	fs.IntVar(&c.LoginNameFree, "login-name-failures", 5, "failed logins a name (or a device cookie) may have before each attempt waits 1 s, doubling up to --login-max-wait")
+	fs.IntVar(&c.LoginAddrFree, "login-address-failures", 20, "failed logins a client address may have before each attempt waits 1 s, doubling up to --login-max-wait")
+	fs.DurationVar(&c.LoginMaxWait, "login-max-wait", 15*time.Minute, "longest wait after failed logins; one failure is forgiven per this much quiet; 0: no login limits")
+	fs.StringVar(&c.LoginDeviceKey, "login-device-key", "", "secret that signs device cookies (a browser that logged in skips the name's and the address's waits); give every node the same one (empty: random, so a restart forgets them)")
 	fs.IntVar(&c.StompQueue, "stomp-queue", 1024, "outbound frames queued per STOMP connection before it is closed as a slow consumer")
 	fs.StringVar(&c.Store, "store", "", "store: empty for SQLite in --data, or postgres://user@host:port/db (cluster mode)")
 	fs.StringVar(&c.Broker, "broker", "", "cluster mode: RabbitMQ URL, amqp://user:pass@host:port/vhost")
@@ -208,7 +222,12 @@ func (m *Main) Open(ctx context.Context) error {
 	svc := chat.New(chat.Config{
 		Store: hot, TokenTTL: cfg.TokenTTL, MaxBody: cfg.MaxBody, KDF: cfg.KDF, Registerer: m.registry,
 	})
-	api := rest.New(rest.Config{Chat: svc, SendLimit: sendLimit, Registerer: m.registry})
+	limits, err := cfg.loginLimits()
+	if err != nil {
+		return err
+	}
+	limits.Chat, limits.SendLimit, limits.Registerer = svc, sendLimit, m.registry
+	api := rest.New(limits)
 	m.hub = hub.New(hub.Config{Members: hot, Registerer: m.registry})
 	var sessions gateway.Sessions
 	if clustered {
@@ -353,4 +372,40 @@ func (m *Main) Close(ctx context.Context) error {
 		m.hub.Close()
 	}
 	return errors.Join(errs...)
+}
+
+// loginLimits returns the sign-up and login limits and the trusted
+// proxies of the REST API (the rest of rest.Config is for the caller).
+func (c *Config) loginLimits() (rest.Config, error) {
+	var out rest.Config
+	var err error
+	if out.TrustedProxies, err = rest.ParseTrustedProxies(c.TrustedProxies); err != nil {
+		return out, fmt.Errorf("--trusted-proxies: %w", err)
+	}
+	switch r := c.SignupRate; {
+	case r > 0 && !math.IsInf(r, 1):
+		if c.SignupBurst < 1 {
+			return out, fmt.Errorf("--signup-burst %d: want at least 1", c.SignupBurst)
+		}
+		out.SignupLimit = ratelimit.New(ratelimit.Config{Rate: r / 60, Burst: c.SignupBurst})
+	case r != 0:
+		return out, fmt.Errorf("--signup-rate %g: want a positive rate, or 0 for no limit", r)
+	}
+	switch {
+	case c.LoginMaxWait < 0:
+		return out, fmt.Errorf("--login-max-wait %v: want a positive duration, or 0 for no login limits", c.LoginMaxWait)
+	case c.LoginMaxWait > 0:
+		if c.LoginNameFree < 1 || c.LoginAddrFree < 1 {
+			return out, fmt.Errorf("--login-name-failures and --login-address-failures: want at least 1")
+		}
+		out.LoginByName = ratelimit.NewBackoff(ratelimit.BackoffConfig{Free: c.LoginNameFree, Base: time.Second, Max: c.LoginMaxWait})
+		out.LoginByAddress = ratelimit.NewBackoff(ratelimit.BackoffConfig{Free: c.LoginAddrFree, Base: time.Second, Max: c.LoginMaxWait})
+	}
+	if k := c.LoginDeviceKey; k != "" {
+		if len(k) < 16 {
+			return out, fmt.Errorf("--login-device-key: want at least 16 characters")
+		}
+		out.DeviceKey = []byte(k)
+	}
+	return out, nil
 }
