@@ -152,7 +152,13 @@ func hideRoom(err error) error {
 func (s *Service) Join(ctx context.Context, u parley.User, roomID string) (parley.Room, bool, error) {
 	r, joined, err := s.store.Join(ctx, roomID, u.ID)
 	if parley.ErrorCode(err) == parley.CodeForbidden {
-		// Only a direct room refuses a join; it stays invisible to others.
+		// Only a direct room refuses a join. To its two members it is a
+		// room they are in already (200, as for any member); to everyone
+		// else it stays invisible.
+		if _, merr := s.store.Member(ctx, roomID, u.ID); merr == nil {
+			r, err := s.Room(ctx, u, roomID)
+			return r, false, err
+		}
 		return parley.Room{}, false, errRoomNotFound()
 	}
 	return r, joined, hideRoom(err)
