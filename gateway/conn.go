@@ -50,14 +50,18 @@ func newReadState(websocket bool, lim stomp.Limits) *readState {
 	return rs
 }
 
-// reset points rs at s.
+// reset points rs at s, with nothing left of the session that used it
+// before: the readers are rebuilt from their wiring (what newReadState set
+// once), so that every other field, one added later included, starts at
+// its zero value. A session that ended inside a frame leaves its frame's
+// start time, a partial WebSocket frame, a stale read result; none of it
+// may reach the next session.
 func (rs *readState) reset(s *session) {
-	rs.cr.s = s
-	rs.cr.nonblock = false
+	rs.cr = connReader{readFn: rs.cr.readFn, s: s}
+	rs.ws = wsReader{src: rs.ws.src, rs: rs.ws.rs}
 	rs.raw.Reset(&rs.cr)
 	if s.websocket {
 		rs.ws.s = s
-		rs.ws.remaining = 0
 		rs.sbuf.Reset(&rs.ws)
 		rs.sr.Reset(rs.sbuf)
 	} else {
