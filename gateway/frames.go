@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"time"
 
 	"parley"
 	"parley/stomp"
@@ -120,7 +121,7 @@ func (s *session) connect(f *stomp.Frame, rs *readState) error {
 	if v == stomp.V10 {
 		hb, offer = stomp.HeartBeat{}, stomp.HeartBeat{}
 	}
-	send, recv := stomp.NegotiateHeartBeat(hb, offer)
+	send, recv := stomp.NegotiateHeartBeat(capHeartBeat(hb, s.srv.cfg.MaxHeartBeat), offer)
 
 	var c stomp.Frame
 	c.Command = stomp.Connected
@@ -171,6 +172,13 @@ func (s *session) authenticate(ctx context.Context, token string) (parley.User, 
 		_, _, err = s.srv.chat.AuthenticateToken(ctx, token)
 	}
 	return u, tok, err
+}
+
+// capHeartBeat takes each interval of a client's heart-beat above limit as
+// limit: the client cannot make the server wait longer than that for it,
+// nor ask to hear from the server less often.
+func capHeartBeat(hb stomp.HeartBeat, limit time.Duration) stomp.HeartBeat {
+	return stomp.HeartBeat{Send: min(hb.Send, limit), Receive: min(hb.Receive, limit)}
 }
 
 // subscribe registers a subscription: members only for a room topic, with

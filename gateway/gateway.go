@@ -120,8 +120,13 @@ type Config struct {
 	// SendTimeout bounds the wait for a SEND's commit. Default 10 s.
 	SendTimeout time.Duration
 	// FrameTimeout bounds the time from the first octets of a frame to
-	// its end (at least twice the client's heart-beat). Default 30 s.
+	// its end, whatever heart-beat the client asked for. Default 30 s.
 	FrameTimeout time.Duration
+	// MaxHeartBeat caps both intervals of a client's heart-beat header:
+	// a larger value is taken as MaxHeartBeat, so that a client cannot
+	// stretch the time the server waits before it drops a silent
+	// connection (twice the negotiated interval). Default 60 s.
+	MaxHeartBeat time.Duration
 	// LingerTime bounds how long a session that has written its last
 	// frames waits for the client to close, reading its input away, so
 	// that closing does not reset the connection (see lingerClose).
@@ -177,6 +182,7 @@ func (c *Config) setDefaults() {
 	def(&c.ConnectTimeout, 10*time.Second)
 	def(&c.WriteTimeout, 10*time.Second)
 	def(&c.FrameTimeout, 30*time.Second)
+	def(&c.MaxHeartBeat, 60*time.Second)
 	def(&c.SendTimeout, 10*time.Second)
 	def(&c.LingerTime, 500*time.Millisecond)
 	if c.QueueFrames <= 0 {

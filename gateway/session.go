@@ -198,10 +198,9 @@ func (s *session) readVersion() stomp.Version {
 }
 
 // frameTimeout bounds the wait for the rest of a frame that has begun.
+// The server sets it: a client's heart-beat does not stretch it.
 func (s *session) frameTimeout() time.Duration {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return max(2*s.recvEvery, s.srv.cfg.FrameTimeout)
+	return s.srv.cfg.FrameTimeout
 }
 
 // tick is the session's timer: the connect timeout before CONNECT, then

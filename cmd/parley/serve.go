@@ -53,6 +53,10 @@ type Config struct {
 	StompQueue     int           // outbound queue bound per connection, frames
 	RestSendRate   float64       // REST messages and new rooms per second per user; 0: no limit
 
+	// STOMP limits a client cannot stretch (issue 10).
+	StompFrameTimeout time.Duration // most time one frame may take to arrive
+	StompMaxHeartBeat time.Duration // cap on either interval of a client's heart-beat
+
 	// Cluster mode: all three of Store (postgres://…), Broker and Redis.
 	Store       string        // "" for the embedded SQLite store, or a postgres:// URL
 	Broker      string        // amqp:// URL of RabbitMQ
@@ -83,6 +87,8 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.StompSendRate, "stomp-send-rate", 20, "SEND frames per second a STOMP connection may sustain (bursts of twice that)")
 	fs.Float64Var(&c.RestSendRate, "rest-send-rate", 20, "messages plus new rooms per second a user may sustain over the HTTP API (bursts of twice that), else 429 with Retry-After; counted per node; 0: no limit")
 	fs.IntVar(&c.StompQueue, "stomp-queue", 1024, "outbound frames queued per STOMP connection before it is closed as a slow consumer")
+	fs.DurationVar(&c.StompFrameTimeout, "stomp-frame-timeout", 30*time.Second, "most time a STOMP frame may take from its first octet to its end, whatever the client's heart-beat, else ERROR")
+	fs.DurationVar(&c.StompMaxHeartBeat, "stomp-max-heartbeat", time.Minute, "largest heart-beat interval accepted from a STOMP client, either way (a larger one is taken as this)")
 	fs.StringVar(&c.Store, "store", "", "store: empty for SQLite in --data, or postgres://user@host:port/db (cluster mode)")
 	fs.StringVar(&c.Broker, "broker", "", "cluster mode: RabbitMQ URL, amqp://user:pass@host:port/vhost")
 	fs.StringVar(&c.Redis, "redis", "", "cluster mode: Redis URL for presence, redis://host:port/db")
@@ -230,6 +236,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Chat: svc, Hub: m.hub, AllowedOrigins: origins,
 		HeartBeat: stomp.HeartBeat{Send: cfg.StompHeartBeat, Receive: cfg.StompHeartBeat},
 		SendRate:  cfg.StompSendRate, SendBurst: int(2 * cfg.StompSendRate), QueueFrames: cfg.StompQueue,
+		FrameTimeout: cfg.StompFrameTimeout, MaxHeartBeat: cfg.StompMaxHeartBeat,
 		Server: "parley/" + version, Registerer: m.registry, Sessions: sessions,
 	})
 	if err != nil {
