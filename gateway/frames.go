@@ -10,8 +10,6 @@ import (
 
 	"parley"
 	"parley/stomp"
-
-	"golang.org/x/time/rate"
 )
 
 // Destinations (design §4).
@@ -371,14 +369,8 @@ func (s *session) send(f *stomp.Frame) (parley.Message, error) {
 	if _, ok := f.Lookup("transaction"); ok {
 		return parley.Message{}, parley.Errorf(parley.CodeInvalid, "transactions are not supported")
 	}
-	s.mu.Lock()
-	if s.limiter == nil {
-		s.limiter = rate.NewLimiter(rate.Limit(s.srv.cfg.SendRate), s.srv.cfg.SendBurst)
-	}
-	allowed := s.limiter.Allow()
-	u := s.user
-	s.mu.Unlock()
-	if !allowed {
+	u := s.readUser()
+	if allowed, _ := s.srv.sendLimit.Allow(u.ID); !allowed {
 		return parley.Message{}, parley.Errorf(parley.CodeRateLimited, "over %g messages a second", s.srv.cfg.SendRate)
 	}
 	// Not under srv.ctx: a send in flight when Shutdown begins may finish

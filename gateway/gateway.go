@@ -74,6 +74,7 @@ import (
 
 	"parley"
 	"parley/hub"
+	"parley/ratelimit"
 	"parley/stomp"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -136,10 +137,19 @@ type Config struct {
 	// Default 1024 frames, 1 MiB.
 	QueueFrames int
 	QueueBytes  int
-	// SendRate is the sustained rate of SEND frames a connection may send
-	// per second, with bursts of SendBurst. Default 20/s, burst 40.
+	// SendRate is the sustained rate of SEND frames a user may send per
+	// second, over all of the user's connections to this node, with
+	// bursts of SendBurst. Default 20/s, burst 40.
 	SendRate  float64
 	SendBurst int
+	// MaxConnsPerUser bounds the authenticated connections of one user
+	// on this node: a CONNECT over it gets ERROR rate_limited and the
+	// connection closes. Default 32.
+	MaxConnsPerUser int
+	// MaxConns bounds the connections of this node, authenticated or
+	// not: a WebSocket upgrade over it gets 503, a TCP connection ERROR
+	// unavailable then the close. Default 10,000.
+	MaxConns int
 	// MaxSubscriptions bounds the subscriptions of one session.
 	// Default 256.
 	MaxSubscriptions int
@@ -197,6 +207,12 @@ func (c *Config) setDefaults() {
 	if c.SendBurst <= 0 {
 		c.SendBurst = 40
 	}
+	if c.MaxConnsPerUser <= 0 {
+		c.MaxConnsPerUser = 32
+	}
+	if c.MaxConns <= 0 {
+		c.MaxConns = 10000
+	}
 	if c.MaxSubscriptions <= 0 {
 		c.MaxSubscriptions = 256
 	}
@@ -232,9 +248,13 @@ type Server struct {
 	tcpReaders sync.Pool // *readState for raw TCP
 	wsReaders  sync.Pool // *readState for WebSocket
 
-	// now and afterFunc are the clock of token expiry; tests replace them.
+	// now and afterFunc are the clock of token expiry and of sendLimit;
+	// tests replace them.
 	now       func() time.Time
 	afterFunc func(d time.Duration, f func()) (stop func() bool)
+	// sendLimit is the SEND budget of each user, by user id, shared by
+	// the user's connections.
+	sendLimit *ratelimit.Limiter
 
 	mu        sync.Mutex // guards the following fields
 	sessions  map[*session]struct{}
@@ -248,6 +268,9 @@ type Server struct {
 	// revocations counts Revoke calls, so that a CONNECT that raced with
 	// one checks its token again (see register).
 	revocations uint64
+	// overCap counts the sessions in sessions that were refused for the
+	// node's MaxConns and are writing their ERROR (see add).
+	overCap int
 }
 
 // New returns a Server. It fails if the readiness poller cannot start.
@@ -273,8 +296,12 @@ func New(cfg Config) (*Server, error) {
 		limits: stomp.Limits{MaxBody: cfg.Chat.MaxBody(), MaxFrame: cfg.Chat.MaxBody() + 16<<10},
 	}
 	if cfg.now != nil {
-		srv.now, srv.afterFunc = cfg.now, cfg.afterFunc
+		srv.now = cfg.now
 	}
+	if cfg.afterFunc != nil {
+		srv.afterFunc = cfg.afterFunc
+	}
+	srv.sendLimit = ratelimit.New(ratelimit.Config{Rate: cfg.SendRate, Burst: cfg.SendBurst, Now: srv.now})
 	srv.ctx, srv.cancel = context.WithCancel(context.Background())
 	srv.sendCtx, srv.abortSends = context.WithCancel(context.Background())
 	go p.run()
@@ -385,16 +412,31 @@ func (srv *Server) force(sessions []*session) {
 	srv.abortSends()
 }
 
-// add registers a new session; it fails after Shutdown.
-func (srv *Server) add(s *session) bool {
+// maxOverCap bounds the sessions refused for MaxConns that may be writing
+// their ERROR at once; past it, a connection over the cap is closed with
+// no ERROR, so that a flood costs no more than that.
+const maxOverCap = 256
+
+// add registers a new session; it fails after Shutdown. Over MaxConns it
+// registers the session as over the cap (overCap true: the caller refuses
+// it), or fails when maxOverCap of those are still being refused.
+func (srv *Server) add(s *session) (overCap, ok bool) {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	if srv.shutdown {
-		return false
+		return false, false
+	}
+	if len(srv.sessions)-srv.overCap >= srv.cfg.MaxConns {
+		srv.m.connRefusals[refusedNodeLimit].Inc()
+		if srv.overCap >= maxOverCap {
+			return false, false
+		}
+		srv.overCap++
+		s.overCap = true
 	}
 	srv.sessions[s] = struct{}{}
 	srv.m.connections.Inc()
-	return true
+	return s.overCap, true
 }
 
 // remove forgets a closed session.
@@ -406,6 +448,9 @@ func (srv *Server) remove(s *session) {
 	}
 	delete(srv.sessions, s)
 	srv.unregisterLocked(s)
+	if s.overCap {
+		srv.overCap--
+	}
 	srv.m.connections.Dec()
 	if srv.drained != nil && len(srv.sessions) == 0 {
 		close(srv.drained)

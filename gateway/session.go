@@ -12,8 +12,6 @@ import (
 
 	"parley"
 	"parley/stomp"
-
-	"golang.org/x/time/rate"
 )
 
 // session is one client connection, over WebSocket or raw TCP.
@@ -38,6 +36,7 @@ type session struct {
 	timer    *time.Timer  // connect timeout, then heart-beats
 
 	regUser string // guarded by srv.mu: the user whose sessions in srv.users hold this one
+	overCap bool   // guarded by srv.mu: refused for the node's MaxConns (see Server.add)
 
 	mu          sync.Mutex // guards the following fields
 	room        sync.Cond  // on mu: signalled when the writer takes the queue
@@ -48,7 +47,6 @@ type session struct {
 	recvEvery   time.Duration // heart-beats the client owes us
 	lastWrite   time.Time
 	subs        []*subscription
-	limiter     *rate.Limiter
 	q           *queue // outbound queue; nil when empty and no writer runs
 	writing     bool   // a writer goroutine runs
 	dead        bool   // refused or closing: nothing more is queued
@@ -75,8 +73,13 @@ func (srv *Server) start(c net.Conn, websocket bool, prefix []byte) {
 			s.rc = rc
 		}
 	}
-	if !srv.add(s) {
+	overCap, ok := srv.add(s)
+	if !ok {
 		c.Close()
+		return
+	}
+	if overCap {
+		s.refuse(errNodeFull, nil) // before any read: no frame is acted on
 		return
 	}
 	s.mu.Lock()

@@ -7,8 +7,9 @@ import (
 	"parley"
 )
 
-// The sessions of each user: Revoke ends those a revoked token opened, and
-// a token that expires ends its own session (expire).
+// The sessions of each user: Revoke ends those a revoked token opened, a
+// token that expires ends its own session (expire), and a user has at most
+// MaxConnsPerUser of them (register).
 
 // errRevoked and errExpired are the refusals of sessions whose token
 // stopped working while they were open.
@@ -16,6 +17,9 @@ var (
 	errRevoked = parley.Errorf(parley.CodeUnauthorized, "the access token was revoked")
 	errExpired = parley.Errorf(parley.CodeUnauthorized, "access token expired")
 )
+
+// errNodeFull refuses a connection over the node's MaxConns.
+var errNodeFull = parley.Errorf(parley.CodeUnavailable, "the server has too many connections: try again later")
 
 // Revoke ends with STOMP ERROR code unauthorized every live session of
 // userID opened with the token whose hash is tokenHash; tokenHash nil:
@@ -58,6 +62,10 @@ func (srv *Server) register(s *session, u parley.User, tokenHash []byte, revoked
 		return false, errClosed
 	}
 	m := srv.users[u.ID]
+	if len(m) >= srv.cfg.MaxConnsPerUser {
+		srv.m.connRefusals[refusedUserLimit].Inc()
+		return false, parley.Errorf(parley.CodeRateLimited, "over %d connections for this user: close one first", srv.cfg.MaxConnsPerUser)
+	}
 	if m == nil {
 		m = map[*session][]byte{}
 		srv.users[u.ID] = m

@@ -1,10 +1,13 @@
 package gateway
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+
+	"parley"
 
 	"github.com/gobwas/ws"
 )
@@ -23,6 +26,12 @@ func (srv *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 	srv.mu.Unlock()
 	if down {
 		http.Error(w, "shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	if srv.full() {
+		srv.m.connRefusals[refusedNodeLimit].Inc()
+		w.Header().Set("Retry-After", "5")
+		writeJSONError(w, http.StatusServiceUnavailable, errNodeFull)
 		return
 	}
 	u := ws.HTTPUpgrader{
@@ -71,4 +80,27 @@ func (srv *Server) originAllowed(r *http.Request) bool {
 		}
 	}
 	return false
+}
+
+// full reports whether the node has MaxConns sessions (see Server.add).
+func (srv *Server) full() bool {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	return len(srv.sessions)-srv.overCap >= srv.cfg.MaxConns
+}
+
+// writeJSONError answers an HTTP request the way the REST API does:
+// {"error":{"code","message"}}.
+func writeJSONError(w http.ResponseWriter, status int, err error) {
+	var body struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	body.Error.Code, body.Error.Message = parley.ErrorCode(err), parley.ErrorMessage(err)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(body)
 }
