@@ -136,6 +136,8 @@ func unencodable(fr *stomp.Frame, v stomp.Version) string {
 		switch {
 		case len(k) == 0:
 			return "empty header name"
+		case bytes.IndexByte(k, 0) >= 0 || bytes.IndexByte(val, 0) >= 0:
+			return "a NUL in a header"
 		case raw && bytes.ContainsAny(k, "\n:"):
 			return "unescaped header name with a line feed or colon"
 		case raw && bytes.ContainsRune(val, '\n'):
