@@ -175,7 +175,7 @@ func (s *session) readFailed(err error) {
 	case errors.Is(err, stomp.ErrMalformed):
 		s.refuse(parley.Errorf(parley.CodeInvalid, "%v", err), nil)
 	case errors.Is(err, errWSProtocol):
-		s.refuse(parley.Errorf(parley.CodeInvalid, "%v", err), nil)
+		s.refuseStatus(parley.Errorf(parley.CodeInvalid, "%v", err), nil, wsProtocolError)
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		s.refuse(parley.Errorf(parley.CodeInvalid, "incomplete frame: the rest did not arrive in time"), nil)
 	case err == errWSClose:
@@ -249,6 +249,13 @@ func (s *session) tickEveryLocked() time.Duration {
 
 // refuse sends ERROR for err and closes the session once it is written.
 func (s *session) refuse(err error, receipt []byte) {
+	s.refuseStatus(err, receipt, 0)
+}
+
+// refuseStatus is refuse with the status of the WebSocket Close frame
+// that follows the ERROR: 0 for the usual one (normal, or going away
+// during shutdown).
+func (s *session) refuseStatus(err error, receipt []byte, wsStatus uint16) {
 	code := parley.ErrorCode(err)
 	if code == parley.CodeInternal {
 		s.srv.log.Error("stomp session", "session", s.id, "err", err)
@@ -260,9 +267,13 @@ func (s *session) refuse(err error, receipt []byte) {
 		return
 	}
 	s.srv.m.refusals[refusalIndex(code)].Inc()
-	status := uint16(wsNormalClosure)
-	if s.srv.ctx.Err() != nil { // the server is shutting down
+	status := wsStatus
+	switch {
+	case status != 0:
+	case s.srv.ctx.Err() != nil: // the server is shutting down
 		status = wsGoingAway
+	default:
+		status = wsNormalClosure
 	}
 	s.finishLocked(outItem{cmd: stomp.Error, raw: b}, status)
 }
@@ -311,6 +322,7 @@ func (s *session) endFrame() bool {
 const (
 	wsNormalClosure = 1000 // DISCONNECT, or a refusal (the ERROR frame says why)
 	wsGoingAway     = 1001 // the server shuts down
+	wsProtocolError = 1002 // the client broke RFC 6455 (the ERROR frame says how)
 )
 
 // finishLocked queues a last frame (over any bound; none when last.raw is

@@ -64,15 +64,22 @@ func (srv *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 
 // originAllowed applies the Origin policy: no Origin header (not a
 // browser) is allowed; otherwise the origin must be listed in
-// AllowedOrigins, or, when that is empty, be on the request's own host.
+// AllowedOrigins (scheme, host and port), or, when that is empty, be the
+// request's own: the same host and port, and the scheme the request came
+// in with (https over TLS, else http). Behind a proxy that ends TLS, the
+// page's https origin must be listed.
 func (srv *Server) originAllowed(r *http.Request) bool {
 	origin := r.Header.Get("Origin")
 	if origin == "" {
 		return true
 	}
 	if len(srv.cfg.AllowedOrigins) == 0 {
+		scheme := "http"
+		if r.TLS != nil {
+			scheme = "https"
+		}
 		u, err := url.Parse(origin)
-		return err == nil && strings.EqualFold(u.Host, r.Host)
+		return err == nil && strings.EqualFold(u.Scheme, scheme) && strings.EqualFold(u.Host, r.Host)
 	}
 	for _, o := range srv.cfg.AllowedOrigins {
 		if o == "*" || strings.EqualFold(strings.TrimSuffix(o, "/"), origin) {
