@@ -137,6 +137,14 @@ type Config struct {
 	// Default 1024 frames, 1 MiB.
 	QueueFrames int
 	QueueBytes  int
+	// SendBuffer is the kernel send buffer (SO_SNDBUF) of every session's
+	// socket, WebSocket or TCP, in bytes (Linux doubles it for its own
+	// bookkeeping). It bounds what the kernel holds for a client that
+	// stops reading, so that the queue bound above finds it (ERROR slow
+	// consumer) after a bounded number of frames rather than after the
+	// megabytes an autotuned buffer takes. Default 64 KiB; -1 leaves the
+	// system's autotuned buffer.
+	SendBuffer int
 	// SendRate is the sustained rate of SEND frames a user may send per
 	// second, over all of the user's connections to this node, with
 	// bursts of SendBurst. Default 20/s, burst 40.
@@ -200,6 +208,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.QueueBytes <= 0 {
 		c.QueueBytes = 1 << 20
+	}
+	if c.SendBuffer == 0 {
+		c.SendBuffer = 64 << 10
 	}
 	if c.SendRate <= 0 {
 		c.SendRate = 20

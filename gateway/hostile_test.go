@@ -80,15 +80,20 @@ type rawWS struct {
 
 func (e *env) dialRawWS(t *testing.T) *rawWS {
 	t.Helper()
-	addr := strings.TrimPrefix(e.http.URL, "http://")
-	c, err := net.Dial("tcp", addr)
+	c, err := net.Dial("tcp", strings.TrimPrefix(e.http.URL, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
+	return e.dialRawWSConn(t, c)
+}
+
+// dialRawWSConn opens a WebSocket session on c.
+func (e *env) dialRawWSConn(t *testing.T, c net.Conn) *rawWS {
+	t.Helper()
 	fmt.Fprintf(c, "GET /ws HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
 		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"+
-		"Sec-WebSocket-Protocol: v12.stomp\r\n\r\n", addr)
+		"Sec-WebSocket-Protocol: v12.stomp\r\n\r\n", c.RemoteAddr())
 	w := &rawWS{t: t, c: c, br: bufio.NewReader(c)}
 	for {
 		line, err := w.br.ReadString('\n')
@@ -118,6 +123,34 @@ func wsFrame(fin bool, op byte, payload string) []byte {
 	return append(b, payload...)
 }
 
+// next reads one server frame: its payload and opcode.
+func (w *rawWS) next() (payload []byte, op byte, err error) {
+	var hdr [2]byte
+	if _, err := io.ReadFull(w.br, hdr[:]); err != nil {
+		return nil, 0, err
+	}
+	n := int(hdr[1] & 0x7f)
+	switch n {
+	case 126:
+		var ext [2]byte
+		if _, err := io.ReadFull(w.br, ext[:]); err != nil {
+			return nil, 0, err
+		}
+		n = int(binary.BigEndian.Uint16(ext[:]))
+	case 127:
+		var ext [8]byte
+		if _, err := io.ReadFull(w.br, ext[:]); err != nil {
+			return nil, 0, err
+		}
+		n = int(binary.BigEndian.Uint64(ext[:]))
+	}
+	payload = make([]byte, n)
+	if _, err := io.ReadFull(w.br, payload); err != nil {
+		return nil, 0, err
+	}
+	return payload, hdr[0] & 0x0f, nil
+}
+
 // readUntilClose reads server frames until a Close frame and returns the
 // text payloads before it and the Close status (0 for none, -1 if the
 // connection ended without a Close frame).
@@ -125,26 +158,11 @@ func (w *rawWS) readUntilClose() (texts []string, status int) {
 	w.t.Helper()
 	w.c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	for {
-		var hdr [2]byte
-		if _, err := io.ReadFull(w.br, hdr[:]); err != nil {
+		payload, op, err := w.next()
+		if err != nil {
 			return texts, -1
 		}
-		n := int(hdr[1] & 0x7f)
-		switch n {
-		case 126:
-			var ext [2]byte
-			io.ReadFull(w.br, ext[:])
-			n = int(binary.BigEndian.Uint16(ext[:]))
-		case 127:
-			var ext [8]byte
-			io.ReadFull(w.br, ext[:])
-			n = int(binary.BigEndian.Uint64(ext[:]))
-		}
-		payload := make([]byte, n)
-		if _, err := io.ReadFull(w.br, payload); err != nil {
-			return texts, -1
-		}
-		switch hdr[0] & 0x0f {
+		switch op {
 		case 0x8:
 			if len(payload) < 2 {
 				return texts, 0

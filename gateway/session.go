@@ -69,7 +69,15 @@ func (srv *Server) start(c net.Conn, websocket bool, prefix []byte) {
 	s.lastRead.Store(time.Now().UnixNano())
 	if sc, ok := c.(syscall.Conn); ok {
 		if rc, err := sc.SyscallConn(); err == nil {
-			rc.Control(func(fd uintptr) { s.fd = int(fd) })
+			rc.Control(func(fd uintptr) {
+				s.fd = int(fd)
+				if n := srv.cfg.SendBuffer; n > 0 {
+					// Best effort: a socket that refuses keeps its buffer,
+					// and only WriteTimeout finds a client that stops
+					// reading.
+					setSendBuffer(fd, n)
+				}
+			})
 			s.rc = rc
 		}
 	}

@@ -58,6 +58,7 @@ type Config struct {
 	StompMaxHeartBeat time.Duration // cap on either interval of a client's heart-beat
 	StompMaxUserConns int           // STOMP connections per user on this node
 	StompMaxConns     int           // STOMP connections on this node
+	StompSendBuffer   int           // kernel send buffer of each STOMP socket, bytes; -1: the system's
 
 	// Cluster mode: all three of Store (postgres://…), Broker and Redis.
 	Store       string        // "" for the embedded SQLite store, or a postgres:// URL
@@ -92,6 +93,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.StompFrameTimeout, "stomp-frame-timeout", 30*time.Second, "most time a STOMP frame may take from its first octet to its end, whatever the client's heart-beat, else ERROR")
 	fs.IntVar(&c.StompMaxUserConns, "stomp-max-conns-per-user", 32, "STOMP connections one user may hold open on this node; the next CONNECT gets ERROR rate_limited")
 	fs.IntVar(&c.StompMaxConns, "stomp-max-conns", 10000, "STOMP connections this node holds, signed in or not; over it /ws answers 503 and raw TCP gets ERROR unavailable")
+	fs.IntVar(&c.StompSendBuffer, "stomp-send-buffer", 64<<10, "kernel send buffer (SO_SNDBUF) of each STOMP connection in bytes, so that a client that stops reading is found by --stomp-queue (-1: the system's autotuned buffer)")
 	fs.DurationVar(&c.StompMaxHeartBeat, "stomp-max-heartbeat", time.Minute, "largest heart-beat interval accepted from a STOMP client, either way (a larger one is taken as this)")
 	fs.StringVar(&c.Store, "store", "", "store: empty for SQLite in --data, or postgres://user@host:port/db (cluster mode)")
 	fs.StringVar(&c.Broker, "broker", "", "cluster mode: RabbitMQ URL, amqp://user:pass@host:port/vhost")
@@ -241,7 +243,7 @@ func (m *Main) Open(ctx context.Context) error {
 		HeartBeat: stomp.HeartBeat{Send: cfg.StompHeartBeat, Receive: cfg.StompHeartBeat},
 		SendRate:  cfg.StompSendRate, SendBurst: int(2 * cfg.StompSendRate), QueueFrames: cfg.StompQueue,
 		FrameTimeout: cfg.StompFrameTimeout, MaxHeartBeat: cfg.StompMaxHeartBeat,
-		MaxConnsPerUser: cfg.StompMaxUserConns, MaxConns: cfg.StompMaxConns,
+		MaxConnsPerUser: cfg.StompMaxUserConns, MaxConns: cfg.StompMaxConns, SendBuffer: cfg.StompSendBuffer,
 		Server: "parley/" + version, Registerer: m.registry, Sessions: sessions,
 	})
 	if err != nil {
