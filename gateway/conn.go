@@ -160,7 +160,6 @@ type wsReader struct {
 	mask      [4]byte
 	pos       int  // offset in the current payload, for the mask
 	fresh     bool // no STOMP octet read since the last frame boundary
-	inMessage bool // a data frame without FIN began a message: continuations follow
 	ctl       [125]byte
 }
 
@@ -233,13 +232,15 @@ func (w *wsReader) next() error {
 		// RFC 6455 §5.4: a continuation continues a message begun by a
 		// data frame without FIN, and no new message begins before that
 		// one's last frame (control frames may come in between).
+		// Whether a message is open outlives this read state: the
+		// session may go idle between the fragments of one message.
 		switch {
-		case op == ws.OpContinuation && !w.inMessage:
+		case op == ws.OpContinuation && !w.s.wsFragmented:
 			return errors.Join(errWSProtocol, errors.New("continuation frame with no message started"))
-		case op != ws.OpContinuation && w.inMessage:
+		case op != ws.OpContinuation && w.s.wsFragmented:
 			return errors.Join(errWSProtocol, errors.New("new message before the last one's final frame"))
 		}
-		w.inMessage = hdr[0]&0x80 == 0
+		w.s.wsFragmented = hdr[0]&0x80 == 0
 		w.remaining = length
 		return nil
 	case ws.OpClose, ws.OpPing, ws.OpPong:

@@ -22,6 +22,18 @@
 // decides it), so nothing is dropped silently: the client reconnects and
 // resumes with since-seq.
 //
+// # Limits
+//
+// What a client may cost is set by the server, never by the client: a
+// frame must arrive within FrameTimeout whatever heart-beat was asked for,
+// and a heart-beat above MaxHeartBeat is taken as MaxHeartBeat. A user's
+// SEND budget (SendRate, SendBurst) is shared by all of the user's
+// connections to the node, and a user holds at most MaxConnsPerUser of
+// them (users.go); the node holds at most MaxConns. The kernel holds at
+// most SendBuffer (doubled by Linux) for a client that stops reading, so
+// that the outbound queue's bound is what finds it. A revoked or expired
+// token ends the sessions it opened (Revoke, expire).
+//
 // # Locks
 //
 // hub.Hub's lock is taken before a session's (the hub delivers with its lock

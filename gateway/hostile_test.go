@@ -151,6 +151,26 @@ func (w *rawWS) next() (payload []byte, op byte, err error) {
 	return payload, hdr[0] & 0x0f, nil
 }
 
+// readOne reads server frames up to the first text frame and returns it,
+// or the Close status if a Close frame comes first.
+func (w *rawWS) readOne() (text string, status int) {
+	w.t.Helper()
+	w.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		payload, op, err := w.next()
+		switch {
+		case err != nil:
+			return "", -1
+		case op == 0x1:
+			return string(payload), 0
+		case op == 0x8 && len(payload) >= 2:
+			return "", int(binary.BigEndian.Uint16(payload))
+		case op == 0x8:
+			return "", 0
+		}
+	}
+}
+
 // readUntilClose reads server frames until a Close frame and returns the
 // text payloads before it and the Close status (0 for none, -1 if the
 // connection ended without a Close frame).
@@ -192,6 +212,7 @@ func TestWebSocketFragments(t *testing.T) {
 		{"a continuation after a whole message", [][]byte{wsFrame(true, 0x1, connect), wsFrame(true, 0x0, "\n")}, wsProtocolError, "CONNECTED"},
 		{"a new message inside a fragmented one", [][]byte{wsFrame(false, 0x1, connect[:half]), wsFrame(true, 0x1, connect[half:])}, wsProtocolError, "ERROR"},
 		{"fragments with a ping between", [][]byte{wsFrame(false, 0x1, connect[:half]), wsFrame(true, 0x9, "p"), wsFrame(true, 0x0, connect[half:])}, 0, "CONNECTED"},
+		{"fragments with the session idle between", [][]byte{wsFrame(true, 0x0, frame("SUBSCRIBE", "", "id:0", "destination:/user/queue/messages", "receipt:s"))}, 0, "RECEIPT"},
 		{"three fragments", [][]byte{wsFrame(false, 0x1, connect[:3]), wsFrame(false, 0x0, connect[3:half]), wsFrame(true, 0x0, connect[half:])}, 0, "CONNECTED"},
 	}
 	for _, tt := range tests {
@@ -199,6 +220,14 @@ func TestWebSocketFragments(t *testing.T) {
 			e := newEnv(t, Config{})
 			e.chat.addUser("alice")
 			w := e.dialRawWS(t)
+			if tt.name == "fragments with the session idle between" {
+				// CONNECTED proves the first fragment was read and
+				// acted on: the session waits idle for the rest.
+				w.c.Write(wsFrame(false, 0x1, connect))
+				if texts, status := w.readOne(); !strings.HasPrefix(texts, "CONNECTED\n") {
+					t.Fatalf("got %q (close %d), want CONNECTED", texts, status)
+				}
+			}
 			for _, f := range tt.frames {
 				w.c.Write(f)
 			}

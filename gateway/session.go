@@ -29,6 +29,11 @@ type session struct {
 	id        string
 	prefix    []byte // octets read before the session started (WebSocket upgrade)
 
+	// wsFragmented is owned by the reader (one at a time; reading hands
+	// it over): the client's current WebSocket message has had a frame
+	// without FIN, so continuation frames follow (RFC 6455 §5.4).
+	wsFragmented bool
+
 	reading  atomic.Bool  // a reader goroutine runs
 	lastRead atomic.Int64 // unix nanoseconds of the last frame read
 	readFn   func()       // s.readReady, as a func value made once
