@@ -3,6 +3,8 @@ package parley
 import (
 	"context"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Store is the durable state of Parley: accounts, rooms, members and
@@ -117,6 +119,27 @@ type NewMessage struct {
 	SenderName string
 	Body       string
 	ClientID   string
+}
+
+// MaxClientID is the longest idempotency key (client_id), in bytes.
+const MaxClientID = 64
+
+// CheckClientID refuses, with CodeInvalid, an idempotency key that is longer
+// than MaxClientID or is not text: invalid UTF-8 or a control character. The
+// key goes back out in the client-id header of every MESSAGE of its message,
+// to every member, so every transport refuses the same keys.
+func CheckClientID(id string) error {
+	ok := len(id) <= MaxClientID && utf8.ValidString(id)
+	for _, r := range id {
+		if !ok {
+			break
+		}
+		ok = !unicode.IsControl(r)
+	}
+	if !ok {
+		return Errorf(CodeInvalid, "client-id must be at most %d bytes of text: valid UTF-8, no control characters", MaxClientID)
+	}
+	return nil
 }
 
 // Page selects a page of a room's history. With After >= 0 it is the

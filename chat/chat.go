@@ -220,7 +220,7 @@ func (s *Service) Messages(ctx context.Context, u parley.User, roomID string, p 
 }
 
 // MaxClientID is the longest idempotency key, in bytes.
-const MaxClientID = 64
+const MaxClientID = parley.MaxClientID
 
 // Send stores a message from member u. A repeated clientID returns the
 // original message with created false.
@@ -228,8 +228,8 @@ func (s *Service) Send(ctx context.Context, u parley.User, roomID, body, clientI
 	if err := s.CheckBody(body); err != nil {
 		return parley.Message{}, false, err
 	}
-	if len(clientID) > MaxClientID || !utf8.ValidString(clientID) {
-		return parley.Message{}, false, parley.Errorf(parley.CodeInvalid, "client_id must be at most %d bytes of valid UTF-8", MaxClientID)
+	if err := parley.CheckClientID(clientID); err != nil {
+		return parley.Message{}, false, err
 	}
 	if _, err := s.Authorize(ctx, u, roomID); err != nil {
 		return parley.Message{}, false, err

@@ -2,6 +2,7 @@ package chat_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"parley"
@@ -108,5 +109,36 @@ func testRoomNotFoundText(t *testing.T, store parley.Store) {
 				t.Errorf("%s(direct room of others) = %q, %s(unknown) = %q; want the same text", tt.name, h, tt.name, m)
 			}
 		})
+	}
+}
+
+// TestSendClientID: an idempotency key must be short text, whatever the
+// transport: it goes back out in every MESSAGE frame's client-id header.
+func TestSendClientID(t *testing.T) {
+	s := chat.New(chat.Config{Store: mustOpenStore(t), KDF: cheap})
+	u, err := s.Register(ctx, "alice", "correct horse")
+	if err != nil {
+		t.Fatalf("Register error = %v", err)
+	}
+	r, _, err := s.CreateRoom(ctx, u, chat.NewRoom{Kind: parley.KindGroup, Title: "g"})
+	if err != nil {
+		t.Fatalf("CreateRoom error = %v", err)
+	}
+	for _, tt := range []struct {
+		name, id, want string // want: error code, "" for none
+	}{
+		{"none", "", ""},
+		{"text", "c-42 ünïcode", ""},
+		{"longest", strings.Repeat("x", chat.MaxClientID), ""},
+		{"too long", strings.Repeat("x", chat.MaxClientID+1), parley.CodeInvalid},
+		{"NUL", "a\x00b", parley.CodeInvalid},
+		{"newline", "a\nb", parley.CodeInvalid},
+		{"DEL", "a\x7fb", parley.CodeInvalid},
+		{"C1 control", "a\u0085b", parley.CodeInvalid},
+		{"invalid UTF-8", "a\xffb", parley.CodeInvalid},
+	} {
+		if _, _, err := s.Send(ctx, u, r.ID, "hi", tt.id); parley.ErrorCode(err) != tt.want {
+			t.Errorf("%s: Send(client id %q) = %v, want code %q", tt.name, tt.id, err, tt.want)
+		}
 	}
 }

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"parley"
 	"parley/stomp"
@@ -372,7 +370,7 @@ func (s *session) send(f *stomp.Frame) (parley.Message, error) {
 		return parley.Message{}, parley.Errorf(parley.CodeInvalid, "transactions are not supported")
 	}
 	clientID := f.Get("client-id")
-	if err := checkClientID(clientID); err != nil {
+	if err := parley.CheckClientID(string(clientID)); err != nil {
 		return parley.Message{}, err
 	}
 	u := s.readUser()
@@ -393,21 +391,6 @@ func (s *session) send(f *stomp.Frame) (parley.Message, error) {
 		err = parley.Errorf(parley.CodeUnavailable, "the server is shutting down; send again with the same client-id")
 	}
 	return m, err
-}
-
-// checkClientID refuses a client-id that is not text: invalid UTF-8 or a
-// control character (a NUL never gets this far: the reader refuses it in
-// any header). The id goes back out in the client-id header of every
-// MESSAGE of the message, to every member.
-func checkClientID(id []byte) error {
-	for len(id) > 0 {
-		r, n := utf8.DecodeRune(id)
-		if r == utf8.RuneError && n <= 1 || unicode.IsControl(r) {
-			return parley.Errorf(parley.CodeInvalid, "client-id must be text: no control characters, valid UTF-8")
-		}
-		id = id[n:]
-	}
-	return nil
 }
 
 // ack accepts ACK and NACK per the protocol version. Every message is
