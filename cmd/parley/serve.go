@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"parley"
+	"parley/accept"
 	"parley/cache"
 	"parley/chat"
 	"parley/gateway"
@@ -108,7 +109,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		m.Close(context.Background())
 		return err
 	}
-	slog.Info("parley serving", "addr", m.Addr(), "data", cfg.Data, "version", versionString())
+	slog.Info("parley serving", "addr", m.Addr(), "stomp_addr", m.StompAddr(), "data", cfg.Data, "version", versionString())
 	<-ctx.Done()
 	slog.Info("parley shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -128,6 +129,7 @@ type Main struct {
 	hub      *hub.Hub
 	gateway  *gateway.Server
 	stompLn  net.Listener
+	stompRun chan error // the STOMP accept loop's result, once it ends
 	ln       net.Listener
 	served   chan error
 	cluster  *clusterNode // nil in single-node mode
@@ -285,7 +287,14 @@ func (m *Main) Open(ctx context.Context) error {
 		if m.stompLn, err = net.Listen("tcp", cfg.StompAddr); err != nil {
 			return fmt.Errorf("listen stomp: %w", err)
 		}
-		go m.gateway.Serve(m.stompLn)
+		m.stompRun = make(chan error, 1)
+		go func() {
+			err := m.gateway.Serve(m.stompLn)
+			if err != nil {
+				slog.Error("stomp listener stopped", "addr", m.stompLn.Addr().String(), "err", err)
+			}
+			m.stompRun <- err
+		}()
 	}
 	if cfg.DebugAddr != "" {
 		if m.debug, err = serveDebug(cfg.DebugAddr); err != nil {
@@ -293,7 +302,8 @@ func (m *Main) Open(ctx context.Context) error {
 		}
 	}
 	m.served = make(chan error, 1)
-	go func() { m.served <- m.http.Serve(m.ln) }()
+	hl := accept.New(m.ln, accept.Config{Name: "http", Registerer: m.registry})
+	go func() { m.served <- m.http.Serve(hl) }()
 	return nil
 }
 
@@ -335,6 +345,11 @@ func (m *Main) Close(ctx context.Context) error {
 	}
 	if err := <-gatewayDone; err != nil {
 		errs = append(errs, fmt.Errorf("stomp shutdown: %w", err))
+	}
+	if m.stompRun != nil { // Shutdown closed its listener
+		if err := <-m.stompRun; err != nil {
+			errs = append(errs, fmt.Errorf("stomp listener: %w", err))
+		}
 	}
 	if m.debug != nil {
 		m.debug.Close()
