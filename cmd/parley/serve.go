@@ -54,6 +54,9 @@ type Config struct {
 	StompQueue     int           // outbound queue bound per connection, frames
 	RestSendRate   float64       // REST messages and new rooms per second per user; 0: no limit
 
+	HTTPReadTimeout  time.Duration // most time to read a request, headers and body; 0: none
+	HTTPWriteTimeout time.Duration // most time from a request's headers to the end of its response; 0: none
+
 	// Cluster mode: all three of Store (postgres://…), Broker and Redis.
 	Store       string        // "" for the embedded SQLite store, or a postgres:// URL
 	Broker      string        // amqp:// URL of RabbitMQ
@@ -79,6 +82,8 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.CacheRecent, "cache-recent", cache.DefaultRecentMessages, "newest messages of each room served from memory (older history pages read the store)")
 	fs.IntVar(&c.CacheHistory, "cache-history-mib", history.DefaultMaxBytes>>20, "MiB of older messages kept in memory, over all rooms, in blocks of 100 read once (0: older pages always read the store)")
 	fs.StringVar(&c.DebugAddr, "debug-addr", "", "serve Go's pprof profiles at http://ADDR/debug/pprof/ (keep it on loopback; empty: off)")
+	fs.DurationVar(&c.HTTPReadTimeout, "http-read-timeout", 10*time.Second, "most time a client may take to send an HTTP request, headers and body, else its connection is closed (not /ws sessions; 0: no limit)")
+	fs.DurationVar(&c.HTTPWriteTimeout, "http-write-timeout", 30*time.Second, "most time from the end of an HTTP request's headers to the end of its response, else its connection is closed (not /ws sessions; 0: no limit)")
 	fs.StringVar(&c.AllowedOrigins, "allowed-origins", "", "comma-separated Origins allowed to open /ws, or * (empty: the same host)")
 	fs.DurationVar(&c.StompHeartBeat, "stomp-heartbeat", 10*time.Second, "STOMP heart-beat interval the server offers both ways")
 	fs.Float64Var(&c.StompSendRate, "stomp-send-rate", 20, "SEND frames per second a STOMP connection may sustain (bursts of twice that)")
@@ -277,12 +282,7 @@ func (m *Main) Open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	m.http = &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn),
-	}
+	m.http = newHTTPServer(cfg, mux)
 	if cfg.StompAddr != "" {
 		if m.stompLn, err = net.Listen("tcp", cfg.StompAddr); err != nil {
 			return fmt.Errorf("listen stomp: %w", err)
@@ -305,6 +305,20 @@ func (m *Main) Open(ctx context.Context) error {
 	hl := accept.New(m.ln, accept.Config{Name: "http", Registerer: m.registry})
 	go func() { m.served <- m.http.Serve(hl) }()
 	return nil
+}
+
+// newHTTPServer returns the public HTTP server of handler. Its read and
+// write timeouts bound every request but /ws: a hijacked connection has
+// its deadlines cleared (net/http does it), and the gateway sets its own.
+func newHTTPServer(cfg Config, handler http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       cfg.HTTPReadTimeout,
+		WriteTimeout:      cfg.HTTPWriteTimeout,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn),
+	}
 }
 
 // Addr returns the HTTP address the node listens on.
