@@ -19,6 +19,7 @@ import (
 	"parley/accept"
 	"parley/cache"
 	"parley/chat"
+	"parley/dirlock"
 	"parley/gateway"
 	"parley/history"
 	"parley/hub"
@@ -128,6 +129,7 @@ type Main struct {
 	Config Config
 
 	registry *prometheus.Registry
+	lock     *dirlock.Lock // of the data directory, in single-node mode
 	store    parley.Store
 	http     *http.Server
 	debug    *http.Server // pprof, when --debug-addr is set
@@ -175,6 +177,11 @@ func (m *Main) Open(ctx context.Context) error {
 	case cfg.Store == "":
 		if err := os.MkdirAll(cfg.Data, 0o750); err != nil {
 			return fmt.Errorf("data directory: %w", err)
+		}
+		// One process at a time: a second server's commits would be
+		// invisible to the first one's caches.
+		if m.lock, err = dirlock.Acquire(cfg.Data); err != nil {
+			return fmt.Errorf("data directory: %w: is another parley serve or migrate running on it?", err)
 		}
 		sync, err := sqlite.ParseSync(cfg.Sync)
 		if err != nil {
@@ -371,6 +378,11 @@ func (m *Main) Close(ctx context.Context) error {
 	if m.store != nil {
 		if err := m.store.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close store: %w", err))
+		}
+	}
+	if m.lock != nil { // after the store: its last writes are done
+		if err := m.lock.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("unlock data directory: %w", err))
 		}
 	}
 	if m.cluster != nil {
