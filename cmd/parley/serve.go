@@ -47,6 +47,7 @@ type Config struct {
 
 	StompAddr      string        // raw TCP STOMP listen address; "" for none
 	DebugAddr      string        // pprof listen address; "" for none
+	MetricsAddr    string        // /metrics listen address; "" for Addr
 	CacheRecent    int           // newest messages of each room kept in memory
 	CacheHistory   int           // MiB of older messages kept in memory, over all rooms; 0: none
 	AllowedOrigins string        // comma-separated Origins allowed on /ws; "" for the same host
@@ -83,6 +84,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.CacheRecent, "cache-recent", cache.DefaultRecentMessages, "newest messages of each room served from memory (older history pages read the store)")
 	fs.IntVar(&c.CacheHistory, "cache-history-mib", history.DefaultMaxBytes>>20, "MiB of older messages kept in memory, over all rooms, in blocks of 100 read once (0: older pages always read the store)")
 	fs.StringVar(&c.DebugAddr, "debug-addr", "", "serve Go's pprof profiles at http://ADDR/debug/pprof/ (keep it on loopback; empty: off)")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve /metrics at this address instead of on --addr, apart from the public endpoints (may equal --debug-addr; empty: on --addr)")
 	fs.DurationVar(&c.HTTPReadTimeout, "http-read-timeout", 10*time.Second, "most time a client may take to send an HTTP request, headers and body, else its connection is closed (not /ws sessions; 0: no limit)")
 	fs.DurationVar(&c.HTTPWriteTimeout, "http-write-timeout", 30*time.Second, "most time from the end of an HTTP request's headers to the end of its response, else its connection is closed (not /ws sessions; 0: no limit)")
 	fs.StringVar(&c.AllowedOrigins, "allowed-origins", "", "comma-separated Origins allowed to open /ws, or * (empty: the same host)")
@@ -115,7 +117,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		m.Close(context.Background())
 		return err
 	}
-	slog.Info("parley serving", "addr", m.Addr(), "stomp_addr", m.StompAddr(), "data", cfg.Data, "version", versionString())
+	slog.Info("parley serving", "addr", m.Addr(), "stomp_addr", m.StompAddr(), "metrics_addr", m.MetricsAddr(), "data", cfg.Data, "version", versionString())
 	<-ctx.Done()
 	slog.Info("parley shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -132,7 +134,7 @@ type Main struct {
 	lock     *dirlock.Lock // of the data directory, in single-node mode
 	store    parley.Store
 	http     *http.Server
-	debug    *http.Server // pprof, when --debug-addr is set
+	ops      []*opsServer // /metrics and pprof, when --metrics-addr or --debug-addr is set
 	hub      *hub.Hub
 	gateway  *gateway.Server
 	stompLn  net.Listener
@@ -254,7 +256,10 @@ func (m *Main) Open(ctx context.Context) error {
 	mux.Handle("/api/", api)
 	mux.Handle("GET /ws", m.gateway)
 	mux.Handle("/", web.Handler()) // the browser client; no method in the pattern, which "/api/" would conflict with
-	mux.Handle("GET /metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry}))
+	metrics := promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
+	if cfg.MetricsAddr == "" {
+		mux.Handle("GET /metrics", metrics)
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("ok\n"))
 	})
@@ -303,10 +308,8 @@ func (m *Main) Open(ctx context.Context) error {
 			m.stompRun <- err
 		}()
 	}
-	if cfg.DebugAddr != "" {
-		if m.debug, err = serveDebug(cfg.DebugAddr); err != nil {
-			return err
-		}
+	if m.ops, err = serveOps(cfg, metrics, m.registry); err != nil {
+		return err
 	}
 	m.served = make(chan error, 1)
 	hl := accept.New(m.ln, accept.Config{Name: "http", Registerer: m.registry})
@@ -330,6 +333,17 @@ func newHTTPServer(cfg Config, handler http.Handler) *http.Server {
 
 // Addr returns the HTTP address the node listens on.
 func (m *Main) Addr() string { return m.ln.Addr().String() }
+
+// MetricsAddr returns the address that serves /metrics: the HTTP one
+// unless --metrics-addr is set.
+func (m *Main) MetricsAddr() string {
+	for _, s := range m.ops {
+		if s.metrics {
+			return s.Addr()
+		}
+	}
+	return m.Addr()
+}
 
 // StompAddr returns the raw TCP STOMP address, "" when not listening.
 func (m *Main) StompAddr() string {
@@ -372,8 +386,10 @@ func (m *Main) Close(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("stomp listener: %w", err))
 		}
 	}
-	if m.debug != nil {
-		m.debug.Close()
+	for _, s := range m.ops {
+		if err := s.Close(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if m.store != nil {
 		if err := m.store.Close(); err != nil {
