@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -107,5 +108,28 @@ func TestHTTPWriteTimeout(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Errorf("write to a client that does not read still blocked after 30 s, want it given up after %v", timeout)
+	}
+}
+
+// TestHardeningFlagDefaults: the defaults README documents for the HTTP
+// timeouts and the metrics address.
+func TestHardeningFlagDefaults(t *testing.T) {
+	var c Config
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	c.flags(fs)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		flag      string
+		got, want any
+	}{
+		{"http-read-timeout", c.HTTPReadTimeout, 10 * time.Second},
+		{"http-write-timeout", c.HTTPWriteTimeout, 30 * time.Second},
+		{"metrics-addr", c.MetricsAddr, ""},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("--%s default = %v, want %v", tc.flag, tc.got, tc.want)
+		}
 	}
 }
