@@ -76,7 +76,6 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -329,45 +328,6 @@ func New(cfg Config) (*Server, error) {
 	srv.sendCtx, srv.abortSends = context.WithCancel(context.Background())
 	go p.run()
 	return srv, nil
-}
-
-// Serve accepts raw TCP STOMP connections on ln until ln is closed or
-// Shutdown is called; it then returns nil.
-func (srv *Server) Serve(ln net.Listener) error {
-	srv.mu.Lock()
-	if srv.shutdown {
-		srv.mu.Unlock()
-		ln.Close()
-		return nil
-	}
-	srv.listeners[ln] = struct{}{}
-	srv.mu.Unlock()
-	defer func() {
-		srv.mu.Lock()
-		delete(srv.listeners, ln)
-		srv.mu.Unlock()
-	}()
-	var delay time.Duration
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			srv.mu.Lock()
-			down := srv.shutdown
-			srv.mu.Unlock()
-			if down || errors.Is(err, net.ErrClosed) {
-				return nil
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-				time.Sleep(delay)
-				continue
-			}
-			return err
-		}
-		delay = 0
-		srv.start(c, false, nil)
-	}
 }
 
 // goingAway is the refusal of every session that Shutdown ends.

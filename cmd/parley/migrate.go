@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"parley/dirlock"
 	"parley/postgres"
 	"parley/schema"
 	"parley/sqlite"
@@ -40,6 +41,18 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	case isPostgres(store):
 		st, err = postgres.Migrate(ctx, store, !dryRun)
 	case store == "":
+		if !dryRun {
+			// Not under a running server: it would go on with the old
+			// schema in its statements and caches. A dry run only reads.
+			if err := os.MkdirAll(data, 0o750); err != nil {
+				return fmt.Errorf("data directory: %w", err)
+			}
+			lock, err := dirlock.Acquire(data)
+			if err != nil {
+				return fmt.Errorf("data directory: %w: stop the server first", err)
+			}
+			defer lock.Close()
+		}
 		path := filepath.Join(data, "parley.db")
 		st, err = sqlite.Migrate(ctx, path, !dryRun)
 	default:

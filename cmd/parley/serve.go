@@ -16,8 +16,10 @@ import (
 	"time"
 
 	"parley"
+	"parley/accept"
 	"parley/cache"
 	"parley/chat"
+	"parley/dirlock"
 	"parley/gateway"
 	"parley/history"
 	"parley/hub"
@@ -45,6 +47,7 @@ type Config struct {
 
 	StompAddr      string        // raw TCP STOMP listen address; "" for none
 	DebugAddr      string        // pprof listen address; "" for none
+	MetricsAddr    string        // /metrics listen address; "" for Addr
 	CacheRecent    int           // newest messages of each room kept in memory
 	CacheHistory   int           // MiB of older messages kept in memory, over all rooms; 0: none
 	AllowedOrigins string        // comma-separated Origins allowed on /ws; "" for the same host
@@ -66,6 +69,9 @@ type Config struct {
 	StompMaxUserConns int           // STOMP connections per user on this node
 	StompMaxConns     int           // STOMP connections on this node
 	StompSendBuffer   int           // kernel send buffer of each STOMP socket, bytes; -1: the system's
+
+	HTTPReadTimeout  time.Duration // most time to read a request, headers and body; 0: none
+	HTTPWriteTimeout time.Duration // most time from a request's headers to the end of its response; 0: none
 
 	// Cluster mode: all three of Store (postgres://…), Broker and Redis.
 	Store       string        // "" for the embedded SQLite store, or a postgres:// URL
@@ -92,6 +98,9 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.CacheRecent, "cache-recent", cache.DefaultRecentMessages, "newest messages of each room served from memory (older history pages read the store)")
 	fs.IntVar(&c.CacheHistory, "cache-history-mib", history.DefaultMaxBytes>>20, "MiB of older messages kept in memory, over all rooms, in blocks of 100 read once (0: older pages always read the store)")
 	fs.StringVar(&c.DebugAddr, "debug-addr", "", "serve Go's pprof profiles at http://ADDR/debug/pprof/ (keep it on loopback; empty: off)")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve /metrics at this address instead of on --addr, apart from the public endpoints (may equal --debug-addr; empty: on --addr)")
+	fs.DurationVar(&c.HTTPReadTimeout, "http-read-timeout", 10*time.Second, "most time a client may take to send an HTTP request, headers and body, else its connection is closed (not /ws sessions; 0: no limit)")
+	fs.DurationVar(&c.HTTPWriteTimeout, "http-write-timeout", 30*time.Second, "most time from the end of an HTTP request's headers to the end of its response, else its connection is closed (not /ws sessions; 0: no limit)")
 	fs.StringVar(&c.AllowedOrigins, "allowed-origins", "", "comma-separated Origins allowed to open /ws, or * (empty: the same host)")
 	fs.DurationVar(&c.StompHeartBeat, "stomp-heartbeat", 10*time.Second, "STOMP heart-beat interval the server offers both ways")
 	fs.Float64Var(&c.StompSendRate, "stomp-send-rate", 20, "SEND frames per second a user may sustain over all of the user's STOMP connections to this node (bursts of twice that)")
@@ -134,7 +143,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		m.Close(context.Background())
 		return err
 	}
-	slog.Info("parley serving", "addr", m.Addr(), "data", cfg.Data, "version", versionString())
+	slog.Info("parley serving", "addr", m.Addr(), "stomp_addr", m.StompAddr(), "metrics_addr", m.MetricsAddr(), "data", cfg.Data, "version", versionString())
 	<-ctx.Done()
 	slog.Info("parley shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -148,12 +157,14 @@ type Main struct {
 	Config Config
 
 	registry *prometheus.Registry
+	lock     *dirlock.Lock // of the data directory, in single-node mode
 	store    parley.Store
 	http     *http.Server
-	debug    *http.Server // pprof, when --debug-addr is set
+	ops      []*opsServer // /metrics and pprof, when --metrics-addr or --debug-addr is set
 	hub      *hub.Hub
 	gateway  *gateway.Server
 	stompLn  net.Listener
+	stompRun chan error // the STOMP accept loop's result, once it ends
 	ln       net.Listener
 	served   chan error
 	cluster  *clusterNode // nil in single-node mode
@@ -194,6 +205,11 @@ func (m *Main) Open(ctx context.Context) error {
 	case cfg.Store == "":
 		if err := os.MkdirAll(cfg.Data, 0o750); err != nil {
 			return fmt.Errorf("data directory: %w", err)
+		}
+		// One process at a time: a second server's commits would be
+		// invisible to the first one's caches.
+		if m.lock, err = dirlock.Acquire(cfg.Data); err != nil {
+			return fmt.Errorf("data directory: %w: is another parley serve or migrate running on it?", err)
 		}
 		sync, err := sqlite.ParseSync(cfg.Sync)
 		if err != nil {
@@ -273,7 +289,10 @@ func (m *Main) Open(ctx context.Context) error {
 	mux.Handle("/api/", api)
 	mux.Handle("GET /ws", m.gateway)
 	mux.Handle("/", web.Handler()) // the browser client; no method in the pattern, which "/api/" would conflict with
-	mux.Handle("GET /metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry}))
+	metrics := promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
+	if cfg.MetricsAddr == "" {
+		mux.Handle("GET /metrics", metrics)
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("ok\n"))
 	})
@@ -308,30 +327,56 @@ func (m *Main) Open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	m.http = &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn),
-	}
+	m.http = newHTTPServer(cfg, mux)
 	if cfg.StompAddr != "" {
 		if m.stompLn, err = net.Listen("tcp", cfg.StompAddr); err != nil {
 			return fmt.Errorf("listen stomp: %w", err)
 		}
-		go m.gateway.Serve(m.stompLn)
+		m.stompRun = make(chan error, 1)
+		go func() {
+			err := m.gateway.Serve(m.stompLn)
+			if err != nil {
+				slog.Error("stomp listener stopped", "addr", m.stompLn.Addr().String(), "err", err)
+			}
+			m.stompRun <- err
+		}()
 	}
-	if cfg.DebugAddr != "" {
-		if m.debug, err = serveDebug(cfg.DebugAddr); err != nil {
-			return err
-		}
+	if m.ops, err = serveOps(cfg, metrics, m.registry); err != nil {
+		return err
 	}
 	m.served = make(chan error, 1)
-	go func() { m.served <- m.http.Serve(m.ln) }()
+	hl := accept.New(m.ln, accept.Config{Name: "http", Registerer: m.registry})
+	go func() { m.served <- m.http.Serve(hl) }()
 	return nil
+}
+
+// newHTTPServer returns the public HTTP server of handler. Its read and
+// write timeouts bound every request but /ws: a hijacked connection has
+// its deadlines cleared (net/http does it), and the gateway sets its own.
+func newHTTPServer(cfg Config, handler http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       cfg.HTTPReadTimeout,
+		WriteTimeout:      cfg.HTTPWriteTimeout,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn),
+	}
 }
 
 // Addr returns the HTTP address the node listens on.
 func (m *Main) Addr() string { return m.ln.Addr().String() }
+
+// MetricsAddr returns the address that serves /metrics: the HTTP one
+// unless --metrics-addr is set.
+func (m *Main) MetricsAddr() string {
+	for _, s := range m.ops {
+		if s.metrics {
+			return s.Addr()
+		}
+	}
+	return m.Addr()
+}
 
 // StompAddr returns the raw TCP STOMP address, "" when not listening.
 func (m *Main) StompAddr() string {
@@ -369,12 +414,24 @@ func (m *Main) Close(ctx context.Context) error {
 	if err := <-gatewayDone; err != nil {
 		errs = append(errs, fmt.Errorf("stomp shutdown: %w", err))
 	}
-	if m.debug != nil {
-		m.debug.Close()
+	if m.stompRun != nil { // Shutdown closed its listener
+		if err := <-m.stompRun; err != nil {
+			errs = append(errs, fmt.Errorf("stomp listener: %w", err))
+		}
+	}
+	for _, s := range m.ops {
+		if err := s.Close(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if m.store != nil {
 		if err := m.store.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close store: %w", err))
+		}
+	}
+	if m.lock != nil { // after the store: its last writes are done
+		if err := m.lock.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("unlock data directory: %w", err))
 		}
 	}
 	if m.cluster != nil {
