@@ -108,7 +108,7 @@ func (s *session) connect(f *stomp.Frame, rs *readState) error {
 		token = string(auth[len(prefix):])
 	}
 	ctx, cancel := context.WithTimeout(s.srv.ctx, s.srv.cfg.SendTimeout)
-	u, err := s.srv.chat.Authenticate(ctx, token)
+	u, tok, err := s.authenticate(ctx, token)
 	if err == nil && s.srv.cfg.Sessions != nil {
 		s.srv.cfg.Sessions.Opened(ctx, u.ID)
 	}
@@ -147,6 +147,7 @@ func (s *session) connect(f *stomp.Frame, rs *readState) error {
 	s.connected = true
 	s.user, s.version = u, v
 	s.sendEvery, s.recvEvery = send, recv
+	s.expireAtLocked(tok.ExpiresAt)
 	if send > 0 || recv > 0 {
 		s.timer.Reset(s.tickEveryLocked())
 	} else {
@@ -154,6 +155,22 @@ func (s *session) connect(f *stomp.Frame, rs *readState) error {
 	}
 	s.enqueueLocked(outItem{cmd: stomp.Connected, raw: b}, len(b))
 	return nil
+}
+
+// authenticate checks the CONNECT's token and registers the session as
+// one of its user's (register), checking the token again if a Revoke ran
+// meanwhile.
+func (s *session) authenticate(ctx context.Context, token string) (parley.User, parley.Token, error) {
+	revoked := s.srv.revocationCount()
+	u, tok, err := s.srv.chat.AuthenticateToken(ctx, token)
+	if err != nil {
+		return u, tok, err
+	}
+	recheck, err := s.srv.register(s, u, tok.Hash, revoked)
+	if err == nil && recheck {
+		_, _, err = s.srv.chat.AuthenticateToken(ctx, token)
+	}
+	return u, tok, err
 }
 
 // subscribe registers a subscription: members only for a room topic, with

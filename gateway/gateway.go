@@ -81,9 +81,10 @@ import (
 
 // Chat is what the gateway asks of the application service (chat.Service).
 type Chat interface {
-	// Authenticate returns the owner of an access token, or fails with
+	// AuthenticateToken returns the owner of an access token and the
+	// stored token (its Hash and ExpiresAt), or fails with
 	// parley.CodeUnauthorized.
-	Authenticate(ctx context.Context, token string) (parley.User, error)
+	AuthenticateToken(ctx context.Context, token string) (parley.User, parley.Token, error)
 	// Authorize checks membership: parley.CodeNotFound for an unknown
 	// room, parley.CodeForbidden for a non-member.
 	Authorize(ctx context.Context, u parley.User, roomID string) (parley.Member, error)
@@ -147,6 +148,11 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// Logger logs unexpected failures. Default slog.Default().
 	Logger *slog.Logger
+
+	// now and afterFunc, when set, replace the clock of token expiry
+	// (tests drive it).
+	now       func() time.Time
+	afterFunc func(d time.Duration, f func()) (stop func() bool)
 }
 
 // Sessions hears about sessions: each Opened is followed by exactly one
@@ -220,11 +226,22 @@ type Server struct {
 	tcpReaders sync.Pool // *readState for raw TCP
 	wsReaders  sync.Pool // *readState for WebSocket
 
+	// now and afterFunc are the clock of token expiry; tests replace them.
+	now       func() time.Time
+	afterFunc func(d time.Duration, f func()) (stop func() bool)
+
 	mu        sync.Mutex // guards the following fields
 	sessions  map[*session]struct{}
 	listeners map[net.Listener]struct{}
 	shutdown  bool
 	drained   chan struct{} // closed when sessions empties during shutdown
+
+	// users holds the authenticated sessions of each user, with the hash
+	// of the token each was opened with (see users.go).
+	users map[string]map[*session][]byte
+	// revocations counts Revoke calls, so that a CONNECT that raced with
+	// one checks its token again (see register).
+	revocations uint64
 }
 
 // New returns a Server. It fails if the readiness poller cannot start.
@@ -242,9 +259,15 @@ func New(cfg Config) (*Server, error) {
 		m:         newMetrics(cfg.Registerer),
 		poll:      p,
 		sessions:  map[*session]struct{}{},
+		users:     map[string]map[*session][]byte{},
 		listeners: map[net.Listener]struct{}{},
+		now:       time.Now,
+		afterFunc: func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop },
 		// A frame carries at most a body of MaxBody plus its headers.
 		limits: stomp.Limits{MaxBody: cfg.Chat.MaxBody(), MaxFrame: cfg.Chat.MaxBody() + 16<<10},
+	}
+	if cfg.now != nil {
+		srv.now, srv.afterFunc = cfg.now, cfg.afterFunc
 	}
 	srv.ctx, srv.cancel = context.WithCancel(context.Background())
 	srv.sendCtx, srv.abortSends = context.WithCancel(context.Background())
@@ -376,6 +399,7 @@ func (srv *Server) remove(s *session) {
 		return
 	}
 	delete(srv.sessions, s)
+	srv.unregisterLocked(s)
 	srv.m.connections.Dec()
 	if srv.drained != nil && len(srv.sessions) == 0 {
 		close(srv.drained)

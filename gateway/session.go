@@ -37,6 +37,8 @@ type session struct {
 	writeFn  func()       // s.writeLoop, as a func value made once
 	timer    *time.Timer  // connect timeout, then heart-beats
 
+	regUser string // guarded by srv.mu: the user whose sessions in srv.users hold this one
+
 	mu          sync.Mutex // guards the following fields
 	room        sync.Cond  // on mu: signalled when the writer takes the queue
 	connected   bool
@@ -55,7 +57,8 @@ type session struct {
 	closeAfter  bool   // close once the queue is written
 	lingering   bool   // the last frames are written: lingerClose waits for the peer
 	closed      bool
-	readStopped bool // the reader saw the end: do not re-arm
+	readStopped bool        // the reader saw the end: do not re-arm
+	stopExpiry  func() bool // stops the token expiry timer; nil when none
 }
 
 // start runs a session on an accepted or upgraded connection.
@@ -346,6 +349,7 @@ func (s *session) close() {
 	s.subs = nil
 	s.dropQueueLocked()
 	timer := s.timer
+	stopExpiry := s.stopExpiry
 	opened := s.connected && s.srv.cfg.Sessions != nil
 	user := s.user.ID
 	s.mu.Unlock()
@@ -355,6 +359,9 @@ func (s *session) close() {
 	s.room.Broadcast()
 	if timer != nil {
 		timer.Stop()
+	}
+	if stopExpiry != nil {
+		stopExpiry()
 	}
 	if s.rc != nil {
 		s.srv.poll.remove(s)
