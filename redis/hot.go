@@ -36,8 +36,13 @@ type HotConfig struct {
 	// Logger logs Redis failures. Default slog.Default().
 	Logger *slog.Logger
 	// Registerer receives parley_hot_requests_total (hits and misses by
-	// kind) when not nil.
+	// kind) and parley_token_revocations_total when not nil.
 	Registerer prometheus.Registerer
+	// OnRevoke, when set, hears every token revocation of any node
+	// (this one's too): the token hash of userID, or with hash nil all
+	// of userID's tokens, forgotten here already. It runs on the
+	// subscription's goroutine, so it must not block (see revoke.go).
+	OnRevoke func(userID string, hash []byte)
 }
 
 // HotStore is the shared hot data of cluster mode: a parley.Store that
@@ -102,6 +107,7 @@ type HotStore struct {
 	log *slog.Logger
 	m   hotMetrics
 	acc accounts // this node's users and tokens (accounts.go)
+	rv  revoker  // the revocations between nodes (revoke.go)
 
 	retries  sync.WaitGroup // the retry goroutine (retryLoop), once started
 	stop     chan struct{}  // closed by Close: the retries end
@@ -116,7 +122,8 @@ var _ parley.Store = (*HotStore)(nil)
 
 // NewHotStore returns a HotStore over inner on Redis client rdb, which the
 // caller closes after it. Install its Apply as the inner store's OnCommit
-// sink on every node.
+// sink on every node. It returns once it hears other nodes' token
+// revocations, or after Timeout if Redis does not confirm that.
 func NewHotStore(inner parley.Store, rdb *goredis.Client, cfg HotConfig) *HotStore {
 	if cfg.Prefix == "" {
 		cfg.Prefix = DefaultPrefix
@@ -133,7 +140,9 @@ func NewHotStore(inner parley.Store, rdb *goredis.Client, cfg HotConfig) *HotSto
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &HotStore{Store: inner, rdb: rdb, cfg: cfg, log: cfg.Logger, m: newHotMetrics(cfg.Registerer), stop: make(chan struct{})}
+	h := &HotStore{Store: inner, rdb: rdb, cfg: cfg, log: cfg.Logger, m: newHotMetrics(cfg.Registerer), stop: make(chan struct{})}
+	h.startRevocations(cfg.Registerer)
+	return h
 }
 
 func (h *HotStore) roomKey(id string) string   { return h.cfg.Prefix + "hot:r:" + id }
