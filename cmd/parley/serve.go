@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"parley"
@@ -183,6 +184,15 @@ func (m *Main) Open(ctx context.Context) error {
 	}
 	m.store = db
 	hot := db
+	// A revocation ends the live sessions of its tokens on this node: the
+	// chat service calls endSessions for its own logouts, and in cluster
+	// mode the hot store for every node's. The gateway comes later.
+	var revokeOn atomic.Pointer[gateway.Server]
+	endSessions := func(userID string, tokenHash []byte) {
+		if g := revokeOn.Load(); g != nil {
+			g.Revoke(userID, tokenHash)
+		}
+	}
 	var rdb *goredis.Client // cluster mode's Redis, owned by m.cluster once it opens
 	if clustered {
 		// Every node keeps the shared hot data in Redis current with its
@@ -190,7 +200,7 @@ func (m *Main) Open(ctx context.Context) error {
 		if rdb, err = dialRedis(ctx, cfg); err != nil {
 			return fmt.Errorf("cluster: %w", err)
 		}
-		h := openHot(cfg, db, rdb, m.registry)
+		h := openHot(cfg, db, rdb, m.registry, endSessions)
 		sinks = append(sinks, h.Apply)
 		hot, m.store = h, h
 	} else {
@@ -207,6 +217,7 @@ func (m *Main) Open(ctx context.Context) error {
 	}
 	svc := chat.New(chat.Config{
 		Store: hot, TokenTTL: cfg.TokenTTL, MaxBody: cfg.MaxBody, KDF: cfg.KDF, Registerer: m.registry,
+		OnRevoke: endSessions,
 	})
 	api := rest.New(rest.Config{Chat: svc, SendLimit: sendLimit, Registerer: m.registry})
 	m.hub = hub.New(hub.Config{Members: hot, Registerer: m.registry})
@@ -235,6 +246,7 @@ func (m *Main) Open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("stomp gateway: %w", err)
 	}
+	revokeOn.Store(m.gateway)
 
 	mux := http.NewServeMux()
 	mux.Handle("/api/", api)
