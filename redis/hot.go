@@ -31,7 +31,9 @@ type HotConfig struct {
 	// load, which bounds how long a lost invalidation can serve stale data.
 	// Default 10 minutes.
 	TTL time.Duration
-	// Timeout bounds Apply's round trip to Redis. Default 2 s.
+	// Timeout bounds Apply's round trip to Redis, a revocation's publish
+	// and the wait for every node's acknowledgement of it, and how long
+	// NewHotStore waits for the revocation subscription. Default 2 s.
 	Timeout time.Duration
 	// Logger logs Redis failures. Default slog.Default().
 	Logger *slog.Logger

@@ -19,10 +19,11 @@ import (
 // forgotten by all of them at once. The node that revokes publishes a
 // revocation on the channel "{prefix}revoked" after PostgreSQL has
 // committed it; every node (itself included) subscribes, forgets the token
-// (or all of the user's tokens), acknowledges, and calls HotConfig.OnRevoke,
-// which ends the live sessions they opened. The revoking node returns once
-// every subscription PUBLISH reached has acknowledged (or after Timeout,
-// logged and counted): from then on no node accepts the token.
+// (or all of the user's tokens), calls HotConfig.OnRevoke, which ends the
+// live sessions they opened, and acknowledges. The revoking node returns
+// once every subscription PUBLISH reached has acknowledged (or after
+// Timeout, logged and counted): from then on no node accepts the token,
+// and every session it opened has been refused.
 //
 // No node ever accepts a revoked token from memory once the revocation has
 // returned to its caller:
@@ -196,12 +197,13 @@ func (h *HotStore) retryPublishes() {
 func (h *HotStore) listenRevocations() {
 	pause := 50 * time.Millisecond
 	for {
+		ps := h.rdb.Subscribe(context.Background(), h.revokedChannel()) // may wait to dial: not under mu
 		h.rv.mu.Lock()
 		if h.rv.stopped {
 			h.rv.mu.Unlock()
+			ps.Close()
 			return
 		}
-		ps := h.rdb.Subscribe(context.Background(), h.revokedChannel())
 		h.rv.ps = ps
 		h.rv.mu.Unlock()
 
@@ -277,10 +279,10 @@ func (h *HotStore) receiveRevocations(ps *goredis.PubSub) (confirmed bool) {
 				hash = r.Hash
 			}
 			h.forgetTokens(r.User, hash)
-			h.acknowledge(r)
 			if f := h.cfg.OnRevoke; f != nil {
 				f(r.User, hash)
 			}
+			h.acknowledge(r)
 		}
 		if confirmed {
 			h.retryPublishes()
