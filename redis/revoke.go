@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,6 +41,13 @@ import (
 //     drops its whole token memory on both edges (cheap to refill). A
 //     subscription that is silent for revokePing is pinged; without an
 //     answer within another revokePing it counts as lost.
+//   - So that the sessions a missed revocation should end end too, each
+//     revocation is also appended to the stream "{prefix}revocations"
+//     (the newest maxStreamRevocations), in the same script as its
+//     publish, and the message carries its stream id. A node that
+//     subscribes again replays the stream after the last id it saw
+//     (forgetting again is harmless). What this cannot replay is a stream
+//     that Redis itself lost (a restart without persistence).
 //   - A publish that fails is retried, in the listener, every revokePing at
 //     most, until it goes through or the store closes: meanwhile a node
 //     that still hears Redis but missed the message may accept the token.
@@ -48,6 +57,19 @@ import (
 // revokePing is how long a silent subscription waits before it pings,
 // and how long it then waits for any answer.
 const revokePing = 5 * time.Second
+
+// maxStreamRevocations bounds the stream of recent revocations (roughly:
+// Redis trims it in whole nodes).
+const maxStreamRevocations = 10_000
+
+// scriptRevoke: KEYS[1] the stream of recent revocations; ARGV[1] a
+// revocation (JSON), ARGV[2] the channel, ARGV[3] the stream's bound.
+// Appends the revocation to the stream and publishes "{stream id}
+// {revocation}"; returns how many subscriptions received it.
+var scriptRevoke = goredis.NewScript(`
+local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[3], '*', 'r', ARGV[1])
+return redis.call('PUBLISH', ARGV[2], id .. ' ' .. ARGV[1])
+`)
 
 // revocation is a message on the channel: the token hash of user User, or
 // with Hash empty all of User's tokens. A node that has applied it pushes
@@ -76,6 +98,7 @@ type revoker struct {
 const maxPendingRevocations = 10_000
 
 func (h *HotStore) revokedChannel() string { return h.cfg.Prefix + "revoked" }
+func (h *HotStore) revokedStream() string  { return h.cfg.Prefix + "revocations" }
 
 // startRevocations starts the listener and waits, at most the store's
 // Timeout, for its subscription: until then tokens are read from
@@ -84,7 +107,7 @@ func (h *HotStore) startRevocations(reg prometheus.Registerer) {
 	h.rv.subscribed = make(chan struct{})
 	h.rv.metrics = registerCounterVec(reg, prometheus.CounterOpts{
 		Name: "parley_token_revocations_total",
-		Help: "Token revocations between nodes, by event: published, retried (published after a failure), lost (dropped from a full retry queue), unacknowledged (a node that received one did not confirm it in time), received, and resync (this node's subscription was lost: its token memory dropped).",
+		Help: "Token revocations between nodes, by event: published, retried (published after a failure), lost (dropped from a full retry queue), unacknowledged (a node that received one did not confirm it in time), received (applied here, live or replayed from the stream), and resync (this node's subscription was lost: its token memory dropped).",
 	}, "event")
 	for _, ev := range []string{"published", "retried", "lost", "unacknowledged", "received", "resync"} {
 		h.rv.metrics.WithLabelValues(ev)
@@ -142,7 +165,8 @@ func (h *HotStore) publishRevocation(ctx context.Context, r revocation) {
 
 func (h *HotStore) ackKey(id string) string { return h.cfg.Prefix + "revoked:" + id }
 
-// publish publishes r and returns how many subscriptions received it.
+// publish appends r to the stream, publishes it, and returns how many
+// subscriptions received it.
 func (h *HotStore) publish(ctx context.Context, r revocation) (int64, error) {
 	b, err := json.Marshal(r)
 	if err != nil {
@@ -150,7 +174,7 @@ func (h *HotStore) publish(ctx context.Context, r revocation) (int64, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.cfg.Timeout)
 	defer cancel()
-	return h.rdb.Publish(ctx, h.revokedChannel(), b).Result()
+	return scriptRevoke.Run(ctx, h.rdb, []string{h.revokedStream()}, b, h.revokedChannel(), maxStreamRevocations).Int64()
 }
 
 // acknowledge tells the publisher of r that this node has applied it.
@@ -196,6 +220,8 @@ func (h *HotStore) retryPublishes() {
 // stopRevocations.
 func (h *HotStore) listenRevocations() {
 	pause := 50 * time.Millisecond
+	seen := "" // the stream id of the last revocation applied; "" before the first subscription
+	lost := false
 	for {
 		ps := h.rdb.Subscribe(context.Background(), h.revokedChannel()) // may wait to dial: not under mu
 		h.rv.mu.Lock()
@@ -207,7 +233,7 @@ func (h *HotStore) listenRevocations() {
 		h.rv.ps = ps
 		h.rv.mu.Unlock()
 
-		confirmed := h.receiveRevocations(ps)
+		confirmed := h.receiveRevocations(ps, &seen)
 
 		h.rv.mu.Lock()
 		h.rv.ps = nil
@@ -218,8 +244,11 @@ func (h *HotStore) listenRevocations() {
 		if stopped {
 			return
 		}
-		h.rv.metrics.WithLabelValues("resync").Inc()
-		h.log.Warn("redis: revocation subscription lost; tokens come from PostgreSQL until it is back", "channel", h.revokedChannel())
+		if confirmed || !lost { // log and count each loss once, not each attempt
+			h.rv.metrics.WithLabelValues("resync").Inc()
+			h.log.Warn("redis: revocation subscription lost; tokens come from PostgreSQL until it is back", "channel", h.revokedChannel())
+		}
+		lost = true
 		if confirmed {
 			pause = 50 * time.Millisecond
 		} else {
@@ -234,8 +263,12 @@ func (h *HotStore) listenRevocations() {
 }
 
 // receiveRevocations applies the messages of one subscription until it
-// fails or is closed, and reports whether Redis had confirmed it.
-func (h *HotStore) receiveRevocations(ps *goredis.PubSub) (confirmed bool) {
+// fails or is closed, and reports whether Redis had confirmed it. seen is
+// the stream id of the last revocation applied: once the subscription is
+// confirmed, what the stream holds after it is replayed (on the first
+// subscription, seen only starts at the stream's end: nothing before it
+// can concern this node).
+func (h *HotStore) receiveRevocations(ps *goredis.PubSub, seen *string) (confirmed bool) {
 	ctx := context.Background()
 	pinged := false
 	for {
@@ -259,6 +292,10 @@ func (h *HotStore) receiveRevocations(ps *goredis.PubSub) (confirmed bool) {
 			}
 			// Anything published before now may be missed: start over.
 			h.trustTokens(true)
+			if err := h.replayRevocations(seen); err != nil {
+				h.log.Warn("redis: replay revocations", "err", err)
+				return confirmed
+			}
 			if !confirmed {
 				confirmed = true
 				select {
@@ -268,26 +305,90 @@ func (h *HotStore) receiveRevocations(ps *goredis.PubSub) (confirmed bool) {
 				}
 			}
 		case *goredis.Message:
-			var r revocation
-			if err := json.Unmarshal([]byte(m.Payload), &r); err != nil || r.User == "" {
-				h.log.Warn("redis: malformed revocation", "payload", m.Payload, "err", err)
-				continue
+			id, payload, _ := strings.Cut(m.Payload, " ")
+			if r, ok := h.applyRevocation(payload); ok {
+				if streamAfter(id, *seen) {
+					*seen = id
+				}
+				h.acknowledge(r)
 			}
-			h.rv.metrics.WithLabelValues("received").Inc()
-			var hash []byte
-			if len(r.Hash) > 0 {
-				hash = r.Hash
-			}
-			h.forgetTokens(r.User, hash)
-			if f := h.cfg.OnRevoke; f != nil {
-				f(r.User, hash)
-			}
-			h.acknowledge(r)
 		}
 		if confirmed {
 			h.retryPublishes()
 		}
 	}
+}
+
+// applyRevocation forgets the tokens of a revocation (JSON) and calls
+// OnRevoke.
+func (h *HotStore) applyRevocation(payload string) (revocation, bool) {
+	var r revocation
+	if err := json.Unmarshal([]byte(payload), &r); err != nil || r.User == "" {
+		h.log.Warn("redis: malformed revocation", "payload", payload, "err", err)
+		return r, false
+	}
+	h.rv.metrics.WithLabelValues("received").Inc()
+	var hash []byte
+	if len(r.Hash) > 0 {
+		hash = r.Hash
+	}
+	h.forgetTokens(r.User, hash)
+	if f := h.cfg.OnRevoke; f != nil {
+		f(r.User, hash)
+	}
+	return r, true
+}
+
+// replayRevocations applies the revocations the stream holds after *seen
+// and moves *seen to the last; with *seen empty (the first subscription)
+// it only moves *seen to the stream's end.
+func (h *HotStore) replayRevocations(seen *string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.Timeout)
+	defer cancel()
+	if *seen == "" {
+		last, err := h.rdb.XRevRangeN(ctx, h.revokedStream(), "+", "-", 1).Result()
+		if err != nil {
+			return err
+		}
+		*seen = "0-0"
+		if len(last) > 0 {
+			*seen = last[0].ID
+		}
+		return nil
+	}
+	for {
+		entries, err := h.rdb.XRangeN(ctx, h.revokedStream(), "("+*seen, "+", 1000).Result()
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if payload, ok := e.Values["r"].(string); ok {
+				h.applyRevocation(payload)
+			}
+			*seen = e.ID
+		}
+		if len(entries) < 1000 {
+			return nil
+		}
+	}
+}
+
+// streamAfter reports whether stream id a ("ms-seq") comes after b; an id
+// that does not parse comes after nothing.
+func streamAfter(a, b string) bool {
+	am, as, ok := parseStreamID(a)
+	if !ok {
+		return false
+	}
+	bm, bs, ok := parseStreamID(b)
+	return !ok || am > bm || am == bm && as > bs
+}
+
+func parseStreamID(id string) (ms, seq uint64, ok bool) {
+	m, q, found := strings.Cut(id, "-")
+	ms, err1 := strconv.ParseUint(m, 10, 64)
+	seq, err2 := strconv.ParseUint(q, 10, 64)
+	return ms, seq, found && err1 == nil && err2 == nil
 }
 
 // registerCounterVec registers a counter vector on reg (when not nil), or

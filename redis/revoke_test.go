@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"os"
 	"os/exec"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -244,7 +247,7 @@ func TestRevocationSubscriptionLost(t *testing.T) {
 			t.Fatal("the node did not subscribe again in 20 s")
 		}
 		id := parley.NewID()
-		if got, err := rdb.Publish(ctx, prefix+"revoked", `{"id":"`+id+`","user":"nobody"}`).Result(); err != nil || got == 0 {
+		if got, err := rdb.Publish(ctx, prefix+"revoked", `0-0 {"id":"`+id+`","user":"nobody"}`).Result(); err != nil || got == 0 {
 			continue
 		}
 		if err := rdb.BLPop(ctx, 5*time.Second, prefix+"revoked:"+id).Err(); err != nil {
@@ -260,5 +263,162 @@ func TestRevocationSubscriptionLost(t *testing.T) {
 	}
 	if before := hits(); tokenCode(n.hot, kept) != "" || hits() != before+1 {
 		t.Errorf("once subscribed again, a warm token was not served from memory")
+	}
+}
+
+// TestRevocationPublishRetried: a revocation that cannot be published
+// (Redis is down) is published once Redis is back, so that another node,
+// hears of it and ends its sessions.
+func TestRevocationPublishRetried(t *testing.T) {
+	srv := startPrivateRedis(t)
+	rdb, err := redis.NewClient(srv.url())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	dbURL := pgtest.Schema(t)
+	a, b := openRevokeNode(t, dbURL, rdb, "parley:"), openRevokeNode(t, dbURL, rdb, "parley:")
+	ann := parleytest.MustCreateUser(t, a.hot, "ann")
+	tok := mustToken(t, a.hot, ann, "ann 1")
+
+	srv.kill()
+	if err := a.hot.RevokeToken(context.Background(), tok); err != nil {
+		t.Fatalf("RevokeToken with Redis down: %v, want it revoked in PostgreSQL", err)
+	}
+	if code := tokenCode(a.hot, tok); code != parley.CodeUnauthorized {
+		t.Errorf("node A TokenUser(revoked) = %q, want %s", code, parley.CodeUnauthorized)
+	}
+	srv.start()
+	select {
+	case got := <-b.revoked:
+		if got.user != ann.ID || !bytes.Equal(got.hash, tok) {
+			t.Errorf("node B OnRevoke(%s, %q), want (%s, %q)", got.user, got.hash, ann.ID, tok)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("node B did not hear of the revocation 30 s after Redis came back")
+	}
+	if n := revocationEvents(t, a.reg, "retried"); n != 1 {
+		t.Errorf("node A retried %v publishes, want 1", n)
+	}
+}
+
+// cutProxy is a TCP proxy to Redis that a test can cut (every connection
+// closed, none accepted) and restore on the same address.
+type cutProxy struct {
+	t      *testing.T
+	target string
+	addr   string
+	wg     sync.WaitGroup // the accept loop and the copies
+
+	mu    sync.Mutex // guards the following fields
+	ln    net.Listener
+	conns []net.Conn
+}
+
+func newCutProxy(t *testing.T, target string) *cutProxy {
+	p := &cutProxy{t: t, target: target}
+	p.listen("127.0.0.1:0")
+	p.addr = p.ln.Addr().String()
+	t.Cleanup(func() {
+		p.cut()
+		p.wg.Wait()
+	})
+	return p
+}
+
+func (p *cutProxy) listen(addr string) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.mu.Lock()
+	p.ln = ln
+	p.mu.Unlock()
+	p.wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", p.target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, up)
+			p.mu.Unlock()
+			p.wg.Go(func() { io.Copy(up, c); up.Close() })
+			p.wg.Go(func() { io.Copy(c, up); c.Close() })
+		}
+	})
+}
+
+func (p *cutProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ln.Close()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+func (p *cutProxy) restore() { p.listen(p.addr) }
+
+// TestRevocationReplayedAfterFault: a node that cannot hear Redis while
+// another node revokes a token refuses the token meanwhile (from
+// PostgreSQL), and once it hears Redis again it replays the revocation
+// from the stream, so that the sessions the token opened there end too.
+func TestRevocationReplayedAfterFault(t *testing.T) {
+	rdb, prefix := testClient(t)
+	opt, err := goredis.ParseURL(os.Getenv("PARLEY_TEST_REDIS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := newCutProxy(t, opt.Addr)
+	opt.Addr = proxy.addr
+	cut := goredis.NewClient(opt)
+	defer cut.Close()
+	dbURL := pgtest.Schema(t)
+	a, b := openRevokeNode(t, dbURL, rdb, prefix), openRevokeNode(t, dbURL, cut, prefix)
+	ann := parleytest.MustCreateUser(t, a.hot, "ann")
+	tok := mustToken(t, a.hot, ann, "ann 1")
+	if code := tokenCode(b.hot, tok); code != "" {
+		t.Fatalf("node B TokenUser = %q, want it working", code)
+	}
+
+	proxy.cut()
+	for deadline := time.Now().Add(20 * time.Second); revocationEvents(t, b.reg, "resync") < 1; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("node B did not notice in 20 s that it lost Redis")
+		}
+	}
+	if err := a.hot.RevokeToken(context.Background(), tok); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-a.revoked; got.user != ann.ID {
+		t.Errorf("node A OnRevoke(%s), want %s", got.user, ann.ID)
+	}
+	if code := tokenCode(b.hot, tok); code != parley.CodeUnauthorized {
+		t.Errorf("node B, deaf to Redis, TokenUser(revoked) = %q, want %s", code, parley.CodeUnauthorized)
+	}
+	select {
+	case got := <-b.revoked:
+		t.Fatalf("node B OnRevoke(%s) while it cannot hear Redis", got.user)
+	default:
+	}
+
+	proxy.restore()
+	select {
+	case got := <-b.revoked:
+		if got.user != ann.ID || !bytes.Equal(got.hash, tok) {
+			t.Errorf("node B OnRevoke(%s, %q), want (%s, %q)", got.user, got.hash, ann.ID, tok)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("node B did not replay the revocation 30 s after it could reach Redis again")
+	}
+	if code := tokenCode(b.hot, tok); code != parley.CodeUnauthorized {
+		t.Errorf("node B TokenUser(revoked) after the replay = %q, want %s", code, parley.CodeUnauthorized)
 	}
 }
