@@ -65,7 +65,9 @@ type HotConfig struct {
 // window reaches the start of the room), "u:{user}" the user's rooms, read
 // positions and joined times (hash room -> read seq, "j:{room}" -> joined
 // Unix µs, plus the field "_" so that no rooms is a value), and "g:r:{room}", "g:u:{user}" the generations that guard
-// the loads of r: and u:.
+// the loads of r: and u:. Token revocations (revoke.go) use the channel
+// "{prefix}revoked", the stream "{prefix}revocations" and the short-lived
+// acknowledgement lists "{prefix}revoked:{id}".
 //
 // # Several nodes
 //
