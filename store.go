@@ -33,6 +33,14 @@ type Store interface {
 	// TokenUser returns the owner of the unexpired token with that hash at
 	// time now. Fails with CodeUnauthorized for an unknown or expired token.
 	TokenUser(ctx context.Context, hash []byte, now time.Time) (User, Token, error)
+	// RevokeToken deletes the token with that hash, so that TokenUser
+	// fails with CodeUnauthorized from the moment it returns; an unknown
+	// hash changes nothing. A store that caches tokens forgets it.
+	RevokeToken(ctx context.Context, hash []byte) error
+	// RevokeUserTokens deletes every token of the user (log out
+	// everywhere), as RevokeToken does each; other users' tokens keep
+	// working.
+	RevokeUserTokens(ctx context.Context, userID string) error
 
 	// CreateRoom stores a new room with its creator as the first member
 	// (and, for a direct room, the peer as the second). A direct room is

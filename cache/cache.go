@@ -114,6 +114,9 @@ type Store struct {
 	rooms  map[string]*roomState
 	users  map[string]*userState
 	tokens map[string]*tokenState
+	// revoked counts revocations, so that a token load that began before
+	// one does not install what it read (see RevokeToken).
+	revoked uint64
 }
 
 var _ parley.Store = (*Store)(nil)
@@ -245,11 +248,18 @@ func (s *Store) TokenUser(ctx context.Context, hash []byte, now time.Time) (parl
 		s.mu.Unlock()
 	}
 	s.metrics.miss(kindToken)
+	s.mu.RLock()
+	revoked := s.revoked
+	s.mu.RUnlock()
 	user, tok, err := s.inner.TokenUser(ctx, hash, now)
 	if err != nil {
 		return user, tok, err
 	}
 	s.mu.Lock()
+	if s.revoked != revoked { // what we read may be revoked already
+		s.mu.Unlock()
+		return user, tok, nil
+	}
 	t = &tokenState{user: user, token: tok}
 	t.token.Hash = nil
 	t.used.Store(true)
@@ -259,7 +269,8 @@ func (s *Store) TokenUser(ctx context.Context, hash []byte, now time.Time) (parl
 	return user, tok, nil
 }
 
-// A tokenState is a cached token and its owner; both never change.
+// A tokenState is a cached token and its owner; both never change, until
+// the token is revoked.
 type tokenState struct {
 	used  clockBit
 	user  parley.User

@@ -135,6 +135,24 @@ func (f *fakeStore) CreateToken(ctx context.Context, t parley.Token) error {
 	})
 }
 
+func (f *fakeStore) RevokeToken(ctx context.Context, hash []byte) error {
+	return f.write(func(emit func(parley.Event)) error {
+		delete(f.tokens, string(hash))
+		return nil
+	})
+}
+
+func (f *fakeStore) RevokeUserTokens(ctx context.Context, userID string) error {
+	return f.write(func(emit func(parley.Event)) error {
+		for h, t := range f.tokens {
+			if t.UserID == userID {
+				delete(f.tokens, h)
+			}
+		}
+		return nil
+	})
+}
+
 func (f *fakeStore) TokenUser(ctx context.Context, hash []byte, now time.Time) (parley.User, parley.Token, error) {
 	f.mu.RLock()
 	t, ok := f.tokens[string(hash)]

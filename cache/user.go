@@ -196,3 +196,35 @@ func joinedOrLeft(backlog []parley.Event, roomID string) bool {
 	}
 	return false
 }
+
+// RevokeToken revokes the token in the inner store, then forgets it. A
+// TokenUser load that began before the revocation committed may have read
+// the token: the count of revocations, moved under the lock after the
+// commit, keeps it from installing that (it answers its own caller, which
+// asked before the revocation returned). So from the moment RevokeToken
+// returns, no read of this cache accepts the token.
+func (s *Store) RevokeToken(ctx context.Context, hash []byte) error {
+	err := s.inner.RevokeToken(ctx, hash)
+	s.mu.Lock()
+	s.revoked++
+	delete(s.tokens, string(hash))
+	s.mu.Unlock()
+	return err
+}
+
+// RevokeUserTokens revokes every token of the user in the inner store,
+// then forgets them as RevokeToken does. Tokens are cached by hash alone,
+// so this walks them all (at most Config.MaxTokens): logging out
+// everywhere is rare enough not to need a second index.
+func (s *Store) RevokeUserTokens(ctx context.Context, userID string) error {
+	err := s.inner.RevokeUserTokens(ctx, userID)
+	s.mu.Lock()
+	s.revoked++
+	for hash, t := range s.tokens {
+		if t.user.ID == userID {
+			delete(s.tokens, hash)
+		}
+	}
+	s.mu.Unlock()
+	return err
+}

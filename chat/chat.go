@@ -28,6 +28,10 @@ type Config struct {
 	KDF KDF
 	// Registerer, when set, registers the service's metrics.
 	Registerer prometheus.Registerer
+	// OnRevoke, when set, is called after a logout is stored: the token
+	// hash of userID, or with hash nil all of userID's tokens (it ends
+	// their live sessions; see Logout).
+	OnRevoke func(userID string, tokenHash []byte)
 }
 
 // Service implements the chat operations. It is safe for concurrent use.
@@ -37,6 +41,7 @@ type Service struct {
 	maxBody  int
 	kdf      KDF
 	kdfSlots chan struct{} // bounds concurrent password hashing (memory-hard)
+	onRevoke func(userID string, tokenHash []byte)
 
 	accepted prometheus.Counter
 }
@@ -58,6 +63,7 @@ func New(cfg Config) *Service {
 		maxBody:  cfg.MaxBody,
 		kdf:      cfg.KDF,
 		kdfSlots: make(chan struct{}, kdfConcurrency()),
+		onRevoke: cfg.OnRevoke,
 		accepted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_messages_accepted_total",
 			Help: "Messages stored, from every transport (idempotent repeats excluded).",

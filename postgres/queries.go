@@ -24,7 +24,7 @@ const msgCols = `id, room_id, seq, sender_id, sender_name, body, client_id, sent
 // full, not found) included, so that a batch of writes is sent in one
 // pipeline and fails only on a real error.
 type writeQueries struct {
-	lockRooms, insertUser, insertToken, createGroup, createDirect,
+	lockRooms, insertUser, insertToken, deleteToken, deleteTokens, createGroup, createDirect,
 	join, leave, send, sendMany, markRead, begin, commit, rollback *query
 }
 
@@ -46,6 +46,12 @@ func newWriteQueries(m *metrics) *writeQueries {
 			t AS (INSERT INTO tokens (hash, user_id, created_at, expires_at) SELECT $1, u.id, $3, $4 FROM u
 				ON CONFLICT (hash) DO NOTHING RETURNING 1)
 			SELECT EXISTS (SELECT 1 FROM u), EXISTS (SELECT 1 FROM t)`},
+
+		// $1 hash, or $1 user: one row either way, the number deleted. either way: how many were deleted.
+		deleteToken: &query{kind: "delete_token", text: `WITH d AS (DELETE FROM tokens WHERE hash = $1 RETURNING 1)
+			SELECT count(*) FROM d`},
+		deleteTokens: &query{kind: "delete_user_tokens", text: `WITH d AS (DELETE FROM tokens WHERE user_id = $1 RETURNING 1)
+			SELECT count(*) FROM d`},
 
 		// $1 id, $2 creator, $3 title, $4 capacity, $5 now.
 		createGroup: &query{kind: "insert_room", text: `WITH u AS (SELECT id FROM users WHERE id = $2),
@@ -175,7 +181,7 @@ func newWriteQueries(m *metrics) *writeQueries {
 		commit:   &query{kind: "commit"},
 		rollback: &query{kind: "rollback"},
 	}
-	bind(m, q.lockRooms, q.insertUser, q.insertToken, q.createGroup, q.createDirect,
+	bind(m, q.lockRooms, q.insertUser, q.insertToken, q.deleteToken, q.deleteTokens, q.createGroup, q.createDirect,
 		q.join, q.leave, q.send, q.sendMany, q.markRead, q.begin, q.commit, q.rollback)
 	return q
 }

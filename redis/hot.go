@@ -31,13 +31,20 @@ type HotConfig struct {
 	// load, which bounds how long a lost invalidation can serve stale data.
 	// Default 10 minutes.
 	TTL time.Duration
-	// Timeout bounds Apply's round trip to Redis. Default 2 s.
+	// Timeout bounds Apply's round trip to Redis, a revocation's publish
+	// and the wait for every node's acknowledgement of it, and how long
+	// NewHotStore waits for the revocation subscription. Default 2 s.
 	Timeout time.Duration
 	// Logger logs Redis failures. Default slog.Default().
 	Logger *slog.Logger
 	// Registerer receives parley_hot_requests_total (hits and misses by
-	// kind) when not nil.
+	// kind) and parley_token_revocations_total when not nil.
 	Registerer prometheus.Registerer
+	// OnRevoke, when set, hears every token revocation of any node
+	// (this one's too): the token hash of userID, or with hash nil all
+	// of userID's tokens, forgotten here already. It runs on the
+	// subscription's goroutine, so it must not block (see revoke.go).
+	OnRevoke func(userID string, hash []byte)
 }
 
 // HotStore is the shared hot data of cluster mode: a parley.Store that
@@ -58,7 +65,9 @@ type HotConfig struct {
 // window reaches the start of the room), "u:{user}" the user's rooms, read
 // positions and joined times (hash room -> read seq, "j:{room}" -> joined
 // Unix µs, plus the field "_" so that no rooms is a value), and "g:r:{room}", "g:u:{user}" the generations that guard
-// the loads of r: and u:.
+// the loads of r: and u:. Token revocations (revoke.go) use the channel
+// "{prefix}revoked", the stream "{prefix}revocations" and the short-lived
+// acknowledgement lists "{prefix}revoked:{id}".
 //
 // # Several nodes
 //
@@ -102,6 +111,7 @@ type HotStore struct {
 	log *slog.Logger
 	m   hotMetrics
 	acc accounts // this node's users and tokens (accounts.go)
+	rv  revoker  // the revocations between nodes (revoke.go)
 
 	retries  sync.WaitGroup // the retry goroutine (retryLoop), once started
 	stop     chan struct{}  // closed by Close: the retries end
@@ -116,7 +126,8 @@ var _ parley.Store = (*HotStore)(nil)
 
 // NewHotStore returns a HotStore over inner on Redis client rdb, which the
 // caller closes after it. Install its Apply as the inner store's OnCommit
-// sink on every node.
+// sink on every node. It returns once it hears other nodes' token
+// revocations, or after Timeout if Redis does not confirm that.
 func NewHotStore(inner parley.Store, rdb *goredis.Client, cfg HotConfig) *HotStore {
 	if cfg.Prefix == "" {
 		cfg.Prefix = DefaultPrefix
@@ -133,7 +144,9 @@ func NewHotStore(inner parley.Store, rdb *goredis.Client, cfg HotConfig) *HotSto
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &HotStore{Store: inner, rdb: rdb, cfg: cfg, log: cfg.Logger, m: newHotMetrics(cfg.Registerer), stop: make(chan struct{})}
+	h := &HotStore{Store: inner, rdb: rdb, cfg: cfg, log: cfg.Logger, m: newHotMetrics(cfg.Registerer), stop: make(chan struct{})}
+	h.startRevocations(cfg.Registerer)
+	return h
 }
 
 func (h *HotStore) roomKey(id string) string   { return h.cfg.Prefix + "hot:r:" + id }

@@ -204,10 +204,11 @@ func (h *HotStore) invalidatePending() bool {
 }
 
 // Close closes the inner store, then stops the retry of invalidations
-// after one last attempt.
+// after one last attempt, and the revocation listener.
 func (h *HotStore) Close() error {
 	err := h.Store.Close() // no Apply after this
 	h.stopOnce.Do(func() { close(h.stop) })
 	h.retries.Wait()
+	h.stopRevocations()
 	return err
 }

@@ -140,6 +140,8 @@ func New(cfg Config) *Handler {
 func (h *Handler) routes() {
 	h.handle("POST /api/users", h.register)
 	h.handle("POST /api/tokens", h.login)
+	h.handle("DELETE /api/tokens/current", h.authed(h.logout))
+	h.handle("DELETE /api/tokens", h.authed(h.logoutAll))
 	h.handle("GET /api/users/{name}", h.authed(h.userByName))
 	h.handle("GET /api/me", h.authed(h.me))
 	h.handle("GET /api/me/rooms", h.authed(h.myRooms))

@@ -7,7 +7,7 @@ import (
 
 // writeQueries are the writer's statements, prepared on its connection.
 type writeQueries struct {
-	userName, insertUser, insertToken,
+	userName, insertUser, insertToken, deleteToken, deleteTokens,
 	room, roomByDirectKey, insertRoom,
 	member, insertMember, deleteMember, joinCount, leaveCount,
 	messageByClientID, markRead,
@@ -33,6 +33,8 @@ func (q *writeQueries) all() []*query {
 			userName:        &query{kind: "user_name", text: `SELECT name FROM users WHERE id = ?`},
 			insertUser:      &query{kind: "insert_user", text: `INSERT INTO users (id, name, password_hash, created_at) VALUES (?, ?, ?, ?)`},
 			insertToken:     &query{kind: "insert_token", text: `INSERT INTO tokens (hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)`},
+			deleteToken:     &query{kind: "delete_token", text: `DELETE FROM tokens WHERE hash = ?`},
+			deleteTokens:    &query{kind: "delete_user_tokens", text: `DELETE FROM tokens WHERE user_id = ?`},
 			room:            &query{kind: "room", text: `SELECT ` + roomCols + ` FROM rooms WHERE id = ?`},
 			roomByDirectKey: &query{kind: "room_by_direct_key", text: `SELECT ` + roomCols + ` FROM rooms WHERE direct_key = ?`},
 			insertRoom: &query{kind: "insert_room", text: `INSERT INTO rooms
@@ -72,7 +74,7 @@ func (q *writeQueries) all() []*query {
 				WHERE members.room_id = v.column1 AND members.user_id = v.column2 AND members.read_seq < v.column3`}
 		}
 	}
-	qs := []*query{q.userName, q.insertUser, q.insertToken, q.room, q.roomByDirectKey, q.insertRoom,
+	qs := []*query{q.userName, q.insertUser, q.insertToken, q.deleteToken, q.deleteTokens, q.room, q.roomByDirectKey, q.insertRoom,
 		q.member, q.insertMember, q.deleteMember, q.joinCount, q.leaveCount,
 		q.messageByClientID, q.markRead, q.begin, q.commit, q.rollback}
 	qs = append(qs, q.senderMembers[:]...)

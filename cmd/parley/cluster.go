@@ -80,9 +80,10 @@ func dialRedis(ctx context.Context, cfg Config) (*goredis.Client, error) {
 }
 
 // openHot puts the shared hot data in Redis (redis.HotStore) in front of
-// the PostgreSQL store. Its Apply must be installed as a sink of db.
-func openHot(cfg Config, db parley.Store, rdb *goredis.Client, reg prometheus.Registerer) *redis.HotStore {
-	return redis.NewHotStore(db, rdb, redis.HotConfig{Prefix: cfg.RedisPrefix, Registerer: reg})
+// the PostgreSQL store. Its Apply must be installed as a sink of db;
+// onRevoke hears every node's token revocations.
+func openHot(cfg Config, db parley.Store, rdb *goredis.Client, reg prometheus.Registerer, onRevoke func(userID string, tokenHash []byte)) *redis.HotStore {
+	return redis.NewHotStore(db, rdb, redis.HotConfig{Prefix: cfg.RedisPrefix, Registerer: reg, OnRevoke: onRevoke})
 }
 
 // openCluster connects to RabbitMQ and starts the relay, with rdb (from

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"parley"
@@ -225,6 +226,15 @@ func (m *Main) Open(ctx context.Context) error {
 	}
 	m.store = db
 	hot := db
+	// A revocation ends the live sessions of its tokens on this node: the
+	// chat service calls endSessions for its own logouts, and in cluster
+	// mode the hot store for every node's. The gateway comes later.
+	var revokeOn atomic.Pointer[gateway.Server]
+	endSessions := func(userID string, tokenHash []byte) {
+		if g := revokeOn.Load(); g != nil {
+			g.Revoke(userID, tokenHash)
+		}
+	}
 	var rdb *goredis.Client // cluster mode's Redis, owned by m.cluster once it opens
 	if clustered {
 		// Every node keeps the shared hot data in Redis current with its
@@ -232,7 +242,7 @@ func (m *Main) Open(ctx context.Context) error {
 		if rdb, err = dialRedis(ctx, cfg); err != nil {
 			return fmt.Errorf("cluster: %w", err)
 		}
-		h := openHot(cfg, db, rdb, m.registry)
+		h := openHot(cfg, db, rdb, m.registry, endSessions)
 		sinks = append(sinks, h.Apply)
 		hot, m.store = h, h
 	} else {
@@ -249,6 +259,7 @@ func (m *Main) Open(ctx context.Context) error {
 	}
 	svc := chat.New(chat.Config{
 		Store: hot, TokenTTL: cfg.TokenTTL, MaxBody: cfg.MaxBody, KDF: cfg.KDF, Registerer: m.registry,
+		OnRevoke: endSessions,
 	})
 	limits, err := cfg.loginLimits()
 	if err != nil {
@@ -284,6 +295,7 @@ func (m *Main) Open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("stomp gateway: %w", err)
 	}
+	revokeOn.Store(m.gateway)
 
 	mux := http.NewServeMux()
 	mux.Handle("/api/", api)

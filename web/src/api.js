@@ -46,6 +46,8 @@ export class Api {
   register(name, password) { return this.req('POST', '/api/users', { name, password }); }
   login(name, password) { return this.req('POST', '/api/tokens', { name, password }); }
   me() { return this.req('GET', '/api/me'); }
+  /** logout revokes this token on the server: it stops working everywhere. */
+  logout() { return this.req('DELETE', '/api/tokens/current'); }
   rooms() { return this.req('GET', '/api/me/rooms?limit=100'); }
   room(id) { return this.req('GET', '/api/rooms/' + encodeURIComponent(id)); }
   join(id) { return this.req('POST', '/api/rooms/' + encodeURIComponent(id) + '/members'); }

@@ -101,24 +101,43 @@ class App {
       onError: (err) => this.showBanner(err.code === 'unavailable'
         ? 'The server is restarting: reconnecting…'
         : 'The server closed the connection (' + err.text + '): reconnecting…'),
-      onAuthFailed: () => this.logout('Your session has expired: log in again.'),
+      onAuthFailed: (err) => this.logout('Your session has ended' + (err ? ' (' + err.text + ')' : '') + ': log in again.'),
     });
     this.live.start();
     this.loadRooms();
     this.route();
   }
 
+  /**
+   * signOut is the Log out button: the page forgets the token at once, then
+   * asks the server to revoke it, which also ends its sessions elsewhere.
+   */
+  async signOut() {
+    const api = new Api(this.api.token);
+    this.logout();
+    try {
+      await api.logout();
+    } catch (e) {
+      // 401: the token no longer works anyway.
+      if (e.status !== 401) this.showAuth('Logged out on this page, but the server could not be told (' + e.message + '): the session ends when it expires.');
+    }
+  }
+
+  /** logout ends the session on this page; it never throws, so the token is always forgotten. */
   logout(message = '') {
-    if (this.live) this.live.stop();
-    this.live = null;
+    localStorage.removeItem(tokenKey);
+    this.api.token = '';
+    this.me = null;
+    // The open room first: it unsubscribes while the connection exists.
     if (this.view) this.view.close();
     this.view = null;
+    $('chat-app').classList.remove('room-open');
+    if (this.live) this.live.stop();
+    this.live = null;
+    this.roomsRequest++; // a room list still loading is dropped
     this.rooms.clear();
     this.renderRooms();
     this.everConnected = false;
-    this.api.token = '';
-    this.me = null;
-    localStorage.removeItem(tokenKey);
     this.showAuth(message);
   }
 
@@ -176,7 +195,7 @@ class App {
       this.rooms = next;
       this.renderRooms();
     } catch (e) {
-      if (e.status === 401) this.logout('Your session has expired: log in again.');
+      if (e.status === 401 && this.me) this.logout('Your session has expired: log in again.');
     }
   }
 
@@ -367,7 +386,7 @@ class App {
       const action = ev.submitter && ev.submitter.value === 'signup' ? 'signup' : 'login';
       this.authenticate(action, $('auth-name').value.trim(), $('auth-password').value);
     });
-    $('logout').addEventListener('click', () => this.logout());
+    $('logout').addEventListener('click', () => this.signOut());
 
     const newRoomError = $('new-room-error');
     $('group-form').addEventListener('submit', async (ev) => {

@@ -80,7 +80,7 @@ export class ChatView {
 
   close() {
     this.closed = true;
-    this.app.live.closeRoom(this.roomId);
+    if (this.app.live) this.app.live.closeRoom(this.roomId);
     this.scroller.removeEventListener('scroll', this.onScroll);
     document.removeEventListener('visibilitychange', this.onVisible);
     window.removeEventListener('focus', this.onVisible);

@@ -39,7 +39,7 @@ export class Live {
    * @param {(clientId: string, r: {seq?: number, messageId?: string, error?: {code: string, text: string}}) => void} o.onSendResult
    * @param {(err: {code: string, text: string}) => void} o.onError a refusal of the session
    * @param {() => void} o.onConnected after every (re)connect, once the subscriptions are sent
-   * @param {() => void} o.onAuthFailed the token was refused
+   * @param {(err: {code: string, text: string}) => void} o.onAuthFailed the token was refused (expired or revoked)
    */
   constructor(o) {
     this.o = o;
@@ -207,7 +207,7 @@ export class Live {
     }
     if (code === 'unauthorized') {
       this.stop();
-      this.o.onAuthFailed();
+      this.o.onAuthFailed(err);
       return;
     }
     this.o.onError(err);

@@ -437,6 +437,42 @@ test('a 1:1 chat starts from a user name', async (t) => {
   await shot(b, 'room-list-phone-unread.png');
 });
 
+/** signInShown waits until the page asks to sign in (both views start hidden, so this is the page's decision). */
+function signInShown(page, what) {
+  return until(page, what, () => !document.getElementById('auth').hidden && document.getElementById('chat-app').hidden);
+}
+
+async function meStatus(tok) {
+  return (await fetch(server.url + '/api/me', { headers: { Authorization: 'Bearer ' + tok } })).status;
+}
+
+test('a session revoked elsewhere ends on the page', async () => {
+  const b = ctx.bob.page;
+  await waitLive(b);
+  const old = await token(b);
+  await api(b, 'DELETE', '/api/tokens'); // "log out everywhere", as from another device
+  await signInShown(b, 'bob is asked to sign in');
+  assert.match(await b.textContent('#auth-error'), /revoked/);
+  assert.equal(await token(b), null, 'the page forgot the token');
+  assert.equal(await meStatus(old), 401);
+});
+
+test('logging out with a room open forgets the token, and the server refuses it', async () => {
+  const a = ctx.alice.page;
+  await until(a, 'a room is open', () => !document.getElementById('chat-view').hidden);
+  await waitLive(a);
+  const old = await token(a);
+  const revoked = a.waitForResponse((r) => r.request().method() === 'DELETE' && new URL(r.url()).pathname === '/api/tokens/current');
+  await a.click('#logout');
+  assert.equal((await revoked).status(), 204, 'DELETE /api/tokens/current');
+  await signInShown(a, 'alice is asked to sign in');
+  assert.equal(await token(a), null, 'the page forgot the token');
+  assert.equal(await meStatus(old), 401, 'the old token is refused');
+  await a.reload();
+  await signInShown(a, 'after a reload alice is still asked to sign in');
+  assert.equal(await token(a), null);
+});
+
 test('no page threw an uncaught error', () => {
   for (const [name, c] of Object.entries(ctx)) assert.deepEqual(c.errors, [], `${name}'s page errors`);
 });
