@@ -172,6 +172,9 @@ type Config struct {
 	// MaxSubscriptions bounds the subscriptions of one session.
 	// Default 256.
 	MaxSubscriptions int
+	// MaxHeaders bounds the headers of one frame from a client. Default
+	// 64 (the stomp package's default).
+	MaxHeaders int
 	// Server is the value of the server header of CONNECTED.
 	// Default "parley".
 	Server string
@@ -315,7 +318,7 @@ func New(cfg Config) (*Server, error) {
 		now:       time.Now,
 		afterFunc: func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop },
 		// A frame carries at most a body of MaxBody plus its headers.
-		limits: stomp.Limits{MaxBody: cfg.Chat.MaxBody(), MaxFrame: cfg.Chat.MaxBody() + 16<<10},
+		limits: stomp.Limits{MaxBody: cfg.Chat.MaxBody(), MaxFrame: cfg.Chat.MaxBody() + 16<<10, MaxHeaders: cfg.MaxHeaders},
 	}
 	if cfg.now != nil {
 		srv.now = cfg.now

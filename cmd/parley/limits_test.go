@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -98,4 +99,29 @@ func TestLoginLimits(t *testing.T) {
 			t.Errorf("metrics lack %q", line)
 		}
 	}
+}
+
+// TestStompConnectionLimitFlags: the per-connection limits of
+// --stomp-max-subscriptions and --stomp-max-headers reach the gateway.
+func TestStompConnectionLimitFlags(t *testing.T) {
+	m := MustOpenMain(t, func(c *Config) { c.StompMaxSubs, c.StompMaxHeaders = 2, 8 })
+	alice, _ := mustSignUp(t, m.Addr(), "alice")
+
+	sc := dialStomp(t, m, "websocket", alice.token)
+	sc.send("SUBSCRIBE\nid:1\ndestination:/user/queue/messages\nreceipt:r1\n\n\x00")
+	sc.expect("RECEIPT", "receipt-id:r1")
+	sc.send("SUBSCRIBE\nid:2\ndestination:/user/queue/messages\nreceipt:r2\n\n\x00")
+	sc.expect("RECEIPT", "receipt-id:r2")
+	sc.send("SUBSCRIBE\nid:3\ndestination:/user/queue/messages\nreceipt:r3\n\n\x00")
+	sc.expect("ERROR", "code:invalid")
+
+	sc = dialStomp(t, m, "websocket", alice.token)
+	var frame strings.Builder
+	frame.WriteString("SEND\ndestination:/app/rooms.x\n")
+	for i := range 8 {
+		fmt.Fprintf(&frame, "x-%d:v\n", i)
+	}
+	frame.WriteString("\nhi\x00")
+	sc.send(frame.String())
+	sc.expect("ERROR", "code:too_large")
 }

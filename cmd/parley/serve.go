@@ -70,6 +70,8 @@ type Config struct {
 	StompMaxUserConns int           // STOMP connections per user on this node
 	StompMaxConns     int           // STOMP connections on this node
 	StompSendBuffer   int           // kernel send buffer of each STOMP socket, bytes; -1: the system's
+	StompMaxSubs      int           // subscriptions per STOMP connection
+	StompMaxHeaders   int           // headers per STOMP frame from a client
 
 	HTTPReadTimeout  time.Duration // most time to read a request, headers and body; 0: none
 	HTTPWriteTimeout time.Duration // most time from a request's headers to the end of its response; 0: none
@@ -117,6 +119,8 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.StompFrameTimeout, "stomp-frame-timeout", 30*time.Second, "most time a STOMP frame may take from its first octet to its end, whatever the client's heart-beat, else ERROR")
 	fs.IntVar(&c.StompMaxUserConns, "stomp-max-conns-per-user", 32, "STOMP connections one user may hold open on this node; the next CONNECT gets ERROR rate_limited")
 	fs.IntVar(&c.StompMaxConns, "stomp-max-conns", 10000, "STOMP connections this node holds, signed in or not; over it /ws answers 503 and raw TCP gets ERROR unavailable")
+	fs.IntVar(&c.StompMaxSubs, "stomp-max-subscriptions", 256, "subscriptions one STOMP connection may hold; the next SUBSCRIBE gets ERROR invalid")
+	fs.IntVar(&c.StompMaxHeaders, "stomp-max-headers", 64, "headers one STOMP frame from a client may carry, else ERROR too_large")
 	fs.IntVar(&c.StompSendBuffer, "stomp-send-buffer", 64<<10, "kernel send buffer (SO_SNDBUF) of each STOMP connection in bytes, so that a client that stops reading is found by --stomp-queue (-1: the system's autotuned buffer)")
 	fs.DurationVar(&c.StompMaxHeartBeat, "stomp-max-heartbeat", time.Minute, "largest heart-beat interval accepted from a STOMP client, either way (a larger one is taken as this)")
 	fs.StringVar(&c.Store, "store", "", "store: empty for SQLite in --data, or postgres://user@host:port/db (cluster mode)")
@@ -290,6 +294,7 @@ func (m *Main) Open(ctx context.Context) error {
 		SendRate:  cfg.StompSendRate, SendBurst: int(2 * cfg.StompSendRate), QueueFrames: cfg.StompQueue,
 		FrameTimeout: cfg.StompFrameTimeout, MaxHeartBeat: cfg.StompMaxHeartBeat,
 		MaxConnsPerUser: cfg.StompMaxUserConns, MaxConns: cfg.StompMaxConns, SendBuffer: cfg.StompSendBuffer,
+		MaxSubscriptions: cfg.StompMaxSubs, MaxHeaders: cfg.StompMaxHeaders,
 		Server: "parley/" + version, Registerer: m.registry, Sessions: sessions,
 	})
 	if err != nil {
