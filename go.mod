@@ -16,7 +16,6 @@ require (
 	github.com/redis/go-redis/v9 v9.23.0
 	golang.org/x/crypto v0.59.0
 	golang.org/x/sys v0.50.0
-	golang.org/x/time v0.16.0
 	modernc.org/sqlite v1.62.0
 )
 
