@@ -42,7 +42,12 @@ start() {
       echo "node$i: already running (pid $(cat "$dir/node$i.pid"))"
       continue
     fi
-    "$bin" serve --addr "127.0.0.1:$port" --node-id "node$i" --data "$dir/node$i" "${@:2}" \
+    # A cluster for development and load tests on loopback: nginx in front
+    # (deploy/nginx.conf) is a trusted proxy, and the load generator signs
+    # up every user from one address, so sign-ups are not limited. Extra
+    # arguments come last and win.
+    "$bin" serve --addr "127.0.0.1:$port" --node-id "node$i" --data "$dir/node$i" \
+      --trusted-proxies 127.0.0.1 --signup-rate 0 "${@:2}" \
       >"$dir/node$i.log" 2>&1 &
     echo $! >"$dir/node$i.pid"
     echo "node$i: pid $! on 127.0.0.1:$port, log $dir/node$i.log"
