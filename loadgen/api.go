@@ -92,6 +92,17 @@ func (a *api) call(ctx context.Context, method, path, token string, in, out any)
 	}
 }
 
+// callNoRetry is call without the retries: for sign-ups, whose limit per
+// client address (2 a minute by default) no set-up can wait out.
+func (a *api) callNoRetry(ctx context.Context, method, path string, in, out any) (int, error) {
+	data, err := json.Marshal(in)
+	if err != nil {
+		return 0, err
+	}
+	status, _, err := a.callOnce(ctx, method, path, "", data, out)
+	return status, err
+}
+
 // maxRateRetries bounds the retries of one set-up request refused with 429.
 const maxRateRetries = 120
 

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strconv"
 	"sync"
@@ -75,7 +76,9 @@ func (r *run) signUp(ctx context.Context, n int) ([]account, error) {
 		node := r.node(i)
 		creds := map[string]string{"name": prefix + strconv.Itoa(i), "password": benchPassword}
 		var u struct{ ID, Name string }
-		if _, err := node.call(ctx, "POST", "/api/users", "", creds, &u); err != nil {
+		if status, err := node.callNoRetry(ctx, "POST", "/api/users", creds, &u); status == http.StatusTooManyRequests {
+			return fmt.Errorf("sign up %s: %w: the server limits sign-ups per client address; start the server you load with --signup-rate 0", creds["name"], err)
+		} else if err != nil {
 			return fmt.Errorf("sign up %s: %w", creds["name"], err)
 		}
 		var tok struct{ Token string }

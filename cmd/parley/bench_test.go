@@ -86,6 +86,21 @@ func TestBenchREST(t *testing.T) {
 	}
 }
 
+// TestBenchSignupLimit: against a server that limits sign-ups per address,
+// set-up stops at the first refused sign-up and says which flag lifts it,
+// instead of waiting out a limit no set-up can outlast.
+func TestBenchSignupLimit(t *testing.T) {
+	m := MustOpenMain(t, func(c *Config) { c.SignupRate, c.SignupBurst = 2, 3 })
+	args := []string{"bench", "roomlist", "--users", "8", "--duration", "1s", "--url", "http://" + m.Addr(), "--progress", "off", "--setup-concurrency", "1"}
+	var stdout, stderr bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err := run(ctx, args, &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "--signup-rate 0") {
+		t.Errorf("parley %s: %v, want an error naming --signup-rate 0", strings.Join(args, " "), err)
+	}
+}
+
 func TestBenchSeats(t *testing.T) {
 	m := MustOpenMain(t)
 	const users, seats, loops = 20, 6, 3
