@@ -66,7 +66,7 @@ func TestBenchREST(t *testing.T) {
 	// The server's default limit on each user's REST sends: set-up spreads
 	// its posts over the members and waits out a 429 (history: 2 users
 	// post 120 messages, more than their two bursts of 40).
-	m := MustOpenMain(t, func(c *Config) { c.RestSendRate = 20 })
+	m := MustOpenMain(t, benchServer) // and the default --rest-send-rate
 	for _, tc := range []struct {
 		scn  loadgen.Scenario
 		unit string
@@ -86,6 +86,10 @@ func TestBenchREST(t *testing.T) {
 	}
 }
 
+// benchServer is how a server under load is started (README, Load tests):
+// the set-up signs up every user from one address.
+func benchServer(c *Config) { c.SignupRate = 0 }
+
 // TestBenchSignupLimit: against a server that limits sign-ups per address,
 // set-up stops at the first refused sign-up and says which flag lifts it,
 // instead of waiting out a limit no set-up can outlast.
@@ -102,7 +106,7 @@ func TestBenchSignupLimit(t *testing.T) {
 }
 
 func TestBenchSeats(t *testing.T) {
-	m := MustOpenMain(t)
+	m := MustOpenMain(t, benchServer)
 	const users, seats, loops = 20, 6, 3
 	res, out := benchRun(t, m, "seats", "--users", "20", "--seats", "6", "--loops", "3", "--duration", "10s")
 	checkCommon(t, res, loadgen.Seats, "join")
@@ -140,7 +144,7 @@ func gatewayUp(t *testing.T, m *Main) {
 }
 
 func TestBenchMessaging(t *testing.T) {
-	m := MustOpenMain(t)
+	m := MustOpenMain(t, benchServer)
 	gatewayUp(t, m)
 	for _, tc := range []struct {
 		scn  loadgen.Scenario
@@ -174,7 +178,7 @@ func TestBenchMessaging(t *testing.T) {
 }
 
 func TestBenchConnections(t *testing.T) {
-	m := MustOpenMain(t)
+	m := MustOpenMain(t, benchServer)
 	gatewayUp(t, m)
 	res, out := benchRun(t, m, "connections", "--users", "4", "--connections", "40", "--duration", "1s")
 	checkCommon(t, res, loadgen.Connections, "connection")
@@ -188,7 +192,7 @@ func TestBenchConnections(t *testing.T) {
 }
 
 func TestBenchHTML(t *testing.T) {
-	m := MustOpenMain(t)
+	m := MustOpenMain(t, benchServer)
 	path := filepath.Join(t.TempDir(), "report.html")
 	benchRun(t, m, "open", "--users", "2", "--rooms", "1", "--history", "1", "--duration", "1s", "--html", path)
 	data, err := os.ReadFile(path)

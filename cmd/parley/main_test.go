@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -33,14 +34,23 @@ func TestMain(m *testing.M) {
 // testKDF makes password hashing cheap in tests.
 var testKDF = chat.KDF{Time: 1, Memory: 64, Threads: 1}
 
-// MustOpenMain starts a node on 127.0.0.1:0 with a fresh data directory
-// and test settings, each opt changing them first; it closes at cleanup.
+// serveDefaults is the Config of a plain `parley serve`: every flag's
+// default, so that end-to-end tests run what users run.
+func serveDefaults() Config {
+	var c Config
+	c.flags(flag.NewFlagSet("defaults", flag.ContinueOnError))
+	return c
+}
+
+// MustOpenMain starts a node on 127.0.0.1:0 with a fresh data directory,
+// the defaults of parley serve but for cheap password hashing, an hour's
+// tokens and --sync normal, each opt changing them first; it closes at
+// cleanup.
 func MustOpenMain(t testing.TB, opts ...func(*Config)) *Main {
 	t.Helper()
-	m := &Main{Config: Config{
-		Addr: "127.0.0.1:0", Data: t.TempDir(), Sync: "normal",
-		TokenTTL: time.Hour, MaxBody: 4096, KDF: testKDF,
-	}}
+	cfg := serveDefaults()
+	cfg.Addr, cfg.Data, cfg.Sync, cfg.TokenTTL, cfg.KDF = "127.0.0.1:0", t.TempDir(), "normal", time.Hour, testKDF
+	m := &Main{Config: cfg}
 	for _, opt := range opts {
 		opt(&m.Config)
 	}
