@@ -27,14 +27,20 @@
 // per room, the next seq it will deliver: an older seq is a duplicate and
 // is dropped; a newer one is held until the gap closes. If the gap has not
 // closed after Config.GapWait (the message went to no batch for this node,
-// or a batch was lost), the relay reads the missing messages from the
-// store and delivers them, up to ten history pages; a wider gap is
-// skipped, and the clients see it as a seq gap and fill it with since-seq. Receive
+// or a batch was lost), the relay reads from the store everything missing
+// up to the newest held message, page by page, delivering the held
+// messages as it reaches them, and goes on while the store brings the next
+// seq; only a gap that 20 GapWaits of retries could not narrow is skipped
+// (the clients see it as a seq gap and fill it with since-seq). A message
+// this node committed never waits for the timer: its commit proves the
+// store has every older seq of the room, so a gap below it is read at
+// once. Receive
 // returns (and the broker acknowledges the batch) only once its message is
 // delivered, held or dropped, so the broker's prefetch bounds the batches
 // waiting here. The first
 // message of a room the node has not seen is held for GapWait too (unless
-// it is seq 1), so that an older one still on its way is not overtaken.
+// it is seq 1, or this node committed it), so that an older one still on
+// its way is not overtaken.
 //
 // # Failures
 //
@@ -388,12 +394,12 @@ func (r *Relay) local(ev *parley.Event) {
 	case parley.EventMessage:
 		r.m.messages.WithLabelValues("local").Inc()
 		rt := r.route(roomID)
-		r.offer(ev.Message, rt.members)
 		for node, users := range rt.nodes {
 			if node != r.cfg.Node {
 				r.publish(parley.Batch{Node: node, Event: *ev, Recipients: users}, "message")
 			}
 		}
+		r.offer(ev.Message, rt.members, true)
 	case parley.EventJoin, parley.EventLeave:
 		rt := r.route(roomID)
 		targets := map[string]bool{}
@@ -438,7 +444,7 @@ func (r *Relay) receive(b *parley.Batch) {
 	switch ev.Kind {
 	case parley.EventMessage:
 		r.m.messages.WithLabelValues("remote").Inc()
-		r.offer(ev.Message, b.Recipients)
+		r.offer(ev.Message, b.Recipients, false)
 	case parley.EventJoin, parley.EventLeave:
 		r.invalidateRoom(ev.Room.ID)
 		if ev.Kind == parley.EventLeave {

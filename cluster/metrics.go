@@ -10,6 +10,7 @@ type metrics struct {
 	batches         *prometheus.CounterVec
 	duplicates      prometheus.Counter
 	filled          prometheus.Counter
+	fills           *prometheus.CounterVec
 	skipped         prometheus.Counter
 	routeMisses     prometheus.Counter
 	presenceLookups prometheus.Counter
@@ -37,6 +38,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "parley_cluster_batches_total",
 			Help: "Batches the relay published, by kind: message, or member (join and leave).",
 		}, []string{"kind"}),
+		fills: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_cluster_gap_fills_total",
+			Help: "Reads of missing messages from the store, by cause: the gap timer (timer), a local commit behind a gap (local), a room head ahead of delivery (head).",
+		}, []string{"reason"}),
 		duplicates:      c("parley_cluster_duplicates_total", "Messages dropped because their room had delivered that seq."),
 		filled:          c("parley_cluster_gap_filled_total", "Messages read from the store to close a gap."),
 		skipped:         c("parley_cluster_gap_skipped_total", "Seqs skipped because a gap could not be filled (clients fill it with since-seq)."),
@@ -50,8 +55,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.messages.WithLabelValues("remote")
 	m.batches.WithLabelValues("message")
 	m.batches.WithLabelValues("member")
+	for _, reason := range []string{"timer", "local", "head"} {
+		m.fills.WithLabelValues(reason)
+	}
 	if reg != nil {
-		reg.MustRegister(m.queued, m.held, m.messages, m.batches, m.duplicates, m.filled, m.skipped,
+		reg.MustRegister(m.queued, m.held, m.messages, m.batches, m.duplicates, m.filled, m.fills, m.skipped,
 			m.routeMisses, m.presenceLookups, m.routeErrors, m.publishErrors, m.gone)
 	}
 	return m
