@@ -66,10 +66,15 @@ func defaultNodeID(addr string) string {
 
 // dialRedis connects to the Redis of cluster mode.
 func dialRedis(ctx context.Context, cfg Config) (*goredis.Client, error) {
-	rdb, err := redis.NewClient(cfg.Redis)
+	opt, err := goredis.ParseURL(cfg.Redis)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("redis url: %w", err)
 	}
+	// Every call's context bounds its wait: a Redis that accepts and never
+	// answers must not hold a caller (a commit's hot-data write, a /readyz
+	// check) past its deadline.
+	opt.ContextTimeoutEnabled = true
+	rdb := goredis.NewClient(opt)
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := rdb.Ping(pctx).Err(); err != nil {
@@ -152,9 +157,9 @@ func (c *clusterNode) Closed(userID string) {
 	}
 }
 
-// check pings the broker and Redis for /readyz.
-func (c *clusterNode) check(ctx context.Context) (broker, presence error) {
-	return c.broker.Ping(ctx), c.presence.Ping(ctx)
+// checks are the cluster's dependencies for /readyz: the broker and Redis.
+func (c *clusterNode) checks() []readyCheck {
+	return []readyCheck{{"broker", c.broker.Ping}, {"redis", c.presence.Ping}}
 }
 
 // Close stops the relay after what the store has committed, then the

@@ -244,32 +244,7 @@ func (m *Main) Open(ctx context.Context) error {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("ok\n"))
 	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
-		type check struct {
-			name string
-			err  error
-		}
-		checks := []check{{"store", svc.Ping(ctx)}}
-		if m.cluster != nil {
-			broker, redis := m.cluster.check(ctx)
-			checks = append(checks, check{"broker", broker}, check{"redis", redis})
-		}
-		var b strings.Builder
-		status := http.StatusOK
-		for _, c := range checks {
-			if c.err != nil {
-				status = http.StatusServiceUnavailable
-				fmt.Fprintf(&b, "%s: %v\n", c.name, c.err)
-			} else {
-				fmt.Fprintf(&b, "%s: ok\n", c.name)
-			}
-		}
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.WriteHeader(status)
-		w.Write([]byte(b.String()))
-	})
+	mux.Handle("GET /readyz", readyHandler(readyTimeout, m.readyChecks(svc)))
 
 	m.ln, err = net.Listen("tcp", cfg.Addr)
 	if err != nil {
