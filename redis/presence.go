@@ -257,6 +257,20 @@ func (p *Presence) DropNode(ctx context.Context, node string) error {
 	return unavailable("presence drop node", err)
 }
 
+// LiveNodes returns the nodes whose heartbeat is current (presence:nodes
+// scores not yet passed), this node included once it has registered. Right
+// after Redis lost its data it may name only the nodes that have beaten
+// since. Fails with CodeUnavailable when Redis is unreachable.
+func (p *Presence) LiveNodes(ctx context.Context) ([]string, error) {
+	now := strconv.FormatInt(p.now(), 10)
+	nodes, err := p.rdb.ZRangeByScore(ctx, p.nodesKey, &goredis.ZRangeBy{Min: "(" + now, Max: "+inf"}).Result()
+	p.m.count(err)
+	if err != nil {
+		return nil, unavailable("presence live nodes", err)
+	}
+	return nodes, nil
+}
+
 // Ping implements parley.Presence.
 func (p *Presence) Ping(ctx context.Context) error {
 	return unavailable("presence ping", p.rdb.Ping(ctx).Err())
