@@ -52,6 +52,27 @@
 // confirmed again afterwards drops them all. A batch returned as undeliverable means its node is
 // gone: the relay drops that node's presence entries (at most once a
 // second per node).
+//
+// While routes are unsure (presence could not be read, or announced a
+// change of everything: a reset, a dropped node, missed notifications,
+// for Config.Settle after it) a message goes to every known node, those
+// seen in a route or listed live by Config.Nodes within the last minute,
+// rather than to the nodes of a route read from a presence that may be
+// empty.
+//
+// # Heads: what no batch brought
+//
+// A batch that was never sent (the broker's backlog overflowed, the
+// sender died before RabbitMQ came back, presence was empty) is never
+// sent again, and a quiet room has no next message to reveal the gap. So
+// each commit of this node also moves the room's head (Config.Heads, the
+// seq of its last message, forward only; a write that fails is retried),
+// and the keeper goroutine compares the heads of the rooms the relay
+// delivers with what it delivered: on CheckHeads (the broker reconnected,
+// presence was reset, a node is gone), at Start, and every
+// Config.HeadCheck. A room whose head is past it is read from the store
+// up to the head, so every node learns a room's last seq within about a
+// HeadCheck of a fault healing.
 package cluster
 
 import (
@@ -59,6 +80,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -100,6 +122,25 @@ type Config struct {
 	// are forgotten, and a forgotten room's next message waits GapWait.
 	// Default 100,000.
 	MaxRooms int
+	// Heads, when set, keeps each room's last committed seq where every
+	// node reads it (redis.Heads): the relay writes the heads of this
+	// node's commits, and reads the heads of the rooms it delivers on
+	// CheckHeads and every HeadCheck, and fills from the store a room
+	// whose head is past what it delivered, so that a batch that was
+	// never sent is made up for without the room's next message.
+	Heads Heads
+	// HeadCheck is how often the heads are checked (and the live nodes
+	// read). Default 2 s.
+	HeadCheck time.Duration
+	// Nodes, when set, lists the live nodes (redis.Presence.LiveNodes): the
+	// destinations of every message while routes are unsure.
+	Nodes NodeLister
+	// Settle is how long routes are unsure after presence could not be
+	// read or was reset (a change of everything): the time the nodes take
+	// to write their entries again, one presence heartbeat. Meanwhile a
+	// message goes to every known node (seen in a route or in Nodes
+	// within the last minute), not only to those of its route. Default 5 s.
+	Settle time.Duration
 	// Registerer, when set, registers the relay's metrics.
 	Registerer prometheus.Registerer
 	// Logger logs failures. Default slog.Default().
@@ -123,17 +164,28 @@ type Relay struct {
 	wake    chan struct{}
 	done    chan struct{}
 
-	mu       sync.Mutex // guards the following fields
-	gen      uint64     // bumped by every invalidation
-	mgen     uint64     // bumped by every invalidation of members (joins, leaves)
-	routes   map[string]*route
-	lastGood map[string]*route // the last route built per room, kept through invalidations: the fallback when presence or the store fails
-	members  map[string]*memberList
-	where    map[string]*userNodes // user -> their nodes as last read (nil nodes: offline)
-	reading  bool                  // nodesOf is reading presence: note the changes below
-	changed  map[string]bool       // users changed during that read
-	allMoved bool                  // everything changed during that read
-	lastGone map[string]time.Time
+	mu          sync.Mutex // guards the following fields
+	gen         uint64     // bumped by every invalidation
+	mgen        uint64     // bumped by every invalidation of members (joins, leaves)
+	routes      map[string]*route
+	lastGood    map[string]*route // the last route built per room, kept through invalidations: the fallback when presence or the store fails
+	members     map[string]*memberList
+	where       map[string]*userNodes // user -> their nodes as last read (nil nodes: offline)
+	reading     bool                  // nodesOf is reading presence: note the changes below
+	changed     map[string]bool       // users changed during that read
+	allMoved    bool                  // everything changed during that read
+	lastGone    map[string]time.Time
+	known       map[string]time.Time // nodes seen in a route or the live nodes, and when
+	unsureUntil time.Time            // routes may miss nodes until then (see Config.Settle)
+
+	hmu     sync.Mutex       // guards the following field
+	pending map[string]int64 // heads of this node's commits not yet written
+
+	headsDown atomic.Bool   // the last read or write of Heads failed
+	headsWake chan struct{} // a head is pending
+	checkWake chan struct{} // CheckHeads was called
+	stop      chan struct{} // closed by Close: the keeper returns
+	keepDone  chan struct{} // closed when the keeper has returned
 
 	// Owned by the run goroutine.
 	rooms   map[string]*roomState
@@ -143,10 +195,12 @@ type Relay struct {
 
 // item is one unit of work for the run goroutine.
 type item struct {
-	local []parley.Event // events this node committed
-	batch *parley.Batch  // a batch from another node
-	tick  string         // a room whose gap timer fired
-	done  chan struct{}  // closed once handled, when not nil
+	local []parley.Event          // events this node committed
+	batch *parley.Batch           // a batch from another node
+	tick  string                  // a room whose gap timer fired
+	snap  chan<- map[string]int64 // a head check asks for the rooms' delivered seqs
+	heads map[string]int64        // rooms whose head is past what was delivered
+	done  chan struct{}           // closed once handled, when not nil
 }
 
 // route is where a room's members are.
@@ -181,6 +235,12 @@ func New(cfg Config) *Relay {
 	if cfg.MaxRooms <= 0 {
 		cfg.MaxRooms = 100_000
 	}
+	if cfg.HeadCheck <= 0 {
+		cfg.HeadCheck = 2 * time.Second
+	}
+	if cfg.Settle <= 0 {
+		cfg.Settle = 5 * time.Second
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -196,7 +256,14 @@ func New(cfg Config) *Relay {
 		where:    map[string]*userNodes{},
 		changed:  map[string]bool{},
 		lastGone: map[string]time.Time{},
+		known:    map[string]time.Time{},
 		rooms:    map[string]*roomState{},
+		pending:  map[string]int64{},
+
+		headsWake: make(chan struct{}, 1),
+		checkWake: make(chan struct{}, 1),
+		stop:      make(chan struct{}),
+		keepDone:  make(chan struct{}),
 	}
 }
 
@@ -208,8 +275,11 @@ func (r *Relay) Start(b parley.Broker, p parley.Presence) {
 	r.qmu.Lock()
 	r.started = true
 	r.qmu.Unlock()
+	r.refreshNodes()
 	go r.run()
+	go r.keep()
 	r.signal()
+	r.CheckHeads()
 }
 
 // Apply is the store's event sink: it queues the events and returns.
@@ -284,7 +354,13 @@ func (r *Relay) PresenceChanged(userID string) {
 		r.changed[userID] = true
 		r.allMoved = r.allMoved || userID == ""
 	}
+	if userID == "" { // a reset, a node dropped, notifications missed
+		r.unsureUntil = time.Now().Add(r.cfg.Settle)
+	}
 	r.mu.Unlock()
+	if userID == "" {
+		r.CheckHeads()
+	}
 }
 
 // Gone is the broker's hook for a destination without a queue: the node
@@ -296,12 +372,14 @@ func (r *Relay) Gone(node string) {
 		return
 	}
 	r.lastGone[node] = time.Now()
+	delete(r.known, node)
 	r.gen++
 	clear(r.routes)
 	clear(r.where)
 	r.allMoved = r.allMoved || r.reading
 	r.mu.Unlock()
 	r.m.gone.Inc()
+	r.CheckHeads()
 	r.log.Warn("cluster: node gone, dropping its presence", "node", node)
 	if r.presence == nil {
 		return
@@ -337,6 +415,8 @@ func (r *Relay) Close() {
 	}
 	r.signal()
 	<-r.done
+	close(r.stop)
+	<-r.keepDone
 }
 
 // run drains the queue until Close; it owns rooms.
@@ -376,6 +456,10 @@ func (r *Relay) handle(it *item) {
 	switch {
 	case it.tick != "":
 		r.gapTimeout(it.tick)
+	case it.snap != nil:
+		it.snap <- r.snapshot()
+	case it.heads != nil:
+		r.catchUpHeads(it.heads)
 	case it.batch != nil:
 		r.receive(it.batch)
 	default:
@@ -394,11 +478,12 @@ func (r *Relay) local(ev *parley.Event) {
 	case parley.EventMessage:
 		r.m.messages.WithLabelValues("local").Inc()
 		rt := r.route(roomID)
-		for node, users := range rt.nodes {
+		for node, users := range r.destinations(rt) {
 			if node != r.cfg.Node {
 				r.publish(parley.Batch{Node: node, Event: *ev, Recipients: users}, "message")
 			}
 		}
+		r.noteHead(roomID, ev.Message.Seq)
 		r.offer(ev.Message, rt.members, true)
 	case parley.EventJoin, parley.EventLeave:
 		rt := r.route(roomID)
@@ -494,6 +579,9 @@ func (r *Relay) route(roomID string) *route {
 	if err != nil {
 		r.m.routeErrors.Inc()
 		r.log.Error("cluster: presence", "room", roomID, "err", err)
+		r.mu.Lock()
+		r.unsureUntil = time.Now().Add(r.cfg.Settle)
+		r.mu.Unlock()
 		if rt != nil {
 			return rt
 		}
@@ -508,6 +596,10 @@ func (r *Relay) route(roomID string) *route {
 		}
 	}
 	r.mu.Lock()
+	now := time.Now()
+	for node := range fresh.nodes {
+		r.known[node] = now
+	}
 	if r.gen == gen {
 		r.routes[roomID] = fresh
 	}

@@ -17,6 +17,9 @@ type metrics struct {
 	routeErrors     prometheus.Counter
 	publishErrors   prometheus.Counter
 	gone            prometheus.Counter
+	headChecks      prometheus.Counter
+	headErrors      prometheus.Counter
+	broadcasts      prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -50,6 +53,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		routeErrors:     c("parley_cluster_route_errors_total", "Failed member or presence lookups."),
 		publishErrors:   c("parley_cluster_publish_errors_total", "Batches the broker refused."),
 		gone:            c("parley_cluster_nodes_gone_total", "Nodes dropped from presence because their queue was gone."),
+		headChecks:      c("parley_cluster_head_checks_total", "Checks of the rooms' heads against what this node delivered."),
+		headErrors:      c("parley_cluster_head_errors_total", "Failed reads or writes of the rooms' heads."),
+		broadcasts:      c("parley_cluster_broadcasts_total", "Messages sent to every known node because routes were unsure (presence down or reset)."),
 	}
 	m.messages.WithLabelValues("local")
 	m.messages.WithLabelValues("remote")
@@ -60,7 +66,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.queued, m.held, m.messages, m.batches, m.duplicates, m.filled, m.fills, m.skipped,
-			m.routeMisses, m.presenceLookups, m.routeErrors, m.publishErrors, m.gone)
+			m.routeMisses, m.presenceLookups, m.routeErrors, m.publishErrors, m.gone,
+			m.headChecks, m.headErrors, m.broadcasts)
 	}
 	return m
 }

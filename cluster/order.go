@@ -141,8 +141,8 @@ func (r *Relay) catchUp(roomID string, st *roomState, reason string) {
 		r.drain(roomID, st)
 	}
 	before := st.next
-	if len(st.held) > 0 {
-		r.fill(roomID, st, highest-1, reason)
+	if len(st.held) > 0 && r.fill(roomID, st, highest-1, reason) {
+		r.enqueue(item{tick: roomID}) // let the queued batches and commits through, then go on
 	}
 	switch {
 	case len(st.held) == 0 || st.next > before:
@@ -175,10 +175,11 @@ func lowestHeld(st *roomState) int64 {
 // page at a time, and delivers them with the held messages they reach. It
 // stops when the store fails or a page does not bring the next seq (the
 // store does not have it yet: another node's commit can be visible to that
-// node before ours reads it).
-func (r *Relay) fill(roomID string, st *roomState, upTo int64, reason string) {
+// node before ours reads it), or when it has read maxFillPages: then more
+// is set, and the caller has it go on after the relay's queue.
+func (r *Relay) fill(roomID string, st *roomState, upTo int64, reason string) (more bool) {
 	if st.next == 0 || st.next > upTo {
-		return
+		return false
 	}
 	r.m.fills.WithLabelValues(reason).Inc()
 	members := r.route(roomID).members
@@ -190,7 +191,7 @@ func (r *Relay) fill(roomID string, st *roomState, upTo int64, reason string) {
 		cancel()
 		if err != nil {
 			r.log.Error("cluster: fill gap", "room", roomID, "err", err)
-			return
+			return false
 		}
 		from := st.next
 		for _, m := range msgs {
@@ -206,14 +207,13 @@ func (r *Relay) fill(roomID string, st *roomState, upTo int64, reason string) {
 		}
 		r.drain(roomID, st)
 		if st.next == from {
-			return // the store does not have the next seq (yet)
+			return false // the store does not have the next seq (yet)
 		}
 		if pages++; pages == maxFillPages && st.next <= upTo {
-			// Let the queued batches and commits through, then go on.
-			r.enqueue(item{tick: roomID})
-			return
+			return true
 		}
 	}
+	return false
 }
 
 // maxFillPages bounds the history pages one fill reads before the relay
