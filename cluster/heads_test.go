@@ -203,4 +203,3 @@ func TestUnknownRoutesReachEveryLiveNode(t *testing.T) {
 		})
 	}
 }
-

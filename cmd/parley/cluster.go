@@ -100,9 +100,17 @@ func openCluster(cfg Config, rdb *goredis.Client, store parley.Store, h *hub.Hub
 	}
 	c := &clusterNode{node: node, rdb: rdb}
 	var err error
-	c.relay = cluster.New(cluster.Config{Node: node, Store: store, Local: h, Registerer: reg})
+	ttl := cfg.PresenceTTL
+	if ttl <= 0 {
+		ttl = 15 * time.Second // redis.PresenceConfig's default
+	}
+	c.relay = cluster.New(cluster.Config{
+		Node: node, Store: store, Local: h, Registerer: reg,
+		Heads: redis.NewHeads(rdb, cfg.RedisPrefix), HeadCheck: cfg.HeadCheck,
+		Nodes: liveNodes{c}, Settle: ttl/3 + time.Second, // one heartbeat, and its round trip
+	})
 	c.broker, err = rabbitmq.New(rabbitmq.Config{
-		URL: cfg.Broker, Node: node, Handler: c.relay.Receive, Gone: c.relay.Gone,
+		URL: cfg.Broker, Node: node, Handler: c.relay.Receive, Gone: c.relay.Gone, OnConnect: c.relay.CheckHeads,
 		Prefetch: cfg.Prefetch, Registerer: reg,
 	})
 	if err != nil {
@@ -116,6 +124,15 @@ func openCluster(cfg Config, rdb *goredis.Client, store parley.Store, h *hub.Hub
 	c.relay.Start(c.broker, c.presence)
 	c.awaitBroker(10 * time.Second)
 	return c, nil
+}
+
+// liveNodes lists the live nodes from the node's presence, which is made
+// after the relay (its change hook is the relay's) and before the relay
+// starts.
+type liveNodes struct{ c *clusterNode }
+
+func (l liveNodes) LiveNodes(ctx context.Context) ([]string, error) {
+	return l.c.presence.LiveNodes(ctx)
 }
 
 // awaitBroker waits, at most d, until this node's queue is bound: before
