@@ -53,12 +53,10 @@
 // gone: the relay drops that node's presence entries (at most once a
 // second per node).
 //
-// While routes are unsure (presence could not be read, or announced a
-// change of everything: a reset, a dropped node, missed notifications,
-// for Config.Settle after it) a message goes to every known node, those
-// seen in a route or listed live by Config.Nodes within the last minute,
-// rather than to the nodes of a route read from a presence that may be
-// empty.
+// While routes are unsure (for Config.Settle after presence could not be
+// read or was reset: PresenceReset) a message goes to every known node,
+// those seen in a route or listed live by Config.Nodes, rather than to the
+// nodes of a route read from a presence that may be empty.
 //
 // # Heads: what no batch brought
 //
@@ -136,10 +134,10 @@ type Config struct {
 	// destinations of every message while routes are unsure.
 	Nodes NodeLister
 	// Settle is how long routes are unsure after presence could not be
-	// read or was reset (a change of everything): the time the nodes take
-	// to write their entries again, one presence heartbeat. Meanwhile a
-	// message goes to every known node (seen in a route or in Nodes
-	// within the last minute), not only to those of its route. Default 5 s.
+	// read or was reset (PresenceReset): the time the nodes take to write
+	// their entries again, one presence heartbeat. Meanwhile a message
+	// goes to every known node (seen in a route or in Nodes), not only to
+	// those of its route. Default 5 s.
 	Settle time.Duration
 	// Registerer, when set, registers the relay's metrics.
 	Registerer prometheus.Registerer
@@ -354,13 +352,21 @@ func (r *Relay) PresenceChanged(userID string) {
 		r.changed[userID] = true
 		r.allMoved = r.allMoved || userID == ""
 	}
-	if userID == "" { // a reset, a node dropped, notifications missed
-		r.unsureUntil = time.Now().Add(r.cfg.Settle)
-	}
 	r.mu.Unlock()
-	if userID == "" {
+	if userID == "" { // a node dropped, notifications missed, a reset
 		r.CheckHeads()
 	}
+}
+
+// PresenceReset is the presence's reset hook: the presence map may miss
+// entries for one heartbeat (Redis came back, maybe empty), so for
+// Config.Settle messages go to every known node, and the heads are
+// checked.
+func (r *Relay) PresenceReset() {
+	r.mu.Lock()
+	r.unsureUntil = time.Now().Add(r.cfg.Settle)
+	r.mu.Unlock()
+	r.CheckHeads()
 }
 
 // Gone is the broker's hook for a destination without a queue: the node

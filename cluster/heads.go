@@ -197,8 +197,9 @@ func (r *Relay) catchUpHeads(heads map[string]int64) {
 	}
 }
 
-// refreshNodes adds the live nodes to the known ones, and forgets the
-// nodes not seen for knownTTL.
+// refreshNodes adds the live nodes to the known ones; while routes are
+// sure it forgets the known nodes that are not live (reaped, closed), and
+// in any case those not seen for knownTTL.
 func (r *Relay) refreshNodes() {
 	if r.cfg.Nodes == nil {
 		return
@@ -215,8 +216,9 @@ func (r *Relay) refreshNodes() {
 	for _, n := range nodes {
 		r.known[n] = now
 	}
+	sure := !now.Before(r.unsureUntil)
 	for n, seen := range r.known {
-		if now.Sub(seen) > knownTTL {
+		if now.Sub(seen) > knownTTL || (sure && seen != now) {
 			delete(r.known, n)
 		}
 	}

@@ -178,7 +178,7 @@ func TestUnknownRoutesReachEveryLiveNode(t *testing.T) {
 	}{
 		{"presence empty after a reset", func(n *headNode) {
 			n.presence.empty.Store(true)
-			n.relay.PresenceChanged("") // the resubscription announces a change of everything
+			n.relay.PresenceReset() // as the resubscription after the outage tells
 		}},
 		{"presence down", func(n *headNode) {
 			n.presence.down.Store(true)

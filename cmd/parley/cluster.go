@@ -119,7 +119,7 @@ func openCluster(cfg Config, rdb *goredis.Client, store parley.Store, h *hub.Hub
 	}
 	c.presence = redis.NewPresence(redis.PresenceConfig{
 		Client: c.rdb, Prefix: cfg.RedisPrefix, Node: node, TTL: cfg.PresenceTTL,
-		OnChange: c.relay.PresenceChanged, Registerer: reg,
+		OnChange: c.relay.PresenceChanged, OnReset: c.relay.PresenceReset, Registerer: reg,
 	})
 	c.relay.Start(c.broker, c.presence)
 	c.awaitBroker(10 * time.Second)
