@@ -34,13 +34,13 @@
 // (the clients see it as a seq gap and fill it with since-seq). A message
 // this node committed never waits for the timer: its commit proves the
 // store has every older seq of the room, so a gap below it is read at
-// once. Receive
+// once (in a room it delivers: the first message of a room never seen
+// waits, as below). Receive
 // returns (and the broker acknowledges the batch) only once its message is
 // delivered, held or dropped, so the broker's prefetch bounds the batches
 // waiting here. The first
 // message of a room the node has not seen is held for GapWait too (unless
-// it is seq 1, or this node committed it), so that an older one still on
-// its way is not overtaken.
+// it is seq 1), so that an older one still on its way is not overtaken.
 //
 // # Failures
 //

@@ -24,9 +24,10 @@ type heldMessage struct {
 
 // offer delivers m now if it is the next of its room, holds it if it is
 // early, and drops it if it was delivered already. A message this node
-// committed (local) that is early is never left waiting for the gap timer:
-// the store has every older seq of the room (its commit held the room's
-// lock after theirs), so the gap is read from the store at once.
+// committed (local) that is early in a room it delivers is never left
+// waiting for the gap timer: the store has every older seq of the room
+// (its commit held the room's lock after theirs), so the gap is read from
+// the store at once.
 func (r *Relay) offer(m parley.Message, recipients []string, local bool) {
 	st := r.rooms[m.RoomID]
 	now := time.Now()
@@ -54,7 +55,9 @@ func (r *Relay) offer(m parley.Message, recipients []string, local bool) {
 		st.held[m.Seq] = heldMessage{m, recipients}
 		r.m.held.Inc()
 		r.armLocked(m.RoomID, st, now)
-		if local {
+		if local && st.next != 0 {
+			// In a room never seen (next 0) the gap's start is unknown:
+			// it waits for GapWait like a remote message.
 			r.catchUp(m.RoomID, st, "local")
 		}
 		return
