@@ -1,0 +1,13 @@
+// Package chaos is Parley's fault-injection suite (issue 11): it runs real
+// `parley serve` processes against private Redis, RabbitMQ and PostgreSQL
+// instances that it starts itself, kills nodes and services under load
+// with SIGKILL or SIGTERM, and checks from its own receipts, its
+// subscribers and the database that no receipted message is lost or
+// duplicated, that seqs have no holes, that every subscriber gets every
+// seq once in order, and how long recovery takes.
+//
+// The package has no code of its own: everything is in its tests, which
+// run only with PARLEY_TEST_CHAOS=1 (.ci/run sets it):
+//
+//	PARLEY_TEST_CHAOS=1 go test -run TestChaos -v -timeout 15m ./chaos/
+package chaos
