@@ -250,7 +250,7 @@ func testSIGTERM(t *testing.T) {
 		onA = append(onA, st.addSender(fmt.Sprintf("a%d", i), us[i], room, 50, 0, a, b))
 	}
 	st.addSender("b", us[4], room, 50, 0, b)
-	st.addSubscribers("on-a-", 2, reader, room, a, b)
+	subsA := st.addSubscribers("on-a-", 2, reader, room, a, b)
 	st.addSubscribers("on-b-", 2, reader, room, b)
 	st.start()
 	st.waitReceipts(400, 30*time.Second)
@@ -277,6 +277,15 @@ func testSIGTERM(t *testing.T) {
 		t.Errorf("10 s after the last receipt (seq %d) subscribers were behind: %s", n, strings.Join(behind, ", "))
 	}
 
+	for _, s := range subsA {
+		s.mu.Lock()
+		if s.resumes == 0 {
+			t.Errorf("subscriber %s of node a never resumed on b", s.name)
+		} else if len(s.closes) > 0 {
+			t.Logf("subscriber %s of node a: %s, then resumed on b", s.name, s.closes[0].why)
+		}
+		s.mu.Unlock()
+	}
 	st.l.mu.Lock()
 	var wrong []string
 	for code, k := range st.l.refusals {
