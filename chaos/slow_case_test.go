@@ -22,12 +22,20 @@ func testSlowConsumers(t *testing.T) {
 	)
 	n := startNode(t, "slow", "--sync", "normal", "--stomp-send-rate", "2000", "--rest-send-rate", "0",
 		"--stomp-queue", fmt.Sprint(queue))
-	owner, reader := mustUser(t, n.Addr(), "owner"), mustUser(t, n.Addr(), "reader")
-	room := mustRoom(t, n.Addr(), owner, reader)
+	owner := mustUser(t, n.Addr(), "owner")
+	// 20 sessions per reader: under a per-user connection cap of 32.
+	var readers []user
+	for i := range subsN / 20 {
+		readers = append(readers, mustUser(t, n.Addr(), fmt.Sprintf("reader%d", i)))
+	}
+	room := mustRoom(t, n.Addr(), owner, readers...)
 
 	st := newStream(t)
 	st.addSender("s", owner, room, 50, 1000, n)
-	subs := st.addSubscribers("sub-", subsN, reader, room, n)
+	var subs []*subscriber
+	for i, r := range readers {
+		subs = append(subs, st.addSubscribers(fmt.Sprintf("r%d-", i), 20, r, room, n)...)
+	}
 	st.start()
 
 	// Run A: every subscriber reads, 8 s after 2 s of warm-up.
@@ -39,7 +47,15 @@ func testSlowConsumers(t *testing.T) {
 	baseRSS := n.rss()
 
 	// Run B: 20 stop reading.
-	slow, others := subs[:slowN], subs[slowN:]
+	// Every tenth subscriber stops reading: two of each reader's sessions.
+	var slow, others []*subscriber
+	for i, s := range subs {
+		if i%(subsN/slowN) == 0 {
+			slow = append(slow, s)
+		} else {
+			others = append(others, s)
+		}
+	}
 	reasons := []string{`reason="queue_frames"`, `reason="queue_bytes"`}
 	closed0 := n.metric("parley_stomp_slow_consumer_closes_total", reasons...)
 	timeouts0 := n.metric("parley_stomp_slow_consumer_closes_total", `reason="write_timeout"`)
@@ -127,7 +143,7 @@ func testSlowConsumers(t *testing.T) {
 	if grow := maxRSS - baseRSS; grow > 64<<20 {
 		t.Errorf("the node's memory grew by %d MiB while %d subscribers did not read, want under 64 MiB", grow>>20, slowN)
 	}
-	v := checkStore(restRows(t, n.Addr(), reader.token, room), st.l.snapshot())
+	v := checkStore(restRows(t, n.Addr(), owner.token, room), st.l.snapshot())
 	assertStore(t, v)
 	bad := assertSubscribers(t, st.subs, last)
 	detect := "not within 12 s"
