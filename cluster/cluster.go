@@ -27,14 +27,20 @@
 // per room, the next seq it will deliver: an older seq is a duplicate and
 // is dropped; a newer one is held until the gap closes. If the gap has not
 // closed after Config.GapWait (the message went to no batch for this node,
-// or a batch was lost), the relay reads the missing messages from the
-// store and delivers them, up to ten history pages; a wider gap is
-// skipped, and the clients see it as a seq gap and fill it with since-seq. Receive
+// or a batch was lost), the relay reads from the store everything missing
+// up to the newest held message, page by page, delivering the held
+// messages as it reaches them, and goes on while the store brings the next
+// seq; only a gap that 20 GapWaits of retries could not narrow is skipped
+// (the clients see it as a seq gap and fill it with since-seq). A message
+// this node committed never waits for the timer: its commit proves the
+// store has every older seq of the room, so a gap below it is read at
+// once. Receive
 // returns (and the broker acknowledges the batch) only once its message is
 // delivered, held or dropped, so the broker's prefetch bounds the batches
 // waiting here. The first
 // message of a room the node has not seen is held for GapWait too (unless
-// it is seq 1), so that an older one still on its way is not overtaken.
+// it is seq 1, or this node committed it), so that an older one still on
+// its way is not overtaken.
 //
 // # Failures
 //
@@ -46,6 +52,25 @@
 // confirmed again afterwards drops them all. A batch returned as undeliverable means its node is
 // gone: the relay drops that node's presence entries (at most once a
 // second per node).
+//
+// While routes are unsure (for Config.Settle after presence could not be
+// read or was reset: PresenceReset) a message goes to every known node,
+// those seen in a route or listed live by Config.Nodes, rather than to the
+// nodes of a route read from a presence that may be empty.
+//
+// # Heads: what no batch brought
+//
+// A batch that was never sent (the broker's backlog overflowed, the
+// sender died before RabbitMQ came back, presence was empty) is never
+// sent again, and a quiet room has no next message to reveal the gap. So
+// each commit of this node also moves the room's head (Config.Heads, the
+// seq of its last message, forward only; a write that fails is retried),
+// and the keeper goroutine compares the heads of the rooms the relay
+// delivers with what it delivered: on CheckHeads (the broker reconnected,
+// presence was reset, a node is gone), at Start, and every
+// Config.HeadCheck. A room whose head is past it is read from the store
+// up to the head, so every node learns a room's last seq within about a
+// HeadCheck of a fault healing.
 package cluster
 
 import (
@@ -53,6 +78,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -94,6 +120,25 @@ type Config struct {
 	// are forgotten, and a forgotten room's next message waits GapWait.
 	// Default 100,000.
 	MaxRooms int
+	// Heads, when set, keeps each room's last committed seq where every
+	// node reads it (redis.Heads): the relay writes the heads of this
+	// node's commits, and reads the heads of the rooms it delivers on
+	// CheckHeads and every HeadCheck, and fills from the store a room
+	// whose head is past what it delivered, so that a batch that was
+	// never sent is made up for without the room's next message.
+	Heads Heads
+	// HeadCheck is how often the heads are checked (and the live nodes
+	// read). Default 2 s.
+	HeadCheck time.Duration
+	// Nodes, when set, lists the live nodes (redis.Presence.LiveNodes): the
+	// destinations of every message while routes are unsure.
+	Nodes NodeLister
+	// Settle is how long routes are unsure after presence could not be
+	// read or was reset (PresenceReset): the time the nodes take to write
+	// their entries again, one presence heartbeat. Meanwhile a message
+	// goes to every known node (seen in a route or in Nodes), not only to
+	// those of its route. Default 5 s.
+	Settle time.Duration
 	// Registerer, when set, registers the relay's metrics.
 	Registerer prometheus.Registerer
 	// Logger logs failures. Default slog.Default().
@@ -117,17 +162,28 @@ type Relay struct {
 	wake    chan struct{}
 	done    chan struct{}
 
-	mu       sync.Mutex // guards the following fields
-	gen      uint64     // bumped by every invalidation
-	mgen     uint64     // bumped by every invalidation of members (joins, leaves)
-	routes   map[string]*route
-	lastGood map[string]*route // the last route built per room, kept through invalidations: the fallback when presence or the store fails
-	members  map[string]*memberList
-	where    map[string]*userNodes // user -> their nodes as last read (nil nodes: offline)
-	reading  bool                  // nodesOf is reading presence: note the changes below
-	changed  map[string]bool       // users changed during that read
-	allMoved bool                  // everything changed during that read
-	lastGone map[string]time.Time
+	mu          sync.Mutex // guards the following fields
+	gen         uint64     // bumped by every invalidation
+	mgen        uint64     // bumped by every invalidation of members (joins, leaves)
+	routes      map[string]*route
+	lastGood    map[string]*route // the last route built per room, kept through invalidations: the fallback when presence or the store fails
+	members     map[string]*memberList
+	where       map[string]*userNodes // user -> their nodes as last read (nil nodes: offline)
+	reading     bool                  // nodesOf is reading presence: note the changes below
+	changed     map[string]bool       // users changed during that read
+	allMoved    bool                  // everything changed during that read
+	lastGone    map[string]time.Time
+	known       map[string]time.Time // nodes seen in a route or the live nodes, and when
+	unsureUntil time.Time            // routes may miss nodes until then (see Config.Settle)
+
+	hmu     sync.Mutex       // guards the following field
+	pending map[string]int64 // heads of this node's commits not yet written
+
+	headsDown atomic.Bool   // the last read or write of Heads failed
+	headsWake chan struct{} // a head is pending
+	checkWake chan struct{} // CheckHeads was called
+	stop      chan struct{} // closed by Close: the keeper returns
+	keepDone  chan struct{} // closed when the keeper has returned
 
 	// Owned by the run goroutine.
 	rooms   map[string]*roomState
@@ -137,10 +193,12 @@ type Relay struct {
 
 // item is one unit of work for the run goroutine.
 type item struct {
-	local []parley.Event // events this node committed
-	batch *parley.Batch  // a batch from another node
-	tick  string         // a room whose gap timer fired
-	done  chan struct{}  // closed once handled, when not nil
+	local []parley.Event          // events this node committed
+	batch *parley.Batch           // a batch from another node
+	tick  string                  // a room whose gap timer fired
+	snap  chan<- map[string]int64 // a head check asks for the rooms' delivered seqs
+	heads map[string]int64        // rooms whose head is past what was delivered
+	done  chan struct{}           // closed once handled, when not nil
 }
 
 // route is where a room's members are.
@@ -175,6 +233,12 @@ func New(cfg Config) *Relay {
 	if cfg.MaxRooms <= 0 {
 		cfg.MaxRooms = 100_000
 	}
+	if cfg.HeadCheck <= 0 {
+		cfg.HeadCheck = 2 * time.Second
+	}
+	if cfg.Settle <= 0 {
+		cfg.Settle = 5 * time.Second
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -190,7 +254,14 @@ func New(cfg Config) *Relay {
 		where:    map[string]*userNodes{},
 		changed:  map[string]bool{},
 		lastGone: map[string]time.Time{},
+		known:    map[string]time.Time{},
 		rooms:    map[string]*roomState{},
+		pending:  map[string]int64{},
+
+		headsWake: make(chan struct{}, 1),
+		checkWake: make(chan struct{}, 1),
+		stop:      make(chan struct{}),
+		keepDone:  make(chan struct{}),
 	}
 }
 
@@ -202,8 +273,11 @@ func (r *Relay) Start(b parley.Broker, p parley.Presence) {
 	r.qmu.Lock()
 	r.started = true
 	r.qmu.Unlock()
+	r.refreshNodes()
 	go r.run()
+	go r.keep()
 	r.signal()
+	r.CheckHeads()
 }
 
 // Apply is the store's event sink: it queues the events and returns.
@@ -279,6 +353,20 @@ func (r *Relay) PresenceChanged(userID string) {
 		r.allMoved = r.allMoved || userID == ""
 	}
 	r.mu.Unlock()
+	if userID == "" { // a node dropped, notifications missed, a reset
+		r.CheckHeads()
+	}
+}
+
+// PresenceReset is the presence's reset hook: the presence map may miss
+// entries for one heartbeat (Redis came back, maybe empty), so for
+// Config.Settle messages go to every known node, and the heads are
+// checked.
+func (r *Relay) PresenceReset() {
+	r.mu.Lock()
+	r.unsureUntil = time.Now().Add(r.cfg.Settle)
+	r.mu.Unlock()
+	r.CheckHeads()
 }
 
 // Gone is the broker's hook for a destination without a queue: the node
@@ -290,12 +378,14 @@ func (r *Relay) Gone(node string) {
 		return
 	}
 	r.lastGone[node] = time.Now()
+	delete(r.known, node)
 	r.gen++
 	clear(r.routes)
 	clear(r.where)
 	r.allMoved = r.allMoved || r.reading
 	r.mu.Unlock()
 	r.m.gone.Inc()
+	r.CheckHeads()
 	r.log.Warn("cluster: node gone, dropping its presence", "node", node)
 	if r.presence == nil {
 		return
@@ -331,6 +421,8 @@ func (r *Relay) Close() {
 	}
 	r.signal()
 	<-r.done
+	close(r.stop)
+	<-r.keepDone
 }
 
 // run drains the queue until Close; it owns rooms.
@@ -370,6 +462,10 @@ func (r *Relay) handle(it *item) {
 	switch {
 	case it.tick != "":
 		r.gapTimeout(it.tick)
+	case it.snap != nil:
+		it.snap <- r.snapshot()
+	case it.heads != nil:
+		r.catchUpHeads(it.heads)
 	case it.batch != nil:
 		r.receive(it.batch)
 	default:
@@ -388,12 +484,13 @@ func (r *Relay) local(ev *parley.Event) {
 	case parley.EventMessage:
 		r.m.messages.WithLabelValues("local").Inc()
 		rt := r.route(roomID)
-		r.offer(ev.Message, rt.members)
-		for node, users := range rt.nodes {
+		for node, users := range r.destinations(rt) {
 			if node != r.cfg.Node {
 				r.publish(parley.Batch{Node: node, Event: *ev, Recipients: users}, "message")
 			}
 		}
+		r.noteHead(roomID, ev.Message.Seq)
+		r.offer(ev.Message, rt.members, true)
 	case parley.EventJoin, parley.EventLeave:
 		rt := r.route(roomID)
 		targets := map[string]bool{}
@@ -438,7 +535,7 @@ func (r *Relay) receive(b *parley.Batch) {
 	switch ev.Kind {
 	case parley.EventMessage:
 		r.m.messages.WithLabelValues("remote").Inc()
-		r.offer(ev.Message, b.Recipients)
+		r.offer(ev.Message, b.Recipients, false)
 	case parley.EventJoin, parley.EventLeave:
 		r.invalidateRoom(ev.Room.ID)
 		if ev.Kind == parley.EventLeave {
@@ -488,6 +585,9 @@ func (r *Relay) route(roomID string) *route {
 	if err != nil {
 		r.m.routeErrors.Inc()
 		r.log.Error("cluster: presence", "room", roomID, "err", err)
+		r.mu.Lock()
+		r.unsureUntil = time.Now().Add(r.cfg.Settle)
+		r.mu.Unlock()
 		if rt != nil {
 			return rt
 		}
@@ -502,6 +602,10 @@ func (r *Relay) route(roomID string) *route {
 		}
 	}
 	r.mu.Lock()
+	now := time.Now()
+	for node := range fresh.nodes {
+		r.known[node] = now
+	}
 	if r.gen == gen {
 		r.routes[roomID] = fresh
 	}

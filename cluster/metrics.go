@@ -10,12 +10,16 @@ type metrics struct {
 	batches         *prometheus.CounterVec
 	duplicates      prometheus.Counter
 	filled          prometheus.Counter
+	fills           *prometheus.CounterVec
 	skipped         prometheus.Counter
 	routeMisses     prometheus.Counter
 	presenceLookups prometheus.Counter
 	routeErrors     prometheus.Counter
 	publishErrors   prometheus.Counter
 	gone            prometheus.Counter
+	headChecks      prometheus.Counter
+	headErrors      prometheus.Counter
+	broadcasts      prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -37,6 +41,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "parley_cluster_batches_total",
 			Help: "Batches the relay published, by kind: message, or member (join and leave).",
 		}, []string{"kind"}),
+		fills: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_cluster_gap_fills_total",
+			Help: "Reads of missing messages from the store, by cause: the gap timer (timer), a local commit behind a gap (local), a room head ahead of delivery (head).",
+		}, []string{"reason"}),
 		duplicates:      c("parley_cluster_duplicates_total", "Messages dropped because their room had delivered that seq."),
 		filled:          c("parley_cluster_gap_filled_total", "Messages read from the store to close a gap."),
 		skipped:         c("parley_cluster_gap_skipped_total", "Seqs skipped because a gap could not be filled (clients fill it with since-seq)."),
@@ -45,14 +53,21 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		routeErrors:     c("parley_cluster_route_errors_total", "Failed member or presence lookups."),
 		publishErrors:   c("parley_cluster_publish_errors_total", "Batches the broker refused."),
 		gone:            c("parley_cluster_nodes_gone_total", "Nodes dropped from presence because their queue was gone."),
+		headChecks:      c("parley_cluster_head_checks_total", "Checks of the rooms' heads against what this node delivered."),
+		headErrors:      c("parley_cluster_head_errors_total", "Failed reads or writes of the rooms' heads."),
+		broadcasts:      c("parley_cluster_broadcasts_total", "Messages sent to every known node because routes were unsure (presence down or reset)."),
 	}
 	m.messages.WithLabelValues("local")
 	m.messages.WithLabelValues("remote")
 	m.batches.WithLabelValues("message")
 	m.batches.WithLabelValues("member")
+	for _, reason := range []string{"timer", "local", "head"} {
+		m.fills.WithLabelValues(reason)
+	}
 	if reg != nil {
-		reg.MustRegister(m.queued, m.held, m.messages, m.batches, m.duplicates, m.filled, m.skipped,
-			m.routeMisses, m.presenceLookups, m.routeErrors, m.publishErrors, m.gone)
+		reg.MustRegister(m.queued, m.held, m.messages, m.batches, m.duplicates, m.filled, m.fills, m.skipped,
+			m.routeMisses, m.presenceLookups, m.routeErrors, m.publishErrors, m.gone,
+			m.headChecks, m.headErrors, m.broadcasts)
 	}
 	return m
 }

@@ -13,7 +13,7 @@ type roomState struct {
 	next  int64                 // the seq to deliver next; 0 until known
 	held  map[int64]heldMessage // newer messages waiting for a gap to close
 	timer *time.Timer           // armed while held is not empty
-	since time.Time             // when the oldest gap opened
+	stuck time.Time             // since when catching up has made no progress; zero while it does
 	used  time.Time             // last activity, for eviction
 }
 
@@ -23,8 +23,11 @@ type heldMessage struct {
 }
 
 // offer delivers m now if it is the next of its room, holds it if it is
-// early, and drops it if it was delivered already.
-func (r *Relay) offer(m parley.Message, recipients []string) {
+// early, and drops it if it was delivered already. A message this node
+// committed (local) that is early is never left waiting for the gap timer:
+// the store has every older seq of the room (its commit held the room's
+// lock after theirs), so the gap is read from the store at once.
+func (r *Relay) offer(m parley.Message, recipients []string, local bool) {
 	st := r.rooms[m.RoomID]
 	now := time.Now()
 	if st == nil {
@@ -51,6 +54,9 @@ func (r *Relay) offer(m parley.Message, recipients []string) {
 		st.held[m.Seq] = heldMessage{m, recipients}
 		r.m.held.Inc()
 		r.armLocked(m.RoomID, st, now)
+		if local {
+			r.catchUp(m.RoomID, st, "local")
+		}
 		return
 	}
 	r.deliver(st, m, recipients)
@@ -81,9 +87,12 @@ func (r *Relay) drain(roomID string, st *roomState) {
 			r.m.duplicates.Inc()
 		}
 	}
-	if len(st.held) == 0 && st.timer != nil {
-		st.timer.Stop()
-		st.timer = nil
+	if len(st.held) == 0 {
+		st.stuck = time.Time{}
+		if st.timer != nil {
+			st.timer.Stop()
+			st.timer = nil
+		}
 	}
 }
 
@@ -92,13 +101,12 @@ func (r *Relay) armLocked(roomID string, st *roomState, now time.Time) {
 	if st.timer != nil {
 		return
 	}
-	st.since = now
 	st.timer = time.AfterFunc(r.cfg.GapWait, func() { r.enqueue(item{tick: roomID}) })
 }
 
-// gapTimeout runs when a room has held messages for GapWait: the gap is
-// read from the store (or, for a room first seen, delivery starts at the
-// oldest held message).
+// gapTimeout runs when a room has held messages for GapWait: every gap up
+// to the newest held message is read from the store (or, for a room first
+// seen, delivery starts at the oldest held message).
 func (r *Relay) gapTimeout(roomID string) {
 	st := r.rooms[roomID]
 	if st == nil {
@@ -108,67 +116,109 @@ func (r *Relay) gapTimeout(roomID string) {
 	if len(st.held) == 0 {
 		return
 	}
+	r.catchUp(roomID, st, "timer")
+}
+
+// catchUp closes every gap below the room's newest held message: it reads
+// from the store what is missing, a page at a time, delivering it and the
+// held messages it reaches, and keeps going while each page brings the
+// next seq. What stays held waits for the gap timer; a gap that 20 ×
+// GapWait of retries could not narrow is skipped (clients see it and fill
+// it with since-seq).
+func (r *Relay) catchUp(roomID string, st *roomState, reason string) {
+	if len(st.held) == 0 {
+		return
+	}
+	lowest, highest := int64(-1), int64(0)
+	for seq := range st.held {
+		if lowest < 0 || seq < lowest {
+			lowest = seq
+		}
+		highest = max(highest, seq)
+	}
+	if st.next == 0 {
+		st.next = lowest
+		r.drain(roomID, st)
+	}
+	before := st.next
+	if len(st.held) > 0 && r.fill(roomID, st, highest-1, reason) {
+		r.enqueue(item{tick: roomID}) // let the queued batches and commits through, then go on
+	}
+	switch {
+	case len(st.held) == 0 || st.next > before:
+		st.stuck = time.Time{}
+	case st.stuck.IsZero():
+		st.stuck = time.Now()
+	case time.Since(st.stuck) > 20*r.cfg.GapWait:
+		skip := lowestHeld(st)
+		r.m.skipped.Add(float64(skip - st.next))
+		st.next = skip
+		st.stuck = time.Time{}
+		r.drain(roomID, st)
+	}
+	if len(st.held) > 0 && st.timer == nil {
+		r.armLocked(roomID, st, time.Now())
+	}
+}
+
+func lowestHeld(st *roomState) int64 {
 	lowest := int64(-1)
 	for seq := range st.held {
 		if lowest < 0 || seq < lowest {
 			lowest = seq
 		}
 	}
-	switch {
-	case st.next == 0:
-		st.next = lowest
-	case lowest-st.next > maxFill:
-		r.m.skipped.Add(float64(lowest - st.next))
-		st.next = lowest
-	default:
-		r.fill(roomID, st, lowest)
-	}
-	r.drain(roomID, st)
-	if len(st.held) > 0 {
-		r.armLocked(roomID, st, time.Now())
-	}
+	return lowest
 }
 
-// maxFill is the widest gap fill reads from the store, in pages of
-// parley.MaxPageLimit. A node whose own commits race ahead of the other
-// nodes' batches (a slow broker, a busy room) opens gaps of hundreds of
-// messages that the store has; a wider gap (a long outage) is left to the
-// clients, which see it and fill it with since-seq.
-const maxFill = 10 * parley.MaxPageLimit
-
-// fill reads the messages from next to lowest-1 from the store, a page at
-// a time, and delivers them. If the store fails or lacks them for long, the
-// gap is skipped.
-func (r *Relay) fill(roomID string, st *roomState, lowest int64) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
+// fill reads the room's messages from next up to upTo from the store, a
+// page at a time, and delivers them with the held messages they reach. It
+// stops when the store fails or a page does not bring the next seq (the
+// store does not have it yet: another node's commit can be visible to that
+// node before ours reads it), or when it has read maxFillPages: then more
+// is set, and the caller has it go on after the relay's queue.
+func (r *Relay) fill(roomID string, st *roomState, upTo int64, reason string) (more bool) {
+	if st.next == 0 || st.next > upTo {
+		return false
+	}
+	r.m.fills.WithLabelValues(reason).Inc()
 	members := r.route(roomID).members
-	for st.next < lowest {
-		want := int(min(lowest-st.next, parley.MaxPageLimit))
+	pages := 0
+	for st.next <= upTo {
+		want := int(min(upTo-st.next+1, parley.MaxPageLimit))
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		msgs, err := r.cfg.Store.Messages(ctx, roomID, parley.Page{After: st.next - 1, Limit: want})
+		cancel()
 		if err != nil {
 			r.log.Error("cluster: fill gap", "room", roomID, "err", err)
-			break
+			return false
 		}
 		from := st.next
 		for _, m := range msgs {
-			if m.Seq == st.next && m.Seq < lowest {
-				r.m.filled.Inc()
+			if m.Seq == st.next && m.Seq <= upTo {
+				if _, ok := st.held[m.Seq]; ok {
+					delete(st.held, m.Seq)
+					r.m.held.Dec()
+				} else {
+					r.m.filled.Inc()
+				}
 				r.deliver(st, m, members)
 			}
 		}
-		if st.next-from < int64(want) {
-			break // the store does not have them all (yet)
+		r.drain(roomID, st)
+		if st.next == from {
+			return false // the store does not have the next seq (yet)
+		}
+		if pages++; pages == maxFillPages && st.next <= upTo {
+			return true
 		}
 	}
-	// Still short: the store failed, or does not have them yet (another
-	// node's commit can be visible to its own node before ours reads it).
-	// The gap timer retries; after 20 × GapWait the gap is skipped.
-	if st.next < lowest && time.Since(st.since) > 20*r.cfg.GapWait {
-		r.m.skipped.Add(float64(lowest - st.next))
-		st.next = lowest
-	}
+	return false
 }
+
+// maxFillPages bounds the history pages one fill reads before the relay
+// turns to its queue; the fill goes on right after (a queued tick).
+const maxFillPages = 20
 
 // evict makes room for one more room state when Config.MaxRooms are kept:
 // it forgets the least recently used tenth of the rooms holding nothing.

@@ -81,6 +81,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"strings"
 	"sync"
@@ -128,6 +129,9 @@ type Config struct {
 	WriteTimeout time.Duration
 	// Registerer, when set, gets the store's metrics.
 	Registerer prometheus.Registerer
+	// Logger logs the start and the end of an outage (PostgreSQL
+	// unreachable), once each. Default slog.Default().
+	Logger *slog.Logger
 }
 
 // DefaultWriters is the default Config.Writers.
@@ -149,6 +153,7 @@ type Store struct {
 
 	closed    atomic.Bool
 	closeOnce sync.Once
+	out       outage
 }
 
 var _ parley.Store = (*Store)(nil)
@@ -174,6 +179,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = 30 * time.Second
 	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
 	pc, err := pgxpool.ParseConfig(cfg.URL)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
@@ -185,7 +193,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 
 	m := newMetrics()
 	s := &Store{m: m, seq: newSequencer(), onCommit: cfg.OnCommit, wq: newWriteQueries(m), rq: newReadQueries(m),
-		writeTimeout: cfg.WriteTimeout}
+		writeTimeout: cfg.WriteTimeout, out: outage{log: cfg.Logger}}
 	s.pool, err = pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
@@ -235,6 +243,7 @@ func (s *Store) Ping(ctx context.Context) error {
 	if err := s.queryRow(ctx, s.rq.ping).Scan(&one); err != nil {
 		return s.readErr("ping", err)
 	}
+	s.out.ok()
 	return nil
 }
 
@@ -267,6 +276,9 @@ func (s *Store) readErr(op string, err error) error {
 	}
 	if s.closed.Load() {
 		return errClosed
+	}
+	if unreachable(err) {
+		return s.out.failed(err, false)
 	}
 	if strings.HasPrefix(pgCode(err), "22") {
 		// Data exceptions: an argument PostgreSQL cannot take as text (a

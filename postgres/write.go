@@ -59,8 +59,16 @@ func (s *Store) write(ctx context.Context, op writeOp) (result, error) {
 		w = s.w[h.Sum32()%uint32(len(s.w))]
 	}
 	res, err := w.Do(ctx, op)
-	if errors.Is(err, groupcommit.ErrClosed) {
+	var pe *parley.Error
+	switch {
+	case err == nil, errors.As(err, &pe):
+		s.out.ok()
+	case errors.Is(err, groupcommit.ErrClosed), s.closed.Load():
 		return res, errClosed
+	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+		// The caller went away.
+	default:
+		return res, s.out.failed(err, true)
 	}
 	return res, err
 }

@@ -78,6 +78,12 @@ type Config struct {
 	// Gone, when set, hears about destinations that have no queue. It runs
 	// on its own goroutine.
 	Gone func(node string)
+	// OnConnect, when set, hears that a session has started: the first
+	// connection and every reconnect, once this node's queue is bound and
+	// consumed. Batches may have been lost while disconnected (beyond
+	// MaxPending, or a sender that died meanwhile), so a relay checks
+	// what it missed. It runs on the broker's goroutine: it must not block.
+	OnConnect func()
 	// Exchange names the direct exchange and prefixes the queue names.
 	// Default "parley".
 	Exchange string

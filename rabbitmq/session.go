@@ -116,6 +116,9 @@ func (b *Broker) serve(s *session) (stopped bool) {
 	b.connected = true
 	b.mu.Unlock()
 	b.m.connected.Set(1)
+	if b.cfg.OnConnect != nil {
+		b.cfg.OnConnect()
+	}
 
 	var wg sync.WaitGroup
 	consumerDone := make(chan struct{})

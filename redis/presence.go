@@ -33,6 +33,13 @@ type PresenceConfig struct {
 	Heartbeat time.Duration
 	// OnChange, when set, hears about every node's changes.
 	OnChange parley.PresenceHook
+	// OnReset, when set, hears that the presence map may be incomplete for
+	// a while: this node's subscription came back after a failure (Redis
+	// was away, maybe restarted empty), or its heartbeat found its own
+	// entries missing (Redis lost its data). Every node writes its entries
+	// again within one heartbeat. It must not block nor call back into
+	// the Presence.
+	OnReset func()
 	// Registerer, when set, registers the presence metrics.
 	Registerer prometheus.Registerer
 	// Logger logs heartbeat failures. Default slog.Default().
@@ -257,6 +264,20 @@ func (p *Presence) DropNode(ctx context.Context, node string) error {
 	return unavailable("presence drop node", err)
 }
 
+// LiveNodes returns the nodes whose heartbeat is current (presence:nodes
+// scores not yet passed), this node included once it has registered. Right
+// after Redis lost its data it may name only the nodes that have beaten
+// since. Fails with CodeUnavailable when Redis is unreachable.
+func (p *Presence) LiveNodes(ctx context.Context) ([]string, error) {
+	now := strconv.FormatInt(p.now(), 10)
+	nodes, err := p.rdb.ZRangeByScore(ctx, p.nodesKey, &goredis.ZRangeBy{Min: "(" + now, Max: "+inf"}).Result()
+	p.m.count(err)
+	if err != nil {
+		return nil, unavailable("presence live nodes", err)
+	}
+	return nodes, nil
+}
+
 // Ping implements parley.Presence.
 func (p *Presence) Ping(ctx context.Context) error {
 	return unavailable("presence ping", p.rdb.Ping(ctx).Err())
@@ -414,6 +435,9 @@ func (p *Presence) refresh() error {
 	p.m.heartbeats.Inc()
 	if restored > 0 {
 		p.m.restored.Add(float64(restored))
+		if p.cfg.OnReset != nil {
+			p.cfg.OnReset()
+		}
 		return unavailable("presence announce", p.rdb.Publish(ctx, p.channel, "").Err())
 	}
 	return nil
@@ -444,6 +468,7 @@ func (p *Presence) restore(ctx context.Context, userID string) bool {
 // means notifications may have been missed: the hook hears "" then.
 func (p *Presence) listen() {
 	ctx := context.Background()
+	failed := false // a receive failed since the last subscription
 	for {
 		msg, err := p.pubsub.Receive(ctx)
 		select {
@@ -456,6 +481,7 @@ func (p *Presence) listen() {
 			// failure stay the best guess while Redis is away. The
 			// subscription confirmed again after it (below) announces
 			// everything, for what was missed meanwhile.
+			failed = true
 			select {
 			case <-p.stop:
 				return
@@ -465,6 +491,10 @@ func (p *Presence) listen() {
 		}
 		switch msg := msg.(type) {
 		case *goredis.Subscription:
+			if failed && p.cfg.OnReset != nil {
+				p.cfg.OnReset()
+			}
+			failed = false
 			p.cfg.OnChange("")
 		case *goredis.Message:
 			p.cfg.OnChange(msg.Payload)

@@ -102,3 +102,26 @@ func TestPresenceFlushed(t *testing.T) {
 		t.Errorf("no change announced after the restore")
 	}
 }
+
+// TestPresenceResetHook: a node whose heartbeat finds its entries missing
+// (Redis lost its data) tells its reset hook, so that its relay knows
+// routes may be incomplete until every node has written its entries again.
+func TestPresenceResetHook(t *testing.T) {
+	rdb, prefix := testClient(t)
+	reset := make(chan struct{}, 10)
+	a := redis.NewPresence(redis.PresenceConfig{Client: rdb, Prefix: prefix, Node: "a", TTL: 900 * time.Millisecond,
+		OnReset: func() { reset <- struct{}{} }})
+	t.Cleanup(func() { a.Close() })
+	parleytest.MustAdd(t, a, "u1")
+	select {
+	case <-reset:
+		t.Fatal("reset hook called with nothing lost")
+	default:
+	}
+	DeletePrefix(t, rdb, prefix)
+	select {
+	case <-reset:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no reset told within 5 s of the entries' loss (the heartbeat runs every 300 ms)")
+	}
+}

@@ -66,10 +66,15 @@ func defaultNodeID(addr string) string {
 
 // dialRedis connects to the Redis of cluster mode.
 func dialRedis(ctx context.Context, cfg Config) (*goredis.Client, error) {
-	rdb, err := redis.NewClient(cfg.Redis)
+	opt, err := goredis.ParseURL(cfg.Redis)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("redis url: %w", err)
 	}
+	// Every call's context bounds its wait: a Redis that accepts and never
+	// answers must not hold a caller (a commit's hot-data write, a /readyz
+	// check) past its deadline.
+	opt.ContextTimeoutEnabled = true
+	rdb := goredis.NewClient(opt)
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := rdb.Ping(pctx).Err(); err != nil {
@@ -95,9 +100,17 @@ func openCluster(cfg Config, rdb *goredis.Client, store parley.Store, h *hub.Hub
 	}
 	c := &clusterNode{node: node, rdb: rdb}
 	var err error
-	c.relay = cluster.New(cluster.Config{Node: node, Store: store, Local: h, Registerer: reg})
+	ttl := cfg.PresenceTTL
+	if ttl <= 0 {
+		ttl = 15 * time.Second // redis.PresenceConfig's default
+	}
+	c.relay = cluster.New(cluster.Config{
+		Node: node, Store: store, Local: h, Registerer: reg,
+		Heads: redis.NewHeads(rdb, cfg.RedisPrefix), HeadCheck: cfg.HeadCheck,
+		Nodes: liveNodes{c}, Settle: ttl/3 + time.Second, // one heartbeat, and its round trip
+	})
 	c.broker, err = rabbitmq.New(rabbitmq.Config{
-		URL: cfg.Broker, Node: node, Handler: c.relay.Receive, Gone: c.relay.Gone,
+		URL: cfg.Broker, Node: node, Handler: c.relay.Receive, Gone: c.relay.Gone, OnConnect: c.relay.CheckHeads,
 		Prefetch: cfg.Prefetch, Registerer: reg,
 	})
 	if err != nil {
@@ -106,11 +119,20 @@ func openCluster(cfg Config, rdb *goredis.Client, store parley.Store, h *hub.Hub
 	}
 	c.presence = redis.NewPresence(redis.PresenceConfig{
 		Client: c.rdb, Prefix: cfg.RedisPrefix, Node: node, TTL: cfg.PresenceTTL,
-		OnChange: c.relay.PresenceChanged, Registerer: reg,
+		OnChange: c.relay.PresenceChanged, OnReset: c.relay.PresenceReset, Registerer: reg,
 	})
 	c.relay.Start(c.broker, c.presence)
 	c.awaitBroker(10 * time.Second)
 	return c, nil
+}
+
+// liveNodes lists the live nodes from the node's presence, which is made
+// after the relay (its change hook is the relay's) and before the relay
+// starts.
+type liveNodes struct{ c *clusterNode }
+
+func (l liveNodes) LiveNodes(ctx context.Context) ([]string, error) {
+	return l.c.presence.LiveNodes(ctx)
 }
 
 // awaitBroker waits, at most d, until this node's queue is bound: before
@@ -152,9 +174,9 @@ func (c *clusterNode) Closed(userID string) {
 	}
 }
 
-// check pings the broker and Redis for /readyz.
-func (c *clusterNode) check(ctx context.Context) (broker, presence error) {
-	return c.broker.Ping(ctx), c.presence.Ping(ctx)
+// checks are the cluster's dependencies for /readyz: the broker and Redis.
+func (c *clusterNode) checks() []readyCheck {
+	return []readyCheck{{"broker", c.broker.Ping}, {"redis", c.presence.Ping}}
 }
 
 // Close stops the relay after what the store has committed, then the

@@ -61,6 +61,7 @@ type Config struct {
 	Prefetch    int           // RabbitMQ consumer prefetch
 	RedisPrefix string        // prefix of every Redis key
 	PresenceTTL time.Duration // life of a presence entry without a heartbeat
+	HeadCheck   time.Duration // how often a node compares its rooms with their heads in Redis
 
 	// KDF overrides the password hashing cost (tests); zero is the default.
 	KDF chat.KDF
@@ -90,6 +91,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Prefetch, "prefetch", 256, "cluster mode: RabbitMQ consumer prefetch")
 	fs.StringVar(&c.RedisPrefix, "redis-prefix", "parley:", "cluster mode: prefix of every Redis key")
 	fs.DurationVar(&c.PresenceTTL, "presence-ttl", 15*time.Second, "cluster mode: life of a presence entry; the heartbeat runs every third of it")
+	fs.DurationVar(&c.HeadCheck, "head-check", 2*time.Second, "cluster mode: how often a node compares its rooms' last seqs in Redis with what it delivered, and reads what it missed from the store")
 }
 
 func runServe(ctx context.Context, args []string, stderr io.Writer) error {
@@ -244,32 +246,7 @@ func (m *Main) Open(ctx context.Context) error {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("ok\n"))
 	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
-		type check struct {
-			name string
-			err  error
-		}
-		checks := []check{{"store", svc.Ping(ctx)}}
-		if m.cluster != nil {
-			broker, redis := m.cluster.check(ctx)
-			checks = append(checks, check{"broker", broker}, check{"redis", redis})
-		}
-		var b strings.Builder
-		status := http.StatusOK
-		for _, c := range checks {
-			if c.err != nil {
-				status = http.StatusServiceUnavailable
-				fmt.Fprintf(&b, "%s: %v\n", c.name, c.err)
-			} else {
-				fmt.Fprintf(&b, "%s: ok\n", c.name)
-			}
-		}
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.WriteHeader(status)
-		w.Write([]byte(b.String()))
-	})
+	mux.Handle("GET /readyz", readyHandler(readyTimeout, m.readyChecks(svc)))
 
 	m.ln, err = net.Listen("tcp", cfg.Addr)
 	if err != nil {

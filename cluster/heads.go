@@ -1,0 +1,255 @@
+package cluster
+
+import (
+	"context"
+	"time"
+)
+
+// Heads keeps each room's head, the seq of its last committed message,
+// where every node reads it (redis.Heads).
+type Heads interface {
+	// Advance moves each room's head forward to its seq; a head never
+	// goes back.
+	Advance(ctx context.Context, heads map[string]int64) error
+	// Heads returns the heads of roomIDs; a room without one is absent.
+	Heads(ctx context.Context, roomIDs []string) (map[string]int64, error)
+}
+
+// NodeLister lists the cluster's live nodes (redis.Presence.LiveNodes).
+type NodeLister interface {
+	LiveNodes(ctx context.Context) ([]string, error)
+}
+
+// knownTTL is how long a node stays known without being seen in a route or
+// in the live nodes.
+const knownTTL = time.Minute
+
+// CheckHeads asks the relay to compare its rooms' delivery positions with
+// their heads soon, and to read what it lacks from the store: a fault has
+// healed (the broker reconnected, presence was reset), and batches may
+// have been lost meanwhile. It never blocks.
+func (r *Relay) CheckHeads() {
+	select {
+	case r.checkWake <- struct{}{}:
+	default:
+	}
+}
+
+// noteHead records that this node committed seq in roomID, for the keeper
+// to write to Heads.
+func (r *Relay) noteHead(roomID string, seq int64) {
+	if r.cfg.Heads == nil {
+		return
+	}
+	r.hmu.Lock()
+	if seq > r.pending[roomID] {
+		r.pending[roomID] = seq
+	}
+	r.hmu.Unlock()
+	select {
+	case r.headsWake <- struct{}{}:
+	default:
+	}
+}
+
+// keep is the keeper goroutine, started by Start and stopped by Close: it
+// writes the heads of this node's commits, and checks the heads of the
+// rooms the relay delivers when asked (CheckHeads) and every
+// Config.HeadCheck, refreshing the live nodes then too.
+func (r *Relay) keep() {
+	defer close(r.keepDone)
+	t := time.NewTicker(r.cfg.HeadCheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stop:
+			r.flushHeads()
+			return
+		case <-r.headsWake:
+			r.flushHeads()
+		case <-r.checkWake:
+			r.flushHeads()
+			r.refreshNodes()
+			r.checkHeads()
+		case <-t.C:
+			r.flushHeads()
+			r.refreshNodes()
+			r.checkHeads()
+		}
+	}
+}
+
+// flushHeads writes the pending heads; what fails stays pending for the
+// next try (the next commit, check or tick).
+func (r *Relay) flushHeads() {
+	if r.cfg.Heads == nil {
+		return
+	}
+	r.hmu.Lock()
+	p := r.pending
+	if len(p) == 0 {
+		r.hmu.Unlock()
+		return
+	}
+	r.pending = make(map[string]int64, len(p))
+	r.hmu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	err := r.cfg.Heads.Advance(ctx, p)
+	cancel()
+	if err == nil {
+		r.headsOK()
+		return
+	}
+	r.headsFailed("write", err)
+	r.hmu.Lock()
+	if len(r.pending)+len(p) <= r.cfg.MaxRooms {
+		for room, seq := range p {
+			if seq > r.pending[room] {
+				r.pending[room] = seq
+			}
+		}
+	}
+	r.hmu.Unlock()
+}
+
+// checkHeads reads the heads of the rooms the relay delivers and has the
+// run goroutine fill the rooms whose head is past what it delivered.
+func (r *Relay) checkHeads() {
+	if r.cfg.Heads == nil {
+		return
+	}
+	reply := make(chan map[string]int64, 1)
+	if !r.enqueue(item{snap: reply}) {
+		return
+	}
+	var delivered map[string]int64
+	select {
+	case delivered = <-reply:
+	case <-r.done:
+		return
+	}
+	rooms := make([]string, 0, len(delivered))
+	for room := range delivered {
+		rooms = append(rooms, room)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	heads, err := r.cfg.Heads.Heads(ctx, rooms)
+	cancel()
+	if err != nil {
+		r.headsFailed("read", err)
+		return
+	}
+	r.headsOK()
+	r.m.headChecks.Inc()
+	behind := map[string]int64{}
+	for room, head := range heads {
+		if head > delivered[room] {
+			behind[room] = head
+		}
+	}
+	if len(behind) > 0 {
+		r.enqueue(item{heads: behind})
+	}
+}
+
+// headsFailed counts a failed read or write of Heads, and logs the first
+// of a run of failures.
+func (r *Relay) headsFailed(op string, err error) {
+	r.m.headErrors.Inc()
+	if !r.headsDown.Swap(true) {
+		r.log.Warn("cluster: room heads unreachable; retrying", "op", op, "err", err)
+	}
+}
+
+func (r *Relay) headsOK() {
+	if r.headsDown.Swap(false) {
+		r.log.Info("cluster: room heads reachable again")
+	}
+}
+
+// snapshot is the run goroutine's answer to a check: each room's last
+// delivered seq.
+func (r *Relay) snapshot() map[string]int64 {
+	out := make(map[string]int64, len(r.rooms))
+	for room, st := range r.rooms {
+		if st.next > 0 {
+			out[room] = st.next - 1
+		}
+	}
+	return out
+}
+
+// catchUpHeads runs on the run goroutine: each room is read from the store
+// up to its head.
+func (r *Relay) catchUpHeads(heads map[string]int64) {
+	more := map[string]int64{}
+	for room, head := range heads {
+		st := r.rooms[room]
+		if st == nil || st.next == 0 || head < st.next {
+			continue
+		}
+		if r.fill(room, st, head, "head") {
+			more[room] = head
+		}
+	}
+	if len(more) > 0 { // a fill read its maximum of pages: go on after the queue
+		r.enqueue(item{heads: more})
+	}
+}
+
+// refreshNodes adds the live nodes to the known ones; while routes are
+// sure it forgets the known nodes that are not live (reaped, closed), and
+// in any case those not seen for knownTTL.
+func (r *Relay) refreshNodes() {
+	if r.cfg.Nodes == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	nodes, err := r.cfg.Nodes.LiveNodes(ctx)
+	cancel()
+	if err != nil {
+		return
+	}
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, n := range nodes {
+		r.known[n] = now
+	}
+	sure := !now.Before(r.unsureUntil)
+	for n, seen := range r.known {
+		if now.Sub(seen) > knownTTL || (sure && seen != now) {
+			delete(r.known, n)
+		}
+	}
+}
+
+// unsure reports whether routes may be missing nodes now: presence could
+// not be read, or was reset, within the last Config.Settle.
+func (r *Relay) unsure() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return time.Now().Before(r.unsureUntil)
+}
+
+// destinations are the nodes a message of rt goes to, with their
+// recipients: the route's nodes; while routes are unsure, every known
+// node too, each with all the room's members (a node's hub delivers to the
+// room's subscribers whatever the list, and to the personal queues of the
+// listed users it holds).
+func (r *Relay) destinations(rt *route) map[string][]string {
+	if !r.unsure() {
+		return rt.nodes
+	}
+	out := make(map[string][]string, len(rt.nodes))
+	for node := range rt.nodes {
+		out[node] = rt.members
+	}
+	r.mu.Lock()
+	for node := range r.known {
+		out[node] = rt.members
+	}
+	r.mu.Unlock()
+	r.m.broadcasts.Inc()
+	return out
+}

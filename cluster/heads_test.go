@@ -1,0 +1,205 @@
+package cluster_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"parley"
+	"parley/cluster"
+	"parley/inmem"
+)
+
+// memHeads is a cluster.Heads in memory, shared by the nodes of a test.
+type memHeads struct {
+	mu    sync.Mutex
+	heads map[string]int64
+	reads chan struct{} // gets a value after each Heads call, when not nil
+}
+
+func (h *memHeads) Advance(ctx context.Context, heads map[string]int64) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for room, seq := range heads {
+		if seq > h.heads[room] {
+			h.heads[room] = seq
+		}
+	}
+	return nil
+}
+
+func (h *memHeads) Heads(ctx context.Context, rooms []string) (map[string]int64, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := map[string]int64{}
+	for _, room := range rooms {
+		if seq, ok := h.heads[room]; ok {
+			out[room] = seq
+		}
+	}
+	return out, nil
+}
+
+func (h *memHeads) head(room string) int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.heads[room]
+}
+
+// droppingBroker loses every batch while drop is set, as a broker that
+// never got them would (RabbitMQ down and the sender killed, routes lost
+// with Redis).
+type droppingBroker struct {
+	parley.Broker
+	drop atomic.Bool
+}
+
+func (b *droppingBroker) Publish(ctx context.Context, batch parley.Batch) error {
+	if b.drop.Load() {
+		return nil
+	}
+	return b.Broker.Publish(ctx, batch)
+}
+
+// staticNodes lists fixed live nodes.
+type staticNodes []string
+
+func (n staticNodes) LiveNodes(context.Context) ([]string, error) { return n, nil }
+
+// emptyPresence answers that nobody is anywhere while empty is set, as a
+// Redis restarted without its data does until the heartbeats write the
+// entries again, and fails while down is set.
+type emptyPresence struct {
+	parley.Presence
+	empty, down atomic.Bool
+}
+
+func (p *emptyPresence) Nodes(ctx context.Context, userIDs []string) (map[string][]string, error) {
+	if p.down.Load() {
+		return nil, parley.Errorf(parley.CodeUnavailable, "presence down (test)")
+	}
+	if p.empty.Load() {
+		return map[string][]string{}, nil
+	}
+	return p.Presence.Nodes(ctx, userIDs)
+}
+
+type headNode struct {
+	relay    *cluster.Relay
+	local    *fakeLocal
+	broker   *droppingBroker
+	presence *emptyPresence
+	inner    *inmem.Presence
+}
+
+// newHeadNodes starts relays sharing heads, whose gap timers never fire
+// (GapWait and HeadCheck are an hour): whatever a node delivers past a
+// lost batch, it owes to a head check or a broadcast.
+func newHeadNodes(t *testing.T, store *fakeStore, heads *memHeads, live []string) map[string]*headNode {
+	ex, reg := inmem.NewExchange(), inmem.NewRegistry()
+	nodes := map[string]*headNode{}
+	for _, name := range live {
+		n := &headNode{local: &fakeLocal{got: map[string][]int64{}}}
+		n.relay = cluster.New(cluster.Config{Node: name, Store: store, Local: n.local, GapWait: time.Hour,
+			Heads: heads, HeadCheck: time.Hour, Nodes: staticNodes(live), Settle: time.Hour})
+		n.broker = &droppingBroker{Broker: ex.Broker(inmem.BrokerConfig{Node: name, Handler: n.relay.Receive, Gone: n.relay.Gone})}
+		n.inner = reg.Presence(inmem.PresenceConfig{Node: name, OnChange: n.relay.PresenceChanged})
+		n.presence = &emptyPresence{Presence: n.inner}
+		n.relay.Start(n.broker, n.presence)
+		t.Cleanup(func() { n.relay.Close(); n.broker.Close(); n.inner.Close() })
+		nodes[name] = n
+	}
+	return nodes
+}
+
+// TestHeadCheckFillsAQuietRoom: batches that were never sent (a's broker
+// lost them) reach b's subscribers at b's next head check, with no later
+// message in the room.
+func TestHeadCheckFillsAQuietRoom(t *testing.T) {
+	tests := []struct {
+		name string
+		lost int
+	}{
+		{"one lost", 1},
+		{"ten lost", 10},
+		{"pages lost", 3*parley.MaxPageLimit + 7},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			store := &fakeStore{members: map[string][]string{"r": {"x", "y"}}, msgs: map[string][]parley.Message{}}
+			heads := &memHeads{heads: map[string]int64{}}
+			nodes := newHeadNodes(t, store, heads, []string{"a", "b"})
+			a, b := nodes["a"], nodes["b"]
+			b.inner.Add(context.Background(), "y")
+			a.relay.Apply([]parley.Event{store.commit("r", "x")})
+			waitSeqs(t, b.local, "y", 1)
+
+			a.broker.drop.Store(true)
+			var evs []parley.Event
+			for range tc.lost {
+				evs = append(evs, store.commit("r", "x"))
+			}
+			a.relay.Apply(evs)
+			last := int64(tc.lost + 1)
+			waitHead(t, heads, "r", last) // a wrote its head
+			if got := b.local.seqs("y"); len(got) != 1 {
+				t.Fatalf("y on b got %v before the check, want only seq 1 (the batches were lost)", got)
+			}
+
+			b.relay.CheckHeads() // the fault healed: the broker reconnected
+			if got := waitSeqs(t, b.local, "y", int(last)); !slices.Equal(got, wantSeqs(int(last))) {
+				t.Errorf("y on b after a head check got %d seqs %v..., want 1..%d", len(got), got[:min(len(got), 5)], last)
+			}
+		})
+	}
+}
+
+func waitHead(t *testing.T, heads *memHeads, room string, seq int64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for heads.head(room) < seq {
+		if time.Now().After(deadline) {
+			t.Fatalf("head of %s = %d, want %d", room, heads.head(room), seq)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestUnknownRoutesReachEveryLiveNode: while presence is empty (Redis came
+// back without its data) or down, a message goes to every live node
+// rather than to none.
+func TestUnknownRoutesReachEveryLiveNode(t *testing.T) {
+	tests := []struct {
+		name  string
+		fault func(n *headNode)
+	}{
+		{"presence empty after a reset", func(n *headNode) {
+			n.presence.empty.Store(true)
+			n.relay.PresenceReset() // as the resubscription after the outage tells
+		}},
+		{"presence down", func(n *headNode) {
+			n.presence.down.Store(true)
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			store := &fakeStore{members: map[string][]string{"r": {"x", "y", "z"}}, msgs: map[string][]parley.Message{}}
+			heads := &memHeads{heads: map[string]int64{}}
+			nodes := newHeadNodes(t, store, heads, []string{"a", "b", "c"})
+			nodes["b"].inner.Add(context.Background(), "y")
+			nodes["c"].inner.Add(context.Background(), "z")
+			a := nodes["a"]
+			tc.fault(a)
+			a.relay.Apply([]parley.Event{store.commit("r", "x")})
+			a.relay.Apply([]parley.Event{store.commit("r", "x")})
+			for _, u := range []struct{ node, user string }{{"b", "y"}, {"c", "z"}} {
+				if got := waitSeqs(t, nodes[u.node].local, u.user, 2); !slices.Equal(got, wantSeqs(2)) {
+					t.Errorf("%s on %s got %v, want 1..2", u.user, u.node, got)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"parley/chat"
+)
+
+// readyTimeout bounds each check of /readyz.
+const readyTimeout = 500 * time.Millisecond
+
+// readyCheck is one dependency that /readyz checks.
+type readyCheck struct {
+	name string
+	ping func(ctx context.Context) error
+}
+
+// readyChecks are the node's dependencies: the store, and in cluster mode
+// the broker and Redis.
+func (m *Main) readyChecks(svc *chat.Service) []readyCheck {
+	checks := []readyCheck{{"store", svc.Ping}}
+	if m.cluster != nil {
+		checks = append(checks, m.cluster.checks()...)
+	}
+	return checks
+}
+
+// readyHandler answers /readyz: it runs every check at once, each with its
+// own deadline of timeout, and answers 200 when all pass, else 503, with
+// one line per dependency ("store: ok", "redis: <why>"). A check that does
+// not return by its deadline (a client that ignores its context, a server
+// that accepts and never answers) is reported as timed out and left to
+// finish on its own: it holds nothing but its goroutine, which the
+// client's own timeouts end.
+func readyHandler(timeout time.Duration, checks []readyCheck) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		errs := make([]chan error, len(checks))
+		for i, c := range checks {
+			errs[i] = make(chan error, 1)
+			go func() {
+				ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), timeout)
+				defer cancel()
+				errs[i] <- c.ping(ctx)
+			}()
+		}
+		deadline := time.NewTimer(timeout)
+		defer deadline.Stop()
+		var b strings.Builder
+		status := http.StatusOK
+		expired := false
+		for i, c := range checks {
+			var err error
+			if !expired {
+				select {
+				case err = <-errs[i]:
+				case <-deadline.C:
+					expired = true
+				}
+			}
+			if expired { // the other checks had the same time
+				select {
+				case err = <-errs[i]:
+				default:
+					err = fmt.Errorf("no answer within %v", timeout)
+				}
+			}
+			if err != nil {
+				status = http.StatusServiceUnavailable
+				fmt.Fprintf(&b, "%s: %v\n", c.name, err)
+			} else {
+				fmt.Fprintf(&b, "%s: ok\n", c.name)
+			}
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(status)
+		w.Write([]byte(b.String()))
+	})
+}
