@@ -29,7 +29,8 @@ func BenchmarkFanOut(b *testing.B) {
 }
 
 func benchFanOut(b *testing.B, transport string, sessions int) {
-	e := newEnv(b, Config{QueueFrames: 4096, QueueBytes: 16 << 20})
+	// Every session is alice's: lift the per-user cap.
+	e := newEnv(b, Config{QueueFrames: 4096, QueueBytes: 16 << 20, MaxConnsPerUser: sessions})
 	alice := e.chat.addUser("alice")
 	e.chat.addRoom("r1", alice)
 	var received atomic.Int64

@@ -50,14 +50,18 @@ func newReadState(websocket bool, lim stomp.Limits) *readState {
 	return rs
 }
 
-// reset points rs at s.
+// reset points rs at s, with nothing left of the session that used it
+// before: the readers are rebuilt from their wiring (what newReadState set
+// once), so that every other field, one added later included, starts at
+// its zero value. A session that ended inside a frame leaves its frame's
+// start time, a partial WebSocket frame, a stale read result; none of it
+// may reach the next session.
 func (rs *readState) reset(s *session) {
-	rs.cr.s = s
-	rs.cr.nonblock = false
+	rs.cr = connReader{readFn: rs.cr.readFn, s: s}
+	rs.ws = wsReader{src: rs.ws.src, rs: rs.ws.rs}
 	rs.raw.Reset(&rs.cr)
 	if s.websocket {
 		rs.ws.s = s
-		rs.ws.remaining = 0
 		rs.sbuf.Reset(&rs.ws)
 		rs.sr.Reset(rs.sbuf)
 	} else {
@@ -225,6 +229,18 @@ func (w *wsReader) next() error {
 	w.pos = 0
 	switch op {
 	case ws.OpContinuation, ws.OpText, ws.OpBinary:
+		// RFC 6455 §5.4: a continuation continues a message begun by a
+		// data frame without FIN, and no new message begins before that
+		// one's last frame (control frames may come in between).
+		// Whether a message is open outlives this read state: the
+		// session may go idle between the fragments of one message.
+		switch {
+		case op == ws.OpContinuation && !w.s.wsFragmented:
+			return errors.Join(errWSProtocol, errors.New("continuation frame with no message started"))
+		case op != ws.OpContinuation && w.s.wsFragmented:
+			return errors.Join(errWSProtocol, errors.New("new message before the last one's final frame"))
+		}
+		w.s.wsFragmented = hdr[0]&0x80 == 0
 		w.remaining = length
 		return nil
 	case ws.OpClose, ws.OpPing, ws.OpPong:

@@ -2,8 +2,10 @@ package gateway
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"parley"
@@ -16,17 +18,22 @@ import (
 type fakeChat struct {
 	mu      sync.Mutex
 	users   map[string]parley.User       // token -> user
+	expires map[string]time.Time         // token -> expiry; 24 h from each check when absent
 	members map[string]map[string]bool   // room -> user id -> member
 	msgs    map[string][]parley.Message  // room -> messages by seq-1
 	keys    map[[3]string]parley.Message // (room, sender, client id) -> message
 	sink    parley.EventSink
 	held    chan struct{} // when not nil, Send signals here and waits for its ctx (a commit that never comes)...
 	release chan struct{} // ...or, when not nil, until it is closed, then commits
+	// authHook, when set, is called by AuthenticateToken after it looked
+	// the token up, before it answers.
+	authHook func(token string)
 }
 
 func newFakeChat() *fakeChat {
 	return &fakeChat{
 		users:   map[string]parley.User{},
+		expires: map[string]time.Time{},
 		members: map[string]map[string]bool{},
 		msgs:    map[string][]parley.Message{},
 		keys:    map[[3]string]parley.Message{},
@@ -59,14 +66,43 @@ func (c *fakeChat) leave(roomID string, u parley.User) {
 	c.sink([]parley.Event{{Kind: parley.EventLeave, Room: parley.Room{ID: roomID}, UserID: u.ID}})
 }
 
-func (c *fakeChat) Authenticate(ctx context.Context, token string) (parley.User, error) {
+// addToken gives an existing user another token, expiring at expires.
+func (c *fakeChat) addToken(u parley.User, token string, expires time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.users[token] = u
+	c.expires[token] = expires
+}
+
+// revoke makes token unknown, as the store does for a revoked token.
+func (c *fakeChat) revoke(token string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.users, token)
+}
+
+// fakeTokenHash is the fake's hash of a token.
+func fakeTokenHash(token string) []byte {
+	h := sha256.Sum256([]byte(token))
+	return h[:]
+}
+
+func (c *fakeChat) AuthenticateToken(ctx context.Context, token string) (parley.User, parley.Token, error) {
+	c.mu.Lock()
 	u, ok := c.users[token]
-	if !ok {
-		return parley.User{}, parley.Errorf(parley.CodeUnauthorized, "unknown token")
+	expires, set := c.expires[token]
+	hook := c.authHook
+	c.mu.Unlock()
+	if hook != nil {
+		hook(token)
 	}
-	return u, nil
+	if !ok {
+		return parley.User{}, parley.Token{}, parley.Errorf(parley.CodeUnauthorized, "unknown token")
+	}
+	if !set {
+		expires = time.Now().Add(24 * time.Hour)
+	}
+	return u, parley.Token{Hash: fakeTokenHash(token), UserID: u.ID, ExpiresAt: expires}, nil
 }
 
 func (c *fakeChat) Authorize(ctx context.Context, u parley.User, roomID string) (parley.Member, error) {

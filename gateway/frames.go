@@ -6,11 +6,12 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"parley"
 	"parley/stomp"
-
-	"golang.org/x/time/rate"
 )
 
 // Destinations (design §4).
@@ -108,7 +109,7 @@ func (s *session) connect(f *stomp.Frame, rs *readState) error {
 		token = string(auth[len(prefix):])
 	}
 	ctx, cancel := context.WithTimeout(s.srv.ctx, s.srv.cfg.SendTimeout)
-	u, err := s.srv.chat.Authenticate(ctx, token)
+	u, tok, err := s.authenticate(ctx, token)
 	if err == nil && s.srv.cfg.Sessions != nil {
 		s.srv.cfg.Sessions.Opened(ctx, u.ID)
 	}
@@ -120,7 +121,7 @@ func (s *session) connect(f *stomp.Frame, rs *readState) error {
 	if v == stomp.V10 {
 		hb, offer = stomp.HeartBeat{}, stomp.HeartBeat{}
 	}
-	send, recv := stomp.NegotiateHeartBeat(hb, offer)
+	send, recv := stomp.NegotiateHeartBeat(capHeartBeat(hb, s.srv.cfg.MaxHeartBeat), offer)
 
 	var c stomp.Frame
 	c.Command = stomp.Connected
@@ -147,6 +148,7 @@ func (s *session) connect(f *stomp.Frame, rs *readState) error {
 	s.connected = true
 	s.user, s.version = u, v
 	s.sendEvery, s.recvEvery = send, recv
+	s.expireAtLocked(tok.ExpiresAt)
 	if send > 0 || recv > 0 {
 		s.timer.Reset(s.tickEveryLocked())
 	} else {
@@ -154,6 +156,29 @@ func (s *session) connect(f *stomp.Frame, rs *readState) error {
 	}
 	s.enqueueLocked(outItem{cmd: stomp.Connected, raw: b}, len(b))
 	return nil
+}
+
+// authenticate checks the CONNECT's token and registers the session as
+// one of its user's (register), checking the token again if a Revoke ran
+// meanwhile.
+func (s *session) authenticate(ctx context.Context, token string) (parley.User, parley.Token, error) {
+	revoked := s.srv.revocationCount()
+	u, tok, err := s.srv.chat.AuthenticateToken(ctx, token)
+	if err != nil {
+		return u, tok, err
+	}
+	recheck, err := s.srv.register(s, u, tok.Hash, revoked)
+	if err == nil && recheck {
+		_, _, err = s.srv.chat.AuthenticateToken(ctx, token)
+	}
+	return u, tok, err
+}
+
+// capHeartBeat takes each interval of a client's heart-beat above limit as
+// limit: the client cannot make the server wait longer than that for it,
+// nor ask to hear from the server less often.
+func capHeartBeat(hb stomp.HeartBeat, limit time.Duration) stomp.HeartBeat {
+	return stomp.HeartBeat{Send: min(hb.Send, limit), Receive: min(hb.Receive, limit)}
 }
 
 // subscribe registers a subscription: members only for a room topic, with
@@ -346,14 +371,12 @@ func (s *session) send(f *stomp.Frame) (parley.Message, error) {
 	if _, ok := f.Lookup("transaction"); ok {
 		return parley.Message{}, parley.Errorf(parley.CodeInvalid, "transactions are not supported")
 	}
-	s.mu.Lock()
-	if s.limiter == nil {
-		s.limiter = rate.NewLimiter(rate.Limit(s.srv.cfg.SendRate), s.srv.cfg.SendBurst)
+	clientID := f.Get("client-id")
+	if err := checkClientID(clientID); err != nil {
+		return parley.Message{}, err
 	}
-	allowed := s.limiter.Allow()
-	u := s.user
-	s.mu.Unlock()
-	if !allowed {
+	u := s.readUser()
+	if allowed, _ := s.srv.sendLimit.Allow(u.ID); !allowed {
 		return parley.Message{}, parley.Errorf(parley.CodeRateLimited, "over %g messages a second", s.srv.cfg.SendRate)
 	}
 	// Not under srv.ctx: a send in flight when Shutdown begins may finish
@@ -361,7 +384,7 @@ func (s *session) send(f *stomp.Frame) (parley.Message, error) {
 	// SendTimeout cuts it short.
 	ctx, cancel := context.WithTimeout(s.srv.sendCtx, s.srv.cfg.SendTimeout)
 	defer cancel()
-	m, _, err := s.srv.chat.Send(ctx, u, string(dest[len(appPrefix):]), string(f.Body), string(f.Get("client-id")))
+	m, _, err := s.srv.chat.Send(ctx, u, string(dest[len(appPrefix):]), string(f.Body), string(clientID))
 	switch {
 	case err == nil:
 	case errors.Is(err, context.DeadlineExceeded):
@@ -370,6 +393,21 @@ func (s *session) send(f *stomp.Frame) (parley.Message, error) {
 		err = parley.Errorf(parley.CodeUnavailable, "the server is shutting down; send again with the same client-id")
 	}
 	return m, err
+}
+
+// checkClientID refuses a client-id that is not text: invalid UTF-8 or a
+// control character (a NUL never gets this far: the reader refuses it in
+// any header). The id goes back out in the client-id header of every
+// MESSAGE of the message, to every member.
+func checkClientID(id []byte) error {
+	for len(id) > 0 {
+		r, n := utf8.DecodeRune(id)
+		if r == utf8.RuneError && n <= 1 || unicode.IsControl(r) {
+			return parley.Errorf(parley.CodeInvalid, "client-id must be text: no control characters, valid UTF-8")
+		}
+		id = id[n:]
+	}
+	return nil
 }
 
 // ack accepts ACK and NACK per the protocol version. Every message is

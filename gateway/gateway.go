@@ -22,6 +22,18 @@
 // decides it), so nothing is dropped silently: the client reconnects and
 // resumes with since-seq.
 //
+// # Limits
+//
+// What a client may cost is set by the server, never by the client: a
+// frame must arrive within FrameTimeout whatever heart-beat was asked for,
+// and a heart-beat above MaxHeartBeat is taken as MaxHeartBeat. A user's
+// SEND budget (SendRate, SendBurst) is shared by all of the user's
+// connections to the node, and a user holds at most MaxConnsPerUser of
+// them (users.go); the node holds at most MaxConns. The kernel holds at
+// most SendBuffer (doubled by Linux) for a client that stops reading, so
+// that the outbound queue's bound is what finds it. A revoked or expired
+// token ends the sessions it opened (Revoke, expire).
+//
 // # Locks
 //
 // hub.Hub's lock is taken before a session's (the hub delivers with its lock
@@ -74,6 +86,7 @@ import (
 
 	"parley"
 	"parley/hub"
+	"parley/ratelimit"
 	"parley/stomp"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -81,9 +94,10 @@ import (
 
 // Chat is what the gateway asks of the application service (chat.Service).
 type Chat interface {
-	// Authenticate returns the owner of an access token, or fails with
+	// AuthenticateToken returns the owner of an access token and the
+	// stored token (its Hash and ExpiresAt), or fails with
 	// parley.CodeUnauthorized.
-	Authenticate(ctx context.Context, token string) (parley.User, error)
+	AuthenticateToken(ctx context.Context, token string) (parley.User, parley.Token, error)
 	// Authorize checks membership: parley.CodeNotFound for an unknown
 	// room, parley.CodeForbidden for a non-member.
 	Authorize(ctx context.Context, u parley.User, roomID string) (parley.Member, error)
@@ -119,8 +133,13 @@ type Config struct {
 	// SendTimeout bounds the wait for a SEND's commit. Default 10 s.
 	SendTimeout time.Duration
 	// FrameTimeout bounds the time from the first octets of a frame to
-	// its end (at least twice the client's heart-beat). Default 30 s.
+	// its end, whatever heart-beat the client asked for. Default 30 s.
 	FrameTimeout time.Duration
+	// MaxHeartBeat caps both intervals of a client's heart-beat header:
+	// a larger value is taken as MaxHeartBeat, so that a client cannot
+	// stretch the time the server waits before it drops a silent
+	// connection (twice the negotiated interval). Default 60 s.
+	MaxHeartBeat time.Duration
 	// LingerTime bounds how long a session that has written its last
 	// frames waits for the client to close, reading its input away, so
 	// that closing does not reset the connection (see lingerClose).
@@ -130,10 +149,27 @@ type Config struct {
 	// Default 1024 frames, 1 MiB.
 	QueueFrames int
 	QueueBytes  int
-	// SendRate is the sustained rate of SEND frames a connection may send
-	// per second, with bursts of SendBurst. Default 20/s, burst 40.
+	// SendBuffer is the kernel send buffer (SO_SNDBUF) of every session's
+	// socket, WebSocket or TCP, in bytes (Linux doubles it for its own
+	// bookkeeping). It bounds what the kernel holds for a client that
+	// stops reading, so that the queue bound above finds it (ERROR slow
+	// consumer) after a bounded number of frames rather than after the
+	// megabytes an autotuned buffer takes. Default 64 KiB; -1 leaves the
+	// system's autotuned buffer.
+	SendBuffer int
+	// SendRate is the sustained rate of SEND frames a user may send per
+	// second, over all of the user's connections to this node, with
+	// bursts of SendBurst. Default 20/s, burst 40.
 	SendRate  float64
 	SendBurst int
+	// MaxConnsPerUser bounds the authenticated connections of one user
+	// on this node: a CONNECT over it gets ERROR rate_limited and the
+	// connection closes. Default 32.
+	MaxConnsPerUser int
+	// MaxConns bounds the connections of this node, authenticated or
+	// not: a WebSocket upgrade over it gets 503, a TCP connection ERROR
+	// unavailable then the close. Default 10,000.
+	MaxConns int
 	// MaxSubscriptions bounds the subscriptions of one session.
 	// Default 256.
 	MaxSubscriptions int
@@ -147,6 +183,11 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// Logger logs unexpected failures. Default slog.Default().
 	Logger *slog.Logger
+
+	// now and afterFunc, when set, replace the clock of token expiry
+	// (tests drive it).
+	now       func() time.Time
+	afterFunc func(d time.Duration, f func()) (stop func() bool)
 }
 
 // Sessions hears about sessions: each Opened is followed by exactly one
@@ -171,6 +212,7 @@ func (c *Config) setDefaults() {
 	def(&c.ConnectTimeout, 10*time.Second)
 	def(&c.WriteTimeout, 10*time.Second)
 	def(&c.FrameTimeout, 30*time.Second)
+	def(&c.MaxHeartBeat, 60*time.Second)
 	def(&c.SendTimeout, 10*time.Second)
 	def(&c.LingerTime, 500*time.Millisecond)
 	if c.QueueFrames <= 0 {
@@ -179,11 +221,20 @@ func (c *Config) setDefaults() {
 	if c.QueueBytes <= 0 {
 		c.QueueBytes = 1 << 20
 	}
+	if c.SendBuffer == 0 {
+		c.SendBuffer = 64 << 10
+	}
 	if c.SendRate <= 0 {
 		c.SendRate = 20
 	}
 	if c.SendBurst <= 0 {
 		c.SendBurst = 40
+	}
+	if c.MaxConnsPerUser <= 0 {
+		c.MaxConnsPerUser = 32
+	}
+	if c.MaxConns <= 0 {
+		c.MaxConns = 10000
 	}
 	if c.MaxSubscriptions <= 0 {
 		c.MaxSubscriptions = 256
@@ -220,11 +271,29 @@ type Server struct {
 	tcpReaders sync.Pool // *readState for raw TCP
 	wsReaders  sync.Pool // *readState for WebSocket
 
+	// now and afterFunc are the clock of token expiry and of sendLimit;
+	// tests replace them.
+	now       func() time.Time
+	afterFunc func(d time.Duration, f func()) (stop func() bool)
+	// sendLimit is the SEND budget of each user, by user id, shared by
+	// the user's connections.
+	sendLimit *ratelimit.Limiter
+
 	mu        sync.Mutex // guards the following fields
 	sessions  map[*session]struct{}
 	listeners map[net.Listener]struct{}
 	shutdown  bool
 	drained   chan struct{} // closed when sessions empties during shutdown
+
+	// users holds the authenticated sessions of each user, with the hash
+	// of the token each was opened with (see users.go).
+	users map[string]map[*session][]byte
+	// revocations counts Revoke calls, so that a CONNECT that raced with
+	// one checks its token again (see register).
+	revocations uint64
+	// overCap counts the sessions in sessions that were refused for the
+	// node's MaxConns and are writing their ERROR (see add).
+	overCap int
 }
 
 // New returns a Server. It fails if the readiness poller cannot start.
@@ -242,10 +311,20 @@ func New(cfg Config) (*Server, error) {
 		m:         newMetrics(cfg.Registerer),
 		poll:      p,
 		sessions:  map[*session]struct{}{},
+		users:     map[string]map[*session][]byte{},
 		listeners: map[net.Listener]struct{}{},
+		now:       time.Now,
+		afterFunc: func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop },
 		// A frame carries at most a body of MaxBody plus its headers.
 		limits: stomp.Limits{MaxBody: cfg.Chat.MaxBody(), MaxFrame: cfg.Chat.MaxBody() + 16<<10},
 	}
+	if cfg.now != nil {
+		srv.now = cfg.now
+	}
+	if cfg.afterFunc != nil {
+		srv.afterFunc = cfg.afterFunc
+	}
+	srv.sendLimit = ratelimit.New(ratelimit.Config{Rate: cfg.SendRate, Burst: cfg.SendBurst, Now: srv.now})
 	srv.ctx, srv.cancel = context.WithCancel(context.Background())
 	srv.sendCtx, srv.abortSends = context.WithCancel(context.Background())
 	go p.run()
@@ -356,16 +435,31 @@ func (srv *Server) force(sessions []*session) {
 	srv.abortSends()
 }
 
-// add registers a new session; it fails after Shutdown.
-func (srv *Server) add(s *session) bool {
+// maxOverCap bounds the sessions refused for MaxConns that may be writing
+// their ERROR at once; past it, a connection over the cap is closed with
+// no ERROR, so that a flood costs no more than that.
+const maxOverCap = 256
+
+// add registers a new session; it fails after Shutdown. Over MaxConns it
+// registers the session as over the cap (overCap true: the caller refuses
+// it), or fails when maxOverCap of those are still being refused.
+func (srv *Server) add(s *session) (overCap, ok bool) {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	if srv.shutdown {
-		return false
+		return false, false
+	}
+	if len(srv.sessions)-srv.overCap >= srv.cfg.MaxConns {
+		srv.m.connRefusals[refusedNodeLimit].Inc()
+		if srv.overCap >= maxOverCap {
+			return false, false
+		}
+		srv.overCap++
+		s.overCap = true
 	}
 	srv.sessions[s] = struct{}{}
 	srv.m.connections.Inc()
-	return true
+	return s.overCap, true
 }
 
 // remove forgets a closed session.
@@ -376,6 +470,10 @@ func (srv *Server) remove(s *session) {
 		return
 	}
 	delete(srv.sessions, s)
+	srv.unregisterLocked(s)
+	if s.overCap {
+		srv.overCap--
+	}
 	srv.m.connections.Dec()
 	if srv.drained != nil && len(srv.sessions) == 0 {
 		close(srv.drained)

@@ -29,7 +29,8 @@ func BenchmarkIdleConnections(b *testing.B) {
 	if s := os.Getenv("PARLEY_BENCH_CONNS"); s != "" {
 		n, _ = strconv.Atoi(s)
 	}
-	e := newEnv(b, Config{})
+	// Every session is alice's: lift the per-user and node caps.
+	e := newEnv(b, Config{MaxConnsPerUser: n, MaxConns: n + 1})
 	alice := e.chat.addUser("alice")
 	e.chat.addRoom("r1", alice)
 

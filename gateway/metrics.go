@@ -18,9 +18,16 @@ type metrics struct {
 	slowConsumer      *prometheus.CounterVec
 	refusals          []prometheus.Counter // by refusalCodes
 	heartbeatTimeouts prometheus.Counter
+	connRefusals      [2]prometheus.Counter // by refusedNodeLimit, refusedUserLimit
 	latency           prometheus.Histogram
 	queued            atomic.Int64 // frames in every outbound queue
 }
+
+// Indexes of metrics.connRefusals.
+const (
+	refusedNodeLimit = iota
+	refusedUserLimit
+)
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
@@ -74,13 +81,19 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	for _, r := range []string{reasonQueueFrames, reasonQueueBytes, reasonCatchUpLag, reasonWriteTimeout} {
 		m.slowConsumer.WithLabelValues(r)
 	}
+	connRefusals := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "parley_stomp_connections_refused_total",
+		Help: "Connections refused for a connection limit, by reason: node_limit (--stomp-max-conns), user_limit (--stomp-max-conns-per-user).",
+	}, []string{"reason"})
+	m.connRefusals[refusedNodeLimit] = connRefusals.WithLabelValues("node_limit")
+	m.connRefusals[refusedUserLimit] = connRefusals.WithLabelValues("user_limit")
 	queueDepth := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "parley_stomp_outbound_queued_frames",
 		Help: "Frames waiting in the outbound queues of every session.",
 	}, func() float64 { return float64(m.queued.Load()) })
 	if reg != nil {
 		reg.MustRegister(m.connections, in, out, m.deliveries, m.slowConsumer, refusals,
-			m.heartbeatTimeouts, m.latency, queueDepth)
+			m.heartbeatTimeouts, m.latency, queueDepth, connRefusals)
 	}
 	return m
 }

@@ -12,8 +12,6 @@ import (
 
 	"parley"
 	"parley/stomp"
-
-	"golang.org/x/time/rate"
 )
 
 // session is one client connection, over WebSocket or raw TCP.
@@ -31,11 +29,19 @@ type session struct {
 	id        string
 	prefix    []byte // octets read before the session started (WebSocket upgrade)
 
+	// wsFragmented is owned by the reader (one at a time; reading hands
+	// it over): the client's current WebSocket message has had a frame
+	// without FIN, so continuation frames follow (RFC 6455 §5.4).
+	wsFragmented bool
+
 	reading  atomic.Bool  // a reader goroutine runs
 	lastRead atomic.Int64 // unix nanoseconds of the last frame read
 	readFn   func()       // s.readReady, as a func value made once
 	writeFn  func()       // s.writeLoop, as a func value made once
 	timer    *time.Timer  // connect timeout, then heart-beats
+
+	regUser string // guarded by srv.mu: the user whose sessions in srv.users hold this one
+	overCap bool   // guarded by srv.mu: refused for the node's MaxConns (see Server.add)
 
 	mu          sync.Mutex // guards the following fields
 	room        sync.Cond  // on mu: signalled when the writer takes the queue
@@ -46,7 +52,6 @@ type session struct {
 	recvEvery   time.Duration // heart-beats the client owes us
 	lastWrite   time.Time
 	subs        []*subscription
-	limiter     *rate.Limiter
 	q           *queue // outbound queue; nil when empty and no writer runs
 	writing     bool   // a writer goroutine runs
 	dead        bool   // refused or closing: nothing more is queued
@@ -55,7 +60,8 @@ type session struct {
 	closeAfter  bool   // close once the queue is written
 	lingering   bool   // the last frames are written: lingerClose waits for the peer
 	closed      bool
-	readStopped bool // the reader saw the end: do not re-arm
+	readStopped bool        // the reader saw the end: do not re-arm
+	stopExpiry  func() bool // stops the token expiry timer; nil when none
 }
 
 // start runs a session on an accepted or upgraded connection.
@@ -68,12 +74,25 @@ func (srv *Server) start(c net.Conn, websocket bool, prefix []byte) {
 	s.lastRead.Store(time.Now().UnixNano())
 	if sc, ok := c.(syscall.Conn); ok {
 		if rc, err := sc.SyscallConn(); err == nil {
-			rc.Control(func(fd uintptr) { s.fd = int(fd) })
+			rc.Control(func(fd uintptr) {
+				s.fd = int(fd)
+				if n := srv.cfg.SendBuffer; n > 0 {
+					// Best effort: a socket that refuses keeps its buffer,
+					// and only WriteTimeout finds a client that stops
+					// reading.
+					setSendBuffer(fd, n)
+				}
+			})
 			s.rc = rc
 		}
 	}
-	if !srv.add(s) {
+	overCap, ok := srv.add(s)
+	if !ok {
 		c.Close()
+		return
+	}
+	if overCap {
+		s.refuse(errNodeFull, nil) // before any read: no frame is acted on
 		return
 	}
 	s.mu.Lock()
@@ -169,7 +188,7 @@ func (s *session) readFailed(err error) {
 	case errors.Is(err, stomp.ErrMalformed):
 		s.refuse(parley.Errorf(parley.CodeInvalid, "%v", err), nil)
 	case errors.Is(err, errWSProtocol):
-		s.refuse(parley.Errorf(parley.CodeInvalid, "%v", err), nil)
+		s.refuseStatus(parley.Errorf(parley.CodeInvalid, "%v", err), nil, wsProtocolError)
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		s.refuse(parley.Errorf(parley.CodeInvalid, "incomplete frame: the rest did not arrive in time"), nil)
 	case err == errWSClose:
@@ -195,10 +214,9 @@ func (s *session) readVersion() stomp.Version {
 }
 
 // frameTimeout bounds the wait for the rest of a frame that has begun.
+// The server sets it: a client's heart-beat does not stretch it.
 func (s *session) frameTimeout() time.Duration {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return max(2*s.recvEvery, s.srv.cfg.FrameTimeout)
+	return s.srv.cfg.FrameTimeout
 }
 
 // tick is the session's timer: the connect timeout before CONNECT, then
@@ -244,6 +262,13 @@ func (s *session) tickEveryLocked() time.Duration {
 
 // refuse sends ERROR for err and closes the session once it is written.
 func (s *session) refuse(err error, receipt []byte) {
+	s.refuseStatus(err, receipt, 0)
+}
+
+// refuseStatus is refuse with the status of the WebSocket Close frame
+// that follows the ERROR: 0 for the usual one (normal, or going away
+// during shutdown).
+func (s *session) refuseStatus(err error, receipt []byte, wsStatus uint16) {
 	code := parley.ErrorCode(err)
 	if code == parley.CodeInternal {
 		s.srv.log.Error("stomp session", "session", s.id, "err", err)
@@ -255,9 +280,13 @@ func (s *session) refuse(err error, receipt []byte) {
 		return
 	}
 	s.srv.m.refusals[refusalIndex(code)].Inc()
-	status := uint16(wsNormalClosure)
-	if s.srv.ctx.Err() != nil { // the server is shutting down
+	status := wsStatus
+	switch {
+	case status != 0:
+	case s.srv.ctx.Err() != nil: // the server is shutting down
 		status = wsGoingAway
+	default:
+		status = wsNormalClosure
 	}
 	s.finishLocked(outItem{cmd: stomp.Error, raw: b}, status)
 }
@@ -306,6 +335,7 @@ func (s *session) endFrame() bool {
 const (
 	wsNormalClosure = 1000 // DISCONNECT, or a refusal (the ERROR frame says why)
 	wsGoingAway     = 1001 // the server shuts down
+	wsProtocolError = 1002 // the client broke RFC 6455 (the ERROR frame says how)
 )
 
 // finishLocked queues a last frame (over any bound; none when last.raw is
@@ -346,6 +376,7 @@ func (s *session) close() {
 	s.subs = nil
 	s.dropQueueLocked()
 	timer := s.timer
+	stopExpiry := s.stopExpiry
 	opened := s.connected && s.srv.cfg.Sessions != nil
 	user := s.user.ID
 	s.mu.Unlock()
@@ -355,6 +386,9 @@ func (s *session) close() {
 	s.room.Broadcast()
 	if timer != nil {
 		timer.Stop()
+	}
+	if stopExpiry != nil {
+		stopExpiry()
 	}
 	if s.rc != nil {
 		s.srv.poll.remove(s)

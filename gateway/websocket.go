@@ -1,10 +1,13 @@
 package gateway
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+
+	"parley"
 
 	"github.com/gobwas/ws"
 )
@@ -23,6 +26,12 @@ func (srv *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 	srv.mu.Unlock()
 	if down {
 		http.Error(w, "shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	if srv.full() {
+		srv.m.connRefusals[refusedNodeLimit].Inc()
+		w.Header().Set("Retry-After", "5")
+		writeJSONError(w, http.StatusServiceUnavailable, errNodeFull)
 		return
 	}
 	u := ws.HTTPUpgrader{
@@ -55,15 +64,22 @@ func (srv *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 
 // originAllowed applies the Origin policy: no Origin header (not a
 // browser) is allowed; otherwise the origin must be listed in
-// AllowedOrigins, or, when that is empty, be on the request's own host.
+// AllowedOrigins (scheme, host and port), or, when that is empty, be the
+// request's own: the same host and port, and the scheme the request came
+// in with (https over TLS, else http). Behind a proxy that ends TLS, the
+// page's https origin must be listed.
 func (srv *Server) originAllowed(r *http.Request) bool {
 	origin := r.Header.Get("Origin")
 	if origin == "" {
 		return true
 	}
 	if len(srv.cfg.AllowedOrigins) == 0 {
+		scheme := "http"
+		if r.TLS != nil {
+			scheme = "https"
+		}
 		u, err := url.Parse(origin)
-		return err == nil && strings.EqualFold(u.Host, r.Host)
+		return err == nil && strings.EqualFold(u.Scheme, scheme) && strings.EqualFold(u.Host, r.Host)
 	}
 	for _, o := range srv.cfg.AllowedOrigins {
 		if o == "*" || strings.EqualFold(strings.TrimSuffix(o, "/"), origin) {
@@ -71,4 +87,27 @@ func (srv *Server) originAllowed(r *http.Request) bool {
 		}
 	}
 	return false
+}
+
+// full reports whether the node has MaxConns sessions (see Server.add).
+func (srv *Server) full() bool {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	return len(srv.sessions)-srv.overCap >= srv.cfg.MaxConns
+}
+
+// writeJSONError answers an HTTP request the way the REST API does:
+// {"error":{"code","message"}}.
+func writeJSONError(w http.ResponseWriter, status int, err error) {
+	var body struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	body.Error.Code, body.Error.Message = parley.ErrorCode(err), parley.ErrorMessage(err)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(body)
 }

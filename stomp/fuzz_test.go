@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 
 	"parley/stomp"
@@ -16,9 +17,13 @@ var fuzzLimits = stomp.Limits{MaxCommand: 12, MaxHeaders: 4, MaxHeaderLine: 24, 
 // bigLimits are large enough for anything a fuzz input encodes to.
 var bigLimits = stomp.Limits{MaxHeaders: 1 << 20, MaxHeaderLine: 1 << 20, MaxBody: 1 << 20, MaxFrame: 1 << 22}
 
-// FuzzReader checks that reading input split at arbitrary points, through the
-// smallest bufio.Reader, gives the same frames and the same error as reading
-// it whole, and that every frame read encodes and reads back the same.
+// FuzzReader checks that reading input split at arbitrary points (splits:
+// the sizes of the reads, see splitReader), through the smallest
+// bufio.Reader and through one of the size a session reads with, gives the
+// same frames and the same error as reading it whole, and that every frame
+// read encodes and reads back the same. CI runs it for a while:
+//
+//	go test -fuzz FuzzReader -fuzztime 20s ./stomp/
 func FuzzReader(f *testing.F) {
 	for _, tc := range specCases {
 		f.Add([]byte(tc.in), []byte{0, 3, 5, 1}, uint8(tc.version), false)
@@ -26,6 +31,10 @@ func FuzzReader(f *testing.F) {
 	}
 	f.Add(mustEncode(f, typicalMessage(), stomp.V12), []byte{6, 0, 2}, uint8(stomp.V12), false)
 	f.Add(mustEncode(f, typicalSend(), stomp.V11), []byte{1}, uint8(stomp.V11), true)
+	// A frame whose header line and body straddle reads of every size.
+	long := "SEND\ndestination:/" + strings.Repeat("d", 300) + "\ncontent-length:200\n\n" + strings.Repeat("b", 200) + "\x00"
+	f.Add([]byte(long), []byte{255, 0, 17, 130}, uint8(stomp.V12), false)
+	f.Add([]byte(long+long), []byte{200, 255}, uint8(stomp.V12), true)
 
 	f.Fuzz(func(t *testing.T, data, splits []byte, version uint8, small bool) {
 		v := stomp.Version(version%3 + 1)
@@ -37,12 +46,13 @@ func FuzzReader(f *testing.F) {
 		whole.SetVersion(v)
 		want, wantErr := readAll(whole)
 
-		split := stomp.NewReader(bufio.NewReaderSize(&splitReader{data: data, sizes: splits}, 16), lim)
-		split.SetVersion(v)
-		got, gotErr := readAll(split)
-
-		if !equalFrameLists(got, want) || gotErr.Error() != wantErr.Error() {
-			t.Fatalf("Read(%q) split by %v = %v, %v; read whole = %v, %v", data, splits, got, gotErr, want, wantErr)
+		for _, size := range []int{16, 4096} {
+			split := stomp.NewReader(bufio.NewReaderSize(&splitReader{data: data, sizes: splits}, size), lim)
+			split.SetVersion(v)
+			got, gotErr := readAll(split)
+			if !equalFrameLists(got, want) || gotErr.Error() != wantErr.Error() {
+				t.Fatalf("Read(%q) split by %v through %d octets = %v, %v; read whole = %v, %v", data, splits, size, got, gotErr, want, wantErr)
+			}
 		}
 		if wantErr != io.EOF && wantErr != io.ErrUnexpectedEOF &&
 			!errors.Is(wantErr, stomp.ErrMalformed) && !errors.Is(wantErr, stomp.ErrTooLarge) {
@@ -136,6 +146,8 @@ func unencodable(fr *stomp.Frame, v stomp.Version) string {
 		switch {
 		case len(k) == 0:
 			return "empty header name"
+		case bytes.IndexByte(k, 0) >= 0 || bytes.IndexByte(val, 0) >= 0:
+			return "a NUL in a header"
 		case raw && bytes.ContainsAny(k, "\n:"):
 			return "unescaped header name with a line feed or colon"
 		case raw && bytes.ContainsRune(val, '\n'):

@@ -66,8 +66,10 @@ func readAll(r *stomp.Reader) ([]*stomp.Frame, error) {
 	}
 }
 
-// splitReader returns its data in chunks whose sizes cycle through sizes
-// (each taken modulo 7, plus one).
+// splitReader returns its data in chunks whose sizes cycle through sizes,
+// each plus one (1 to 256 octets), or one octet at a time when sizes is
+// empty: the input is split at arbitrary points, any points up to 256
+// octets apart, as a network splits it into reads.
 type splitReader struct {
 	data  []byte
 	sizes []byte
@@ -80,7 +82,7 @@ func (s *splitReader) Read(p []byte) (int, error) {
 	}
 	n := 1
 	if len(s.sizes) > 0 {
-		n = int(s.sizes[s.i%len(s.sizes)]%7) + 1
+		n = int(s.sizes[s.i%len(s.sizes)]) + 1
 		s.i++
 	}
 	n = min(n, len(p), len(s.data))

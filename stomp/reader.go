@@ -152,6 +152,12 @@ func (r *Reader) readHeaders(f *Frame) error {
 		if len(line) == 0 {
 			return nil
 		}
+		if bytes.IndexByte(line, 0) >= 0 {
+			// The grammar allows it, but no frame could carry it on (see
+			// hasNUL), and a NUL that reached a client in a header would
+			// end the frame there.
+			return malformed("header line %q contains a NUL", truncate(line))
+		}
 		if len(f.hdrs) == r.lim.MaxHeaders {
 			return &LimitError{What: limitHeaders, Limit: r.lim.MaxHeaders}
 		}

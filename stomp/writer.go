@@ -68,6 +68,9 @@ func appendHeader[K, V string | []byte](dst []byte, key K, value V, esc bool, v 
 	if len(key) == 0 {
 		return dst, invalid("empty header name")
 	}
+	if hasNUL(key) || hasNUL(value) {
+		return dst, errNULHeader(key)
+	}
 	if esc {
 		dst = appendEscaped(dst, key, v)
 		dst = append(dst, ':')
@@ -136,6 +139,9 @@ func (p *Prepared) Append(dst []byte, values ...string) ([]byte, error) {
 	start := len(dst)
 	dst = append(dst, p.head...)
 	for i, k := range p.keys {
+		if hasNUL(values[i]) {
+			return dst[:start], errNULHeader(k[:len(k)-1])
+		}
 		dst = append(dst, k...)
 		if p.esc {
 			dst = appendEscaped(dst, values[i], p.v)
@@ -149,4 +155,20 @@ func (p *Prepared) Append(dst []byte, values ...string) ([]byte, error) {
 		dst = append(dst, '\n')
 	}
 	return append(dst, p.tail...), nil
+}
+
+// hasNUL reports whether s holds a NUL octet. No version can write one in a
+// header: many readers take it for the end of the frame, so a NUL written
+// into a header would let its sender end the frame early and forge another.
+func hasNUL[T string | []byte](s T) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func errNULHeader[K string | []byte](key K) error {
+	return invalid("header %q: a NUL cannot be written in a header", key)
 }

@@ -49,9 +49,16 @@ type Config struct {
 	CacheHistory   int           // MiB of older messages kept in memory, over all rooms; 0: none
 	AllowedOrigins string        // comma-separated Origins allowed on /ws; "" for the same host
 	StompHeartBeat time.Duration // heart-beat interval offered both ways
-	StompSendRate  float64       // SEND frames per second per connection
+	StompSendRate  float64       // SEND frames per second per user
 	StompQueue     int           // outbound queue bound per connection, frames
 	RestSendRate   float64       // REST messages and new rooms per second per user; 0: no limit
+
+	// STOMP limits a client cannot stretch (issue 10).
+	StompFrameTimeout time.Duration // most time one frame may take to arrive
+	StompMaxHeartBeat time.Duration // cap on either interval of a client's heart-beat
+	StompMaxUserConns int           // STOMP connections per user on this node
+	StompMaxConns     int           // STOMP connections on this node
+	StompSendBuffer   int           // kernel send buffer of each STOMP socket, bytes; -1: the system's
 
 	// Cluster mode: all three of Store (postgres://…), Broker and Redis.
 	Store       string        // "" for the embedded SQLite store, or a postgres:// URL
@@ -81,9 +88,14 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.DebugAddr, "debug-addr", "", "serve Go's pprof profiles at http://ADDR/debug/pprof/ (keep it on loopback; empty: off)")
 	fs.StringVar(&c.AllowedOrigins, "allowed-origins", "", "comma-separated Origins allowed to open /ws, or * (empty: the same host)")
 	fs.DurationVar(&c.StompHeartBeat, "stomp-heartbeat", 10*time.Second, "STOMP heart-beat interval the server offers both ways")
-	fs.Float64Var(&c.StompSendRate, "stomp-send-rate", 20, "SEND frames per second a STOMP connection may sustain (bursts of twice that)")
+	fs.Float64Var(&c.StompSendRate, "stomp-send-rate", 20, "SEND frames per second a user may sustain over all of the user's STOMP connections to this node (bursts of twice that)")
 	fs.Float64Var(&c.RestSendRate, "rest-send-rate", 20, "messages plus new rooms per second a user may sustain over the HTTP API (bursts of twice that), else 429 with Retry-After; counted per node; 0: no limit")
 	fs.IntVar(&c.StompQueue, "stomp-queue", 1024, "outbound frames queued per STOMP connection before it is closed as a slow consumer")
+	fs.DurationVar(&c.StompFrameTimeout, "stomp-frame-timeout", 30*time.Second, "most time a STOMP frame may take from its first octet to its end, whatever the client's heart-beat, else ERROR")
+	fs.IntVar(&c.StompMaxUserConns, "stomp-max-conns-per-user", 32, "STOMP connections one user may hold open on this node; the next CONNECT gets ERROR rate_limited")
+	fs.IntVar(&c.StompMaxConns, "stomp-max-conns", 10000, "STOMP connections this node holds, signed in or not; over it /ws answers 503 and raw TCP gets ERROR unavailable")
+	fs.IntVar(&c.StompSendBuffer, "stomp-send-buffer", 64<<10, "kernel send buffer (SO_SNDBUF) of each STOMP connection in bytes, so that a client that stops reading is found by --stomp-queue (-1: the system's autotuned buffer)")
+	fs.DurationVar(&c.StompMaxHeartBeat, "stomp-max-heartbeat", time.Minute, "largest heart-beat interval accepted from a STOMP client, either way (a larger one is taken as this)")
 	fs.StringVar(&c.Store, "store", "", "store: empty for SQLite in --data, or postgres://user@host:port/db (cluster mode)")
 	fs.StringVar(&c.Broker, "broker", "", "cluster mode: RabbitMQ URL, amqp://user:pass@host:port/vhost")
 	fs.StringVar(&c.Redis, "redis", "", "cluster mode: Redis URL for presence, redis://host:port/db")
@@ -232,6 +244,8 @@ func (m *Main) Open(ctx context.Context) error {
 		Chat: svc, Hub: m.hub, AllowedOrigins: origins,
 		HeartBeat: stomp.HeartBeat{Send: cfg.StompHeartBeat, Receive: cfg.StompHeartBeat},
 		SendRate:  cfg.StompSendRate, SendBurst: int(2 * cfg.StompSendRate), QueueFrames: cfg.StompQueue,
+		FrameTimeout: cfg.StompFrameTimeout, MaxHeartBeat: cfg.StompMaxHeartBeat,
+		MaxConnsPerUser: cfg.StompMaxUserConns, MaxConns: cfg.StompMaxConns, SendBuffer: cfg.StompSendBuffer,
 		Server: "parley/" + version, Registerer: m.registry, Sessions: sessions,
 	})
 	if err != nil {

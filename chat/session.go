@@ -1,0 +1,22 @@
+package chat
+
+import (
+	"context"
+
+	"parley"
+)
+
+// AuthenticateToken is Authenticate that also returns the stored token
+// (its Hash and ExpiresAt), so that a transport holding a session open on
+// the token can end it when the token expires or is revoked. It fails with
+// CodeUnauthorized for a missing, unknown or expired token.
+func (s *Service) AuthenticateToken(ctx context.Context, token string) (parley.User, parley.Token, error) {
+	if token == "" {
+		return parley.User{}, parley.Token{}, parley.Errorf(parley.CodeUnauthorized, "missing access token")
+	}
+	u, t, err := s.store.TokenUser(ctx, tokenHash(token), parley.Now())
+	if err != nil {
+		return parley.User{}, parley.Token{}, err
+	}
+	return u, t, nil
+}
