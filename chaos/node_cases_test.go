@@ -76,6 +76,48 @@ type readyAnswer struct {
 	body   string
 }
 
+// check fails t unless every probe from from to to was answered within
+// its deadline and one was a 503 naming dep (a "dep: …" line that is not
+// "dep: ok"). It returns the time of the first 503 after origin (-1 for
+// none) and its body on one line.
+func (p *readyProbe) check(t *testing.T, dep string, from, to, origin time.Time) (time.Duration, string) {
+	t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var first503 time.Duration = -1
+	hung, during := 0, 0
+	var named bool
+	var body string
+	for _, ans := range p.answers {
+		if ans.at.Before(from) || ans.at.After(to) {
+			continue
+		}
+		during++
+		if ans.status == 0 {
+			hung++
+			continue
+		}
+		if ans.status == http.StatusServiceUnavailable {
+			if first503 < 0 {
+				first503 = ans.at.Sub(origin)
+				body = strings.ReplaceAll(strings.TrimSpace(ans.body), "\n", " | ")
+			}
+			if strings.Contains(ans.body, dep+":") && !strings.Contains(ans.body, dep+": ok") {
+				named = true
+			}
+		}
+	}
+	if hung > 0 {
+		t.Errorf("/readyz gave no answer within 1 s to %d of %d probes while %s was down", hung, during, dep)
+	}
+	if first503 < 0 {
+		t.Errorf("/readyz never answered 503 while %s was down (%d probes)", dep, during)
+	} else if !named {
+		t.Errorf("/readyz answered 503 without naming %s: %s", dep, body)
+	}
+	return first503, body
+}
+
 func probeReady(n *node, stop <-chan struct{}) *readyProbe {
 	p := &readyProbe{done: make(chan struct{})}
 	go func() {
@@ -165,45 +207,11 @@ func testPostgresStop(t *testing.T) {
 		t.Errorf("refusals during the PostgreSQL outage must be unavailable: %s", strings.Join(wrong, "; "))
 	}
 
-	// /readyz during the outage: every probe answered within its
-	// deadline, and a 503 names the store.
-	var first503 time.Duration = -1
-	hung, during := 0, 0
-	var named bool
-	var bodies []string
-	for _, ans := range probe.answers {
-		if ans.at.Before(stopped) || ans.at.After(back) {
-			continue
-		}
-		during++
-		if ans.status == 0 {
-			hung++
-			continue
-		}
-		if ans.status == http.StatusServiceUnavailable {
-			if first503 < 0 {
-				first503 = ans.at.Sub(down)
-			}
-			if strings.Contains(ans.body, "store:") && !strings.Contains(ans.body, "store: ok") {
-				named = true
-			}
-			if len(bodies) < 1 {
-				bodies = append(bodies, strings.ReplaceAll(strings.TrimSpace(ans.body), "\n", " | "))
-			}
-		}
-	}
-	if hung > 0 {
-		t.Errorf("/readyz gave no answer within 1 s to %d of %d probes during the outage", hung, during)
-	}
-	if first503 < 0 {
-		t.Errorf("/readyz never answered 503 during the outage (%d probes)", during)
-	} else if !named {
-		t.Errorf("/readyz answered 503 without naming the store: %s", strings.Join(bodies, "; "))
-	}
+	first503, readyBody := probe.check(t, "store", stopped, back, down)
 	linesAfter := len(a.logLines("level=ERROR")) + len(b.logLines("level=ERROR"))
 	logged := linesAfter - linesBefore
 	t.Logf("PostgreSQL stopped in %v, down %v; first 503 %v after the stop (%s); first receipt %v after it was back; %d ERROR log lines on the two nodes; refusals: %s",
-		ms(stopped.Sub(down)), ms(back.Sub(stopped)), ms(first503), strings.Join(bodies, ""), ms(firstReceipt), logged, st.l.refusalSummary())
+		ms(stopped.Sub(down)), ms(back.Sub(stopped)), ms(first503), readyBody, ms(firstReceipt), logged, st.l.refusalSummary())
 	if logged > 20 {
 		t.Errorf("%d ERROR log lines on two nodes for one outage; want the outage logged once, and its end", logged)
 	}
