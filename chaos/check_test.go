@@ -184,3 +184,11 @@ func report(t *testing.T, r result) {
 
 // ms formats a duration in milliseconds-rounded seconds.
 func ms(d time.Duration) string { return d.Round(10 * time.Millisecond).String() }
+
+// since formats a duration that is -1 when the event never happened.
+func since(d time.Duration) string {
+	if d < 0 {
+		return "never"
+	}
+	return ms(d)
+}

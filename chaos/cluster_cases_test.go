@@ -201,7 +201,7 @@ func testRedisRestart(t *testing.T) {
 	close(probeStop)
 	<-probe.done
 	first503, readyBody := probe.check(t, "redis", killed, back, killed)
-	t.Logf("/readyz of b while Redis was down: first 503 %v after the kill (%s)", ms(first503), readyBody)
+	t.Logf("/readyz of b while Redis was down: first 503 %v after the kill (%s)", since(first503), readyBody)
 	// A member opens a session on a as Redis comes back: an ordinary
 	// presence change, which makes the relays rebuild their routes.
 	if c, err := dialStomp(a.Addr(), late.token); err != nil {

@@ -10,4 +10,10 @@
 // run only with PARLEY_TEST_CHAOS=1 (.ci/run sets it):
 //
 //	PARLEY_TEST_CHAOS=1 go test -run TestChaos -v -timeout 15m ./chaos/
+//
+// The cases that use a shared service rather than a private one need
+// PARLEY_TEST_POSTGRES and PARLEY_TEST_AMQP, as the cluster tests do.
+// PARLEY_CHAOS_BIN runs the suite against a parley binary built
+// elsewhere; PARLEY_CHAOS_RESULTS names a file to which each case
+// appends its row of BENCHMARKS.md's reliability table.
 package chaos

@@ -14,12 +14,16 @@ var parleyBin string
 
 // TestMain builds cmd/parley into a temporary directory when the suite
 // runs, so that every node is the real binary a user runs.
+// PARLEY_CHAOS_BIN names a binary to use instead (to run this suite
+// against another build, such as the main branch's).
 func TestMain(m *testing.M) {
 	os.Exit(runMain(m))
 }
 
 func runMain(m *testing.M) int {
-	if os.Getenv("PARLEY_TEST_CHAOS") == "1" {
+	if bin := os.Getenv("PARLEY_CHAOS_BIN"); bin != "" && os.Getenv("PARLEY_TEST_CHAOS") == "1" {
+		parleyBin = bin
+	} else if os.Getenv("PARLEY_TEST_CHAOS") == "1" {
 		dir, err := os.MkdirTemp("", "parley-chaos-bin-")
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "chaos:", err)

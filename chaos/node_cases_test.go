@@ -76,7 +76,8 @@ type readyAnswer struct {
 	body   string
 }
 
-// check fails t unless every probe from from to to was answered within
+// check fails t unless every probe in flight between from and to (its
+// 1 s included) was answered within
 // its deadline and one was a 503 naming dep (a "dep: …" line that is not
 // "dep: ok"). It returns the time of the first 503 after origin (-1 for
 // none) and its body on one line.
@@ -89,7 +90,7 @@ func (p *readyProbe) check(t *testing.T, dep string, from, to, origin time.Time)
 	var named bool
 	var body string
 	for _, ans := range p.answers {
-		if ans.at.Before(from) || ans.at.After(to) {
+		if ans.at.After(to) || ans.at.Add(ans.took).Before(from) {
 			continue
 		}
 		during++
@@ -211,7 +212,7 @@ func testPostgresStop(t *testing.T) {
 	linesAfter := len(a.logLines("level=ERROR")) + len(b.logLines("level=ERROR"))
 	logged := linesAfter - linesBefore
 	t.Logf("PostgreSQL stopped in %v, down %v; first 503 %v after the stop (%s); first receipt %v after it was back; %d ERROR log lines on the two nodes; refusals: %s",
-		ms(stopped.Sub(down)), ms(back.Sub(stopped)), ms(first503), readyBody, ms(firstReceipt), logged, st.l.refusalSummary())
+		ms(stopped.Sub(down)), ms(back.Sub(stopped)), since(first503), readyBody, ms(firstReceipt), logged, st.l.refusalSummary())
 	if logged > 20 {
 		t.Errorf("%d ERROR log lines on two nodes for one outage; want the outage logged once, and its end", logged)
 	}
