@@ -223,7 +223,7 @@ func testPostgresStop(t *testing.T) {
 	bad := assertSubscribers(t, st.subs, n)
 	report(t, result{name: "6 PostgreSQL stopped 5 s", v: v, subs: len(st.subs), subFaults: bad,
 		recovery: fmt.Sprintf("first receipt %s after PG back, subscribers %s", ms(firstReceipt), rec),
-		notes:    fmt.Sprintf("refusals: %s; first 503 %s; %d ERROR log lines", st.l.refusalSummary(), ms(first503), logged)})
+		notes:    fmt.Sprintf("refusals: %s; first 503 %s; %d ERROR log lines", st.l.refusalSummary(), since(first503), logged)})
 }
 
 // safeRefusal reports whether a refusal (an ERROR code, or how a send or
