@@ -182,8 +182,8 @@ func report(t *testing.T, r result) {
 	}
 }
 
-// ms formats a duration in milliseconds-rounded seconds.
-func ms(d time.Duration) string { return d.Round(10 * time.Millisecond).String() }
+// ms formats a duration rounded to the millisecond.
+func ms(d time.Duration) string { return d.Round(time.Millisecond).String() }
 
 // since formats a duration that is -1 when the event never happened.
 func since(d time.Duration) string {
