@@ -23,9 +23,11 @@ func testSlowConsumers(t *testing.T) {
 	n := startNode(t, "slow", "--sync", "normal", "--stomp-send-rate", "2000", "--rest-send-rate", "0",
 		"--stomp-queue", fmt.Sprint(queue))
 	owner := mustUser(t, n.Addr(), "owner")
-	// 20 sessions per reader: under a per-user connection cap of 32.
+	// 25 sessions per reader: under a per-user connection cap of 32, with
+	// the 9 sign-ups under a per-address burst of 10.
+	const perReader = 25
 	var readers []user
-	for i := range subsN / 20 {
+	for i := range subsN / perReader {
 		readers = append(readers, mustUser(t, n.Addr(), fmt.Sprintf("reader%d", i)))
 	}
 	room := mustRoom(t, n.Addr(), owner, readers...)
@@ -34,7 +36,7 @@ func testSlowConsumers(t *testing.T) {
 	st.addSender("s", owner, room, 50, 1000, n)
 	var subs []*subscriber
 	for i, r := range readers {
-		subs = append(subs, st.addSubscribers(fmt.Sprintf("r%d-", i), 20, r, room, n)...)
+		subs = append(subs, st.addSubscribers(fmt.Sprintf("r%d-", i), perReader, r, room, n)...)
 	}
 	st.start()
 
@@ -47,7 +49,7 @@ func testSlowConsumers(t *testing.T) {
 	baseRSS := n.rss()
 
 	// Run B: 20 stop reading.
-	// Every tenth subscriber stops reading: two of each reader's sessions.
+	// Every tenth subscriber stops reading, spread over the readers.
 	var slow, others []*subscriber
 	for i, s := range subs {
 		if i%(subsN/slowN) == 0 {
