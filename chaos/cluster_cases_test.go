@@ -36,6 +36,17 @@ func recoveryCheck(t *testing.T, what string, st *stream, fault, heal time.Time,
 	}
 	t.Logf("%s: recovery %s (max seq then %d; %d deliveries more than 1 s after their receipt; %s)",
 		what, out, st.l.maxSeqAt(heal), lateN, gapSummary(st.subs))
+	var gaps []string
+	for _, s := range st.subs {
+		s.mu.Lock()
+		for _, g := range s.gaps {
+			gaps = append(gaps, fmt.Sprintf("%s read seq %d after %d at %+v", s.name, g.seq, g.after, ms(g.at.Sub(heal))))
+		}
+		s.mu.Unlock()
+	}
+	if len(gaps) > 0 {
+		t.Logf("%s: gaps (times from it): %s", what, strings.Join(gaps[:min(len(gaps), 6)], "; "))
+	}
 	lat := latencies(st.subs, heal.Add(bound))
 	before := latenciesBetween(st.subs, st.started, fault)
 	if len(lat) > 0 {

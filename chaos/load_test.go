@@ -116,28 +116,24 @@ func (l *ledger) refusalSummary() string {
 // refused or unanswered is sent again with the same client-id (design
 // §5: safe to re-send) until it is receipted or abort ends.
 type sender struct {
-	name   string
-	token  string
-	room   string
-	nodes  []*node
-	rate   float64 // messages per second
-	limit  int     // messages in all; 0 for no limit
-	pad    int     // extra body bytes
-	l      *ledger
-	stop   <-chan struct{} // no new message after it closes
-	abort  context.Context // stop retrying the pending one
-	sent   atomic.Int64    // receipted messages
-	conn   *stompConn
-	onStop func() // called once the sender's loop ends, if set
+	name  string
+	token string
+	room  string
+	nodes []*node
+	rate  float64 // messages per second
+	limit int     // messages in all; 0 for no limit
+	pad   int     // extra body bytes
+	l     *ledger
+	stop  <-chan struct{} // no new message after it closes
+	abort context.Context // stop retrying the pending one
+	sent  atomic.Int64    // receipted messages
+	conn  *stompConn
 }
 
 func (s *sender) run() {
 	defer func() {
 		if s.conn != nil {
 			s.conn.close()
-		}
-		if s.onStop != nil {
-			s.onStop()
 		}
 	}()
 	tick := time.NewTicker(time.Duration(float64(time.Second) / s.rate))
