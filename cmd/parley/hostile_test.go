@@ -40,7 +40,7 @@ func TestHostileClientsDoNotReachOthers(t *testing.T) {
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	var refused atomic.Int64 // hostile attempts the server refused or cut
+	var refused atomic.Int64   // hostile attempts the server refused or cut
 	var running sync.WaitGroup // each hostile kind has made its first attempts
 	hostile := func(name string, n int, f func(i int) bool) {
 		running.Add(1)
