@@ -51,6 +51,13 @@ func (l *ledger) receipted(r *sendRec, seq int64) {
 	l.mu.Unlock()
 }
 
+// tried counts one more attempt to send r.
+func (l *ledger) tried(r *sendRec) {
+	l.mu.Lock()
+	r.tries++
+	l.mu.Unlock()
+}
+
 func (l *ledger) refused(code, text string) {
 	l.mu.Lock()
 	l.refusals[code]++
@@ -160,7 +167,7 @@ func (s *sender) deliver(r *sendRec, pad string) bool {
 		if s.conn == nil && !s.connect() {
 			continue
 		}
-		r.tries++
+		s.l.tried(r)
 		body := fmt.Sprintf("%s %d %s", r.cid, time.Now().UnixNano(), pad)
 		err := s.conn.write(sendFrame(s.room, r.cid, body))
 		var f *stomp.Frame
