@@ -74,7 +74,9 @@ type Store interface {
 	// same transaction, and moves the sender's read position to it. A
 	// repeat of (room, sender, client_id) with a non-empty client_id
 	// returns the original message with created false and stores nothing.
-	// The caller must have checked membership.
+	// The store itself refuses a sender who is not a member with
+	// CodeForbidden, checked inside the send's transaction (a leave may
+	// commit after the caller's own check).
 	Send(ctx context.Context, m NewMessage) (msg Message, created bool, err error)
 	// Messages returns a page of a room's history (see Page). Fails with
 	// CodeNotFound for an unknown room.

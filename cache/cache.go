@@ -100,8 +100,11 @@ type Config struct {
 // everything else to the inner store. Create it with New and install its
 // Apply method as the inner store's OnCommit sink.
 //
-// Lock order: the inner store's writer lock, then Store.mu (Apply runs under
-// the former). No method holds mu while it calls the inner store.
+// Apply takes Store.mu: with SQLite it runs after the writer lock (txMu) is
+// released, from the group-commit writer or flusher goroutine; with
+// PostgreSQL under its sequencer's lock. The lock order across packages is
+// in LOCKS.md at the repository root. No method holds mu while it calls
+// the inner store.
 type Store struct {
 	inner     parley.Store
 	recent    int

@@ -18,7 +18,7 @@
 // one system call. A message is encoded once per frame shape (destination,
 // protocol version, ack mode) and shared by every recipient of that shape;
 // only the subscription header is written per recipient. A full queue closes
-// the session with ERROR "slow consumer" (overflowLocked, the one place that
+// the session with ERROR "slow consumer" (slowConsumerLocked, the one place that
 // decides it), so nothing is dropped silently: the client reconnects and
 // resumes with since-seq.
 //

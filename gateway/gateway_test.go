@@ -165,23 +165,75 @@ func TestHeartBeats(t *testing.T) {
 	})
 }
 
-// TestHeartBeatsKeepAlive checks that a client sending heart-beats (as
-// single "\n" WebSocket messages, as stomp.js does) stays connected.
+// TestHeartBeatsKeepAlive checks the heart-beats both ways on one
+// session. A client that sends nothing but heart-beat EOLs (as single "\n"
+// WebSocket messages, as stomp.js does) for several of the server's
+// receive windows stays connected, while the server's own heart-beats
+// arrive at the negotiated interval, not the one it offered; once the
+// client goes silent it is dropped with ERROR.
 func TestHeartBeatsKeepAlive(t *testing.T) {
-	cfg := Config{HeartBeat: stomp.HeartBeat{Send: 0, Receive: 250 * time.Millisecond}}
+	const (
+		offerSend  = 10 * time.Millisecond  // the server could send this often...
+		clientRecv = 20 * time.Millisecond  // ...but the client wants one every 20 ms
+		recvEvery  = 100 * time.Millisecond // the server wants to hear every 100 ms
+		clientSend = 10 * time.Millisecond  // and the client sends every 10 ms
+	)
+	cfg := Config{HeartBeat: stomp.HeartBeat{Send: offerSend, Receive: recvEvery}}
 	forEachTransport(t, cfg, func(t *testing.T, e *env, tr string) {
-		e.chat.addUser("alice")
-		e.chat.addRoom("r1", e.chat.users["token-alice"])
+		e.chat.addRoom("r1", e.chat.addUser("alice"))
 		c := e.dial(t, tr)
-		c.send(frame("CONNECT", "", "accept-version:1.2", "passcode:token-alice", "heart-beat:20,0"))
-		c.expect("CONNECTED", "heart-beat:0,250")
-		for i := range 20 {
-			c.send("\n")
-			if i%5 == 0 {
-				c.send(frame("SEND", "still here", "destination:/app/rooms.r1", "receipt:"+strconv.Itoa(i)))
-				c.expect("RECEIPT", "receipt-id:"+strconv.Itoa(i))
+		start := time.Now()
+		c.send(frame("CONNECT", "", "accept-version:1.2", "passcode:token-alice", "heart-beat:10,20"))
+		c.expect("CONNECTED", "heart-beat:10,100")
+		negotiated, _ := stomp.NegotiateHeartBeat(stomp.HeartBeat{Send: clientSend, Receive: clientRecv}, cfg.HeartBeat)
+
+		// The client's heart-beats: EOLs on a ticker, and no frames.
+		stop, stopped := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(stopped)
+			tick := time.NewTicker(clientSend)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+					if _, err := c.conn.Write([]byte("\n")); err != nil {
+						return // the session ended: the reads below say why
+					}
+				}
 			}
-			time.Sleep(5 * time.Millisecond)
+		}()
+		// Past the server's receive window (it drops a client silent for
+		// 2*recvEvery) several times over, only heart-beats arrive.
+		beats := 0
+		for beats < 3 || time.Since(start) < 3*2*recvEvery {
+			c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+			f, err := c.r.Read()
+			if err != nil {
+				t.Fatalf("after %d heart-beats from the server: read: %v; want the session kept alive by the client's heart-beats", beats, err)
+			}
+			if f.Command != stomp.Heartbeat {
+				t.Fatalf("after %d heart-beats from the server: got %v; want only heart-beats while the client sends its own", beats, f)
+			}
+			beats++
+		}
+		close(stop)
+		<-stopped
+		// The server sends one when it has written nothing for half the
+		// negotiated interval, at most once a tick: never more often.
+		elapsed := time.Since(start)
+		if most := int(elapsed/(negotiated/2)) + 1; beats > most {
+			t.Errorf("%d heart-beats from the server in %v, want at most %d (one per %v: half the negotiated %v)", beats, elapsed, most, negotiated/2, negotiated)
+		}
+		c.send(frame("SEND", "still here", "destination:/app/rooms.r1", "receipt:alive"))
+		c.expect("RECEIPT", "receipt-id:alive")
+
+		// Silence: the server drops the client.
+		c.expect("ERROR", "message:invalid frame")
+		c.expectClosed()
+		if got := testutil.ToFloat64(e.srv.m.heartbeatTimeouts); got != 1 {
+			t.Errorf("heart-beat timeouts = %v, want 1", got)
 		}
 	})
 }

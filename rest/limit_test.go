@@ -2,19 +2,15 @@ package rest_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
-	"parley/chat"
 	"parley/ratelimit"
 	"parley/rest"
-	"parley/sqlite"
 )
 
 // clock is a fake time source for the limiter.
@@ -35,7 +31,7 @@ func (c *clock) Advance(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-// env is a rest.Handler over a fresh SQLite store.
+// env is a rest.Handler over a fresh fake chat service.
 type env struct {
 	t *testing.T
 	h *rest.Handler
@@ -43,13 +39,7 @@ type env struct {
 
 func newEnv(t *testing.T, limit *ratelimit.Limiter) *env {
 	t.Helper()
-	store, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), "parley.db"), Sync: sqlite.SyncOff})
-	if err != nil {
-		t.Fatalf("open store: %v", err)
-	}
-	t.Cleanup(func() { store.Close() })
-	svc := chat.New(chat.Config{Store: store, KDF: chat.KDF{Time: 1, Memory: 64, Threads: 1}})
-	return &env{t: t, h: rest.New(rest.Config{Chat: svc, SendLimit: limit})}
+	return &env{t: t, h: rest.New(rest.Config{Chat: newFakeChat(), SendLimit: limit})}
 }
 
 // do serves one request with a JSON body and returns the recorded answer.

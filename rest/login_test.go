@@ -2,20 +2,16 @@ package rest_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"parley/chat"
 	"parley/ratelimit"
 	"parley/rest"
-	"parley/sqlite"
 )
 
 // limitEnv is a handler with the sign-up and login limits on a fake
@@ -28,19 +24,13 @@ type limitEnv struct {
 
 func newLimitEnv(t *testing.T, trusted string) *limitEnv {
 	t.Helper()
-	store, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), "parley.db"), Sync: sqlite.SyncOff})
-	if err != nil {
-		t.Fatalf("open store: %v", err)
-	}
-	t.Cleanup(func() { store.Close() })
 	proxies, err := rest.ParseTrustedProxies(trusted)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := &clock{t: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
-	svc := chat.New(chat.Config{Store: store, KDF: chat.KDF{Time: 1, Memory: 64, Threads: 1}})
 	h := rest.New(rest.Config{
-		Chat:           svc,
+		Chat:           newFakeChat(),
 		SignupLimit:    ratelimit.New(ratelimit.Config{Rate: 2.0 / 60, Burst: 4, Now: c.Now}),
 		LoginByAddress: ratelimit.NewBackoff(ratelimit.BackoffConfig{Free: 6, Base: time.Second, Max: 15 * time.Minute, Now: c.Now}),
 		LoginByName:    ratelimit.NewBackoff(ratelimit.BackoffConfig{Free: 3, Base: time.Second, Max: 15 * time.Minute, Now: c.Now}),

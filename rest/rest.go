@@ -21,10 +21,54 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
+// Chat is what the handlers need of the chat service (*chat.Service
+// implements it): exactly the operations the routes call.
+type Chat interface {
+	// Register creates an account: parley.CodeInvalid for a bad name or
+	// password, parley.CodeNameTaken for a name in use.
+	Register(ctx context.Context, name, password string) (parley.User, error)
+	// Login checks a name and password and returns a new access token,
+	// or fails with parley.CodeUnauthorized, the same for an unknown name
+	// as for a wrong password.
+	Login(ctx context.Context, name, password string) (token string, u parley.User, err error)
+	// Authenticate returns the owner of an unexpired access token, or
+	// fails with parley.CodeUnauthorized.
+	Authenticate(ctx context.Context, token string) (parley.User, error)
+	// Logout revokes an access token (parley.CodeUnauthorized for one that
+	// does not work); LogoutAll revokes every token of the user.
+	Logout(ctx context.Context, token string) error
+	LogoutAll(ctx context.Context, userID string) error
+	// UserByName finds a user by name, or fails with parley.CodeNotFound.
+	UserByName(ctx context.Context, name string) (parley.User, error)
+	// CreateRoom creates a group room with u as its first member, or
+	// returns the direct room of u and the peer (created false when it
+	// existed already).
+	CreateRoom(ctx context.Context, u parley.User, r chat.NewRoom) (room parley.Room, created bool, err error)
+	// Room, Join and Leave read, join and leave a room; a direct room of
+	// others reads as an unknown one (parley.CodeNotFound).
+	Room(ctx context.Context, u parley.User, roomID string) (parley.Room, error)
+	Join(ctx context.Context, u parley.User, roomID string) (room parley.Room, joined bool, err error)
+	Leave(ctx context.Context, u parley.User, roomID string) error
+	// Rooms returns a page of u's room list and the cursor of the next.
+	Rooms(ctx context.Context, u parley.User, cursor string, limit int) (rooms []parley.RoomEntry, next string, err error)
+	// Messages returns a page of a room's history to a member.
+	Messages(ctx context.Context, u parley.User, roomID string, p parley.Page) ([]parley.Message, error)
+	// Send stores a message from a member; created is false for an
+	// idempotent repeat of clientID.
+	Send(ctx context.Context, u parley.User, roomID, body, clientID string) (m parley.Message, created bool, err error)
+	// MarkRead moves a member's read position forward to seq.
+	MarkRead(ctx context.Context, u parley.User, roomID string, seq int64) error
+	// Peer returns the other member of a direct room; nil for a group
+	// room or when it cannot be read.
+	Peer(ctx context.Context, u parley.User, r parley.Room) *parley.User
+	// MaxBody is the largest message body, in bytes.
+	MaxBody() int
+}
+
 // Config configures a Handler. Zero fields take the documented defaults.
 type Config struct {
 	// Chat runs the operations (required).
-	Chat *chat.Service
+	Chat Chat
 	// MaxRequestBytes caps a request body. Default: room for a maximal
 	// message body with every byte JSON-escaped, at least 64 KiB.
 	MaxRequestBytes int64
@@ -55,7 +99,7 @@ type Config struct {
 
 // Handler serves the routes under /api/.
 type Handler struct {
-	chat      *chat.Service
+	chat      Chat
 	maxBytes  int64
 	sendLimit *ratelimit.Limiter // nil: no limit
 	trusted   []netip.Prefix     // proxies whose X-Forwarded-For is believed
