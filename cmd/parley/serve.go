@@ -480,7 +480,9 @@ func (m *Main) StompAddr() string {
 }
 
 // Close stops accepting, lets in-flight requests finish until ctx ends,
-// then closes the store after its pending writes.
+// then closes the store after its pending writes. The cluster node, and
+// with it the Redis client, closes after the gateway, whose Shutdown
+// returns once its Sessions.Closed calls (presence in Redis) are over.
 func (m *Main) Close(ctx context.Context) error {
 	var errs []error
 	// STOMP sessions and HTTP requests drain at the same time, each with
