@@ -134,15 +134,17 @@ func (s *session) connect(f *stomp.Frame, rs *readState) error {
 
 	rs.sr.SetVersion(v)
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
+		s.mu.Unlock()
 		// close ran before the session counted as connected: it did not
-		// report the end, so report it here.
+		// report the end, so report it here, on a goroutine that Shutdown
+		// waits for.
 		if s.srv.cfg.Sessions != nil {
-			go s.srv.cfg.Sessions.Closed(u.ID)
+			s.srv.goClosed(u.ID)
 		}
 		return nil
 	}
+	defer s.mu.Unlock()
 	s.connected = true
 	s.user, s.version = u, v
 	s.sendEvery, s.recvEvery = send, recv

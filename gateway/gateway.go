@@ -296,6 +296,11 @@ type Server struct {
 	// overCap counts the sessions in sessions that were refused for the
 	// node's MaxConns and are writing their ERROR (see add).
 	overCap int
+	// closedCalls counts the Sessions.Closed calls under way, which
+	// Shutdown waits for; closedIdle, when set, is closed when it drops
+	// to zero (see closedcalls.go).
+	closedCalls int
+	closedIdle  chan struct{}
 }
 
 // New returns a Server. It fails if the readiness poller cannot start.
@@ -342,8 +347,9 @@ var goingAway = parley.Errorf(parley.CodeUnavailable, "the server is shutting do
 // sessions are closed. If ctx ends first, the sends still waiting are
 // refused as unavailable (send again with the same client-id), the
 // remaining sessions are closed without waiting for their clients to read,
-// and Shutdown returns ctx's error. It stops the poller last. The package
-// comment describes the sequence.
+// and Shutdown returns ctx's error. Either way it waits for the
+// sessions' Sessions.Closed calls to return, then stops the poller. The
+// package comment describes the sequence.
 func (srv *Server) Shutdown(ctx context.Context) error {
 	srv.mu.Lock()
 	srv.shutdown = true
@@ -382,6 +388,9 @@ func (srv *Server) Shutdown(ctx context.Context) error {
 		srv.force(sessions)
 		<-drained
 	}
+	// The sessions' last Sessions.Closed calls may use what the caller
+	// closes once Shutdown returns (cluster mode's Redis client).
+	srv.awaitClosedCalls()
 	srv.poll.close()
 	return err
 }

@@ -381,6 +381,10 @@ func (s *session) close() {
 	user := s.user.ID
 	s.mu.Unlock()
 	if opened {
+		// Counted before remove below, so that Shutdown, once the
+		// sessions are gone, waits for it.
+		s.srv.beginClosedCall()
+		defer s.srv.endClosedCall()
 		defer s.srv.cfg.Sessions.Closed(user)
 	}
 	s.room.Broadcast()

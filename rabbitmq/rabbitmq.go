@@ -76,7 +76,7 @@ type Config struct {
 	// Handler receives the batches addressed to this node (required).
 	Handler parley.BatchHandler
 	// Gone, when set, hears about destinations that have no queue. It runs
-	// on its own goroutine.
+	// on its own goroutine, which Close waits for.
 	Gone func(node string)
 	// OnConnect, when set, hears that a session has started: the first
 	// connection and every reconnect, once this node's queue is bound and
@@ -150,6 +150,9 @@ type Broker struct {
 
 	stop chan struct{} // closed by Close: ends the run goroutine
 	done chan struct{} // closed when the run goroutine returns
+	// gone runs the Config.Gone calls; only the run goroutine adds to it,
+	// so Close waits for it once done is closed.
+	gone sync.WaitGroup
 
 	mu          sync.Mutex // guards the following fields
 	pending     []*outgoing
@@ -248,12 +251,14 @@ func (b *Broker) Backlog() int {
 
 // Close implements parley.Broker. It waits up to Config.CloseTimeout for
 // the backlog to be confirmed, then stops consuming, deletes this node's
-// queue and closes the connection.
+// queue and closes the connection. It returns once the Config.Gone calls
+// under way have returned.
 func (b *Broker) Close() error {
 	b.mu.Lock()
 	if b.closing {
 		b.mu.Unlock()
 		<-b.done
+		b.gone.Wait()
 		return nil
 	}
 	b.closing = true
@@ -270,6 +275,7 @@ wait:
 	}
 	close(b.stop)
 	<-b.done
+	b.gone.Wait() // a Gone call may use what the caller closes next (cluster mode's Redis client)
 	return nil
 }
 

@@ -295,7 +295,7 @@ func (b *Broker) settle(c amqp.Confirmation, returned map[string]bool) {
 	if gone {
 		b.m.returns.Inc()
 		if b.cfg.Gone != nil {
-			go b.cfg.Gone(o.node)
+			b.gone.Go(func() { b.cfg.Gone(o.node) })
 		}
 	}
 }

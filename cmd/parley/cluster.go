@@ -181,8 +181,10 @@ func (c *clusterNode) checks() []readyCheck {
 }
 
 // Close stops the relay after what the store has committed, then the
-// broker (after its unconfirmed batches), then presence (removing this
-// node's entries) and the Redis client. The store must be closed first.
+// broker (after its unconfirmed batches, and its Gone calls, which drop a
+// node's presence in Redis), then presence (removing this node's entries)
+// and the Redis client. The store must be closed first, and the gateway
+// shut down (its Sessions.Closed calls, which use presence, are over).
 func (c *clusterNode) Close() error {
 	c.relay.Close()
 	errs := []error{c.broker.Close(), c.presence.Close(), c.rdb.Close()}

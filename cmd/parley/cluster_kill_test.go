@@ -131,7 +131,7 @@ func TestClusterNodeSIGKILL(t *testing.T) {
 	victim.send("SUBSCRIBE\nid:1\ndestination:/topic/rooms." + r.ID + "\nreceipt:sub\n\n\x00")
 	victim.expect("RECEIPT", "receipt-id:sub")
 	dialStompAt(t, "websocket", c.addr, ms[3].c.token)
-	settle()
+	settle(t, env, presentOn{a.Config.NodeID, ms[:1]}, presentOn{b.Config.NodeID, ms[1:2]}, presentOn{c.id, ms[2:4]})
 
 	const n = 300
 	var wg sync.WaitGroup

@@ -67,16 +67,27 @@ func deleteRedisPrefix(t *testing.T, env clusterEnv) {
 	}
 }
 
-// startNode starts one cluster node on 127.0.0.1:0 and returns it; close
-// stops it (also at the end of the test).
-func startNode(t *testing.T, env clusterEnv, name string) *Main {
+// clusterConfig is the configuration of a cluster node of the tests: the
+// defaults of parley serve, as MustOpenMain has them, with the services of
+// env and a node id from name.
+func clusterConfig(t *testing.T, env clusterEnv, name string) Config {
+	cfg := serveDefaults()
+	cfg.Addr, cfg.Data, cfg.TokenTTL, cfg.KDF = "127.0.0.1:0", t.TempDir(), time.Hour, testKDF
+	cfg.Store, cfg.Broker, cfg.Redis, cfg.RedisPrefix = env.store, env.broker, env.redis, env.prefix
+	cfg.NodeID, cfg.PresenceTTL = name+"-"+parley.NewID()[:6], 3*time.Second
+	return cfg
+}
+
+// startNode starts one cluster node on 127.0.0.1:0 and returns it, each
+// opt changing its configuration first; close stops it (also at the end
+// of the test).
+func startNode(t *testing.T, env clusterEnv, name string, opts ...func(*Config)) *Main {
 	t.Helper()
-	m := &Main{Config: Config{
-		Addr: "127.0.0.1:0", Data: t.TempDir(), TokenTTL: time.Hour, MaxBody: 4096, KDF: testKDF,
-		StompSendRate: 1000, StompQueue: 4096,
-		Store: env.store, Broker: env.broker, Redis: env.redis, RedisPrefix: env.prefix,
-		NodeID: name + "-" + parley.NewID()[:6], Prefetch: 256, PresenceTTL: 3 * time.Second,
-	}}
+	m := &Main{Config: clusterConfig(t, env, name)}
+	m.Config.StompSendRate, m.Config.StompQueue = 1000, 4096
+	for _, opt := range opts {
+		opt(&m.Config)
+	}
 	if err := m.Open(context.Background()); err != nil {
 		t.Fatalf("open node %s: %v", name, err)
 	}
@@ -287,8 +298,71 @@ func runOf(who string, seqs []int64, from int64) error {
 	return nil
 }
 
-// settle gives the presence notifications time to reach every node.
-func settle() { time.Sleep(300 * time.Millisecond) }
+// oneAddress lifts a node's limits on sign-ups and logins per client
+// address (a burst of 10 sign-ups; 20 logins at once, since a login counts
+// as failed until it succeeds), for tests that sign up many users at once
+// from 127.0.0.1.
+func oneAddress(c *Config) { c.SignupRate, c.LoginMaxWait = 0, 0 }
+
+// awaitMetric waits until a counter or gauge of node m reaches at least
+// min.
+func awaitMetric(t *testing.T, m *Main, name string, min float64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for metric(t, m, name) < min {
+		if time.Now().After(deadline) {
+			t.Fatalf("node %s: %s = %g after 30 s, want at least %g", m.Config.NodeID, name, metric(t, m, name), min)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// presentOn is a node id and users with a session there.
+type presentOn struct {
+	node  string
+	users []member
+}
+
+// spreadOver is where groupRoom and its callers put ms: member i on node
+// i%len(nodes).
+func spreadOver(nodes []*Main, ms []member) []presentOn {
+	out := make([]presentOn, len(nodes))
+	for i, m := range nodes {
+		out[i].node = m.Config.NodeID
+	}
+	for i, mb := range ms {
+		out[i%len(nodes)].users = append(out[i%len(nodes)].users, mb)
+	}
+	return out
+}
+
+// settle waits until Redis shows every user present on its node: the
+// presence each node reads when it routes a room. A session's CONNECT
+// writes it, and tells every node in the same transaction.
+func settle(t *testing.T, env clusterEnv, want ...presentOn) {
+	t.Helper()
+	rdb, err := redis.NewClient(env.redis)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	ctx := context.Background()
+	deadline := time.Now().Add(30 * time.Second)
+	for _, p := range want {
+		for _, mb := range p.users {
+			for {
+				_, err := rdb.ZScore(ctx, env.prefix+"presence:u:"+mb.u.ID, p.node).Result()
+				if err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s not present on node %s after 30 s: %v", mb.u.Name, p.node, err)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+	}
+}
 
 // quiet waits until a node's relay has nothing queued and its publish
 // count has stopped moving (the joins of a big room are relayed too), and
@@ -328,7 +402,7 @@ func TestClusterRoomAcrossNodes(t *testing.T) {
 	// The first user also has a session on another node.
 	subs = append(subs, subscribe(t, nodes[1], ms[0].c.token, r.ID, -1))
 	names = append(names, ms[0].u.Name+" (second session) on node 1")
-	settle()
+	settle(t, env, append(spreadOver(nodes, ms), presentOn{nodes[1].Config.NodeID, ms[:1]})...)
 
 	var wg sync.WaitGroup
 	for i, mb := range ms {
@@ -361,12 +435,13 @@ func TestClusterRoomAcrossNodes(t *testing.T) {
 // causes at most two publishes per message from the sending node.
 func TestClusterPublishCounts(t *testing.T) {
 	env := needCluster(t)
-	nodes := []*Main{startNode(t, env, "a"), startNode(t, env, "b"), startNode(t, env, "c")}
+	// 253 sign-ups from 127.0.0.1, over 80 on each node.
+	nodes := []*Main{startNode(t, env, "a", oneAddress), startNode(t, env, "b", oneAddress), startNode(t, env, "c", oneAddress)}
 
 	// 1:1, both on node a; other users online elsewhere.
 	ca, ua := mustSignUp(t, nodes[0].Addr(), "alice")
 	cb, ub := mustSignUp(t, nodes[0].Addr(), "bob")
-	cc, _ := mustSignUp(t, nodes[1].Addr(), "carol")
+	cc, uc := mustSignUp(t, nodes[1].Addr(), "carol")
 	var dr room
 	if st := ca.do("POST", "/api/rooms", map[string]any{"kind": "direct", "peer": ub.ID}, &dr); st != http.StatusCreated {
 		t.Fatalf("direct room: %d", st)
@@ -375,7 +450,7 @@ func TestClusterPublishCounts(t *testing.T) {
 	bob := subscribe(t, nodes[0], cb.token, dr.ID, -1)
 	subscribe(t, nodes[0], ca.token, dr.ID, -1)
 	dialStomp(t, nodes[1], "websocket", cc.token)
-	settle()
+	settle(t, env, presentOn{nodes[0].Config.NodeID, []member{{ca, ua}, {cb, ub}}}, presentOn{nodes[1].Config.NodeID, []member{{cc, uc}}})
 	before := quiet(t, nodes[0])
 	for i := range 10 {
 		if st := ca.do("POST", "/api/rooms/"+dr.ID+"/messages", map[string]string{"body": fmt.Sprint(i)}, nil); st != http.StatusCreated {
@@ -399,7 +474,7 @@ func TestClusterPublishCounts(t *testing.T) {
 		dialStomp(t, nodes[i%3], "websocket", mb.c.token)
 	}
 	var wg sync.WaitGroup
-	settle()
+	settle(t, env, spreadOver(nodes, ms)...)
 	before = quiet(t, nodes[0])
 	for i := range msgs {
 		if st := ms[0].c.do("POST", "/api/rooms/"+r.ID+"/messages", map[string]string{"body": fmt.Sprint(i)}, nil); st != http.StatusCreated {
@@ -478,17 +553,20 @@ func TestClusterBrokerConnectionClosed(t *testing.T) {
 	r, ms := groupRoom(t, nodes, "fault", 3)
 	recv := []*stompClient{subscribe(t, nodes[1], ms[1].c.token, r.ID, -1), subscribe(t, nodes[2], ms[2].c.token, r.ID, -1)}
 	sender := dialStomp(t, nodes[0], "websocket", ms[0].c.token)
-	settle()
+	settle(t, env, spreadOver(nodes, ms)...)
 	const n = 300
 	var wg sync.WaitGroup
 	var receipted []int64
+	// Each message is published to b and c: the connections are closed
+	// after about 50 and 150 of the 300 messages.
+	published := metric(t, nodes[0], "parley_broker_publishes_total")
 	background(t, &wg, func() (err error) {
 		receipted, err = streamSeqs(sender, r.ID, n, 3*time.Millisecond)
 		return err
 	})
-	time.Sleep(300 * time.Millisecond)
+	awaitMetric(t, nodes[0], "parley_broker_publishes_total", published+100)
 	closeAMQP(t, nodes[0].Config.NodeID)
-	time.Sleep(300 * time.Millisecond)
+	awaitMetric(t, nodes[0], "parley_broker_publishes_total", published+300)
 	closeAMQP(t, nodes[1].Config.NodeID)
 	for i, sc := range recv {
 		background(t, &wg, func() error { return readRun(fmt.Sprintf("receiver %d", i), sc, n, 1) })
@@ -516,7 +594,7 @@ func TestClusterNodeKilled(t *testing.T) {
 	r, ms := groupRoom(t, nodes, "kill", 3)
 	victim := subscribe(t, nodes[2], ms[2].c.token, r.ID, -1)
 	sender := dialStomp(t, nodes[0], "websocket", ms[0].c.token)
-	settle()
+	settle(t, env, presentOn{nodes[0].Config.NodeID, ms[:1]}, presentOn{nodes[2].Config.NodeID, ms[2:3]})
 	const n = 200
 	var wg sync.WaitGroup
 	background(t, &wg, func() error {
@@ -541,30 +619,41 @@ func TestClusterRedisFlushed(t *testing.T) {
 	r, ms := groupRoom(t, nodes, "flush", 3)
 	recv := []*stompClient{subscribe(t, nodes[1], ms[1].c.token, r.ID, -1), subscribe(t, nodes[2], ms[2].c.token, r.ID, -1)}
 	sender := dialStomp(t, nodes[0], "websocket", ms[0].c.token)
-	settle()
+	settle(t, env, spreadOver(nodes, ms)...)
 	const n = 300
 	var wg sync.WaitGroup
+	// Each message is published to b and c: the keys are deleted after
+	// about 30 of the 300 messages.
+	published := metric(t, nodes[0], "parley_broker_publishes_total")
 	background(t, &wg, func() error {
 		_, err := streamSeqs(sender, r.ID, n, 15*time.Millisecond)
 		return err
 	})
-	time.Sleep(500 * time.Millisecond)
+	awaitMetric(t, nodes[0], "parley_broker_publishes_total", published+60)
+	// The first heartbeat of node c that begins after the flush writes
+	// its entries again: it is over once the count passes beats+1 (the
+	// heartbeat under way at the flush may have read before it).
+	beats := metric(t, nodes[2], "parley_presence_heartbeats_total")
 	deleteRedisPrefix(t, env)
 	flushed := time.Now()
 	for i, sc := range recv {
 		background(t, &wg, func() error { return readRun(fmt.Sprintf("receiver %d", i), sc, n, 1) })
 	}
-	// Presence is back within one TTL.
+	// Presence is back within one heartbeat (a third of the TTL): the
+	// heartbeat count is read before the keys, so a count past beats+1
+	// means a whole heartbeat ran after the flush before the keys were
+	// read.
 	rdb, _ := redis.NewClient(env.redis)
 	defer rdb.Close()
 	for {
+		done := metric(t, nodes[2], "parley_presence_heartbeats_total")
 		keys, _ := rdb.Keys(context.Background(), env.prefix+"presence:u:"+ms[2].u.ID).Result()
 		if len(keys) == 1 {
 			t.Logf("presence restored %v after the flush", time.Since(flushed).Round(time.Millisecond))
 			break
 		}
-		if time.Since(flushed) > nodes[0].Config.PresenceTTL {
-			t.Fatalf("presence not restored one TTL after the flush")
+		if done > beats+1 {
+			t.Fatalf("presence not restored by the first heartbeat after the flush (%g heartbeats since)", done-beats)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -578,11 +667,7 @@ func TestClusterReadyzNamesDependencies(t *testing.T) {
 	t.Parallel() // waits ~10 s for a broker that never answers
 	env := needCluster(t)
 	env.broker = "amqp://guest:guest@127.0.0.1:1/" // nothing listens there
-	m := &Main{Config: Config{
-		Addr: "127.0.0.1:0", Data: t.TempDir(), TokenTTL: time.Hour, MaxBody: 4096, KDF: testKDF,
-		Store: env.store, Broker: env.broker, Redis: env.redis, RedisPrefix: env.prefix,
-		NodeID: "nobroker-" + parley.NewID()[:6], Prefetch: 256, PresenceTTL: 3 * time.Second,
-	}}
+	m := &Main{Config: clusterConfig(t, env, "nobroker")}
 	if err := m.Open(context.Background()); err != nil {
 		t.Fatalf("open a node without RabbitMQ: %v", err)
 	}

@@ -89,7 +89,7 @@ func TestClusterRedisRestartRecovery(t *testing.T) {
 		senders = append(senders, dialStomp(t, []*Main{a, b}[i%2], "websocket", ms[i].c.token))
 	}
 	subs := []*stompClient{subscribe(t, a, ms[2*perNode].c.token, r.ID, -1), subscribe(t, b, ms[2*perNode+1].c.token, r.ID, -1)}
-	settle()
+	settle(t, env, spreadOver([]*Main{a, b}, ms)...)
 
 	// Each sender waits for its receipt, then pause: as fast as one
 	// connection's commits go (about 130 a second each here).

@@ -178,7 +178,11 @@ type Main struct {
 }
 
 // Open opens the stores and starts listening. It returns once the node
-// accepts connections.
+// accepts connections. Its steps, in order: the durable store
+// (openStore), the layers that serve reads in front of it (openReadPath),
+// the chat service and the REST API, the fan-out to sessions
+// (openFanout), the commit callbacks, the STOMP gateway (openGateway),
+// the routes and the listeners (listen).
 func (m *Main) Open(ctx context.Context) error {
 	cfg := m.Config
 	m.registry = prometheus.NewRegistry()
@@ -188,50 +192,23 @@ func (m *Main) Open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var sendLimit *ratelimit.Limiter
-	switch r := cfg.RestSendRate; {
-	case r > 0 && !math.IsInf(r, 1):
-		sendLimit = ratelimit.New(ratelimit.Config{Rate: r}) // Burst: twice the rate
-	case r != 0:
-		return fmt.Errorf("--rest-send-rate %g: want a positive rate, or 0 for no limit", r)
+	sendLimit, err := cfg.restSendLimit()
+	if err != nil {
+		return err
 	}
-	// The store reports each commit, in order, to the sinks; they are all
-	// installed before the first write, which only the listeners can cause.
+	// The store reports each commit, in order, to the sinks. They are set
+	// once, below, before the listeners start: only a listener can cause
+	// a write.
 	var sinks []parley.EventSink
-	onCommit := func(evs []parley.Event) {
+	db, err := m.openStore(ctx, func(evs []parley.Event) {
 		for _, s := range sinks {
 			s(evs)
 		}
+	})
+	if err != nil {
+		return err
 	}
-	var db parley.Store
-	switch {
-	case isPostgres(cfg.Store):
-		if db, err = postgres.Open(ctx, postgres.Config{URL: cfg.Store, OnCommit: onCommit, Registerer: m.registry}); err != nil {
-			return fmt.Errorf("open store: %w", err)
-		}
-	case cfg.Store == "":
-		if err := os.MkdirAll(cfg.Data, 0o750); err != nil {
-			return fmt.Errorf("data directory: %w", err)
-		}
-		// One process at a time: a second server's commits would be
-		// invisible to the first one's caches.
-		if m.lock, err = dirlock.Acquire(cfg.Data); err != nil {
-			return fmt.Errorf("data directory: %w: is another parley serve or migrate running on it?", err)
-		}
-		sync, err := sqlite.ParseSync(cfg.Sync)
-		if err != nil {
-			return err
-		}
-		if db, err = sqlite.Open(ctx, sqlite.Config{
-			Path: filepath.Join(cfg.Data, "parley.db"), Sync: sync, OnCommit: onCommit, Registerer: m.registry,
-		}); err != nil {
-			return fmt.Errorf("open store: %w", err)
-		}
-	default:
-		return fmt.Errorf("--store %q: want empty (SQLite) or postgres://…", cfg.Store)
-	}
-	m.store = db
-	hot := db
+	m.store = db // Close closes it; the hot-data layer takes it over below
 	// A revocation ends the live sessions of its tokens on this node: the
 	// chat service calls endSessions for its own logouts, and in cluster
 	// mode the hot store for every node's. The gateway comes later.
@@ -241,30 +218,14 @@ func (m *Main) Open(ctx context.Context) error {
 			g.Revoke(userID, tokenHash)
 		}
 	}
-	var rdb *goredis.Client // cluster mode's Redis, owned by m.cluster once it opens
-	if clustered {
-		// Every node keeps the shared hot data in Redis current with its
-		// own commits, and reads what all the nodes wrote.
-		if rdb, err = dialRedis(ctx, cfg); err != nil {
-			return fmt.Errorf("cluster: %w", err)
-		}
-		h := openHot(cfg, db, rdb, m.registry, endSessions)
-		sinks = append(sinks, h.Apply)
-		hot, m.store = h, h
-	} else {
-		// The in-memory cache is kept current by this node's commits only,
-		// so it fronts the store only when no other node writes to it.
-		c := cache.New(db, cache.Config{RecentMessages: cfg.CacheRecent, Registerer: m.registry})
-		sinks = append(sinks, c.Apply)
-		hot, m.store = c, c
+	rp, rdb, err := m.openReadPath(ctx, clustered, db, endSessions)
+	if err != nil {
+		return err
 	}
+	m.store = rp.hot
 
-	if cfg.CacheHistory > 0 {
-		// Older pages never change: every node keeps its own copy.
-		hot = history.New(hot, history.Config{MaxBytes: cfg.CacheHistory << 20, Registerer: m.registry})
-	}
 	svc := chat.New(chat.Config{
-		Store: hot, TokenTTL: cfg.TokenTTL, MaxBody: cfg.MaxBody, KDF: cfg.KDF, Registerer: m.registry,
+		Store: rp.reads, TokenTTL: cfg.TokenTTL, MaxBody: cfg.MaxBody, KDF: cfg.KDF, Registerer: m.registry,
 		OnRevoke: endSessions,
 	})
 	limits, err := cfg.loginLimits()
@@ -273,23 +234,150 @@ func (m *Main) Open(ctx context.Context) error {
 	}
 	limits.Chat, limits.SendLimit, limits.Registerer = svc, sendLimit, m.registry
 	api := rest.New(limits)
-	m.hub = hub.New(hub.Config{Members: hot, Registerer: m.registry})
-	var sessions gateway.Sessions
-	if clustered {
-		if m.cluster, err = openCluster(cfg, rdb, hot, m.hub, m.registry); err != nil {
-			return fmt.Errorf("cluster: %w", err)
-		}
-		sinks = append(sinks, m.cluster.relay.Apply)
-		sessions = m.cluster
-	} else {
-		sinks = append(sinks, m.hub.Apply)
+	fanout, sessions, err := m.openFanout(clustered, rdb, rp.reads)
+	if err != nil {
+		return err
 	}
+
+	// The commit callbacks, in the order the store calls them for each
+	// committed batch (LOCKS.md, "Commit callbacks"): first the hot-data
+	// layer (cache.Store or redis.HotStore), so that it holds a commit
+	// before any session hears of it, then the fan-out (hub.Hub, or the
+	// cluster relay, which delivers to the local hub and to the other
+	// nodes). The history cache needs no callback: older pages never
+	// change.
+	sinks = []parley.EventSink{rp.hot.Apply, fanout}
+
+	if err := m.openGateway(svc, sessions); err != nil {
+		return err
+	}
+	revokeOn.Store(m.gateway)
+	mux, metrics := m.routes(api, svc)
+	return m.listen(mux, metrics)
+}
+
+// restSendLimit returns the REST send limit of --rest-send-rate, nil for
+// none.
+func (c *Config) restSendLimit() (*ratelimit.Limiter, error) {
+	switch r := c.RestSendRate; {
+	case r > 0 && !math.IsInf(r, 1):
+		return ratelimit.New(ratelimit.Config{Rate: r}), nil // Burst: twice the rate
+	case r != 0:
+		return nil, fmt.Errorf("--rest-send-rate %g: want a positive rate, or 0 for no limit", r)
+	}
+	return nil, nil
+}
+
+// openStore opens the durable store, where commits happen: PostgreSQL in
+// cluster mode, else SQLite in the data directory, which it locks
+// (m.lock). The store calls onCommit after each commit.
+func (m *Main) openStore(ctx context.Context, onCommit parley.EventSink) (parley.Store, error) {
+	cfg := m.Config
+	switch {
+	case isPostgres(cfg.Store):
+		db, err := postgres.Open(ctx, postgres.Config{URL: cfg.Store, OnCommit: onCommit, Registerer: m.registry})
+		if err != nil {
+			return nil, fmt.Errorf("open store: %w", err)
+		}
+		return db, nil
+	case cfg.Store == "":
+		if err := os.MkdirAll(cfg.Data, 0o750); err != nil {
+			return nil, fmt.Errorf("data directory: %w", err)
+		}
+		// One process at a time: a second server's commits would be
+		// invisible to the first one's caches.
+		var err error
+		if m.lock, err = dirlock.Acquire(cfg.Data); err != nil {
+			return nil, fmt.Errorf("data directory: %w: is another parley serve or migrate running on it?", err)
+		}
+		sync, err := sqlite.ParseSync(cfg.Sync)
+		if err != nil {
+			return nil, err
+		}
+		db, err := sqlite.Open(ctx, sqlite.Config{
+			Path: filepath.Join(cfg.Data, "parley.db"), Sync: sync, OnCommit: onCommit, Registerer: m.registry,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("open store: %w", err)
+		}
+		return db, nil
+	default:
+		return nil, fmt.Errorf("--store %q: want empty (SQLite) or postgres://…", cfg.Store)
+	}
+}
+
+// hotLayer is the hot-data layer in front of the durable store, kept
+// current by its Apply, the first commit callback.
+type hotLayer interface {
+	parley.Store
+	Apply(events []parley.Event)
+}
+
+// readPath is the stores in front of the durable one, from the bottom up:
+// each reads through the one before it.
+type readPath struct {
+	// hot is the hot-data layer: cache.Store (memory) on one node,
+	// redis.HotStore (shared in Redis) in cluster mode. It is m.store,
+	// the layer Close closes, which closes the durable store under it.
+	hot hotLayer
+	// reads is what the services read: the history cache in front of hot
+	// when --cache-history-mib is set, else hot itself.
+	reads parley.Store
+}
+
+// openReadPath puts the hot-data layer and the history cache in front of
+// db. In cluster mode it also dials Redis and returns its client, which
+// openFanout hands to the cluster node.
+func (m *Main) openReadPath(ctx context.Context, clustered bool, db parley.Store, endSessions func(userID string, tokenHash []byte)) (readPath, *goredis.Client, error) {
+	cfg := m.Config
+	var rp readPath
+	var rdb *goredis.Client // cluster mode's Redis, owned by m.cluster once it opens
+	if clustered {
+		// Every node keeps the shared hot data in Redis current with its
+		// own commits, and reads what all the nodes wrote.
+		var err error
+		if rdb, err = dialRedis(ctx, cfg); err != nil {
+			return rp, nil, fmt.Errorf("cluster: %w", err)
+		}
+		rp.hot = openHot(cfg, db, rdb, m.registry, endSessions)
+	} else {
+		// The in-memory cache is kept current by this node's commits only,
+		// so it fronts the store only when no other node writes to it.
+		rp.hot = cache.New(db, cache.Config{RecentMessages: cfg.CacheRecent, Registerer: m.registry})
+	}
+	rp.reads = rp.hot
+	if cfg.CacheHistory > 0 {
+		// Older pages never change: every node keeps its own copy.
+		rp.reads = history.New(rp.hot, history.Config{MaxBytes: cfg.CacheHistory << 20, Registerer: m.registry})
+	}
+	return rp, rdb, nil
+}
+
+// openFanout makes the hub (m.hub) and, in cluster mode, the cluster node
+// (m.cluster, which takes over rdb). It returns the fan-out's commit
+// callback, and the gateway's Sessions hook (nil on one node).
+func (m *Main) openFanout(clustered bool, rdb *goredis.Client, reads parley.Store) (parley.EventSink, gateway.Sessions, error) {
+	m.hub = hub.New(hub.Config{Members: reads, Registerer: m.registry})
+	if !clustered {
+		return m.hub.Apply, nil, nil
+	}
+	var err error
+	if m.cluster, err = openCluster(m.Config, rdb, reads, m.hub, m.registry); err != nil {
+		return nil, nil, fmt.Errorf("cluster: %w", err)
+	}
+	return m.cluster.relay.Apply, m.cluster, nil
+}
+
+// openGateway makes the STOMP gateway (m.gateway).
+func (m *Main) openGateway(svc *chat.Service, sessions gateway.Sessions) error {
+	cfg := m.Config
 	var origins []string
 	for _, o := range strings.Split(cfg.AllowedOrigins, ",") {
 		if o = strings.TrimSpace(o); o != "" {
 			origins = append(origins, o)
 		}
 	}
+	var err error
 	m.gateway, err = gateway.New(gateway.Config{
 		Chat: svc, Hub: m.hub, AllowedOrigins: origins,
 		HeartBeat: stomp.HeartBeat{Send: cfg.StompHeartBeat, Receive: cfg.StompHeartBeat},
@@ -302,21 +390,32 @@ func (m *Main) Open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("stomp gateway: %w", err)
 	}
-	revokeOn.Store(m.gateway)
+	return nil
+}
 
+// routes returns the public HTTP handler, and the /metrics handler (on
+// it, unless --metrics-addr serves it apart).
+func (m *Main) routes(api http.Handler, svc *chat.Service) (*http.ServeMux, http.Handler) {
 	mux := http.NewServeMux()
 	mux.Handle("/api/", api)
 	mux.Handle("GET /ws", m.gateway)
 	mux.Handle("/", web.Handler()) // the browser client; no method in the pattern, which "/api/" would conflict with
 	metrics := promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
-	if cfg.MetricsAddr == "" {
+	if m.Config.MetricsAddr == "" {
 		mux.Handle("GET /metrics", metrics)
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("ok\n"))
 	})
 	mux.Handle("GET /readyz", readyHandler(readyTimeout, m.readyChecks(svc)))
+	return mux, metrics
+}
 
+// listen opens the listeners and serves on them: HTTP (mux), raw TCP
+// STOMP when --stomp-addr is set, and the ops servers.
+func (m *Main) listen(mux http.Handler, metrics http.Handler) error {
+	cfg := m.Config
+	var err error
 	m.ln, err = net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -381,7 +480,9 @@ func (m *Main) StompAddr() string {
 }
 
 // Close stops accepting, lets in-flight requests finish until ctx ends,
-// then closes the store after its pending writes.
+// then closes the store after its pending writes. The cluster node, and
+// with it the Redis client, closes after the gateway, whose Shutdown
+// returns once its Sessions.Closed calls (presence in Redis) are over.
 func (m *Main) Close(ctx context.Context) error {
 	var errs []error
 	// STOMP sessions and HTTP requests drain at the same time, each with
