@@ -76,7 +76,6 @@ package cluster
 import (
 	"context"
 	"log/slog"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -88,8 +87,6 @@ import (
 
 // Local is the node's own fan-out (hub.Hub).
 type Local interface {
-	// Apply takes committed events; the relay passes it leaves only.
-	Apply(evs []parley.Event)
 	// Deliver hands a message to the local subscribers of its room and to
 	// the personal queues of recipients.
 	Deliver(m parley.Message, recipients []string)
@@ -109,17 +106,22 @@ type Config struct {
 	Store Store
 	// Local is the local fan-out (required).
 	Local Local
+	// ApplyLeaves takes leave events, this node's and other nodes', and
+	// ends the user's subscriptions to the room on this node (hub.Hub's
+	// Apply; required). The relay passes it leaves only.
+	ApplyLeaves func(evs []parley.Event)
 	// GapWait is how long a message waits for an older one before the
 	// relay reads the gap from the store. Default 100 ms.
 	GapWait time.Duration
 	// RouteTTL bounds the life of a cached route; presence changes and
 	// joins and leaves drop routes sooner. Default 10 s.
 	RouteTTL time.Duration
-	// MaxRooms bounds the rooms whose delivery position (the next seq) the
-	// relay keeps, at about 150 bytes each; past it the least recently used
-	// are forgotten, and a forgotten room's next message waits GapWait.
-	// Default 100,000.
-	MaxRooms int
+	// MaxPositions bounds the rooms whose delivery position (the next seq)
+	// the relay keeps, at about 150 bytes each; past it the least recently
+	// used are forgotten, and a forgotten room's next message waits
+	// GapWait. It bounds too the rooms whose heads wait to be written
+	// again while Heads fails. Default 100,000.
+	MaxPositions int
 	// Heads, when set, keeps each room's last committed seq where every
 	// node reads it (redis.Heads): the relay writes the heads of this
 	// node's commits, and reads the heads of the rooms it delivers on
@@ -162,19 +164,7 @@ type Relay struct {
 	wake    chan struct{}
 	done    chan struct{}
 
-	mu          sync.Mutex // guards the following fields
-	gen         uint64     // bumped by every invalidation
-	mgen        uint64     // bumped by every invalidation of members (joins, leaves)
-	routes      map[string]*route
-	lastGood    map[string]*route // the last route built per room, kept through invalidations: the fallback when presence or the store fails
-	members     map[string]*memberList
-	where       map[string]*userNodes // user -> their nodes as last read (nil nodes: offline)
-	reading     bool                  // nodesOf is reading presence: note the changes below
-	changed     map[string]bool       // users changed during that read
-	allMoved    bool                  // everything changed during that read
-	lastGone    map[string]time.Time
-	known       map[string]time.Time // nodes seen in a route or the live nodes, and when
-	unsureUntil time.Time            // routes may miss nodes until then (see Config.Settle)
+	routes *routeCache // where rooms' members are (routes.go)
 
 	hmu     sync.Mutex       // guards the following field
 	pending map[string]int64 // heads of this node's commits not yet written
@@ -201,27 +191,6 @@ type item struct {
 	done  chan struct{}           // closed once handled, when not nil
 }
 
-// route is where a room's members are.
-type route struct {
-	members []string
-	nodes   map[string][]string // node -> members with a session there
-	at      time.Time
-}
-
-type memberList struct {
-	ids []string
-	at  time.Time
-}
-
-// userNodes is one user's nodes as read from presence.
-type userNodes struct {
-	nodes []string
-	at    time.Time
-}
-
-// maxWhere bounds the users whose nodes are remembered.
-const maxWhere = 200_000
-
 // New returns a relay that queues what it is given until Start.
 func New(cfg Config) *Relay {
 	if cfg.GapWait <= 0 {
@@ -230,8 +199,8 @@ func New(cfg Config) *Relay {
 	if cfg.RouteTTL <= 0 {
 		cfg.RouteTTL = 10 * time.Second
 	}
-	if cfg.MaxRooms <= 0 {
-		cfg.MaxRooms = 100_000
+	if cfg.MaxPositions <= 0 {
+		cfg.MaxPositions = 100_000
 	}
 	if cfg.HeadCheck <= 0 {
 		cfg.HeadCheck = 2 * time.Second
@@ -243,20 +212,14 @@ func New(cfg Config) *Relay {
 		cfg.Logger = slog.Default()
 	}
 	return &Relay{
-		cfg:      cfg,
-		log:      cfg.Logger,
-		m:        newMetrics(cfg.Registerer),
-		wake:     make(chan struct{}, 1),
-		done:     make(chan struct{}),
-		routes:   map[string]*route{},
-		lastGood: map[string]*route{},
-		members:  map[string]*memberList{},
-		where:    map[string]*userNodes{},
-		changed:  map[string]bool{},
-		lastGone: map[string]time.Time{},
-		known:    map[string]time.Time{},
-		rooms:    map[string]*roomState{},
-		pending:  map[string]int64{},
+		cfg:     cfg,
+		log:     cfg.Logger,
+		m:       newMetrics(cfg.Registerer),
+		wake:    make(chan struct{}, 1),
+		done:    make(chan struct{}),
+		routes:  newRouteCache(cfg.RouteTTL, cfg.Settle),
+		rooms:   map[string]*roomState{},
+		pending: map[string]int64{},
 
 		headsWake: make(chan struct{}, 1),
 		checkWake: make(chan struct{}, 1),
@@ -340,19 +303,7 @@ func (r *Relay) signal() {
 // presence for the changed users only: a storm of reconnects into a big
 // room costs a lookup per reconnect, not one per member per message.
 func (r *Relay) PresenceChanged(userID string) {
-	r.mu.Lock()
-	r.gen++
-	clear(r.routes)
-	if userID == "" {
-		clear(r.where)
-	} else {
-		delete(r.where, userID)
-	}
-	if r.reading {
-		r.changed[userID] = true
-		r.allMoved = r.allMoved || userID == ""
-	}
-	r.mu.Unlock()
+	r.routes.presenceChanged(userID)
 	if userID == "" { // a node dropped, notifications missed, a reset
 		r.CheckHeads()
 	}
@@ -363,27 +314,16 @@ func (r *Relay) PresenceChanged(userID string) {
 // Config.Settle messages go to every known node, and the heads are
 // checked.
 func (r *Relay) PresenceReset() {
-	r.mu.Lock()
-	r.unsureUntil = time.Now().Add(r.cfg.Settle)
-	r.mu.Unlock()
+	r.routes.setUnsure()
 	r.CheckHeads()
 }
 
 // Gone is the broker's hook for a destination without a queue: the node
 // is gone, so its presence entries are dropped.
 func (r *Relay) Gone(node string) {
-	r.mu.Lock()
-	if time.Since(r.lastGone[node]) < time.Second {
-		r.mu.Unlock()
+	if !r.routes.nodeGone(node) {
 		return
 	}
-	r.lastGone[node] = time.Now()
-	delete(r.known, node)
-	r.gen++
-	clear(r.routes)
-	clear(r.where)
-	r.allMoved = r.allMoved || r.reading
-	r.mu.Unlock()
 	r.m.gone.Inc()
 	r.CheckHeads()
 	r.log.Warn("cluster: node gone, dropping its presence", "node", node)
@@ -480,7 +420,7 @@ func (r *Relay) local(ev *parley.Event) {
 	roomID := ev.Room.ID
 	switch ev.Kind {
 	case parley.EventRoom:
-		r.invalidateRoom(roomID)
+		r.routes.invalidateRoom(roomID)
 	case parley.EventMessage:
 		r.m.messages.WithLabelValues("local").Inc()
 		rt := r.route(roomID)
@@ -506,9 +446,9 @@ func (r *Relay) local(ev *parley.Event) {
 		for _, node := range userNodes[ev.UserID] {
 			targets[node] = true
 		}
-		r.invalidateRoom(roomID)
+		r.routes.invalidateRoom(roomID)
 		if ev.Kind == parley.EventLeave {
-			r.cfg.Local.Apply([]parley.Event{*ev})
+			r.cfg.ApplyLeaves([]parley.Event{*ev})
 		}
 		for node := range targets {
 			if node != r.cfg.Node {
@@ -537,21 +477,11 @@ func (r *Relay) receive(b *parley.Batch) {
 		r.m.messages.WithLabelValues("remote").Inc()
 		r.offer(ev.Message, b.Recipients, false)
 	case parley.EventJoin, parley.EventLeave:
-		r.invalidateRoom(ev.Room.ID)
+		r.routes.invalidateRoom(ev.Room.ID)
 		if ev.Kind == parley.EventLeave {
-			r.cfg.Local.Apply([]parley.Event{*ev})
+			r.cfg.ApplyLeaves([]parley.Event{*ev})
 		}
 	}
-}
-
-// invalidateRoom forgets a room's members and route.
-func (r *Relay) invalidateRoom(roomID string) {
-	r.mu.Lock()
-	r.gen++
-	r.mgen++
-	delete(r.routes, roomID)
-	delete(r.members, roomID)
-	r.mu.Unlock()
 }
 
 // route returns where a room's members are, from the cache or from the
@@ -559,10 +489,7 @@ func (r *Relay) invalidateRoom(roomID string) {
 // when presence fails, the last route it built for the room (dropped
 // since) cut to the current members; or an empty route.
 func (r *Relay) route(roomID string) *route {
-	r.mu.Lock()
-	rt, gen, mgen := r.routes[roomID], r.gen, r.mgen
-	ml := r.members[roomID]
-	r.mu.Unlock()
+	rt, ml, gen, mgen := r.routes.lookup(roomID)
 	if rt != nil && time.Since(rt.at) < r.cfg.RouteTTL {
 		return rt
 	}
@@ -585,13 +512,11 @@ func (r *Relay) route(roomID string) *route {
 	if err != nil {
 		r.m.routeErrors.Inc()
 		r.log.Error("cluster: presence", "room", roomID, "err", err)
-		r.mu.Lock()
-		r.unsureUntil = time.Now().Add(r.cfg.Settle)
-		r.mu.Unlock()
+		r.routes.setUnsure()
 		if rt != nil {
 			return rt
 		}
-		return r.fallback(roomID, ml.ids)
+		return r.routes.fallback(roomID, ml.ids)
 	}
 	// The route lives RouteTTL from its oldest presence read, as if it
 	// had read them all then.
@@ -601,51 +526,9 @@ func (r *Relay) route(roomID string) *route {
 			fresh.nodes[node] = append(fresh.nodes[node], u)
 		}
 	}
-	r.mu.Lock()
-	now := time.Now()
-	for node := range fresh.nodes {
-		r.known[node] = now
-	}
-	if r.gen == gen {
-		r.routes[roomID] = fresh
-	}
-	if r.mgen == mgen { // presence changes do not touch the members
-		r.members[roomID] = ml
-	}
-	if len(r.lastGood) >= maxRooms {
-		clear(r.lastGood)
-	}
-	r.lastGood[roomID] = fresh
-	r.mu.Unlock()
+	r.routes.keep(roomID, fresh, ml, gen, mgen)
 	return fresh
 }
-
-// fallback is the room's last route, dropped since, for the members it
-// still has (members: the room's current ones), or the members alone.
-func (r *Relay) fallback(roomID string, members []string) *route {
-	r.mu.Lock()
-	last := r.lastGood[roomID]
-	r.mu.Unlock()
-	out := &route{members: members, nodes: map[string][]string{}}
-	if last == nil {
-		return out
-	}
-	current := make(map[string]bool, len(members))
-	for _, u := range members {
-		current[u] = true
-	}
-	for node, users := range last.nodes {
-		for _, u := range users {
-			if current[u] {
-				out.nodes[node] = append(out.nodes[node], u)
-			}
-		}
-	}
-	return out
-}
-
-// maxRooms bounds the rooms whose last route is kept as a fallback.
-const maxRooms = 100_000
 
 // nodesOf returns the nodes of users: those remembered (for less than
 // RouteTTL) from memory, the others read from presence in one call and
@@ -653,73 +536,25 @@ const maxRooms = 100_000
 // (all of them after a change of everything); oldest is when the oldest
 // of them was read. Only the run goroutine calls it.
 func (r *Relay) nodesOf(ctx context.Context, users []string) (nodes map[string][]string, oldest time.Time, err error) {
-	out := make(map[string][]string, len(users))
-	var missing []string
 	now := time.Now()
-	oldest = now
-	r.mu.Lock()
-	for _, u := range users {
-		if w := r.where[u]; w != nil && now.Sub(w.at) < r.cfg.RouteTTL {
-			out[u] = w.nodes
-			if w.at.Before(oldest) {
-				oldest = w.at
-			}
-		} else {
-			missing = append(missing, u)
-		}
-	}
-	if len(missing) > 0 {
-		r.reading, r.allMoved = true, false
-		clear(r.changed)
-	}
-	r.mu.Unlock()
+	out, missing, oldest := r.routes.remembered(users, now)
 	if len(missing) == 0 {
 		return out, oldest, nil
 	}
 	r.m.presenceLookups.Add(float64(len(missing)))
 	found, err := r.presence.Nodes(ctx, missing)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.reading = false
+	r.routes.remember(missing, found, err == nil, now)
 	if err != nil {
 		return nil, oldest, err
 	}
-	if len(r.where)+len(missing) > maxWhere {
-		r.forgetStaleLocked(now)
-	}
 	for _, u := range missing {
 		out[u] = found[u]
-		if !r.allMoved && !r.changed[u] && len(r.where) < maxWhere {
-			r.where[u] = &userNodes{nodes: found[u], at: now}
-		}
 	}
 	return out, oldest, nil
-}
-
-// forgetStaleLocked drops the remembered nodes older than RouteTTL, or all
-// of them if that is not enough to stay under maxWhere.
-func (r *Relay) forgetStaleLocked(now time.Time) {
-	for u, w := range r.where {
-		if now.Sub(w.at) >= r.cfg.RouteTTL {
-			delete(r.where, u)
-		}
-	}
-	if len(r.where) >= maxWhere*3/4 {
-		clear(r.where)
-	}
 }
 
 // Nodes returns the nodes of a room's route as the relay sees it now
 // (tests and diagnostics).
 func (r *Relay) Nodes(roomID string) []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []string
-	if rt := r.routes[roomID]; rt != nil {
-		for n := range rt.nodes {
-			out = append(out, n)
-		}
-	}
-	slices.Sort(out)
-	return out
+	return r.routes.routeNodes(roomID)
 }

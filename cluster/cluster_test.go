@@ -71,7 +71,7 @@ type fakeLocal struct {
 	left []string
 }
 
-func (l *fakeLocal) Apply(evs []parley.Event) {
+func (l *fakeLocal) applyLeaves(evs []parley.Event) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, ev := range evs {
@@ -132,7 +132,7 @@ func newNodesWith(t *testing.T, store *fakeStore, wrap func(parley.Presence) par
 	nodes := map[string]*node{}
 	for _, name := range names {
 		n := &node{local: &fakeLocal{got: map[string][]int64{}}}
-		n.relay = cluster.New(cluster.Config{Node: name, Store: store, Local: n.local, GapWait: 20 * time.Millisecond})
+		n.relay = cluster.New(cluster.Config{Node: name, Store: store, Local: n.local, ApplyLeaves: n.local.applyLeaves, GapWait: 20 * time.Millisecond})
 		n.broker = ex.Broker(inmem.BrokerConfig{Node: name, Handler: n.relay.Receive, Gone: n.relay.Gone})
 		n.batches = &countingBroker{Broker: n.broker}
 		n.presence = reg.Presence(inmem.PresenceConfig{Node: name, OnChange: n.relay.PresenceChanged})
@@ -330,7 +330,8 @@ func TestReceiveReturnsAfterDelivery(t *testing.T) {
 		}
 	}
 
-	idle := cluster.New(cluster.Config{Node: "c", Store: store, Local: &fakeLocal{got: map[string][]int64{}}})
+	idleLocal := &fakeLocal{got: map[string][]int64{}}
+	idle := cluster.New(cluster.Config{Node: "c", Store: store, Local: idleLocal, ApplyLeaves: idleLocal.applyLeaves})
 	returned := make(chan struct{})
 	go func() {
 		idle.Receive(parley.Batch{Node: "c", Event: store.commit("r", "x")})
@@ -422,7 +423,7 @@ func TestChangesDuringReadKeepTheRest(t *testing.T) {
 	store := &fakeStore{members: map[string][]string{}, msgs: map[string][]parley.Message{}}
 	ex, reg := inmem.NewExchange(), inmem.NewRegistry()
 	local := &fakeLocal{got: map[string][]int64{}}
-	relay := cluster.New(cluster.Config{Node: "a", Store: store, Local: local})
+	relay := cluster.New(cluster.Config{Node: "a", Store: store, Local: local, ApplyLeaves: local.applyLeaves})
 	broker := ex.Broker(inmem.BrokerConfig{Node: "a", Handler: relay.Receive, Gone: relay.Gone})
 	presence := reg.Presence(inmem.PresenceConfig{Node: "a"})
 	counted := &countingPresence{Presence: presence}
@@ -498,12 +499,12 @@ func TestPresenceDownKeepsLastRoute(t *testing.T) {
 
 // TestRoomsForgottenByNumber: a room's delivery position is kept however
 // long the room is quiet, so a message of a quiet chat is delivered at
-// once, not held for GapWait as a room never seen is; only past MaxRooms
+// once, not held for GapWait as a room never seen is; only past MaxPositions
 // are the least recently used rooms forgotten.
 func TestRoomsForgottenByNumber(t *testing.T) {
 	store := &fakeStore{members: map[string][]string{}, msgs: map[string][]parley.Message{}}
 	local := &fakeLocal{got: map[string][]int64{}}
-	relay := cluster.New(cluster.Config{Node: "b", Store: store, Local: local, GapWait: time.Hour, MaxRooms: 10})
+	relay := cluster.New(cluster.Config{Node: "b", Store: store, Local: local, ApplyLeaves: local.applyLeaves, GapWait: time.Hour, MaxPositions: 10})
 	ex, reg := inmem.NewExchange(), inmem.NewRegistry()
 	broker := ex.Broker(inmem.BrokerConfig{Node: "b", Handler: relay.Receive, Gone: relay.Gone})
 	presence := reg.Presence(inmem.PresenceConfig{Node: "b", OnChange: relay.PresenceChanged})
@@ -529,6 +530,6 @@ func TestRoomsForgottenByNumber(t *testing.T) {
 	}
 	receive("quiet") // forgotten among 30 rooms: held like a room never seen
 	if got := delivered("quiet"); got != 2 {
-		t.Errorf("after 30 other rooms with MaxRooms 10: %d delivered, want the third message held", got)
+		t.Errorf("after 30 other rooms with MaxPositions 10: %d delivered, want the third message held", got)
 	}
 }

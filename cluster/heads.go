@@ -102,7 +102,7 @@ func (r *Relay) flushHeads() {
 	}
 	r.headsFailed("write", err)
 	r.hmu.Lock()
-	if len(r.pending)+len(p) <= r.cfg.MaxRooms {
+	if len(r.pending)+len(p) <= r.cfg.MaxPositions {
 		for room, seq := range p {
 			if seq > r.pending[room] {
 				r.pending[room] = seq
@@ -210,26 +210,7 @@ func (r *Relay) refreshNodes() {
 	if err != nil {
 		return
 	}
-	now := time.Now()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, n := range nodes {
-		r.known[n] = now
-	}
-	sure := !now.Before(r.unsureUntil)
-	for n, seen := range r.known {
-		if now.Sub(seen) > knownTTL || (sure && seen != now) {
-			delete(r.known, n)
-		}
-	}
-}
-
-// unsure reports whether routes may be missing nodes now: presence could
-// not be read, or was reset, within the last Config.Settle.
-func (r *Relay) unsure() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return time.Now().Before(r.unsureUntil)
+	r.routes.liveNodes(nodes)
 }
 
 // destinations are the nodes a message of rt goes to, with their
@@ -238,18 +219,14 @@ func (r *Relay) unsure() bool {
 // room's subscribers whatever the list, and to the personal queues of the
 // listed users it holds).
 func (r *Relay) destinations(rt *route) map[string][]string {
-	if !r.unsure() {
+	if !r.routes.unsure() {
 		return rt.nodes
 	}
 	out := make(map[string][]string, len(rt.nodes))
 	for node := range rt.nodes {
 		out[node] = rt.members
 	}
-	r.mu.Lock()
-	for node := range r.known {
-		out[node] = rt.members
-	}
-	r.mu.Unlock()
+	r.routes.addKnown(out, rt.members)
 	r.m.broadcasts.Inc()
 	return out
 }

@@ -103,7 +103,7 @@ func newHeadNodes(t *testing.T, store *fakeStore, heads *memHeads, live []string
 	nodes := map[string]*headNode{}
 	for _, name := range live {
 		n := &headNode{local: &fakeLocal{got: map[string][]int64{}}}
-		n.relay = cluster.New(cluster.Config{Node: name, Store: store, Local: n.local, GapWait: time.Hour,
+		n.relay = cluster.New(cluster.Config{Node: name, Store: store, Local: n.local, ApplyLeaves: n.local.applyLeaves, GapWait: time.Hour,
 			Heads: heads, HeadCheck: time.Hour, Nodes: staticNodes(live), Settle: time.Hour})
 		n.broker = &droppingBroker{Broker: ex.Broker(inmem.BrokerConfig{Node: name, Handler: n.relay.Receive, Gone: n.relay.Gone})}
 		n.inner = reg.Presence(inmem.PresenceConfig{Node: name, OnChange: n.relay.PresenceChanged})

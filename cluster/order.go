@@ -54,7 +54,7 @@ func (r *Relay) offer(m parley.Message, recipients []string, local bool) {
 		}
 		st.held[m.Seq] = heldMessage{m, recipients}
 		r.m.held.Inc()
-		r.armLocked(m.RoomID, st, now)
+		r.armGapTimer(m.RoomID, st, now)
 		if local && st.next != 0 {
 			// In a room never seen (next 0) the gap's start is unknown:
 			// it waits for GapWait like a remote message.
@@ -99,8 +99,8 @@ func (r *Relay) drain(roomID string, st *roomState) {
 	}
 }
 
-// armLocked starts the room's gap timer unless it runs.
-func (r *Relay) armLocked(roomID string, st *roomState, now time.Time) {
+// armGapTimer starts the room's gap timer unless it runs.
+func (r *Relay) armGapTimer(roomID string, st *roomState, now time.Time) {
 	if st.timer != nil {
 		return
 	}
@@ -160,7 +160,7 @@ func (r *Relay) catchUp(roomID string, st *roomState, reason string) {
 		r.drain(roomID, st)
 	}
 	if len(st.held) > 0 && st.timer == nil {
-		r.armLocked(roomID, st, time.Now())
+		r.armGapTimer(roomID, st, time.Now())
 	}
 }
 
@@ -223,7 +223,7 @@ func (r *Relay) fill(roomID string, st *roomState, upTo int64, reason string) (m
 // turns to its queue; the fill goes on right after (a queued tick).
 const maxFillPages = 20
 
-// evict makes room for one more room state when Config.MaxRooms are kept:
+// evict makes room for one more room state when Config.MaxPositions are kept:
 // it forgets the least recently used tenth of the rooms holding nothing.
 // A forgotten room's next message waits GapWait, as a room never seen does,
 // so rooms are forgotten by number, not by age: a quiet 1:1 chat whose
@@ -233,10 +233,10 @@ const maxFillPages = 20
 // less than a tenth; the next one waits until the map has grown by another
 // tenth (evictAt), so that a pass over every room is not paid per new room.
 func (r *Relay) evict() {
-	if len(r.rooms) < max(r.cfg.MaxRooms, r.evictAt) {
+	if len(r.rooms) < max(r.cfg.MaxPositions, r.evictAt) {
 		return
 	}
-	defer func() { r.evictAt = len(r.rooms) + max(1, r.cfg.MaxRooms/10) }()
+	defer func() { r.evictAt = len(r.rooms) + max(1, r.cfg.MaxPositions/10) }()
 	type idle struct {
 		id   string
 		used time.Time
@@ -248,7 +248,7 @@ func (r *Relay) evict() {
 		}
 	}
 	slices.SortFunc(idles, func(a, b idle) int { return a.used.Compare(b.used) })
-	for _, i := range idles[:min(len(idles), max(1, r.cfg.MaxRooms/10))] {
+	for _, i := range idles[:min(len(idles), max(1, r.cfg.MaxPositions/10))] {
 		delete(r.rooms, i.id)
 	}
 }

@@ -54,7 +54,6 @@ func (s *memStore) event(seq int64) parley.Event {
 // seqLocal records the seqs delivered.
 type seqLocal struct{ seqs []int64 }
 
-func (l *seqLocal) Apply([]parley.Event) {}
 func (l *seqLocal) Deliver(m parley.Message, _ []string) {
 	l.seqs = append(l.seqs, m.Seq)
 }
@@ -63,7 +62,7 @@ func (l *seqLocal) Deliver(m parley.Message, _ []string) {
 // handlers itself, and no gap timer fires (GapWait is an hour), so every
 // fill it sees is one the test asked for.
 func newBareRelay(t *testing.T, store Store, local Local) *Relay {
-	r := New(Config{Node: "b", Store: store, Local: local, GapWait: time.Hour})
+	r := New(Config{Node: "b", Store: store, Local: local, ApplyLeaves: func([]parley.Event) {}, GapWait: time.Hour})
 	p := inmem.NewRegistry().Presence(inmem.PresenceConfig{Node: "b"})
 	t.Cleanup(func() { p.Close() })
 	r.presence = p

@@ -106,7 +106,7 @@ func openCluster(cfg Config, rdb *goredis.Client, store parley.Store, h *hub.Hub
 		ttl = 15 * time.Second // redis.PresenceConfig's default
 	}
 	c.relay = cluster.New(cluster.Config{
-		Node: node, Store: store, Local: h, Registerer: reg,
+		Node: node, Store: store, Local: h, ApplyLeaves: h.Apply, Registerer: reg,
 		Heads: redis.NewHeads(rdb, cfg.RedisPrefix), HeadCheck: cfg.HeadCheck,
 		Nodes: liveNodes{c}, Settle: ttl/3 + time.Second, // one heartbeat, and its round trip
 	})

@@ -1,0 +1,290 @@
+package cluster
+
+import (
+	"slices"
+	"sync"
+	"time"
+)
+
+// route is where a room's members are.
+type route struct {
+	members []string
+	nodes   map[string][]string // node -> members with a session there
+	at      time.Time
+}
+
+type memberList struct {
+	ids []string
+	at  time.Time
+}
+
+// userNodes is one user's nodes as read from presence.
+type userNodes struct {
+	nodes []string
+	at    time.Time
+}
+
+// maxWhere bounds the users whose nodes are remembered.
+const maxWhere = 200_000
+
+// maxFallbackRoutes bounds the rooms whose last route is kept as a
+// fallback (routeCache.lastGood).
+const maxFallbackRoutes = 100_000
+
+// routeCache is what the relay remembers of where rooms' members are: the
+// routes per room, the members per room, each user's nodes, the last good
+// route of each room (the fallback when presence or the store fails), and
+// the nodes it knows of. The run goroutine reads and fills it; the
+// presence and broker hooks invalidate it. It makes no calls: the relay
+// reads the store and presence without its lock and hands it the results,
+// with the generations it saw before the read, so that a result an
+// invalidation overtook is not kept.
+type routeCache struct {
+	ttl    time.Duration // Config.RouteTTL
+	settle time.Duration // Config.Settle
+
+	mu          sync.Mutex // guards the following fields
+	gen         uint64     // bumped by every invalidation
+	mgen        uint64     // bumped by every invalidation of members (joins, leaves)
+	routes      map[string]*route
+	lastGood    map[string]*route // the last route built per room, kept through invalidations: the fallback when presence or the store fails
+	members     map[string]*memberList
+	where       map[string]*userNodes // user -> their nodes as last read (nil nodes: offline)
+	reading     bool                  // nodesOf is reading presence: note the changes below
+	changed     map[string]bool       // users changed during that read
+	allMoved    bool                  // everything changed during that read
+	lastGone    map[string]time.Time
+	known       map[string]time.Time // nodes seen in a route or the live nodes, and when
+	unsureUntil time.Time            // routes may miss nodes until then (see Config.Settle)
+}
+
+func newRouteCache(ttl, settle time.Duration) *routeCache {
+	return &routeCache{
+		ttl:      ttl,
+		settle:   settle,
+		routes:   map[string]*route{},
+		lastGood: map[string]*route{},
+		members:  map[string]*memberList{},
+		where:    map[string]*userNodes{},
+		changed:  map[string]bool{},
+		lastGone: map[string]time.Time{},
+		known:    map[string]time.Time{},
+	}
+}
+
+// presenceChanged drops every route, and the user's remembered nodes
+// (everyone's for "").
+func (c *routeCache) presenceChanged(userID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	clear(c.routes)
+	if userID == "" {
+		clear(c.where)
+	} else {
+		delete(c.where, userID)
+	}
+	if c.reading {
+		c.changed[userID] = true
+		c.allMoved = c.allMoved || userID == ""
+	}
+}
+
+// setUnsure makes routes unsure for Config.Settle from now.
+func (c *routeCache) setUnsure() {
+	c.mu.Lock()
+	c.unsureUntil = time.Now().Add(c.settle)
+	c.mu.Unlock()
+}
+
+// nodeGone forgets node and drops every route and every user's nodes;
+// false, changing nothing, if it did so for node less than a second ago.
+func (c *routeCache) nodeGone(node string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if time.Since(c.lastGone[node]) < time.Second {
+		return false
+	}
+	c.lastGone[node] = time.Now()
+	delete(c.known, node)
+	c.gen++
+	clear(c.routes)
+	clear(c.where)
+	c.allMoved = c.allMoved || c.reading
+	return true
+}
+
+// invalidateRoom forgets a room's members and route.
+func (c *routeCache) invalidateRoom(roomID string) {
+	c.mu.Lock()
+	c.gen++
+	c.mgen++
+	delete(c.routes, roomID)
+	delete(c.members, roomID)
+	c.mu.Unlock()
+}
+
+// lookup returns the room's cached route and members (either nil when
+// absent) and the generations to hand back to keep.
+func (c *routeCache) lookup(roomID string) (rt *route, ml *memberList, gen, mgen uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.routes[roomID], c.members[roomID], c.gen, c.mgen
+}
+
+// keep stores a route built from a read that began at generations gen and
+// mgen: the route if no invalidation came since, the members if no
+// invalidation of members came since, and the route as the room's last
+// good one in any case; the route's nodes become known.
+func (c *routeCache) keep(roomID string, fresh *route, ml *memberList, gen, mgen uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	for node := range fresh.nodes {
+		c.known[node] = now
+	}
+	if c.gen == gen {
+		c.routes[roomID] = fresh
+	}
+	if c.mgen == mgen { // presence changes do not touch the members
+		c.members[roomID] = ml
+	}
+	if len(c.lastGood) >= maxFallbackRoutes {
+		clear(c.lastGood)
+	}
+	c.lastGood[roomID] = fresh
+}
+
+// fallback is the room's last route, dropped since, for the members it
+// still has (members: the room's current ones), or the members alone.
+func (c *routeCache) fallback(roomID string, members []string) *route {
+	c.mu.Lock()
+	last := c.lastGood[roomID]
+	c.mu.Unlock()
+	out := &route{members: members, nodes: map[string][]string{}}
+	if last == nil {
+		return out
+	}
+	current := make(map[string]bool, len(members))
+	for _, u := range members {
+		current[u] = true
+	}
+	for node, users := range last.nodes {
+		for _, u := range users {
+			if current[u] {
+				out.nodes[node] = append(out.nodes[node], u)
+			}
+		}
+	}
+	return out
+}
+
+// remembered returns the nodes of the users remembered (for less than
+// RouteTTL) at now, the users it does not remember, and when the oldest
+// remembered was read. With users missing, it starts noting the presence
+// changes, for the read of them that the caller makes next and reports
+// with remember.
+func (c *routeCache) remembered(users []string, now time.Time) (out map[string][]string, missing []string, oldest time.Time) {
+	out = make(map[string][]string, len(users))
+	oldest = now
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, u := range users {
+		if w := c.where[u]; w != nil && now.Sub(w.at) < c.ttl {
+			out[u] = w.nodes
+			if w.at.Before(oldest) {
+				oldest = w.at
+			}
+		} else {
+			missing = append(missing, u)
+		}
+	}
+	if len(missing) > 0 {
+		c.reading, c.allMoved = true, false
+		clear(c.changed)
+	}
+	return out, missing, oldest
+}
+
+// remember ends the read of presence that remembered started at now: on
+// success (ok) it remembers the nodes found for the missing
+// users, but for the users a presence change named during the read (all
+// of them after a change of everything).
+func (c *routeCache) remember(missing []string, found map[string][]string, ok bool, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reading = false
+	if !ok {
+		return
+	}
+	if len(c.where)+len(missing) > maxWhere {
+		c.forgetStaleLocked(now)
+	}
+	for _, u := range missing {
+		if !c.allMoved && !c.changed[u] && len(c.where) < maxWhere {
+			c.where[u] = &userNodes{nodes: found[u], at: now}
+		}
+	}
+}
+
+// forgetStaleLocked drops the remembered nodes older than RouteTTL, or all
+// of them if that is not enough to stay under maxWhere.
+func (c *routeCache) forgetStaleLocked(now time.Time) {
+	for u, w := range c.where {
+		if now.Sub(w.at) >= c.ttl {
+			delete(c.where, u)
+		}
+	}
+	if len(c.where) >= maxWhere*3/4 {
+		clear(c.where)
+	}
+}
+
+// routeNodes returns the nodes of a room's cached route, sorted.
+func (c *routeCache) routeNodes(roomID string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	if rt := c.routes[roomID]; rt != nil {
+		for n := range rt.nodes {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// liveNodes adds the live nodes to the known ones; while routes are sure
+// it forgets the known nodes that are not live (reaped, closed), and in
+// any case those not seen for knownTTL.
+func (c *routeCache) liveNodes(nodes []string) {
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range nodes {
+		c.known[n] = now
+	}
+	sure := !now.Before(c.unsureUntil)
+	for n, seen := range c.known {
+		if now.Sub(seen) > knownTTL || (sure && seen != now) {
+			delete(c.known, n)
+		}
+	}
+}
+
+// unsure reports whether routes may be missing nodes now: presence could
+// not be read, or was reset, within the last Config.Settle.
+func (c *routeCache) unsure() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Before(c.unsureUntil)
+}
+
+// addKnown sets every known node in out to members.
+func (c *routeCache) addKnown(out map[string][]string, members []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for node := range c.known {
+		out[node] = members
+	}
+}
