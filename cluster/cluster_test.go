@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"parley"
 	"parley/cluster"
 	"parley/inmem"
@@ -159,6 +161,22 @@ func waitSeqs(t *testing.T, l *fakeLocal, user string, n int) []int64 {
 	}
 }
 
+// waitSeq waits until user has been delivered seq, and returns their seqs.
+func waitSeq(t *testing.T, l *fakeLocal, user string, seq int64) []int64 {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got := l.seqs(user)
+		if slices.Contains(got, seq) {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never got seq %d: got %d seqs", user, seq, len(got))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 func wantSeqs(n int) []int64 {
 	s := make([]int64, n)
 	for i := range s {
@@ -272,8 +290,12 @@ func TestWideGapFilledFromStore(t *testing.T) {
 		t.Fatalf("y got %d seqs %v..., want 1..%d", len(got), got[:min(len(got), 10)], len(want))
 	}
 	a.relay.Apply(late)
-	time.Sleep(100 * time.Millisecond)
-	if got := nodes["b"].local.seqs("y"); len(got) != len(want) {
+	// A marker after the late batches: once it is delivered, they have
+	// been handled (one relay, one broker queue, in order).
+	marker := store.commit("r", "x")
+	a.relay.Apply([]parley.Event{marker})
+	got := waitSeq(t, nodes["b"].local, "y", marker.Message.Seq)
+	if got = slices.DeleteFunc(got, func(seq int64) bool { return seq == marker.Message.Seq }); len(got) != len(want) {
 		t.Errorf("y got %d messages after the late batches, want %d: they are duplicates", len(got), len(want))
 	}
 }
@@ -289,7 +311,6 @@ func TestDuplicatesDropped(t *testing.T) {
 		b.relay.Receive(batch)
 		b.relay.Receive(batch)
 	}
-	time.Sleep(100 * time.Millisecond)
 	if got := waitSeqs(t, b.local, "y", 3); !slices.Equal(got, wantSeqs(3)) {
 		t.Fatalf("y got %v, want 1..3 once", got)
 	}
@@ -331,18 +352,40 @@ func TestReceiveReturnsAfterDelivery(t *testing.T) {
 	}
 
 	idleLocal := &fakeLocal{got: map[string][]int64{}}
-	idle := cluster.New(cluster.Config{Node: "c", Store: store, Local: idleLocal, ApplyLeaves: idleLocal.applyLeaves})
+	reg := prometheus.NewRegistry()
+	idle := cluster.New(cluster.Config{Node: "c", Store: store, Local: idleLocal, ApplyLeaves: idleLocal.applyLeaves, Registerer: reg})
 	returned := make(chan struct{})
 	go func() {
 		idle.Receive(parley.Batch{Node: "c", Event: store.commit("r", "x")})
 		close(returned)
 	}()
-	time.Sleep(20 * time.Millisecond) // let Receive queue its batch
+	waitGauge(t, reg, "parley_cluster_queued", 1) // Receive has queued its batch
 	idle.Close()
 	select {
 	case <-returned:
 	case <-time.After(5 * time.Second):
 		t.Fatal("Receive on a relay closed before Start did not return")
+	}
+}
+
+// waitGauge waits until the gauge name in reg reads want.
+func waitGauge(t *testing.T, reg *prometheus.Registry, name string, want float64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == name && len(mf.GetMetric()) == 1 && mf.GetMetric()[0].GetGauge().GetValue() == want {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never reached %v", name, want)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -392,7 +435,6 @@ func TestPresenceChangeRereadsOnlyThatUser(t *testing.T) {
 	// u2 moves from c to b.
 	nodes["c"].presence.Remove(context.Background(), "u2")
 	nodes["b"].presence.Add(context.Background(), "u2")
-	time.Sleep(50 * time.Millisecond)
 	a.relay.Apply([]parley.Event{store.commit("r", "u0")})
 	if got := waitSeqs(t, nodes["b"].local, "u2", 1); !slices.Equal(got, []int64{2}) {
 		t.Fatalf("u2 on b got %v, want seq 2", got)
@@ -475,7 +517,6 @@ func TestPresenceDownKeepsLastRoute(t *testing.T) {
 	a, locals := nodes["a"].relay, map[string]*fakeLocal{"a": nodes["a"].local, "b": nodes["b"].local}
 	nodes["a"].presence.Add(context.Background(), "x")
 	nodes["b"].presence.Add(context.Background(), "y")
-	time.Sleep(50 * time.Millisecond)
 	a.Apply([]parley.Event{store.commit("r", "x")})
 	waitSeqs(t, locals["b"], "y", 1)
 	reads := store.memberReads()
