@@ -90,20 +90,23 @@ func (s *Store) commit(batch []*groupcommit.Request[writeOp, result]) (func(), e
 	pending := batch
 	single := false
 	for attempt := 1; ; attempt++ {
-		outs, events, failed, ticket, err := s.tryBatch(pending, single)
+		tr, err := s.tryBatch(pending, single)
 		if err == nil {
 			for i, r := range pending {
-				r.Out, r.Err = outs[i].res, outs[i].err
+				r.Out, r.Err = tr.outs[i].res, tr.outs[i].err
 			}
 			var emit func()
-			if s.onCommit != nil && len(events) > 0 {
+			if s.onCommit != nil && len(tr.events) > 0 {
+				events := tr.events
 				emit = func() { s.onCommit(events) }
 			}
+			ticket := tr.ticket
 			return func() { s.seq.done(ticket, emit) }, nil
 		}
-		if ticket != noTicket {
-			s.seq.done(ticket, nil)
+		if tr.ticket != noTicket {
+			s.seq.done(tr.ticket, nil)
 		}
+		failed := tr.failed
 		code := pgCode(err)
 		class := code[:min(2, len(code))]
 		switch {
@@ -143,18 +146,66 @@ const (
 // for each.
 var errShortResult = errors.New("send batch: a result row is missing")
 
+// tried is the outcome of one attempt of a batch (tryBatch).
+type tried struct {
+	// outs and events are each write's outcome and the batch's events,
+	// once it committed.
+	outs   []outcome
+	events []parley.Event
+	// failed, when the attempt failed, is the index of the write whose
+	// statement failed, failedRun or failedBatch.
+	failed int
+	// ticket is the attempt's place in the sequencer once it sent COMMIT,
+	// whatever the outcome (the caller must pass it to done); noTicket
+	// before.
+	ticket uint64
+}
+
+// stmt is one statement of a batch: it runs the writes reqs[lo:hi], one,
+// or a run of sends.
+type stmt struct {
+	lo, hi int
+	sends  []*send
+}
+
 // tryBatch runs reqs in one transaction, sent as one pipeline: BEGIN, the
 // lock of the rooms the batch changes, and the writes in order, one
 // statement each except that a run of sends is one statement unless single
-// is set. On failure it has rolled back and returns the index of the write
-// whose statement failed, failedRun or failedBatch. Once it has sent COMMIT
-// it returns its ticket of the sequencer, which the caller must pass to
-// done; before, noTicket.
-func (s *Store) tryBatch(reqs []*groupcommit.Request[writeOp, result], single bool) (
-	outs []outcome, events []parley.Event, failed int, ticket uint64, err error) {
+// is set. On failure it has rolled back; see tried for what it returns.
+func (s *Store) tryBatch(reqs []*groupcommit.Request[writeOp, result], single bool) (tried, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.writeTimeout)
 	defer cancel()
-	b := &pgx.Batch{}
+	b, locked, stmts := s.queueBatch(reqs, single)
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return tried{failed: failedBatch, ticket: noTicket}, fmt.Errorf("acquire: %w", err)
+	}
+	defer conn.Release()
+	br := conn.SendBatch(ctx, b)
+	tx := br.Tx()
+	tr, err := decodeBatch(br, reqs, stmts, locked)
+	if err == nil {
+		err = br.Close()
+		tr.failed = failedBatch
+	}
+	if err != nil {
+		br.Close()
+		s.wq.rollback.count()
+		tx.Rollback(ctx)
+		return tried{failed: tr.failed, ticket: noTicket}, err
+	}
+	s.wq.commit.count()
+	tr.ticket = s.seq.ticket()
+	if err := tx.Commit(ctx); err != nil {
+		return tried{failed: failedBatch, ticket: tr.ticket}, fmt.Errorf("commit: %w", err)
+	}
+	return tr, nil
+}
+
+// queueBatch builds the pipeline of tryBatch but for COMMIT: BEGIN, the
+// lock of the rooms (locked: there are some), and the writes' statements.
+func (s *Store) queueBatch(reqs []*groupcommit.Request[writeOp, result], single bool) (b *pgx.Batch, locked bool, stmts []stmt) {
+	b = &pgx.Batch{}
 	s.wq.begin.count()
 	b.BeginTx(pgx.TxOptions{})
 	rooms := make([]string, 0, len(reqs))
@@ -169,12 +220,6 @@ func (s *Store) tryBatch(reqs []*groupcommit.Request[writeOp, result], single bo
 		s.wq.lockRooms.count()
 		b.Queue(s.wq.lockRooms.text, rooms)
 	}
-	// Each statement runs the writes reqs[lo:hi]: one, or a run of sends.
-	type stmt struct {
-		lo, hi int
-		sends  []*send
-	}
-	var stmts []stmt
 	for i := 0; i < len(reqs); {
 		st := stmt{lo: i, hi: i + 1}
 		for j := i; !single && j < len(reqs); j++ {
@@ -193,65 +238,50 @@ func (s *Store) tryBatch(reqs []*groupcommit.Request[writeOp, result], single bo
 		stmts = append(stmts, st)
 		i = st.hi
 	}
+	return b, len(rooms) > 0, stmts
+}
 
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return nil, nil, failedBatch, noTicket, fmt.Errorf("acquire: %w", err)
-	}
-	defer conn.Release()
-	br := conn.SendBatch(ctx, b)
-	tx := br.Tx()
-	fail := func(i int, err error) ([]outcome, []parley.Event, int, uint64, error) {
-		br.Close()
-		s.wq.rollback.count()
-		tx.Rollback(ctx)
-		return nil, nil, i, noTicket, err
-	}
+// decodeBatch reads the results of queueBatch's statements: each write's
+// outcome and the events, or on an error the index of what failed
+// (tried.failed).
+func decodeBatch(br pgx.BatchResults, reqs []*groupcommit.Request[writeOp, result], stmts []stmt, locked bool) (tried, error) {
 	if _, err := br.Exec(); err != nil {
-		return fail(failedBatch, fmt.Errorf("begin: %w", err))
+		return tried{failed: failedBatch}, fmt.Errorf("begin: %w", err)
 	}
-	if len(rooms) > 0 {
+	if locked {
 		var n int
 		if err := br.QueryRow().Scan(&n); err != nil {
-			return fail(failedBatch, fmt.Errorf("lock rooms: %w", err))
+			return tried{failed: failedBatch}, fmt.Errorf("lock rooms: %w", err)
 		}
 	}
-	outs = make([]outcome, 0, len(reqs))
+	tr := tried{outs: make([]outcome, 0, len(reqs))}
 	for _, st := range stmts {
 		if st.sends != nil {
 			o, evs, err := decodeSends(br, st.sends)
 			if err != nil {
 				if pgCode(err) != "" {
-					return fail(failedRun, err)
+					return tried{failed: failedRun}, err
 				}
-				return fail(failedBatch, err)
+				return tried{failed: failedBatch}, err
 			}
-			outs, events = append(outs, o...), append(events, evs...)
+			tr.outs, tr.events = append(tr.outs, o...), append(tr.events, evs...)
 			continue
 		}
 		res, evs, err := reqs[st.lo].In.decode(br.QueryRow())
 		var pe *parley.Error
 		switch {
 		case err == nil:
-			outs = append(outs, outcome{res: res})
-			events = append(events, evs...)
+			tr.outs = append(tr.outs, outcome{res: res})
+			tr.events = append(tr.events, evs...)
 		case errors.As(err, &pe):
-			outs = append(outs, outcome{err: err})
+			tr.outs = append(tr.outs, outcome{err: err})
 		case pgCode(err) != "":
-			return fail(st.lo, err)
+			return tried{failed: st.lo}, err
 		default:
-			return fail(failedBatch, err)
+			return tried{failed: failedBatch}, err
 		}
 	}
-	if err := br.Close(); err != nil {
-		return fail(failedBatch, err)
-	}
-	s.wq.commit.count()
-	ticket = s.seq.ticket()
-	if err := tx.Commit(ctx); err != nil {
-		return nil, nil, failedBatch, ticket, fmt.Errorf("commit: %w", err)
-	}
-	return outs, events, failedBatch, ticket, nil
+	return tr, nil
 }
 
 // pgCode returns the SQLSTATE of a PostgreSQL error in err's chain, "" if
