@@ -175,6 +175,7 @@ type Relay struct {
 	lastGone    map[string]time.Time
 	known       map[string]time.Time // nodes seen in a route or the live nodes, and when
 	unsureUntil time.Time            // routes may miss nodes until then (see Config.Settle)
+	resetCheck  time.Time            // when a reset last asked for a head check
 
 	hmu     sync.Mutex       // guards the following field
 	pending map[string]int64 // heads of this node's commits not yet written
@@ -362,11 +363,28 @@ func (r *Relay) PresenceChanged(userID string) {
 // entries for one heartbeat (Redis came back, maybe empty), so for
 // Config.Settle messages go to every known node, and the heads are
 // checked.
+//
+// What was read from presence meanwhile may miss nodes, so nothing of it
+// is kept: the cached routes and users' nodes are dropped, and a read in
+// progress is not remembered (presence calls the hook from a read that
+// finds Redis empty, before the read returns). The heads are checked at
+// the first reset of a spell and then at most once per Settle.
 func (r *Relay) PresenceReset() {
 	r.mu.Lock()
-	r.unsureUntil = time.Now().Add(r.cfg.Settle)
+	now := time.Now()
+	check := !now.Before(r.unsureUntil) || now.Sub(r.resetCheck) >= r.cfg.Settle
+	if check {
+		r.resetCheck = now
+	}
+	r.unsureUntil = now.Add(r.cfg.Settle)
+	r.gen++
+	clear(r.routes)
+	clear(r.where)
+	r.allMoved = r.allMoved || r.reading
 	r.mu.Unlock()
-	r.CheckHeads()
+	if check {
+		r.CheckHeads()
+	}
 }
 
 // Gone is the broker's hook for a destination without a queue: the node

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -197,9 +198,16 @@ func (r *Relay) catchUpHeads(heads map[string]int64) {
 	}
 }
 
-// refreshNodes adds the live nodes to the known ones; while routes are
-// sure it forgets the known nodes that are not live (reaped, closed), and
-// in any case those not seen for knownTTL.
+// refreshNodes adds the live nodes to the known ones, and forgets those
+// not seen for knownTTL. It forgets a known node that the live nodes do
+// not list only when the listing is trustworthy: routes are sure (no
+// presence failure or reset within Settle) and the listing names this
+// node. A listing without this node, which beats as long as it runs, was
+// read from a Redis that lost its data (restarted empty, flushed) before
+// this node's next heartbeat: it is a reset (PresenceReset), and forgets
+// nothing; otherwise the broadcast meant for exactly that moment would
+// reach no other node. A node that is really gone is forgotten at once by
+// Gone, or after knownTTL unseen.
 func (r *Relay) refreshNodes() {
 	if r.cfg.Nodes == nil {
 		return
@@ -209,6 +217,9 @@ func (r *Relay) refreshNodes() {
 	cancel()
 	if err != nil {
 		return
+	}
+	if !slices.Contains(nodes, r.cfg.Node) {
+		r.PresenceReset()
 	}
 	now := time.Now()
 	r.mu.Lock()

@@ -17,7 +17,6 @@ import (
 type memHeads struct {
 	mu    sync.Mutex
 	heads map[string]int64
-	reads chan struct{} // gets a value after each Heads call, when not nil
 }
 
 func (h *memHeads) Advance(ctx context.Context, heads map[string]int64) error {
@@ -99,12 +98,22 @@ type headNode struct {
 // (GapWait and HeadCheck are an hour): whatever a node delivers past a
 // lost batch, it owes to a head check or a broadcast.
 func newHeadNodes(t *testing.T, store *fakeStore, heads *memHeads, live []string) map[string]*headNode {
+	return newHeadNodesWith(t, store, heads, live, nil)
+}
+
+// newHeadNodesWith is newHeadNodes with each node's Config changed by
+// tweak first, when not nil.
+func newHeadNodesWith(t *testing.T, store *fakeStore, heads *memHeads, live []string, tweak func(name string, cfg *cluster.Config)) map[string]*headNode {
 	ex, reg := inmem.NewExchange(), inmem.NewRegistry()
 	nodes := map[string]*headNode{}
 	for _, name := range live {
 		n := &headNode{local: &fakeLocal{got: map[string][]int64{}}}
-		n.relay = cluster.New(cluster.Config{Node: name, Store: store, Local: n.local, GapWait: time.Hour,
-			Heads: heads, HeadCheck: time.Hour, Nodes: staticNodes(live), Settle: time.Hour})
+		cfg := cluster.Config{Node: name, Store: store, Local: n.local, GapWait: time.Hour,
+			Heads: heads, HeadCheck: time.Hour, Nodes: staticNodes(live), Settle: time.Hour}
+		if tweak != nil {
+			tweak(name, &cfg)
+		}
+		n.relay = cluster.New(cfg)
 		n.broker = &droppingBroker{Broker: ex.Broker(inmem.BrokerConfig{Node: name, Handler: n.relay.Receive, Gone: n.relay.Gone})}
 		n.inner = reg.Presence(inmem.PresenceConfig{Node: name, OnChange: n.relay.PresenceChanged})
 		n.presence = &emptyPresence{Presence: n.inner}
@@ -201,5 +210,100 @@ func TestUnknownRoutesReachEveryLiveNode(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// switchNodes lists the live nodes it holds now.
+type switchNodes struct{ live atomic.Pointer[[]string] }
+
+func (n *switchNodes) LiveNodes(context.Context) ([]string, error) { return *n.live.Load(), nil }
+
+func (n *switchNodes) set(live ...string) { n.live.Store(&live) }
+
+// signalHeads is one node's view of shared heads that tells each read.
+type signalHeads struct {
+	*memHeads
+	reads chan struct{}
+}
+
+func (h *signalHeads) Heads(ctx context.Context, rooms []string) (map[string]int64, error) {
+	defer func() { h.reads <- struct{}{} }()
+	return h.memHeads.Heads(ctx, rooms)
+}
+
+// TestEmptyLiveNodesForgetNobody: Redis came back empty, so the live
+// nodes list nobody (not even this node, whose heartbeat has not run
+// since): the known nodes are kept, and a message goes to every one of
+// them while presence is empty, whether or not a reset was told before.
+func TestEmptyLiveNodesForgetNobody(t *testing.T) {
+	tests := []struct {
+		name  string
+		reset bool // the resubscription told the reset first
+	}{
+		{"reset told", true},
+		{"reset not told yet", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			store := &fakeStore{members: map[string][]string{"r": {"x", "y"}}, msgs: map[string][]parley.Message{}}
+			heads := &memHeads{heads: map[string]int64{}}
+			lister := &switchNodes{}
+			lister.set("a", "b")
+			aHeads := &signalHeads{memHeads: heads, reads: make(chan struct{}, 10)}
+			nodes := newHeadNodesWith(t, store, heads, []string{"a", "b"}, func(name string, cfg *cluster.Config) {
+				if name == "a" {
+					cfg.Nodes, cfg.Heads = lister, aHeads
+				}
+			})
+			a, b := nodes["a"], nodes["b"]
+			b.inner.Add(context.Background(), "y")
+			<-aHeads.reads // Start's check: a knows a and b
+
+			lister.set() // Redis restarted empty
+			a.presence.empty.Store(true)
+			a.relay.CheckHeads()
+			<-aHeads.reads // the live nodes were read again, and the heads
+			if tc.reset {
+				a.relay.PresenceReset()
+			}
+			a.relay.Apply([]parley.Event{store.commit("r", "x")})
+			if got := waitSeqs(t, b.local, "y", 1); !slices.Equal(got, wantSeqs(1)) {
+				t.Errorf("y on b got %v, want [1]", got)
+			}
+		})
+	}
+}
+
+// resettingPresence is a presence whose reads find Redis empty and tell
+// the reset hook before they return, as redis.Presence does while its
+// epoch marker is missing: it answers from the inner presence, which may
+// already hold some entries written again.
+type resettingPresence struct {
+	parley.Presence
+	reset func()
+}
+
+func (p *resettingPresence) Nodes(ctx context.Context, userIDs []string) (map[string][]string, error) {
+	p.reset()
+	return p.Presence.Nodes(ctx, userIDs)
+}
+
+// TestRouteReadDuringResetNotCached: a route read while presence reports
+// a reset may miss nodes whose entries are not back yet, so it is not
+// cached: the next message reads presence again.
+func TestRouteReadDuringResetNotCached(t *testing.T) {
+	store := &fakeStore{members: map[string][]string{"r": {"x", "y"}}, msgs: map[string][]parley.Message{}}
+	ex, reg := inmem.NewExchange(), inmem.NewRegistry()
+	local := &fakeLocal{got: map[string][]int64{}}
+	relay := cluster.New(cluster.Config{Node: "a", Store: store, Local: local, GapWait: time.Hour, Settle: time.Hour})
+	broker := ex.Broker(inmem.BrokerConfig{Node: "a", Handler: relay.Receive, Gone: relay.Gone})
+	inner := reg.Presence(inmem.PresenceConfig{Node: "a", OnChange: relay.PresenceChanged})
+	t.Cleanup(func() { relay.Close(); broker.Close(); inner.Close() })
+	inner.Add(context.Background(), "x") // a's entries are back, b's not yet
+	relay.Start(broker, &resettingPresence{Presence: inner, reset: relay.PresenceReset})
+	relay.Apply([]parley.Event{store.commit("r", "x")})
+	waitSeqs(t, local, "x", 1)
+	if got := relay.Nodes("r"); len(got) != 0 {
+		t.Errorf("Nodes(%q) after a read during a reset = %v, want none cached", "r", got)
 	}
 }
