@@ -10,6 +10,7 @@ import (
 
 	"parley"
 	"parley/cluster"
+	"parley/hub"
 	"parley/inmem"
 )
 
@@ -227,7 +228,12 @@ type signalHeads struct {
 }
 
 func (h *signalHeads) Heads(ctx context.Context, rooms []string) (map[string]int64, error) {
-	defer func() { h.reads <- struct{}{} }()
+	defer func() {
+		select {
+		case h.reads <- struct{}{}:
+		default:
+		}
+	}()
 	return h.memHeads.Heads(ctx, rooms)
 }
 
@@ -305,5 +311,151 @@ func TestRouteReadDuringResetNotCached(t *testing.T) {
 	waitSeqs(t, local, "x", 1)
 	if got := relay.Nodes("r"); len(got) != 0 {
 		t.Errorf("Nodes(%q) after a read during a reset = %v, want none cached", "r", got)
+	}
+}
+
+// hubRooms is the wiring of cmd/parley: the hub's room positions as the
+// relay's Subscribed.
+type hubRooms struct{ h *hub.Hub }
+
+func (s hubRooms) SubscribedRooms() map[string]cluster.Position {
+	out := map[string]cluster.Position{}
+	for room, p := range s.h.Rooms() {
+		out[room] = cluster.Position{Low: p.Low, High: p.High}
+	}
+	return out
+}
+
+// seqRecorder is a hub.Receiver that records its seqs.
+type seqRecorder struct {
+	mu   sync.Mutex
+	seqs []int64
+}
+
+func (r *seqRecorder) Deliver(ms []*hub.Message) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, m := range ms {
+		r.seqs = append(r.seqs, m.Seq)
+	}
+}
+
+func (r *seqRecorder) Lagged() {}
+
+func (r *seqRecorder) get() []int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.seqs)
+}
+
+// wait waits until r has n seqs, and returns them.
+func (r *seqRecorder) wait(t *testing.T, name string, n int) []int64 {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(r.get()) < n && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	return r.get()
+}
+
+// TestHeadCheckFillsARoomNeverDelivered: a quiet room whose subscribers on
+// b listened from the start, and whose first messages never reached b
+// (a's presence was empty when a committed them): b's head check fills
+// them from the store, from the lowest of its subscribers' positions, and
+// every subscriber (topic subscriptions, wherever they are, and the
+// personal queue) gets each message once.
+func TestHeadCheckFillsARoomNeverDelivered(t *testing.T) {
+	tests := []struct {
+		name    string
+		lost    int
+		history int64 // a second topic subscriber read the history up to this seq
+	}{
+		{"ten lost", 10, 0},
+		{"ten lost, one subscriber ahead", 10, 4},
+		{"pages lost", 2*parley.MaxPageLimit + 3, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			store := &fakeStore{members: map[string][]string{"r": {"x", "y"}}, msgs: map[string][]parley.Message{}}
+			heads := &memHeads{heads: map[string]int64{}}
+			h := hub.New(hub.Config{Members: store})
+			t.Cleanup(func() { h.Close() })
+			bHeads := &signalHeads{memHeads: heads, reads: make(chan struct{}, 10)}
+			nodes := newHeadNodesWith(t, store, heads, []string{"a", "b"}, func(name string, cfg *cluster.Config) {
+				if name == "b" {
+					cfg.Local, cfg.Subscribed, cfg.Heads = h, hubRooms{h}, bHeads
+				}
+			})
+			<-bHeads.reads // b's check at Start is over
+			a, b := nodes["a"], nodes["b"]
+			b.inner.Add(context.Background(), "y")
+			history := func(ctx context.Context, after int64) ([]parley.Message, error) {
+				return store.Messages(ctx, "r", parley.Page{After: after, Limit: parley.MaxPageLimit})
+			}
+			topic, queue := &seqRecorder{}, &seqRecorder{}
+			ts := &hub.Sub{To: topic, UserID: "y", RoomID: "r"}
+			qs := &hub.Sub{To: queue, UserID: "y"}
+			h.Subscribe(ts)
+			send := func(ctx context.Context, m *hub.Message) error { ts.To.Deliver([]*hub.Message{m}); return nil }
+			if err := h.Start(context.Background(), ts, 0, history, send); err != nil {
+				t.Fatal(err)
+			}
+			h.Subscribe(qs)
+			h.Start(context.Background(), qs, -1, nil, nil)
+
+			a.broker.drop.Store(true) // routes read from an empty Redis: no batch for b
+			var evs []parley.Event
+			for range tc.lost {
+				evs = append(evs, store.commit("r", "x"))
+			}
+			a.relay.Apply(evs)
+			last := int64(tc.lost)
+			waitHead(t, heads, "r", last)
+			ahead := &seqRecorder{}
+			if tc.history > 0 {
+				as := &hub.Sub{To: ahead, UserID: "y", RoomID: "r"}
+				h.Subscribe(as)
+				hist := func(ctx context.Context, after int64) ([]parley.Message, error) {
+					return store.Messages(ctx, "r", parley.Page{After: after, Limit: int(tc.history - after)})
+				}
+				asend := func(ctx context.Context, m *hub.Message) error { as.To.Deliver([]*hub.Message{m}); return nil }
+				// Its history stops at tc.history, as if read then.
+				if err := h.Start(context.Background(), as, 0, func(ctx context.Context, after int64) ([]parley.Message, error) {
+					if after >= tc.history {
+						return nil, nil
+					}
+					return hist(ctx, after)
+				}, asend); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := topic.get(); len(got) != 0 {
+				t.Fatalf("topic on b got %v before the check, want nothing (the batches were lost)", got)
+			}
+
+			b.relay.CheckHeads()
+			if got := topic.wait(t, "topic", int(last)); !slices.Equal(got, wantSeqs(int(last))) {
+				t.Errorf("topic on b after a head check got %d seqs, want 1..%d once: %v", len(got), last, got[:min(len(got), 12)])
+			}
+			if got := queue.wait(t, "queue", int(last)); !slices.Equal(got, wantSeqs(int(last))) {
+				t.Errorf("personal queue on b after a head check got %d seqs, want 1..%d once: %v", len(got), last, got[:min(len(got), 12)])
+			}
+			if tc.history > 0 {
+				got := ahead.wait(t, "ahead", int(last))
+				if want := wantSeqs(int(last)); !slices.Equal(got, want) {
+					t.Errorf("topic ahead on b got %v, want 1..%d once", got[:min(len(got), 12)], last)
+				}
+			}
+			// A second check finds nothing to do, and brings nothing twice.
+			b.relay.CheckHeads()
+			a.broker.drop.Store(false)
+			a.relay.Apply([]parley.Event{store.commit("r", "x")})
+			if got := queue.wait(t, "queue", int(last)+1); !slices.Equal(got, wantSeqs(int(last)+1)) {
+				t.Errorf("personal queue on b after one more message got %d seqs, want 1..%d once", len(got), last+1)
+			}
+			if got := topic.get(); !slices.Equal(got, wantSeqs(int(last)+1)) {
+				t.Errorf("topic on b after one more message got %d seqs, want 1..%d once", len(got), last+1)
+			}
+		})
 	}
 }
