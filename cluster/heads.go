@@ -259,8 +259,15 @@ func (r *Relay) catchUpHeads(heads map[string]int64) {
 //     had.
 //   - The held messages older than pos.Low were never delivered here (they
 //     are held): the topic subscriptions drop them, the personal queues
-//     get them for the first time. That is what the gap timer does with
-//     them too.
+//     get them for the first time, as they would from the gap timer. (A
+//     batch delivered before an eviction and brought again by the broker
+//     after it is the one case that could repeat a message in a personal
+//     queue; the gap timer has it too.)
+//
+// A room whose subscribers are all live-only and have had nothing is not
+// in Subscribed: where what they want starts is unknown (a fill from 0
+// would hand them the room's whole history), so it waits for the room's
+// next message.
 func (r *Relay) startAt(room string, st *roomState, pos Position) *roomState {
 	if st == nil {
 		r.evict()
