@@ -322,12 +322,12 @@ func (p *Presence) checkEpoch(epoch *goredis.StringCmd) {
 	}
 	if !young {
 		if p.incomplete.Swap(false) {
-			p.log.Info("presence: every node has had a heartbeat since Redis lost its data", "node", p.cfg.Node)
+			p.log.Info("presence: every node has had a heartbeat since the epoch marker was made; routes are sure again", "node", p.cfg.Node)
 		}
 		return
 	}
 	if !p.incomplete.Swap(true) {
-		p.log.Warn("presence: Redis has lost its data lately; routes are unsure until every node has written its entries again", "node", p.cfg.Node)
+		p.log.Warn("presence: the epoch marker is missing or new (Redis lost its data, or the cluster's first start); routes are unsure until every node has written its entries again", "node", p.cfg.Node)
 	}
 	if p.cfg.OnReset != nil {
 		p.cfg.OnReset()
