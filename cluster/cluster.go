@@ -70,7 +70,10 @@
 // presence was reset, a node is gone), at Start, and every
 // Config.HeadCheck. A room whose head is past it is read from the store
 // up to the head, so every node learns a room's last seq within about a
-// HeadCheck of a fault healing.
+// HeadCheck of a fault healing. The rooms with local topic subscribers
+// that the relay has never delivered (Config.Subscribed: their first
+// messages were lost) are checked too, and filled from the subscribers'
+// lowest position (see startAt).
 package cluster
 
 import (
@@ -141,6 +144,11 @@ type Config struct {
 	// goes to every known node (seen in a route or in Nodes), not only to
 	// those of its route. Default 5 s.
 	Settle time.Duration
+	// Subscribed, when set, lists the rooms with local topic subscribers
+	// and their positions (hub.Hub.Rooms): a head check also covers the
+	// rooms among them the relay has never delivered, and fills such a
+	// room from its subscribers' lowest position to its head.
+	Subscribed Subscribed
 	// Registerer, when set, registers the relay's metrics.
 	Registerer prometheus.Registerer
 	// Logger logs failures. Default slog.Default().
@@ -313,9 +321,16 @@ func (r *Relay) PresenceChanged(userID string) {
 // entries for one heartbeat (Redis came back, maybe empty), so for
 // Config.Settle messages go to every known node, and the heads are
 // checked.
+//
+// What was read from presence meanwhile may miss nodes, so nothing of it
+// is kept: the cached routes and users' nodes are dropped, and a read in
+// progress is not remembered (presence calls the hook from a read that
+// finds Redis empty, before the read returns). The heads are checked at
+// the first reset of a spell and then at most once per Settle.
 func (r *Relay) PresenceReset() {
-	r.routes.setUnsure()
-	r.CheckHeads()
+	if r.routes.reset() {
+		r.CheckHeads()
+	}
 }
 
 // Gone is the broker's hook for a destination without a queue: the node

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -18,6 +19,19 @@ type Heads interface {
 // NodeLister lists the cluster's live nodes (redis.Presence.LiveNodes).
 type NodeLister interface {
 	LiveNodes(ctx context.Context) ([]string, error)
+}
+
+// Position is where the local subscribers of a room's topic are: the
+// lowest and the highest of their last seqs (hub.Position).
+type Position struct {
+	Low, High int64
+}
+
+// Subscribed lists the rooms with local topic subscribers whose position
+// is known, and where they are (hub.Hub.Rooms). It must not call into the
+// relay.
+type Subscribed interface {
+	SubscribedRooms() map[string]Position
 }
 
 // knownTTL is how long a node stays known without being seen in a route or
@@ -112,8 +126,10 @@ func (r *Relay) flushHeads() {
 	r.hmu.Unlock()
 }
 
-// checkHeads reads the heads of the rooms the relay delivers and has the
-// run goroutine fill the rooms whose head is past what it delivered.
+// checkHeads reads the heads of the rooms the relay delivers, and of the
+// rooms with local subscribers (Config.Subscribed) that it has never
+// delivered, and has the run goroutine fill the rooms whose head is past
+// what it delivered, or past the subscribers' lowest position.
 func (r *Relay) checkHeads() {
 	if r.cfg.Heads == nil {
 		return
@@ -128,9 +144,18 @@ func (r *Relay) checkHeads() {
 	case <-r.done:
 		return
 	}
-	rooms := make([]string, 0, len(delivered))
+	var subscribed map[string]Position
+	if r.cfg.Subscribed != nil {
+		subscribed = r.cfg.Subscribed.SubscribedRooms()
+	}
+	rooms := make([]string, 0, len(delivered)+len(subscribed))
 	for room := range delivered {
 		rooms = append(rooms, room)
+	}
+	for room := range subscribed {
+		if _, ok := delivered[room]; !ok {
+			rooms = append(rooms, room)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	heads, err := r.cfg.Heads.Heads(ctx, rooms)
@@ -143,7 +168,11 @@ func (r *Relay) checkHeads() {
 	r.m.headChecks.Inc()
 	behind := map[string]int64{}
 	for room, head := range heads {
-		if head > delivered[room] {
+		last, ok := delivered[room]
+		if !ok {
+			last = subscribed[room].Low
+		}
+		if head > last {
 			behind[room] = head
 		}
 	}
@@ -180,12 +209,26 @@ func (r *Relay) snapshot() map[string]int64 {
 }
 
 // catchUpHeads runs on the run goroutine: each room is read from the store
-// up to its head.
+// up to its head. A room the relay has never delivered (its first
+// messages never reached this node: presence was empty when they were
+// sent) is read from where its local topic subscribers are
+// (Config.Subscribed), if any are known.
 func (r *Relay) catchUpHeads(heads map[string]int64) {
 	more := map[string]int64{}
+	var subscribed map[string]Position // read once, when a room needs it
 	for room, head := range heads {
 		st := r.rooms[room]
-		if st == nil || st.next == 0 || head < st.next {
+		if st == nil || st.next == 0 {
+			if subscribed == nil && r.cfg.Subscribed != nil {
+				subscribed = r.cfg.Subscribed.SubscribedRooms()
+			}
+			pos, ok := subscribed[room]
+			if !ok || head <= pos.Low {
+				continue
+			}
+			st = r.startAt(room, st, pos)
+		}
+		if head < st.next {
 			continue
 		}
 		if r.fill(room, st, head, "head") {
@@ -197,9 +240,59 @@ func (r *Relay) catchUpHeads(heads map[string]int64) {
 	}
 }
 
-// refreshNodes adds the live nodes to the known ones; while routes are
-// sure it forgets the known nodes that are not live (reaped, closed), and
-// in any case those not seen for knownTTL.
+// startAt sets where the delivery of a room the relay has never delivered
+// starts: after the lowest position of its topic subscribers, or at its
+// oldest held message if that is older. The fill that follows hands each
+// message to the room's subscribers and to the personal queues of its
+// members here, as a live message would go. Neither gets one twice:
+//
+//   - A topic subscription drops every seq at or below the last one it was
+//     handed (hub), so one that is ahead of the lowest (it read history
+//     further) skips what it has.
+//   - A personal queue merges no history: it has had only what this relay
+//     delivered. In this room that is nothing, or, if the room's state was
+//     evicted (Config.MaxRooms), the seqs up to the last one delivered
+//     before, D. Every topic subscription whose position is known had D
+//     too: it was live when D was delivered, or read history that had D,
+//     or was first handed a later live message. So D <= pos.Low, and the
+//     fill, which starts above pos.Low, brings a personal queue nothing it
+//     had.
+//   - The held messages older than pos.Low were never delivered here (they
+//     are held): the topic subscriptions drop them, the personal queues
+//     get them for the first time, as they would from the gap timer. (A
+//     batch delivered before an eviction and brought again by the broker
+//     after it is the one case that could repeat a message in a personal
+//     queue; the gap timer has it too.)
+//
+// A room whose subscribers are all live-only and have had nothing is not
+// in Subscribed: where what they want starts is unknown (a fill from 0
+// would hand them the room's whole history), so it waits for the room's
+// next message.
+func (r *Relay) startAt(room string, st *roomState, pos Position) *roomState {
+	if st == nil {
+		r.evict()
+		st = &roomState{}
+		r.rooms[room] = st
+	}
+	st.used = time.Now()
+	st.next = pos.Low + 1
+	if low := lowestHeld(st); low > 0 && low < st.next {
+		st.next = low
+	}
+	r.drain(room, st)
+	return st
+}
+
+// refreshNodes adds the live nodes to the known ones, and forgets those
+// not seen for knownTTL. It forgets a known node that the live nodes do
+// not list only when the listing is trustworthy: routes are sure (no
+// presence failure or reset within Settle) and the listing names this
+// node. A listing without this node, which beats as long as it runs, was
+// read from a Redis that lost its data (restarted empty, flushed) before
+// this node's next heartbeat: it is a reset (PresenceReset), and forgets
+// nothing; otherwise the broadcast meant for exactly that moment would
+// reach no other node. A node that is really gone is forgotten at once by
+// Gone, or after knownTTL unseen.
 func (r *Relay) refreshNodes() {
 	if r.cfg.Nodes == nil {
 		return
@@ -209,6 +302,11 @@ func (r *Relay) refreshNodes() {
 	cancel()
 	if err != nil {
 		return
+	}
+	if !slices.Contains(nodes, r.cfg.Node) {
+		// Redis was emptied: a listing without this node proves nothing
+		// of the others (see Presence's epoch marker).
+		r.PresenceReset()
 	}
 	r.routes.liveNodes(nodes)
 }

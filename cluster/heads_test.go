@@ -10,6 +10,7 @@ import (
 
 	"parley"
 	"parley/cluster"
+	"parley/hub"
 	"parley/inmem"
 )
 
@@ -17,7 +18,6 @@ import (
 type memHeads struct {
 	mu    sync.Mutex
 	heads map[string]int64
-	reads chan struct{} // gets a value after each Heads call, when not nil
 }
 
 func (h *memHeads) Advance(ctx context.Context, heads map[string]int64) error {
@@ -99,12 +99,22 @@ type headNode struct {
 // (GapWait and HeadCheck are an hour): whatever a node delivers past a
 // lost batch, it owes to a head check or a broadcast.
 func newHeadNodes(t *testing.T, store *fakeStore, heads *memHeads, live []string) map[string]*headNode {
+	return newHeadNodesWith(t, store, heads, live, nil)
+}
+
+// newHeadNodesWith is newHeadNodes with each node's Config changed by
+// tweak first, when not nil.
+func newHeadNodesWith(t *testing.T, store *fakeStore, heads *memHeads, live []string, tweak func(name string, cfg *cluster.Config)) map[string]*headNode {
 	ex, reg := inmem.NewExchange(), inmem.NewRegistry()
 	nodes := map[string]*headNode{}
 	for _, name := range live {
 		n := &headNode{local: &fakeLocal{got: map[string][]int64{}}}
-		n.relay = cluster.New(cluster.Config{Node: name, Store: store, Local: n.local, ApplyLeaves: n.local.applyLeaves, GapWait: time.Hour,
-			Heads: heads, HeadCheck: time.Hour, Nodes: staticNodes(live), Settle: time.Hour})
+		cfg := cluster.Config{Node: name, Store: store, Local: n.local, ApplyLeaves: n.local.applyLeaves, GapWait: time.Hour,
+			Heads: heads, HeadCheck: time.Hour, Nodes: staticNodes(live), Settle: time.Hour}
+		if tweak != nil {
+			tweak(name, &cfg)
+		}
+		n.relay = cluster.New(cfg)
 		n.broker = &droppingBroker{Broker: ex.Broker(inmem.BrokerConfig{Node: name, Handler: n.relay.Receive, Gone: n.relay.Gone})}
 		n.inner = reg.Presence(inmem.PresenceConfig{Node: name, OnChange: n.relay.PresenceChanged})
 		n.presence = &emptyPresence{Presence: n.inner}
@@ -199,6 +209,252 @@ func TestUnknownRoutesReachEveryLiveNode(t *testing.T) {
 				if got := waitSeqs(t, nodes[u.node].local, u.user, 2); !slices.Equal(got, wantSeqs(2)) {
 					t.Errorf("%s on %s got %v, want 1..2", u.user, u.node, got)
 				}
+			}
+		})
+	}
+}
+
+// switchNodes lists the live nodes it holds now.
+type switchNodes struct{ live atomic.Pointer[[]string] }
+
+func (n *switchNodes) LiveNodes(context.Context) ([]string, error) { return *n.live.Load(), nil }
+
+func (n *switchNodes) set(live ...string) { n.live.Store(&live) }
+
+// signalHeads is one node's view of shared heads that tells each read.
+type signalHeads struct {
+	*memHeads
+	reads chan struct{}
+}
+
+func (h *signalHeads) Heads(ctx context.Context, rooms []string) (map[string]int64, error) {
+	defer func() {
+		select {
+		case h.reads <- struct{}{}:
+		default:
+		}
+	}()
+	return h.memHeads.Heads(ctx, rooms)
+}
+
+// TestEmptyLiveNodesForgetNobody: Redis came back empty, so the live
+// nodes list nobody (not even this node, whose heartbeat has not run
+// since): the known nodes are kept, and a message goes to every one of
+// them while presence is empty, whether or not a reset was told before.
+func TestEmptyLiveNodesForgetNobody(t *testing.T) {
+	tests := []struct {
+		name  string
+		reset bool // the resubscription told the reset first
+	}{
+		{"reset told", true},
+		{"reset not told yet", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			store := &fakeStore{members: map[string][]string{"r": {"x", "y"}}, msgs: map[string][]parley.Message{}}
+			heads := &memHeads{heads: map[string]int64{}}
+			lister := &switchNodes{}
+			lister.set("a", "b")
+			aHeads := &signalHeads{memHeads: heads, reads: make(chan struct{}, 10)}
+			nodes := newHeadNodesWith(t, store, heads, []string{"a", "b"}, func(name string, cfg *cluster.Config) {
+				if name == "a" {
+					cfg.Nodes, cfg.Heads = lister, aHeads
+				}
+			})
+			a, b := nodes["a"], nodes["b"]
+			b.inner.Add(context.Background(), "y")
+			<-aHeads.reads // Start's check: a knows a and b
+
+			lister.set() // Redis restarted empty
+			a.presence.empty.Store(true)
+			a.relay.CheckHeads()
+			<-aHeads.reads // the live nodes were read again, and the heads
+			if tc.reset {
+				a.relay.PresenceReset()
+			}
+			a.relay.Apply([]parley.Event{store.commit("r", "x")})
+			if got := waitSeqs(t, b.local, "y", 1); !slices.Equal(got, wantSeqs(1)) {
+				t.Errorf("y on b got %v, want [1]", got)
+			}
+		})
+	}
+}
+
+// resettingPresence is a presence whose reads find Redis empty and tell
+// the reset hook before they return, as redis.Presence does while its
+// epoch marker is missing: it answers from the inner presence, which may
+// already hold some entries written again.
+type resettingPresence struct {
+	parley.Presence
+	reset func()
+}
+
+func (p *resettingPresence) Nodes(ctx context.Context, userIDs []string) (map[string][]string, error) {
+	p.reset()
+	return p.Presence.Nodes(ctx, userIDs)
+}
+
+// TestRouteReadDuringResetNotCached: a route read while presence reports
+// a reset may miss nodes whose entries are not back yet, so it is not
+// cached: the next message reads presence again.
+func TestRouteReadDuringResetNotCached(t *testing.T) {
+	store := &fakeStore{members: map[string][]string{"r": {"x", "y"}}, msgs: map[string][]parley.Message{}}
+	ex, reg := inmem.NewExchange(), inmem.NewRegistry()
+	local := &fakeLocal{got: map[string][]int64{}}
+	relay := cluster.New(cluster.Config{Node: "a", Store: store, Local: local, GapWait: time.Hour, Settle: time.Hour})
+	broker := ex.Broker(inmem.BrokerConfig{Node: "a", Handler: relay.Receive, Gone: relay.Gone})
+	inner := reg.Presence(inmem.PresenceConfig{Node: "a", OnChange: relay.PresenceChanged})
+	t.Cleanup(func() { relay.Close(); broker.Close(); inner.Close() })
+	inner.Add(context.Background(), "x") // a's entries are back, b's not yet
+	relay.Start(broker, &resettingPresence{Presence: inner, reset: relay.PresenceReset})
+	relay.Apply([]parley.Event{store.commit("r", "x")})
+	waitSeqs(t, local, "x", 1)
+	if got := relay.Nodes("r"); len(got) != 0 {
+		t.Errorf("Nodes(%q) after a read during a reset = %v, want none cached", "r", got)
+	}
+}
+
+// hubRooms is the wiring of cmd/parley: the hub's room positions as the
+// relay's Subscribed.
+type hubRooms struct{ h *hub.Hub }
+
+func (s hubRooms) SubscribedRooms() map[string]cluster.Position {
+	out := map[string]cluster.Position{}
+	for room, p := range s.h.Rooms() {
+		out[room] = cluster.Position{Low: p.Low, High: p.High}
+	}
+	return out
+}
+
+// seqRecorder is a hub.Receiver that records its seqs.
+type seqRecorder struct {
+	mu   sync.Mutex
+	seqs []int64
+}
+
+func (r *seqRecorder) Deliver(ms []*hub.Message) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, m := range ms {
+		r.seqs = append(r.seqs, m.Seq)
+	}
+}
+
+func (r *seqRecorder) Lagged() {}
+
+func (r *seqRecorder) get() []int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.seqs)
+}
+
+// wait waits until r has n seqs, and returns them.
+func (r *seqRecorder) wait(t *testing.T, name string, n int) []int64 {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(r.get()) < n && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	return r.get()
+}
+
+// TestHeadCheckFillsARoomNeverDelivered: a quiet room whose subscribers on
+// b listened from the start, and whose first messages never reached b
+// (a's presence was empty when a committed them): b's head check fills
+// them from the store, from the lowest of its subscribers' positions, and
+// every subscriber (topic subscriptions, wherever they are, and the
+// personal queue) gets each message once.
+func TestHeadCheckFillsARoomNeverDelivered(t *testing.T) {
+	tests := []struct {
+		name    string
+		lost    int
+		history int64 // a second topic subscriber read the history up to this seq
+	}{
+		{"ten lost", 10, 0},
+		{"ten lost, one subscriber ahead", 10, 4},
+		{"pages lost", 2*parley.MaxPageLimit + 3, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			store := &fakeStore{members: map[string][]string{"r": {"x", "y"}}, msgs: map[string][]parley.Message{}}
+			heads := &memHeads{heads: map[string]int64{}}
+			h := hub.New(hub.Config{Members: store})
+			t.Cleanup(func() { h.Close() })
+			bHeads := &signalHeads{memHeads: heads, reads: make(chan struct{}, 10)}
+			nodes := newHeadNodesWith(t, store, heads, []string{"a", "b"}, func(name string, cfg *cluster.Config) {
+				if name == "b" {
+					cfg.Local, cfg.Subscribed, cfg.Heads = h, hubRooms{h}, bHeads
+				}
+			})
+			<-bHeads.reads // b's check at Start is over
+			a, b := nodes["a"], nodes["b"]
+			b.inner.Add(context.Background(), "y")
+			history := func(ctx context.Context, after int64) ([]parley.Message, error) {
+				return store.Messages(ctx, "r", parley.Page{After: after, Limit: parley.MaxPageLimit})
+			}
+			topic, queue := &seqRecorder{}, &seqRecorder{}
+			ts := &hub.Sub{To: topic, UserID: "y", RoomID: "r"}
+			qs := &hub.Sub{To: queue, UserID: "y"}
+			h.Subscribe(ts)
+			send := func(ctx context.Context, m *hub.Message) error { ts.To.Deliver([]*hub.Message{m}); return nil }
+			if err := h.Start(context.Background(), ts, 0, history, send); err != nil {
+				t.Fatal(err)
+			}
+			h.Subscribe(qs)
+			h.Start(context.Background(), qs, -1, nil, nil)
+
+			a.broker.drop.Store(true) // routes read from an empty Redis: no batch for b
+			var evs []parley.Event
+			for range tc.lost {
+				evs = append(evs, store.commit("r", "x"))
+			}
+			a.relay.Apply(evs)
+			last := int64(tc.lost)
+			waitHead(t, heads, "r", last)
+			ahead := &seqRecorder{}
+			if tc.history > 0 {
+				as := &hub.Sub{To: ahead, UserID: "y", RoomID: "r"}
+				h.Subscribe(as)
+				hist := func(ctx context.Context, after int64) ([]parley.Message, error) {
+					return store.Messages(ctx, "r", parley.Page{After: after, Limit: int(tc.history - after)})
+				}
+				asend := func(ctx context.Context, m *hub.Message) error { as.To.Deliver([]*hub.Message{m}); return nil }
+				// Its history stops at tc.history, as if read then.
+				if err := h.Start(context.Background(), as, 0, func(ctx context.Context, after int64) ([]parley.Message, error) {
+					if after >= tc.history {
+						return nil, nil
+					}
+					return hist(ctx, after)
+				}, asend); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := topic.get(); len(got) != 0 {
+				t.Fatalf("topic on b got %v before the check, want nothing (the batches were lost)", got)
+			}
+
+			b.relay.CheckHeads()
+			if got := topic.wait(t, "topic", int(last)); !slices.Equal(got, wantSeqs(int(last))) {
+				t.Errorf("topic on b after a head check got %d seqs, want 1..%d once: %v", len(got), last, got[:min(len(got), 12)])
+			}
+			if got := queue.wait(t, "queue", int(last)); !slices.Equal(got, wantSeqs(int(last))) {
+				t.Errorf("personal queue on b after a head check got %d seqs, want 1..%d once: %v", len(got), last, got[:min(len(got), 12)])
+			}
+			if tc.history > 0 {
+				got := ahead.wait(t, "ahead", int(last))
+				if want := wantSeqs(int(last)); !slices.Equal(got, want) {
+					t.Errorf("topic ahead on b got %v, want 1..%d once", got[:min(len(got), 12)], last)
+				}
+			}
+			// A second check finds nothing to do, and brings nothing twice.
+			b.relay.CheckHeads()
+			a.broker.drop.Store(false)
+			a.relay.Apply([]parley.Event{store.commit("r", "x")})
+			if got := queue.wait(t, "queue", int(last)+1); !slices.Equal(got, wantSeqs(int(last)+1)) {
+				t.Errorf("personal queue on b after one more message got %d seqs, want 1..%d once", len(got), last+1)
+			}
+			if got := topic.get(); !slices.Equal(got, wantSeqs(int(last)+1)) {
+				t.Errorf("topic on b after one more message got %d seqs, want 1..%d once", len(got), last+1)
 			}
 		})
 	}

@@ -56,6 +56,7 @@ type routeCache struct {
 	lastGone    map[string]time.Time
 	known       map[string]time.Time // nodes seen in a route or the live nodes, and when
 	unsureUntil time.Time            // routes may miss nodes until then (see Config.Settle)
+	resetCheck  time.Time            // when a presence reset last asked for a head check
 }
 
 func newRouteCache(ttl, settle time.Duration) *routeCache {
@@ -88,6 +89,28 @@ func (c *routeCache) presenceChanged(userID string) {
 		c.changed[userID] = true
 		c.allMoved = c.allMoved || userID == ""
 	}
+}
+
+// reset is a presence reset (Redis emptied, or its subscription lost):
+// routes are unsure for Config.Settle, and what was read from presence
+// meanwhile may miss nodes, so nothing of it is kept: the cached routes and
+// users' nodes are dropped, and a read in progress is not remembered. It
+// reports whether the caller should check the heads: at the first reset of
+// a spell, then at most once per Settle.
+func (c *routeCache) reset() (checkHeads bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	checkHeads = !now.Before(c.unsureUntil) || now.Sub(c.resetCheck) >= c.settle
+	if checkHeads {
+		c.resetCheck = now
+	}
+	c.unsureUntil = now.Add(c.settle)
+	c.gen++
+	clear(c.routes)
+	clear(c.where)
+	c.allMoved = c.allMoved || c.reading
+	return checkHeads
 }
 
 // setUnsure makes routes unsure for Config.Settle from now.

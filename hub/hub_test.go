@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -301,4 +302,97 @@ func TestPersonalQueueAcrossRooms(t *testing.T) {
 	if got := personal.waitFor(t, 54); len(got) != 54 || !slices.Equal(got[50:], []int64{1, 2, 3, 51}) {
 		t.Errorf("personal queue got %d messages ending %v, want 54 ending with room B's 1, 2, 3 and room A's 51", len(got), got[max(0, len(got)-4):])
 	}
+}
+
+// TestRoomsPositions: Rooms reports, per room, the lowest and highest
+// last seq of its topic subscriptions whose position is known, and
+// leaves out those still catching up and the live-only ones that have
+// had nothing yet.
+func TestRoomsPositions(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, h *Hub, r *room)
+		want  map[string]Position
+	}{
+		{"since-seq start", func(t *testing.T, h *Hub, r *room) {
+			for range 5 {
+				r.send("old")
+			}
+			startSub(t, h, r, "alice", 2)
+		}, map[string]Position{"r1": {5, 5}}},
+		{"since-seq start in a room never written", func(t *testing.T, h *Hub, r *room) {
+			startSub(t, h, r, "alice", 0)
+		}, map[string]Position{"r1": {0, 0}}},
+		{"live-only with nothing yet", func(t *testing.T, h *Hub, r *room) {
+			r.send("old")
+			startSub(t, h, r, "alice", -1)
+		}, map[string]Position{}},
+		{"live-only after live messages, and a since-seq start", func(t *testing.T, h *Hub, r *room) {
+			rec := startSub(t, h, r, "alice", -1)
+			r.send("one")
+			r.send("two")
+			rec.waitFor(t, 2)
+			startSub(t, h, r, "bob", 0)
+			h.Deliver(parley.Message{RoomID: "r1", Seq: 3}, nil) // both get it
+			rec.waitFor(t, 3)
+		}, map[string]Position{"r1": {3, 3}}},
+		{"one still catching up, one personal queue", func(t *testing.T, h *Hub, r *room) {
+			h.Subscribe(&Sub{To: newRecorder(), UserID: "alice", RoomID: "r1"}) // never started
+			startSub(t, h, r, "bob", -1)
+			q := &Sub{To: newRecorder(), UserID: "bob"}
+			h.Subscribe(q)
+			h.Start(context.Background(), q, -1, nil, nil)
+		}, map[string]Position{}},
+		{"lowest and highest", func(t *testing.T, h *Hub, r *room) {
+			startSub(t, h, r, "alice", 0)
+			// Two commits whose live delivery never came (lost between
+			// nodes): bob reads them from history, alice has not had them.
+			r.mu.Lock()
+			for seq := int64(1); seq <= 2; seq++ {
+				r.msgs = append(r.msgs, parley.Message{ID: parley.NewID(), RoomID: r.id, Seq: seq})
+			}
+			r.mu.Unlock()
+			startSub(t, h, r, "bob", 0).waitFor(t, 2)
+			h.Deliver(parley.Message{RoomID: "r2", Seq: 9}, nil) // no subscriber there
+		}, map[string]Position{"r1": {0, 2}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h, r := newTestHub(t, Config{})
+			tc.setup(t, h, r)
+			if got := h.Rooms(); !maps.Equal(got, tc.want) {
+				t.Errorf("Rooms() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// startSub subscribes user to r's topic from since (-1: live only) and
+// starts it.
+func startSub(t *testing.T, h *Hub, r *room, user string, since int64) *recorder {
+	t.Helper()
+	rec := newRecorder()
+	s := &Sub{To: rec, UserID: user, RoomID: r.id}
+	h.Subscribe(s)
+	if err := h.Start(context.Background(), s, since, r.history, directSend(s)); err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+// TestLiveSeqsDeduplicated: a room subscription is never handed a seq it
+// had, live or from history: a cluster relay's fill from the store may
+// bring again what the subscription already had.
+func TestLiveSeqsDeduplicated(t *testing.T) {
+	h, _ := newTestHub(t, Config{})
+	rec := newRecorder()
+	s := &Sub{To: rec, UserID: "alice", RoomID: "r1"}
+	h.Subscribe(s)
+	h.Start(context.Background(), s, -1, nil, nil)
+	for _, seq := range []int64{1, 2, 3, 2, 3, 4} {
+		h.Deliver(parley.Message{RoomID: "r1", Seq: seq}, nil)
+	}
+	checkSeqs(t, rec.waitFor(t, 4), 1, 4)
+	h.Close()
+	checkSeqs(t, rec.seqs, 1, 4)
 }

@@ -38,7 +38,8 @@ type Sub struct {
 	idx       int        // position in h.rooms[RoomID] or h.users[UserID]; -1 when not registered
 	buffering bool       // live messages go to buf until Start merges them
 	buf       []*Message // live messages held back during the catch-up
-	sent      int64      // room subscriptions: the last seq Start sent; later live ones at or below it are duplicates
+	sent      int64      // room subscriptions: the last seq handed to the receiver (history or live); later ones at or below it are duplicates
+	placed    bool       // room subscriptions: sent is known (a since-seq start, or something handed over)
 	removed   atomic.Bool
 }
 
@@ -55,6 +56,7 @@ func (h *Hub) Subscribe(s *Sub) {
 	s.buffering = true
 	s.buf = nil
 	s.sent = 0
+	s.placed = false
 	if s.RoomID != "" {
 		s.idx = len(h.rooms[s.RoomID])
 		h.rooms[s.RoomID] = append(h.rooms[s.RoomID], s)
@@ -109,6 +111,9 @@ func (h *Hub) sendLocked(s *Sub, ms []*Message) {
 		}
 		if len(ms) > 0 {
 			s.To.Deliver(ms)
+			if s.RoomID != "" {
+				s.sent, s.placed = ms[len(ms)-1].Seq, true
+			}
 		}
 		return
 	}
@@ -208,6 +213,44 @@ func (h *Hub) release(s *Sub, after *int64, exhausted bool) bool {
 	// nothing of it is a duplicate by seq.
 	if s.RoomID != "" {
 		s.sent = max(*after, 0)
+		s.placed = *after >= 0
 	}
 	return true
+}
+
+// Position is where the topic subscriptions of a room on this node are:
+// the lowest and the highest of the last seqs handed to each of them.
+type Position struct {
+	Low, High int64
+}
+
+// Rooms returns the position of each room with topic subscriptions whose
+// last seq is known: live ones that started from a since-seq or have been
+// handed a message. A subscription still catching up on history is left
+// out (it reads up to the room's last seq by itself), and so is a live-only
+// one that has had nothing yet (it wants what is committed from now on,
+// and the hub does not know where that starts). The cluster relay reads
+// it to fill from the store a room whose first messages never reached
+// this node.
+func (h *Hub) Rooms() map[string]Position {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make(map[string]Position, len(h.rooms))
+	for room, subs := range h.rooms {
+		pos, ok := Position{}, false
+		for _, s := range subs {
+			if s.buffering || !s.placed {
+				continue
+			}
+			if !ok {
+				pos, ok = Position{s.sent, s.sent}, true
+				continue
+			}
+			pos.Low, pos.High = min(pos.Low, s.sent), max(pos.High, s.sent)
+		}
+		if ok {
+			out[room] = pos
+		}
+	}
+	return out
 }

@@ -37,8 +37,11 @@ type PresenceConfig struct {
 	// a while: this node's subscription came back after a failure (Redis
 	// was away, maybe restarted empty), or its heartbeat found its own
 	// entries missing (Redis lost its data). Every node writes its entries
-	// again within one heartbeat. It must not block nor call back into
-	// the Presence.
+	// again within one heartbeat. Nodes and LiveNodes call it too (on the
+	// caller's goroutine, before they return) while the epoch marker says
+	// Redis lost its data less than a heartbeat ago (see Presence), so
+	// that the first route read from an empty Redis is known as unsure.
+	// It must not block nor call back into the Presence.
 	OnReset func()
 	// Registerer, when set, registers the presence metrics.
 	Registerer prometheus.Registerer
@@ -58,6 +61,17 @@ type PresenceConfig struct {
 // nodes, scored like the entries. Changes are announced on the channel
 // "{prefix}presence" (a user id, or "" for everything).
 //
+// "{prefix}presence:epoch" is the epoch marker: Redis's time (Unix ms)
+// when the first heartbeat after Redis lost its data (or the cluster's
+// first heartbeat) created it; every heartbeat creates it if it is
+// missing and keeps it three TTLs. An empty Redis answers a presence read
+// successfully with nobody, which a reader cannot tell from "nobody
+// online"; the marker tells it: while the marker is missing, or younger
+// than one heartbeat and a second (the time every node takes to write its
+// entries again), Nodes and LiveNodes tell OnReset before they return, so
+// the relay treats routes as unsure from the first read after a restart
+// rather than from the resubscription or the heartbeat that notice it later.
+//
 // A node killed without Close stops refreshing its score in
 // presence:nodes (scored by Redis's clock); the first heartbeat of any node after that score passed
 // reaps it (the reap script: its entries are removed and "" announced, once,
@@ -74,6 +88,7 @@ type Presence struct {
 	channel  string
 	nodeKey  string
 	nodesKey string
+	epochKey string
 	log      *slog.Logger
 	m        presenceMetrics
 	pubsub   *goredis.PubSub
@@ -81,8 +96,9 @@ type Presence struct {
 	done     sync.WaitGroup
 	stopOnce sync.Once
 
-	offset  atomic.Int64   // Redis's clock minus ours, in ms (see now)
-	stripes [64]sync.Mutex // see stripe; each taken before mu
+	offset     atomic.Int64   // Redis's clock minus ours, in ms (see now)
+	incomplete atomic.Bool    // the last read found the epoch marker missing or young
+	stripes    [64]sync.Mutex // see stripe; each taken before mu
 
 	mu       sync.Mutex     // guards sessions
 	sessions map[string]int // user -> sessions on this node
@@ -111,6 +127,7 @@ func NewPresence(cfg PresenceConfig) *Presence {
 		channel:  cfg.Prefix + "presence",
 		nodeKey:  cfg.Prefix + "presence:n:" + cfg.Node,
 		nodesKey: cfg.Prefix + "presence:nodes",
+		epochKey: cfg.Prefix + "presence:epoch",
 		log:      cfg.Logger,
 		m:        newPresenceMetrics(cfg.Registerer),
 		stop:     make(chan struct{}),
@@ -229,17 +246,23 @@ func (p *Presence) Nodes(ctx context.Context, userIDs []string) (map[string][]st
 	}
 	now := strconv.FormatInt(p.now(), 10)
 	cmds := make([]*goredis.StringSliceCmd, len(userIDs))
+	var epoch *goredis.StringCmd
 	_, err := p.rdb.Pipelined(ctx, func(pipe goredis.Pipeliner) error {
 		for i, u := range userIDs {
 			cmds[i] = pipe.ZRangeByScore(ctx, p.userKey(u), &goredis.ZRangeBy{Min: "(" + now, Max: "+inf"})
 		}
+		epoch = pipe.Get(ctx, p.epochKey) // last: a Nil error then means every other command succeeded
 		return nil
 	})
+	if errors.Is(err, goredis.Nil) { // the marker is missing: told below
+		err = nil
+	}
 	p.m.count(err)
 	p.m.lookups.Add(float64(len(userIDs)))
 	if err != nil {
 		return nil, unavailable("presence nodes", err)
 	}
+	p.checkEpoch(epoch)
 	for i, u := range userIDs {
 		if nodes := cmds[i].Val(); len(nodes) > 0 {
 			out[u] = nodes
@@ -270,12 +293,45 @@ func (p *Presence) DropNode(ctx context.Context, node string) error {
 // since. Fails with CodeUnavailable when Redis is unreachable.
 func (p *Presence) LiveNodes(ctx context.Context) ([]string, error) {
 	now := strconv.FormatInt(p.now(), 10)
-	nodes, err := p.rdb.ZRangeByScore(ctx, p.nodesKey, &goredis.ZRangeBy{Min: "(" + now, Max: "+inf"}).Result()
+	var epoch *goredis.StringCmd
+	var live *goredis.StringSliceCmd
+	_, err := p.rdb.Pipelined(ctx, func(pipe goredis.Pipeliner) error {
+		live = pipe.ZRangeByScore(ctx, p.nodesKey, &goredis.ZRangeBy{Min: "(" + now, Max: "+inf"})
+		epoch = pipe.Get(ctx, p.epochKey) // last, as in Nodes
+		return nil
+	})
+	if errors.Is(err, goredis.Nil) { // the marker is missing: told below
+		err = nil
+	}
 	p.m.count(err)
 	if err != nil {
 		return nil, unavailable("presence live nodes", err)
 	}
-	return nodes, nil
+	p.checkEpoch(epoch)
+	return live.Val(), nil
+}
+
+// checkEpoch tells OnReset when the epoch marker read with a presence
+// read is missing or younger than a heartbeat and a second: Redis lost
+// its data lately, and the entries of some nodes may not be back yet. It
+// logs the start and the end of such a spell.
+func (p *Presence) checkEpoch(epoch *goredis.StringCmd) {
+	young := true
+	if at, err := epoch.Int64(); err == nil {
+		young = p.now()-at < (p.cfg.Heartbeat + time.Second).Milliseconds()
+	}
+	if !young {
+		if p.incomplete.Swap(false) {
+			p.log.Info("presence: every node has had a heartbeat since the epoch marker was made; routes are sure again", "node", p.cfg.Node)
+		}
+		return
+	}
+	if !p.incomplete.Swap(true) {
+		p.log.Warn("presence: the epoch marker is missing or new (Redis lost its data, or the cluster's first start); routes are unsure until every node has written its entries again", "node", p.cfg.Node)
+	}
+	if p.cfg.OnReset != nil {
+		p.cfg.OnReset()
+	}
 }
 
 // Ping implements parley.Presence.
@@ -354,8 +410,9 @@ func (p *Presence) heartbeat() {
 	}
 }
 
-// registerNode refreshes a node's score in KEYS[1] (presence:nodes) to
-// now + ARGV[2] ms and removes the nodes whose score has passed with their
+// registerNode creates the epoch marker KEYS[2] (with Redis's time) if it
+// is missing and keeps it 3 × ARGV[2] ms, refreshes a node's score in
+// KEYS[1] (presence:nodes) to now + ARGV[2] ms and removes the nodes whose score has passed with their
 // entries: ARGV[1] is the node, ARGV[3] starts the user keys, ARGV[4] the
 // node keys; it announces "" on ARGV[5] when it reaped any, and returns
 // Redis's time (Unix ms), then them. "Now" is Redis's clock, the same for every node, so a node whose
@@ -363,6 +420,8 @@ func (p *Presence) heartbeat() {
 var registerNode = goredis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('SET', KEYS[2], now, 'NX')
+redis.call('PEXPIRE', KEYS[2], 3 * tonumber(ARGV[2]))
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
 local dead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
 for _, node in ipairs(dead) do
@@ -381,7 +440,7 @@ func (p *Presence) register() error {
 	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Heartbeat)
 	defer cancel()
 	sent := time.Now()
-	out, err := registerNode.Run(ctx, p.rdb, []string{p.nodesKey}, p.cfg.Node, p.cfg.TTL.Milliseconds(),
+	out, err := registerNode.Run(ctx, p.rdb, []string{p.nodesKey, p.epochKey}, p.cfg.Node, p.cfg.TTL.Milliseconds(),
 		p.cfg.Prefix+"presence:u:", p.cfg.Prefix+"presence:n:", p.channel).StringSlice()
 	p.m.count(err)
 	if err != nil {

@@ -3,6 +3,7 @@ package redis_test
 import (
 	"context"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -131,5 +132,54 @@ func TestPresenceResetHook(t *testing.T) {
 	case <-reset:
 	case <-time.After(5 * time.Second):
 		t.Fatal("no reset told within 5 s of the entries' loss (the heartbeat runs every 300 ms)")
+	}
+}
+
+// TestPresenceEmptyRedisIsAReset: a presence read from a Redis that lost
+// its data (the epoch marker is gone) tells the reset hook before it
+// returns, rather than answering "nobody online" as if that were sure; a
+// read from a Redis whose marker is old tells nothing. The TTL is long,
+// so that no heartbeat runs during the test: what tells is the read.
+func TestPresenceEmptyRedisIsAReset(t *testing.T) {
+	tests := []struct {
+		name string
+		read func(ctx context.Context, p *redis.Presence) error
+	}{
+		{"Nodes", func(ctx context.Context, p *redis.Presence) error {
+			_, err := p.Nodes(ctx, []string{"u1"})
+			return err
+		}},
+		{"LiveNodes", func(ctx context.Context, p *redis.Presence) error {
+			_, err := p.LiveNodes(ctx)
+			return err
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rdb, prefix := testClient(t)
+			ctx := context.Background()
+			// A cluster up for an hour: its marker is old.
+			if err := rdb.Set(ctx, prefix+"presence:epoch", time.Now().Add(-time.Hour).UnixMilli(), 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			var resets atomic.Int64
+			a := redis.NewPresence(redis.PresenceConfig{Client: rdb, Prefix: prefix, Node: "a", TTL: time.Minute,
+				OnReset: func() { resets.Add(1) }})
+			t.Cleanup(func() { a.Close() })
+			parleytest.MustAdd(t, a, "u1")
+			if err := tc.read(ctx, a); err != nil {
+				t.Fatal(err)
+			}
+			if n := resets.Load(); n != 0 {
+				t.Fatalf("%s with an old marker told %d resets, want 0", tc.name, n)
+			}
+			DeletePrefix(t, rdb, prefix) // Redis restarted empty
+			if err := tc.read(ctx, a); err != nil {
+				t.Fatal(err)
+			}
+			if n := resets.Load(); n != 1 {
+				t.Errorf("%s from an empty Redis told %d resets before it returned, want 1", tc.name, n)
+			}
+		})
 	}
 }

@@ -109,6 +109,7 @@ func openCluster(cfg Config, rdb *goredis.Client, store parley.Store, h *hub.Hub
 		Node: node, Store: store, Local: h, ApplyLeaves: h.Apply, Registerer: reg,
 		Heads: redis.NewHeads(rdb, cfg.RedisPrefix), HeadCheck: cfg.HeadCheck,
 		Nodes: liveNodes{c}, Settle: ttl/3 + time.Second, // one heartbeat, and its round trip
+		Subscribed: hubRooms{h},
 	})
 	c.broker, err = rabbitmq.New(rabbitmq.Config{
 		URL: cfg.Broker, Node: node, Handler: c.relay.Receive, Gone: c.relay.Gone, OnConnect: c.relay.CheckHeads,
@@ -134,6 +135,19 @@ type liveNodes struct{ c *clusterNode }
 
 func (l liveNodes) LiveNodes(ctx context.Context) ([]string, error) {
 	return l.c.presence.LiveNodes(ctx)
+}
+
+// hubRooms is the hub's room positions as the relay's Subscribed: a head
+// check also covers the subscribed rooms the relay has never delivered.
+type hubRooms struct{ h *hub.Hub }
+
+func (s hubRooms) SubscribedRooms() map[string]cluster.Position {
+	rooms := s.h.Rooms()
+	out := make(map[string]cluster.Position, len(rooms))
+	for room, p := range rooms {
+		out[room] = cluster.Position{Low: p.Low, High: p.High}
+	}
+	return out
 }
 
 // awaitBroker waits, at most d, until this node's queue is bound: before
