@@ -178,6 +178,7 @@ type Relay struct {
 	pending map[string]int64 // heads of this node's commits not yet written
 
 	headsDown atomic.Bool   // the last read or write of Heads failed
+	fromStore atomic.Bool   // the next head check reads the store, not Heads (a node died)
 	headsWake chan struct{} // a head is pending
 	checkWake chan struct{} // CheckHeads was called
 	stop      chan struct{} // closed by Close: the keeper returns
@@ -313,6 +314,7 @@ func (r *Relay) signal() {
 func (r *Relay) PresenceChanged(userID string) {
 	r.routes.presenceChanged(userID)
 	if userID == "" { // a node dropped, notifications missed, a reset
+		r.fromStore.Store(true)
 		r.CheckHeads()
 	}
 }
@@ -340,6 +342,7 @@ func (r *Relay) Gone(node string) {
 		return
 	}
 	r.m.gone.Inc()
+	r.fromStore.Store(true)
 	r.CheckHeads()
 	r.log.Warn("cluster: node gone, dropping its presence", "node", node)
 	if r.presence == nil {

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"math"
 	"slices"
 	"time"
 )
@@ -157,22 +158,34 @@ func (r *Relay) checkHeads() {
 			rooms = append(rooms, room)
 		}
 	}
+	behind := map[string]int64{}
+	if r.fromStore.Swap(false) {
+		// A node died, or presence lost track of the nodes: the heads of
+		// a node killed right after a commit may never have reached
+		// Redis, and only the store knows its last messages. Each room is
+		// read from the store to its end: one query per room when nothing
+		// is missing, on an event that is rare (a node's death), so the
+		// cost is bounded by the rooms this node delivers and subscribes.
+		for _, room := range rooms {
+			behind[room] = math.MaxInt64
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	heads, err := r.cfg.Heads.Heads(ctx, rooms)
 	cancel()
 	if err != nil {
 		r.headsFailed("read", err)
-		return
+		heads = nil // the store check above, if any, still runs
+	} else {
+		r.headsOK()
+		r.m.headChecks.Inc()
 	}
-	r.headsOK()
-	r.m.headChecks.Inc()
-	behind := map[string]int64{}
 	for room, head := range heads {
 		last, ok := delivered[room]
 		if !ok {
 			last = subscribed[room].Low
 		}
-		if head > last {
+		if head > last && behind[room] == 0 {
 			behind[room] = head
 		}
 	}

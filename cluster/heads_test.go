@@ -459,3 +459,40 @@ func TestHeadCheckFillsARoomNeverDelivered(t *testing.T) {
 		})
 	}
 }
+
+// TestNodeDeathFillsFromStore: a node killed right after its commits may
+// never have written their heads (nor sent their batches), so when the
+// others learn of its death they read their rooms from the store, not
+// from Heads.
+func TestNodeDeathFillsFromStore(t *testing.T) {
+	tests := []struct {
+		name string
+		tell func(b *headNode)
+	}{
+		{"broker says gone", func(b *headNode) { b.relay.Gone("a") }},
+		{"presence dropped a node", func(b *headNode) { b.relay.PresenceChanged("") }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			store := &fakeStore{members: map[string][]string{"r": {"x", "y"}}, msgs: map[string][]parley.Message{}}
+			heads := &memHeads{heads: map[string]int64{}}
+			nodes := newHeadNodes(t, store, heads, []string{"a", "b"})
+			a, b := nodes["a"], nodes["b"]
+			b.inner.Add(context.Background(), "y")
+			a.relay.Apply([]parley.Event{store.commit("r", "x")})
+			waitSeqs(t, b.local, "y", 1)
+			waitHead(t, heads, "r", 1)
+
+			// a commits 10 more and dies before its relay hears of them:
+			// no batch, no head.
+			for range 10 {
+				store.commit("r", "x")
+			}
+			b.relay.CheckHeads() // a check from Heads alone finds nothing to do
+			tc.tell(b)
+			if got := waitSeqs(t, b.local, "y", 11); !slices.Equal(got, wantSeqs(11)) {
+				t.Errorf("y on b after a's death got %v, want 1..11", got)
+			}
+		})
+	}
+}
