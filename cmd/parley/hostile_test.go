@@ -86,17 +86,20 @@ func TestHostileClientsDoNotReachOthers(t *testing.T) {
 		return err == nil && f.Command == stomp.Error
 	})
 	// Frames that never end, with a heart-beat asking for 50 days (defect 4).
-	var held []net.Conn
+	var held []net.Conn // connections left open on purpose, closed at the end
 	var heldMu sync.Mutex
+	keep := func(c net.Conn) {
+		heldMu.Lock()
+		held = append(held, c)
+		heldMu.Unlock()
+	}
 	hostile("unfinished SEND", 30, func(int) bool {
 		c := dialTCP()
 		if c == nil {
 			return false
 		}
 		io.WriteString(c, "CONNECT\naccept-version:1.2\nhost:parley\nheart-beat:2147483647,0\npasscode:"+mallory.token+"\n\n\x00SEND\ndestination:/app/rooms."+malRoom.ID+"\n\nnever ends")
-		heldMu.Lock()
-		held = append(held, c)
-		heldMu.Unlock()
+		keep(c)
 		return false
 	})
 	// Slow request bodies (defect 3).
@@ -106,9 +109,7 @@ func TestHostileClientsDoNotReachOthers(t *testing.T) {
 			return false
 		}
 		fmt.Fprintf(c, "POST /api/users HTTP/1.1\r\nHost: parley\r\nContent-Type: application/json\r\nContent-Length: 60000\r\n\r\n{")
-		heldMu.Lock()
-		held = append(held, c)
-		heldMu.Unlock()
+		keep(c)
 		return false
 	})
 	// One user's connection flood and send flood (defect 5).
@@ -124,9 +125,7 @@ func TestHostileClientsDoNotReachOthers(t *testing.T) {
 			c.Close()
 			return true
 		}
-		heldMu.Lock()
-		held = append(held, c)
-		heldMu.Unlock()
+		keep(c)
 		return false
 	})
 	hostile("send flood", 5, func(int) bool {
@@ -141,16 +140,7 @@ func TestHostileClientsDoNotReachOthers(t *testing.T) {
 			b.WriteString("SEND\ndestination:/app/rooms." + malRoom.ID + "\n\nspam\x00")
 		}
 		io.WriteString(c, b.String())
-		r := stomp.NewReader(c, stomp.Limits{})
-		for {
-			f, err := r.Read()
-			if err != nil {
-				return false
-			}
-			if f.Command == stomp.Error {
-				return true
-			}
-		}
+		return untilError(c)
 	})
 	// Password guessing and sign-up floods, each from its own address.
 	hostile("guess passwords", 60, func(i int) bool {
@@ -199,16 +189,7 @@ func TestHostileClientsDoNotReachOthers(t *testing.T) {
 		}
 		defer c.Close()
 		io.WriteString(c, connect+"SEND\ndestination:/app/rooms."+malRoom.ID+"\nclient-id:a\x00b\n\nhi\x00")
-		r := stomp.NewReader(c, stomp.Limits{})
-		for {
-			f, err := r.Read()
-			if err != nil {
-				return false
-			}
-			if f.Command == stomp.Error {
-				return true
-			}
-		}
+		return untilError(c)
 	})
 	hostile("lone surrogate", 20, func(int) bool {
 		req, _ := http.NewRequest("POST", base+"/api/rooms/"+malRoom.ID+"/messages", strings.NewReader(`{"body":"\ud800"}`))
@@ -270,6 +251,21 @@ func TestHostileClientsDoNotReachOthers(t *testing.T) {
 		t.Errorf("the server refused no hostile client")
 	}
 	t.Logf("hostile attempts refused or cut: %d", refused.Load())
+}
+
+// untilError reads frames from c until an ERROR (true) or the end of the
+// connection (false).
+func untilError(c net.Conn) bool {
+	r := stomp.NewReader(c, stomp.Limits{})
+	for {
+		f, err := r.Read()
+		if err != nil {
+			return false
+		}
+		if f.Command == stomp.Error {
+			return true
+		}
+	}
 }
 
 // postFrom posts a JSON body as a client at addr behind the trusted proxy
