@@ -139,13 +139,7 @@ func TestHeadCheckFillsAQuietRoom(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			store := &fakeStore{members: map[string][]string{"r": {"x", "y"}}, msgs: map[string][]parley.Message{}}
-			heads := &memHeads{heads: map[string]int64{}}
-			nodes := newHeadNodes(t, store, heads, []string{"a", "b"})
-			a, b := nodes["a"], nodes["b"]
-			b.inner.Add(context.Background(), "y")
-			a.relay.Apply([]parley.Event{store.commit("r", "x")})
-			waitSeqs(t, b.local, "y", 1)
+			store, heads, a, b := roomOnTwoNodes(t)
 
 			a.broker.drop.Store(true)
 			var evs []parley.Event
@@ -165,6 +159,20 @@ func TestHeadCheckFillsAQuietRoom(t *testing.T) {
 			}
 		})
 	}
+}
+
+// roomOnTwoNodes is nodes a and b with room r of members x and y, y
+// online on b, after x's first message on a has reached b.
+func roomOnTwoNodes(t *testing.T) (*fakeStore, *memHeads, *headNode, *headNode) {
+	t.Helper()
+	store := &fakeStore{members: map[string][]string{"r": {"x", "y"}}, msgs: map[string][]parley.Message{}}
+	heads := &memHeads{heads: map[string]int64{}}
+	nodes := newHeadNodes(t, store, heads, []string{"a", "b"})
+	a, b := nodes["a"], nodes["b"]
+	b.inner.Add(context.Background(), "y")
+	a.relay.Apply([]parley.Event{store.commit("r", "x")})
+	waitSeqs(t, b.local, "y", 1)
+	return store, heads, a, b
 }
 
 func waitHead(t *testing.T, heads *memHeads, room string, seq int64) {
@@ -474,13 +482,7 @@ func TestNodeDeathFillsFromStore(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			store := &fakeStore{members: map[string][]string{"r": {"x", "y"}}, msgs: map[string][]parley.Message{}}
-			heads := &memHeads{heads: map[string]int64{}}
-			nodes := newHeadNodes(t, store, heads, []string{"a", "b"})
-			a, b := nodes["a"], nodes["b"]
-			b.inner.Add(context.Background(), "y")
-			a.relay.Apply([]parley.Event{store.commit("r", "x")})
-			waitSeqs(t, b.local, "y", 1)
+			store, heads, _, b := roomOnTwoNodes(t)
 			waitHead(t, heads, "r", 1)
 
 			// a commits 10 more and dies before its relay hears of them:
