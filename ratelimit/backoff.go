@@ -2,7 +2,6 @@ package ratelimit
 
 import (
 	"hash/maphash"
-	"sync"
 	"time"
 )
 
@@ -49,14 +48,7 @@ type Backoff struct {
 	start time.Time // the origin of every stored time
 	seed  maphash.Seed
 
-	shards [shards]backoffShard
-}
-
-type backoffShard struct {
-	mu      sync.Mutex         // guards the following fields
-	entries map[uint64]failure // by the key's seeded hash
-	peak    int                // the most entries held since the map was made
-	swept   int64              // when sweepLocked last ran, ns since start
+	shards [shards]shard[failure]
 }
 
 // failure is one key's record: count failures, the last at time at.
@@ -135,8 +127,7 @@ func (b *Backoff) Attempt(key string) (ok bool, retryAfter time.Duration) {
 		}
 		f.count, prev = b.forgiven(f, now), f.at
 	}
-	s.entries[h] = failure{count: f.count + 1, at: now, prev: prev}
-	s.peak = max(s.peak, len(s.entries))
+	s.putLocked(h, failure{count: f.count + 1, at: now, prev: prev})
 	return true, 0
 }
 
@@ -165,39 +156,18 @@ func (b *Backoff) Reset(key string) {
 	delete(s.entries, h)
 }
 
-func (b *Backoff) shard(key string) (*backoffShard, uint64) {
+func (b *Backoff) shard(key string) (*shard[failure], uint64) {
 	h := maphash.String(b.seed, key)
 	return &b.shards[h%shards], h
 }
 
 // sweepLocked forgets the entries of s whose failures are all forgiven
 // and whose wait is over: a key that comes back starts from nothing
-// either way. It shrinks the map as Limiter does. s.mu must be held.
-func (b *Backoff) sweepLocked(s *backoffShard, now int64) {
-	for h, f := range s.entries {
-		if b.forgiven(f, now) == 0 && now >= f.at+b.wait(f.count) {
-			delete(s.entries, h)
-		}
-	}
-	if n := len(s.entries); n < s.peak/4 {
-		m := make(map[uint64]failure, n)
-		for h, f := range s.entries {
-			m[h] = f
-		}
-		s.entries, s.peak = m, n
-	}
-	s.swept = now
+// either way. s.mu must be held.
+func (b *Backoff) sweepLocked(s *shard[failure], now int64) {
+	s.sweepLocked(now, func(f failure) bool { return b.forgiven(f, now) == 0 && now >= f.at+b.wait(f.count) })
 }
 
 // Len returns the number of keys with failures on record, for metrics
 // and tests. It locks each shard in turn, one at a time.
-func (b *Backoff) Len() int {
-	n := 0
-	for i := range b.shards {
-		s := &b.shards[i]
-		s.mu.Lock()
-		n += len(s.entries)
-		s.mu.Unlock()
-	}
-	return n
-}
+func (b *Backoff) Len() int { return count(b.shards[:]) }

@@ -19,7 +19,6 @@ package ratelimit
 import (
 	"hash/maphash"
 	"math"
-	"sync"
 	"time"
 )
 
@@ -52,14 +51,7 @@ type Limiter struct {
 	base  time.Time // the origin of every stored time
 	seed  maphash.Seed
 
-	shards [shards]shard
-}
-
-type shard struct {
-	mu      sync.Mutex        // guards the following fields
-	buckets map[uint64]bucket // by the key's seeded hash
-	peak    int               // the most entries buckets has held since it was made
-	swept   int64             // when sweepLocked last ran, ns since base
+	shards [shards]shard[bucket]
 }
 
 // bucket is one key's token bucket: tokens left at time at.
@@ -89,7 +81,7 @@ func New(cfg Config) *Limiter {
 	}
 	l.fill = int64(min(math.Ceil(l.burst/l.rate), math.MaxInt64/2)) // a tiny rate must not overflow
 	for i := range l.shards {
-		l.shards[i].buckets = map[uint64]bucket{}
+		l.shards[i].entries = map[uint64]bucket{}
 	}
 	return l
 }
@@ -110,15 +102,14 @@ func (l *Limiter) Allow(key string) (ok bool, retryAfter time.Duration) {
 		l.sweepLocked(s, now)
 	}
 	tokens := l.burst
-	if b, seen := s.buckets[h]; seen {
+	if b, seen := s.entries[h]; seen {
 		tokens = l.tokens(b, now)
 	}
 	if tokens < 1 {
 		// Nothing is stored: the bucket refills from its last take.
 		return false, time.Duration(math.Ceil((1 - tokens) / l.rate))
 	}
-	s.buckets[h] = bucket{tokens: tokens - 1, at: now}
-	s.peak = max(s.peak, len(s.buckets))
+	s.putLocked(h, bucket{tokens: tokens - 1, at: now})
 	return true, 0
 }
 
@@ -135,35 +126,11 @@ func (l *Limiter) tokens(b bucket, now int64) float64 {
 }
 
 // sweepLocked forgets the buckets of s that are full again: a key that
-// comes back starts with a full bucket either way. A Go map keeps its
-// largest size after deletes, so once it holds under a quarter of its
-// peak the rest is copied to a new one, and memory follows the keys that
-// are active now rather than the busiest moment ever. s.mu must be held.
-func (l *Limiter) sweepLocked(s *shard, now int64) {
-	for h, b := range s.buckets {
-		if now-b.at >= l.fill {
-			delete(s.buckets, h)
-		}
-	}
-	if n := len(s.buckets); n < s.peak/4 {
-		m := make(map[uint64]bucket, n)
-		for h, b := range s.buckets {
-			m[h] = b
-		}
-		s.buckets, s.peak = m, n
-	}
-	s.swept = now
+// comes back starts with a full bucket either way. s.mu must be held.
+func (l *Limiter) sweepLocked(s *shard[bucket], now int64) {
+	s.sweepLocked(now, func(b bucket) bool { return now-b.at >= l.fill })
 }
 
 // Len returns the number of keys the Limiter holds an entry for, for
 // metrics and tests. It locks each shard in turn, one at a time.
-func (l *Limiter) Len() int {
-	n := 0
-	for i := range l.shards {
-		s := &l.shards[i]
-		s.mu.Lock()
-		n += len(s.buckets)
-		s.mu.Unlock()
-	}
-	return n
-}
+func (l *Limiter) Len() int { return count(l.shards[:]) }

@@ -177,8 +177,8 @@ func TestSweepShrinks(t *testing.T) {
 	l.sweepAll()
 	for i := range l.shards {
 		s := &l.shards[i]
-		if s.peak != len(s.buckets) {
-			t.Fatalf("shard %d: peak %d with %d entries after sweeping nearly all, want the map remade", i, s.peak, len(s.buckets))
+		if s.peak != len(s.entries) {
+			t.Fatalf("shard %d: peak %d with %d entries after sweeping nearly all, want the map remade", i, s.peak, len(s.entries))
 		}
 	}
 }
