@@ -371,8 +371,8 @@ func (s *session) send(f *stomp.Frame) (parley.Message, error) {
 	if _, ok := f.Lookup("transaction"); ok {
 		return parley.Message{}, parley.Errorf(parley.CodeInvalid, "transactions are not supported")
 	}
-	clientID := f.Get("client-id")
-	if err := parley.CheckClientID(string(clientID)); err != nil {
+	clientID := string(f.Get("client-id")) // one copy, checked here and stored by Send
+	if err := parley.CheckClientID(clientID); err != nil {
 		return parley.Message{}, err
 	}
 	u := s.readUser()
@@ -384,7 +384,7 @@ func (s *session) send(f *stomp.Frame) (parley.Message, error) {
 	// SendTimeout cuts it short.
 	ctx, cancel := context.WithTimeout(s.srv.sendCtx, s.srv.cfg.SendTimeout)
 	defer cancel()
-	m, _, err := s.srv.chat.Send(ctx, u, string(dest[len(appPrefix):]), string(f.Body), string(clientID))
+	m, _, err := s.srv.chat.Send(ctx, u, string(dest[len(appPrefix):]), string(f.Body), clientID)
 	switch {
 	case err == nil:
 	case errors.Is(err, context.DeadlineExceeded):
