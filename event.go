@@ -5,11 +5,20 @@ type EventKind uint8
 
 // Event kinds.
 const (
-	EventRoom    EventKind = iota + 1 // a room was created (members join with EventJoin)
-	EventJoin                         // UserID joined Room
-	EventLeave                        // UserID left Room
-	EventRead                         // UserID's read position in Room moved to ReadSeq
-	EventMessage                      // Message was stored; Room is the room after it
+	EventRoom     EventKind = iota + 1 // a room was created (members join with EventJoin)
+	EventJoin                          // UserID joined Room
+	EventLeave                         // UserID left Room
+	EventRead                          // UserID's read position in Room moved to ReadSeq
+	EventMessage                       // Message was stored; Room is the room after it
+	EventRoomInfo                      // Room's title or capacity changed; ActorID changed it
+	EventRole                          // UserID's role in Room changed to Role; ActorID changed it
+)
+
+// Why a member left a room (Event.Reason of an EventLeave).
+const (
+	LeaveLeft    = ""        // the member left
+	LeaveRemoved = "removed" // an owner or admin (ActorID) removed them
+	LeaveBanned  = "banned"  // an owner or admin (ActorID) removed and banned them
 )
 
 // Event is one committed change of a Store. A store that accepts an event
@@ -23,6 +32,9 @@ type Event struct {
 	UserID  string  // EventJoin, EventLeave, EventRead; the sender for EventMessage
 	ReadSeq int64   // EventRead, EventJoin: the member's read position
 	Message Message // EventMessage
+	Role    string  // EventJoin, EventRole: the member's role
+	Reason  string  // EventLeave: LeaveLeft, LeaveRemoved or LeaveBanned
+	ActorID string  // EventRoomInfo, EventRole, a removal: who did it
 }
 
 // EventSink receives committed events in commit order. It runs on the

@@ -46,13 +46,32 @@ type Room struct {
 // Full reports whether no one else can join the room.
 func (r Room) Full() bool { return r.Capacity > 0 && r.MemberCount >= r.Capacity }
 
+// Member roles (design §3a). The creator of a group room is its owner;
+// admins moderate beside the owner. Both members of a direct room are plain
+// members: a direct room has no moderation.
+const (
+	RoleOwner  = "owner"
+	RoleAdmin  = "admin"
+	RoleMember = "member"
+)
+
 // Member is a user's membership of a room. ReadSeq is the user's read
 // position: messages with a seq above it are unread. It only moves forward.
+// Role is one of RoleOwner, RoleAdmin and RoleMember.
 type Member struct {
 	RoomID   string    `json:"room_id"`
 	UserID   string    `json:"user_id"`
+	Role     string    `json:"role"`
 	ReadSeq  int64     `json:"read_seq"`
 	JoinedAt time.Time `json:"joined_at"`
+}
+
+// Seen is what the cluster knows of a user's presence: Online while the
+// user holds at least one live STOMP session on any node, and LastSeenAt the
+// moment the user's last session closed (zero when never seen).
+type Seen struct {
+	Online     bool
+	LastSeenAt time.Time
 }
 
 // Message is one stored message of a room.
