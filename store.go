@@ -91,6 +91,9 @@ type Store interface {
 	// CodeNotFound when the user is not a member.
 	MarkRead(ctx context.Context, roomID, userID string, seq int64) (Member, error)
 
+	// Message changes and search (changes.go).
+	MessageChanges
+
 	// Ping checks that the store is reachable.
 	Ping(ctx context.Context) error
 	// Close waits for pending writes and releases the store.

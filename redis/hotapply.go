@@ -116,6 +116,8 @@ func (h *HotStore) Apply(events []parley.Event) {
 				rooms = append(rooms, room)
 			}
 			msgs[room] = append(msgs[room], m)
+		case parley.EventEdited, parley.EventDeleted:
+			inv = append(inv, h.applyChange(ctx, pipe, ev, ttl)...)
 		}
 	}
 	for _, room := range rooms {

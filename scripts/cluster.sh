@@ -30,7 +30,7 @@ bin="$dir/parley"
 start() {
   local n=${1:-3} i port
   mkdir -p "$dir"
-  go build -o "$bin" ./cmd/parley
+  go build -tags sqlite_fts5 -o "$bin" ./cmd/parley
   # Create the database of the default store URL when it is missing.
   if command -v psql >/dev/null && [[ "$PARLEY_STORE" == *"/parley_cluster"* ]]; then
     psql -h 127.0.0.1 -U postgres -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = 'parley_cluster'" | grep -q 1 \
