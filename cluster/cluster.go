@@ -113,6 +113,12 @@ type Config struct {
 	// ends the user's subscriptions to the room on this node (hub.Hub's
 	// Apply; required). The relay passes it leaves only.
 	ApplyLeaves func(evs []parley.Event)
+	// ApplyChanges, when set, takes the edits and deletions
+	// (EventEdited, EventDeleted), this node's and other nodes', one at a
+	// time, on the relay's goroutine: it must not block. The relay
+	// publishes each change of this node to every other known node
+	// (changes.go).
+	ApplyChanges func(evs []parley.Event)
 	// GapWait is how long a message waits for an older one before the
 	// relay reads the gap from the store. Default 100 ms.
 	GapWait time.Duration
@@ -257,7 +263,8 @@ func (r *Relay) Apply(evs []parley.Event) {
 	keep := make([]parley.Event, 0, len(evs))
 	for _, ev := range evs {
 		switch ev.Kind {
-		case parley.EventMessage, parley.EventJoin, parley.EventLeave, parley.EventRoom:
+		case parley.EventMessage, parley.EventJoin, parley.EventLeave, parley.EventRoom,
+			parley.EventEdited, parley.EventDeleted:
 			keep = append(keep, ev)
 		}
 	}
@@ -449,6 +456,8 @@ func (r *Relay) local(ev *parley.Event) {
 		}
 		r.noteHead(roomID, ev.Message.Seq)
 		r.offer(ev.Message, rt.members, true)
+	case parley.EventEdited, parley.EventDeleted:
+		r.localChange(ev)
 	case parley.EventJoin, parley.EventLeave:
 		rt := r.route(roomID)
 		targets := map[string]bool{}
@@ -494,6 +503,8 @@ func (r *Relay) receive(b *parley.Batch) {
 	case parley.EventMessage:
 		r.m.messages.WithLabelValues("remote").Inc()
 		r.offer(ev.Message, b.Recipients, false)
+	case parley.EventEdited, parley.EventDeleted:
+		r.applyChanges(ev)
 	case parley.EventJoin, parley.EventLeave:
 		r.routes.invalidateRoom(ev.Room.ID)
 		if ev.Kind == parley.EventLeave {

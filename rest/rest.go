@@ -63,6 +63,8 @@ type Chat interface {
 	Peer(ctx context.Context, u parley.User, r parley.Room) *parley.User
 	// MaxBody is the largest message body, in bytes.
 	MaxBody() int
+	// Changes are the edits, deletions and searches (changes.go).
+	Changes
 }
 
 // Config configures a Handler. Zero fields take the documented defaults.
@@ -196,6 +198,7 @@ func (h *Handler) routes() {
 	h.handle("GET /api/rooms/{id}/messages", h.authed(h.messages))
 	h.handle("POST /api/rooms/{id}/messages", h.authed(h.limited(h.send)))
 	h.handle("PUT /api/rooms/{id}/read", h.authed(h.markRead))
+	h.changeRoutes()
 	h.handle("/api/", func(w http.ResponseWriter, r *http.Request) error {
 		return parley.Errorf(parley.CodeNotFound, "no such route: %s %s", r.Method, r.URL.Path)
 	})

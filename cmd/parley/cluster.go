@@ -94,7 +94,9 @@ func openHot(cfg Config, db parley.Store, rdb *goredis.Client, reg prometheus.Re
 // openCluster connects to RabbitMQ and starts the relay, with rdb (from
 // dialRedis, which the node owns from now on, also on failure) for
 // presence. The relay's Apply must be installed as a sink of the store.
-func openCluster(cfg Config, rdb *goredis.Client, store parley.Store, h *hub.Hub, reg prometheus.Registerer) (*clusterNode, error) {
+// changes, when not nil, takes the edits and deletions of every node (the
+// history cache's Apply).
+func openCluster(cfg Config, rdb *goredis.Client, store parley.Store, h *hub.Hub, changes parley.EventSink, reg prometheus.Registerer) (*clusterNode, error) {
 	node := cfg.NodeID
 	if node == "" {
 		node = defaultNodeID(cfg.Addr)
@@ -106,7 +108,7 @@ func openCluster(cfg Config, rdb *goredis.Client, store parley.Store, h *hub.Hub
 		ttl = 15 * time.Second // redis.PresenceConfig's default
 	}
 	c.relay = cluster.New(cluster.Config{
-		Node: node, Store: store, Local: h, ApplyLeaves: h.Apply, Registerer: reg,
+		Node: node, Store: store, Local: h, ApplyLeaves: h.Apply, ApplyChanges: changes, Registerer: reg,
 		Heads: redis.NewHeads(rdb, cfg.RedisPrefix), HeadCheck: cfg.HeadCheck,
 		Nodes: liveNodes{c}, Settle: ttl/3 + time.Second, // one heartbeat, and its round trip
 		Subscribed: hubRooms{h},

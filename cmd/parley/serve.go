@@ -234,7 +234,7 @@ func (m *Main) Open(ctx context.Context) error {
 	}
 	limits.Chat, limits.SendLimit, limits.Registerer = svc, sendLimit, m.registry
 	api := rest.New(limits)
-	fanout, sessions, err := m.openFanout(clustered, rdb, rp.reads)
+	fanout, sessions, err := m.openFanout(clustered, rdb, rp)
 	if err != nil {
 		return err
 	}
@@ -244,9 +244,13 @@ func (m *Main) Open(ctx context.Context) error {
 	// layer (cache.Store or redis.HotStore), so that it holds a commit
 	// before any session hears of it, then the fan-out (hub.Hub, or the
 	// cluster relay, which delivers to the local hub and to the other
-	// nodes). The history cache needs no callback: older pages never
-	// change.
-	sinks = []parley.EventSink{rp.hot.Apply, fanout}
+	// nodes). On one node the history cache hears the edits and deletions
+	// between them; in cluster mode the relay hands it every node's.
+	sinks = []parley.EventSink{rp.hot.Apply}
+	if rp.changes != nil && !clustered {
+		sinks = append(sinks, rp.changes)
+	}
+	sinks = append(sinks, fanout)
 
 	if err := m.openGateway(svc, sessions); err != nil {
 		return err
@@ -323,6 +327,9 @@ type readPath struct {
 	// reads is what the services read: the history cache in front of hot
 	// when --cache-history-mib is set, else hot itself.
 	reads parley.Store
+	// changes is the history cache's Apply, which forgets the blocks that
+	// edits and deletions change; nil without the history cache.
+	changes parley.EventSink
 }
 
 // openReadPath puts the hot-data layer and the history cache in front of
@@ -348,7 +355,8 @@ func (m *Main) openReadPath(ctx context.Context, clustered bool, db parley.Store
 	rp.reads = rp.hot
 	if cfg.CacheHistory > 0 {
 		// Older pages never change: every node keeps its own copy.
-		rp.reads = history.New(rp.hot, history.Config{MaxBytes: cfg.CacheHistory << 20, Registerer: m.registry})
+		h := history.New(rp.hot, history.Config{MaxBytes: cfg.CacheHistory << 20, Registerer: m.registry})
+		rp.reads, rp.changes = h, h.Apply
 	}
 	return rp, rdb, nil
 }
@@ -356,13 +364,13 @@ func (m *Main) openReadPath(ctx context.Context, clustered bool, db parley.Store
 // openFanout makes the hub (m.hub) and, in cluster mode, the cluster node
 // (m.cluster, which takes over rdb). It returns the fan-out's commit
 // callback, and the gateway's Sessions hook (nil on one node).
-func (m *Main) openFanout(clustered bool, rdb *goredis.Client, reads parley.Store) (parley.EventSink, gateway.Sessions, error) {
-	m.hub = hub.New(hub.Config{Members: reads, Registerer: m.registry})
+func (m *Main) openFanout(clustered bool, rdb *goredis.Client, rp readPath) (parley.EventSink, gateway.Sessions, error) {
+	m.hub = hub.New(hub.Config{Members: rp.reads, Registerer: m.registry})
 	if !clustered {
 		return m.hub.Apply, nil, nil
 	}
 	var err error
-	if m.cluster, err = openCluster(m.Config, rdb, reads, m.hub, m.registry); err != nil {
+	if m.cluster, err = openCluster(m.Config, rdb, rp.reads, m.hub, rp.changes, m.registry); err != nil {
 		return nil, nil, fmt.Errorf("cluster: %w", err)
 	}
 	return m.cluster.relay.Apply, m.cluster, nil
