@@ -12,8 +12,12 @@ import "parley"
 // what the committing node wrote there. Changes carry their own number,
 // so they need no order between nodes: a receiver keeps the newest.
 
-// localChange relays a change this node committed.
+// localChange relays a change this node committed. It reads the live
+// nodes first (Config.Nodes, one round trip; changes are rare next to
+// messages), so that a node that came up since the last head check is not
+// left with a stale history block.
 func (r *Relay) localChange(ev *parley.Event) {
+	r.refreshNodes()
 	rt := r.route(ev.Room.ID)
 	targets := make(map[string][]string, len(rt.nodes))
 	for node, users := range r.destinations(rt) {
