@@ -25,6 +25,7 @@ scenarios (design §7):
   seats         seed 003: concurrent joins of a room with fewer seats
   open          seed 004: room info + last message ("open a chat")
   connections   idle subscribed connections, server RSS per connection
+  search        users searching their rooms over a large history
 
 Run 'parley bench <scenario> -h' for the flags and their defaults.
 `
@@ -67,7 +68,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&interval, "interval", intervalText(o.MinInterval, o.MaxInterval), "messaging: each user sends every MIN-MAX, uniform (1s-3s, 250ms); 0: the next message when the last is receipted")
 	fs.Float64Var(&rate, "rate", 0, "messaging: messages per second per user, a fixed interval of 1/rate (overrides --interval)")
 	fs.IntVar(&o.Payload, "payload", o.Payload, "message body size in bytes")
-	fs.IntVar(&o.Rooms, "rooms", o.Rooms, "roomlist, open: rooms every user is a member of")
+	fs.IntVar(&o.Rooms, "rooms", o.Rooms, "roomlist, open: rooms every user is a member of; search: rooms in all")
 	fs.IntVar(&o.HistorySize, "history", o.HistorySize, "messages seeded into each room")
 	fs.IntVar(&o.PageSize, "page", o.PageSize, "page size of room list and history requests (at most 100)")
 	fs.IntVar(&o.Seats, "seats", o.Seats, "seats: capacity of each room, its creator's seat included (default: half the users)")

@@ -107,8 +107,12 @@ func shapeText(res *loadgen.Result) string {
 	return strings.Join(parts, ", ")
 }
 
-// plural names several units: request → requests, delivery → deliveries.
+// plural names several units: request → requests, delivery → deliveries,
+// search → searches.
 func plural(unit string) string {
+	if strings.HasSuffix(unit, "ch") {
+		return unit + "es"
+	}
 	if strings.HasSuffix(unit, "y") {
 		return strings.TrimSuffix(unit, "y") + "ies"
 	}
