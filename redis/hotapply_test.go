@@ -2,9 +2,14 @@ package redis_test
 
 import (
 	"context"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	goredis "github.com/redis/go-redis/v9"
 
 	"parley"
@@ -117,4 +122,159 @@ func TestHotApplyDoesNotHoldWriters(t *testing.T) {
 	}
 	wantSeqs(t, "room one", mustMessages(t, hot, one.ID, parley.Newest(10)), 1, 1)
 	wantSeqs(t, "room two", mustMessages(t, hot, two.ID, parley.Newest(10)), 1, 1)
+}
+
+// openPrivateNode opens a node on a private Redis (privateClient) whose
+// writes give up after timeout.
+func openPrivateNode(t *testing.T, rdb *goredis.Client, timeout time.Duration, reg *prometheus.Registry) hotNode {
+	t.Helper()
+	var hot *redis.HotStore
+	ready := make(chan struct{})
+	pg, err := postgres.Open(context.Background(), postgres.Config{URL: pgtest.Schema(t), OnCommit: func(evs []parley.Event) {
+		<-ready
+		hot.Apply(evs)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := redis.HotConfig{Prefix: "parleytest:" + parley.NewID()[:8] + ":", RecentMessages: 20, Timeout: timeout}
+	if reg != nil {
+		cfg.Registerer = reg
+	}
+	hot = redis.NewHotStore(pg, rdb, cfg)
+	close(ready)
+	t.Cleanup(func() { hot.Close() })
+	return hotNode{pg: pg, hot: hot}
+}
+
+// TestHotAwaitEndsWhileRedisIsDown: while Redis does not answer, the
+// wait for a commit (the relay's, before it publishes) ends after the
+// write's timeout, with the failed invalidation kept for a retry, which
+// succeeds once Redis is back.
+func TestHotAwaitEndsWhileRedisIsDown(t *testing.T) {
+	srv, rdb := privateClient(t)
+	reg := prometheus.NewRegistry()
+	n := openPrivateNode(t, rdb, 200*time.Millisecond, reg)
+	ann := parleytest.MustCreateUser(t, n.hot, "ann")
+	bob := parleytest.MustCreateUser(t, n.hot, "bob")
+	r := parleytest.MustCreateRoom(t, n.hot, ann, "room", 0)
+	parleytest.MustRoom(t, n.hot, r.ID) // in Redis now: one member
+
+	srv.Pause()
+	resumed := false
+	defer func() {
+		if !resumed {
+			srv.Resume()
+		}
+	}()
+	if _, _, err := n.pg.Join(context.Background(), r.ID, bob.ID); err != nil { // the inner store: no wait
+		t.Fatal(err)
+	}
+	mark := n.hot.Mark()
+	done := make(chan struct{})
+	go func() { defer close(done); n.hot.Await(context.Background(), mark) }()
+	if !waitDone(done, 10*time.Second) {
+		t.Fatal("Await of a commit did not end 10 s into a Redis outage (the write's timeout is 200 ms)")
+	}
+	srv.Resume()
+	resumed = true
+	deadline := time.Now().Add(20 * time.Second)
+	for retried(t, reg) < 2 { // the room's and bob's invalidations
+		if time.Now().After(deadline) {
+			t.Fatalf("the join's invalidations were not retried 20 s after Redis came back: %v", retried(t, reg))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := parleytest.MustRoom(t, n.hot, r.ID); got.MemberCount != 2 {
+		t.Errorf("Room after the retried invalidation has %d members, want 2", got.MemberCount)
+	}
+}
+
+// retried reads parley_hot_invalidation_retries_total.
+func retried(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "parley_hot_invalidation_retries_total" {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	return 0
+}
+
+// holdScripts holds every pipeline of scripts (the applier's writes)
+// while armed, until released.
+type holdScripts struct {
+	armed   atomic.Bool
+	release chan struct{}
+	once    sync.Once
+}
+
+func (h *holdScripts) DialHook(next goredis.DialHook) goredis.DialHook          { return next }
+func (h *holdScripts) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook { return next }
+func (h *holdScripts) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []goredis.Cmder) error {
+		if h.armed.Load() && slices.ContainsFunc(cmds, func(c goredis.Cmder) bool { return strings.HasPrefix(c.Name(), "eval") }) {
+			<-h.release
+		}
+		return next(ctx, cmds)
+	}
+}
+
+func (h *holdScripts) free() { h.once.Do(func() { close(h.release) }) }
+
+// doneCalls is a context that frees the held writes when its Done is
+// first asked for: a read that waits for them asks, and one that does
+// not wait reads Redis before them.
+type doneCalls struct {
+	context.Context
+	onDone func()
+}
+
+func (c doneCalls) Done() <-chan struct{} {
+	c.onDone()
+	return c.Context.Done()
+}
+
+// TestHotReadsWaitForLocalCommits: a commit of this node whose write to
+// Redis is still on its way (the sessions of the node may have heard of
+// it from the hub already) is in the node's reads from Redis: they wait
+// for the writes queued when they began.
+func TestHotReadsWaitForLocalCommits(t *testing.T) {
+	rdb, prefix := testClient(t)
+	hold := &holdScripts{release: make(chan struct{})}
+	rdb.AddHook(hold)
+	t.Cleanup(hold.free)
+	n := openNode(t, pgtest.Schema(t), rdb, prefix, nil)
+	ann := parleytest.MustCreateUser(t, n.hot, "ann")
+	r := parleytest.MustCreateRoom(t, n.hot, ann, "room", 0)
+	parleytest.MustSend(t, n.hot, r, ann, "one")
+	mustMessages(t, n.hot, r.ID, parley.Newest(10)) // warm: Redis answers
+	parleytest.AllRooms(t, n.hot, ann, 10)
+
+	hold.armed.Store(true)
+	if _, _, err := n.pg.Send(context.Background(), parley.NewMessage{RoomID: r.ID, SenderID: ann.ID, SenderName: "ann", Body: "two"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := doneCalls{Context: context.Background(), onDone: hold.free}
+	msgs, err := n.hot.Messages(ctx, r.ID, parley.Newest(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSeqs(t, "newest page", msgs, 2, 1)
+
+	hold.release, hold.once = make(chan struct{}), sync.Once{}
+	if _, _, err := n.pg.Send(context.Background(), parley.NewMessage{RoomID: r.ID, SenderID: ann.ID, SenderName: "ann", Body: "three"}); err != nil {
+		t.Fatal(err)
+	}
+	es, _, err := n.hot.Rooms(doneCalls{Context: context.Background(), onDone: hold.free}, ann.ID, "", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 1 || es[0].LastMessage == nil || es[0].LastMessage.Seq != 3 {
+		t.Errorf("Rooms = %+v, want the room with last message seq 3", es)
+	}
 }
