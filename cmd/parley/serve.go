@@ -176,6 +176,10 @@ type Main struct {
 	ln       net.Listener
 	served   chan error
 	cluster  *clusterNode // nil in single-node mode
+	// rdb is cluster mode's Redis client from its dial until openFanout
+	// hands it to the cluster node (nil then): Close closes it if Open
+	// failed in between.
+	rdb *goredis.Client
 }
 
 // Open opens the stores and starts listening. It returns once the node
@@ -331,7 +335,8 @@ type readPath struct {
 
 // openReadPath puts the hot-data layer and the history cache in front of
 // db. In cluster mode it also dials Redis and returns its client, which
-// openFanout hands to the cluster node.
+// openFanout hands to the cluster node (Close closes it, m.rdb, if Open
+// fails before).
 func (m *Main) openReadPath(ctx context.Context, clustered bool, db parley.Store, endSessions func(userID string, tokenHash []byte)) (readPath, *goredis.Client, error) {
 	cfg := m.Config
 	var rp readPath
@@ -343,6 +348,7 @@ func (m *Main) openReadPath(ctx context.Context, clustered bool, db parley.Store
 		if rdb, err = dialRedis(ctx, cfg); err != nil {
 			return rp, nil, fmt.Errorf("cluster: %w", err)
 		}
+		m.rdb = rdb
 		h := openHot(cfg, db, rdb, m.registry, endSessions)
 		rp.hot, rp.written = h, h
 	} else {
@@ -368,6 +374,7 @@ func (m *Main) openFanout(clustered bool, rdb *goredis.Client, rp readPath) (par
 		return m.hub.Apply, nil, nil
 	}
 	var err error
+	m.rdb = nil // the cluster node owns it from now on, also on failure
 	if m.cluster, err = openCluster(m.Config, rdb, reads, rp.written, m.hub, m.registry); err != nil {
 		return nil, nil, fmt.Errorf("cluster: %w", err)
 	}
@@ -538,6 +545,11 @@ func (m *Main) Close(ctx context.Context) error {
 	if m.cluster != nil {
 		if err := m.cluster.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close cluster: %w", err))
+		}
+	}
+	if m.rdb != nil { // Open failed before the cluster node took it over
+		if err := m.rdb.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close redis: %w", err))
 		}
 	}
 	if m.hub != nil {
