@@ -12,7 +12,6 @@ import (
 
 	"parley"
 	"parley/parleytest"
-	"parley/postgres"
 	"parley/postgres/pgtest"
 	"parley/redis"
 	"parley/servicetest"
@@ -41,23 +40,10 @@ func BenchmarkHotSendSlowRedis(b *testing.B) {
 	}
 	opt.ContextTimeoutEnabled = true
 	rdb := goredis.NewClient(opt)
-	defer rdb.Close()
+	b.Cleanup(func() { rdb.Close() }) // last: after the node and the prefix
 	prefix := "parleybench:" + parley.NewID()[:8] + ":"
-	var hot *redis.HotStore
-	ready := make(chan struct{})
-	pg, err := postgres.Open(context.Background(), postgres.Config{URL: pgtest.Schema(b), OnCommit: func(evs []parley.Event) {
-		<-ready
-		hot.Apply(evs)
-	}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	hot = redis.NewHotStore(pg, rdb, redis.HotConfig{Prefix: prefix})
-	close(ready)
-	defer func() {
-		hot.Close()
-		DeletePrefix(b, rdb, prefix)
-	}()
+	b.Cleanup(func() { DeletePrefix(b, rdb, prefix) }) // after the node's Close
+	hot := openNodeWith(b, pgtest.Schema(b), rdb, redis.HotConfig{Prefix: prefix}, nil).hot
 	ann := parleytest.MustCreateUser(b, hot, "ann")
 	var rooms []parley.Room
 	for range 8 {

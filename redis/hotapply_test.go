@@ -14,7 +14,6 @@ import (
 
 	"parley"
 	"parley/parleytest"
-	"parley/postgres"
 	"parley/postgres/pgtest"
 	"parley/redis"
 	"parley/servicetest"
@@ -57,32 +56,23 @@ func waitDone(done <-chan struct{}, d time.Duration) bool {
 // back every write is there.
 func TestHotApplyDoesNotHoldWriters(t *testing.T) {
 	srv, rdb := privateClient(t)
-	prefix := "parleytest:" + parley.NewID()[:8] + ":"
-	var hot *redis.HotStore
-	ready := make(chan struct{})
-	applying := make(chan struct{}, 64) // a commit callback started
-	pg, err := postgres.Open(context.Background(), postgres.Config{URL: pgtest.Schema(t), OnCommit: func(evs []parley.Event) {
-		<-ready
+	applied := make(chan struct{}, 64) // a commit's callbacks returned
+	// A Redis that does not answer holds a round trip this long.
+	cfg := redis.HotConfig{Prefix: "parleytest:" + parley.NewID()[:8] + ":", RecentMessages: 20, Timeout: time.Minute}
+	n := openNodeWith(t, pgtest.Schema(t), rdb, cfg, func([]parley.Event) {
 		select {
-		case applying <- struct{}{}:
+		case applied <- struct{}{}:
 		default:
 		}
-		hot.Apply(evs)
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A Redis that does not answer holds a round trip this long.
-	hot = redis.NewHotStore(pg, rdb, redis.HotConfig{Prefix: prefix, RecentMessages: 20, Timeout: time.Minute})
-	close(ready)
-	t.Cleanup(func() { hot.Close() })
+	})
+	pg, hot := n.pg, n.hot
 	ann := parleytest.MustCreateUser(t, hot, "ann")
 	one := parleytest.MustCreateRoom(t, hot, ann, "one", 0)
 	two := parleytest.MustCreateRoom(t, hot, ann, "two", 0)
 	mustMessages(t, hot, one.ID, parley.Newest(10)) // warm the windows
 	mustMessages(t, hot, two.ID, parley.Newest(10))
-	for len(applying) > 0 {
-		<-applying
+	for len(applied) > 0 {
+		<-applied
 	}
 
 	srv.Pause()
@@ -99,7 +89,11 @@ func TestHotApplyDoesNotHoldWriters(t *testing.T) {
 			t.Errorf("Send(first) error = %v", err)
 		}
 	}()
-	<-applying // the first send's commit reached the hot data
+	select {
+	case <-applied:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the commit callbacks of a send did not return in 10 s while Redis does not answer: they wait for it")
+	}
 	second := make(chan struct{})
 	go func() {
 		defer close(second)
@@ -124,29 +118,6 @@ func TestHotApplyDoesNotHoldWriters(t *testing.T) {
 	wantSeqs(t, "room two", mustMessages(t, hot, two.ID, parley.Newest(10)), 1, 1)
 }
 
-// openPrivateNode opens a node on a private Redis (privateClient) whose
-// writes give up after timeout.
-func openPrivateNode(t *testing.T, rdb *goredis.Client, timeout time.Duration, reg *prometheus.Registry) hotNode {
-	t.Helper()
-	var hot *redis.HotStore
-	ready := make(chan struct{})
-	pg, err := postgres.Open(context.Background(), postgres.Config{URL: pgtest.Schema(t), OnCommit: func(evs []parley.Event) {
-		<-ready
-		hot.Apply(evs)
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := redis.HotConfig{Prefix: "parleytest:" + parley.NewID()[:8] + ":", RecentMessages: 20, Timeout: timeout}
-	if reg != nil {
-		cfg.Registerer = reg
-	}
-	hot = redis.NewHotStore(pg, rdb, cfg)
-	close(ready)
-	t.Cleanup(func() { hot.Close() })
-	return hotNode{pg: pg, hot: hot}
-}
-
 // TestHotAwaitEndsWhileRedisIsDown: while Redis does not answer, the
 // wait for a commit (the relay's, before it publishes) ends after the
 // write's timeout, with the failed invalidation kept for a retry, which
@@ -154,7 +125,9 @@ func openPrivateNode(t *testing.T, rdb *goredis.Client, timeout time.Duration, r
 func TestHotAwaitEndsWhileRedisIsDown(t *testing.T) {
 	srv, rdb := privateClient(t)
 	reg := prometheus.NewRegistry()
-	n := openPrivateNode(t, rdb, 200*time.Millisecond, reg)
+	n := openNodeWith(t, pgtest.Schema(t), rdb, redis.HotConfig{
+		Prefix: "parleytest:" + parley.NewID()[:8] + ":", Timeout: 200 * time.Millisecond, Registerer: reg,
+	}, nil)
 	ann := parleytest.MustCreateUser(t, n.hot, "ann")
 	bob := parleytest.MustCreateUser(t, n.hot, "bob")
 	r := parleytest.MustCreateRoom(t, n.hot, ann, "room", 0)
