@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"parley"
 	"parley/parleytest"
 	"parley/postgres/pgtest"
@@ -34,13 +32,7 @@ func BenchmarkHotSendSlowRedis(b *testing.B) {
 	}
 	proxy := servicetest.NewProxy(b, u.Host)
 	u.Host = proxy.Addr()
-	opt, err := goredis.ParseURL(u.String())
-	if err != nil {
-		b.Fatal(err)
-	}
-	opt.ContextTimeoutEnabled = true
-	rdb := goredis.NewClient(opt)
-	b.Cleanup(func() { rdb.Close() }) // last: after the node and the prefix
+	rdb := deadlineClient(b, u.String())
 	prefix := "parleybench:" + parley.NewID()[:8] + ":"
 	b.Cleanup(func() { DeletePrefix(b, rdb, prefix) }) // after the node's Close
 	hot := openNodeWith(b, pgtest.Schema(b), rdb, redis.HotConfig{Prefix: prefix}, nil).hot

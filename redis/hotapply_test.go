@@ -28,14 +28,22 @@ func privateClient(t *testing.T) (*servicetest.Redis, *goredis.Client) {
 		t.Skip("starts a private redis-server")
 	}
 	srv := servicetest.StartRedis(t)
-	opt, err := goredis.ParseURL(srv.URL())
+	return srv, deadlineClient(t, srv.URL())
+}
+
+// deadlineClient returns a client of url whose calls end at their
+// context's deadline, closed at the end of the test (after what the test
+// opens after it).
+func deadlineClient(t testing.TB, url string) *goredis.Client {
+	t.Helper()
+	opt, err := goredis.ParseURL(url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	opt.ContextTimeoutEnabled = true
 	rdb := goredis.NewClient(opt)
 	t.Cleanup(func() { rdb.Close() })
-	return srv, rdb
+	return rdb
 }
 
 // waitDone waits, at most d, for done to be closed.
