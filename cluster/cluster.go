@@ -511,6 +511,9 @@ func (r *Relay) local(ev *parley.Event) {
 	}
 }
 
+// publish hands a batch to the broker now. Only the sender goroutine
+// calls it: the run goroutine notes a commit's batches with publishLater,
+// so that they wait for the hot data (send.go).
 func (r *Relay) publish(b parley.Batch, kind string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()

@@ -211,7 +211,9 @@ func (h *HotStore) write(batches [][]parley.Event) {
 		}
 	}
 	for _, room := range rooms {
-		scriptWindow.Eval(ctx, pipe, []string{h.windowKey(room)}, h.windowArgs(false, msgs[room])...)
+		ms := msgs[room] // in seq order: the older ones would be cut from the window
+		ms = ms[max(0, len(ms)-h.cfg.RecentMessages):]
+		scriptWindow.Eval(ctx, pipe, []string{h.windowKey(room)}, h.windowArgs(false, ms)...)
 	}
 	if pipe.Len() == 0 {
 		return
