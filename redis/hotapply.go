@@ -89,7 +89,8 @@ return 1`)
 // they see every commit the node's sessions may have heard of; and the
 // cluster relay publishes a commit to other nodes only once it is
 // written. A failure is logged and ends the wait all the same (a Redis
-// outage delays each of them by one Timeout at most, never for good):
+// outage delays each of them by one Timeout, two at most, never for
+// good):
 // the invalidations of joins and leaves are retried in the background
 // until they succeed (or Close), so that a membership answered from Redis
 // is wrong no longer than Redis is unreachable (plus the retry pause, at
