@@ -8,7 +8,8 @@ import "parley"
 // sessions) and every other known node (with none: what it holds of the
 // room is its own history cache, which must forget the changed message).
 // Each node hands its own changes and those it receives to
-// Config.ApplyChanges. The Redis hot data needs no batch: every node reads
+// Config.ApplyChanges; the batches go out once the hot data holds the
+// change (Config.Written, as every batch of a commit). The Redis hot data needs no batch: every node reads
 // what the committing node wrote there. Changes carry their own number,
 // so they need no order between nodes: a receiver keeps the newest.
 
@@ -31,7 +32,7 @@ func (r *Relay) localChange(ev *parley.Event) {
 	r.applyChanges(ev)
 	for node, users := range targets {
 		if node != r.cfg.Node {
-			r.publish(parley.Batch{Node: node, Event: *ev, Recipients: users}, "change")
+			r.publishLater(parley.Batch{Node: node, Event: *ev, Recipients: users}, "change")
 		}
 	}
 }

@@ -120,10 +120,41 @@ func (h *HotStore) storeWindowSince(ctx context.Context, roomID string, msgs []p
 	}
 }
 
+// patchQueued puts the new version of a changed message into the messages
+// of its room that this write adds to the window after its scripts (a send
+// and its edit in one write): the window must not get the older text.
+func patchQueued(queued []parley.Message, m *parley.Message) {
+	for i := range queued {
+		if queued[i].Seq == m.Seq && queued[i].Change < m.Change {
+			queued[i] = *m
+		}
+	}
+}
+
 func encodeMessage(m *parley.Message) string {
 	b, err := json.Marshal(m)
 	if err != nil {
 		panic(fmt.Sprintf("encode message: %v", err)) // a Message always encodes
 	}
 	return string(b)
+}
+
+// EditMessage implements parley.Store: it returns once the hot data holds
+// the edit (as the writes of hotwrites.go do).
+func (h *HotStore) EditMessage(ctx context.Context, e parley.Edit) (parley.Message, error) {
+	m, err := h.Store.EditMessage(ctx, e)
+	if err == nil {
+		h.caughtUp(ctx)
+	}
+	return m, err
+}
+
+// DeleteMessage implements parley.Store: it returns once the hot data
+// holds the deletion.
+func (h *HotStore) DeleteMessage(ctx context.Context, d parley.Deletion) (parley.Message, bool, error) {
+	m, deleted, err := h.Store.DeleteMessage(ctx, d)
+	if err == nil {
+		h.caughtUp(ctx)
+	}
+	return m, deleted, err
 }
