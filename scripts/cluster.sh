@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cluster.sh starts N Parley nodes on one machine against local PostgreSQL,
-# RabbitMQ and Redis (cluster mode, design §6), and stops them again.
+# RabbitMQ and Redis (README, "Cluster mode"), and stops them again.
 #
 #   scripts/cluster.sh start [N]   build, then start N nodes (default 3) on
 #                                  127.0.0.1:8081 ... 808N

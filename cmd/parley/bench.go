@@ -17,7 +17,7 @@ import (
 
 const benchUsage = `usage: parley bench <scenario> [flags]
 
-scenarios (design §7):
+scenarios (README, "Load tests: parley bench"):
   direct        seed 000: users in 1:1 rooms, send → peer receives
   roomlist      seed 001: room list in a loop
   history       seed 001: paging older messages
@@ -81,6 +81,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&jsonPath, "json", "", "write the result as JSON to this file (- for standard output)")
 	fs.StringVar(&htmlPath, "html", "", "write a self-contained HTML report with charts to this file")
 	fs.StringVar(&progress, "progress", "auto", "progress bar on standard error: auto (when it is a terminal), on, off")
+	setUsage(fs, stderr, "usage: parley bench "+string(scn)+" [flags]\n\nEvery flag can also be set by the environment variable named beside it.\n\n")
 	if err := parseFlags(fs, args[1:], os.Getenv); err != nil {
 		return err
 	}
