@@ -214,7 +214,10 @@ func (h *Handler) handle(pattern string, f handlerFunc) {
 	h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
+		rid := requestID(r)
+		sw.Header().Set("X-Request-Id", rid)
 		if err := f(sw, r); err != nil {
+			logError(r, rid, pattern, err)
 			writeError(sw, err)
 		}
 		requests.WithLabelValues(strconv.Itoa(sw.status())).Inc()

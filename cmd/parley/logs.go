@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
+	"path/filepath"
 )
 
 // newLogger is the process's logger: format text or json, on w.
@@ -16,4 +18,34 @@ func newLogger(w io.Writer, format string, level slog.Level) (*slog.Logger, erro
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return nil, fmt.Errorf("--log-format must be text or json, not %q", format)
+}
+
+// redactURL is a service URL fit for the log: its password, if any,
+// replaced by xxxxx (a URL that does not parse is left out whole).
+func redactURL(s string) string {
+	if s == "" {
+		return ""
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
+}
+
+// servicesAttrs are the services a node uses, for its "parley serving"
+// line: the store, and in cluster mode the broker and Redis, with no
+// password.
+func (c Config) servicesAttrs() []any {
+	if c.Store == "" {
+		return []any{"store", "sqlite:" + filepath.Join(c.Data, "parley.db")}
+	}
+	attrs := []any{"store", redactURL(c.Store)}
+	if c.Broker != "" {
+		attrs = append(attrs, "broker", redactURL(c.Broker))
+	}
+	if c.Redis != "" {
+		attrs = append(attrs, "redis", redactURL(c.Redis), "redis_prefix", c.RedisPrefix)
+	}
+	return attrs
 }

@@ -157,7 +157,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		m.Close(context.Background())
 		return err
 	}
-	slog.Info("parley serving", "addr", m.Addr(), "stomp_addr", m.StompAddr(), "metrics_addr", m.MetricsAddr(), "data", cfg.Data, "version", versionString())
+	slog.Info("parley serving", append([]any{"addr", m.Addr(), "stomp_addr", m.StompAddr(), "metrics_addr", m.MetricsAddr(), "data", cfg.Data, "version", versionString()}, cfg.servicesAttrs()...)...)
 	<-ctx.Done()
 	slog.Info("parley shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
