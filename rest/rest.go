@@ -197,6 +197,8 @@ func (h *Handler) routes() {
 	h.handle("GET /api/rooms/{id}/messages", h.authed(h.messages))
 	h.handle("POST /api/rooms/{id}/messages", h.authed(h.limited(h.send)))
 	h.handle("PUT /api/rooms/{id}/read", h.authed(h.markRead))
+	h.handle("GET /api/config", h.clientConfig)
+	h.handle("GET /api/openapi.yaml", h.openAPI)
 	h.handle(catchAll, h.noRoute)
 }
 
