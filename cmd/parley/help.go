@@ -22,7 +22,7 @@ func exitCode(err error) int {
 func setUsage(fs *flag.FlagSet, w io.Writer, head string) {
 	fs.Usage = func() {
 		fmt.Fprint(w, head)
-		printFlags(w, fs)
+		printFlags(w, fs, nil)
 	}
 }
 
@@ -30,8 +30,13 @@ func setUsage(fs *flag.FlagSet, w io.Writer, head string) {
 //
 //	--addr string   (PARLEY_ADDR)
 //	    HTTP and WebSocket listen address (default "127.0.0.1:8080")
-func printFlags(w io.Writer, fs *flag.FlagSet) {
+//
+// With keep set, only the flags it keeps are listed.
+func printFlags(w io.Writer, fs *flag.FlagSet, keep func(name string) bool) {
 	fs.VisitAll(func(f *flag.Flag) {
+		if keep != nil && !keep(f.Name) {
+			return
+		}
 		typ, usage := flag.UnquoteUsage(f)
 		line := "  --" + f.Name
 		if typ != "" {

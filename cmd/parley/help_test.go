@@ -62,3 +62,20 @@ func TestHelpNamesNoOutsideDocument(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchHelpPerScenario: a scenario's help lists the flags it takes
+// and none of the others'.
+func TestBenchHelpPerScenario(t *testing.T) {
+	var out bytes.Buffer
+	run(context.Background(), []string{"bench", "seats", "-h"}, &out, &out)
+	for _, want := range []string{"--seats", "--users", "--loops", "--duration"} {
+		if !strings.Contains(out.String(), want+" ") {
+			t.Errorf("bench seats -h lacks %s:\n%s", want, out.String())
+		}
+	}
+	for _, other := range []string{"--interval", "--payload", "--target", "--drain", "--page", "--connections", "--rooms"} {
+		if strings.Contains(out.String(), other+" ") {
+			t.Errorf("bench seats -h lists %s, which does not apply to it", other)
+		}
+	}
+}
