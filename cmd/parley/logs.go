@@ -20,8 +20,9 @@ func newLogger(w io.Writer, format string, level slog.Level) (*slog.Logger, erro
 	return nil, fmt.Errorf("--log-format must be text or json, not %q", format)
 }
 
-// redactURL is a service URL fit for the log: its password, if any,
-// replaced by xxxxx (a URL that does not parse is left out whole).
+// redactURL is a service URL fit for the log: its password, if any, in
+// the user info or as a password query parameter (libpq's), replaced by
+// xxxxx (a URL that does not parse is left out whole).
 func redactURL(s string) string {
 	if s == "" {
 		return ""
@@ -29,6 +30,10 @@ func redactURL(s string) string {
 	u, err := url.Parse(s)
 	if err != nil {
 		return "(unparsable URL)"
+	}
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
 	}
 	return u.Redacted()
 }

@@ -204,14 +204,14 @@ func TestLogsOfASession(t *testing.T) {
 // TestServicesAttrs: a node's start line names its services without the
 // passwords in their URLs.
 func TestServicesAttrs(t *testing.T) {
-	c := Config{Store: "postgres://parley:s3cret@db:5432/parley", Broker: "amqp://guest:hunter2@mq:5672/v", Redis: "redis://:redispw@cache:6379/0", RedisPrefix: "parley:"}
+	c := Config{Store: "postgres://parley:s3cret@db:5432/parley?password=s3cret&sslmode=disable", Broker: "amqp://guest:hunter2@mq:5672/v", Redis: "redis://:redispw@cache:6379/0", RedisPrefix: "parley:"}
 	got := fmt.Sprint(c.servicesAttrs())
 	for _, secret := range []string{"s3cret", "hunter2", "redispw"} {
 		if strings.Contains(got, secret) {
 			t.Errorf("servicesAttrs() = %s, holds the password %q", got, secret)
 		}
 	}
-	for _, want := range []string{"postgres://parley:xxxxx@db:5432/parley", "amqp://guest:xxxxx@mq:5672/v", "redis://:xxxxx@cache:6379/0"} {
+	for _, want := range []string{"postgres://parley:xxxxx@db:5432/parley?password=xxxxx&sslmode=disable", "amqp://guest:xxxxx@mq:5672/v", "redis://:xxxxx@cache:6379/0"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("servicesAttrs() = %s, want %s in it", got, want)
 		}
