@@ -2,6 +2,7 @@ package chat_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"parley"
@@ -131,6 +132,40 @@ func TestOwnerDeletesWithStoredRoles(t *testing.T) {
 	}
 	if _, err := w.s.DeleteMessage(ctx, w.owner, w.group.ID, msg.Seq); err != nil {
 		t.Errorf("owner deletes a member's message: %v", err)
+	}
+}
+
+// TestResendAfterChange: a resend of a message's original text with its
+// client_id, after the message was edited or deleted, returns it as it is
+// now (200, nothing stored), not 409: the key was not reused for another
+// message.
+func TestResendAfterChange(t *testing.T) {
+	w := newAuthzWorld(t)
+	g := w.group.ID
+	for _, del := range []bool{false, true} {
+		key := fmt.Sprint("k", del)
+		m, _, err := w.s.Send(ctx, w.member, g, "original", key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if del {
+			_, err = w.s.DeleteMessage(ctx, w.member, g, m.Seq)
+		} else {
+			_, err = w.s.EditMessage(ctx, w.member, g, m.Seq, "edited")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, created, err := w.s.Send(ctx, w.member, g, "original", key)
+		if err != nil || created || again.Seq != m.Seq || again.Change == 0 {
+			t.Errorf("resend after change (deleted %v) = %+v, %v, %v; want the changed message, not created", del, again, created, err)
+		}
+	}
+	if _, _, err := w.s.Send(ctx, w.member, g, "another", "k-fresh"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := w.s.Send(ctx, w.member, g, "yet another", "k-fresh"); parley.ErrorCode(err) != parley.CodeConflict {
+		t.Errorf("reused client_id with another body = %v, want conflict", err)
 	}
 }
 
