@@ -172,14 +172,14 @@ var benchFlagScenarios = map[string][]loadgen.Scenario{
 	"interval":    {loadgen.Direct, loadgen.Group},
 	"rate":        {loadgen.Direct, loadgen.Group},
 	"drain":       {loadgen.Direct, loadgen.Group},
-	"payload":     {loadgen.Direct, loadgen.Group, loadgen.RoomList, loadgen.History, loadgen.Open},
-	"history":     {loadgen.RoomList, loadgen.History, loadgen.Open},
-	"rooms":       {loadgen.RoomList, loadgen.Open},
-	"page":        {loadgen.RoomList, loadgen.History},
+	"payload":     {loadgen.Direct, loadgen.Group, loadgen.RoomList, loadgen.History, loadgen.Open, loadgen.Search},
+	"history":     {loadgen.RoomList, loadgen.History, loadgen.Open, loadgen.Search},
+	"rooms":       {loadgen.RoomList, loadgen.Open, loadgen.Search},
+	"page":        {loadgen.RoomList, loadgen.History, loadgen.Search},
 	"seats":       {loadgen.Seats},
 	"connections": {loadgen.Connections},
-	"loops":       {loadgen.Direct, loadgen.Group, loadgen.RoomList, loadgen.History, loadgen.Open, loadgen.Seats},
-	"ramp-up":     {loadgen.Direct, loadgen.Group, loadgen.RoomList, loadgen.History, loadgen.Open, loadgen.Seats},
+	"loops":       {loadgen.Direct, loadgen.Group, loadgen.RoomList, loadgen.History, loadgen.Open, loadgen.Seats, loadgen.Search},
+	"ramp-up":     {loadgen.Direct, loadgen.Group, loadgen.RoomList, loadgen.History, loadgen.Open, loadgen.Seats, loadgen.Search},
 }
 
 // benchFlagApplies reports whether a flag changes scenario scn.
