@@ -94,7 +94,7 @@ func openHot(cfg Config, db parley.Store, rdb *goredis.Client, reg prometheus.Re
 // openCluster connects to RabbitMQ and starts the relay, with rdb (from
 // dialRedis, which the node owns from now on, also on failure) for
 // presence. The relay's Apply must be installed as a sink of the store.
-func openCluster(cfg Config, rdb *goredis.Client, store parley.Store, h *hub.Hub, reg prometheus.Registerer) (*clusterNode, error) {
+func openCluster(cfg Config, rdb *goredis.Client, store parley.Store, h *hub.Hub, events *hub.Events, reg prometheus.Registerer) (*clusterNode, error) {
 	node := cfg.NodeID
 	if node == "" {
 		node = defaultNodeID(cfg.Addr)
@@ -109,7 +109,7 @@ func openCluster(cfg Config, rdb *goredis.Client, store parley.Store, h *hub.Hub
 		Node: node, Store: store, Local: h, ApplyLeaves: h.Apply, Registerer: reg,
 		Heads: redis.NewHeads(rdb, cfg.RedisPrefix), HeadCheck: cfg.HeadCheck,
 		Nodes: liveNodes{c}, Settle: ttl/3 + time.Second, // one heartbeat, and its round trip
-		Subscribed: hubRooms{h},
+		Subscribed: hubRooms{h}, Events: events.ApplyRemote,
 	})
 	c.broker, err = rabbitmq.New(rabbitmq.Config{
 		URL: cfg.Broker, Node: node, Handler: c.relay.Receive, Gone: c.relay.Gone, OnConnect: c.relay.CheckHeads,
@@ -121,7 +121,11 @@ func openCluster(cfg Config, rdb *goredis.Client, store parley.Store, h *hub.Hub
 	}
 	c.presence = redis.NewPresence(redis.PresenceConfig{
 		Client: c.rdb, Prefix: cfg.RedisPrefix, Node: node, TTL: cfg.PresenceTTL,
-		OnChange: c.relay.PresenceChanged, OnReset: c.relay.PresenceReset, Registerer: reg,
+		OnChange: func(userID string) {
+			c.relay.PresenceChanged(userID)
+			events.PresenceChanged(userID) // every node makes its own online and offline events
+		},
+		OnReset: c.relay.PresenceReset, Registerer: reg,
 	})
 	c.relay.Start(c.broker, c.presence)
 	c.awaitBroker(10 * time.Second)
