@@ -112,12 +112,16 @@ func (s *session) typing(f *stomp.Frame) error {
 var _ hub.EventReceiver = (*subscription)(nil)
 var _ hub.Evicter = (*subscription)(nil)
 
-// DeliverEvent queues a room event; hub.Events calls it with its lock held.
-func (sub *subscription) DeliverEvent(ev *hub.RoomEvent) {
-	e := sub.encodedEvent(ev)
+// DeliverEvents queues room events; hub.Events calls it with its lock
+// held. They are queued under one lock, so the writer takes them in one
+// write.
+func (sub *subscription) DeliverEvents(evs []*hub.RoomEvent) {
 	s := sub.s
 	s.mu.Lock()
-	s.enqueueLocked(outItem{ev: ev, sub: sub}, e.size+len(sub.id))
+	for _, ev := range evs {
+		e := sub.encodedEvent(ev)
+		s.enqueueLocked(outItem{ev: ev, sub: sub}, e.size+len(sub.id))
+	}
 	s.mu.Unlock()
 }
 

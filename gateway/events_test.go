@@ -52,7 +52,7 @@ func (c *fakeChat) remove(roomID string, u parley.User, reason, actor string) {
 // probe is an event receiver that signals each delivery.
 type probe chan struct{}
 
-func (p probe) DeliverEvent(*hub.RoomEvent) {
+func (p probe) DeliverEvents([]*hub.RoomEvent) {
 	select {
 	case p <- struct{}{}:
 	default:
@@ -62,7 +62,7 @@ func (probe) Evicted(string, string) {}
 func (probe) Lagged()                {}
 
 // settleEvents waits until the env's room events have handled everything
-// queued so far: a typing signal queued now reaches a probe.
+// queued so far: a room change queued now reaches a probe.
 func (e *env) settleEvents(t *testing.T) {
 	t.Helper()
 	p := make(probe, 1)
@@ -70,7 +70,7 @@ func (e *env) settleEvents(t *testing.T) {
 	sub := &hub.EventSub{To: p, UserID: "probe", RoomID: "probe-" + id}
 	e.events.Subscribe(sub)
 	defer e.events.Unsubscribe(sub)
-	e.events.Typing("probe-"+id, "typist")
+	e.events.Apply([]parley.Event{{Kind: parley.EventRoomInfo, Room: parley.Room{ID: "probe-" + id}}})
 	select {
 	case <-p:
 	case <-time.After(10 * time.Second):
@@ -145,6 +145,8 @@ func TestEventsTyping(t *testing.T) {
 			a.send(frame("SEND", "", "destination:/app/rooms.r1.typing", "receipt:"+r))
 			a.expect("RECEIPT", "receipt-id:"+r)
 		}
+		e.settleEvents(t)
+		e.clock.Advance(100 * time.Millisecond) // the typing batch's wait
 		got := map[string]bool{}
 		for range 2 {
 			f := b.expect("MESSAGE", "event:typing", "user:"+alice.ID, "room:r1", "content-type:application/json")
@@ -159,9 +161,11 @@ func TestEventsTyping(t *testing.T) {
 		b.send(frame("UNSUBSCRIBE", "", "id:room", "receipt:u"))
 		b.expect("RECEIPT", "receipt-id:u")
 		// After 2 s another signal goes out; the sender never hears its own.
-		e.clock.Advance(2 * time.Second)
+		e.clock.Advance(1900 * time.Millisecond)
 		a.send(frame("SEND", "", "destination:/app/rooms.r1.typing", "receipt:t4"))
 		a.expect("RECEIPT", "receipt-id:t4")
+		e.settleEvents(t)
+		e.clock.Advance(100 * time.Millisecond)
 		b.expect("MESSAGE", "event:typing")
 		b.expect("MESSAGE", "event:typing")
 		a.send(frame("UNSUBSCRIBE", "", "id:ev", "receipt:u"))

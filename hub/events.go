@@ -76,7 +76,8 @@ type RoomEvent struct {
 	Headers [][2]string // further headers, in order
 	Body    []byte      // JSON
 
-	enc [NumShapes]atomic.Value
+	from string // typing: its user, who does not get it
+	enc  [NumShapes]atomic.Value
 }
 
 // Header returns the value of header name, "" when absent.
@@ -105,10 +106,11 @@ func (e *RoomEvent) Encoded(shape int, encode func(*RoomEvent) any) any {
 // EventReceiver is the consumer of one event subscription. Its methods
 // run under Events.mu: they must not block nor call back into Events.
 type EventReceiver interface {
-	// DeliverEvent hands over one event; ev is shared and must not be
-	// changed. A receiver that cannot take it deals with the overflow
-	// itself (the gateway closes its session as a slow consumer).
-	DeliverEvent(ev *RoomEvent)
+	// DeliverEvents hands over events, in order; they are shared and
+	// must not be changed, and the slice is only valid during the call. A
+	// receiver that cannot take them deals with the overflow itself (the
+	// gateway closes its session as a slow consumer).
+	DeliverEvents(evs []*RoomEvent)
 	// Evicted reports that the user was removed (reason
 	// parley.LeaveRemoved) or banned (parley.LeaveBanned) from the room
 	// of a room subscription; Events has dropped the subscription.
@@ -166,6 +168,10 @@ type EventsConfig struct {
 	// TypingEvery is the least time between two typing events of one user
 	// in one room; more are absorbed. Default 2 s.
 	TypingEvery time.Duration
+	// TypingBatch is how long a room's typing events wait for more, so
+	// that each subscriber gets them in one hand-off (one socket write)
+	// rather than one each. Default 100 ms; negative: no wait.
+	TypingBatch time.Duration
 	// ReadEvery is the least time between two read events of one room.
 	// Default 1 s.
 	ReadEvery time.Duration
@@ -206,12 +212,15 @@ type Events struct {
 	users map[string][]*EventSub
 
 	// Owned by the dispatch goroutine.
-	typed    map[string]time.Time // room+"\x00"+user -> last typing event
-	typedAt  int                  // sweep typed when it reaches this size
-	reads    map[string]*readWindow
-	readsAt  int
-	presence map[string]*userPresence
-	spare    []evItem
+	typed      map[string]time.Time // room+"\x00"+user -> last typing event
+	typedAt    int                  // sweep typed when it reaches this size
+	reads      map[string]*readWindow
+	readsAt    int
+	presence   map[string]*userPresence
+	typingWait map[string][]*RoomEvent // room -> typing events waiting for TypingBatch
+	spare      []evItem
+	one        [1]*RoomEvent // the batch of one event (deliverLocked)
+	own        []*RoomEvent  // a subscriber's share of a typing batch, reused
 }
 
 // evItem is one unit of work for the dispatch goroutine.
@@ -231,6 +240,7 @@ const (
 	itemPresence
 	itemFlush
 	itemCheck
+	itemTypingFlush
 )
 
 // readWindow is one room's read coalescing state.
@@ -256,6 +266,9 @@ func NewEvents(cfg EventsConfig) *Events {
 		}
 	}
 	def(&cfg.TypingEvery, 2*time.Second)
+	if cfg.TypingBatch == 0 {
+		cfg.TypingBatch = 100 * time.Millisecond
+	}
 	def(&cfg.ReadEvery, time.Second)
 	def(&cfg.PresenceQuiet, 5*time.Second)
 	if cfg.ReadMaxMembers <= 0 {
@@ -274,18 +287,19 @@ func NewEvents(cfg EventsConfig) *Events {
 		cfg.Logger = slog.Default()
 	}
 	e := &Events{
-		cfg:      cfg,
-		log:      cfg.Logger,
-		m:        newEventMetrics(cfg.Registerer),
-		wake:     make(chan struct{}, 1),
-		done:     make(chan struct{}),
-		rooms:    map[string][]*EventSub{},
-		users:    map[string][]*EventSub{},
-		typed:    map[string]time.Time{},
-		typedAt:  1024,
-		reads:    map[string]*readWindow{},
-		readsAt:  1024,
-		presence: map[string]*userPresence{},
+		cfg:        cfg,
+		log:        cfg.Logger,
+		m:          newEventMetrics(cfg.Registerer),
+		wake:       make(chan struct{}, 1),
+		done:       make(chan struct{}),
+		rooms:      map[string][]*EventSub{},
+		users:      map[string][]*EventSub{},
+		typed:      map[string]time.Time{},
+		typedAt:    1024,
+		reads:      map[string]*readWindow{},
+		readsAt:    1024,
+		presence:   map[string]*userPresence{},
+		typingWait: map[string][]*RoomEvent{},
 	}
 	go e.run()
 	return e
@@ -431,6 +445,8 @@ func (e *Events) handle(it *evItem) {
 		e.flushReads(it.room)
 	case itemCheck:
 		e.checkPresence(it.user, it.gen)
+	case itemTypingFlush:
+		e.flushTyping(it.room)
 	}
 }
 
@@ -498,11 +514,19 @@ func (e *Events) toRoom(re *RoomEvent, except, also string) {
 			members = append(slices.Clip(members), also)
 		}
 	}
+	e.toMembers(re, members, except)
+}
+
+// toMembers hands re to the event subscribers of its room and to the
+// personal event queues of members, but those of except.
+func (e *Events) toMembers(re *RoomEvent, members []string, except string) {
 	n := 0
+	e.one[0] = re
+	one := e.one[:]
 	e.mu.Lock()
 	for _, s := range e.rooms[re.RoomID] {
 		if s.UserID != except {
-			s.To.DeliverEvent(re)
+			s.To.DeliverEvents(one)
 			n++
 		}
 	}
@@ -511,11 +535,12 @@ func (e *Events) toRoom(re *RoomEvent, except, also string) {
 			continue
 		}
 		for _, s := range e.users[u] {
-			s.To.DeliverEvent(re)
+			s.To.DeliverEvents(one)
 			n++
 		}
 	}
 	e.mu.Unlock()
+	e.one[0] = nil
 	e.m.events.WithLabelValues(re.Kind).Inc()
 	e.m.fanout.Add(float64(n))
 }
@@ -581,8 +606,60 @@ func (e *Events) typing(roomID, userID string, remote bool) {
 		Room string `json:"room"`
 		User string `json:"user"`
 	}{roomID, userID})
-	re := &RoomEvent{ID: parley.NewID(), Kind: KindTyping, RoomID: roomID, Headers: [][2]string{{"user", userID}}, Body: body}
-	e.toRoom(re, userID, "")
+	re := &RoomEvent{ID: parley.NewID(), Kind: KindTyping, RoomID: roomID, Headers: [][2]string{{"user", userID}}, Body: body, from: userID}
+	if e.cfg.TypingBatch < 0 {
+		e.toRoom(re, userID, "")
+		return
+	}
+	waiting := e.typingWait[roomID]
+	e.typingWait[roomID] = append(waiting, re)
+	if len(waiting) == 0 {
+		e.cfg.AfterFunc(e.cfg.TypingBatch, func() { e.enqueue(evItem{kind: itemTypingFlush, room: roomID}, false) })
+	}
+}
+
+// flushTyping hands a room's waiting typing events to its subscribers,
+// each getting all of them but its own in one call.
+func (e *Events) flushTyping(roomID string) {
+	evs := e.typingWait[roomID]
+	delete(e.typingWait, roomID)
+	if len(evs) == 0 {
+		return
+	}
+	var members []string
+	if e.hasUserSubs() {
+		var err error
+		if members, err = e.members(roomID); err != nil {
+			return
+		}
+	}
+	n := 0
+	share := func(s *EventSub) {
+		own := e.own[:0]
+		for _, ev := range evs {
+			if ev.from != s.UserID {
+				own = append(own, ev)
+			}
+		}
+		if len(own) > 0 {
+			s.To.DeliverEvents(own)
+			n += len(own)
+		}
+		clear(own)
+		e.own = own
+	}
+	e.mu.Lock()
+	for _, s := range e.rooms[roomID] {
+		share(s)
+	}
+	for _, u := range members {
+		for _, s := range e.users[u] {
+			share(s)
+		}
+	}
+	e.mu.Unlock()
+	e.m.events.WithLabelValues(KindTyping).Add(float64(len(evs)))
+	e.m.fanout.Add(float64(n))
 }
 
 // read adds moved read positions to the room's window: the first after a
@@ -661,26 +738,7 @@ func (e *Events) flushReads(roomID string) {
 	re := &RoomEvent{ID: parley.NewID(), Kind: KindRead, RoomID: roomID, Headers: [][2]string{
 		{"user", newest.UserID}, {"seq", strconv.FormatInt(newest.Seq, 10)},
 	}, Body: body}
-	e.toRoomMembers(re, members)
-}
-
-// toRoomMembers is toRoom with the members looked up already.
-func (e *Events) toRoomMembers(re *RoomEvent, members []string) {
-	n := 0
-	e.mu.Lock()
-	for _, s := range e.rooms[re.RoomID] {
-		s.To.DeliverEvent(re)
-		n++
-	}
-	for _, u := range members {
-		for _, s := range e.users[u] {
-			s.To.DeliverEvent(re)
-			n++
-		}
-	}
-	e.mu.Unlock()
-	e.m.events.WithLabelValues(re.Kind).Inc()
-	e.m.fanout.Add(float64(n))
+	e.toMembers(re, members, "")
 }
 
 // presenceChanged (re)starts the user's quiet period: the state is read
@@ -798,19 +856,19 @@ func (e *Events) announce(userID string, st parley.Seen) {
 		if len(subs) == 0 {
 			continue
 		}
-		re := &RoomEvent{ID: parley.NewID(), Kind: kind, RoomID: m.RoomID, Headers: h, Body: raw}
+		one := []*RoomEvent{{ID: parley.NewID(), Kind: kind, RoomID: m.RoomID, Headers: h, Body: raw}}
 		for _, s := range subs {
 			if s.UserID != userID {
-				s.To.DeliverEvent(re)
+				s.To.DeliverEvents(one)
 				n++
 			}
 		}
 	}
 	if len(personal) > 0 {
-		re := &RoomEvent{ID: parley.NewID(), Kind: kind, Headers: h, Body: raw}
+		one := []*RoomEvent{{ID: parley.NewID(), Kind: kind, Headers: h, Body: raw}}
 		for u := range personal {
 			for _, s := range e.users[u] {
-				s.To.DeliverEvent(re)
+				s.To.DeliverEvents(one)
 				n++
 			}
 		}

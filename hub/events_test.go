@@ -65,12 +65,14 @@ type evRecorder struct {
 	got     []*RoomEvent
 	evicted []string
 	lagged  int
+	calls   int // DeliverEvents calls
 }
 
-func (r *evRecorder) DeliverEvent(ev *RoomEvent) {
+func (r *evRecorder) DeliverEvents(evs []*RoomEvent) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.got = append(r.got, ev)
+	r.got = append(r.got, evs...)
+	r.calls++
 }
 
 func (r *evRecorder) Evicted(roomID, reason string) {
@@ -122,14 +124,13 @@ func newEvEnv(t *testing.T, cfg EventsConfig) *evEnv {
 // sync waits until Events has handled everything queued before it.
 func (env *evEnv) sync(t *testing.T) {
 	t.Helper()
-	done := make(chan struct{})
 	probe := &evRecorder{}
 	s := &EventSub{To: probe, UserID: "probe", RoomID: "sync-room"}
 	env.ev.Subscribe(s)
 	defer env.ev.Unsubscribe(s)
-	// A typing event of another user in the probe's room goes through the
-	// queue after everything before it.
-	env.ev.Typing("sync-room", fmt.Sprintf("syncer-%p", done))
+	// A room change of the probe's room goes through the queue after
+	// everything before it.
+	env.ev.Apply([]parley.Event{{Kind: parley.EventRoomInfo, Room: parley.Room{ID: "sync-room"}}})
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		probe.mu.Lock()
@@ -157,8 +158,48 @@ func equal(a, b []string) bool {
 	return true
 }
 
-func TestEventsTypingThrottle(t *testing.T) {
+// TestEventsTypingBatch: a room's typing events wait 100 ms for more and
+// reach each subscriber in one hand-off, without the subscriber's own.
+func TestEventsTypingBatch(t *testing.T) {
 	env := newEvEnv(t, EventsConfig{})
+	env.rooms.members["r1"] = []string{"alice", "bob"}
+	bobRoom, bobAll, alice := &evRecorder{}, &evRecorder{}, &evRecorder{}
+	env.ev.Subscribe(&EventSub{To: bobRoom, UserID: "bob", RoomID: "r1"})
+	env.ev.Subscribe(&EventSub{To: bobAll, UserID: "bob"})
+	env.ev.Subscribe(&EventSub{To: alice, UserID: "alice", RoomID: "r1"})
+	for range 3 {
+		env.ev.Typing("r1", "alice")
+	}
+	env.ev.Typing("r1", "carol")
+	env.sync(t)
+	if got := bobRoom.kinds(); len(got) != 0 {
+		t.Fatalf("typing went out before its batch's 100 ms: %v", got)
+	}
+	env.clock.Advance(100 * time.Millisecond)
+	env.sync(t)
+	if got := bobRoom.kinds(); !equal(got, []string{"typing:alice", "typing:carol"}) || bobRoom.calls != 1 {
+		t.Fatalf("bob's room events %v in %d calls, want typing:alice and typing:carol in one (the rest absorbed)", got, bobRoom.calls)
+	}
+	if got := alice.kinds(); !equal(got, []string{"typing:carol"}) {
+		t.Fatalf("alice got %v, want carol's typing and not her own", got)
+	}
+	bobRoom.mu.Lock()
+	bobRoom.got = nil
+	bobRoom.mu.Unlock()
+	env.clock.Advance(1799 * time.Millisecond)
+	env.ev.Typing("r1", "alice") // 1,899 ms after the first: absorbed
+	env.sync(t)
+	env.clock.Advance(100 * time.Millisecond)
+	env.sync(t)
+	if got := bobRoom.kinds(); len(got) != 0 {
+		t.Fatalf("typing within 2 s went out: %v", got)
+	}
+}
+
+// TestEventsTypingThrottle: at most one typing event per user per room
+// every 2 s (here without the batch's wait).
+func TestEventsTypingThrottle(t *testing.T) {
+	env := newEvEnv(t, EventsConfig{TypingBatch: -1})
 	env.rooms.members["r1"] = []string{"alice", "bob"}
 	bobRoom, bobAll, alice := &evRecorder{}, &evRecorder{}, &evRecorder{}
 	env.ev.Subscribe(&EventSub{To: bobRoom, UserID: "bob", RoomID: "r1"})
