@@ -24,8 +24,9 @@ package hub
 // case per parley.EventKind, which builds the RoomEvent and calls
 // toRoom with its recipients (the room's event subscribers, and the
 // personal event queues of its members). A new kind (edited, deleted) is
-// one more case there, plus its kind in the cluster relay's filter if it
-// must reach other nodes.
+// one more case there; to reach other nodes in cluster mode, the
+// cluster relay must also carry it (Relay.Apply's filter, and the member
+// cases of Relay.local and Relay.receive).
 //
 // # Locks
 //
@@ -327,19 +328,16 @@ func (e *Events) ApplyRemote(ev parley.Event) {
 		e.enqueue(evItem{kind: itemTyping, room: ev.Room.ID, user: ev.UserID, remote: true}, true)
 		return
 	}
-	if eventKind(ev.Kind) || ev.Kind == parley.EventReads {
+	if eventKind(ev.Kind) {
 		e.enqueue(evItem{kind: itemRemote, evs: []parley.Event{ev}}, true)
 	}
 }
 
-// eventKind reports whether committed events of kind k make room events.
+// eventKind reports whether committed events of kind k may make room
+// events: every kind but a room's creation (its members join with
+// EventJoin); Events.commit decides.
 func eventKind(k parley.EventKind) bool {
-	switch k {
-	case parley.EventJoin, parley.EventLeave, parley.EventRole, parley.EventRoomInfo,
-		parley.EventRead, parley.EventMessage:
-		return true
-	}
-	return false
+	return k != parley.EventRoom
 }
 
 // Typing takes a typing signal of a member on this node (the caller has
