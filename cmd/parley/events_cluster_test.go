@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -80,7 +79,9 @@ func TestClusterRoomEvents(t *testing.T) {
 	a := subscribeEvents(t, nodes[0], alice.c.token, r.ID, false)
 	b := subscribeEvents(t, nodes[1], bob.c.token, r.ID, true)
 	c := subscribeEvents(t, nodes[2], carol.c.token, r.ID, false)
-	settle(t, env, spreadOver(nodes, ms[:3])...)
+	// bob has a second session, on node c, subscribed to the room.
+	b2 := subscribeEvents(t, nodes[2], bob.c.token, r.ID, true)
+	settle(t, env, append(spreadOver(nodes, ms[:3]), presentOn{nodes[2].Config.NodeID, ms[1:2]})...)
 
 	// Typing on node a reaches nodes b and c, not the sender.
 	a.send("SEND\ndestination:/app/rooms." + r.ID + ".typing\nreceipt:t\n\n\x00")
@@ -105,26 +106,31 @@ func TestClusterRoomEvents(t *testing.T) {
 		t.Fatalf("seen from node c: %v, %v", seen, err)
 	}
 
-	// alice (node a) removes bob (node b): bob's session ends with ERROR
-	// within a second; carol (node c) hears of it.
+	// alice (node a) removes bob: his sessions on nodes b and c end with
+	// ERROR within a second; carol (node c) hears of it.
 	removed := time.Now()
 	commitOn(nodes[0], parley.Event{Kind: parley.EventLeave, Room: parley.Room{ID: r.ID, Kind: parley.KindGroup, Title: "events", MemberCount: 3},
 		UserID: bob.u.ID, Reason: parley.LeaveRemoved, ActorID: alice.u.ID})
-	for {
-		f := b.read()
-		if f.Command == stomp.Error {
-			if string(f.Get("message")) != "forbidden" {
-				t.Fatalf("got %v, want ERROR forbidden", f)
+	for i, sc := range []*stompClient{b, b2} {
+		for {
+			f := sc.read()
+			if f.Command == stomp.Error {
+				if string(f.Get("message")) != "forbidden" {
+					t.Fatalf("got %v, want ERROR forbidden", f)
+				}
+				break
 			}
-			break
 		}
-	}
-	if took := time.Since(removed); took > time.Second {
-		t.Errorf("the removal took %v to end the subscriptions on another node, want under 1 s", took)
+		if took := time.Since(removed); took > time.Second {
+			t.Errorf("the removal took %v to end bob's session %d on another node, want under 1 s", took, i+1)
+		}
+		if f, err := sc.next(); err == nil {
+			t.Errorf("bob's session %d got %v after the ERROR, want the close", i+1, f)
+		}
 	}
 	f := nextEvent(t, c, "member", bob.u.ID)
 	if string(f.Get("action")) != "removed" || string(f.Get("actor")) != alice.u.ID {
 		t.Fatalf("member event %v, want bob removed by alice", f)
 	}
-	t.Log(fmt.Sprintf("removal seen on node b after %v", time.Since(removed)))
+	t.Logf("removal: both of bob's sessions ended and carol told within %v", time.Since(removed))
 }
