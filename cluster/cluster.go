@@ -547,6 +547,7 @@ func (r *Relay) receive(b *parley.Batch) {
 	case parley.EventMessage:
 		r.m.messages.WithLabelValues("remote").Inc()
 		r.offer(ev.Message, b.Recipients, false)
+		r.toEvents(ev) // its sender's read position moved: no publish of its own
 	case parley.EventJoin, parley.EventLeave:
 		r.routes.invalidateRoom(ev.Room.ID)
 		if ev.Kind == parley.EventLeave {

@@ -248,7 +248,7 @@ const (
 type readWindow struct {
 	last    time.Time     // when its last read event went out
 	pending []parley.Read // positions moved since, in order, one per user
-	local   bool          // some of pending were committed here
+	forward []parley.Read // of pending, the PUT reads committed here: for OnReads
 	armed   bool          // a flush is scheduled
 }
 
@@ -472,8 +472,10 @@ func (e *Events) commit(ev *parley.Event, remote bool) {
 	case parley.EventRead:
 		e.read(room, ev.Room.MemberCount, []parley.Read{{UserID: ev.UserID, Seq: ev.ReadSeq}}, !remote)
 	case parley.EventMessage:
-		// The sender's read position moves to its own message.
-		e.read(room, ev.Room.MemberCount, []parley.Read{{UserID: ev.Message.SenderID, Seq: ev.Message.Seq}}, !remote)
+		// The sender's read position moves to its own message. Every node
+		// sees the message (its own commit, or the relay's batch), so this
+		// read is never forwarded: it costs no publish.
+		e.read(room, ev.Room.MemberCount, []parley.Read{{UserID: ev.Message.SenderID, Seq: ev.Message.Seq}}, false)
 	case parley.EventReads:
 		e.read(room, ev.Room.MemberCount, ev.Reads, false)
 	}
@@ -664,11 +666,14 @@ func (e *Events) flushTyping(roomID string) {
 // quiet ReadEvery goes out at once, the rest wait for the window's end
 // and go out together (read events are coalesced per room). members is
 // the room's member count when the event knows it (0: look it up).
-func (e *Events) read(roomID string, members int, reads []parley.Read, local bool) {
+// forward marks positions the other nodes cannot know of but from this
+// one (a PUT read committed here): they go to OnReads too.
+func (e *Events) read(roomID string, members int, reads []parley.Read, forward bool) {
 	if members > e.cfg.ReadMaxMembers {
 		return
 	}
-	if !local && !e.hasSubs() || local && e.cfg.OnReads == nil && !e.hasSubs() {
+	forward = forward && e.cfg.OnReads != nil
+	if !forward && !e.hasSubs() {
 		return // nobody here to tell, and nobody elsewhere
 	}
 	w := e.reads[roomID]
@@ -676,15 +681,10 @@ func (e *Events) read(roomID string, members int, reads []parley.Read, local boo
 		w = &readWindow{}
 		e.reads[roomID] = w
 	}
-	for _, r := range reads {
-		// One entry per user, in the order they last moved.
-		if i := slices.IndexFunc(w.pending, func(p parley.Read) bool { return p.UserID == r.UserID }); i >= 0 {
-			r.Seq = max(w.pending[i].Seq, r.Seq)
-			w.pending = slices.Delete(w.pending, i, i+1)
-		}
-		w.pending = append(w.pending, r)
+	w.pending = mergeReads(w.pending, reads)
+	if forward {
+		w.forward = mergeReads(w.forward, reads)
 	}
-	w.local = w.local || local
 	if w.armed {
 		return
 	}
@@ -695,6 +695,19 @@ func (e *Events) read(roomID string, members int, reads []parley.Read, local boo
 		return
 	}
 	e.flushReads(roomID)
+}
+
+// mergeReads adds reads to list: one entry per user, at its highest seq,
+// in the order the users last moved.
+func mergeReads(list, reads []parley.Read) []parley.Read {
+	for _, r := range reads {
+		if i := slices.IndexFunc(list, func(p parley.Read) bool { return p.UserID == r.UserID }); i >= 0 {
+			r.Seq = max(list[i].Seq, r.Seq)
+			list = slices.Delete(list, i, i+1)
+		}
+		list = append(list, r)
+	}
+	return list
 }
 
 // flushReads sends the room's pending read positions as one read event.
@@ -708,8 +721,8 @@ func (e *Events) flushReads(roomID string) {
 		return
 	}
 	now := e.cfg.Now()
-	reads, local := w.pending, w.local
-	w.pending, w.local, w.last = nil, false, now
+	reads, forward := w.pending, w.forward
+	w.pending, w.forward, w.last = nil, nil, now
 	if len(e.reads) >= e.readsAt {
 		for id, o := range e.reads {
 			if !o.armed && len(o.pending) == 0 && now.Sub(o.last) >= e.cfg.ReadEvery {
@@ -718,8 +731,8 @@ func (e *Events) flushReads(roomID string) {
 		}
 		e.readsAt = max(1024, 2*len(e.reads))
 	}
-	if local && e.cfg.OnReads != nil {
-		e.cfg.OnReads(roomID, reads)
+	if len(forward) > 0 {
+		e.cfg.OnReads(roomID, forward)
 	}
 	if !e.hasSubs() {
 		return

@@ -438,3 +438,30 @@ func TestEventsOverflowDropsSubscriptions(t *testing.T) {
 		t.Fatalf("lagged %d times, want 1", rec.lagged)
 	}
 }
+
+// TestEventsReadsForwarded: in a cluster, the PUT reads committed on this
+// node go to OnReads once per window; the positions a message moves, which
+// every node sees in the message itself, and those from other nodes are
+// never forwarded.
+func TestEventsReadsForwarded(t *testing.T) {
+	var mu sync.Mutex
+	var forwarded [][]parley.Read
+	env := newEvEnv(t, EventsConfig{OnReads: func(room string, reads []parley.Read) {
+		mu.Lock()
+		defer mu.Unlock()
+		forwarded = append(forwarded, reads)
+	}})
+	env.rooms.members["r1"] = []string{"alice", "bob"}
+	room := parley.Room{ID: "r1", MemberCount: 2}
+	env.ev.Apply([]parley.Event{{Kind: parley.EventMessage, Room: room, Message: parley.Message{RoomID: "r1", SenderID: "bob", Seq: 1}}})
+	env.ev.Apply([]parley.Event{{Kind: parley.EventRead, Room: room, UserID: "alice", ReadSeq: 1}})
+	env.ev.ApplyRemote(parley.Event{Kind: parley.EventReads, Room: room, Reads: []parley.Read{{UserID: "carol", Seq: 1}}})
+	env.sync(t)
+	env.clock.Advance(time.Second)
+	env.sync(t)
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(forwarded) != "[[{alice 1}]]" {
+		t.Fatalf("forwarded %v, want alice's PUT read alone, once", forwarded)
+	}
+}
