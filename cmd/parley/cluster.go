@@ -95,9 +95,10 @@ func openHot(cfg Config, db parley.Store, rdb *goredis.Client, reg prometheus.Re
 // dialRedis, which the node owns from now on, also on failure) for
 // presence. The relay's Apply must be installed as a sink of the store,
 // after the hot data's (written), whose writes to Redis the relay's
-// publishes wait for. changes, when not nil, takes the edits and deletions
-// of every node (the history cache's Apply).
-func openCluster(cfg Config, rdb *goredis.Client, store parley.Store, written cluster.Watermark, h *hub.Hub, changes parley.EventSink, reg prometheus.Registerer) (*clusterNode, error) {
+// publishes wait for; events is the node's room events. changes, when not
+// nil, takes the edits and deletions of every node (the history cache's
+// Apply).
+func openCluster(cfg Config, rdb *goredis.Client, store parley.Store, written cluster.Watermark, h *hub.Hub, events *hub.Events, changes parley.EventSink, reg prometheus.Registerer) (*clusterNode, error) {
 	node := cfg.NodeID
 	if node == "" {
 		node = defaultNodeID(cfg.Addr)
@@ -112,7 +113,7 @@ func openCluster(cfg Config, rdb *goredis.Client, store parley.Store, written cl
 		Node: node, Store: store, Local: h, ApplyLeaves: h.Apply, ApplyChanges: changes, Registerer: reg,
 		Heads: redis.NewHeads(rdb, cfg.RedisPrefix), HeadCheck: cfg.HeadCheck,
 		Nodes: liveNodes{c}, Settle: ttl/3 + time.Second, // one heartbeat, and its round trip
-		Subscribed: hubRooms{h}, Written: written,
+		Subscribed: hubRooms{h}, Written: written, Events: events.ApplyRemote,
 	})
 	c.broker, err = rabbitmq.New(rabbitmq.Config{
 		URL: cfg.Broker, Node: node, Handler: c.relay.Receive, Gone: c.relay.Gone, OnConnect: c.relay.CheckHeads,
@@ -124,7 +125,11 @@ func openCluster(cfg Config, rdb *goredis.Client, store parley.Store, written cl
 	}
 	c.presence = redis.NewPresence(redis.PresenceConfig{
 		Client: c.rdb, Prefix: cfg.RedisPrefix, Node: node, TTL: cfg.PresenceTTL,
-		OnChange: c.relay.PresenceChanged, OnReset: c.relay.PresenceReset, Registerer: reg,
+		OnChange: func(userID string) {
+			c.relay.PresenceChanged(userID)
+			events.PresenceChanged(userID) // every node makes its own online and offline events
+		},
+		OnReset: c.relay.PresenceReset, Registerer: reg,
 	})
 	c.relay.Start(c.broker, c.presence)
 	c.awaitBroker(10 * time.Second)

@@ -177,6 +177,7 @@ type Main struct {
 	http     *http.Server
 	ops      []*opsServer // /metrics and pprof, when --metrics-addr or --debug-addr is set
 	hub      *hub.Hub
+	events   *hub.Events // room events (events.go)
 	gateway  *gateway.Server
 	stompLn  net.Listener
 	stompRun chan error // the STOMP accept loop's result, once it ends
@@ -256,13 +257,14 @@ func (m *Main) Open(ctx context.Context) error {
 	// layer (cache.Store or redis.HotStore), so that it holds a commit
 	// before any session hears of it, then the fan-out (hub.Hub, or the
 	// cluster relay, which delivers to the local hub and to the other
-	// nodes). On one node the history cache hears the edits and deletions
-	// between them; in cluster mode the relay hands it every node's.
+	// nodes), then the room events. On one node the history cache hears
+	// the edits and deletions before the fan-out; in cluster mode the
+	// relay hands it every node's.
 	sinks = []parley.EventSink{rp.hot.Apply}
 	if rp.changes != nil && !clustered {
 		sinks = append(sinks, rp.changes)
 	}
-	sinks = append(sinks, fanout)
+	sinks = append(sinks, fanout, m.events.Apply)
 
 	if err := m.openGateway(svc, sessions); err != nil {
 		return err
@@ -385,12 +387,13 @@ func (m *Main) openReadPath(ctx context.Context, clustered bool, db parley.Store
 func (m *Main) openFanout(clustered bool, rdb *goredis.Client, rp readPath) (parley.EventSink, gateway.Sessions, error) {
 	reads := rp.reads
 	m.hub = hub.New(hub.Config{Members: reads, Registerer: m.registry})
+	m.openEvents(clustered, reads)
 	if !clustered {
 		return m.hub.Apply, nil, nil
 	}
 	var err error
 	m.rdb = nil // the cluster node owns it from now on, also on failure
-	if m.cluster, err = openCluster(m.Config, rdb, reads, rp.written, m.hub, rp.changes, m.registry); err != nil {
+	if m.cluster, err = openCluster(m.Config, rdb, reads, rp.written, m.hub, m.events, rp.changes, m.registry); err != nil {
 		return nil, nil, fmt.Errorf("cluster: %w", err)
 	}
 	return m.cluster.relay.Apply, m.cluster, nil
@@ -405,6 +408,10 @@ func (m *Main) openGateway(svc *chat.Service, sessions gateway.Sessions) error {
 			origins = append(origins, o)
 		}
 	}
+	var onPresence func(string) // one node: the gateway knows every session
+	if m.cluster == nil {
+		onPresence = m.events.PresenceChanged
+	}
 	var err error
 	m.gateway, err = gateway.New(gateway.Config{
 		Chat: svc, Hub: m.hub, AllowedOrigins: origins,
@@ -414,6 +421,7 @@ func (m *Main) openGateway(svc *chat.Service, sessions gateway.Sessions) error {
 		MaxConnsPerUser: cfg.StompMaxUserConns, MaxConns: cfg.StompMaxConns, SendBuffer: cfg.StompSendBuffer,
 		MaxSubscriptions: cfg.StompMaxSubs, MaxHeaders: cfg.StompMaxHeaders,
 		Server: "parley/" + version, Registerer: m.registry, Sessions: sessions,
+		Events: m.events, OnPresence: onPresence,
 	})
 	if err != nil {
 		return fmt.Errorf("stomp gateway: %w", err)
@@ -569,6 +577,9 @@ func (m *Main) Close(ctx context.Context) error {
 	}
 	if m.hub != nil {
 		m.hub.Close()
+	}
+	if m.events != nil {
+		m.events.Close()
 	}
 	return errors.Join(errs...)
 }
