@@ -13,15 +13,16 @@ import (
 
 func (f *fakeStore) RoomMembers(ctx context.Context, roomID string) ([]parley.RoomMember, error) {
 	f.mu.RLock()
-	defer f.mu.RUnlock()
-	if _, ok := f.rooms[roomID]; !ok {
-		return nil, notFound("room", roomID)
-	}
+	_, ok := f.rooms[roomID]
 	var out []parley.RoomMember
 	for _, m := range f.members[roomID] {
 		out = append(out, parley.RoomMember{Member: m, Name: f.users[m.UserID].Name})
 	}
+	f.mu.RUnlock()
 	f.read("RoomMembers")
+	if !ok {
+		return nil, notFound("room", roomID)
+	}
 	return out, nil
 }
 

@@ -21,8 +21,11 @@ func (c *counting) Bans(ctx context.Context, roomID string) ([]parley.Ban, error
 	return c.Store.Bans(ctx, roomID)
 }
 
-// sortedList returns the listing sorted by user id.
+// sortedList returns the listing sorted by user id, nil when empty.
 func sortedList(ms []parley.RoomMember) []parley.RoomMember {
+	if len(ms) == 0 {
+		return nil
+	}
 	out := slices.Clone(ms)
 	slices.SortFunc(out, func(a, b parley.RoomMember) int { return strings.Compare(a.UserID, b.UserID) })
 	return out
