@@ -332,12 +332,19 @@ func testUpdateRoom(t *testing.T, newStore NewStoreFunc) {
 	s := newStore(t, nil)
 	p := newPeople(t, s)
 	title, four, three, zero, neg, empty := "new title", 4, 3, 0, -1, ""
+	AllRooms(t, s, p.member, 10) // a cached room list, if the store keeps one
+	MustRoom(t, s, p.group.ID)
 	r, err := s.UpdateRoom(ctx, p.group.ID, p.owner.ID, parley.RoomUpdate{Title: &title, Capacity: &four})
 	if err != nil || r.Title != title || r.Capacity != 4 || r.MemberCount != 4 || !r.Full() {
 		t.Fatalf("UpdateRoom(title, 4) = %+v, %v", r, err)
 	}
 	if got := MustRoom(t, s, p.group.ID); !sameRoom(got, r) {
 		t.Errorf("Room() = %s, want %s", roomString(got), roomString(r))
+	}
+	for _, e := range AllRooms(t, s, p.member, 10) {
+		if e.Room.ID == p.group.ID && (e.Room.Title != title || e.Room.Capacity != 4) {
+			t.Errorf("Rooms(member) entry = %+v, want the new title and capacity", e.Room)
+		}
 	}
 	_, _, err = s.Join(ctx, p.group.ID, p.other.ID)
 	wantCode(t, "Join(full after update)", err, parley.CodeRoomFull)
