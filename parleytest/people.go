@@ -339,7 +339,7 @@ func testUpdateRoom(t *testing.T, newStore NewStoreFunc) {
 		t.Fatalf("UpdateRoom(title, 4) = %+v, %v", r, err)
 	}
 	if got := MustRoom(t, s, p.group.ID); !sameRoom(got, r) {
-		t.Errorf("Room() = %s, want %s", roomString(got), roomString(r))
+		t.Errorf("Room() = %+v, want %+v", got, r)
 	}
 	for _, e := range AllRooms(t, s, p.member, 10) {
 		if e.Room.ID == p.group.ID && (e.Room.Title != title || e.Room.Capacity != 4) {
