@@ -59,9 +59,10 @@ func (h *HotStore) applyPeople(ctx context.Context, pipe goredis.Pipeliner, ev *
 }
 
 // RoomMembers implements parley.Store from Redis (one round trip when
-// warm), loading the listing from the inner store when it is missing or
+// warm, after this node's queued commits are written), loading the listing from the inner store when it is missing or
 // unreadable, or when Redis fails.
 func (h *HotStore) RoomMembers(ctx context.Context, roomID string) ([]parley.RoomMember, error) {
+	h.caughtUp(ctx)
 	pipe := h.rdb.Pipeline()
 	all := pipe.HGetAll(ctx, h.membersKey(roomID))
 	genCmd := pipe.Get(ctx, h.membersGen(roomID))
@@ -98,6 +99,34 @@ func (h *HotStore) RoomMembers(ctx context.Context, roomID string) ([]parley.Roo
 		}
 	}
 	return ms, nil
+}
+
+// UpdateRoom implements parley.Store; it returns once its commit is in
+// Redis, as the writes of hotwrites.go do.
+func (h *HotStore) UpdateRoom(ctx context.Context, roomID, actorID string, u parley.RoomUpdate) (parley.Room, error) {
+	r, err := h.Store.UpdateRoom(ctx, roomID, actorID, u)
+	if err == nil {
+		h.caughtUp(ctx)
+	}
+	return r, err
+}
+
+// SetRole implements parley.Store, as UpdateRoom.
+func (h *HotStore) SetRole(ctx context.Context, roomID, actorID, userID, role string) (parley.Member, error) {
+	m, err := h.Store.SetRole(ctx, roomID, actorID, userID, role)
+	if err == nil {
+		h.caughtUp(ctx)
+	}
+	return m, err
+}
+
+// RemoveMember implements parley.Store, as UpdateRoom.
+func (h *HotStore) RemoveMember(ctx context.Context, roomID, actorID, userID string, ban bool) (parley.Room, error) {
+	r, err := h.Store.RemoveMember(ctx, roomID, actorID, userID, ban)
+	if err == nil {
+		h.caughtUp(ctx)
+	}
+	return r, err
 }
 
 // parseRoomMembers decodes a listing hash; ok is false when a field is
