@@ -129,6 +129,7 @@ type Handler struct {
 	deviceKey   []byte
 	now         func() time.Time
 	mux         *http.ServeMux
+	patterns    []string // of every route, in the order registered
 
 	requests     *prometheus.CounterVec
 	latency      *prometheus.HistogramVec
@@ -222,9 +223,9 @@ func (h *Handler) routes() {
 	h.handle("DELETE /api/rooms/{id}/members/{user_id}", h.authed(h.removeMember))
 	h.handle("GET /api/rooms/{id}/bans", h.authed(h.bans))
 	h.handle("DELETE /api/rooms/{id}/bans/{user_id}", h.authed(h.unban))
-	h.handle("/api/", func(w http.ResponseWriter, r *http.Request) error {
-		return parley.Errorf(parley.CodeNotFound, "no such route: %s %s", r.Method, r.URL.Path)
-	})
+	h.handle("GET /api/config", h.clientConfig)
+	h.handle("GET /api/openapi.yaml", h.openAPI)
+	h.handle(catchAll, h.noRoute)
 }
 
 // ServeHTTP implements http.Handler.
@@ -237,10 +238,14 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 func (h *Handler) handle(pattern string, f handlerFunc) {
 	requests := h.requests.MustCurryWith(prometheus.Labels{"route": pattern})
 	latency := h.latency.WithLabelValues(pattern)
+	h.patterns = append(h.patterns, pattern)
 	h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
+		rid := requestID(r)
+		sw.Header().Set("X-Request-Id", rid)
 		if err := f(sw, r); err != nil {
+			logError(r, rid, pattern, err)
 			writeError(sw, err)
 		}
 		requests.WithLabelValues(strconv.Itoa(sw.status())).Inc()

@@ -3,6 +3,7 @@
 // their RECEIPT, and the read position sent while the view is at the bottom.
 
 import { $, h, setText, fullTime, messageTime, randomId } from './dom.js';
+import { linkify, regroup } from './polish.js';
 
 const pageSize = 50;
 
@@ -166,18 +167,19 @@ export class ChatView {
       else break;
     }
     this.list.insertBefore(el, before);
+    regroup(el);
   }
 
   render(m, status) {
     const mine = m.sender_id === this.app.me.id;
-    const attrs = { class: mine ? 'msg mine' : 'msg' };
-    if (m.seq) attrs.dataset = { seq: String(m.seq) };
+    const attrs = { class: mine ? 'msg mine' : 'msg', dataset: { sender: m.sender_id, at: m.sent_at || '' } };
+    if (m.seq) attrs.dataset.seq = String(m.seq);
     return h('li', attrs,
       h('div', { class: 'msg-meta' },
         h('span', { class: 'msg-sender' }, mine ? 'You' : m.sender_name),
         m.sent_at ? h('time', { datetime: m.sent_at, title: fullTime(m.sent_at) }, messageTime(m.sent_at)) : null,
       ),
-      h('p', { class: 'msg-body' }, m.body),
+      h('p', { class: 'msg-body' }, ...linkify(m.body)),
       status ? h('p', { class: 'msg-status' }, status) : null,
     );
   }
@@ -190,6 +192,7 @@ export class ChatView {
     el.dataset.clientId = clientId;
     this.pending.set(clientId, { el, body });
     this.list.append(el);
+    regroup(el);
     setText($('history-status'), '');
     this.scrollToBottom();
     this.app.live.send(this.roomId, body, clientId);
