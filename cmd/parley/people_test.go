@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // memberJSON is one member of GET /api/rooms/{id}/members.
@@ -65,7 +66,7 @@ func TestAPIPeople(t *testing.T) {
 	if st := dave.do("GET", "/api/rooms/"+g.ID+"/members", nil, &list); st != http.StatusOK || list.NextCursor != nil {
 		t.Fatalf("members = %d %+v", st, list)
 	}
-	// Nobody is online here (no presence wired into the listing): by name.
+	// Nobody holds a STOMP session here, so nobody is online: by name.
 	if got, want := list.names(), []string{"bob:admin", "carol:member", "dave:member", "olga:owner"}; !slices.Equal(got, want) {
 		t.Errorf("members = %v, want %v", got, want)
 	}
@@ -285,4 +286,43 @@ func (c *client) userID(t *testing.T) string {
 		t.Fatalf("me: %d", st)
 	}
 	return u.ID
+}
+
+// TestMembersShowPresence: the member listing takes online and
+// last_seen_at from the node's presence (chat.Config.Seen): a member with
+// a live STOMP session is listed first and online; once the session ends
+// they are offline with the time it ended.
+func TestMembersShowPresence(t *testing.T) {
+	m := MustOpenMain(t)
+	owner, _ := mustSignUp(t, m.Addr(), "olga")
+	zed, zedUser := mustSignUp(t, m.Addr(), "zed")
+	var g room
+	if st := owner.do("POST", "/api/rooms", map[string]any{"kind": "group", "title": "presence"}, &g); st != http.StatusCreated {
+		t.Fatalf("create room: %d", st)
+	}
+	if st := zed.do("POST", "/api/rooms/"+g.ID+"/members", nil, nil); st != http.StatusCreated {
+		t.Fatalf("join: %d", st)
+	}
+	sc := dialStomp(t, m, "websocket", zed.token)
+	var list membersJSON
+	if st := owner.do("GET", "/api/rooms/"+g.ID+"/members", nil, &list); st != http.StatusOK || len(list.Members) != 2 {
+		t.Fatalf("members = %d %+v", st, list)
+	}
+	// zed sorts after olga by name, but online members come first.
+	if first := list.Members[0]; first.User != zedUser || !first.Online {
+		t.Fatalf("members = %+v, want zed first and online", list.Members)
+	}
+	sc.conn.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		owner.do("GET", "/api/rooms/"+g.ID+"/members", nil, &list)
+		z := list.Members[len(list.Members)-1]
+		if z.User == zedUser && !z.Online && z.LastSeenAt != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("members = %+v 10 s after zed's session closed, want zed offline with last_seen_at", list.Members)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
