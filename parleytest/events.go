@@ -26,6 +26,10 @@ func kindName(k parley.EventKind) string {
 		return "edited"
 	case parley.EventDeleted:
 		return "deleted"
+	case parley.EventRoomInfo:
+		return "room info"
+	case parley.EventRole:
+		return "role"
 	}
 	return fmt.Sprintf("kind(%d)", k)
 }

@@ -53,7 +53,7 @@ func RunStoreTests(t *testing.T, newStore NewStoreFunc) {
 		{"MembersOnly", testMembersOnly},
 		{"Changes", testChanges},
 	}
-	for _, tt := range tests {
+	for _, tt := range append(tests, peopleTests...) {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, newStore) })
 	}
 }
