@@ -7,6 +7,7 @@ import { Api } from './api.js';
 import { ChatView } from './chat.js';
 import { $, h, setText, shortTime } from './dom.js';
 import { Live } from './live.js';
+import { roomEvent, roomGone } from './members.js';
 
 const tokenKey = 'parley.token';
 
@@ -93,7 +94,9 @@ class App {
       },
       onRoomError: (roomId, err) => {
         if (this.view && this.view.roomId === roomId) setText($('chat-error'), 'This room is closed to you: ' + err.text);
+        if (err.code === 'forbidden' || err.code === 'not_found') roomGone(this, roomId, 'You are no longer a member of this room (' + err.text + ').');
       },
+      onEvent: (ev) => roomEvent(this, ev),
       onSendResult: (clientId, r) => {
         const mine = this.view && this.view.onSendResult(clientId, r);
         if (!mine && r.error) this.showBanner('A message was not sent: ' + r.error.text);

@@ -3,6 +3,7 @@
 // their RECEIPT, and the read position sent while the view is at the bottom.
 
 import { $, h, setText, fullTime, messageTime, randomId } from './dom.js';
+import { People } from './members.js';
 
 const pageSize = 50;
 
@@ -36,6 +37,7 @@ export class ChatView {
     this.scroller = $('messages-scroll');
     this.onScroll = () => this.scrolled();
     this.onVisible = () => this.maybeMarkRead();
+    this.people = new People(app, this); // members, typing, seen (members.js)
   }
 
   async open() {
@@ -74,12 +76,14 @@ export class ChatView {
     // Live from here: the subscription resumes after the newest message
     // shown, so whatever was sent while the page loaded arrives too.
     app.live.openRoom(this.roomId, () => this.maxSeq);
+    this.people.open();
     this.fillViewport();
     this.maybeMarkRead();
   }
 
   close() {
     this.closed = true;
+    this.people.close();
     if (this.app.live) this.app.live.closeRoom(this.roomId);
     this.scroller.removeEventListener('scroll', this.onScroll);
     document.removeEventListener('visibilitychange', this.onVisible);
@@ -125,6 +129,7 @@ export class ChatView {
     const wasAtBottom = this.atBottom();
     const gap = this.maxSeq > 0 && m.seq > this.maxSeq + 1;
     this.insert(m);
+    this.people.onMessage(m);
     setText($('history-status'), '');
     if (wasAtBottom || m.sender_id === this.app.me.id) this.scrollToBottom();
     if (gap) this.fillGap();
