@@ -12,6 +12,26 @@ export function roomEvents(roomId) {
   return '/topic/rooms.' + roomId + '.events';
 }
 
+/**
+ * Recent remembers the last few event ids: an open room's event comes both
+ * on its topic and on the personal queue, with the same message-id.
+ */
+export class Recent {
+  constructor(size = 256) {
+    this.size = size;
+    this.ids = new Set();
+  }
+
+  /** add reports whether id is new, and remembers it. */
+  add(id) {
+    if (!id) return true;
+    if (this.ids.has(id)) return false;
+    this.ids.add(id);
+    if (this.ids.size > this.size) this.ids.delete(this.ids.values().next().value);
+    return true;
+  }
+}
+
 /** How long a "… is typing" stays without another typing event. */
 export const typingShownMs = 5000;
 
@@ -19,7 +39,7 @@ export const typingShownMs = 5000;
 export const typingEveryMs = 2000;
 
 /**
- * eventOf turns an event frame into {kind, roomId, user, action, seq, role,
+ * eventOf turns an event frame into {id, kind, roomId, user, action, seq, role,
  * room, body, headers}: room is the room's new info when the event carries
  * it (a member event), body the parsed JSON body (null when empty or not
  * JSON).
@@ -38,6 +58,7 @@ export function eventOf(frame) {
   const room = roomOf(body);
   const roomId = hd.room || (topic && topic[1]) || (room && room.id) || (body && body.room_id) || '';
   return {
+    id: hd['message-id'] || '',
     kind: hd.event || '',
     roomId,
     user: hd.user || '',

@@ -5,7 +5,7 @@
 // take admin), each shown only to those the server allows.
 
 import { $, h, setText, fullTime } from './dom.js';
-import { Typists, TypingThrottle, typingText } from './events.js';
+import { Recent, Typists, TypingThrottle, typingText } from './events.js';
 
 const enc = encodeURIComponent;
 
@@ -30,6 +30,7 @@ export const peopleApi = {
 };
 
 const goneActions = new Set(['left', 'removed', 'banned']);
+const recentEvents = new Recent();
 
 /** can says what a user of role mine may do to a member of role theirs in a group room. */
 export function can(mine, theirs, self) {
@@ -63,7 +64,7 @@ function byPresence(a, b) {
  * longer in, and hands the open room's events to its panel.
  */
 export function roomEvent(app, ev) {
-  if (!app.me || !ev.roomId) return;
+  if (!app.me || !ev.roomId || !recentEvents.add(ev.id)) return;
   const entry = app.rooms.get(ev.roomId);
   if (ev.kind === 'member') {
     if (ev.room && entry) {
@@ -362,7 +363,7 @@ export class People {
     const allowed = can(this.myRole, '', true);
     $('bans').hidden = this.direct || !allowed.seeBans || this.bans.length === 0;
     $('ban-list').replaceChildren(...this.bans.map((b) => {
-      const user = b.user || b;
+      const user = b.user || { id: b.user_id, name: b.name };
       return h('li', { class: 'member', dataset: { user: user.id } },
         h('span', { class: 'member-name' }, user.name || user.id),
         h('span', { class: 'member-actions' },
