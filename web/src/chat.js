@@ -110,6 +110,7 @@ export class ChatView {
     try {
       const room = await this.app.api.room(this.roomId);
       if (!this.closed) this.showRoom(room);
+      if (!this.closed) this.people.load(); // presence and reads moved while the connection was down
     } catch {
       // keep what is shown
     }

@@ -118,6 +118,7 @@ export class People {
     this.members = new Map(); // user id -> member, as GET .../members gives it
     this.cursor = null; // next page of members, null when all are here
     this.loaded = false;
+    this.loadFailed = false;
     this.loads = 0; // the latest members load
     this.reloadTimer = 0;
     this.bans = [];
@@ -200,6 +201,7 @@ export class People {
 
   /** load reads the members from the first page (or cursor's page on). */
   async load(cursor) {
+    if (this.closed || this.isGone) return;
     const n = ++this.loads;
     try {
       const page = await peopleApi.members(this.app.api, this.roomId, cursor);
@@ -208,11 +210,13 @@ export class People {
       for (const m of page.members) this.members.set(m.user.id, m);
       this.cursor = page.next_cursor || null;
       this.loaded = true;
-      setText($('people-error'), '');
+      if (this.loadFailed) setText($('people-error'), ''); // keep the reason of a refused action
+      this.loadFailed = false;
       this.render();
       if (can(this.myRole, '').seeBans && !this.direct) this.loadBans();
     } catch (e) {
       if (this.closed || n !== this.loads) return;
+      this.loadFailed = true;
       setText($('people-error'), 'Could not load the members: ' + e.message);
     }
   }
