@@ -94,7 +94,7 @@ class App {
       },
       onRoomError: (roomId, err) => {
         if (this.view && this.view.roomId === roomId) setText($('chat-error'), 'This room is closed to you: ' + err.text);
-        if (err.code === 'forbidden' || err.code === 'not_found') roomGone(this, roomId, 'You are no longer a member of this room (' + err.text + ').');
+        if (err.code === 'forbidden' || err.code === 'not_found') roomGone(this, roomId, 'You are no longer a member of this room: ' + err.text + '.');
       },
       onEvent: (ev) => roomEvent(this, ev),
       onSendResult: (clientId, r) => {

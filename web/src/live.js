@@ -56,6 +56,7 @@ export class Live {
     this.eventsRefused = new Set(); // room ids ('' for the personal queue) whose events the server does not serve
     this.counter = 0;
     this.refused = false; // an ERROR came: the server is closing this connection
+    this.evicted = null; // the ERROR forbidden that ended the last connection, not yet attributed to a room
     this.state = 'connecting';
 
     const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
@@ -228,7 +229,9 @@ export class Live {
       this.subReceipts.delete(rid);
       this.rooms.delete(roomId);
       this.roomSubs.delete(roomId);
-      this.o.onRoomError(roomId, err);
+      this.eventSubs.delete(roomId);
+      this.o.onRoomError(roomId, this.evicted || err);
+      this.evicted = null;
       return;
     }
     if (rid && this.eventReceipts.has(rid)) {
@@ -240,7 +243,8 @@ export class Live {
       if (code === 'forbidden' && roomId) {
         this.rooms.delete(roomId);
         this.roomSubs.delete(roomId);
-        this.o.onRoomError(roomId, err);
+        this.o.onRoomError(roomId, this.evicted || err);
+        this.evicted = null;
       } else {
         this.eventsRefused.add(roomId);
       }
@@ -267,6 +271,13 @@ export class Live {
     if (code === 'unauthorized') {
       this.stop();
       this.o.onAuthFailed(err);
+      return;
+    }
+    // The server ends a session whose user was removed from one of its
+    // open rooms with ERROR forbidden; after the reconnect that room's
+    // subscription is refused, which names it, and gets this reason.
+    if (code === 'forbidden') {
+      this.evicted = err;
       return;
     }
     this.o.onError(err);

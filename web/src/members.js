@@ -249,11 +249,14 @@ export class People {
         if (ev.user && ev.user !== me) this.typists.saw(ev.user);
         break;
       case 'read': {
-        const m = this.members.get(ev.user);
-        if (m && ev.seq > m.read_seq) {
-          m.read_seq = ev.seq;
-          this.queueSeen();
+        // A coalesced event lists every position that moved (body.reads);
+        // its headers name the last one.
+        const reads = ev.body && Array.isArray(ev.body.reads) ? ev.body.reads : [{ user: ev.user, seq: ev.seq }];
+        for (const r of reads) {
+          const m = this.members.get(r.user || r.user_id);
+          if (m && Number(r.seq) > m.read_seq) m.read_seq = Number(r.seq);
         }
+        this.queueSeen();
         break;
       }
       case 'online':
@@ -394,7 +397,8 @@ export class People {
     const title = $('settings-title').value.trim();
     const seats = $('settings-capacity').value.trim();
     if (title && (!this.room || title !== this.room.title)) patch.title = title;
-    if (seats !== '' && (!this.room || Number(seats) !== this.room.capacity)) patch.capacity = Number(seats);
+    const capacity = seats === '' ? 0 : Number(seats); // empty: unlimited
+    if (!this.room || capacity !== this.room.capacity) patch.capacity = capacity;
     setText($('people-error'), '');
     if (Object.keys(patch).length === 0) return;
     try {

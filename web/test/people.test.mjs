@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { Server, launchBrowser, parleyBinary, tempDir } from './harness.mjs';
 import {
-  person, until, signUp, say, api, openRoom, showPeople, memberState, seats, typingSends, shot,
+  person, until, waitLive, signUp, say, api, openRoom, showPeople, memberState, seats, typingSends, shot,
 } from './pages.mjs';
 
 let tmp, server, browser;
@@ -169,7 +169,9 @@ test('a refused change shows the server\'s reason as text; a rename reaches ever
 
 test('carol, banned by bob, is told at once; she cannot join again until unbanned', async () => {
   await bob.page.click('#member-list li >> text=carol >> xpath=.. >> button[data-action=ban]');
-  await until(carol.page, 'carol is told', () => /removed from this room/.test(document.getElementById('chat-error').textContent));
+  // Told by the member event, or by the ERROR that ends her session when it comes first.
+  await until(carol.page, 'carol is told', () => /removed from this room|no longer a member of this room: you were banned/
+    .test(document.getElementById('chat-error').textContent));
   await until(carol.page, 'the room leaves carol\'s list', (id) => !document.querySelector(`#room-list a[data-room="${id}"]`), roomId);
   assert.equal(await carol.page.evaluate(() => document.getElementById('composer-input').disabled), true, 'her composer is off');
   await shot(carol.page, 'removed.png');
@@ -190,11 +192,28 @@ test('carol, banned by bob, is told at once; she cannot join again until unbanne
   await until(alice.page, 'three seats taken again', () => document.getElementById('chat-members').textContent === '3 of 4 seats taken');
 });
 
-test('alice removes carol (no ban): carol sees it, and may join again', async () => {
-  await openRoom(carol, roomId);
+test('alice removes carol (no ban): the room leaves carol\'s list live, and she may join again', async () => {
+  // carol's join (over REST, above) put the room in her list by its member event.
+  await carol.page.evaluate(() => { location.hash = '#/'; });
+  await until(carol.page, 'the room in carol\'s list', (id) => !!document.querySelector(`#room-list a[data-room="${id}"]`), roomId);
+  await until(alice.page, 'carol listed', () => [...document.querySelectorAll('#member-list .member-name')].some((e) => e.textContent === 'carol'));
   await alice.page.click('#member-list li >> text=carol >> xpath=.. >> button[data-action=remove]');
-  await until(carol.page, 'carol is told', () => /^You were removed from this room\./.test(document.getElementById('chat-error').textContent));
+  await until(carol.page, 'the room leaves carol\'s list', (id) => !document.querySelector(`#room-list a[data-room="${id}"]`), roomId);
   await until(alice.page, 'two seats taken', () => document.getElementById('chat-members').textContent === '2 of 4 seats taken');
+  assert.equal((await api(carol, 'POST', `/api/rooms/${roomId}/members`)).status, 201);
+  await openRoom(carol, roomId);
+  // With the room open, a removal ends her session's subscriptions; she is told.
+  await alice.page.click('#member-list li >> text=carol >> xpath=.. >> button[data-action=remove]');
+  await until(carol.page, 'carol is told', () => /^You were removed from this room\.|no longer a member of this room: you were removed/
+    .test(document.getElementById('chat-error').textContent));
+  await until(carol.page, 'the room leaves carol\'s list again', (id) => !document.querySelector(`#room-list a[data-room="${id}"]`), roomId);
+  assert.equal(await carol.page.evaluate(() => document.getElementById('banner').hidden), true, 'no banner about the connection');
+  // The server ended her session (and may end the next one, which still
+  // subscribes to the room): she rejoins from a fresh page holding one
+  // steady connection, so that the member list read at her join has her
+  // online (the listing's online is the moment's; online events wait 5 s).
+  await carol.page.reload();
+  await waitLive(carol.page);
   assert.equal((await api(carol, 'POST', `/api/rooms/${roomId}/members`)).status, 201);
 });
 
