@@ -82,6 +82,23 @@ after(async () => {
   if (tmp) tmp.cleanup();
 });
 
+/**
+ * awaitMetric waits until a node's /metrics shows a series at least min
+ * (polled, bounded in time), as the Go cluster tests do.
+ */
+async function awaitMetric(node, series, min, timeout = 30000) {
+  const deadline = Date.now() + timeout;
+  let got = 0;
+  for (;;) {
+    const text = await (await fetch(node.url + '/metrics')).text();
+    const line = text.split('\n').find((l) => l.startsWith(series + ' '));
+    got = line ? Number(line.split(' ').pop()) : 0;
+    if (got >= min) return;
+    if (Date.now() > deadline) throw new Error(`${series} on ${node.url} = ${got}, want ≥ ${min}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 function isOnline([name, online]) {
   return [...document.querySelectorAll('#member-list li')].some((li) =>
     li.querySelector('.member-name').textContent === name && li.dataset.online === String(online));
@@ -128,6 +145,9 @@ test('bob reading on node 2 shows "Seen by bob" on node 1', { skip }, async () =
 });
 
 test('bob\'s dot on node 1 goes grey when his browser on node 2 closes', { skip }, async () => {
+  // Node 1 says offline only after it said online (both after the 5 s
+  // quiet): wait until it has announced alice and bob online.
+  await awaitMetric(nodes[0], 'parley_room_events_total{kind="online"}', 2);
   const tok = await bob.page.evaluate(() => localStorage.getItem('parley.token'));
   await bob.context.close();
   await until(alice.page, 'bob offline', isOnline, ['bob', false], 30000);
