@@ -152,6 +152,7 @@ test('a refused change shows the server\'s reason as text; a rename reaches ever
   const refused = await api(alice, 'PATCH', `/api/rooms/${roomId}`, { capacity: 1 });
   assert.equal(refused.status, 409);
   const reason = refused.data.error.message;
+  await alice.page.click('#room-settings summary');
   await alice.page.fill('#settings-capacity', '1');
   await alice.page.click('#room-settings button[type=submit]');
   await until(alice.page, 'the reason shown', (r) => document.getElementById('people-error').textContent === r, reason);
