@@ -76,6 +76,12 @@ var backends = map[string]bool{
 	"parley/redis": true, "parley/inmem": true,
 }
 
+// testSupport are the packages made for tests (non-_test files, so that
+// several packages' tests can share them): no non-test file imports them,
+// and they import no project package but the root one, so that a test
+// helper never drags a backend into the package under test.
+var testSupport = map[string]bool{"parley/servicetest": true}
+
 // TestImportDirections enforces the layout of the house style.
 func TestImportDirections(t *testing.T) {
 	for dir, p := range loadPackages(t) {
@@ -92,6 +98,10 @@ func TestImportDirections(t *testing.T) {
 				t.Errorf("stomp imports %s: the codec uses the standard library only, and no net", imp)
 			case backends[imp] && path != "parley/cmd/parley" && !strings.HasPrefix(path, "parley/cmd/"):
 				t.Errorf("%s imports backend %s: only cmd/parley wires backends", path, imp)
+			case testSupport[imp]:
+				t.Errorf("%s imports %s outside its tests: it is test support", path, imp)
+			case testSupport[path] && project && imp != "parley":
+				t.Errorf("test support %s imports %s: it may import only the root package of the project", path, imp)
 			}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"parley"
 	"parley/postgres/pgtest"
+	"parley/servicetest"
 )
 
 // TestChaos runs each fault case in turn. Every case is bounded: it waits
@@ -48,37 +49,37 @@ type env struct {
 	id     string
 	store  string
 	broker string
-	redis  *redisServer
-	rabbit *rabbitNode
-	pg     *pgCluster
+	redis  *servicetest.Redis
+	rabbit *servicetest.Rabbit
+	pg     *servicetest.Postgres
 }
 
 // newEnv checks for the tools and variables the case needs (skipping if
 // one is missing) before it starts anything.
 func newEnv(t *testing.T, privateRabbit, privatePostgres bool) *env {
 	t.Helper()
-	needTools(t, "redis-server")
+	servicetest.NeedTools(t, "redis-server")
 	if privateRabbit {
-		needTools(t, "rabbitmq-server", "rabbitmqctl")
+		servicetest.NeedTools(t, "rabbitmq-server", "rabbitmqctl")
 	} else if os.Getenv("PARLEY_TEST_AMQP") == "" {
 		t.Skip("PARLEY_TEST_AMQP is not set: this case uses the shared RabbitMQ (.ci/run sets it)")
 	}
 	if privatePostgres {
-		needTools(t, "pg_createcluster", "pg_ctlcluster", "pg_dropcluster")
+		servicetest.NeedTools(t, "pg_createcluster", "pg_ctlcluster", "pg_dropcluster")
 	} else if os.Getenv("PARLEY_TEST_POSTGRES") == "" {
 		t.Skip("PARLEY_TEST_POSTGRES is not set: this case uses the shared PostgreSQL (.ci/run sets it)")
 	}
 	e := &env{t: t, id: parley.NewID()[:6]}
-	e.redis = startRedis(t)
+	e.redis = servicetest.StartRedis(t)
 	if privatePostgres {
-		e.pg = startPostgres(t)
-		e.store = e.pg.url()
+		e.pg = servicetest.StartPostgres(t)
+		e.store = e.pg.URL()
 	} else {
 		e.store = pgtest.Schema(t)
 	}
 	if privateRabbit {
-		e.rabbit = startRabbit(t)
-		e.broker = e.rabbit.url()
+		e.rabbit = servicetest.StartRabbit(t)
+		e.broker = e.rabbit.URL()
 	} else {
 		e.broker = os.Getenv("PARLEY_TEST_AMQP")
 	}
@@ -89,7 +90,7 @@ func newEnv(t *testing.T, privateRabbit, privatePostgres bool) *env {
 func (e *env) node(name string, extra ...string) *node {
 	e.t.Helper()
 	id := name + "-" + e.id
-	return startNode(e.t, id, clusterArgs(id, e.store, e.broker, e.redis.url(), "chaos:"+e.id+":", extra...)...)
+	return startNode(e.t, id, clusterArgs(id, e.store, e.broker, e.redis.URL(), "chaos:"+e.id+":", extra...)...)
 }
 
 // stream is the load of a case: senders and subscribers on their own

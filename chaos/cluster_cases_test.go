@@ -84,10 +84,10 @@ func testRabbitMQStop(t *testing.T) {
 	st.waitReceipts(400, 30*time.Second)
 
 	down := time.Now()
-	e.rabbit.stop()
+	e.rabbit.Stop()
 	stopped := time.Now()
 	time.Sleep(5 * time.Second) // the outage itself
-	e.rabbit.start()
+	e.rabbit.Start()
 	back := time.Now()
 	t.Logf("RabbitMQ stopped in %v, back (booted) %v after the stop began", ms(stopped.Sub(down)), ms(back.Sub(down)))
 	_, n0 := st.l.maxSeq()
@@ -204,10 +204,10 @@ func testRedisRestart(t *testing.T) {
 
 	probeStop := make(chan struct{})
 	probe := probeReady(b, probeStop)
-	e.redis.kill()
+	e.redis.Kill()
 	killed := time.Now()
 	time.Sleep(1350 * time.Millisecond) // the outage of the issue
-	e.redis.start()
+	e.redis.Start()
 	back := time.Now()
 	close(probeStop)
 	<-probe.done
@@ -236,10 +236,10 @@ func testRedisRestart(t *testing.T) {
 
 	// Phase 2: a quiet room. Redis restarts empty, then a gets 10
 	// messages for it and nothing follows them.
-	e.redis.kill()
+	e.redis.Kill()
 	killed = time.Now()
 	time.Sleep(1350 * time.Millisecond)
-	e.redis.start()
+	e.redis.Start()
 	back = time.Now()
 	qs := qt.addSender("quiet", sa, quiet, 50, 0, a)
 	qs.limit = 10
@@ -319,7 +319,7 @@ func testNodeDeathWhileBrokerDown(t *testing.T) {
 		t.Fatalf("before the fault: %s", strings.Join(behind, ", "))
 	}
 
-	e.rabbit.stop()
+	e.rabbit.Stop()
 	st.senders = nil
 	st.addSender("ten", sa, room, 50, 0, a).limit = 10
 	startSenders(st)
@@ -329,7 +329,7 @@ func testNodeDeathWhileBrokerDown(t *testing.T) {
 	}
 	a.signal(syscall.SIGKILL)
 	a.wait()
-	e.rabbit.start()
+	e.rabbit.Start()
 	back := time.Now()
 	n, _ := st.l.maxSeq()
 	behind := waitSeq(onB, n, 10*time.Second)

@@ -49,13 +49,3 @@ func needChaos(t *testing.T) {
 		t.Skip("the chaos suite runs only with PARLEY_TEST_CHAOS=1 (.ci/run sets it): it starts and kills real processes for minutes")
 	}
 }
-
-// needTools skips t naming the first of tools that is not installed.
-func needTools(t *testing.T, tools ...string) {
-	t.Helper()
-	for _, tool := range tools {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed: this case starts a private instance of it", tool)
-		}
-	}
-}

@@ -165,10 +165,10 @@ func testPostgresStop(t *testing.T) {
 	probe := probeReady(a, probeStop)
 	linesBefore := len(a.logLines("level=ERROR")) + len(b.logLines("level=ERROR"))
 	down := time.Now()
-	e.pg.stop()
+	e.pg.Stop()
 	stopped := time.Now()
 	time.Sleep(5 * time.Second) // the outage itself
-	e.pg.start()
+	e.pg.Start()
 	back := time.Now()
 	// The service is back once a SEND is receipted again.
 	_, atBack := st.l.maxSeq()

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"parley/servicetest"
 )
 
 // node is a `parley serve` child process. A case kills it with SIGKILL or
@@ -102,9 +104,9 @@ func (n *node) start() {
 	select {
 	case addr = <-addrc:
 	case <-done:
-		n.t.Fatalf("node %s exited at start: %v\n%s", n.name, n.err, lastLines(readFile(n.log), 10))
+		n.t.Fatalf("node %s exited at start: %v\n%s", n.name, n.err, servicetest.LastLines(readFile(n.log), 10))
 	case <-time.After(60 * time.Second):
-		n.t.Fatalf("node %s did not start in 60 s\n%s", n.name, lastLines(readFile(n.log), 10))
+		n.t.Fatalf("node %s did not start in 60 s\n%s", n.name, servicetest.LastLines(readFile(n.log), 10))
 	}
 	n.mu.Lock()
 	n.addr = addr
@@ -116,7 +118,7 @@ func (n *node) start() {
 			return
 		}
 		if time.Now().After(deadline) {
-			n.t.Fatalf("node %s not ready in 60 s: %d %v\n%s", n.name, st, err, lastLines(readFile(n.log), 10))
+			n.t.Fatalf("node %s not ready in 60 s: %d %v\n%s", n.name, st, err, servicetest.LastLines(readFile(n.log), 10))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -256,4 +258,9 @@ func (n *node) logLines(words ...string) []string {
 		}
 	}
 	return out
+}
+
+func readFile(p string) string {
+	b, _ := os.ReadFile(p)
+	return string(b)
 }

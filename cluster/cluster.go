@@ -19,6 +19,14 @@
 // the room's nodes and the user's nodes, so that every node drops its
 // cached members and a leave ends the user's room subscriptions there too.
 //
+// The run goroutine delivers a commit to the local sessions at once, and
+// hands its batches and its rooms' heads to the sender goroutine
+// (send.go), which publishes them in commit order once the shared hot data
+// holds the commit (Config.Written): a client on another node that hears
+// of a message and then reads the room list or the newest page from Redis
+// finds it there. The hot data gives up on a write after its timeout, so a
+// Redis outage delays the publishes, never stops them.
+//
 // # Receive side: order and duplicates
 //
 // Messages of a room reach a node from several publishers (one per node
@@ -149,6 +157,13 @@ type Config struct {
 	// rooms among them the relay has never delivered, and fills such a
 	// room from its subscribers' lowest position to its head.
 	Subscribed Subscribed
+	// Written, when set, is the shared hot data (redis.HotStore, whose
+	// Apply runs before the relay's): the relay publishes a commit of this
+	// node to the other nodes, and writes its heads, only once Written
+	// holds it, so that a client on another node that hears of a message
+	// and then reads the room from Redis finds it there. Delivery to this
+	// node's sessions does not wait.
+	Written Watermark
 	// Registerer, when set, registers the relay's metrics.
 	Registerer prometheus.Registerer
 	// Logger logs failures. Default slog.Default().
@@ -177,6 +192,12 @@ type Relay struct {
 	hmu     sync.Mutex       // guards the following field
 	pending map[string]int64 // heads of this node's commits not yet written
 
+	smu         sync.Mutex // guards the following fields
+	sendq       []outgoing // this node's commits for the sender goroutine (send.go)
+	sendClosing bool       // Close: the sender returns once sendq is empty
+	sendWake    chan struct{}
+	sendDone    chan struct{} // closed when the sender has returned
+
 	headsDown atomic.Bool   // the last read or write of Heads failed
 	fromStore atomic.Bool   // the next head check reads the store, not Heads (a node died)
 	headsWake chan struct{} // a head is pending
@@ -188,11 +209,13 @@ type Relay struct {
 	rooms   map[string]*roomState
 	evictAt int // evict passes no sooner than at this many rooms
 	spare   []item
+	out     outgoing // what the commit being handled sends (send.go)
 }
 
 // item is one unit of work for the run goroutine.
 type item struct {
 	local []parley.Event          // events this node committed
+	mark  uint64                  // their commit's mark in Config.Written
 	batch *parley.Batch           // a batch from another node
 	tick  string                  // a room whose gap timer fired
 	snap  chan<- map[string]int64 // a head check asks for the rooms' delivered seqs
@@ -230,6 +253,8 @@ func New(cfg Config) *Relay {
 		rooms:   map[string]*roomState{},
 		pending: map[string]int64{},
 
+		sendWake:  make(chan struct{}, 1),
+		sendDone:  make(chan struct{}),
 		headsWake: make(chan struct{}, 1),
 		checkWake: make(chan struct{}, 1),
 		stop:      make(chan struct{}),
@@ -247,12 +272,14 @@ func (r *Relay) Start(b parley.Broker, p parley.Presence) {
 	r.qmu.Unlock()
 	r.refreshNodes()
 	go r.run()
+	go r.sendLoop()
 	go r.keep()
 	r.signal()
 	r.CheckHeads()
 }
 
-// Apply is the store's event sink: it queues the events and returns.
+// Apply is the store's event sink: it queues the events, with their
+// commit's mark in Config.Written, and returns.
 func (r *Relay) Apply(evs []parley.Event) {
 	keep := make([]parley.Event, 0, len(evs))
 	for _, ev := range evs {
@@ -262,7 +289,11 @@ func (r *Relay) Apply(evs []parley.Event) {
 		}
 	}
 	if len(keep) > 0 {
-		r.enqueue(item{local: keep})
+		it := item{local: keep}
+		if r.cfg.Written != nil {
+			it.mark = r.cfg.Written.Mark()
+		}
+		r.enqueue(it)
 	}
 }
 
@@ -379,6 +410,7 @@ func (r *Relay) Close() {
 	}
 	r.signal()
 	<-r.done
+	r.stopSending()
 	close(r.stop)
 	<-r.keepDone
 }
@@ -430,10 +462,13 @@ func (r *Relay) handle(it *item) {
 		for i := range it.local {
 			r.local(&it.local[i])
 		}
+		r.flushOut(it.mark)
 	}
 }
 
-// local relays one event this node committed.
+// local relays one event this node committed: it delivers a message to
+// the local sessions now, and notes what goes to other nodes (batches,
+// heads) for the sender, which waits for the hot data (send.go).
 func (r *Relay) local(ev *parley.Event) {
 	roomID := ev.Room.ID
 	switch ev.Kind {
@@ -444,10 +479,10 @@ func (r *Relay) local(ev *parley.Event) {
 		rt := r.route(roomID)
 		for node, users := range r.destinations(rt) {
 			if node != r.cfg.Node {
-				r.publish(parley.Batch{Node: node, Event: *ev, Recipients: users}, "message")
+				r.publishLater(parley.Batch{Node: node, Event: *ev, Recipients: users}, "message")
 			}
 		}
-		r.noteHead(roomID, ev.Message.Seq)
+		r.headLater(roomID, ev.Message.Seq)
 		r.offer(ev.Message, rt.members, true)
 	case parley.EventJoin, parley.EventLeave:
 		rt := r.route(roomID)
@@ -470,12 +505,15 @@ func (r *Relay) local(ev *parley.Event) {
 		}
 		for node := range targets {
 			if node != r.cfg.Node {
-				r.publish(parley.Batch{Node: node, Event: *ev}, "member")
+				r.publishLater(parley.Batch{Node: node, Event: *ev}, "member")
 			}
 		}
 	}
 }
 
+// publish hands a batch to the broker now. Only the sender goroutine
+// calls it: the run goroutine notes a commit's batches with publishLater,
+// so that they wait for the hot data (send.go).
 func (r *Relay) publish(b parley.Batch, kind string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()

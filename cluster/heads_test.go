@@ -54,10 +54,12 @@ func (h *memHeads) head(room string) int64 {
 // with Redis).
 type droppingBroker struct {
 	parley.Broker
-	drop atomic.Bool
+	drop      atomic.Bool
+	published atomic.Int64 // Publish calls
 }
 
 func (b *droppingBroker) Publish(ctx context.Context, batch parley.Batch) error {
+	b.published.Add(1)
 	if b.drop.Load() {
 		return nil
 	}

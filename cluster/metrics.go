@@ -5,6 +5,7 @@ import "github.com/prometheus/client_golang/prometheus"
 // metrics are the relay's Prometheus collectors.
 type metrics struct {
 	queued          prometheus.Gauge
+	unpublished     prometheus.Gauge
 	held            prometheus.Gauge
 	messages        *prometheus.CounterVec
 	batches         *prometheus.CounterVec
@@ -29,6 +30,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		queued: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "parley_cluster_queued", Help: "Events and batches waiting for the relay.",
+		}),
+		unpublished: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "parley_cluster_unpublished", Help: "Commits of this node whose batches wait for the shared hot data to hold them before they are published.",
 		}),
 		held: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "parley_cluster_held_messages", Help: "Messages held until an older one of their room arrives.",
@@ -65,7 +69,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.fills.WithLabelValues(reason)
 	}
 	if reg != nil {
-		reg.MustRegister(m.queued, m.held, m.messages, m.batches, m.duplicates, m.filled, m.fills, m.skipped,
+		reg.MustRegister(m.queued, m.unpublished, m.held, m.messages, m.batches, m.duplicates, m.filled, m.fills, m.skipped,
 			m.routeMisses, m.presenceLookups, m.routeErrors, m.publishErrors, m.gone,
 			m.headChecks, m.headErrors, m.broadcasts)
 	}

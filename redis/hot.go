@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,7 +32,8 @@ type HotConfig struct {
 	// load, which bounds how long a lost invalidation can serve stale data.
 	// Default 10 minutes.
 	TTL time.Duration
-	// Timeout bounds Apply's round trip to Redis, a revocation's publish
+	// Timeout bounds the applier's round trip to Redis (and so how long a
+	// write, a read or the relay waits for it), a revocation's publish
 	// and the wait for every node's acknowledgement of it, and how long
 	// NewHotStore waits for the revocation subscription. Default 2 s.
 	Timeout time.Duration
@@ -71,10 +73,15 @@ type HotConfig struct {
 //
 // # Several nodes
 //
-// Every node applies its own commits (Apply, the store's OnCommit sink),
-// before those writes return, so a write that returned is in Redis for every
-// node; but the commits of two nodes reach Redis in any order. Nothing may
-// therefore go backwards when an older change arrives late:
+// Every node writes its own commits (Apply, the store's OnCommit sink,
+// queues them for the applier goroutine: hotapply.go), and the writes of
+// this store return once theirs is written, so a write that returned is in
+// Redis for every node; this node's reads from Redis first wait for the
+// commits queued when they began, so a session that heard of a commit of
+// this node reads it; and the cluster relay publishes a commit to the other
+// nodes once it is written (Mark, Await). But the commits of two nodes
+// reach Redis in any order. Nothing may therefore go backwards when an
+// older change arrives late:
 //
 //   - Messages are immutable and numbered: the last message and the window
 //     change only through Lua scripts that keep the higher seq, so their
@@ -97,9 +104,10 @@ type HotConfig struct {
 //     is absent they move the generation, so a load that began before them
 //     does not install an older position.
 //
-// If Redis is unreachable reads fall back to the inner store and Apply logs
-// the failure and retries the invalidations of joins and leaves in the
-// background; while one is lost, member counts and memberships may be
+// If Redis is unreachable reads fall back to the inner store and the
+// applier logs the failure (each round trip ends at HotConfig.Timeout, and
+// the waits for it with it) and retries the invalidations of joins and
+// leaves in the background; while one is lost, member counts and memberships may be
 // stale (a member who left may still pass a membership check; one who
 // joined never fails it: a negative answer is confirmed by the inner
 // store), for at most one TTL.
@@ -120,6 +128,18 @@ type HotStore struct {
 	rmu     sync.Mutex         // guards the following fields
 	pending map[[2]string]bool // invalidations to retry: a key and its generation
 	kick    chan struct{}      // wakes the retry goroutine (cap 1)
+
+	// The applier (hotapply.go): Apply queues, applyLoop writes.
+	queued  atomic.Uint64 // the mark of the newest batch queued; moved under amu
+	written atomic.Uint64 // every batch through this mark is written (or failed); moved under wmu
+	awake   chan struct{} // wakes the applier (cap 1)
+	applied chan struct{} // closed when the applier has returned (after Close)
+
+	amu    sync.Mutex       // guards the following field
+	aqueue [][]parley.Event // the batches queued for the applier, in commit order
+
+	wmu sync.Mutex    // guards the following field, and the moves of written
+	wch chan struct{} // closed (and replaced) when written moves
 }
 
 var _ parley.Store = (*HotStore)(nil)
@@ -144,7 +164,9 @@ func NewHotStore(inner parley.Store, rdb *goredis.Client, cfg HotConfig) *HotSto
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	h := &HotStore{Store: inner, rdb: rdb, cfg: cfg, log: cfg.Logger, m: newHotMetrics(cfg.Registerer), stop: make(chan struct{})}
+	h := &HotStore{Store: inner, rdb: rdb, cfg: cfg, log: cfg.Logger, m: newHotMetrics(cfg.Registerer), stop: make(chan struct{}),
+		awake: make(chan struct{}, 1), applied: make(chan struct{}), wch: make(chan struct{})}
+	go h.applyLoop()
 	h.startRevocations(cfg.Registerer)
 	return h
 }
@@ -350,6 +372,7 @@ func (h *HotStore) populate(ctx context.Context, key, genKey, gen string, fieldV
 // Room implements parley.Store from Redis, loading a missing part from the
 // inner store.
 func (h *HotStore) Room(ctx context.Context, id string) (parley.Room, error) {
+	h.caughtUp(ctx)
 	es, err := h.getRooms(ctx, []string{id})
 	if err != nil {
 		return parley.Room{}, err
@@ -455,6 +478,7 @@ func (h *HotStore) Rooms(ctx context.Context, userID, cursor string, limit int) 
 		return nil, "", err
 	}
 	limit = parley.ClampPageLimit(limit)
+	h.caughtUp(ctx)
 	reads, err := h.memberships(ctx, userID)
 	if err != nil {
 		return nil, "", err
@@ -500,6 +524,7 @@ func (h *HotStore) Messages(ctx context.Context, roomID string, p parley.Page) (
 	if p.Forward() || limit > h.cfg.RecentMessages {
 		return h.Store.Messages(ctx, roomID, p)
 	}
+	h.caughtUp(ctx)
 	if msgs, ok := h.readWindow(ctx, roomID, p.Before, limit); ok {
 		h.m.hit(kindMessages)
 		return msgs, nil

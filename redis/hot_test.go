@@ -29,6 +29,13 @@ type hotNode struct {
 // events on to sink (when not nil).
 func openNode(t *testing.T, dbURL string, rdb *goredis.Client, prefix string, sink parley.EventSink) hotNode {
 	t.Helper()
+	return openNodeWith(t, dbURL, rdb, redis.HotConfig{Prefix: prefix, RecentMessages: 20}, sink)
+}
+
+// openNodeWith opens a node on database dbURL with cfg, passing its
+// events on to sink (when not nil) after the hot data's Apply.
+func openNodeWith(t testing.TB, dbURL string, rdb *goredis.Client, cfg redis.HotConfig, sink parley.EventSink) hotNode {
+	t.Helper()
 	var hot *redis.HotStore
 	ready := make(chan struct{})
 	pg, err := postgres.Open(context.Background(), postgres.Config{URL: dbURL, OnCommit: func(evs []parley.Event) {
@@ -41,7 +48,7 @@ func openNode(t *testing.T, dbURL string, rdb *goredis.Client, prefix string, si
 	if err != nil {
 		t.Fatalf("postgres.Open() error = %v", err)
 	}
-	hot = redis.NewHotStore(pg, rdb, redis.HotConfig{Prefix: prefix, RecentMessages: 20})
+	hot = redis.NewHotStore(pg, rdb, cfg)
 	close(ready)
 	t.Cleanup(func() { hot.Close() })
 	return hotNode{pg: pg, hot: hot}

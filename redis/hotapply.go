@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"time"
 
@@ -76,15 +77,105 @@ return 1`)
 )
 
 // Apply brings the hot data up to date with committed events. Install it
-// as the inner store's OnCommit sink on every node: it runs on the store's
-// writer, after the commit and before the writes return, so a write that
-// returned is visible to every node's reads. It makes one round trip (a
-// pipeline of scripts) per batch, bounded by HotConfig.Timeout; a failure
-// is logged, and the invalidations of joins and leaves are retried in the
-// background until they succeed (or Close), so that a membership answered
-// from Redis is wrong no longer than Redis is unreachable (plus the retry
-// pause, at most 5 s).
+// as the inner store's OnCommit sink on every node. It runs on the store's
+// writer, under PostgreSQL's sequencer lock, so it does not wait for
+// Redis: it queues the batch, with the next mark (Mark), for the applier
+// goroutine, which writes the queued batches in commit order, all those
+// queued at once in one round trip (a pipeline of scripts), bounded by
+// HotConfig.Timeout. Who needs a commit in Redis waits for its mark
+// (Await): the writes of this store return once their commit is written,
+// so a write that returned is visible to every node's reads; this node's
+// reads from Redis first wait for what was queued when they began, so
+// they see every commit the node's sessions may have heard of; and the
+// cluster relay publishes a commit to other nodes only once it is
+// written. A failure is logged and ends the wait all the same (a Redis
+// outage delays each of them by one Timeout, two at most, never for
+// good):
+// the invalidations of joins and leaves are retried in the background
+// until they succeed (or Close), so that a membership answered from Redis
+// is wrong no longer than Redis is unreachable (plus the retry pause, at
+// most 5 s), and the messages' keys move forward only, so a later write
+// or load repairs them (see HotStore).
 func (h *HotStore) Apply(events []parley.Event) {
+	h.amu.Lock()
+	h.aqueue = append(h.aqueue, slices.Clone(events))
+	h.queued.Add(1) // under amu: the marks follow the queue's order
+	h.amu.Unlock()
+	select {
+	case h.awake <- struct{}{}:
+	default:
+	}
+}
+
+// Mark returns the mark of the newest batch Apply has queued: a sink
+// installed after Apply (the cluster relay's) gets its own batch's mark.
+func (h *HotStore) Mark() uint64 { return h.queued.Load() }
+
+// Await returns once the applier is done with every batch through mark,
+// written or failed (each round trip is bounded by HotConfig.Timeout, so
+// it waits at most about two of them), or when ctx ends, or at once after
+// Close.
+func (h *HotStore) Await(ctx context.Context, mark uint64) {
+	for h.written.Load() < mark {
+		h.wmu.Lock()
+		ch, done := h.wch, h.written.Load() >= mark
+		h.wmu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// caughtUp waits until the batches queued so far are written (Await):
+// this node's reads from Redis call it first, and its writes after the
+// inner store's.
+func (h *HotStore) caughtUp(ctx context.Context) { h.Await(ctx, h.queued.Load()) }
+
+// applyLoop is the applier goroutine, started by NewHotStore: it writes
+// what Apply queues, in order, until Close, and then what is left.
+func (h *HotStore) applyLoop() {
+	defer close(h.applied)
+	for {
+		select {
+		case <-h.awake:
+		case <-h.stop:
+			h.drain()
+			return
+		}
+		h.drain()
+	}
+}
+
+// drain writes the queued batches, a round trip for all of those queued
+// at once, until the queue is empty, moving the written mark after each.
+func (h *HotStore) drain() {
+	for {
+		h.amu.Lock()
+		batches := h.aqueue
+		h.aqueue = nil
+		mark := h.queued.Load()
+		h.amu.Unlock()
+		if len(batches) == 0 {
+			return
+		}
+		h.write(batches)
+		h.wmu.Lock()
+		h.written.Store(mark)
+		close(h.wch)
+		h.wch = make(chan struct{})
+		h.wmu.Unlock()
+	}
+}
+
+// write brings the hot data up to date with batches of committed events,
+// in commit order, in one round trip: the one place that says what each
+// kind of event changes in Redis.
+func (h *HotStore) write(batches [][]parley.Event) {
 	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.Timeout)
 	defer cancel()
 	ttl := h.ttlArg()
@@ -92,34 +183,38 @@ func (h *HotStore) Apply(events []parley.Event) {
 	var msgs map[string][]parley.Message // per room, for one window script each
 	var rooms []string                   // msgs' keys in order
 	var inv [][2]string                  // the invalidations: a key and its generation
-	for i := range events {
-		ev := &events[i]
-		room := ev.Room.ID
-		switch ev.Kind {
-		case parley.EventJoin, parley.EventLeave:
-			inv = append(inv, [2]string{h.roomKey(room), h.roomGen(room)}, [2]string{h.userKey(ev.UserID), h.userGen(ev.UserID)})
-			for _, kg := range inv[len(inv)-2:] {
-				scriptInvalidate.Eval(ctx, pipe, kg[:], ttl)
+	for _, events := range batches {
+		for i := range events {
+			ev := &events[i]
+			room := ev.Room.ID
+			switch ev.Kind {
+			case parley.EventJoin, parley.EventLeave:
+				inv = append(inv, [2]string{h.roomKey(room), h.roomGen(room)}, [2]string{h.userKey(ev.UserID), h.userGen(ev.UserID)})
+				for _, kg := range inv[len(inv)-2:] {
+					scriptInvalidate.Eval(ctx, pipe, kg[:], ttl)
+				}
+			case parley.EventRead:
+				scriptRaise.Eval(ctx, pipe, []string{h.userKey(ev.UserID), h.userGen(ev.UserID)},
+					room, strconv.FormatInt(ev.ReadSeq, 10), ttl)
+			case parley.EventMessage:
+				m := ev.Message
+				seq := strconv.FormatInt(m.Seq, 10)
+				scriptLast.Eval(ctx, pipe, []string{h.lastKey(room)}, seq, encodeLast(&m, ev.Room.LastActivityAt), ttl)
+				scriptRaise.Eval(ctx, pipe, []string{h.userKey(m.SenderID), h.userGen(m.SenderID)}, room, seq, ttl)
+				if msgs == nil {
+					msgs = map[string][]parley.Message{}
+				}
+				if _, ok := msgs[room]; !ok {
+					rooms = append(rooms, room)
+				}
+				msgs[room] = append(msgs[room], m)
 			}
-		case parley.EventRead:
-			scriptRaise.Eval(ctx, pipe, []string{h.userKey(ev.UserID), h.userGen(ev.UserID)},
-				room, strconv.FormatInt(ev.ReadSeq, 10), ttl)
-		case parley.EventMessage:
-			m := ev.Message
-			seq := strconv.FormatInt(m.Seq, 10)
-			scriptLast.Eval(ctx, pipe, []string{h.lastKey(room)}, seq, encodeLast(&m, ev.Room.LastActivityAt), ttl)
-			scriptRaise.Eval(ctx, pipe, []string{h.userKey(m.SenderID), h.userGen(m.SenderID)}, room, seq, ttl)
-			if msgs == nil {
-				msgs = map[string][]parley.Message{}
-			}
-			if _, ok := msgs[room]; !ok {
-				rooms = append(rooms, room)
-			}
-			msgs[room] = append(msgs[room], m)
 		}
 	}
 	for _, room := range rooms {
-		scriptWindow.Eval(ctx, pipe, []string{h.windowKey(room)}, h.windowArgs(false, msgs[room])...)
+		ms := msgs[room] // in seq order: the older ones would be cut from the window
+		ms = ms[max(0, len(ms)-h.cfg.RecentMessages):]
+		scriptWindow.Eval(ctx, pipe, []string{h.windowKey(room)}, h.windowArgs(false, ms)...)
 	}
 	if pipe.Len() == 0 {
 		return
@@ -203,11 +298,13 @@ func (h *HotStore) invalidatePending() bool {
 	return left == 0
 }
 
-// Close closes the inner store, then stops the retry of invalidations
-// after one last attempt, and the revocation listener.
+// Close closes the inner store, then stops the applier after it has
+// written what is queued, the retry of invalidations after one last
+// attempt, and the revocation listener.
 func (h *HotStore) Close() error {
 	err := h.Store.Close() // no Apply after this
 	h.stopOnce.Do(func() { close(h.stop) })
+	<-h.applied
 	h.retries.Wait()
 	h.stopRevocations()
 	return err

@@ -29,6 +29,7 @@ func (h *HotStore) Member(ctx context.Context, roomID, userID string) (parley.Me
 	if isMetaField(roomID) { // "_" or "j:…" name no room: never a member
 		return parley.Member{}, notMember(roomID, userID)
 	}
+	h.caughtUp(ctx)
 	pipe := h.rdb.Pipeline()
 	vals := pipe.HMGet(ctx, h.userKey(userID), "_", roomID, joinedField(roomID))
 	genCmd := pipe.Get(ctx, h.userGen(userID))

@@ -41,7 +41,7 @@ func testClient(t *testing.T) (*goredis.Client, string) {
 
 // DeletePrefix deletes every key under prefix: the only way these tests
 // ever clear Redis.
-func DeletePrefix(t *testing.T, rdb *goredis.Client, prefix string) {
+func DeletePrefix(t testing.TB, rdb *goredis.Client, prefix string) {
 	t.Helper()
 	ctx := context.Background()
 	iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()

@@ -3,12 +3,9 @@ package redis_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"net"
 	"os"
-	"os/exec"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -21,6 +18,7 @@ import (
 	"parley/postgres"
 	"parley/postgres/pgtest"
 	"parley/redis"
+	"parley/servicetest"
 )
 
 // revoked is one call of HotConfig.OnRevoke.
@@ -123,59 +121,6 @@ func TestRevocationTwoNodes(t *testing.T) {
 	}
 }
 
-// privateRedis is a redis-server of the test's own, which it may kill.
-type privateRedis struct {
-	t    *testing.T
-	port int
-	cmd  *exec.Cmd
-}
-
-func startPrivateRedis(t *testing.T) *privateRedis {
-	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server is not installed")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	r := &privateRedis{t: t, port: port}
-	r.start()
-	t.Cleanup(r.kill)
-	return r
-}
-
-func (r *privateRedis) url() string { return fmt.Sprintf("redis://127.0.0.1:%d/0", r.port) }
-
-// start runs the server and returns once it answers.
-func (r *privateRedis) start() {
-	r.t.Helper()
-	r.cmd = exec.Command("redis-server", "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", r.t.TempDir())
-	if err := r.cmd.Start(); err != nil {
-		r.t.Fatal(err)
-	}
-	rdb, _ := redis.NewClient(r.url())
-	defer rdb.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for rdb.Ping(context.Background()).Err() != nil {
-		if time.Now().After(deadline) {
-			r.t.Fatal("private redis-server did not answer in 10 s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-func (r *privateRedis) kill() {
-	if r.cmd != nil && r.cmd.Process != nil {
-		r.cmd.Process.Kill()
-		r.cmd.Wait()
-		r.cmd = nil
-	}
-}
-
 // revocationEvents reads parley_token_revocations_total{event}.
 func revocationEvents(t *testing.T, reg *prometheus.Registry, event string) float64 {
 	t.Helper()
@@ -204,8 +149,8 @@ func revocationEvents(t *testing.T, reg *prometheus.Registry, event string) floa
 // meanwhile elsewhere is refused; once the subscription is back the node
 // has forgotten what it held and keeps tokens in memory again.
 func TestRevocationSubscriptionLost(t *testing.T) {
-	srv := startPrivateRedis(t)
-	rdb, err := redis.NewClient(srv.url())
+	srv := servicetest.StartRedis(t)
+	rdb, err := redis.NewClient(srv.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +169,7 @@ func TestRevocationSubscriptionLost(t *testing.T) {
 		t.Fatalf("a warm token was not served from memory")
 	}
 
-	srv.kill()
+	srv.Kill()
 	for deadline := time.Now().Add(20 * time.Second); revocationEvents(t, n.reg, "resync") < 1; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the node did not notice in 20 s that Redis died")
@@ -238,7 +183,7 @@ func TestRevocationSubscriptionLost(t *testing.T) {
 		t.Errorf("TokenUser(revoked while Redis was down) = %q, want %s", code, parley.CodeUnauthorized)
 	}
 
-	srv.start()
+	srv.Start()
 	// A revocation message that this node acknowledges: it is subscribed
 	// again, and has applied the subscription before it.
 	ctx := context.Background()
@@ -270,8 +215,8 @@ func TestRevocationSubscriptionLost(t *testing.T) {
 // (Redis is down) is published once Redis is back, so that another node,
 // hears of it and ends its sessions.
 func TestRevocationPublishRetried(t *testing.T) {
-	srv := startPrivateRedis(t)
-	rdb, err := redis.NewClient(srv.url())
+	srv := servicetest.StartRedis(t)
+	rdb, err := redis.NewClient(srv.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,14 +226,14 @@ func TestRevocationPublishRetried(t *testing.T) {
 	ann := parleytest.MustCreateUser(t, a.hot, "ann")
 	tok := mustToken(t, a.hot, ann, "ann 1")
 
-	srv.kill()
+	srv.Kill()
 	if err := a.hot.RevokeToken(context.Background(), tok); err != nil {
 		t.Fatalf("RevokeToken with Redis down: %v, want it revoked in PostgreSQL", err)
 	}
 	if code := tokenCode(a.hot, tok); code != parley.CodeUnauthorized {
 		t.Errorf("node A TokenUser(revoked) = %q, want %s", code, parley.CodeUnauthorized)
 	}
-	srv.start()
+	srv.Start()
 	select {
 	case got := <-b.revoked:
 		if got.user != ann.ID || !bytes.Equal(got.hash, tok) {

@@ -93,8 +93,10 @@ func openHot(cfg Config, db parley.Store, rdb *goredis.Client, reg prometheus.Re
 
 // openCluster connects to RabbitMQ and starts the relay, with rdb (from
 // dialRedis, which the node owns from now on, also on failure) for
-// presence. The relay's Apply must be installed as a sink of the store.
-func openCluster(cfg Config, rdb *goredis.Client, store parley.Store, h *hub.Hub, reg prometheus.Registerer) (*clusterNode, error) {
+// presence. The relay's Apply must be installed as a sink of the store,
+// after the hot data's (written), whose writes to Redis the relay's
+// publishes wait for.
+func openCluster(cfg Config, rdb *goredis.Client, store parley.Store, written cluster.Watermark, h *hub.Hub, reg prometheus.Registerer) (*clusterNode, error) {
 	node := cfg.NodeID
 	if node == "" {
 		node = defaultNodeID(cfg.Addr)
@@ -109,7 +111,7 @@ func openCluster(cfg Config, rdb *goredis.Client, store parley.Store, h *hub.Hub
 		Node: node, Store: store, Local: h, ApplyLeaves: h.Apply, Registerer: reg,
 		Heads: redis.NewHeads(rdb, cfg.RedisPrefix), HeadCheck: cfg.HeadCheck,
 		Nodes: liveNodes{c}, Settle: ttl/3 + time.Second, // one heartbeat, and its round trip
-		Subscribed: hubRooms{h},
+		Subscribed: hubRooms{h}, Written: written,
 	})
 	c.broker, err = rabbitmq.New(rabbitmq.Config{
 		URL: cfg.Broker, Node: node, Handler: c.relay.Receive, Gone: c.relay.Gone, OnConnect: c.relay.CheckHeads,

@@ -3,9 +3,7 @@ package main
 import (
 	"fmt"
 	"maps"
-	"net"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"sync"
@@ -13,59 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"parley/servicetest"
 	"parley/stomp"
 )
-
-// privateRedis is a redis-server of the test's own, without persistence,
-// that the test kills and starts again empty on the same port.
-type privateRedis struct {
-	t    *testing.T
-	port string
-	cmd  *exec.Cmd
-}
-
-func startPrivateRedis(t *testing.T) *privateRedis {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	ln.Close()
-	r := &privateRedis{t: t, port: port}
-	r.start()
-	t.Cleanup(r.kill)
-	return r
-}
-
-func (r *privateRedis) url() string { return "redis://127.0.0.1:" + r.port + "/0" }
-
-func (r *privateRedis) start() {
-	r.cmd = exec.Command("redis-server", "--port", r.port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
-	if err := r.cmd.Start(); err != nil {
-		r.t.Fatalf("start redis-server: %v", err)
-	}
-	for i := 0; ; i++ {
-		c, err := net.Dial("tcp", "127.0.0.1:"+r.port)
-		if err == nil {
-			c.Close()
-			return
-		}
-		if i > 500 {
-			r.t.Fatalf("redis-server on %s never listened", r.port)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// kill stops it with SIGKILL.
-func (r *privateRedis) kill() {
-	if r.cmd != nil && r.cmd.Process != nil {
-		r.cmd.Process.Kill()
-		r.cmd.Wait()
-		r.cmd = nil
-	}
-}
 
 // TestClusterRedisRestartRecovery measures what issue 11 measured: two
 // nodes, a sender and a subscriber on each, Redis SIGKILLed and started
@@ -80,8 +28,8 @@ func TestClusterRedisRestartRecovery(t *testing.T) {
 		t.Skip("a measurement: set PARLEY_MEASURE_RECOVERY=1 (with the cluster services) to run it")
 	}
 	env := needCluster(t)
-	rs := startPrivateRedis(t)
-	env.redis = rs.url()
+	rs := servicetest.StartRedis(t)
+	env.redis = rs.URL()
 	a, b := startNode(t, env, "a"), startNode(t, env, "b")
 	const perNode = 1 // sender connections per node
 	r, ms := groupRoom(t, []*Main{a, b}, "recovery", 2*perNode+2)
@@ -180,8 +128,8 @@ func TestClusterRedisRestartRecovery(t *testing.T) {
 	}
 	time.Sleep(1350 * time.Millisecond)
 	if os.Getenv("PARLEY_MEASURE_NO_FAULT") == "" {
-		rs.kill()
-		rs.start()
+		rs.Kill()
+		rs.Start()
 	}
 	back := time.Now()
 	wg.Wait()

@@ -20,6 +20,7 @@ import (
 	"parley/accept"
 	"parley/cache"
 	"parley/chat"
+	"parley/cluster"
 	"parley/dirlock"
 	"parley/gateway"
 	"parley/history"
@@ -175,6 +176,10 @@ type Main struct {
 	ln       net.Listener
 	served   chan error
 	cluster  *clusterNode // nil in single-node mode
+	// rdb is cluster mode's Redis client from its dial until openFanout
+	// hands it to the cluster node (nil then): Close closes it if Open
+	// failed in between.
+	rdb *goredis.Client
 }
 
 // Open opens the stores and starts listening. It returns once the node
@@ -234,7 +239,7 @@ func (m *Main) Open(ctx context.Context) error {
 	}
 	limits.Chat, limits.SendLimit, limits.Registerer = svc, sendLimit, m.registry
 	api := rest.New(limits)
-	fanout, sessions, err := m.openFanout(clustered, rdb, rp.reads)
+	fanout, sessions, err := m.openFanout(clustered, rdb, rp)
 	if err != nil {
 		return err
 	}
@@ -323,11 +328,15 @@ type readPath struct {
 	// reads is what the services read: the history cache in front of hot
 	// when --cache-history-mib is set, else hot itself.
 	reads parley.Store
+	// written is how far hot has written this node's commits to Redis, in
+	// cluster mode: the relay publishes a commit once it is there.
+	written cluster.Watermark
 }
 
 // openReadPath puts the hot-data layer and the history cache in front of
 // db. In cluster mode it also dials Redis and returns its client, which
-// openFanout hands to the cluster node.
+// openFanout hands to the cluster node (Close closes it, m.rdb, if Open
+// fails before).
 func (m *Main) openReadPath(ctx context.Context, clustered bool, db parley.Store, endSessions func(userID string, tokenHash []byte)) (readPath, *goredis.Client, error) {
 	cfg := m.Config
 	var rp readPath
@@ -339,7 +348,9 @@ func (m *Main) openReadPath(ctx context.Context, clustered bool, db parley.Store
 		if rdb, err = dialRedis(ctx, cfg); err != nil {
 			return rp, nil, fmt.Errorf("cluster: %w", err)
 		}
-		rp.hot = openHot(cfg, db, rdb, m.registry, endSessions)
+		m.rdb = rdb
+		h := openHot(cfg, db, rdb, m.registry, endSessions)
+		rp.hot, rp.written = h, h
 	} else {
 		// The in-memory cache is kept current by this node's commits only,
 		// so it fronts the store only when no other node writes to it.
@@ -356,13 +367,15 @@ func (m *Main) openReadPath(ctx context.Context, clustered bool, db parley.Store
 // openFanout makes the hub (m.hub) and, in cluster mode, the cluster node
 // (m.cluster, which takes over rdb). It returns the fan-out's commit
 // callback, and the gateway's Sessions hook (nil on one node).
-func (m *Main) openFanout(clustered bool, rdb *goredis.Client, reads parley.Store) (parley.EventSink, gateway.Sessions, error) {
+func (m *Main) openFanout(clustered bool, rdb *goredis.Client, rp readPath) (parley.EventSink, gateway.Sessions, error) {
+	reads := rp.reads
 	m.hub = hub.New(hub.Config{Members: reads, Registerer: m.registry})
 	if !clustered {
 		return m.hub.Apply, nil, nil
 	}
 	var err error
-	if m.cluster, err = openCluster(m.Config, rdb, reads, m.hub, m.registry); err != nil {
+	m.rdb = nil // the cluster node owns it from now on, also on failure
+	if m.cluster, err = openCluster(m.Config, rdb, reads, rp.written, m.hub, m.registry); err != nil {
 		return nil, nil, fmt.Errorf("cluster: %w", err)
 	}
 	return m.cluster.relay.Apply, m.cluster, nil
@@ -532,6 +545,11 @@ func (m *Main) Close(ctx context.Context) error {
 	if m.cluster != nil {
 		if err := m.cluster.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close cluster: %w", err))
+		}
+	}
+	if m.rdb != nil { // Open failed before the cluster node took it over
+		if err := m.rdb.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close redis: %w", err))
 		}
 	}
 	if m.hub != nil {

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"parley/servicetest"
+)
+
+// TestOpenFailureClosesRedis: when a cluster node's Open fails after it
+// dialled Redis, Close closes the Redis client: the node's connections to
+// Redis end, whichever later step failed.
+func TestOpenFailureClosesRedis(t *testing.T) {
+	env := needCluster(t)
+	srv := servicetest.StartRedis(t)
+	env.redis = srv.URL()
+	opt, err := goredis.ParseURL(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := goredis.NewClient(opt)
+	defer admin.Close()
+	tests := []struct {
+		name string
+		bad  func(*Config)
+	}{
+		{"login device key too short", func(c *Config) { c.LoginDeviceKey = "short" }},
+		{"broker URL unusable", func(c *Config) { c.Broker = "amqp://127.0.0.1:notaport/" }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := &Main{Config: clusterConfig(t, env, "leak")}
+			tc.bad(&m.Config)
+			if err := m.Open(context.Background()); err == nil {
+				m.Close(context.Background())
+				t.Fatal("Open() succeeded, want an error")
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := m.Close(ctx); err != nil {
+				t.Logf("Close() after the failed Open: %v", err)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				n, err := otherClients(admin)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n == 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%d connections to Redis still open 10 s after Close of a node whose Open failed", n)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		})
+	}
+}
+
+// otherClients counts the connections to the Redis of admin but admin's
+// own.
+func otherClients(admin *goredis.Client) (int, error) {
+	list, err := admin.ClientList(context.Background()).Result()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for line := range strings.Lines(list) {
+		if strings.TrimSpace(line) != "" && !strings.Contains(line, "cmd=client") {
+			n++
+		}
+	}
+	return n, nil
+}

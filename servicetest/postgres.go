@@ -1,0 +1,104 @@
+package servicetest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Postgres is a private PostgreSQL cluster made with pg_createcluster,
+// with trust authentication on its own port, its data and log under the
+// test's temporary directory, and a database "parley"; it is dropped at
+// the end of the test.
+type Postgres struct {
+	t       testing.TB
+	version string
+	name    string
+	port    int
+}
+
+var pgCount atomic.Int32
+
+// StartPostgres creates and starts a private PostgreSQL cluster.
+func StartPostgres(t testing.TB) *Postgres {
+	t.Helper()
+	NeedTools(t, "pg_createcluster", "pg_ctlcluster", "pg_dropcluster")
+	versions, _ := filepath.Glob("/etc/postgresql/*")
+	if len(versions) == 0 {
+		t.Skip("pg_createcluster is installed but /etc/postgresql has no version")
+	}
+	sort.Strings(versions)
+	c := &Postgres{
+		t:       t,
+		version: filepath.Base(versions[len(versions)-1]),
+		name:    fmt.Sprintf("chaos%d_%d", os.Getpid(), pgCount.Add(1)),
+		port:    FreePort(t),
+	}
+	// The postgres user must reach the data directory.
+	dir := t.TempDir()
+	for d := dir; d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
+		os.Chmod(d, 0o755)
+	}
+	out, err := exec.Command("pg_createcluster", c.version, c.name, "-p", strconv.Itoa(c.port),
+		"-d", filepath.Join(dir, "data"), "-l", filepath.Join(dir, "postgresql.log"),
+		"--", "--auth=trust").CombinedOutput()
+	if err != nil {
+		t.Fatalf("pg_createcluster: %v: %s", err, LastLines(string(out), 5))
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("pg_dropcluster", "--stop", c.version, c.name).CombinedOutput(); err != nil {
+			t.Errorf("pg_dropcluster %s: %v: %s", c.name, err, out)
+		}
+	})
+	c.Start()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, c.AdminURL())
+	if err != nil {
+		t.Fatalf("connect to %s: %v", c.name, err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE parley"); err != nil {
+		t.Fatalf("create database: %v", err)
+	}
+	return c
+}
+
+// AdminURL is the cluster's postgres database.
+func (c *Postgres) AdminURL() string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", c.port)
+}
+
+// URL is the database "parley", for the nodes.
+func (c *Postgres) URL() string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/parley?sslmode=disable", c.port)
+}
+
+func (c *Postgres) ctl(action string, extra ...string) {
+	c.t.Helper()
+	args := append([]string{"--skip-systemctl-redirect"}, extra...)
+	args = append(args, c.version, c.name, action)
+	if out, err := exec.Command("pg_ctlcluster", args...).CombinedOutput(); err != nil {
+		c.t.Fatalf("pg_ctlcluster %s %s: %v: %s", c.name, action, err, out)
+	}
+}
+
+// Start starts the cluster and waits for its port.
+func (c *Postgres) Start() {
+	c.t.Helper()
+	c.ctl("start")
+	if err := WaitPort(c.port, 30*time.Second); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// Stop stops the cluster, disconnecting every client (fast mode).
+func (c *Postgres) Stop() { c.t.Helper(); c.ctl("stop", "-m", "fast") }
