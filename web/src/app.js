@@ -7,7 +7,7 @@ import { Api } from './api.js';
 import { ChatView } from './chat.js';
 import { $, h, setText, shortTime } from './dom.js';
 import { Live } from './live.js';
-import { roomEvent, roomGone } from './members.js';
+import { roomEvent, roomRefused } from './members.js';
 
 const tokenKey = 'parley.token';
 
@@ -94,7 +94,7 @@ class App {
       },
       onRoomError: (roomId, err) => {
         if (this.view && this.view.roomId === roomId) setText($('chat-error'), 'This room is closed to you: ' + err.text);
-        if (err.code === 'forbidden' || err.code === 'not_found') roomGone(this, roomId, 'You are no longer a member of this room: ' + err.text + '.');
+        roomRefused(this, roomId, err);
       },
       onEvent: (ev) => roomEvent(this, ev),
       onSendResult: (clientId, r) => {

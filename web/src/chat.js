@@ -109,8 +109,9 @@ export class ChatView {
   async refresh() {
     try {
       const room = await this.app.api.room(this.roomId);
-      if (!this.closed) this.showRoom(room);
-      if (!this.closed) this.people.load(); // presence and reads moved while the connection was down
+      if (this.closed || this.people.isGone) return;
+      this.showRoom(room);
+      this.people.load(); // presence and reads moved while the connection was down
     } catch {
       // keep what is shown
     }

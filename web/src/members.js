@@ -96,6 +96,20 @@ function mergeRoom(old, info) {
 }
 
 /**
+ * roomRefused takes the refusal of a room's subscription: forbidden or
+ * not_found means the user is no longer a member (removed or banned
+ * while the connection was down, or the ERROR that ended the session
+ * came before the member event). The server's words name the room by id:
+ * the page says its title.
+ */
+export function roomRefused(app, roomId, err) {
+  if (err.code !== 'forbidden' && err.code !== 'not_found') return;
+  const room = app.view && app.view.roomId === roomId ? app.view.room : null;
+  const text = room && room.title ? err.text.replace(roomId, '“' + room.title + '”') : err.text;
+  roomGone(app, roomId, 'You are no longer a member of this room: ' + text + '.');
+}
+
+/**
  * roomGone forgets a room the user is no longer in (left here or
  * elsewhere, removed, banned): out of the list, and the open view says why
  * and takes no more messages.
@@ -150,6 +164,7 @@ export class People {
     $('room-settings').addEventListener('submit', this.onSettings);
     $('members-more').addEventListener('click', this.onMore);
     this.observer.observe($('messages'), { childList: true });
+    $('people-button').hidden = false;
     setText($('people-error'), '');
     setText($('typing'), '');
     $('composer-input').disabled = false;
@@ -171,6 +186,8 @@ export class People {
     $('member-list').replaceChildren();
     $('ban-list').replaceChildren();
     setText($('typing'), '');
+    setText($('people-button'), 'People');
+    for (const id of ['people', 'room-settings', 'bans', 'leave-button', 'members-more']) $(id).hidden = true;
     this.seenEl.remove();
   }
 
@@ -298,6 +315,7 @@ export class People {
     this.typists.clear();
     this.members.clear();
     this.render();
+    for (const id of ['people', 'people-button', 'invite-button', 'invite']) $(id).hidden = true;
     setText($('chat-error'), text);
     $('composer-input').disabled = true;
     $('composer').querySelector('button[type=submit]').disabled = true;
