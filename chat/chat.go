@@ -246,6 +246,13 @@ func (s *Service) Send(ctx context.Context, u parley.User, roomID, body, clientI
 	if err == nil && created {
 		s.accepted.Inc()
 	}
+	if err == nil && !created && m.Body != body {
+		// The same idempotency key with another body is a client bug (a
+		// key reused for a new message): returning the stored one would
+		// lose the new text without a word.
+		return parley.Message{}, false, parley.Errorf(parley.CodeConflict,
+			"client_id %q was sent before with another body (seq %d); use a new client_id for a new message", clientID, m.Seq)
+	}
 	return m, created, err
 }
 

@@ -108,6 +108,7 @@ func (s *session) connect(f *stomp.Frame, rs *readState) error {
 	}
 	ctx, cancel := context.WithTimeout(s.srv.ctx, s.srv.cfg.SendTimeout)
 	u, tok, err := s.authenticate(ctx, token)
+	s.logAuth(u, err)
 	if err == nil && s.srv.cfg.Sessions != nil {
 		s.srv.cfg.Sessions.Opened(ctx, u.ID)
 	}
@@ -421,6 +422,7 @@ func (s *session) disconnect(receipt []byte) {
 	s.stopReading()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.setReasonLocked("client sent DISCONNECT")
 	if receipt == nil {
 		s.finishLocked(outItem{}, wsNormalClosure)
 		return

@@ -28,6 +28,7 @@ type session struct {
 	websocket bool
 	id        string
 	prefix    []byte // octets read before the session started (WebSocket upgrade)
+	opened    time.Time
 
 	// wsFragmented is owned by the reader (one at a time; reading hands
 	// it over): the client's current WebSocket message has had a frame
@@ -62,11 +63,12 @@ type session struct {
 	closed      bool
 	readStopped bool        // the reader saw the end: do not re-arm
 	stopExpiry  func() bool // stops the token expiry timer; nil when none
+	reason      string      // why the session ends, for its last log line (setReasonLocked)
 }
 
 // start runs a session on an accepted or upgraded connection.
 func (srv *Server) start(c net.Conn, websocket bool, prefix []byte) {
-	s := &session{srv: srv, conn: c, websocket: websocket, id: parley.NewID(), prefix: prefix, fd: -1}
+	s := &session{srv: srv, conn: c, websocket: websocket, id: parley.NewID(), prefix: prefix, fd: -1, opened: time.Now()}
 	s.room.L = &s.mu
 	s.readFn = s.readReady
 	s.writeFn = s.writeLoop
@@ -91,6 +93,7 @@ func (srv *Server) start(c net.Conn, websocket bool, prefix []byte) {
 		c.Close()
 		return
 	}
+	s.logOpen()
 	if overCap {
 		s.refuse(errNodeFull, nil) // before any read: no frame is acted on
 		return
@@ -194,8 +197,10 @@ func (s *session) readFailed(err error) {
 	case err == errWSClose:
 		// closeWebSocket queued the answer and the close.
 	case err == io.EOF || err == io.ErrUnexpectedEOF:
+		s.setReason("client closed the connection")
 		s.close()
 	default:
+		s.setReason("read error: " + err.Error())
 		s.close()
 	}
 }
@@ -274,11 +279,13 @@ func (s *session) refuseStatus(err error, receipt []byte, wsStatus uint16) {
 		s.srv.log.Error("stomp session", "session", s.id, "err", err)
 	}
 	b := encodeControl(errorFrame(err, receipt), s.readVersion())
+	s.logRefusal(err)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.dead { // refused or ended already: this ERROR is never sent
 		return
 	}
+	s.setReasonLocked("refused: " + code)
 	s.srv.m.refusals[refusalIndex(code)].Inc()
 	status := wsStatus
 	switch {
@@ -379,6 +386,8 @@ func (s *session) close() {
 	stopExpiry := s.stopExpiry
 	opened := s.connected && s.srv.cfg.Sessions != nil
 	user := s.user.ID
+	s.setReasonLocked("closed by the server")
+	defer s.logClosed(s.user, s.reason)
 	s.mu.Unlock()
 	if opened {
 		// Counted before remove below, so that Shutdown, once the

@@ -92,6 +92,7 @@ func (s *session) slowConsumerLocked(reason string) {
 		return
 	}
 	s.srv.m.slowConsumer.WithLabelValues(reason).Inc()
+	s.setReasonLocked("slow consumer: " + reason)
 	s.dropQueueLocked()
 	if reason == reasonWriteTimeout {
 		s.dead = true

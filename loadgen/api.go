@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -20,6 +21,8 @@ type api struct {
 	base string // http://host:port
 	hc   *http.Client
 	tr   *http.Transport
+
+	waits atomic.Int64 // set-up requests that waited on a 429 (call)
 }
 
 func newAPI(base string, o Options) *api {
@@ -84,6 +87,7 @@ func (a *api) call(ctx context.Context, method, path, token string, in, out any)
 		if status != http.StatusTooManyRequests || attempt == maxRateRetries {
 			return status, err
 		}
+		a.waits.Add(1)
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():

@@ -207,14 +207,26 @@ func checkURL(target, raw string) error {
 
 // Progress is a snapshot of a running scenario.
 type Progress struct {
-	Phase   string        // "setup", "measure", "drain"
+	// Phase names the step: a set-up step ("setup", "sign-up", "rooms",
+	// "join", "seed", "connect"; each has its own, so that no bar goes
+	// back), then "measure", "drain" (messaging) or "settle" (connections).
+	Phase   string
 	Done    int64         // work done in the phase (users set up, operations, deliveries)
 	Total   int64         // work the phase expects, 0 when only the time bounds it
 	Elapsed time.Duration // time in the phase
 	Limit   time.Duration // the phase's time bound, 0 for none
 	Errors  int64
 	Last    Point // the latest timeline point (measure and drain)
+	// Waits counts the set-up requests that waited on the server's
+	// per-user limit (429 rate_limited, --rest-send-rate) so far.
+	Waits int64
 }
+
+// Measuring reports whether the phase is past the set-up: its progress
+// has rates and latencies.
+func (p Progress) Measuring() bool { return measuring(p.Phase) }
+
+func measuring(phase string) bool { return phase == "measure" || phase == "drain" || phase == "settle" }
 
 // Result is the outcome of a run.
 type Result struct {

@@ -59,7 +59,7 @@ func (r *run) direct(ctx context.Context) error {
 	}
 	if err := m.setup(ctx, func(ctx context.Context, accs []account) ([]string, error) {
 		ids := make([]string, n/2)
-		r.setPhase("setup", int64(n/2), 0)
+		r.setPhase("rooms", int64(n/2), 0)
 		err := parallel(ctx, n/2, r.o.SetupConcurrency, func(ctx context.Context, k int) error {
 			rm, err := accs[2*k].createDirect(ctx, accs[2*k+1].ID)
 			ids[k] = rm.ID
@@ -194,7 +194,7 @@ func (m *msgRun) setup(ctx context.Context, makeRooms func(context.Context, []ac
 			sendDests[i] = dests[i]
 		}
 	}
-	r.setPhase("setup", int64(len(m.cls)), 0)
+	r.setPhase("connect", int64(len(m.cls)), 0)
 	err := parallel(ctx, len(m.cls), r.o.SetupConcurrency*4, func(ctx context.Context, i int) error {
 		c := m.cls[i]
 		var (

@@ -95,7 +95,7 @@ func (r *run) setupRooms(ctx context.Context, users, nRooms, history int) ([]acc
 	}
 	owner := accs[0]
 	rooms := make([]roomInfo, nRooms)
-	r.setPhase("setup", int64(nRooms), 0)
+	r.setPhase("rooms", int64(nRooms), 0)
 	for i := range rooms {
 		if rooms[i], err = owner.createGroup(ctx, fmt.Sprintf("bench %s %d", r.scn, i), 0); err != nil {
 			return nil, nil, err
@@ -127,7 +127,7 @@ func (r *run) seats(ctx context.Context) error {
 	}
 	owner, users := accs[r.o.Users], accs[:r.o.Users]
 	rooms := make([]roomInfo, r.o.Loops)
-	r.setPhase("setup", int64(len(rooms)), 0)
+	r.setPhase("rooms", int64(len(rooms)), 0)
 	err = parallel(ctx, len(rooms), r.o.SetupConcurrency, func(ctx context.Context, i int) error {
 		var err error
 		rooms[i], err = owner.createGroup(ctx, fmt.Sprintf("bench seats %d", i), r.o.Seats)

@@ -3,6 +3,7 @@ package loadgen
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -30,6 +31,7 @@ type run struct {
 
 	usage usageSample // at the start of the measurement
 
+	reportMu  sync.Mutex // serialises the calls of o.Progress (the ticker's and setPhase's)
 	tickMu    sync.Mutex // guards lastPoint and calls of extra
 	lastPoint Point
 	stopTick  chan struct{}
@@ -61,6 +63,7 @@ func (r *run) setPhase(name string, total int64, limit time.Duration) {
 	r.phaseLimit.Store(int64(limit))
 	r.phaseStart.Store(time.Now().UnixNano())
 	r.phase.Store(name)
+	r.report(time.Now()) // at once: a short step shows too
 }
 
 // startMeasure ends the set-up and starts the measurement's clock and
@@ -88,7 +91,7 @@ func (r *run) ticker() {
 		case now := <-t.C:
 			n++
 			phase, _ := r.phase.Load().(string)
-			if phase != "setup" && n%5 == 0 {
+			if measuring(phase) && n%5 == 0 {
 				r.tick(now)
 			}
 			r.report(now)
@@ -100,6 +103,8 @@ func (r *run) report(now time.Time) {
 	if r.o.Progress == nil {
 		return
 	}
+	r.reportMu.Lock()
+	defer r.reportMu.Unlock()
 	phase, _ := r.phase.Load().(string)
 	_, errs := r.rec.Count()
 	r.tickMu.Lock()
@@ -113,6 +118,7 @@ func (r *run) report(now time.Time) {
 		Limit:   time.Duration(r.phaseLimit.Load()),
 		Errors:  errs,
 		Last:    last,
+		Waits:   r.waits(),
 	})
 }
 
@@ -149,9 +155,21 @@ func (r *run) close() {
 	}
 }
 
+// waits counts the set-up requests that waited on a 429, over the nodes.
+func (r *run) waits() int64 {
+	var n int64
+	for _, a := range r.nodes {
+		n += a.waits.Load()
+	}
+	return n
+}
+
 // result fills the common fields of the result from the recorder.
 func (r *run) result() *Result {
 	res := r.res
+	if n := r.waits(); n > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("set-up waited %d times on the server's --rest-send-rate (429 rate_limited); start the server under test with --rest-send-rate 0 to set up faster (nothing measured is affected)", n))
+	}
 	total := r.rec.Total()
 	res.Latency = Summarize(total)
 	res.Histogram = LogBuckets(total)

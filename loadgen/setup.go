@@ -71,7 +71,7 @@ feed:
 func (r *run) signUp(ctx context.Context, n int) ([]account, error) {
 	prefix := "b" + runID() + "-"
 	accs := make([]account, n)
-	r.setPhase("setup", int64(n), 0)
+	r.setPhase("sign-up", int64(n), 0)
 	err := parallel(ctx, n, r.o.SetupConcurrency, func(ctx context.Context, i int) error {
 		node := r.node(i)
 		creds := map[string]string{"name": prefix + strconv.Itoa(i), "password": benchPassword}
@@ -149,7 +149,7 @@ func (a account) post(ctx context.Context, roomID, body string) error {
 
 // joinAll makes every account a member of every room.
 func (r *run) joinAll(ctx context.Context, accs []account, rooms []roomInfo) error {
-	r.setPhase("setup", int64(len(accs)*len(rooms)), 0)
+	r.setPhase("join", int64(len(accs)*len(rooms)), 0)
 	return parallel(ctx, len(accs)*len(rooms), r.o.SetupConcurrency*4, func(ctx context.Context, i int) error {
 		r.done.Add(1)
 		return accs[i/len(rooms)].join(ctx, rooms[i%len(rooms)].ID)
@@ -160,7 +160,7 @@ func (r *run) joinAll(ctx context.Context, accs []account, rooms []roomInfo) err
 // (every account is a member of every room): the server limits each
 // user's sends, and one sender would wait on that limit.
 func (r *run) seedHistory(ctx context.Context, accs []account, rooms []roomInfo, n int) error {
-	r.setPhase("setup", int64(n*len(rooms)), 0)
+	r.setPhase("seed", int64(n*len(rooms)), 0)
 	body := payload(r.o.Payload)
 	return parallel(ctx, n*len(rooms), r.o.SetupConcurrency*4, func(ctx context.Context, i int) error {
 		r.done.Add(1)

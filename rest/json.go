@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"log/slog"
 	"net/http"
 	"unicode/utf8"
 
@@ -44,15 +43,12 @@ type errorBody struct {
 	} `json:"error"`
 }
 
-// writeError writes err as the JSON error shape. Internal errors are logged
-// and reach the client without detail.
+// writeError writes err as the JSON error shape. Internal errors reach
+// the client without detail (logError logs them).
 func writeError(w http.ResponseWriter, err error) {
 	var body errorBody
 	body.Error.Code = parley.ErrorCode(err)
 	body.Error.Message = parley.ErrorMessage(err)
-	if body.Error.Code == parley.CodeInternal {
-		slog.Error("http api", "err", err)
-	}
 	writeJSON(w, errorStatus(body.Error.Code), body)
 }
 

@@ -110,6 +110,7 @@ type Handler struct {
 	deviceKey   []byte
 	now         func() time.Time
 	mux         *http.ServeMux
+	patterns    []string // of every route, in the order registered
 
 	requests     *prometheus.CounterVec
 	latency      *prometheus.HistogramVec
@@ -196,9 +197,9 @@ func (h *Handler) routes() {
 	h.handle("GET /api/rooms/{id}/messages", h.authed(h.messages))
 	h.handle("POST /api/rooms/{id}/messages", h.authed(h.limited(h.send)))
 	h.handle("PUT /api/rooms/{id}/read", h.authed(h.markRead))
-	h.handle("/api/", func(w http.ResponseWriter, r *http.Request) error {
-		return parley.Errorf(parley.CodeNotFound, "no such route: %s %s", r.Method, r.URL.Path)
-	})
+	h.handle("GET /api/config", h.clientConfig)
+	h.handle("GET /api/openapi.yaml", h.openAPI)
+	h.handle(catchAll, h.noRoute)
 }
 
 // ServeHTTP implements http.Handler.
@@ -211,10 +212,14 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 func (h *Handler) handle(pattern string, f handlerFunc) {
 	requests := h.requests.MustCurryWith(prometheus.Labels{"route": pattern})
 	latency := h.latency.WithLabelValues(pattern)
+	h.patterns = append(h.patterns, pattern)
 	h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
+		rid := requestID(r)
+		sw.Header().Set("X-Request-Id", rid)
 		if err := f(sw, r); err != nil {
+			logError(r, rid, pattern, err)
 			writeError(sw, err)
 		}
 		requests.WithLabelValues(strconv.Itoa(sw.status())).Inc()

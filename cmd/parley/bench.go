@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,7 +18,7 @@ import (
 
 const benchUsage = `usage: parley bench <scenario> [flags]
 
-scenarios (design §7):
+scenarios (README, "Load tests: parley bench"):
   direct        seed 000: users in 1:1 rooms, send → peer receives
   roomlist      seed 001: room list in a loop
   history       seed 001: paging older messages
@@ -26,7 +27,12 @@ scenarios (design §7):
   open          seed 004: room info + last message ("open a chat")
   connections   idle subscribed connections, server RSS per connection
 
-Run 'parley bench <scenario> -h' for the flags and their defaults.
+Set-up (users, rooms, seeded history) goes through the REST API: start the
+server under test with --signup-rate 0, and with --rest-send-rate 0 for a
+fast set-up (its per-user send limit slows the seeding; the bench waits it
+out and says so). Nothing of the set-up is measured.
+
+Run 'parley bench <scenario> -h' for the flags of a scenario and their defaults.
 `
 
 // runBench is the bench command: it parses flags, runs a loadgen scenario
@@ -81,6 +87,14 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&jsonPath, "json", "", "write the result as JSON to this file (- for standard output)")
 	fs.StringVar(&htmlPath, "html", "", "write a self-contained HTML report with charts to this file")
 	fs.StringVar(&progress, "progress", "auto", "progress bar on standard error: auto (when it is a terminal), on, off")
+	applies := func(name string) bool { return benchFlagApplies(name, scn) }
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: parley bench %s [flags]\n\nThe flags of %s (every flag can also be set by the environment variable named beside it):\n\n", scn, scn)
+		printFlags(stderr, fs, applies)
+	}
+	if err := refuseOtherFlags(args[1:], scn); err != nil {
+		return err
+	}
 	if err := parseFlags(fs, args[1:], os.Getenv); err != nil {
 		return err
 	}
@@ -148,6 +162,52 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
+// benchFlagScenarios names the scenarios of each flag that only some
+// take; every other flag applies to every scenario.
+var benchFlagScenarios = map[string][]loadgen.Scenario{
+	"target":      {loadgen.Direct, loadgen.Group},
+	"login":       {loadgen.Direct, loadgen.Group},
+	"passcode":    {loadgen.Direct, loadgen.Group},
+	"interval":    {loadgen.Direct, loadgen.Group},
+	"rate":        {loadgen.Direct, loadgen.Group},
+	"drain":       {loadgen.Direct, loadgen.Group},
+	"payload":     {loadgen.Direct, loadgen.Group, loadgen.RoomList, loadgen.History, loadgen.Open},
+	"history":     {loadgen.RoomList, loadgen.History, loadgen.Open},
+	"rooms":       {loadgen.RoomList, loadgen.Open},
+	"page":        {loadgen.RoomList, loadgen.History},
+	"seats":       {loadgen.Seats},
+	"connections": {loadgen.Connections},
+	"loops":       {loadgen.Direct, loadgen.Group, loadgen.RoomList, loadgen.History, loadgen.Open, loadgen.Seats},
+	"ramp-up":     {loadgen.Direct, loadgen.Group, loadgen.RoomList, loadgen.History, loadgen.Open, loadgen.Seats},
+}
+
+// benchFlagApplies reports whether a flag changes scenario scn.
+func benchFlagApplies(name string, scn loadgen.Scenario) bool {
+	scns, some := benchFlagScenarios[name]
+	return !some || slices.Contains(scns, scn)
+}
+
+// refuseOtherFlags refuses a flag on the command line that scn does not
+// take (its variable in the environment is ignored: one environment may
+// serve several scenarios).
+func refuseOtherFlags(args []string, scn loadgen.Scenario) error {
+	for _, a := range args {
+		if a == "--" || !strings.HasPrefix(a, "-") {
+			continue
+		}
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if benchFlagApplies(name, scn) {
+			continue
+		}
+		msg := fmt.Sprintf("bench: --%s does not apply to %s (it is a flag of %v)", name, scn, benchFlagScenarios[name])
+		if name == "target" {
+			msg += "; " + string(scn) + " runs only against parley"
+		}
+		return errors.New(msg)
+	}
+	return nil
+}
+
 // parseInterval reads "1s-3s", "250ms" or "0".
 func parseInterval(s string) (lo, hi time.Duration, err error) {
 	a, b, isRange := strings.Cut(strings.TrimSpace(s), "-")
@@ -203,24 +263,48 @@ func isTerminal(w io.Writer) bool {
 func progressBar(w io.Writer) func(loadgen.Progress) {
 	const width = 30
 	return func(p loadgen.Progress) {
-		frac := 0.0
-		if p.Total > 0 {
-			frac = float64(p.Done) / float64(p.Total)
-		}
-		if p.Limit > 0 {
-			frac = max(frac, float64(p.Elapsed)/float64(p.Limit))
-		}
-		frac = min(max(frac, 0), 1)
+		frac, byTime := progressFraction(p)
 		n := int(frac * width)
 		bar := strings.Repeat("=", n) + strings.Repeat(" ", width-n)
 		line := fmt.Sprintf("%-7s [%s] %3.0f%%  %s", p.Phase, bar, 100*frac, p.Elapsed.Truncate(100*time.Millisecond))
-		if p.Total > 0 {
+		switch {
+		case byTime && p.Limit > 0:
+			line += "  of " + p.Limit.String() + ", " + strconv.FormatInt(p.Done, 10) + " done"
+		case p.Total > 0:
 			line += "  " + strconv.FormatInt(p.Done, 10) + "/" + strconv.FormatInt(p.Total, 10)
 		}
-		if p.Phase != "setup" {
+		if p.Measuring() {
 			line += fmt.Sprintf("  %.0f/s  p99 %.2f ms", p.Last.Rate, p.Last.P99)
+		} else if p.Waits > 0 {
+			line += "  (slowed by the server's --rest-send-rate: 429 ×" + strconv.FormatInt(p.Waits, 10) + ")"
 		}
 		line += "  errors " + strconv.FormatInt(p.Errors, 10)
 		fmt.Fprint(w, "\r\033[K"+line)
 	}
+}
+
+// progressFraction is how far a phase is, 0 to 1, and whether time, not
+// the count of work, bounds it: a run that --duration ends before its
+// users × loops are done is shown against its time, not against a count
+// it will never reach.
+func progressFraction(p loadgen.Progress) (frac float64, byTime bool) {
+	var byCount, timeFrac float64
+	if p.Total > 0 {
+		byCount = float64(p.Done) / float64(p.Total)
+	}
+	if p.Limit > 0 {
+		timeFrac = float64(p.Elapsed) / float64(p.Limit)
+	}
+	switch {
+	case p.Limit <= 0:
+		frac = byCount
+	case p.Total <= 0:
+		frac, byTime = timeFrac, true
+	default:
+		// Time bounds the phase when, at the pace so far, the count would
+		// end after the time does.
+		byTime = timeFrac >= byCount
+		frac = max(byCount, timeFrac)
+	}
+	return min(max(frac, 0), 1), byTime
 }

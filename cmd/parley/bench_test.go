@@ -219,6 +219,7 @@ func TestBenchFlags(t *testing.T) {
 		{"rabbit roomlist", []string{"bench", "roomlist", "--target", "rabbitmq-web-stomp"}, "only against parley"},
 		{"bad url", []string{"bench", "open", "--url", "ftp://127.0.0.1:21"}, "want http"},
 		{"bad progress", []string{"bench", "open", "--progress", "maybe"}, "--progress"},
+		{"flag of another scenario", []string{"bench", "seats", "--interval", "1s"}, "--interval does not apply to seats"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := run(ctx, tc.args, &stdout, &stderr)

@@ -53,11 +53,12 @@ func versionString() string {
 func main() {
 	ctx, stop := signalContext()
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "parley:", err)
-		}
-		os.Exit(2)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(os.Stderr, "parley:", err)
+	}
+	if code := exitCode(err); code != 0 {
+		os.Exit(code)
 	}
 }
 
@@ -67,7 +68,7 @@ commands:
   serve     start a Parley node
   migrate   apply the store's pending schema migrations (--dry-run: report them)
   bench     drive a running server with a load scenario (parley bench -h)
-  version   print the version
+  version   print the version (also --version, -v)
 
 Run 'parley <command> -h' for the flags of a command.
 `
@@ -84,7 +85,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runMigrate(ctx, args[1:], stdout, stderr)
 	case "bench":
 		return runBench(ctx, args[1:], stdout, stderr)
-	case "version":
+	case "version", "--version", "-version", "-v":
 		fmt.Fprintln(stdout, "parley", versionString())
 		return nil
 	case "help", "-h", "--help":

@@ -109,6 +109,7 @@ func (c *client) do(method, path string, body any, out any) int {
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
+	checkAPIDoc(c.t, req, resp, data)
 	if out != nil && len(data) > 0 {
 		if err := json.Unmarshal(data, out); err != nil {
 			c.t.Fatalf("%s %s: decode %q: %v", method, path, data, err)

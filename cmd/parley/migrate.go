@@ -28,10 +28,7 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.StringVar(&data, "data", "./data", "data directory of the embedded SQLite store")
 	fs.BoolVar(&dryRun, "dry-run", false, "report the schema version and the pending migrations; change nothing")
 	fs.String("config", "", configHelp)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: parley migrate [flags]\n\nApply the store's pending schema migrations (serve also applies them at start).\n\n")
-		fs.PrintDefaults()
-	}
+	setUsage(fs, stderr, "usage: parley migrate [flags]\n\nApply the store's pending schema migrations (serve also applies them at start).\nEvery flag can also be set by the environment variable named beside it.\n\n")
 	if err := parseFlags(fs, args, os.Getenv); err != nil {
 		return err
 	}

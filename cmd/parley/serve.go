@@ -40,12 +40,13 @@ import (
 
 // Config is a node's configuration, from flags and environment.
 type Config struct {
-	Addr     string        // HTTP listen address
-	Data     string        // data directory of the embedded store
-	Sync     string        // SQLite synchronous setting: full, normal, off
-	TokenTTL time.Duration // access token lifetime
-	MaxBody  int           // largest message body, bytes
-	LogLevel slog.Level
+	Addr      string        // HTTP listen address
+	Data      string        // data directory of the embedded store
+	Sync      string        // SQLite synchronous setting: full, normal, off
+	TokenTTL  time.Duration // access token lifetime
+	MaxBody   int           // largest message body, bytes
+	LogLevel  slog.Level
+	LogFormat string // text or json
 
 	StompAddr      string        // raw TCP STOMP listen address; "" for none
 	DebugAddr      string        // pprof listen address; "" for none
@@ -98,7 +99,8 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Sync, "sync", "full", "SQLite durability: full (survives power loss), normal (survives a crash of the process), off")
 	fs.DurationVar(&c.TokenTTL, "token-ttl", 7*24*time.Hour, "access token lifetime")
 	fs.IntVar(&c.MaxBody, "max-body", 4096, "largest message body in bytes")
-	fs.TextVar(&c.LogLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn, error")
+	fs.TextVar(&c.LogLevel, "log-level", slog.LevelInfo, "log level: debug (also every refusal with its code), info, warn, error")
+	fs.StringVar(&c.LogFormat, "log-format", "text", "log lines on standard error: text (key=value) or json (one object a line)")
 	fs.StringVar(&c.StompAddr, "stomp-addr", "", "raw TCP STOMP listen address (empty: WebSocket /ws only)")
 	fs.IntVar(&c.CacheRecent, "cache-recent", cache.DefaultRecentMessages, "newest messages of each room served from memory (older history pages read the store)")
 	fs.IntVar(&c.CacheHistory, "cache-history-mib", history.DefaultMaxBytes>>20, "MiB of older messages kept in memory, over all rooms, in blocks of 100 read once (0: older pages always read the store)")
@@ -141,17 +143,22 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	cfg.flags(fs)
 	fs.String("config", "", configHelp)
+	setUsage(fs, stderr, serveUsage)
 	if err := parseFlags(fs, args, os.Getenv); err != nil {
 		return err
 	}
-	slog.SetDefault(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel})))
+	logger, err := newLogger(stderr, cfg.LogFormat, cfg.LogLevel)
+	if err != nil {
+		return err
+	}
+	slog.SetDefault(logger)
 
 	m := &Main{Config: cfg}
 	if err := m.Open(ctx); err != nil {
 		m.Close(context.Background())
 		return err
 	}
-	slog.Info("parley serving", "addr", m.Addr(), "stomp_addr", m.StompAddr(), "metrics_addr", m.MetricsAddr(), "data", cfg.Data, "version", versionString())
+	slog.Info("parley serving", append([]any{"addr", m.Addr(), "stomp_addr", m.StompAddr(), "metrics_addr", m.MetricsAddr(), "data", cfg.Data, "version", versionString()}, cfg.servicesAttrs()...)...)
 	<-ctx.Done()
 	slog.Info("parley shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

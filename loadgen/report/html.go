@@ -19,17 +19,43 @@ func WriteHTML(w io.Writer, res *loadgen.Result) error {
 		return err
 	}
 	data := struct {
-		Title                          string
-		Summary                        string
-		Throughput, Latency, Histogram template.HTML
+		Title   string
+		Summary string
+		Charts  []chart
 	}{
-		Title:      fmt.Sprintf("parley bench %s — %s", res.Scenario, res.Target),
-		Summary:    summary.String(),
-		Throughput: throughputChart(res),
-		Latency:    latencyChart(res),
-		Histogram:  histogramChart(res),
+		Title:   fmt.Sprintf("parley bench %s — %s", res.Scenario, res.Target),
+		Summary: summary.String(),
+		Charts:  charts(res),
 	}
 	return reportTemplate.Execute(w, data)
+}
+
+// chart is one titled chart of the report.
+type chart struct {
+	Title string
+	SVG   template.HTML
+}
+
+// minTimeline is the fewest timeline points (seconds) worth a chart over
+// time; a shorter run (a burst: seats takes a few hundredths of a second)
+// gets what fits it, the histogram and, for seats, the join outcome.
+const minTimeline = 2
+
+// charts returns the charts that fit res.
+func charts(res *loadgen.Result) []chart {
+	var cs []chart
+	if len(res.Timeline) >= minTimeline || len(res.Histogram) == 0 {
+		cs = append(cs, chart{"Throughput over time", throughputChart(res)})
+		if res.Messaging != nil {
+			cs = append(cs, chart{"Messages sent over time", sentChart(res)})
+		}
+		cs = append(cs, chart{"Latency percentiles over time", latencyChart(res)})
+	}
+	cs = append(cs, chart{"Latency histogram", histogramChart(res)})
+	if res.Seats != nil {
+		cs = append(cs, chart{"Join outcome", seatsChart(res.Seats)})
+	}
+	return cs
 }
 
 var reportTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE html>
@@ -50,13 +76,9 @@ svg text { font-size: 11px; fill: #444; }
 <body>
 <h1>{{.Title}}</h1>
 <pre>{{.Summary}}</pre>
-<h2>Throughput over time</h2>
-{{.Throughput}}
-<h2>Latency percentiles over time</h2>
-{{.Latency}}
-<h2>Latency histogram</h2>
-{{.Histogram}}
-</body>
+{{range .Charts}}<h2>{{.Title}}</h2>
+{{.SVG}}
+{{end}}</body>
 </html>
 `))
 
@@ -77,7 +99,6 @@ func throughputChart(res *loadgen.Result) template.HTML {
 	xs := make([]float64, len(res.Timeline))
 	rate := make([]float64, len(res.Timeline))
 	errs := make([]float64, len(res.Timeline))
-	sent := make([]float64, len(res.Timeline))
 	prev := 0.0
 	for i, p := range res.Timeline {
 		xs[i] = p.At
@@ -86,14 +107,58 @@ func throughputChart(res *loadgen.Result) template.HTML {
 		prev = p.At
 		if span > 0 {
 			errs[i] = float64(p.Errors) / span
-			sent[i] = float64(p.Extra) / span
 		}
 	}
 	ss := []series{{plural(res.Unit) + "/s", "#1f77b4", rate}, {"errors/s", "#d62728", errs}}
-	if res.Messaging != nil {
-		ss = append(ss, series{"messages sent/s", "#2ca02c", sent})
-	}
 	return lineChart(xs, ss, false, "time (s)", "per second")
+}
+
+// sentChart is the messages sent per second, on an axis of its own: a
+// group room delivers each message to every member, so on the deliveries'
+// axis the sends would be a flat line.
+func sentChart(res *loadgen.Result) template.HTML {
+	xs := make([]float64, len(res.Timeline))
+	sent := make([]float64, len(res.Timeline))
+	prev := 0.0
+	for i, p := range res.Timeline {
+		xs[i] = p.At
+		if span := p.At - prev; span > 0 {
+			sent[i] = float64(p.Extra) / span
+		}
+		prev = p.At
+	}
+	return lineChart(xs, []series{{"messages sent/s", "#2ca02c", sent}}, false, "time (s)", "messages per second")
+}
+
+// seatsChart is the outcome of the joins: joined, refused as full, and
+// oversold (members past the seats, which must be 0).
+func seatsChart(s *loadgen.SeatsResult) template.HTML {
+	bars := []struct {
+		name  string
+		n     int64
+		color string
+	}{
+		{"joined (201)", int64(s.Joined), "#2ca02c"},
+		{"refused room_full (409)", int64(s.Full), "#1f77b4"},
+		{"oversold", int64(s.Oversold), "#d62728"},
+	}
+	const h = 120
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="chart" width="%d" height="%d" viewBox="0 0 %d %d" role="img">`, chartW, h, chartW, h)
+	var top int64 = 1
+	for _, bar := range bars {
+		top = max(top, bar.n)
+	}
+	plotW := float64(chartW - 200 - padR - 80)
+	for i, bar := range bars {
+		y := 15 + i*32
+		w := plotW * float64(bar.n) / float64(top)
+		fmt.Fprintf(&b, `<text x="190" y="%d" text-anchor="end">%s</text>`, y+15, template.HTMLEscapeString(bar.name))
+		fmt.Fprintf(&b, `<rect class="bar" x="200" y="%d" width="%.1f" height="22" fill="%s"><title>%s: %d</title></rect>`, y, math.Max(w, 1), bar.color, template.HTMLEscapeString(bar.name), bar.n)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d">%d</text>`, 205+w, y+15, bar.n)
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
 }
 
 func latencyChart(res *loadgen.Result) template.HTML {
@@ -144,9 +209,7 @@ func lineChart(xs []float64, ss []series, logY bool, xLabel, yLabel string) temp
 			hi = lo + 1
 		}
 		ty = func(y float64) float64 { return float64(padT) + plotH*(1-(math.Log10(y)-lo)/(hi-lo)) }
-		for e := lo; e <= hi; e++ {
-			ticks = append(ticks, math.Pow(10, e))
-		}
+		ticks = logTicks(lo, hi)
 	} else {
 		step := niceStep(yMax / 5)
 		top := math.Ceil(yMax/step) * step
@@ -228,6 +291,26 @@ func histogramChart(res *loadgen.Result) template.HTML {
 	fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.0f" height="%.0f" fill="none" stroke="#999"/>`, padL, padT, plotW, plotH)
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String())
+}
+
+// logTicks are the ticks of a log axis from 10^lo to 10^hi: 1, 2 and 5
+// times each power of ten when the axis spans few decades (so that a
+// latency axis from 1 to 10 ms says more than "1" and "10"), powers of
+// ten alone when it spans many.
+func logTicks(lo, hi float64) []float64 {
+	mults := []float64{1, 2, 5}
+	if hi-lo > 4 {
+		mults = []float64{1}
+	}
+	var ticks []float64
+	for e := lo; e <= hi; e++ {
+		for _, m := range mults {
+			if t := m * math.Pow(10, e); e < hi || m == 1 {
+				ticks = append(ticks, t)
+			}
+		}
+	}
+	return ticks
 }
 
 // niceStep rounds a raw axis step up to 1, 2 or 5 times a power of ten.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"parley/loadgen"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 )
@@ -30,7 +31,10 @@ func WriteText(w io.Writer, res *loadgen.Result) error {
 	row("shape", "%s", shapeText(res))
 	row("set-up", "%.1f s (not measured)", res.SetupTime)
 	row("measured", "%.2f s", res.Elapsed)
-	row(plural(res.Unit), "%d", res.Ops)
+	// The messaging and seats rows below say the count, with its check.
+	if res.Messaging == nil && res.Seats == nil {
+		row(plural(res.Unit), "%d", res.Ops)
+	}
 	row("throughput", "%s %s/s", num(res.Throughput), plural(res.Unit))
 	l := res.Latency
 	row("latency (ms)", "p50 %s  p90 %s  p95 %s  p99 %s  p99.9 %s  max %s  (n=%d)",
@@ -41,8 +45,7 @@ func WriteText(w io.Writer, res *loadgen.Result) error {
 	}
 	if m := res.Messaging; m != nil {
 		row("messages", "sent %d, receipted %d (%s/s)", m.Sent, m.Accepted, num(m.SendRate))
-		row("deliveries", "expected %d, received %d, lost %d, duplicate %d", m.Expected, m.Received, m.Lost, m.Duplicates)
-		row("deliveries/s", "%s", num(m.Deliveries))
+		row("deliveries", "received %d of %d expected, lost %d, duplicate %d", m.Received, m.Expected, m.Lost, m.Duplicates)
 		r := m.Receipt
 		row("receipt (ms)", "p50 %s  p99 %s  max %s", ms(r.P50), ms(r.P99), ms(r.Max))
 		if res.Scenario == loadgen.Group && res.Target == loadgen.TargetParley {
@@ -52,7 +55,7 @@ func WriteText(w io.Writer, res *loadgen.Result) error {
 		row("drain", "%.2f s", m.DrainTime)
 	}
 	if s := res.Seats; s != nil {
-		row("rooms", "%d × %d seats", s.Rooms, s.Capacity)
+		row("rooms", "%s × %s", count(s.Rooms, "room"), count(s.Capacity, "seat"))
 		row("joins", "%d joined (201), %d refused room_full (409)", s.Joined, s.Full)
 		row("members", "%d in total, server's count", s.MemberCount)
 		row("oversold", "%d", s.Oversold)
@@ -81,10 +84,10 @@ func WriteText(w io.Writer, res *loadgen.Result) error {
 
 func shapeText(res *loadgen.Result) string {
 	s := res.Shape
-	parts := []string{fmt.Sprintf("%d users", s.Users)}
+	parts := []string{count(s.Users, "user")}
 	switch res.Scenario {
 	case loadgen.Connections:
-		parts = append(parts, fmt.Sprintf("%d connections, held %gs", s.Conns, s.Duration))
+		parts = append(parts, fmt.Sprintf("%s, held %gs", count(s.Conns, "connection"), s.Duration))
 		return strings.Join(parts, ", ")
 	case loadgen.Group, loadgen.Direct:
 		if s.MaxInterval > 0 {
@@ -94,17 +97,35 @@ func shapeText(res *loadgen.Result) string {
 		}
 		parts = append(parts, fmt.Sprintf("%d B bodies", s.Payload))
 	case loadgen.Seats:
-		parts = append(parts, fmt.Sprintf("%d seats per room", s.Seats))
+		parts = append(parts, count(s.Seats, "seat")+" per room")
 	case loadgen.History:
-		parts = append(parts, fmt.Sprintf("%d messages, pages of %d", s.HistorySize, s.PageSize))
+		parts = append(parts, fmt.Sprintf("%s, pages of %d", count(s.HistorySize, "message"), s.PageSize))
 	case loadgen.RoomList, loadgen.Open:
-		parts = append(parts, fmt.Sprintf("%d rooms", s.Rooms))
+		parts = append(parts, count(s.Rooms, "room"))
 	}
-	parts = append(parts, fmt.Sprintf("≤ %d loops", s.Loops), fmt.Sprintf("≤ %gs", s.Duration))
+	parts = append(parts, "≤ "+count(s.Loops, "loop"), fmt.Sprintf("≤ %gs", s.Duration))
 	if s.RampUp > 0 {
 		parts = append(parts, fmt.Sprintf("ramp-up %gs", s.RampUp))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// count says n of a noun: 1 user, 2 users.
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %s", n, plural(noun))
+}
+
+// memoryText turns /proc/meminfo's "16318436 kB" into "15.6 GiB".
+func memoryText(s string) string {
+	v, unit, _ := strings.Cut(strings.TrimSpace(s), " ")
+	kb, err := strconv.ParseFloat(v, 64)
+	if err != nil || unit != "kB" {
+		return s
+	}
+	return fmt.Sprintf("%.1f GiB", kb/(1<<20))
 }
 
 // plural names several units: request → requests, delivery → deliveries.
@@ -121,7 +142,7 @@ func machineText(m loadgen.Machine) string {
 		s += " (" + m.CPU + ")"
 	}
 	if m.Memory != "" {
-		s += ", " + m.Memory
+		s += ", " + memoryText(m.Memory)
 	}
 	return s + ", " + m.Go
 }

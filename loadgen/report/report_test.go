@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"parley/loadgen"
 	"regexp"
 	"strings"
@@ -75,10 +76,10 @@ func TestWriteHTML(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
-	if n := strings.Count(out, "<svg"); n != 3 {
-		t.Errorf("%d charts, want 3 (throughput, latency over time, histogram)", n)
+	if n := strings.Count(out, "<svg"); n != 4 {
+		t.Errorf("%d charts, want 4 (throughput, messages sent, latency over time, histogram)", n)
 	}
-	for _, want := range []string{"Throughput over time", "Latency percentiles over time", "Latency histogram", `class="series"`, `class="bar"`, "<title>p99</title>"} {
+	for _, want := range []string{"Throughput over time", "Messages sent over time", "Latency percentiles over time", "Latency histogram", `class="series"`, `class="bar"`, "<title>p99</title>"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q", want)
 		}
@@ -106,5 +107,82 @@ func TestNiceStep(t *testing.T) {
 		if got := niceStep(tc.in); got != tc.want {
 			t.Errorf("niceStep(%v) = %v, want %v", tc.in, got, tc.want)
 		}
+	}
+}
+
+// TestWriteTextOnce: each figure is said once (no "deliveries" thrice, no
+// "joins" twice), counts agree with their nouns, and memory is in GiB.
+func TestWriteTextOnce(t *testing.T) {
+	res := sampleResult()
+	res.Machine.Memory = "16318436 kB"
+	var b bytes.Buffer
+	WriteText(&b, res)
+	out := b.String()
+	label := regexp.MustCompile(`(?m)^  (\S[^ ]*(?: [^ ]+)?)\s{2,}`)
+	seen := map[string]int{}
+	for _, m := range label.FindAllStringSubmatch(out, -1) {
+		seen[strings.Fields(m[1])[0]]++
+	}
+	if seen["deliveries"] > 1 || seen["deliveries/s"] > 0 {
+		t.Errorf("deliveries said %d times, deliveries/s %d times:\n%s", seen["deliveries"], seen["deliveries/s"], out)
+	}
+	if !strings.Contains(out, "15.6 GiB") || strings.Contains(out, "kB") {
+		t.Errorf("memory not in GiB:\n%s", out)
+	}
+
+	res = sampleResult()
+	res.Scenario, res.Unit, res.Messaging = loadgen.Seats, "join", nil
+	res.Shape = loadgen.Shape{Users: 1, Loops: 1, Duration: 60, Seats: 1}
+	res.Seats = &loadgen.SeatsResult{Rooms: 1, Capacity: 1, Joined: 0, Full: 1}
+	b.Reset()
+	WriteText(&b, res)
+	out = b.String()
+	if n := regexp.MustCompile(`(?m)^  joins`).FindAllString(out, -1); len(n) != 1 {
+		t.Errorf("joins said %d times:\n%s", len(n), out)
+	}
+	for _, bad := range []string{"1 users", "1 loops", "1 seats per room"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("summary says %q:\n%s", bad, out)
+		}
+	}
+	for _, want := range []string{"1 user,", "≤ 1 loop,", "1 seat per room"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestWriteHTMLBurst: a run too short for charts over time (seats takes a
+// few hundredths of a second) gets the histogram and the join outcome,
+// not empty boxes.
+func TestWriteHTMLBurst(t *testing.T) {
+	res := sampleResult()
+	res.Scenario, res.Unit, res.Messaging = loadgen.Seats, "join", nil
+	res.Timeline = res.Timeline[:1]
+	res.Seats = &loadgen.SeatsResult{Rooms: 2, Capacity: 5, Joined: 8, Full: 12}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, res); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if strings.Contains(out, "over time") || strings.Count(out, "<svg") != 2 {
+		t.Errorf("burst report: %d charts, over time %v; want the histogram and the join outcome only", strings.Count(out, "<svg"), strings.Contains(out, "over time"))
+	}
+	for _, want := range []string{"Join outcome", "joined (201): 8", "refused room_full (409): 12", "oversold: 0"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("burst report lacks %q", want)
+		}
+	}
+}
+
+// TestLogTicks: a log axis over one or two decades labels 1, 2 and 5 of
+// each, not only the powers of ten.
+func TestLogTicks(t *testing.T) {
+	got := fmt.Sprint(logTicks(0, 1))
+	if got != "[1 2 5 10]" {
+		t.Errorf("logTicks(0, 1) = %s, want [1 2 5 10]", got)
+	}
+	if got := len(logTicks(-3, 3)); got != 7 {
+		t.Errorf("logTicks(-3, 3): %d ticks, want the 7 powers of ten", got)
 	}
 }

@@ -1,4 +1,4 @@
-// The REST API of design §3, with the bearer token.
+// The REST API (rest/openapi.yaml, served at /api/openapi.yaml), with the bearer token.
 
 /** ApiError is a refused or failed request: status 0 when unreachable. */
 export class ApiError extends Error {
@@ -46,6 +46,8 @@ export class Api {
   register(name, password) { return this.req('POST', '/api/users', { name, password }); }
   login(name, password) { return this.req('POST', '/api/tokens', { name, password }); }
   me() { return this.req('GET', '/api/me'); }
+  /** config is the server's limits for clients: {max_body, max_client_id, max_page}. */
+  config() { return this.req('GET', '/api/config'); }
   /** logout revokes this token on the server: it stops working everywhere. */
   logout() { return this.req('DELETE', '/api/tokens/current'); }
   rooms() { return this.req('GET', '/api/me/rooms?limit=100'); }

@@ -8,6 +8,7 @@ import { ChatView } from './chat.js';
 import { $, h, setText, shortTime } from './dom.js';
 import { Live } from './live.js';
 import { roomEvent, roomRefused } from './members.js';
+import { ComposerLimit, copyInvite, fullText, isFull, unreadTitle } from './polish.js';
 
 const tokenKey = 'parley.token';
 
@@ -67,6 +68,7 @@ class App {
       this.startSession(r.user);
     } catch (e) {
       if (e.code === 'name_taken') setText(err, `The name “${name}” is taken: pick another, or log in.`);
+      else if (e.status === 401 && action === 'login') setText(err, `Wrong user name or password. New here? Choose “Sign up” to create the account “${name}”.`);
       else if (e.status === 401) setText(err, 'Wrong user name or password.');
       else setText(err, e.message);
     }
@@ -107,8 +109,19 @@ class App {
       onAuthFailed: (err) => this.logout('Your session has ended' + (err ? ' (' + err.text + ')' : '') + ': log in again.'),
     });
     this.live.start();
+    this.loadLimits();
     this.loadRooms();
     this.route();
+  }
+
+  /** loadLimits reads the server's limits, so the composer checks before sending. */
+  async loadLimits() {
+    try {
+      const c = await this.api.config();
+      this.limit.setMax(c.max_body);
+    } catch {
+      // an older server: the server's refusal is the check
+    }
   }
 
   /**
@@ -286,10 +299,18 @@ class App {
       );
     }));
     $('room-list-empty').hidden = entries.length > 0;
+    this.updateTitle();
     if (focused) {
       const el = list.querySelector(`a[data-room="${CSS.escape(focused)}"]`);
       if (el) el.focus();
     }
+  }
+
+  /** updateTitle puts the number of unread messages over all rooms in the tab title. */
+  updateTitle() {
+    let unread = 0;
+    for (const e of this.rooms.values()) unread += Math.max(0, e.room.last_seq - e.readSeq);
+    document.title = unreadTitle(unread);
   }
 
   // ---- routes
@@ -351,7 +372,9 @@ class App {
       const seats = room.capacity > 0 ? `${room.member_count} of ${room.capacity} seats taken` : `${room.member_count} members`;
       setText($('join-info'), seats);
       $('join-button').hidden = false;
-      $('join-button').focus();
+      $('join-button').disabled = isFull(room);
+      if (isFull(room)) setText($('join-error'), fullText(room));
+      else $('join-button').focus();
     } catch (e) {
       setText($('join-title'), 'Invite link');
       setText($('join-error'), e.code === 'not_found' ? 'This room does not exist, or is not open to you.' : e.message);
@@ -369,12 +392,13 @@ class App {
         let detail = '';
         try {
           const room = await this.api.room(id);
-          detail = ` All ${room.capacity} seats are taken.`;
+          detail = fullText(room);
           setText($('join-info'), `${room.member_count} of ${room.capacity} seats taken`);
+          $('join-button').disabled = true;
         } catch {
           // the message alone will do
         }
-        setText($('join-error'), 'This room is full.' + detail);
+        setText($('join-error'), detail || 'This room is full.');
       } else {
         setText($('join-error'), 'Could not join: ' + e.message);
       }
@@ -448,12 +472,15 @@ class App {
       input.value = location.origin + location.pathname + '#/join/' + encodeURIComponent(this.view.roomId);
       if (!p.hidden) input.select();
     });
+    $('invite-copy').addEventListener('click', () => copyInvite($('invite-link'), $('invite-copy')));
 
     const input = $('composer-input');
+    this.limit = new ComposerLimit(input, $('composer-count'), $('composer').querySelector('button[type=submit]'));
     const submit = () => {
       const body = input.value;
-      if (!body.trim() || !this.view) return;
+      if (!body.trim() || !this.view || !this.limit.update()) return;
       input.value = '';
+      this.limit.update();
       autosize();
       this.view.send(body);
     };

@@ -4,6 +4,7 @@
 
 import { $, h, setText, fullTime, messageTime, randomId } from './dom.js';
 import { People } from './members.js';
+import { linkify, regroup } from './polish.js';
 
 const pageSize = 50;
 
@@ -173,18 +174,19 @@ export class ChatView {
       else break;
     }
     this.list.insertBefore(el, before);
+    regroup(el);
   }
 
   render(m, status) {
     const mine = m.sender_id === this.app.me.id;
-    const attrs = { class: mine ? 'msg mine' : 'msg' };
-    if (m.seq) attrs.dataset = { seq: String(m.seq) };
+    const attrs = { class: mine ? 'msg mine' : 'msg', dataset: { sender: m.sender_id, at: m.sent_at || '' } };
+    if (m.seq) attrs.dataset.seq = String(m.seq);
     return h('li', attrs,
       h('div', { class: 'msg-meta' },
         h('span', { class: 'msg-sender' }, mine ? 'You' : m.sender_name),
         m.sent_at ? h('time', { datetime: m.sent_at, title: fullTime(m.sent_at) }, messageTime(m.sent_at)) : null,
       ),
-      h('p', { class: 'msg-body' }, m.body),
+      h('p', { class: 'msg-body' }, ...linkify(m.body)),
       status ? h('p', { class: 'msg-status' }, status) : null,
     );
   }
@@ -197,6 +199,7 @@ export class ChatView {
     el.dataset.clientId = clientId;
     this.pending.set(clientId, { el, body });
     this.list.append(el);
+    regroup(el);
     setText($('history-status'), '');
     this.scrollToBottom();
     this.app.live.send(this.roomId, body, clientId);

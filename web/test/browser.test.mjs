@@ -181,6 +181,10 @@ test('alice creates a group room with two seats and an invite link', async () =>
   await page.click('#invite-button');
   inviteLink = await page.inputValue('#invite-link');
   assert.match(inviteLink, /#\/join\//);
+  await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: new URL(proxy.url).origin });
+  await page.click('#invite-copy');
+  await until(page, 'Copied', () => document.getElementById('invite-copy').textContent === 'Copied');
+  assert.equal(await page.evaluate(() => navigator.clipboard.readText()), inviteLink, 'the link is on the clipboard');
 });
 
 test('bob joins by the link; the room is then full for carol', async () => {
@@ -206,8 +210,9 @@ test('bob joins by the link; the room is then full for carol', async () => {
   await signUp(carol, 'carol');
   await carol.page.goto(server.url + '/#/join/' + roomId);
   await until(carol.page, 'join preview', () => !document.getElementById('join-button').hidden);
-  await carol.page.click('#join-button');
-  await until(carol.page, 'room full message', () => /This room is full\. All 2 seats are taken\./.test(document.getElementById('join-error').textContent));
+  // A full room says so before any click, and offers no Join.
+  await until(carol.page, 'room full message', () => document.getElementById('join-error').textContent === 'This room is full: all 2 seats are taken.');
+  assert.equal(await carol.page.isDisabled('#join-button'), true, 'Join room is disabled on a full room');
   await shot(carol.page, 'join-room-full.png');
   await carol.page.context().close();
 });
@@ -252,6 +257,18 @@ test('a message with markup shows as text', async () => {
   assert.equal(await a.evaluate((id) => document.querySelector(`#room-list a[data-room="${id}"] .room-last`).textContent, roomId), 'bob: ' + xss);
   assert.deepEqual(ctx.alice.dialogs, []);
   assert.deepEqual(ctx.bob.dialogs, []);
+  // A sender's consecutive messages share one name and time: each run of
+  // one sender shows its header once.
+  const runs = await a.evaluate(() => [...document.querySelectorAll('#messages li[data-seq]')].map((li) => ({
+    sender: li.dataset.sender, cont: li.classList.contains('cont'),
+    meta: li.querySelector('.msg-meta').checkVisibility(),
+  })));
+  runs.forEach((r, i) => {
+    const continues = i > 0 && runs[i - 1].sender === r.sender;
+    assert.equal(r.cont, continues, `message ${i + 1} continues the one before: ${continues}`);
+    assert.equal(r.meta, !continues, `message ${i + 1} shows its name and time: ${!continues}`);
+  });
+  assert.ok(runs.some((r) => r.cont), 'some messages are grouped');
   await shot(a, 'chat-desktop.png');
   await shot(b, 'chat-phone.png');
 });
@@ -274,11 +291,13 @@ test('the room list shows unread messages, newest activity first, and clears whe
   }, roomId);
   assert.equal(await a.evaluate(() => document.querySelector('#room-list a').dataset.room), roomId, 'the busy room is on top');
   assert.equal(await a.evaluate((id) => document.querySelector(`#room-list a[data-room="${id}"] .room-last`).textContent, roomId), 'bob: lunch at noon');
+  assert.equal(await a.title(), '(2) Parley', 'the unread count in the tab title');
   await shot(a, 'room-list-desktop.png');
 
   await a.click(`#room-list a[data-room="${roomId}"]`);
   await waitBodies(a, [...shown, xss, 'are you there?', 'lunch at noon']);
   await until(a, 'badge cleared', (id) => !document.querySelector(`#room-list a[data-room="${id}"] .badge`), roomId);
+  await until(a, 'title without unread', () => document.title === 'Parley');
   // The read position reaches the server (PUT .../read): a fresh room list agrees.
   let unread = -1;
   for (let i = 0; i < 50 && unread !== 0; i++) {
@@ -296,11 +315,27 @@ test('the room list shows unread messages, newest activity first, and clears whe
   await until(b, 'bob back in the room', () => !document.getElementById('chat-view').hidden);
 });
 
+test('links in messages can be clicked, and open apart from the chat', async () => {
+  const a = ctx.alice.page;
+  const b = ctx.bob.page;
+  const before = await bodies(a);
+  const text = 'menu at https://example.com/lunch?day=1, ok';
+  await say(b, text);
+  await waitBodies(a, [...before, text]);
+  const link = await a.evaluate(() => {
+    const el = [...document.querySelectorAll('#messages li[data-seq] .msg-body a')].pop();
+    return el && { href: el.getAttribute('href'), text: el.textContent, target: el.target, rel: el.rel };
+  });
+  assert.deepEqual(link, { href: 'https://example.com/lunch?day=1', text: 'https://example.com/lunch?day=1', target: '_blank', rel: 'noopener noreferrer nofollow' });
+  assert.equal(await a.evaluate(() => document.querySelectorAll('#messages a[href^="javascript"]').length), 0);
+});
+
 test('a reload keeps the session and the conversation', async () => {
   const b = ctx.bob.page;
+  const want = await bodies(b);
   await b.reload();
   await waitLive(b);
-  await waitBodies(b, [...shown, xss, 'are you there?', 'lunch at noon']);
+  await waitBodies(b, want);
   assert.equal(await b.textContent('#chat-title'), roomTitle);
 });
 
@@ -384,18 +419,24 @@ test('after a server restart both reconnect and see messages sent meanwhile', as
   await waitBodies(b, want);
 });
 
-test('a refused send says so and the chat goes on', async () => {
+test('an over-long message is stopped before it is sent, with a counter near the limit', async () => {
   const a = ctx.alice.page;
   const b = ctx.bob.page;
   const before = await bodies(a);
-  await say(a, 'x'.repeat(5000)); // over the server's 4096-byte limit
-  await until(a, 'not sent', () => {
-    const li = document.querySelector('#messages li.failed');
-    return li && /^Not sent: .+/.test(li.querySelector('.msg-status').textContent);
-  });
-  await shot(a, 'send-refused.png');
-  await waitLive(a);
+  const sentBefore = ctx.alice.frames.sent.length;
+  await a.fill('#composer-input', 'é'.repeat(1900)); // 3800 bytes of the server's 4096
+  await until(a, 'counter near the limit', () => document.getElementById('composer-count').textContent === '296 bytes left');
+  await say(a, 'x'.repeat(5000)); // over the limit
+  await until(a, 'counter over the limit', () => document.getElementById('composer-count').textContent === '904 bytes too long (the limit is 4096)');
+  assert.equal(await a.isDisabled('#composer button[type=submit]'), true, 'Send is disabled');
+  await shot(a, 'send-too-long.png');
+  assert.equal(await a.inputValue('#composer-input'), 'x'.repeat(5000), 'the text stays to be shortened');
+  assert.ok(!ctx.alice.frames.sent.slice(sentBefore).some((f) => f.startsWith('SEND\n')), 'no SEND went out');
+  assert.equal(await a.evaluate(() => document.querySelectorAll('#messages li.pending, #messages li.failed').length), 0);
+  assert.equal(await a.evaluate(() => document.getElementById('conn').dataset.state), 'live', 'no reconnect');
+  await a.fill('#composer-input', '');
   await say(a, 'a short one');
+  assert.equal(await a.evaluate(() => document.getElementById('composer-count').hidden), true, 'no counter far from the limit');
   await waitBodies(a, [...before, 'a short one']);
   await waitBodies(b, [...before, 'a short one']);
 });
@@ -471,6 +512,18 @@ test('logging out with a room open forgets the token, and the server refuses it'
   await a.reload();
   await signInShown(a, 'after a reload alice is still asked to sign in');
   assert.equal(await token(a), null);
+});
+
+test('a new visitor who presses Enter in the password field is told about Sign up', async () => {
+  const dave = await open('dave', server.url, { width: 1000, height: 700 });
+  await dave.page.goto(server.url + '/');
+  await dave.page.fill('#auth-name', 'dave');
+  await dave.page.fill('#auth-password', password);
+  await dave.page.press('#auth-password', 'Enter');
+  await until(dave.page, 'the sign-up hint', () => /New here\? Choose “Sign up” to create the account “dave”\./.test(document.getElementById('auth-error').textContent));
+  await dave.page.click('button[value=signup]');
+  await dave.page.waitForSelector('#chat-app:not([hidden])');
+  await dave.page.context().close();
 });
 
 test('no page threw an uncaught error', () => {

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"parley/loadgen"
+)
+
+// TestBenchProgress runs a scenario with several set-up steps with the
+// progress bar on: each step has a label of its own, so no label's bar
+// goes backwards or comes back after another, and a run that --duration
+// bounds counts the measurement against time, not users × loops.
+func TestBenchProgress(t *testing.T) {
+	m := MustOpenMain(t, benchServer)
+	args := []string{"bench", "history", "--url", "http://" + m.Addr(), "--users", "3", "--history", "150",
+		"--duration", "1500ms", "--progress", "on", "--setup-concurrency", "4"}
+	var stdout, stderr bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := run(ctx, args, &stdout, &stderr); err != nil {
+		t.Fatalf("parley %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	line := regexp.MustCompile(`^(\S+)\s+\[[= ]*\]\s+(\d+)%`)
+	var labels []string
+	last := map[string]int{}
+	measureLines := 0
+	for _, l := range strings.Split(stderr.String(), "\r\033[K") {
+		mm := line.FindStringSubmatch(l)
+		if mm == nil {
+			continue
+		}
+		label, pct := mm[1], mm[2]
+		p, _ := strconv.Atoi(pct)
+		if len(labels) == 0 || labels[len(labels)-1] != label {
+			for _, seen := range labels {
+				if seen == label {
+					t.Errorf("label %q comes back after %v: two steps share it", label, labels)
+				}
+			}
+			labels = append(labels, label)
+		} else if p < last[label] {
+			t.Errorf("%s went back from %d%% to %d%%: %q", label, last[label], p, l)
+		}
+		last[label] = p
+		if label == "measure" {
+			measureLines++
+			if strings.Contains(l, "/"+strconv.Itoa(3*loadgen.Defaults(loadgen.History).Loops)) {
+				t.Errorf("a --duration run counts against users × the loop cap: %q", l)
+			}
+		}
+	}
+	if len(labels) < 2 || measureLines == 0 {
+		t.Errorf("labels %v, %d measure lines: want set-up steps and the measurement\n%q", labels, measureLines, stderr.String())
+	}
+}
+
+// TestBenchSaysSendRateSlowsSetUp: a set-up that waits on the server's
+// --rest-send-rate says so, in the summary (and on the progress line).
+func TestBenchSaysSendRateSlowsSetUp(t *testing.T) {
+	m := MustOpenMain(t, benchServer, func(c *Config) { c.RestSendRate = 5 })
+	res, out := benchRun(t, m, "history", "--users", "2", "--history", "30", "--duration", "300ms")
+	found := false
+	for _, n := range res.Notes {
+		found = found || strings.Contains(n, "--rest-send-rate 0")
+	}
+	if !found || !strings.Contains(out, "--rest-send-rate") {
+		t.Errorf("notes %q; summary:\n%s\nwant a note that the server's --rest-send-rate slowed the set-up", res.Notes, out)
+	}
+}

@@ -1,0 +1,32 @@
+package rest
+
+import (
+	_ "embed"
+	"net/http"
+
+	"parley"
+)
+
+// OpenAPI is the API's description, OpenAPI 3.1 in YAML, served at
+// GET /api/openapi.yaml. rest/openapi_test.go checks that it describes
+// every route of the router.
+//
+//go:embed openapi.yaml
+var OpenAPI []byte
+
+func (h *Handler) openAPI(w http.ResponseWriter, r *http.Request) error {
+	w.Header().Set("Content-Type", "application/yaml")
+	w.Header().Set("Cache-Control", "no-cache")
+	_, err := w.Write(OpenAPI)
+	return err
+}
+
+// clientConfig answers GET /api/config: the limits a client checks before
+// it sends, so that it need not learn them from a refusal.
+func (h *Handler) clientConfig(w http.ResponseWriter, r *http.Request) error {
+	return writeJSON(w, http.StatusOK, struct {
+		MaxBody     int `json:"max_body"`
+		MaxClientID int `json:"max_client_id"`
+		MaxPage     int `json:"max_page"`
+	}{h.chat.MaxBody(), parley.MaxClientID, parley.MaxPageLimit})
+}

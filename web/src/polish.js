@@ -1,0 +1,123 @@
+// Small pieces of the page kept apart from the views that use them: links
+// in message bodies, grouping a sender's consecutive messages, the
+// composer's length check against the server's --max-body, the unread
+// count in the tab title, the invite link's Copy button and the wording
+// of a full room.
+
+import { h, setText } from './dom.js';
+
+const urlRe = /\bhttps?:\/\/[^\s<>"'`]+/g;
+
+/**
+ * linkify returns the nodes of a message body: text, with every http(s)
+ * URL as a link that opens in a new tab. Text stays text (no markup is
+ * parsed); a URL's trailing punctuation is left out of its link.
+ */
+export function linkify(text) {
+  const out = [];
+  let last = 0;
+  for (const m of text.matchAll(urlRe)) {
+    let url = m[0];
+    const trail = /[.,;:!?)\]}]+$/.exec(url);
+    if (trail && !(trail[0].startsWith(')') && url.includes('('))) url = url.slice(0, url.length - trail[0].length);
+    if (m.index > last) out.push(text.slice(last, m.index));
+    out.push(h('a', { href: url, target: '_blank', rel: 'noopener noreferrer nofollow' }, url));
+    last = m.index + url.length;
+  }
+  if (last < text.length) out.push(text.slice(last));
+  return out;
+}
+
+/** groupGap is how close two messages of one sender must be to share a header. */
+const groupGap = 5 * 60 * 1000;
+
+function continues(prev, el) {
+  if (!prev || !el || !prev.dataset.sender || prev.dataset.sender !== el.dataset.sender) return false;
+  const a = Date.parse(prev.dataset.at || '');
+  const b = Date.parse(el.dataset.at || '');
+  // A message still sending has no time yet: it follows the one before.
+  return Number.isNaN(b) || (!Number.isNaN(a) && b - a >= 0 && b - a < groupGap);
+}
+
+/**
+ * regroup marks el, and the element after it, as continuing the message
+ * before (same sender, within five minutes): such a message shows no
+ * name and time of its own. Call it whenever el enters the list.
+ */
+export function regroup(el) {
+  for (const x of [el, el && el.nextElementSibling]) {
+    if (x) x.classList.toggle('cont', continues(x.previousElementSibling, x));
+  }
+}
+
+/** byteLength is the UTF-8 length of s, as the server counts --max-body. */
+export function byteLength(s) {
+  return new TextEncoder().encode(s).length;
+}
+
+/**
+ * ComposerLimit checks the composer against the server's largest body
+ * (GET /api/config): a counter shows once the text is within a tenth of
+ * the limit, and over it the Send button is disabled and the counter
+ * says by how much, so an over-long message is never sent.
+ */
+export class ComposerLimit {
+  constructor(input, counter, button) {
+    this.input = input;
+    this.counter = counter;
+    this.button = button;
+    this.max = 0; // 0: unknown, no check
+    input.addEventListener('input', () => this.update());
+  }
+
+  setMax(n) {
+    this.max = n > 0 ? n : 0;
+    this.update();
+  }
+
+  /** update redraws the counter; it reports whether the text may be sent. */
+  update() {
+    const n = byteLength(this.input.value);
+    const over = this.max > 0 && n > this.max;
+    const near = this.max > 0 && n >= this.max * 0.9;
+    this.counter.hidden = !near;
+    this.counter.classList.toggle('over', over);
+    setText(this.counter, !near ? '' : over
+      ? `${n - this.max} bytes too long (the limit is ${this.max})`
+      : `${this.max - n} bytes left`);
+    this.button.disabled = over;
+    this.input.setAttribute('aria-invalid', over ? 'true' : 'false');
+    return !over;
+  }
+}
+
+/** unreadTitle is the tab title: the unread count first when there is any. */
+export function unreadTitle(unread, base = 'Parley') {
+  return unread > 0 ? `(${unread}) ${base}` : base;
+}
+
+/** fullText says that a room has no free seat, in words that fit the count. */
+export function fullText(room) {
+  return room.capacity === 1 ? 'This room is full: its one seat is taken.' : `This room is full: all ${room.capacity} seats are taken.`;
+}
+
+/** isFull reports whether a room has no free seat. */
+export function isFull(room) {
+  return room.capacity > 0 && room.member_count >= room.capacity;
+}
+
+/** copyInvite copies the invite link and says so on the button. */
+export async function copyInvite(input, button) {
+  let ok = false;
+  try {
+    await navigator.clipboard.writeText(input.value);
+    ok = true;
+  } catch {
+    // Not a secure context, or no permission: copy the selection instead.
+    input.select();
+    try { ok = document.execCommand('copy'); } catch { ok = false; }
+  }
+  setText(button, ok ? 'Copied' : 'Press Ctrl+C to copy');
+  clearTimeout(button.resetTimer);
+  button.resetTimer = setTimeout(() => setText(button, 'Copy'), 2000);
+}
