@@ -281,7 +281,7 @@ export class People {
         const m = this.members.get(ev.user);
         if (!m) break;
         m.online = ev.kind === 'online';
-        if (!m.online) m.last_seen_at = new Date().toISOString();
+        if (!m.online) m.last_seen_at = (ev.body && ev.body.last_seen_at) || new Date().toISOString();
         this.render();
         break;
       }
@@ -295,7 +295,7 @@ export class People {
           this.members.get(ev.user).role = ev.role;
           this.render();
           if (ev.user === me && can(ev.role, '').seeBans) this.loadBans();
-        } else {
+        } else if (ev.action !== 'room') {
           this.reloadSoon(); // joined, or news of a kind this page does not know: read the list again
         }
         break;
