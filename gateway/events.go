@@ -44,7 +44,10 @@ func isTypingDest(dest []byte) bool {
 
 // subscribeEvents registers an event subscription (subscribe has parsed
 // its id and ack mode): members only for a room's events, checked after
-// the registration so that a leave committed in between drops it.
+// the registration so that a leave committed in between drops it. Until
+// the check passes, hub.Events holds the room's events back (Hold), so a
+// non-member gets none of them before its ERROR; a member gets them after
+// its RECEIPT.
 func (s *session) subscribeEvents(f *stomp.Frame, sub *subscription, dest string) error {
 	events := s.srv.cfg.Events
 	if events == nil {
@@ -65,7 +68,7 @@ func (s *session) subscribeEvents(f *stomp.Frame, sub *subscription, dest string
 	}
 	sub.UserID = u.ID
 	sub.shape = shapeOf(sub.user, v, sub.ack)
-	sub.ev = hub.EventSub{To: sub, UserID: u.ID, RoomID: sub.RoomID}
+	sub.ev = hub.EventSub{To: sub, UserID: u.ID, RoomID: sub.RoomID, Hold: sub.RoomID != ""}
 	events.Subscribe(&sub.ev)
 	if sub.RoomID != "" {
 		ctx, cancel := context.WithTimeout(s.srv.ctx, s.srv.cfg.SendTimeout)
@@ -79,6 +82,7 @@ func (s *session) subscribeEvents(f *stomp.Frame, sub *subscription, dest string
 	if r := f.Get("receipt"); r != nil {
 		s.receipt(r, nil)
 	}
+	events.Start(&sub.ev)
 	return nil
 }
 

@@ -136,10 +136,21 @@ type EventSub struct {
 	To     EventReceiver
 	UserID string // the subscriber
 	RoomID string // the room of /topic/rooms.{id}.events; "" for /user/queue/events
+	// Hold keeps the events for the subscription from its receiver from
+	// Subscribe until Start: its caller checks membership in between (a
+	// leave committed meanwhile drops the registration), and a
+	// non-member must get nothing of the room.
+	Hold bool
 
-	idx     int // position in its list; -1 when not registered
+	idx     int          // position in its list; -1 when not registered
+	held    []*RoomEvent // events waiting for Start
+	holding bool         // events go to held until Start
+	lost    bool         // held overflowed: Start drops it as lagged
 	removed atomic.Bool
 }
+
+// maxHeld bounds the events held for a subscription until Start.
+const maxHeld = 1024
 
 // Removed reports whether Events dropped the subscription on its own (the
 // user left the room, or the intake overflowed).
@@ -575,7 +586,7 @@ func (e *Events) toMembers(re *RoomEvent, members []string, except string) {
 	e.mu.Lock()
 	for _, s := range e.rooms[re.RoomID] {
 		if s.UserID != except {
-			s.To.DeliverEvents(one)
+			deliverLocked(s, one)
 			n++
 		}
 	}
@@ -584,7 +595,7 @@ func (e *Events) toMembers(re *RoomEvent, members []string, except string) {
 			continue
 		}
 		for _, s := range e.users[u] {
-			s.To.DeliverEvents(one)
+			deliverLocked(s, one)
 			n++
 		}
 	}
@@ -675,7 +686,7 @@ func (e *Events) flushTyping(roomID string) {
 			}
 		}
 		if len(own) > 0 {
-			s.To.DeliverEvents(own)
+			deliverLocked(s, own)
 			n += len(own)
 		}
 		clear(own)
@@ -903,7 +914,7 @@ func (e *Events) announce(userID string, st parley.Seen) {
 		one := []*RoomEvent{{ID: parley.NewID(), Kind: kind, RoomID: m.RoomID, Headers: h, Body: raw}}
 		for _, s := range subs {
 			if s.UserID != userID {
-				s.To.DeliverEvents(one)
+				deliverLocked(s, one)
 				n++
 			}
 		}
@@ -912,7 +923,7 @@ func (e *Events) announce(userID string, st parley.Seen) {
 		one := []*RoomEvent{{ID: parley.NewID(), Kind: kind, Headers: h, Body: raw}}
 		for u := range personal {
 			for _, s := range e.users[u] {
-				s.To.DeliverEvents(one)
+				deliverLocked(s, one)
 				n++
 			}
 		}
@@ -930,8 +941,44 @@ func (e *Events) Subscribe(s *EventSub) {
 		m, key = e.users, s.UserID
 	}
 	s.idx = len(m[key])
+	s.held, s.holding, s.lost = nil, s.Hold, false
 	m[key] = append(m[key], s)
 	e.m.subs.Inc()
+}
+
+// Start hands a subscription registered with Hold the events held for it,
+// in order, and makes it live. It is a no-op for one no longer registered.
+func (e *Events) Start(s *EventSub) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if s.idx < 0 || !s.holding {
+		return
+	}
+	held, lost := s.held, s.lost
+	s.held, s.holding, s.lost = nil, false, false
+	if lost {
+		e.removeLocked(s)
+		s.removed.Store(true)
+		s.To.Lagged()
+		return
+	}
+	if len(held) > 0 {
+		s.To.DeliverEvents(held)
+	}
+}
+
+// deliverLocked hands evs to s, or holds them until Start.
+func deliverLocked(s *EventSub, evs []*RoomEvent) {
+	if !s.holding {
+		s.To.DeliverEvents(evs)
+		return
+	}
+	if len(s.held)+len(evs) > maxHeld {
+		s.held, s.lost = nil, true
+	}
+	if !s.lost {
+		s.held = append(s.held, evs...)
+	}
 }
 
 // Unsubscribe removes s; a no-op if it is not registered.
@@ -960,6 +1007,7 @@ func (e *Events) removeLocked(s *EventSub) {
 		m[key] = list[:last]
 	}
 	s.idx = -1
+	s.held = nil
 	e.m.subs.Dec()
 }
 

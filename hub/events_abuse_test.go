@@ -126,3 +126,56 @@ func settleRetry(t *testing.T, ev *Events) {
 		}
 	}
 }
+
+// TestEventsHeldUntilStart: a subscription registered with Hold gets
+// nothing until Start (its membership is being checked), then what came
+// meanwhile, in order; one removed meanwhile gets nothing at all.
+func TestEventsHeldUntilStart(t *testing.T) {
+	env := newEvEnv(t, EventsConfig{TypingBatch: -1})
+	env.rooms.members["r1"] = []string{"alice", "bob"}
+	rec, gone := &evRecorder{}, &evRecorder{}
+	s := &EventSub{To: rec, UserID: "bob", RoomID: "r1", Hold: true}
+	g := &EventSub{To: gone, UserID: "bob", RoomID: "r1", Hold: true}
+	env.ev.Subscribe(s)
+	env.ev.Subscribe(g)
+	env.ev.Typing("r1", "alice")
+	env.ev.Apply([]parley.Event{{Kind: parley.EventRoomInfo, Room: parley.Room{ID: "r1"}, ActorID: "alice"}})
+	env.sync(t)
+	if got := rec.kinds(); len(got) != 0 {
+		t.Fatalf("a held subscription got %v before Start", got)
+	}
+	env.ev.Unsubscribe(g) // its check failed
+	env.ev.Start(g)
+	env.ev.Start(s)
+	if got := rec.kinds(); !equal(got, []string{"typing:alice", "member:alice:room"}) {
+		t.Fatalf("after Start: %v, want the held typing and member events", got)
+	}
+	env.clock.Advance(2 * time.Second)
+	env.ev.Typing("r1", "alice")
+	env.sync(t)
+	if got := rec.kinds(); len(got) != 3 {
+		t.Fatalf("live after Start: %v", got)
+	}
+	if got := gone.kinds(); len(got) != 0 {
+		t.Fatalf("an unsubscribed held subscription got %v", got)
+	}
+}
+
+// TestEventsHeldOverflow: a held subscription that would hold more than
+// maxHeld events is dropped as lagged at Start, not handed a partial run.
+func TestEventsHeldOverflow(t *testing.T) {
+	env := newEvEnv(t, EventsConfig{TypingBatch: -1})
+	rec := &evRecorder{}
+	s := &EventSub{To: rec, UserID: "bob", RoomID: "r1", Hold: true}
+	env.ev.Subscribe(s)
+	for i := range maxHeld + 1 {
+		env.ev.Typing("r1", fmt.Sprint("user", i))
+	}
+	env.sync(t)
+	env.ev.Start(s)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if !s.Removed() || rec.lagged != 1 || len(rec.got) != 0 {
+		t.Fatalf("removed %v, lagged %d, got %d events: want it dropped as lagged with nothing", s.Removed(), rec.lagged, len(rec.got))
+	}
+}
