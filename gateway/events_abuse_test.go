@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"testing"
+	"time"
 
 	"parley"
 )
@@ -61,4 +62,34 @@ func TestEventsHeldForAMember(t *testing.T) {
 	close(release)
 	b.expect("RECEIPT", "receipt-id:s")
 	b.expect("MESSAGE", "event:member", "action:room", "user:"+alice.ID, "subscription:0")
+}
+
+// TestEventsPersonalQueueStopsAtLeave: once a member has left, their
+// /user/queue/events gets nothing more of the room: not its typing, its
+// reads, nor the presence of its members (only the leave itself).
+func TestEventsPersonalQueueStopsAtLeave(t *testing.T) {
+	e := newEnv(t, Config{})
+	alice, bob := e.chat.addUser("alice"), e.chat.addUser("bob")
+	e.chat.addRoom("r1", alice, bob)
+	b := e.dial(t, "tcp")
+	b.connect("bob")
+	b.send(frame("SUBSCRIBE", "", "id:all", "destination:/user/queue/events", "receipt:s"))
+	b.expect("RECEIPT", "receipt-id:s")
+	awaitPresenceCalls(t, e, 1)
+	a := e.dial(t, "tcp")
+	a.connect("alice")
+	awaitPresenceCalls(t, e, 2)
+	a.send(frame("SEND", "", "destination:/app/rooms.r1.typing", "receipt:t"))
+	a.expect("RECEIPT", "receipt-id:t")
+	e.chat.leave("r1", bob)
+	b.expect("MESSAGE", "event:member", "action:left", "user:"+bob.ID)
+	// alice's typing waited for its batch, her online for its quiet
+	// period, a read for nothing: all after bob left.
+	e.chat.commit(parley.Event{Kind: parley.EventRead, Room: parley.Room{ID: "r1", MemberCount: 1}, UserID: alice.ID, ReadSeq: 3})
+	e.settleEvents(t)
+	e.clock.Advance(5 * time.Second)
+	e.settleEvents(t)
+	// A receipt round trip: nothing came before it.
+	b.send(frame("UNSUBSCRIBE", "", "id:all", "receipt:u"))
+	b.expect("RECEIPT", "receipt-id:u")
 }
