@@ -59,17 +59,21 @@ func (s *session) subscribeEvents(f *stomp.Frame, sub *subscription, dest string
 	} else {
 		sub.RoomID = dest[len(topicPrefix) : len(dest)-len(eventsSuffix)]
 	}
-	s.mu.Lock()
-	u, v := s.user, s.version
+	s.mu.Lock() // sub is filled in before the table takes it (see subscribe)
+	u := s.user
+	sub.UserID = u.ID
+	sub.shape = shapeOf(sub.user, s.version, sub.ack)
+	sub.ev = hub.EventSub{To: sub, UserID: u.ID, RoomID: sub.RoomID, Hold: sub.RoomID != ""}
 	err := s.addSubLocked(sub)
 	s.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	sub.UserID = u.ID
-	sub.shape = shapeOf(sub.user, v, sub.ack)
-	sub.ev = hub.EventSub{To: sub, UserID: u.ID, RoomID: sub.RoomID, Hold: sub.RoomID != ""}
 	events.Subscribe(&sub.ev)
+	if s.closedSince() {
+		events.Unsubscribe(&sub.ev)
+		return errClosed
+	}
 	if sub.RoomID != "" {
 		ctx, cancel := context.WithTimeout(s.srv.ctx, s.srv.cfg.SendTimeout)
 		_, err := s.srv.chat.Authorize(ctx, u, sub.RoomID)

@@ -1,6 +1,12 @@
 package gateway
 
 import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -92,4 +98,109 @@ func TestEventsPersonalQueueStopsAtLeave(t *testing.T) {
 	// A receipt round trip: nothing came before it.
 	b.send(frame("UNSUBSCRIBE", "", "id:all", "receipt:u"))
 	b.expect("RECEIPT", "receipt-id:u")
+}
+
+// TestSubscriptionsEndWithTheirSession: a session that ends while its
+// SUBSCRIBE frames are handled leaves no registration behind, in the hub
+// nor in hub.Events. The session's table took each subscription before
+// its registration, so a close that ran in between unregistered nothing
+// and the registration that followed stayed for good: a dead session's
+// subscription kept in memory and handed every event of the user. Each
+// session here pipelines SUBSCRIBE frames to both personal queues while
+// its user's sessions are revoked; a race, so the sessions are many.
+func TestSubscriptionsEndWithTheirSession(t *testing.T) {
+	var logged lockedBuffer // error lines: a frame of an ended session is none
+	e := newEnv(t, Config{MaxSubscriptions: 1000,
+		Logger: slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelError}))})
+	u := e.chat.addUser("alice")
+	var b strings.Builder
+	for i := range 100 {
+		b.WriteString(frame("SUBSCRIBE", "", fmt.Sprintf("id:e%d", i), "destination:/user/queue/events"))
+		b.WriteString(frame("SUBSCRIBE", "", fmt.Sprintf("id:m%d", i), "destination:/user/queue/messages"))
+	}
+	subs := []byte(b.String())
+	for range 300 {
+		c := e.dial(t, "tcp")
+		c.connect("alice")
+		written := make(chan struct{})
+		go func() {
+			defer close(written)
+			c.conn.Write(subs) // fails once the session is gone: fine
+		}()
+		// Revoke once the frames are being handled.
+		for subCount(e) == 0 && t.Context().Err() == nil {
+			runtime.Gosched()
+		}
+		e.srv.Revoke(u.ID, nil)
+		<-written
+		c.conn.Close()
+	}
+	waitFor(t, "the sessions to end", func() bool {
+		e.srv.mu.Lock()
+		defer e.srv.mu.Unlock()
+		return len(e.srv.sessions) == 0
+	})
+	if n := gaugeSum(t, e, "parley_room_events_subscriptions"); n != 0 {
+		t.Errorf("%v event subscriptions left after every session ended", n)
+	}
+	if n := gaugeSum(t, e, "parley_hub_subscriptions"); n != 0 {
+		t.Errorf("%v hub subscriptions left after every session ended", n)
+	}
+	if l := logged.String(); l != "" {
+		t.Errorf("ended sessions logged errors:\n%s", l)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// gaugeSum is the sum of the gauges named name in the env's registry.
+func gaugeSum(t *testing.T, e *env, name string) float64 {
+	t.Helper()
+	mfs, err := e.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, m := range mf.Metric {
+				sum += m.GetGauge().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+// subCount is the number of subscriptions in the tables of the env's
+// sessions.
+func subCount(e *env) int {
+	e.srv.mu.Lock()
+	var ss []*session
+	for s := range e.srv.sessions {
+		ss = append(ss, s)
+	}
+	e.srv.mu.Unlock()
+	n := 0
+	for _, s := range ss {
+		s.mu.Lock()
+		n += len(s.subs)
+		s.mu.Unlock()
+	}
+	return n
 }
