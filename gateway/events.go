@@ -92,7 +92,9 @@ func (s *session) subscribeEvents(f *stomp.Frame, sub *subscription, dest string
 
 // typing handles an empty SEND to /app/rooms.{id}.typing: a member's
 // typing signal, never stored. Signals over the throttle are absorbed by
-// hub.Events, not refused.
+// hub.Events, not refused, and before the membership check: only a
+// signal that passed a check can start the throttle, and one it absorbs
+// has no effect, so a flood costs one check per room every 2 s.
 func (s *session) typing(f *stomp.Frame) error {
 	events := s.srv.cfg.Events
 	dest := f.Get("destination")
@@ -107,6 +109,9 @@ func (s *session) typing(f *stomp.Frame) error {
 	}
 	roomID := string(dest[len(appPrefix) : len(dest)-len(typingSuffix)])
 	u := s.readUser()
+	if events.TypingAbsorbed(roomID, u.ID) {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(s.srv.ctx, s.srv.cfg.SendTimeout)
 	_, err := s.srv.chat.Authorize(ctx, u, roomID)
 	cancel()

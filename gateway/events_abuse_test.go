@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -203,4 +204,37 @@ func subCount(e *env) int {
 		s.mu.Unlock()
 	}
 	return n
+}
+
+// TestEventsTypingFloodCostsNoLookups: a member's typing SENDs over the
+// throttle are absorbed before the membership check, so a flood of them
+// costs one check per room every 2 s, not one each (in cluster mode a
+// check is a Redis round trip, and typing has no rate limit).
+func TestEventsTypingFloodCostsNoLookups(t *testing.T) {
+	e := newEnv(t, Config{})
+	alice, bob := e.chat.addUser("alice"), e.chat.addUser("bob")
+	e.chat.addRoom("r1", alice, bob)
+	var checks atomic.Int64
+	e.chat.mu.Lock()
+	e.chat.authorizeHook = func(u parley.User, roomID string) { checks.Add(1) }
+	e.chat.mu.Unlock()
+	a := e.dial(t, "tcp")
+	a.connect("alice")
+	var b strings.Builder
+	for i := range 200 {
+		b.WriteString(frame("SEND", "", "destination:/app/rooms.r1.typing", fmt.Sprintf("receipt:t%d", i)))
+	}
+	a.send(b.String())
+	for i := range 200 {
+		a.expect("RECEIPT", fmt.Sprintf("receipt-id:t%d", i))
+	}
+	if n := checks.Load(); n != 1 {
+		t.Fatalf("%d membership checks for 200 typing SENDs within 2 s, want 1", n)
+	}
+	// Past the throttle the next one is checked again: a member who left
+	// meanwhile is refused.
+	e.clock.Advance(2 * time.Second)
+	e.chat.leave("r1", alice)
+	a.send(frame("SEND", "", "destination:/app/rooms.r1.typing", "receipt:late"))
+	a.expect("ERROR", "message:forbidden", "receipt-id:late")
 }

@@ -374,6 +374,23 @@ func (e *Events) Typing(roomID, userID string) {
 	}
 }
 
+// TypingAbsorbed reports whether a typing signal of userID in roomID now
+// would be absorbed by the throttle (one was let in less than TypingEvery
+// ago), and counts it absorbed if so. The gateway asks before it checks
+// membership, and drops such a signal unchecked: it would make no event
+// anyway, and a flood of them then costs no lookup.
+func (e *Events) TypingAbsorbed(roomID, userID string) bool {
+	now := e.cfg.Now()
+	e.tmu.Lock()
+	last, ok := e.typed[roomID+"\x00"+userID]
+	e.tmu.Unlock()
+	if ok && now.Sub(last) < e.cfg.TypingEvery {
+		e.m.absorbed.Inc()
+		return true
+	}
+	return false
+}
+
 // letTyping is the typing throttle, at the intake: it reports whether a
 // signal of userID in roomID makes an event (none for TypingEvery after
 // the last), and absorbs it otherwise.
