@@ -28,6 +28,9 @@ type fakeChat struct {
 	// authHook, when set, is called by AuthenticateToken after it looked
 	// the token up, before it answers.
 	authHook func(token string)
+	// authorizeHook, when set, is called by Authorize before it looks
+	// the membership up.
+	authorizeHook func(u parley.User, roomID string)
 }
 
 func newFakeChat() *fakeChat {
@@ -106,6 +109,12 @@ func (c *fakeChat) AuthenticateToken(ctx context.Context, token string) (parley.
 }
 
 func (c *fakeChat) Authorize(ctx context.Context, u parley.User, roomID string) (parley.Member, error) {
+	c.mu.Lock()
+	hook := c.authorizeHook
+	c.mu.Unlock()
+	if hook != nil {
+		hook(u, roomID)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.authorizeLocked(u, roomID)
