@@ -31,10 +31,10 @@ package hub
 // A committed change becomes an event in one place: Events.commit, one
 // case per parley.EventKind, which builds the RoomEvent and calls
 // toRoom with its recipients (the room's event subscribers, and the
-// personal event queues of its members). A new kind (edited, deleted) is
-// one more case there; to reach other nodes in cluster mode, the
-// cluster relay must also carry it (Relay.Apply's filter, and the member
-// cases of Relay.local and Relay.receive).
+// personal event queues of its members). A new kind is one more case
+// there (edited and deleted are: changes.go); to reach other nodes in
+// cluster mode, the cluster relay must also carry it (Relay.Apply's
+// filter, and the cases of Relay.local and Relay.receive).
 //
 // # Locks
 //
