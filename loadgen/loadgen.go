@@ -35,10 +35,11 @@ const (
 	Seats       Scenario = "seats"       // seed 003: concurrent joins of a limited room
 	Open        Scenario = "open"        // seed 004: room info + last message
 	Connections Scenario = "connections" // idle subscribed connections, RSS per connection
+	Search      Scenario = "search"      // users searching their rooms over a large history
 )
 
 // Scenarios lists every scenario, in the order of the seeds.
-var Scenarios = []Scenario{Direct, RoomList, History, Group, Seats, Open, Connections}
+var Scenarios = []Scenario{Direct, RoomList, History, Group, Seats, Open, Connections, Search}
 
 // Targets: the server under test.
 const (
@@ -62,7 +63,7 @@ type Options struct {
 	MinInterval time.Duration // messaging: each user sends every MinInterval..MaxInterval (uniform)
 	MaxInterval time.Duration //   (zero both for direct: send the next message when the last is receipted)
 	Payload     int           // message body size in bytes
-	Rooms       int           // roomlist: rooms each user is a member of
+	Rooms       int           // roomlist: rooms each user is a member of; search: rooms in all
 	HistorySize int           // history, roomlist, open: messages seeded per room
 	PageSize    int           // history, roomlist: page size
 	Seats       int           // seats: capacity of each room (the creator holds one seat)
@@ -115,6 +116,8 @@ func Defaults(s Scenario) Options {
 		o.Users = 16
 	case Connections:
 		o.Users, o.Conns, o.Duration = 100, 1000, 5*time.Second
+	case Search:
+		o.Users, o.Rooms, o.HistorySize, o.PageSize, o.Payload = 100, 1000, 1000, 20, 60
 	}
 	if o.Seats == 0 {
 		o.Seats = o.Users / 2
@@ -364,6 +367,8 @@ func Run(ctx context.Context, s Scenario, opts Options) (*Result, error) {
 		err = r.group(ctx)
 	case Connections:
 		err = r.connections(ctx)
+	case Search:
+		err = r.search(ctx)
 	}
 	// Stop the ticker first, so that no timeline point follows the
 	// measurement.
