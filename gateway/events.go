@@ -81,7 +81,7 @@ func (s *session) subscribeEvents(f *stomp.Frame, sub *subscription, dest string
 	}
 	events.Subscribe(&sub.ev)
 	if s.closedSince() {
-		events.Unsubscribe(&sub.ev)
+		sub.stop() // unregisters it, and ends a since-change's context
 		return errClosed
 	}
 	if sub.RoomID != "" {
