@@ -174,6 +174,13 @@ func TestSinceChange(t *testing.T) {
 		c.expect("ERROR", "message:invalid frame", "receipt-id:s")
 		c.expectClosed()
 	}
+	// A non-member gets ERROR forbidden and nothing of the room's changes.
+	e.chat.addUser("carol")
+	c := e.dial(t, "websocket")
+	c.connect("carol")
+	c.send(frame("SUBSCRIBE", "", "id:ev", "destination:/topic/rooms.r1.events", "since-change:0", "receipt:s"))
+	c.expect("ERROR", "message:forbidden", "receipt-id:s")
+	c.expectClosed()
 }
 
 // TestSinceChangeConcurrentEdits: edits committed while a since-change
