@@ -59,24 +59,37 @@ func (s *session) subscribeEvents(f *stomp.Frame, sub *subscription, dest string
 	} else {
 		sub.RoomID = dest[len(topicPrefix) : len(dest)-len(eventsSuffix)]
 	}
+	since, err := sinceChange(f, sub.RoomID) // changes.go
+	if err != nil {
+		return err
+	}
+	if since >= 0 {
+		sub.ctx, sub.cancel = context.WithCancel(s.srv.ctx)
+	}
 	s.mu.Lock() // sub is filled in before the table takes it (see subscribe)
 	u := s.user
 	sub.UserID = u.ID
 	sub.shape = shapeOf(sub.user, s.version, sub.ack)
 	sub.ev = hub.EventSub{To: sub, UserID: u.ID, RoomID: sub.RoomID, Hold: sub.RoomID != ""}
-	err := s.addSubLocked(sub)
+	err = s.addSubLocked(sub)
 	s.mu.Unlock()
 	if err != nil {
+		if sub.cancel != nil {
+			sub.cancel()
+		}
 		return err
 	}
 	events.Subscribe(&sub.ev)
 	if s.closedSince() {
-		events.Unsubscribe(&sub.ev)
+		sub.stop() // unregisters it, and ends a since-change's context
 		return errClosed
 	}
 	if sub.RoomID != "" {
 		ctx, cancel := context.WithTimeout(s.srv.ctx, s.srv.cfg.SendTimeout)
 		_, err := s.srv.chat.Authorize(ctx, u, sub.RoomID)
+		if err == nil && since > 0 {
+			err = s.checkSinceChange(ctx, u, sub.RoomID, since)
+		}
 		cancel()
 		if err != nil {
 			s.dropSub(sub)
@@ -85,6 +98,10 @@ func (s *session) subscribeEvents(f *stomp.Frame, sub *subscription, dest string
 	}
 	if r := f.Get("receipt"); r != nil {
 		s.receipt(r, nil)
+	}
+	if since >= 0 {
+		go s.replayChanges(sub, since) // changes.go
+		return nil
 	}
 	events.Start(&sub.ev)
 	return nil

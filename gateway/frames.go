@@ -59,6 +59,12 @@ func (s *session) handleFrame(f *stomp.Frame, rs *readState, connected bool) boo
 		err = s.unsubscribe(f)
 	case f.Command == stomp.Send && isTypingDest(f.Get("destination")):
 		err = s.typing(f) // events.go
+	case f.Command == stomp.Send && isChangeSend(f):
+		var m parley.Message
+		if m, err = s.change(f); err == nil && receipt != nil {
+			s.changeReceipt(receipt, &m) // changes.go
+			receipt = nil
+		}
 	case f.Command == stomp.Send:
 		var m parley.Message
 		if m, err = s.send(f); err == nil && receipt != nil {

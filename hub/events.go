@@ -31,10 +31,10 @@ package hub
 // A committed change becomes an event in one place: Events.commit, one
 // case per parley.EventKind, which builds the RoomEvent and calls
 // toRoom with its recipients (the room's event subscribers, and the
-// personal event queues of its members). A new kind (edited, deleted) is
-// one more case there; to reach other nodes in cluster mode, the
-// cluster relay must also carry it (Relay.Apply's filter, and the member
-// cases of Relay.local and Relay.receive).
+// personal event queues of its members). A new kind is one more case
+// there (edited and deleted are: changes.go); to reach other nodes in
+// cluster mode, the cluster relay must also carry it (Relay.Apply's
+// filter, and the cases of Relay.local and Relay.receive).
 //
 // # Locks
 //
@@ -65,6 +65,8 @@ const (
 	KindRead    = "read"
 	KindOnline  = "online"
 	KindOffline = "offline"
+	KindEdited  = "edited"  // a message's new version (changes.go)
+	KindDeleted = "deleted" // a message's tombstone (changes.go)
 )
 
 // Actions of a member event, the value of the action header.
@@ -86,8 +88,9 @@ type RoomEvent struct {
 	Headers [][2]string // further headers, in order
 	Body    []byte      // JSON
 
-	from string // typing: its user, who does not get it
-	enc  [NumShapes]atomic.Value
+	from   string // typing: its user, who does not get it
+	change int64  // edited, deleted: the room's change number
+	enc    [NumShapes]atomic.Value
 }
 
 // Header returns the value of header name, "" when absent.
@@ -146,6 +149,7 @@ type EventSub struct {
 	held    []*RoomEvent // events waiting for Start
 	holding bool         // events go to held until Start
 	lost    bool         // held overflowed: Start drops it as lagged
+	floor   int64        // edited and deleted events at or below it are dropped (StartAfter)
 	removed atomic.Bool
 }
 
@@ -555,6 +559,10 @@ func (e *Events) commit(ev *parley.Event, remote bool) {
 		e.read(room, ev.Room.MemberCount, []parley.Read{{UserID: ev.Message.SenderID, Seq: ev.Message.Seq}}, false)
 	case parley.EventReads:
 		e.read(room, ev.Room.MemberCount, ev.Reads, false)
+	case parley.EventEdited, parley.EventDeleted:
+		if e.hasSubs() {
+			e.toRoom(ChangeEvent(&ev.Message), "", "")
+		}
 	}
 }
 
@@ -958,7 +966,7 @@ func (e *Events) Subscribe(s *EventSub) {
 		m, key = e.users, s.UserID
 	}
 	s.idx = len(m[key])
-	s.held, s.holding, s.lost = nil, s.Hold, false
+	s.held, s.holding, s.lost, s.floor = nil, s.Hold, false, 0
 	m[key] = append(m[key], s)
 	e.m.subs.Inc()
 }
@@ -986,6 +994,9 @@ func (e *Events) Start(s *EventSub) {
 
 // deliverLocked hands evs to s, or holds them until Start.
 func deliverLocked(s *EventSub, evs []*RoomEvent) {
+	if evs = s.filterLocked(evs); len(evs) == 0 {
+		return
+	}
 	if !s.holding {
 		s.To.DeliverEvents(evs)
 		return
