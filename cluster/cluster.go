@@ -128,8 +128,8 @@ type Config struct {
 	// (changes.go).
 	ApplyChanges func(evs []parley.Event)
 	// Events, when set, takes the room events other nodes send: joins,
-	// leaves, role and room changes, typing and coalesced reads
-	// (hub.Events.ApplyRemote). It must not block.
+	// leaves, role and room changes, edits and deletions, typing and
+	// coalesced reads (hub.Events.ApplyRemote). It must not block.
 	Events func(ev parley.Event)
 	// GapWait is how long a message waits for an older one before the
 	// relay reads the gap from the store. Default 100 ms.
@@ -558,6 +558,7 @@ func (r *Relay) receive(b *parley.Batch) {
 		r.toEvents(ev) // its sender's read position moved: no publish of its own
 	case parley.EventEdited, parley.EventDeleted:
 		r.applyChanges(ev)
+		r.toEvents(ev) // edited and deleted events for this node's subscribers
 	case parley.EventJoin, parley.EventLeave:
 		r.routes.invalidateRoom(ev.Room.ID)
 		if ev.Kind == parley.EventLeave {
