@@ -57,6 +57,7 @@ export class Changes {
     this.app = app;
     this.view = view;
     this.roomId = view.roomId;
+    this.before = seenChange.get(this.roomId); // what this page saw of the room before opening it
     this.role = '';
     this.catching = null; // the catch-up in progress
     this.again = false; // another catch-up was asked for meanwhile
@@ -72,15 +73,18 @@ export class Changes {
 
   /**
    * start is called once the first page is shown: room is the room as read
-   * with it. The catch-up starts from the lower of what this page saw before
-   * and the room's last_change, so a change made between the two reads is
-   * fetched too (applying one twice changes nothing).
+   * with it. The catch-up starts from the lowest of what this page had seen
+   * before opening the room, the room list's last_change and the room's:
+   * a change made between reading the page and the room (or announced
+   * while the page loaded) is fetched too; applying one twice changes
+   * nothing.
    */
   start(room) {
-    const known = seenChange.has(this.roomId) ? this.lastChange : (room ? room.last_change || 0 : 0);
     const listed = this.app.rooms.get(this.roomId);
-    const from = Math.min(known, listed ? listed.room.last_change || 0 : known);
-    seenChange.set(this.roomId, from);
+    const from = [this.before, listed && listed.room.last_change, room && room.last_change]
+      .filter((c) => typeof c === 'number')
+      .reduce((a, b) => Math.min(a, b), Infinity);
+    seenChange.set(this.roomId, Number.isFinite(from) ? from : 0);
     return this.catchUp();
   }
 
