@@ -7,7 +7,9 @@ import { Api } from './api.js';
 import { ChatView } from './chat.js';
 import { $, h, setText, shortTime } from './dom.js';
 import { Live } from './live.js';
+import { preview } from './changes.js';
 import { roomEvent, roomRefused } from './members.js';
+import { Search } from './search.js';
 import { ComposerLimit, copyInvite, fullText, isFull, unreadTitle } from './polish.js';
 
 const tokenKey = 'parley.token';
@@ -245,6 +247,17 @@ class App {
     this.renderRooms();
   }
 
+  /** messageChanged takes a message's new version (edited or deleted) for the room list. */
+  messageChanged(m) {
+    const e = this.rooms.get(m.room_id);
+    if (!e) return;
+    if ((m.change || 0) > (e.room.last_change || 0)) e.room.last_change = m.change;
+    if (e.last && e.last.seq === m.seq && (m.change || 0) > (e.last.change || 0)) {
+      e.last = m;
+      this.renderRooms();
+    }
+  }
+
   ownMessageStored(roomId, seq) {
     const e = this.rooms.get(roomId);
     if (!e) return;
@@ -281,8 +294,8 @@ class App {
     list.replaceChildren(...entries.map((e) => {
       const unread = Math.max(0, e.room.last_seq - e.readSeq);
       const last = e.last;
-      let preview = 'No messages yet';
-      if (last) preview = (last.sender_id === this.me.id ? 'You' : last.sender_name) + ': ' + last.body;
+      let text = 'No messages yet';
+      if (last) text = (last.sender_id === this.me.id ? 'You' : last.sender_name) + ': ' + preview(last);
       const at = last ? last.sent_at : e.room.last_activity_at;
       return h('li', {},
         h('a', {
@@ -292,7 +305,7 @@ class App {
         },
         h('span', { class: 'room-title' }, this.roomName(e.room, last)),
         h('time', { class: 'room-time', datetime: at }, shortTime(at)),
-        h('span', { class: 'room-last' }, preview),
+        h('span', { class: 'room-last' }, text),
         unread > 0 ? h('span', { class: 'badge', title: unread + ' unread' },
           h('span', { 'aria-hidden': 'true' }, String(unread)),
           h('span', { class: 'visually-hidden' }, ', ' + unread + ' unread')) : null),
@@ -319,10 +332,10 @@ class App {
     if (!this.me) return;
     const hash = location.hash;
     if (hash !== '' && !hash.startsWith('#/')) return; // an in-page link, such as the skip link
-    const m = /^#\/(room|join)\/([^/]+)$/.exec(hash);
+    const m = /^#\/(room|join)\/([^/]+)(?:\/m\/(\d+))?$/.exec(hash);
     $('join-view').hidden = true;
     if (m && m[1] === 'room') {
-      this.openRoom(decodeURIComponent(m[2]));
+      this.openRoom(decodeURIComponent(m[2]), Number(m[3] || 0));
       return;
     }
     this.closeRoom();
@@ -333,12 +346,16 @@ class App {
     $('pane-empty').hidden = false;
   }
 
-  openRoom(id) {
-    if (this.view && this.view.roomId === id) return;
+  /** openRoom shows a room, at message target (a search hit) when given. */
+  openRoom(id, target = 0) {
+    if (this.view && this.view.roomId === id) {
+      // Already open: a hit it shows is scrolled to, else the room opens again around it.
+      if (!target || this.view.showTarget(target)) return;
+    }
     this.closeRoom();
     $('pane-empty').hidden = true;
     $('chat-app').classList.add('room-open');
-    this.view = new ChatView(this, id);
+    this.view = new ChatView(this, id, target);
     this.view.open();
     this.renderRooms();
   }
@@ -408,6 +425,7 @@ class App {
   // ---- forms
 
   bindForms() {
+    this.search = new Search(this); // the search box over every room (search.js)
     $('auth-form').addEventListener('submit', (ev) => {
       ev.preventDefault();
       const action = ev.submitter && ev.submitter.value === 'signup' ? 'signup' : 'login';

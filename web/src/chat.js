@@ -3,6 +3,7 @@
 // their RECEIPT, and the read position sent while the view is at the bottom.
 
 import { $, h, setText, fullTime, messageTime, randomId } from './dom.js';
+import { Changes } from './changes.js';
 import { People } from './members.js';
 import { linkify, regroup } from './polish.js';
 
@@ -21,9 +22,10 @@ function refusal({ code, text }) {
 }
 
 export class ChatView {
-  constructor(app, roomId) {
+  constructor(app, roomId, target = 0) {
     this.app = app;
     this.roomId = roomId;
+    this.target = target; // a seq to open the room at (a search hit), 0: the newest
     this.room = null;
     this.msgs = new Map(); // seq -> message, confirmed ones
     this.pending = new Map(); // client id -> {el, body}
@@ -33,12 +35,14 @@ export class ChatView {
     this.loadingOlder = false;
     this.readSent = 0;
     this.closed = false;
+    this.pinned = false; // a search hit is in view: keep it there
 
     this.list = $('messages');
     this.scroller = $('messages-scroll');
     this.onScroll = () => this.scrolled();
     this.onVisible = () => this.maybeMarkRead();
     this.people = new People(app, this); // members, typing, seen (members.js)
+    this.changes = new Changes(app, this); // edits and deletions (changes.js)
   }
 
   async open() {
@@ -55,17 +59,23 @@ export class ChatView {
     document.addEventListener('visibilitychange', this.onVisible);
     window.addEventListener('focus', this.onVisible);
     try {
-      const [room, page] = await Promise.all([
+      // A search hit opens the page that ends with it (before=seq+1) and
+      // the page after it; the live resume then brings the rest.
+      const t = this.target;
+      const [room, page, newer] = await Promise.all([
         app.api.room(this.roomId),
-        app.api.messages(this.roomId, { limit: pageSize }),
+        app.api.messages(this.roomId, t ? { before: t + 1, limit: pageSize } : { limit: pageSize }),
+        t ? app.api.messages(this.roomId, { after: t, limit: pageSize }) : null,
       ]);
       if (this.closed) return;
       this.showRoom(room);
       for (const m of page.messages) this.insert(m);
+      if (newer) for (const m of newer.messages) this.insert(m);
       this.hasOlder = page.messages.length === pageSize && this.minSeq > 1;
       setText($('history-status'), this.msgs.size === 0 ? 'No messages yet. Say hello!' : '');
       this.updateOlderButton();
-      this.scrollToBottom();
+      if (!this.target || !this.showTarget(this.target)) this.scrollToBottom();
+      this.changes.start(room);
     } catch (e) {
       if (this.closed) return;
       setText($('history-status'), '');
@@ -80,6 +90,17 @@ export class ChatView {
     this.people.open();
     this.fillViewport();
     this.maybeMarkRead();
+  }
+
+  /** showTarget scrolls message seq into view and marks it; false when it is not shown. */
+  showTarget(seq) {
+    const el = this.list.querySelector(`li[data-seq="${seq}"]`);
+    if (!el) return false;
+    for (const o of this.list.querySelectorAll('.msg-target')) o.classList.remove('msg-target');
+    el.classList.add('msg-target');
+    el.scrollIntoView({ block: 'center' });
+    this.pinned = true; // new messages do not scroll it away until the reader scrolls down
+    return true;
   }
 
   close() {
@@ -113,6 +134,7 @@ export class ChatView {
       if (this.closed || this.people.isGone) return;
       this.showRoom(room);
       this.people.load(); // presence and reads moved while the connection was down
+      this.changes.catchUp(); // edits and deletions made while it was down
     } catch {
       // keep what is shown
     }
@@ -134,7 +156,7 @@ export class ChatView {
     this.insert(m);
     this.people.onMessage(m);
     setText($('history-status'), '');
-    if (wasAtBottom || m.sender_id === this.app.me.id) this.scrollToBottom();
+    if (!this.pinned && (wasAtBottom || m.sender_id === this.app.me.id)) this.scrollToBottom();
     if (gap) this.fillGap();
     this.maybeMarkRead();
   }
@@ -160,7 +182,10 @@ export class ChatView {
       p.el.remove();
       this.pending.delete(m.client_id);
     }
-    if (this.msgs.has(m.seq)) return;
+    if (this.msgs.has(m.seq)) {
+      this.changes.apply(m); // a later version (a page read after an edit) replaces the shown one
+      return;
+    }
     this.msgs.set(m.seq, m);
     this.minSeq = this.minSeq === 0 ? m.seq : Math.min(this.minSeq, m.seq);
     this.maxSeq = Math.max(this.maxSeq, m.seq);
@@ -181,7 +206,7 @@ export class ChatView {
     const mine = m.sender_id === this.app.me.id;
     const attrs = { class: mine ? 'msg mine' : 'msg', dataset: { sender: m.sender_id, at: m.sent_at || '' } };
     if (m.seq) attrs.dataset.seq = String(m.seq);
-    return h('li', attrs,
+    const el = h('li', attrs,
       h('div', { class: 'msg-meta' },
         h('span', { class: 'msg-sender' }, mine ? 'You' : m.sender_name),
         m.sent_at ? h('time', { datetime: m.sent_at, title: fullTime(m.sent_at) }, messageTime(m.sent_at)) : null,
@@ -189,6 +214,8 @@ export class ChatView {
       h('p', { class: 'msg-body' }, ...linkify(m.body)),
       status ? h('p', { class: 'msg-status' }, status) : null,
     );
+    this.changes.decorate(el, m);
+    return el;
   }
 
   /** send shows the message as sending and hands it to the live connection. */
@@ -201,6 +228,7 @@ export class ChatView {
     this.list.append(el);
     regroup(el);
     setText($('history-status'), '');
+    this.pinned = false;
     this.scrollToBottom();
     this.app.live.send(this.roomId, body, clientId);
   }
@@ -237,6 +265,7 @@ export class ChatView {
   }
 
   scrolled() {
+    if (this.pinned && this.atBottom()) this.pinned = false; // the reader came down to the newest
     if (this.scroller.scrollTop < 80) this.loadOlder();
     this.maybeMarkRead();
   }

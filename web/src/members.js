@@ -78,6 +78,11 @@ export function roomEvent(app, ev) {
     if (ev.user === app.me.id && ev.action === 'joined' && !entry) app.refreshRoomsSoon();
   }
   const view = app.view;
+  if (ev.kind === 'edited' || ev.kind === 'deleted') {
+    if (view && view.roomId === ev.roomId && view.changes) view.changes.onEvent(ev);
+    else if (ev.body && ev.body.seq) app.messageChanged(ev.body); // the room list's last message
+    return;
+  }
   if (view && view.roomId === ev.roomId && view.people) view.people.onEvent(ev);
 }
 
@@ -334,6 +339,7 @@ export class People {
     if (this.closed) return;
     const meId = this.app.me.id;
     const mine = this.myRole;
+    if (this.view.changes) this.view.changes.rolesChanged(mine); // who may delete which message
     const list = [...this.members.values()].sort(byPresence);
     const online = list.filter((m) => m.online).length;
     const count = this.room ? this.room.member_count : list.length;

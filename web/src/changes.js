@@ -1,0 +1,266 @@
+// Edits and deletions of messages (README, "Edit, delete and search"): the
+// Edit and Delete controls of a message, "edited" and "message deleted"
+// shown in place, and keeping the open room's copy current. A change
+// arrives as a live `edited`/`deleted` event when the server sends them,
+// and in any case through GET …/messages?changed_after=N after every
+// (re)connect, N being the highest change number this page has seen in the
+// room: a change made while the connection was down is never missed.
+
+import { h, setText } from './dom.js';
+import { regroup } from './polish.js';
+
+const enc = encodeURIComponent;
+
+export const changesApi = {
+  edit: (api, roomId, seq, body) => api.req('PATCH', `/api/rooms/${enc(roomId)}/messages/${seq}`, { body }),
+  remove: (api, roomId, seq) => api.req('DELETE', `/api/rooms/${enc(roomId)}/messages/${seq}`),
+  changedAfter: (api, roomId, change, limit = 100) =>
+    api.req('GET', `/api/rooms/${enc(roomId)}/messages?changed_after=${change}&limit=${limit}`),
+};
+
+/** The highest change number seen per room, for the page's lifetime (room id -> change). */
+const seenChange = new Map();
+
+/** isDeleted tells a tombstone. */
+export function isDeleted(m) {
+  return !!m.deleted_at;
+}
+
+/** mayDelete: the sender, or the owner or an admin of a group room (design §3a). */
+export function mayDelete(m, me, role, kind) {
+  if (!m.seq || isDeleted(m)) return false;
+  if (m.sender_id === me) return true;
+  return kind === 'group' && (role === 'owner' || role === 'admin');
+}
+
+/** mayEdit: only the sender, and not a deleted message. */
+export function mayEdit(m, me) {
+  return !!m.seq && !isDeleted(m) && m.sender_id === me;
+}
+
+/** preview is a message's text as the room list shows it. */
+export function preview(m) {
+  return isDeleted(m) ? 'message deleted' : m.body;
+}
+
+/** newer reports whether b is a later version of the same message than a. */
+export function newer(a, b) {
+  return (b.change || 0) > (a.change || 0);
+}
+
+/**
+ * Changes keeps one open room's messages current and draws their change
+ * state and controls. view is the ChatView (msgs, list, room, people).
+ */
+export class Changes {
+  constructor(app, view) {
+    this.app = app;
+    this.view = view;
+    this.roomId = view.roomId;
+    this.before = seenChange.get(this.roomId); // what this page saw of the room before opening it
+    this.role = '';
+    this.catching = null; // the catch-up in progress
+    this.again = false; // another catch-up was asked for meanwhile
+  }
+
+  get lastChange() {
+    return seenChange.get(this.roomId) || 0;
+  }
+
+  saw(change) {
+    if (change > this.lastChange) seenChange.set(this.roomId, change);
+  }
+
+  /**
+   * start is called once the first page is shown: room is the room as read
+   * with it. The catch-up starts from the lowest of what this page had seen
+   * before opening the room, the room list's last_change and the room's:
+   * a change made between reading the page and the room (or announced
+   * while the page loaded) is fetched too; applying one twice changes
+   * nothing.
+   */
+  start(room) {
+    const listed = this.app.rooms.get(this.roomId);
+    const from = [this.before, listed && listed.room.last_change, room && room.last_change]
+      .filter((c) => typeof c === 'number')
+      .reduce((a, b) => Math.min(a, b), Infinity);
+    seenChange.set(this.roomId, Number.isFinite(from) ? from : 0);
+    return this.catchUp();
+  }
+
+  /** catchUp reads every change after the last seen one and applies it. */
+  catchUp() {
+    if (this.catching) {
+      this.again = true;
+      return this.catching;
+    }
+    this.catching = (async () => {
+      try {
+        do {
+          this.again = false;
+          for (let i = 0; i < 100 && !this.view.closed; i++) {
+            const page = await changesApi.changedAfter(this.app.api, this.roomId, this.lastChange);
+            if (this.view.closed) return;
+            for (const m of page.messages) this.apply(m);
+            if (page.messages.length < 100) break;
+          }
+        } while (this.again && !this.view.closed);
+      } catch {
+        // the next reconnect asks again
+      } finally {
+        this.catching = null;
+      }
+    })();
+    return this.catching;
+  }
+
+  /** onEvent takes a live `edited` or `deleted` event of this room. */
+  onEvent(ev) {
+    const m = ev.body;
+    if (!m || typeof m !== 'object' || !m.seq) return;
+    if (!m.change && ev.headers && ev.headers.change) m.change = Number(ev.headers.change);
+    if (ev.kind === 'deleted' && !m.deleted_at) m.deleted_at = new Date().toISOString();
+    // A gap in the change numbers (an event missed) is filled over REST.
+    const gap = m.change > this.lastChange + 1;
+    this.apply(m);
+    if (gap) this.catchUp();
+  }
+
+  /** apply takes a message's new version: the shown one is drawn again in place. */
+  apply(m) {
+    this.saw(m.change || 0);
+    this.app.messageChanged(m);
+    const old = this.view.msgs.get(m.seq);
+    if (!old || !newer(old, m)) return;
+    this.view.msgs.set(m.seq, m);
+    const el = this.view.list.querySelector(`li[data-seq="${m.seq}"]`);
+    if (!el) return;
+    const next = this.view.render(m);
+    if (el.classList.contains('msg-target')) next.classList.add('msg-target');
+    el.replaceWith(next);
+    regroup(next);
+  }
+
+  /** rolesChanged draws the controls again when the user's role here changed. */
+  rolesChanged(role) {
+    if (role === this.role) return;
+    this.role = role;
+    this.view.list.dataset.role = role;
+    for (const el of this.view.list.querySelectorAll('li[data-seq]')) {
+      const m = this.view.msgs.get(Number(el.dataset.seq));
+      if (!m) continue;
+      const bar = el.querySelector('.msg-actions');
+      if (bar) bar.replaceWith(this.actions(m));
+    }
+  }
+
+  /**
+   * decorate adds a rendered message's change state and controls, in a
+   * line of their own under the body (a grouped message hides its meta).
+   */
+  decorate(el, m) {
+    const foot = h('div', { class: 'msg-foot' });
+    if (isDeleted(m)) {
+      el.classList.add('deleted');
+      el.querySelector('.msg-body').replaceWith(h('p', { class: 'msg-body msg-deleted' }, 'message deleted'));
+    } else if (m.edited_at) {
+      el.classList.add('edited');
+      foot.append(h('span', { class: 'msg-edited', title: 'edited ' + new Date(m.edited_at).toLocaleString() }, 'edited'));
+    }
+    if (m.seq) foot.append(this.actions(m));
+    el.querySelector('.msg-body').after(foot);
+  }
+
+  /** actions is the Edit and Delete controls the user may use on m (empty when none). */
+  actions(m) {
+    const me = this.app.me.id;
+    const room = this.view.room;
+    const bar = h('span', { class: 'msg-actions' });
+    if (mayEdit(m, me)) {
+      bar.append(h('button', { type: 'button', class: 'link-button msg-edit', onclick: () => this.startEdit(m.seq) }, 'Edit'));
+    }
+    if (mayDelete(m, me, this.role, room ? room.kind : '')) {
+      bar.append(h('button', { type: 'button', class: 'link-button msg-delete', onclick: () => this.askDelete(m.seq, bar) }, 'Delete'));
+    }
+    return bar;
+  }
+
+  /** askDelete asks once more in place (no dialog), then deletes. */
+  askDelete(seq, bar) {
+    bar.replaceChildren(
+      document.createTextNode('Delete this message? '),
+      h('button', { type: 'button', class: 'link-button msg-delete-confirm', onclick: () => this.remove(seq, bar) }, 'Delete'),
+      h('button', { type: 'button', class: 'link-button msg-cancel', onclick: () => {
+        const m = this.view.msgs.get(seq);
+        if (m) bar.replaceWith(this.actions(m));
+      } }, 'Cancel'),
+    );
+  }
+
+  async remove(seq, bar) {
+    try {
+      await changesApi.remove(this.app.api, this.roomId, seq);
+      // 204 has no body: read the tombstone with the room's other changes.
+      await this.catchUp();
+    } catch (e) {
+      this.fail(bar.closest('li'), 'Not deleted: ' + e.message);
+    }
+  }
+
+  /** startEdit puts the message's text into a small form in place of its body. */
+  startEdit(seq) {
+    const m = this.view.msgs.get(seq);
+    const el = this.view.list.querySelector(`li[data-seq="${seq}"]`);
+    if (!m || !el || el.querySelector('.msg-edit-form')) return;
+    const body = el.querySelector('.msg-body');
+    const input = h('textarea', { class: 'msg-edit-input', rows: '2', 'aria-label': 'Edit message' });
+    input.value = m.body;
+    const cancel = () => {
+      const cur = this.view.msgs.get(seq) || m;
+      const fresh = this.view.render(cur);
+      el.replaceWith(fresh);
+      regroup(fresh);
+    };
+    const form = h('form', { class: 'msg-edit-form' }, input,
+      h('span', { class: 'buttons' },
+        h('button', { type: 'submit', class: 'small' }, 'Save'),
+        h('button', { type: 'button', class: 'secondary small', onclick: cancel }, 'Cancel')));
+    form.addEventListener('submit', async (e) => {
+      e.preventDefault();
+      const text = input.value;
+      if (!text.trim() || text === m.body) {
+        cancel();
+        return;
+      }
+      form.querySelectorAll('button').forEach((b) => { b.disabled = true; });
+      try {
+        const updated = await changesApi.edit(this.app.api, this.roomId, seq, text);
+        this.apply(updated);
+        if (el.isConnected) cancel(); // not newer than what is shown: draw it again anyway
+      } catch (err) {
+        form.querySelectorAll('button').forEach((b) => { b.disabled = false; });
+        this.fail(el, 'Not saved: ' + err.message);
+      }
+    });
+    input.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter' && !e.shiftKey) {
+        e.preventDefault();
+        form.requestSubmit();
+      } else if (e.key === 'Escape') {
+        cancel();
+      }
+    });
+    body.replaceWith(form);
+    input.focus();
+  }
+
+  fail(el, text) {
+    if (!el) return;
+    let status = el.querySelector('.msg-status');
+    if (!status) {
+      status = h('p', { class: 'msg-status', role: 'alert' });
+      el.append(status);
+    }
+    setText(status, text);
+  }
+}
