@@ -1,6 +1,7 @@
 package redis_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -33,8 +34,13 @@ func TestHotStoreChangesOutOfOrder(t *testing.T) {
 		rr.LastChange = change
 		return parley.Event{Kind: parley.EventEdited, Room: rr, UserID: ann.ID, Message: m}
 	}
+	// Apply only queues for the node's applier: wait for A's write of
+	// change 2 before B writes change 1, so that B's older version really
+	// arrives second, as the relay's order makes it in a cluster.
 	a.hot.Apply([]parley.Event{version(2, "newer")})
+	a.hot.Await(context.Background(), a.hot.Mark())
 	b.hot.Apply([]parley.Event{version(1, "older")})
+	b.hot.Await(context.Background(), b.hot.Mark())
 	for name, n := range map[string]hotNode{"A": a, "B": b} {
 		page := mustMessages(t, n.hot, r.ID, parley.Newest(10))
 		if len(page) != 3 || page[0].Body != "newer" || page[0].Change != 2 {
