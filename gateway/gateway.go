@@ -144,6 +144,12 @@ type Config struct {
 	// that closing does not reset the connection (see lingerClose).
 	// Default 500 ms.
 	LingerTime time.Duration
+	// WriteDelay is how long a session's writer waits, once a MESSAGE
+	// frame is queued for an idle session, before it writes, so that the
+	// messages queued meanwhile share its system call. Any other frame
+	// (CONNECTED, RECEIPT, ERROR, a heart-beat) starts the write at once.
+	// Zero or less: no wait.
+	WriteDelay time.Duration
 	// QueueFrames and QueueBytes bound a session's outbound queue.
 	// Default 1024 frames, 1 MiB.
 	QueueFrames int

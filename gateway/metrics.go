@@ -15,6 +15,7 @@ type metrics struct {
 	framesIn          [32]prometheus.Counter // by stomp.Command
 	framesOut         [32]prometheus.Counter
 	deliveries        prometheus.Counter
+	writes            prometheus.Counter
 	slowConsumer      *prometheus.CounterVec
 	refusals          []prometheus.Counter // by refusalCodes
 	heartbeatTimeouts prometheus.Counter
@@ -38,6 +39,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		deliveries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_stomp_deliveries_total",
 			Help: "MESSAGE frames written to sockets.",
+		}),
+		writes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_stomp_writes_total",
+			Help: "Socket writes of outbound frames (each carries one or more frames).",
 		}),
 		slowConsumer: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_stomp_slow_consumer_closes_total",
@@ -92,7 +97,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Help: "Frames waiting in the outbound queues of every session.",
 	}, func() float64 { return float64(m.queued.Load()) })
 	if reg != nil {
-		reg.MustRegister(m.connections, in, out, m.deliveries, m.slowConsumer, refusals,
+		reg.MustRegister(m.connections, in, out, m.deliveries, m.writes, m.slowConsumer, refusals,
 			m.heartbeatTimeouts, m.latency, queueDepth, connRefusals)
 	}
 	return m

@@ -78,7 +78,11 @@ func (s *session) enqueueLocked(it outItem, n int) {
 	s.q.items = append(s.q.items, it)
 	s.q.bytes += n
 	s.srv.m.queued.Add(1)
-	s.startWriterLocked()
+	if it.msg != nil {
+		s.startWriterSoonLocked()
+	} else {
+		s.startWriterLocked()
+	}
 }
 
 // slowConsumerLocked is the one place that decides what happens when a
@@ -105,11 +109,50 @@ func (s *session) slowConsumerLocked(reason string) {
 	s.finishLocked(outItem{cmd: stomp.Error, raw: b}, wsNormalClosure)
 }
 
-// startWriterLocked starts the writer unless it runs.
+// writeDelay is a session's delayed writer start (Config.WriteDelay),
+// guarded by the session's mu.
+type writeDelay struct {
+	timer   *time.Timer // runs s.writeFn; made on first use, then reset
+	pending bool        // the timer is set and has not started the writer
+}
+
+// startWriterLocked starts the writer now unless it runs, also when its
+// delayed start is pending.
 func (s *session) startWriterLocked() {
-	if !s.writing && !s.closed {
+	if s.closed {
+		return
+	}
+	if s.delay.pending {
+		// Stop fails only when the timer has fired: its writer starts.
+		if s.delay.timer.Stop() {
+			s.delay.pending = false
+			go s.writeFn()
+		}
+		return
+	}
+	if !s.writing {
 		s.writing = true
 		go s.writeFn()
+	}
+}
+
+// startWriterSoonLocked starts the writer after Config.WriteDelay unless
+// it runs or its start is pending: the frames queued meanwhile go out in
+// the same write. The writer being one, frames keep their queue order.
+func (s *session) startWriterSoonLocked() {
+	d := s.srv.cfg.WriteDelay
+	switch {
+	case s.writing || s.closed:
+		return // the writer runs, or starts soon: it takes this frame too
+	case d <= 0:
+		s.startWriterLocked()
+		return
+	}
+	s.writing, s.delay.pending = true, true
+	if s.delay.timer == nil {
+		s.delay.timer = time.AfterFunc(d, s.writeFn)
+	} else {
+		s.delay.timer.Reset(d)
 	}
 }
 
@@ -120,6 +163,7 @@ func (s *session) writeLoop() {
 	var spare *queue
 	for {
 		s.mu.Lock()
+		s.delay.pending = false
 		batch := s.q
 		if batch == nil || len(batch.items) == 0 || s.closed {
 			s.writing = false
@@ -176,6 +220,7 @@ func (s *session) writeBatch(bp *[]byte, batch []outItem) error {
 		if err != nil || len(buf) == 0 {
 			return
 		}
+		m.writes.Inc() // first: a client that has the octets sees the count
 		err = s.write(buf)
 		buf = buf[:0]
 	}

@@ -1,0 +1,71 @@
+package gateway
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"parley/stomp"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// TestWriteDelay: with a write delay, the MESSAGE frames queued for a
+// session wait for it, and the next frame that is not a MESSAGE (here a
+// RECEIPT) ends the wait at once: everything queued goes out in one
+// socket write, in order. The delay is an hour, so only the RECEIPT (and
+// Shutdown, at the end) can end it within the test.
+func TestWriteDelay(t *testing.T) {
+	forEachTransport(t, Config{WriteDelay: time.Hour}, func(t *testing.T, e *env, tr string) {
+		alice := e.chat.addUser("alice")
+		e.chat.addRoom("r1", alice)
+		c := e.dial(t, tr)
+		c.connect("alice")
+		c.send(frame("SUBSCRIBE", "", "id:0", "destination:/topic/rooms.r1", "receipt:s0"))
+		c.expect("RECEIPT", "receipt-id:s0")
+
+		for i := 1; i <= 3; i++ {
+			c.send(frame("SEND", "m"+strconv.Itoa(i), "destination:/app/rooms.r1"))
+		}
+		// The three messages wait in the queue: no write since the
+		// RECEIPT.
+		writes := testutil.ToFloat64(e.srv.m.writes)
+		awaitQueued(t, e, 3)
+		if got := testutil.ToFloat64(e.srv.m.writes); got != writes {
+			t.Errorf("%v writes while the messages wait, want none", got-writes)
+		}
+
+		c.send(frame("SEND", "m4", "destination:/app/rooms.r1", "receipt:r4"))
+		for i := 1; i <= 3; i++ {
+			f := c.expect("MESSAGE", "seq:"+strconv.Itoa(i))
+			if want := "m" + strconv.Itoa(i); string(f.Body) != want {
+				t.Errorf("body %q, want %q", f.Body, want)
+			}
+		}
+		// m4's own copy may be queued before or after its RECEIPT (the
+		// hub fans out apart from the SEND's answer): after it, it waits
+		// again, and Shutdown (the test's cleanup) must not wait for it.
+		f, err := c.read()
+		if err == nil && f.Command == stomp.Message && string(f.Get("seq")) == "4" {
+			f, err = c.read()
+		}
+		if err != nil || f.Command != stomp.Receipt || string(f.Get("receipt-id")) != "r4" {
+			t.Fatalf("got %v, %v, want RECEIPT receipt-id:r4", f, err)
+		}
+		if got := testutil.ToFloat64(e.srv.m.writes) - writes; got != 1 {
+			t.Errorf("the messages and the RECEIPT took %v writes, want 1", got)
+		}
+	})
+}
+
+// awaitQueued waits (at most 10 s) until n frames are queued on the node.
+func awaitQueued(t *testing.T, e *env, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for e.srv.m.queued.Load() != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d frames queued, want %d", e.srv.m.queued.Load(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
