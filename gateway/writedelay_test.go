@@ -23,6 +23,7 @@ func TestWriteDelay(t *testing.T) {
 		c.connect("alice")
 		c.send(frame("SUBSCRIBE", "", "id:0", "destination:/topic/rooms.r1", "receipt:s0"))
 		c.expect("RECEIPT", "receipt-id:s0")
+		awaitWritersIdle(t, e) // the RECEIPT's writer has returned
 
 		for i := 1; i <= 3; i++ {
 			c.send(frame("SEND", "m"+strconv.Itoa(i), "destination:/app/rooms.r1"))
@@ -58,6 +59,34 @@ func TestWriteDelay(t *testing.T) {
 	})
 }
 
+// awaitWritersIdle waits (at most 10 s) until no session of the node has
+// a writer running or pending.
+func awaitWritersIdle(t *testing.T, e *env) {
+	t.Helper()
+	busy := func() bool {
+		e.srv.mu.Lock() // a leaf: the sessions are looked at after it
+		var ss []*session
+		for s := range e.srv.sessions {
+			ss = append(ss, s)
+		}
+		e.srv.mu.Unlock()
+		for _, s := range ss {
+			s.mu.Lock()
+			w := s.writing
+			s.mu.Unlock()
+			if w {
+				return true
+			}
+		}
+		return false
+	}
+	for deadline := time.Now().Add(10 * time.Second); busy(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a writer still runs")
+		}
+	}
+}
+
 // awaitQueued waits (at most 10 s) until n frames are queued on the node.
 func awaitQueued(t *testing.T, e *env, n int64) {
 	t.Helper()
@@ -67,5 +96,26 @@ func awaitQueued(t *testing.T, e *env, n int64) {
 			t.Fatalf("%d frames queued, want %d", e.srv.m.queued.Load(), n)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestWriteWait(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name  string
+		last  time.Time
+		now   time.Time
+		delay time.Duration
+		want  time.Duration
+	}{
+		{"no delay", t0, t0, 0, 0},
+		{"never written", time.Time{}, t0, time.Second, 0},
+		{"just written", t0, t0, 5 * time.Millisecond, 5 * time.Millisecond},
+		{"within the delay", t0, t0.Add(2 * time.Millisecond), 5 * time.Millisecond, 3 * time.Millisecond},
+		{"after a quiet spell", t0, t0.Add(time.Second), 5 * time.Millisecond, -995 * time.Millisecond},
+	} {
+		if got := writeWait(tc.last, tc.now, tc.delay); got != tc.want {
+			t.Errorf("%s: writeWait(%v, %v, %v) = %v, want %v", tc.name, tc.last, tc.now, tc.delay, got, tc.want)
+		}
 	}
 }

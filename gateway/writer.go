@@ -109,8 +109,8 @@ func (s *session) slowConsumerLocked(reason string) {
 	s.finishLocked(outItem{cmd: stomp.Error, raw: b}, wsNormalClosure)
 }
 
-// writeDelay is a session's delayed writer start (Config.WriteDelay),
-// guarded by the session's mu.
+// writeDelay is a session's delayed writer start (Config.WriteDelay,
+// writeWait), guarded by the session's mu.
 type writeDelay struct {
 	timer   *time.Timer // runs s.writeFn; made on first use, then reset
 	pending bool        // the timer is set and has not started the writer
@@ -136,24 +136,38 @@ func (s *session) startWriterLocked() {
 	}
 }
 
-// startWriterSoonLocked starts the writer after Config.WriteDelay unless
-// it runs or its start is pending: the frames queued meanwhile go out in
-// the same write. The writer being one, frames keep their queue order.
+// startWriterSoonLocked starts the writer for a MESSAGE unless it runs or
+// its start is pending: at once if the session's last write is
+// Config.WriteDelay old or more, else when it will be (writeWait). The
+// frames queued meanwhile go out in the same write, in queue order (the
+// writer is one).
 func (s *session) startWriterSoonLocked() {
-	d := s.srv.cfg.WriteDelay
-	switch {
-	case s.writing || s.closed:
+	if s.writing || s.closed {
 		return // the writer runs, or starts soon: it takes this frame too
-	case d <= 0:
+	}
+	wait := writeWait(s.lastWrite, time.Now(), s.srv.cfg.WriteDelay)
+	if wait <= 0 {
 		s.startWriterLocked()
 		return
 	}
 	s.writing, s.delay.pending = true, true
 	if s.delay.timer == nil {
-		s.delay.timer = time.AfterFunc(d, s.writeFn)
+		s.delay.timer = time.AfterFunc(wait, s.writeFn)
 	} else {
-		s.delay.timer.Reset(d)
+		s.delay.timer.Reset(wait)
 	}
+}
+
+// writeWait is how long a MESSAGE queued at now waits for the writer of a
+// session whose last write ended at last: a session writes MESSAGEs at
+// most once per delay, so one queued within delay of the last write waits
+// for the rest of it, and one after a quiet spell (or with no delay) does
+// not wait at all.
+func writeWait(last, now time.Time, delay time.Duration) time.Duration {
+	if delay <= 0 || last.IsZero() {
+		return 0
+	}
+	return last.Add(delay).Sub(now)
 }
 
 // writeLoop is the writer: it takes everything queued, encodes it into one
