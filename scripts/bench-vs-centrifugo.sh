@@ -14,14 +14,17 @@
 # subscribe and publish allowed, HS256 connection tokens, on loopback.
 # Parley runs with its defaults (SQLite, --sync full: every message is
 # committed before it is delivered) plus the limits a load test needs
-# lifted, and PARLEY_FLAGS (for example --stomp-write-delay 2ms).
+# lifted, and PARLEY_FLAGS; each run of Parley is repeated for each
+# --stomp-write-delay of WRITE_DELAYS (runs named …-parley-wdD), before the
+# run of Centrifugo at the same load.
 #
 # Usage: scripts/bench-vs-centrifugo.sh [output-dir]
 # Environment: CENTRIFUGO (binary, default centrifugo on PATH or
 # ~/go/bin/centrifugo), DURATION (default 30s), RATES (default "1 8 16 24"),
 # BIGROOM (default 1; 0 skips it), BIGROOM_USERS (10000), SESSIONS_PER_USER
 # (10: Parley signs up 1,000 users for 10,000 sessions), PARLEY_PORT (8089),
-# CENTRIFUGO_PORT (8009), PARLEY_FLAGS.
+# CENTRIFUGO_PORT (8009), PARLEY_FLAGS, WRITE_DELAYS (default "0"),
+# BIGROOM_WRITE_DELAYS (default: WRITE_DELAYS).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -126,14 +129,21 @@ interval() {
 	esac
 }
 
+delays=${WRITE_DELAYS:-0}
 for k in $rates; do
 	iv=$(interval "$k")
-	parley_run "group-${k}x-parley" group --users 250 --interval "$iv" --duration "$duration"
+	for wd in $delays; do
+		PARLEY_FLAGS="${PARLEY_FLAGS:-} --stomp-write-delay $wd" \
+			parley_run "group-${k}x-parley-wd$wd" group --users 250 --interval "$iv" --duration "$duration"
+	done
 	cf_run "group-${k}x-centrifugo" group --users 250 --interval "$iv" --duration "$duration"
 done
 if [ "${BIGROOM:-1}" != 0 ]; then
 	users=${BIGROOM_USERS:-10000}
-	parley_run bigroom-parley bigroom --users "$users" --sessions-per-user "${SESSIONS_PER_USER:-10}" --duration "$duration"
+	for wd in ${BIGROOM_WRITE_DELAYS:-$delays}; do
+		PARLEY_FLAGS="${PARLEY_FLAGS:-} --stomp-write-delay $wd" \
+			parley_run "bigroom-parley-wd$wd" bigroom --users "$users" --sessions-per-user "${SESSIONS_PER_USER:-10}" --duration "$duration"
+	done
 	cf_run bigroom-centrifugo bigroom --users "$users" --duration "$duration"
 fi
 
