@@ -35,6 +35,22 @@ type Event struct {
 	Role    string  // EventJoin, EventRole: the member's role
 	Reason  string  // EventLeave: LeaveLeft, LeaveRemoved or LeaveBanned
 	ActorID string  // EventRoomInfo, EventRole, a removal: who did it
+	Reads   []Read  // EventReads: the read positions that moved
+}
+
+// Signals: room events that are never stored. They travel between the
+// nodes of a cluster in a Batch, beside the committed events, to the
+// nodes that hold the room's online members (design §4 "Room events").
+// Their values stay clear of the committed kinds above, which may grow.
+const (
+	EventTyping EventKind = 100 + iota // UserID is typing in Room (Room.ID only)
+	EventReads                         // read positions of Room moved (Reads), coalesced by the node that committed them
+)
+
+// Read is one member's read position, as a read event lists it.
+type Read struct {
+	UserID string `json:"user"`
+	Seq    int64  `json:"seq"`
 }
 
 // EventSink receives committed events in commit order. It runs on the

@@ -51,13 +51,15 @@ type Store interface {
 	Room(ctx context.Context, id string) (Room, error)
 	// Join makes userID a member of the room and returns the room after the
 	// change. joined is false when the user was a member already (nothing
-	// changes). Fails with CodeNotFound for an unknown room, CodeForbidden
-	// for a direct room, and CodeRoomFull when member_count has reached a
+	// changes). A new member's role is RoleMember. Fails with CodeNotFound
+	// for an unknown room, CodeForbidden for a direct room or a user banned
+	// from the room (see PeopleStore), and CodeRoomFull when member_count has reached a
 	// non-zero capacity; member_count never exceeds capacity, under any
 	// concurrency.
 	Join(ctx context.Context, roomID, userID string) (room Room, joined bool, err error)
 	// Leave removes userID from the room and returns the room after the
-	// change. Leaving a room one is not a member of changes nothing. Fails
+	// change (an owner's leave passes the ownership on, see PeopleStore).
+	// Leaving a room one is not a member of changes nothing. Fails
 	// with CodeNotFound for an unknown room.
 	Leave(ctx context.Context, roomID, userID string) (Room, error)
 	// Member returns a membership. Fails with CodeNotFound when the user is
@@ -90,6 +92,10 @@ type Store interface {
 	// change; a seq at or behind the position changes nothing. Fails with
 	// CodeNotFound when the user is not a member.
 	MarkRead(ctx context.Context, roomID, userID string, seq int64) (Member, error)
+
+	// PeopleStore: the member listing, roles, room info, removals and
+	// bans (people.go).
+	PeopleStore
 
 	// Ping checks that the store is reachable.
 	Ping(ctx context.Context) error

@@ -28,9 +28,13 @@ func (s *Store) applyLocked(ev *parley.Event) {
 	st.backlog.add(ev)
 	if ev.Kind == parley.EventRoom {
 		st.idsOK = true
+		st.list, st.listOK = map[string]*listed{}, true
 	}
 	if st.idsOK {
 		st.ids = membersAfter(st.ids, ev)
+	}
+	if st.listOK {
+		listAfter(st.list, ev)
 	}
 	st.win.apply(ev, s.recent)
 

@@ -118,6 +118,11 @@ func (e *env) check(t *testing.T) {
 		if err != nil || !slices.Equal(sortedIDs(gotIDs), sortedIDs(wantIDs)) {
 			t.Errorf("Members(%s) = %v, %v; want %v", r.Title, sortedIDs(gotIDs), err, sortedIDs(wantIDs))
 		}
+		wantList, _ := e.ref.RoomMembers(ctx, r.ID)
+		gotList, err := e.c.RoomMembers(ctx, r.ID)
+		if err != nil || !reflect.DeepEqual(sortedList(gotList), sortedList(wantList)) {
+			t.Errorf("RoomMembers(%s) = %+v, %v; want %+v", r.Title, sortedList(gotList), err, sortedList(wantList))
+		}
 		last := want.LastSeq
 		relative := []parley.Page{
 			{Before: last - 120, After: -1, Limit: 50}, {Before: last - 180, After: -1, Limit: 10},

@@ -198,9 +198,13 @@ func (f *fakeStore) CreateRoom(ctx context.Context, nr parley.NewRoom) (parley.R
 		f.rooms[r.ID] = r
 		f.members[r.ID] = map[string]parley.Member{}
 		emit(parley.Event{Kind: parley.EventRoom, Room: r})
-		for _, u := range users {
-			f.members[r.ID][u] = parley.Member{RoomID: r.ID, UserID: u, JoinedAt: now}
-			emit(parley.Event{Kind: parley.EventJoin, Room: r, UserID: u})
+		for i, u := range users {
+			role := parley.RoleMember
+			if i == 0 && nr.Kind == parley.KindGroup {
+				role = parley.RoleOwner
+			}
+			f.members[r.ID][u] = parley.Member{RoomID: r.ID, UserID: u, Role: role, JoinedAt: now}
+			emit(parley.Event{Kind: parley.EventJoin, Room: r, UserID: u, Role: role})
 		}
 		created = true
 		return nil
@@ -211,8 +215,8 @@ func (f *fakeStore) CreateRoom(ctx context.Context, nr parley.NewRoom) (parley.R
 func (f *fakeStore) addMemberLocked(r parley.Room, userID string, emit func(parley.Event)) parley.Room {
 	r.MemberCount++
 	f.rooms[r.ID] = r
-	f.members[r.ID][userID] = parley.Member{RoomID: r.ID, UserID: userID, ReadSeq: r.LastSeq, JoinedAt: f.tickLocked()}
-	emit(parley.Event{Kind: parley.EventJoin, Room: r, UserID: userID, ReadSeq: r.LastSeq})
+	f.members[r.ID][userID] = parley.Member{RoomID: r.ID, UserID: userID, Role: parley.RoleMember, ReadSeq: r.LastSeq, JoinedAt: f.tickLocked()}
+	emit(parley.Event{Kind: parley.EventJoin, Room: r, UserID: userID, ReadSeq: r.LastSeq, Role: parley.RoleMember})
 	return r
 }
 

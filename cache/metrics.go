@@ -18,10 +18,11 @@ const (
 	kindMessages
 	kindUser
 	kindToken
+	kindRoomMembers
 	numKinds
 )
 
-var kindNames = [numKinds]string{"room", "member", "members", "memberships", "rooms", "messages", "user", "token"}
+var kindNames = [numKinds]string{"room", "member", "members", "memberships", "rooms", "messages", "user", "token", "room_members"}
 
 // metrics counts requests by kind and result. The counters are resolved once
 // so that counting is one atomic add.

@@ -34,6 +34,15 @@ func TestLoadOvertakenByEvents(t *testing.T) {
 		}},
 		{"members/join", func(e *env) { e.c.Members(ctx, e.room[2].ID) }, func(e *env) { e.c.Join(ctx, e.room[2].ID, e.user[1].ID) }},
 		{"members/leave", func(e *env) { e.c.Members(ctx, e.room[0].ID) }, func(e *env) { e.c.Leave(ctx, e.room[0].ID, e.user[1].ID) }},
+		{"listing/leave", func(e *env) { e.c.RoomMembers(ctx, e.room[0].ID) }, func(e *env) { e.c.Leave(ctx, e.room[0].ID, e.user[1].ID) }},
+		{"listing/role", func(e *env) { e.c.RoomMembers(ctx, e.room[0].ID) }, func(e *env) {
+			e.c.SetRole(ctx, e.room[0].ID, e.user[0].ID, e.user[1].ID, parley.RoleAdmin)
+		}},
+		{"listing/read", func(e *env) { e.c.RoomMembers(ctx, e.room[0].ID) }, func(e *env) { e.c.MarkRead(ctx, e.room[0].ID, e.user[1].ID, 3) }},
+		{"listing/rejoin", func(e *env) { e.c.RoomMembers(ctx, e.room[0].ID) }, func(e *env) {
+			e.c.Leave(ctx, e.room[0].ID, e.user[1].ID)
+			e.c.Join(ctx, e.room[0].ID, e.user[1].ID)
+		}},
 		{"room/send", func(e *env) { e.c.Room(ctx, e.room[0].ID) }, func(e *env) {
 			e.c.Send(ctx, parley.NewMessage{RoomID: e.room[0].ID, SenderID: e.user[0].ID, Body: "x"})
 		}},

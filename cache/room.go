@@ -21,6 +21,9 @@ type roomState struct {
 	ids   []string
 	idsOK bool
 	win   window
+	// list is the member listing (people.go), valid when listOK.
+	list   map[string]*listed
+	listOK bool
 
 	backlog backlog // for the loads of any part in flight
 	gone    bool    // removed from Store.rooms: events no longer reach it
@@ -29,7 +32,7 @@ type roomState struct {
 func (st *roomState) busy() bool          { return st.backlog.loads > 0 }
 func (st *roomState) drop()               { st.gone = true }
 func (st *roomState) clockBit() *clockBit { return &st.used }
-func (st *roomState) empty() bool         { return !st.hasRoom && !st.idsOK && !st.win.ok }
+func (st *roomState) empty() bool         { return !st.hasRoom && !st.idsOK && !st.win.ok && !st.listOK }
 
 // roomLocked returns the state of room id, creating an empty one.
 func (s *Store) roomLocked(id string) *roomState {

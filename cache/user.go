@@ -36,6 +36,7 @@ type userState struct {
 type member struct {
 	readSeq  int64
 	joinedAt time.Time
+	role     string
 }
 
 func (u *userState) busy() bool          { return u.backlog.loads > 0 }
@@ -64,7 +65,7 @@ func memberAfter(ms map[string]*member, ev *parley.Event) bool {
 	switch ev.Kind {
 	case parley.EventJoin:
 		if m == nil {
-			ms[roomID] = &member{readSeq: ev.ReadSeq}
+			ms[roomID] = &member{readSeq: ev.ReadSeq, role: ev.Role}
 			return true
 		}
 		m.readSeq = max(m.readSeq, ev.ReadSeq) // a loaded snapshot had this join already
@@ -76,6 +77,10 @@ func memberAfter(ms map[string]*member, ev *parley.Event) bool {
 	case parley.EventRead:
 		if m != nil {
 			m.readSeq = max(m.readSeq, ev.ReadSeq)
+		}
+	case parley.EventRole:
+		if m != nil {
+			m.role = ev.Role
 		}
 	case parley.EventMessage:
 		if m != nil {
@@ -95,7 +100,7 @@ func (s *Store) Member(ctx context.Context, roomID, userID string) (parley.Membe
 			u.used.Store(true)
 			var got parley.Member
 			if m != nil {
-				got = parley.Member{RoomID: roomID, UserID: userID, ReadSeq: m.readSeq, JoinedAt: m.joinedAt}
+				got = parley.Member{RoomID: roomID, UserID: userID, Role: m.role, ReadSeq: m.readSeq, JoinedAt: m.joinedAt}
 			}
 			s.mu.RUnlock()
 			s.metrics.hit(kindMember)
@@ -133,7 +138,7 @@ func (s *Store) Memberships(ctx context.Context, userID string) ([]parley.Member
 			if m.joinedAt.IsZero() {
 				break
 			}
-			out = append(out, parley.Member{RoomID: roomID, UserID: userID, ReadSeq: m.readSeq, JoinedAt: m.joinedAt})
+			out = append(out, parley.Member{RoomID: roomID, UserID: userID, Role: m.role, ReadSeq: m.readSeq, JoinedAt: m.joinedAt})
 		}
 		if len(out) == len(u.members) {
 			u.used.Store(true)
@@ -167,7 +172,7 @@ func (s *Store) loadMemberships(ctx context.Context, userID string) ([]parley.Me
 		if !u.membersOK {
 			set := make(map[string]*member, len(ms))
 			for _, m := range ms {
-				set[m.RoomID] = &member{readSeq: m.ReadSeq, joinedAt: m.JoinedAt}
+				set[m.RoomID] = &member{readSeq: m.ReadSeq, joinedAt: m.JoinedAt, role: m.Role}
 			}
 			for i := range backlog {
 				memberAfter(set, &backlog[i])

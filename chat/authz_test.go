@@ -102,6 +102,29 @@ func TestAuthorization(t *testing.T) {
 			[numCallers]string{ok, ok, ok, ok, notFound, notFound, notFound}},
 		{"Leave", func(w *authzWorld, u parley.User, id string) error { return w.s.Leave(ctx, u, id) },
 			[numCallers]string{ok, ok, ok, ok, notFound, notFound, notFound}},
+		// People (people.go; TestPeopleAuthorization has owners, admins,
+		// removed and banned users): only members see a room's people; a
+		// plain member and a direct room's peer moderate nothing.
+		{"Members", func(w *authzWorld, u parley.User, id string) error {
+			_, _, err := w.s.Members(ctx, u, id, "", 10)
+			return err
+		},
+			[numCallers]string{ok, notFound, notFound, ok, notFound, notFound, notFound}},
+		{"UpdateRoom", func(w *authzWorld, u parley.User, id string) error {
+			title := "t"
+			_, err := w.s.UpdateRoom(ctx, u, id, chat.RoomUpdate{Title: &title})
+			return err
+		}, [numCallers]string{forbidden, notFound, notFound, forbidden, notFound, notFound, notFound}},
+		{"SetRole", func(w *authzWorld, u parley.User, id string) error {
+			_, err := w.s.SetRole(ctx, u, id, w.owner.ID, parley.RoleMember)
+			return err
+		}, [numCallers]string{forbidden, notFound, notFound, forbidden, notFound, notFound, notFound}},
+		{"Remove", func(w *authzWorld, u parley.User, id string) error { return w.s.Remove(ctx, u, id, w.owner.ID, true) },
+			[numCallers]string{forbidden, notFound, notFound, forbidden, notFound, notFound, notFound}},
+		{"Unban", func(w *authzWorld, u parley.User, id string) error { return w.s.Unban(ctx, u, id, w.left.ID) },
+			[numCallers]string{forbidden, notFound, notFound, forbidden, notFound, notFound, notFound}},
+		{"Bans", func(w *authzWorld, u parley.User, id string) error { _, err := w.s.Bans(ctx, u, id); return err },
+			[numCallers]string{forbidden, notFound, notFound, forbidden, notFound, notFound, notFound}},
 	}
 	for _, op := range ops {
 		t.Run(op.name, func(t *testing.T) {

@@ -32,6 +32,10 @@ type Config struct {
 	// hash of userID, or with hash nil all of userID's tokens (it ends
 	// their live sessions; see Logout).
 	OnRevoke func(userID string, tokenHash []byte)
+	// Seen, when set, tells the member listing who is online and when the
+	// others were last seen (people.go). Nil: nobody is online and
+	// nobody's last_seen_at is known.
+	Seen Seen
 }
 
 // Service implements the chat operations. It is safe for concurrent use.
@@ -42,6 +46,7 @@ type Service struct {
 	kdf      KDF
 	kdfSlots chan struct{} // bounds concurrent password hashing (memory-hard)
 	onRevoke func(userID string, tokenHash []byte)
+	seen     Seen // nil: nobody online
 
 	accepted prometheus.Counter
 }
@@ -64,6 +69,7 @@ func New(cfg Config) *Service {
 		kdf:      cfg.KDF,
 		kdfSlots: make(chan struct{}, kdfConcurrency()),
 		onRevoke: cfg.OnRevoke,
+		seen:     cfg.Seen,
 		accepted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_messages_accepted_total",
 			Help: "Messages stored, from every transport (idempotent repeats excluded).",
@@ -158,7 +164,10 @@ func hideRoom(err error) error {
 func (s *Service) Join(ctx context.Context, u parley.User, roomID string) (parley.Room, bool, error) {
 	r, joined, err := s.store.Join(ctx, roomID, u.ID)
 	if parley.ErrorCode(err) == parley.CodeForbidden {
-		// Only a direct room refuses a join. To its two members it is a
+		if r, rerr := s.store.Room(ctx, roomID); rerr == nil && r.Kind == parley.KindGroup {
+			return parley.Room{}, false, err // banned
+		}
+		// Otherwise it is a direct room. To its two members it is a
 		// room they are in already (200, as for any member); to everyone
 		// else it stays invisible.
 		if _, merr := s.store.Member(ctx, roomID, u.ID); merr == nil {

@@ -121,6 +121,10 @@ type Config struct {
 	// ends the user's subscriptions to the room on this node (hub.Hub's
 	// Apply; required). The relay passes it leaves only.
 	ApplyLeaves func(evs []parley.Event)
+	// Events, when set, takes the room events other nodes send: joins,
+	// leaves, role and room changes, typing and coalesced reads
+	// (hub.Events.ApplyRemote). It must not block.
+	Events func(ev parley.Event)
 	// GapWait is how long a message waits for an older one before the
 	// relay reads the gap from the store. Default 100 ms.
 	GapWait time.Duration
@@ -214,13 +218,14 @@ type Relay struct {
 
 // item is one unit of work for the run goroutine.
 type item struct {
-	local []parley.Event          // events this node committed
-	mark  uint64                  // their commit's mark in Config.Written
-	batch *parley.Batch           // a batch from another node
-	tick  string                  // a room whose gap timer fired
-	snap  chan<- map[string]int64 // a head check asks for the rooms' delivered seqs
-	heads map[string]int64        // rooms whose head is past what was delivered
-	done  chan struct{}           // closed once handled, when not nil
+	local  []parley.Event          // events this node committed
+	mark   uint64                  // their commit's mark in Config.Written
+	batch  *parley.Batch           // a batch from another node
+	tick   string                  // a room whose gap timer fired
+	snap   chan<- map[string]int64 // a head check asks for the rooms' delivered seqs
+	heads  map[string]int64        // rooms whose head is past what was delivered
+	signal *parley.Event           // a typing or reads signal for the room's other nodes
+	done   chan struct{}           // closed once handled, when not nil
 }
 
 // New returns a relay that queues what it is given until Start.
@@ -284,7 +289,8 @@ func (r *Relay) Apply(evs []parley.Event) {
 	keep := make([]parley.Event, 0, len(evs))
 	for _, ev := range evs {
 		switch ev.Kind {
-		case parley.EventMessage, parley.EventJoin, parley.EventLeave, parley.EventRoom:
+		case parley.EventMessage, parley.EventJoin, parley.EventLeave, parley.EventRoom,
+			parley.EventRole, parley.EventRoomInfo:
 			keep = append(keep, ev)
 		}
 	}
@@ -456,6 +462,8 @@ func (r *Relay) handle(it *item) {
 		it.snap <- r.snapshot()
 	case it.heads != nil:
 		r.catchUpHeads(it.heads)
+	case it.signal != nil:
+		r.sendSignal(it.signal)
 	case it.batch != nil:
 		r.receive(it.batch)
 	default:
@@ -484,22 +492,29 @@ func (r *Relay) local(ev *parley.Event) {
 		}
 		r.headLater(roomID, ev.Message.Seq)
 		r.offer(ev.Message, rt.members, true)
-	case parley.EventJoin, parley.EventLeave:
+	case parley.EventJoin, parley.EventLeave, parley.EventRole, parley.EventRoomInfo:
+		// The room's nodes and the user's: the one who left or was
+		// removed has their subscriptions ended there (Reason travels
+		// with the event), and every node's room events hear of it.
 		rt := r.route(roomID)
 		targets := map[string]bool{}
 		for node := range rt.nodes {
 			targets[node] = true
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		userNodes, err := r.presence.Nodes(ctx, []string{ev.UserID})
-		cancel()
-		if err != nil {
-			r.m.routeErrors.Inc()
+		if ev.UserID != "" {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			userNodes, err := r.presence.Nodes(ctx, []string{ev.UserID})
+			cancel()
+			if err != nil {
+				r.m.routeErrors.Inc()
+			}
+			for _, node := range userNodes[ev.UserID] {
+				targets[node] = true
+			}
 		}
-		for _, node := range userNodes[ev.UserID] {
-			targets[node] = true
+		if ev.Kind == parley.EventJoin || ev.Kind == parley.EventLeave {
+			r.routes.invalidateRoom(roomID)
 		}
-		r.routes.invalidateRoom(roomID)
 		if ev.Kind == parley.EventLeave {
 			r.cfg.ApplyLeaves([]parley.Event{*ev})
 		}
@@ -532,12 +547,42 @@ func (r *Relay) receive(b *parley.Batch) {
 	case parley.EventMessage:
 		r.m.messages.WithLabelValues("remote").Inc()
 		r.offer(ev.Message, b.Recipients, false)
+		r.toEvents(ev) // its sender's read position moved: no publish of its own
 	case parley.EventJoin, parley.EventLeave:
 		r.routes.invalidateRoom(ev.Room.ID)
 		if ev.Kind == parley.EventLeave {
 			r.cfg.ApplyLeaves([]parley.Event{*ev})
 		}
+		r.toEvents(ev)
+	case parley.EventRole, parley.EventRoomInfo, parley.EventTyping, parley.EventReads:
+		r.toEvents(ev)
 	}
+}
+
+func (r *Relay) toEvents(ev *parley.Event) {
+	if r.cfg.Events != nil {
+		r.cfg.Events(*ev)
+	}
+}
+
+// Signal sends a room event that is never stored (parley.EventTyping, or
+// parley.EventReads with the positions this node coalesced) to the other
+// nodes of the room's route: one publish per node with online members, as
+// for a message. It queues and returns.
+func (r *Relay) Signal(ev parley.Event) {
+	r.enqueue(item{signal: &ev})
+}
+
+// It waits for no commit: the sender publishes it after the commits
+// queued before it, with mark 0.
+func (r *Relay) sendSignal(ev *parley.Event) {
+	rt := r.route(ev.Room.ID)
+	for node := range rt.nodes {
+		if node != r.cfg.Node {
+			r.publishLater(parley.Batch{Node: node, Event: *ev}, "signal")
+		}
+	}
+	r.flushOut(0)
 }
 
 // route returns where a room's members are, from the cache or from the

@@ -57,6 +57,8 @@ func (s *session) handleFrame(f *stomp.Frame, rs *readState, connected bool) boo
 		}
 	case f.Command == stomp.Unsubscribe:
 		err = s.unsubscribe(f)
+	case f.Command == stomp.Send && isTypingDest(f.Get("destination")):
+		err = s.typing(f) // events.go
 	case f.Command == stomp.Send:
 		var m parley.Message
 		if m, err = s.send(f); err == nil && receipt != nil {
@@ -203,6 +205,8 @@ func (s *session) subscribe(f *stomp.Frame) error {
 	}
 	since := int64(-1)
 	switch {
+	case isEventsDest(dest):
+		return s.subscribeEvents(f, sub, dest) // events.go
 	case strings.HasPrefix(dest, topicPrefix) && len(dest) > len(topicPrefix):
 		sub.RoomID = dest[len(topicPrefix):]
 		if v, ok := f.Lookup("since-seq"); ok {
@@ -215,7 +219,7 @@ func (s *session) subscribe(f *stomp.Frame) error {
 	case dest == userQueue:
 		sub.user = true
 	default:
-		return parley.Errorf(parley.CodeNotFound, "no destination %q: subscribe to %s{roomId} or %s", dest, topicPrefix, userQueue)
+		return parley.Errorf(parley.CodeNotFound, "no destination %q: subscribe to %s{roomId}, %s{roomId}%s, %s or %s", dest, topicPrefix, topicPrefix, eventsSuffix, userQueue, userEvents)
 	}
 
 	s.mu.Lock()

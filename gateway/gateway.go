@@ -188,6 +188,13 @@ type Config struct {
 	// Sessions, when set, hears about the sessions of authenticated users
 	// (cluster mode records presence with it).
 	Sessions Sessions
+	// Events, when set, serves the room event destinations and typing
+	// (events.go); without it they are refused as not found.
+	Events *hub.Events
+	// OnPresence, when set, hears that a user's first session on this node
+	// opened or their last one closed (one node: Events.PresenceChanged).
+	// It is called with no lock held and must not block.
+	OnPresence func(userID string)
 	// Registerer, when set, registers the gateway's metrics.
 	Registerer prometheus.Registerer
 	// Logger logs unexpected failures. Default slog.Default().
@@ -297,6 +304,9 @@ type Server struct {
 	// users holds the authenticated sessions of each user, with the hash
 	// of the token each was opened with (see users.go).
 	users map[string]map[*session][]byte
+	// lastSeen is when each user's last session on this node closed
+	// (seen.go).
+	lastSeen map[string]time.Time
 	// revocations counts Revoke calls, so that a CONNECT that raced with
 	// one checks its token again (see register).
 	revocations uint64
@@ -326,6 +336,7 @@ func New(cfg Config) (*Server, error) {
 		poll:      p,
 		sessions:  map[*session]struct{}{},
 		users:     map[string]map[*session][]byte{},
+		lastSeen:  map[string]time.Time{},
 		listeners: map[net.Listener]struct{}{},
 		now:       time.Now,
 		afterFunc: func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop },
@@ -443,13 +454,22 @@ func (srv *Server) add(s *session) (overCap, ok bool) {
 
 // remove forgets a closed session.
 func (srv *Server) remove(s *session) {
+	user, last := srv.removeSession(s)
+	if last && srv.cfg.OnPresence != nil {
+		srv.cfg.OnPresence(user)
+	}
+}
+
+// removeSession is remove under srv.mu; last reports that it was user's
+// last session.
+func (srv *Server) removeSession(s *session) (user string, last bool) {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	if _, ok := srv.sessions[s]; !ok {
-		return
+		return "", false
 	}
 	delete(srv.sessions, s)
-	srv.unregisterLocked(s)
+	user, last = srv.unregisterLocked(s)
 	if s.overCap {
 		srv.overCap--
 	}
@@ -457,6 +477,7 @@ func (srv *Server) remove(s *session) {
 	if srv.drained != nil && len(srv.sessions) == 0 {
 		close(srv.drained)
 	}
+	return user, last
 }
 
 // ServeHTTP upgrades a request to a WebSocket STOMP session. A foreign

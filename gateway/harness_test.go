@@ -8,11 +8,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"parley"
 	"parley/hub"
+	"parley/parleytest"
 	"parley/stomp"
 
 	"github.com/coder/websocket"
@@ -27,16 +30,39 @@ type env struct {
 	http    *httptest.Server
 	tcpAddr string
 	reg     *prometheus.Registry
+	events  *hub.Events
+	clock   *parleytest.Clock // the room events' clock
+	// presenceCalls counts the gateway's OnPresence calls.
+	presenceCalls atomic.Int64
+}
+
+// lazySeen is the env's gateway as the events' presence lookup, made
+// before the gateway is.
+type lazySeen env
+
+func (l *lazySeen) Seen(ctx context.Context, ids []string) (map[string]parley.Seen, error) {
+	return l.srv.Seen(ctx, ids)
 }
 
 // newEnv starts a gateway with cfg (Chat and Hub filled in) on a WebSocket
 // test server and a TCP listener, both on 127.0.0.1.
 func newEnv(t testing.TB, cfg Config) *env {
 	t.Helper()
-	e := &env{chat: newFakeChat(), reg: prometheus.NewRegistry()}
+	e := &env{chat: newFakeChat(), reg: prometheus.NewRegistry(), clock: parleytest.NewClock()}
 	e.hub = hub.New(hub.Config{Members: e.chat, Registerer: e.reg})
-	e.chat.sink = e.hub.Apply
+	// Room events run on a fake clock (events_test.go moves it).
+	e.events = hub.NewEvents(hub.EventsConfig{
+		Rooms: e.chat, Seen: (*lazySeen)(e), Now: e.clock.Now, AfterFunc: e.clock.AfterFunc, Registerer: e.reg,
+	})
+	e.chat.sink = func(evs []parley.Event) { e.hub.Apply(evs); e.events.Apply(evs) }
 	cfg.Chat, cfg.Hub, cfg.Registerer = e.chat, e.hub, e.reg
+	if cfg.Events == nil {
+		cfg.Events = e.events
+		cfg.OnPresence = func(userID string) {
+			e.events.PresenceChanged(userID)
+			e.presenceCalls.Add(1)
+		}
+	}
 	srv, err := New(cfg)
 	if err != nil {
 		t.Fatalf("new gateway: %v", err)
@@ -63,6 +89,7 @@ func newEnv(t testing.TB, cfg Config) *env {
 		}
 		e.http.Close()
 		e.hub.Close()
+		e.events.Close()
 	})
 	return e
 }

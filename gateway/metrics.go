@@ -15,6 +15,7 @@ type metrics struct {
 	framesIn          [32]prometheus.Counter // by stomp.Command
 	framesOut         [32]prometheus.Counter
 	deliveries        prometheus.Counter
+	eventDeliveries   prometheus.Counter
 	writes            prometheus.Counter
 	slowConsumer      *prometheus.CounterVec
 	refusals          []prometheus.Counter // by refusalCodes
@@ -39,6 +40,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		deliveries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_stomp_deliveries_total",
 			Help: "MESSAGE frames written to sockets.",
+		}),
+		eventDeliveries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_stomp_event_deliveries_total",
+			Help: "Room event MESSAGE frames written to sockets (not counted in parley_stomp_deliveries_total).",
 		}),
 		writes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_stomp_writes_total",
@@ -97,7 +102,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Help: "Frames waiting in the outbound queues of every session.",
 	}, func() float64 { return float64(m.queued.Load()) })
 	if reg != nil {
-		reg.MustRegister(m.connections, in, out, m.deliveries, m.writes, m.slowConsumer, refusals,
+		reg.MustRegister(m.connections, in, out, m.deliveries, m.eventDeliveries, m.writes, m.slowConsumer, refusals,
 			m.heartbeatTimeouts, m.latency, queueDepth, connRefusals)
 	}
 	return m

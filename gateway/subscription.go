@@ -10,11 +10,13 @@ import (
 // subscription is one SUBSCRIBE of a session; it receives from the hub.
 type subscription struct {
 	hub.Sub
-	s     *session
-	id    string // the client's subscription id
-	user  bool   // the personal queue, not a room topic
-	ack   bool   // client or client-individual: MESSAGE frames carry ack
-	shape int    // the frame shape of its MESSAGE frames (see shapeOf)
+	s      *session
+	id     string       // the client's subscription id
+	user   bool         // the personal queue, not a room topic
+	ack    bool         // client or client-individual: MESSAGE frames carry ack
+	shape  int          // the frame shape of its MESSAGE frames (see shapeOf)
+	events bool         // a room event destination (events.go), not messages
+	ev     hub.EventSub // its registration with hub.Events, when events
 
 	ctx    context.Context // ends with the subscription: stops a catch-up
 	cancel context.CancelFunc
@@ -37,9 +39,13 @@ func (sub *subscription) Deliver(ms []*hub.Message) {
 // Lagged closes the session as a slow consumer: live messages outran its
 // catch-up.
 func (sub *subscription) Lagged() {
+	reason := reasonCatchUpLag
+	if sub.events {
+		reason = reasonEventsLag // the node's event intake overflowed
+	}
 	s := sub.s
 	s.mu.Lock()
-	s.slowConsumerLocked(reasonCatchUpLag)
+	s.slowConsumerLocked(reason)
 	s.mu.Unlock()
 }
 
@@ -72,9 +78,19 @@ func (sub *subscription) encoded(m *hub.Message) *encodedMessage {
 	}).(*encodedMessage)
 }
 
-// stop ends the subscription's catch-up, if any.
+// stop ends the subscription's catch-up, if any, and an event
+// subscription's registration.
 func (sub *subscription) stop() {
 	if sub.cancel != nil {
 		sub.cancel()
 	}
+	if sub.events && sub.s.srv.cfg.Events != nil {
+		sub.s.srv.cfg.Events.Unsubscribe(&sub.ev)
+	}
+}
+
+// Removed reports whether the hub, or hub.Events for an event
+// subscription, dropped the subscription on its own.
+func (sub *subscription) Removed() bool {
+	return sub.Sub.Removed() || sub.ev.Removed()
 }

@@ -56,6 +56,12 @@ func (srv *Server) revocationCount() uint64 {
 // token may have been revoked between its check and now. It fails for a
 // session closed meanwhile.
 func (srv *Server) register(s *session, u parley.User, tokenHash []byte, revoked uint64) (recheck bool, err error) {
+	first := false
+	defer func() {
+		if first && srv.cfg.OnPresence != nil {
+			srv.cfg.OnPresence(u.ID) // after the unlock below
+		}
+	}()
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	if _, ok := srv.sessions[s]; !ok {
@@ -69,23 +75,29 @@ func (srv *Server) register(s *session, u parley.User, tokenHash []byte, revoked
 	if m == nil {
 		m = map[*session][]byte{}
 		srv.users[u.ID] = m
+		first = true
 	}
 	m[s] = tokenHash
 	s.regUser = u.ID
 	return srv.revocations != revoked, nil
 }
 
-// unregisterLocked forgets s's entry in users, if it has one.
-func (srv *Server) unregisterLocked(s *session) {
+// unregisterLocked forgets s's entry in users, if it has one, and reports
+// whether it was its user's last session (then noted in lastSeen).
+func (srv *Server) unregisterLocked(s *session) (user string, last bool) {
 	if s.regUser == "" {
-		return
+		return "", false
 	}
-	m := srv.users[s.regUser]
+	user = s.regUser
+	m := srv.users[user]
 	delete(m, s)
 	if len(m) == 0 {
-		delete(srv.users, s.regUser)
+		delete(srv.users, user)
+		srv.lastSeen[user] = parley.Now()
+		last = true
 	}
 	s.regUser = ""
+	return user, last
 }
 
 // expireAtLocked arranges for the session to end when its token expires

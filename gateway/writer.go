@@ -17,6 +17,7 @@ import (
 // frame encoded already (raw).
 type outItem struct {
 	msg   *hub.Message
+	ev    *hub.RoomEvent // a room event for sub (events.go)
 	sub   *subscription
 	raw   []byte
 	cmd   stomp.Command // of raw, for the metrics
@@ -228,7 +229,7 @@ func (s *session) writeLoop() {
 func (s *session) writeBatch(bp *[]byte, batch []outItem) error {
 	m := s.srv.m
 	buf := (*bp)[:0]
-	var msgs, deliveries int
+	var msgs, deliveries, events int
 	var err error
 	flush := func() {
 		if err != nil || len(buf) == 0 {
@@ -242,6 +243,8 @@ func (s *session) writeBatch(bp *[]byte, batch []outItem) error {
 		buf = s.appendItem(buf, &batch[i])
 		if batch[i].msg != nil {
 			msgs++
+		} else if batch[i].ev != nil {
+			events++
 		} else if batch[i].cmd != 0 {
 			m.framesOut[batch[i].cmd].Inc()
 		}
@@ -267,6 +270,10 @@ func (s *session) writeBatch(bp *[]byte, batch []outItem) error {
 	if msgs > 0 {
 		m.framesOut[stomp.Message].Add(float64(msgs))
 		m.deliveries.Add(float64(deliveries))
+	}
+	if events > 0 {
+		m.framesOut[stomp.Message].Add(float64(events))
+		m.eventDeliveries.Add(float64(events))
 	}
 	s.mu.Lock()
 	s.lastWrite = now
@@ -389,14 +396,17 @@ func (s *session) appendItem(dst []byte, it *outItem) []byte {
 	if s.websocket {
 		dst = append(dst, make([]byte, 10)...)
 	}
-	if it.msg != nil {
+	switch {
+	case it.msg != nil:
 		e := it.sub.encoded(it.msg)
 		if it.sub.ack {
 			dst, _ = e.p.Append(dst, it.sub.id, it.msg.ID)
 		} else {
 			dst, _ = e.p.Append(dst, it.sub.id)
 		}
-	} else {
+	case it.ev != nil:
+		dst = it.sub.appendEvent(dst, it.ev) // events.go
+	default:
 		dst = append(dst, it.raw...)
 	}
 	if s.websocket {

@@ -98,6 +98,7 @@ type item struct {
 	explicit   bool
 	roomID     string // leave: the room
 	userID     string // leave: the user who left
+	reason     string // leave: parley.LeaveLeft, LeaveRemoved or LeaveBanned
 }
 
 // New returns a running Hub.
@@ -136,7 +137,7 @@ func (h *Hub) Apply(evs []parley.Event) {
 			h.queue = append(h.queue, item{msg: NewMessage(ev.Message, now)})
 			n++
 		case parley.EventLeave:
-			h.queue = append(h.queue, item{roomID: ev.Room.ID, userID: ev.UserID})
+			h.queue = append(h.queue, item{roomID: ev.Room.ID, userID: ev.UserID, reason: ev.Reason})
 			n++
 		}
 	}
@@ -226,7 +227,7 @@ func runLength(items []item) int {
 func (h *Hub) dispatch(run []item) {
 	it := &run[0]
 	if it.msg == nil {
-		h.leave(it.roomID, it.userID)
+		h.leave(it.roomID, it.userID, it.reason)
 		return
 	}
 	ms := h.run1[:0]
@@ -293,8 +294,10 @@ func (h *Hub) hasUserSubs() bool {
 }
 
 // leave drops every subscription of userID to the room's topic: a member who
-// leaves stops receiving the room at once.
-func (h *Hub) leave(roomID, userID string) {
+// leaves stops receiving the room at once. A removed or banned member's
+// receivers that implement Evicter are told (the gateway ends the session
+// with ERROR); a plain leave drops them silently.
+func (h *Hub) leave(roomID, userID, reason string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	subs := h.rooms[roomID]
@@ -302,6 +305,9 @@ func (h *Hub) leave(roomID, userID string) {
 		if s := subs[i]; s.UserID == userID {
 			h.removeLocked(s)
 			s.removed.Store(true)
+			if r, ok := s.To.(Evicter); ok && reason != parley.LeaveLeft {
+				r.Evicted(roomID, reason)
+			}
 			subs = h.rooms[roomID]
 			continue
 		}

@@ -28,6 +28,14 @@ type Receiver interface {
 	Lagged()
 }
 
+// Evicter is implemented by a Receiver whose client must learn that its
+// user was removed (reason parley.LeaveRemoved) or banned
+// (parley.LeaveBanned) from the room: the Hub has dropped the
+// subscription. It is called under the Hub's lock, like Receiver's methods.
+type Evicter interface {
+	Evicted(roomID, reason string)
+}
+
 // Sub is one subscription as the Hub knows it. The caller fills the exported
 // fields and passes it to Subscribe; the Hub owns the rest.
 type Sub struct {

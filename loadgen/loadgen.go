@@ -69,6 +69,14 @@ type Options struct {
 	Seats       int           // seats: capacity of each room (the creator holds one seat)
 	Conns       int           // connections: connections to open
 
+	// Room events (group, Parley only): every member also subscribes to
+	// the room's events; Typing > 0 sends a typing signal every Typing
+	// (random phase); ReadAfterSend PUTs the member's read position (the
+	// newest seq it received) after each of its messages is receipted.
+	Events        bool
+	Typing        time.Duration
+	ReadAfterSend bool
+
 	SetupConcurrency int           // sign-ups and other set-up requests in flight
 	Timeout          time.Duration // one request or receipt
 	Drain            time.Duration // messaging: how long to wait for deliveries after the last send
@@ -327,6 +335,12 @@ type MessagingResult struct {
 	Messages   *float64 `json:"messages_accepted,omitempty"` // Δ parley_messages_accepted_total (nil: n.a.)
 	PerMessage *float64 `json:"publishes_per_message,omitempty"`
 	DrainTime  float64  `json:"drain_s"`
+
+	// Room events (group with --events, --typing, --read-after-send).
+	EventDeliveries int64   `json:"event_deliveries,omitempty"` // event MESSAGE frames received
+	EventRate       float64 `json:"event_deliveries_per_s,omitempty"`
+	TypingSent      int64   `json:"typing_sent,omitempty"`
+	ReadPuts        int64   `json:"read_puts,omitempty"` // PUT read answered 204
 }
 
 // SeatsResult is what seats adds.

@@ -28,6 +28,12 @@ type msgClient struct {
 	// Owned by the reader goroutine.
 	last []int32 // per sender, the highest message number seen
 
+	acc     account       // Parley: the user's account (read PUTs)
+	roomID  string        // Parley: the room's id
+	maxSeq  atomic.Int64  // the newest seq received
+	readReq chan struct{} // ReadAfterSend: a PUT read is due
+	events  atomic.Int64  // room event frames received
+
 	received     atomic.Int64
 	lastDelivery atomic.Int64 // ns since msgRun.base
 }
@@ -42,6 +48,8 @@ type msgRun struct {
 	closing atomic.Bool
 
 	sent, accepted, expected, dups atomic.Int64
+	typing, readPuts               atomic.Int64
+	roomIDs                        []string // Parley: the rooms' ids
 	readers                        sync.WaitGroup
 
 	senders  int // clients 0..senders-1 send; 0: every client (bigroom.go)
@@ -194,6 +202,7 @@ func (m *msgRun) setup(ctx context.Context, makeRooms func(context.Context, []ac
 		if err != nil {
 			return err
 		}
+		m.roomIDs = ids
 		for i := n; i < len(m.cls); i++ {
 			accs = append(accs, accs[i%n])
 		}
@@ -231,6 +240,17 @@ func (m *msgRun) setup(ctx context.Context, makeRooms func(context.Context, []ac
 		c.conn = conn
 		if err := conn.subscribe("0", dests[c.room], r.o.Timeout); err != nil {
 			return fmt.Errorf("user %d: %w", i, err)
+		}
+		if r.o.Target == TargetParley {
+			c.acc, c.roomID = accs[i], m.roomIDs[c.room]
+			if r.o.ReadAfterSend {
+				c.readReq = make(chan struct{}, 1)
+			}
+			if r.o.Events {
+				if err := conn.subscribe("1", dests[c.room]+".events", r.o.Timeout); err != nil {
+					return fmt.Errorf("user %d: %w", i, err)
+				}
+			}
 		}
 		c.sendDest = sendDests[c.room]
 		c.pending = map[int64]int64{}
@@ -271,6 +291,13 @@ func (m *msgRun) read(c *msgClient) {
 		}
 		switch c.conn.cmd {
 		case "MESSAGE":
+			if c.conn.event {
+				c.events.Add(1)
+				continue
+			}
+			if c.conn.seq > c.maxSeq.Load() {
+				c.maxSeq.Store(c.conn.seq)
+			}
 			m.deliver(c, c.conn.body)
 		case "RECEIPT":
 			id, err := strconv.ParseInt(string(c.conn.receiptID), 10, 64)
@@ -287,6 +314,12 @@ func (m *msgRun) read(c *msgClient) {
 			m.ack.Record(c.idx, time.Duration(m.now()-at))
 			m.accepted.Add(1)
 			m.expected.Add(m.subs[c.room])
+			if c.readReq != nil {
+				select {
+				case c.readReq <- struct{}{}:
+				default: // one is due already: it will PUT the newest seq
+				}
+			}
 			select {
 			case c.acked <- struct{}{}:
 			default:
@@ -398,6 +431,9 @@ func (m *msgRun) measure(ctx context.Context) error {
 	deadline := start.Add(o.Duration)
 	closedLoop := o.MaxInterval <= 0
 	var wg sync.WaitGroup
+	sideCtx, stopSide := context.WithCancel(ctx)
+	defer stopSide()
+	side := m.startEventLoad(sideCtx, start, deadline)
 	for _, c := range m.cls[:m.senderCount()] {
 		wg.Add(1)
 		go func() {
@@ -436,6 +472,8 @@ func (m *msgRun) measure(ctx context.Context) error {
 	}
 	wg.Wait()
 	sendEnd := time.Now()
+	stopSide()
+	side.Wait()
 
 	// Drain: wait for the outstanding receipts and deliveries.
 	r.setPhase("drain", 0, o.Drain)
@@ -476,6 +514,13 @@ func (m *msgRun) measure(ctx context.Context) error {
 	}
 	if span := time.Duration(lastDelivery) - start.Sub(m.base); span > 0 {
 		res.Deliveries = float64(res.Received) / span.Seconds()
+	}
+	for _, c := range m.cls {
+		res.EventDeliveries += c.events.Load()
+	}
+	res.TypingSent, res.ReadPuts = m.typing.Load(), m.readPuts.Load()
+	if r.res.Elapsed > 0 {
+		res.EventRate = float64(res.EventDeliveries) / r.res.Elapsed
 	}
 	r.res.Messaging = res
 	r.res.Ops = res.Received
@@ -565,4 +610,55 @@ func errKind(err error) string {
 		return "closed by server"
 	}
 	return netKind(err)
+}
+
+// startEventLoad starts the room-event side load of a group run: typing
+// signals every Options.Typing per member (random phase), and a PUT read
+// after each receipted message (Options.ReadAfterSend), until ctx ends or
+// deadline. The caller waits for the returned group.
+func (m *msgRun) startEventLoad(ctx context.Context, start, deadline time.Time) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	o := m.r.o
+	if o.Target != TargetParley {
+		return &wg
+	}
+	for _, c := range m.cls {
+		if o.Typing > 0 {
+			wg.Go(func() {
+				rng := rand.New(rand.NewPCG(uint64(c.idx), uint64(start.UnixNano())+1))
+				head := c.conn.frame("SEND", "destination", c.sendDest+".typing")
+				for next := start.Add(interval(rng, 0, o.Typing)); sleepUntil(ctx, next, deadline); next = next.Add(o.Typing) {
+					if err := c.conn.writeFrame(head, nil); err != nil {
+						return
+					}
+					m.typing.Add(1)
+				}
+			})
+		}
+		if c.readReq != nil {
+			wg.Go(func() {
+				for {
+					select {
+					case <-ctx.Done():
+						return
+					case <-c.readReq:
+					}
+					seq := c.maxSeq.Load()
+					if seq == 0 {
+						continue
+					}
+					rctx, cancel := context.WithTimeout(ctx, o.Timeout)
+					err := c.acc.markRead(rctx, c.roomID, seq)
+					cancel()
+					switch {
+					case err == nil:
+						m.readPuts.Add(1)
+					case ctx.Err() == nil:
+						m.r.rec.Error(c.idx, "read: "+netKind(err))
+					}
+				}
+			})
+		}
+	}
+	return &wg
 }

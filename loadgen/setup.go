@@ -139,6 +139,14 @@ func (a account) room(ctx context.Context, roomID string) (roomInfo, error) {
 	return rm, nil
 }
 
+func (a account) markRead(ctx context.Context, roomID string, seq int64) error {
+	in := map[string]int64{"seq": seq}
+	if _, err := a.node.call(ctx, "PUT", "/api/rooms/"+url.PathEscape(roomID)+"/read", a.Token, in, nil); err != nil {
+		return fmt.Errorf("mark read: %w", err)
+	}
+	return nil
+}
+
 func (a account) post(ctx context.Context, roomID, body string) error {
 	in := map[string]string{"body": body}
 	if _, err := a.node.call(ctx, "POST", "/api/rooms/"+url.PathEscape(roomID)+"/messages", a.Token, in, nil); err != nil {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -38,6 +39,8 @@ type stompConn struct {
 	receiptID []byte
 	errMsg    string
 	body      []byte
+	event     bool          // a room event MESSAGE (it has an event header)
+	seq       int64         // a chat MESSAGE's seq header; 0 when none
 	version   stomp.Version // from CONNECTED
 }
 
@@ -216,6 +219,11 @@ func (c *stompConn) readFrame() error {
 	c.receiptID = append(c.receiptID[:0], f.Get("receipt-id")...)
 	c.errMsg = string(f.Get("message"))
 	c.body = f.Body
+	c.event = f.Get("event") != nil
+	c.seq = 0
+	if v := f.Get("seq"); v != nil && !c.event {
+		c.seq, _ = strconv.ParseInt(string(v), 10, 64)
+	}
 	if f.Command == stomp.Error && c.errMsg == "" {
 		c.errMsg = string(c.body)
 	}

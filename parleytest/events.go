@@ -22,6 +22,10 @@ func kindName(k parley.EventKind) string {
 		return "read"
 	case parley.EventMessage:
 		return "message"
+	case parley.EventRoomInfo:
+		return "room info"
+	case parley.EventRole:
+		return "role"
 	}
 	return fmt.Sprintf("kind(%d)", k)
 }

@@ -52,7 +52,7 @@ func RunStoreTests(t *testing.T, newStore NewStoreFunc) {
 		{"UnknownRoom", testUnknownRoom},
 		{"MembersOnly", testMembersOnly},
 	}
-	for _, tt := range tests {
+	for _, tt := range append(tests, peopleTests...) {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, newStore) })
 	}
 }

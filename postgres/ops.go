@@ -154,7 +154,7 @@ func (o *createRoom) decode(row pgx.Row) (result, []parley.Event, error) {
 		}
 		return result{room: o.r, ok: true}, []parley.Event{
 			{Kind: parley.EventRoom, Room: o.r},
-			{Kind: parley.EventJoin, Room: o.r, UserID: o.nr.CreatorID},
+			{Kind: parley.EventJoin, Room: o.r, UserID: o.nr.CreatorID, Role: parley.RoleOwner},
 		}, nil
 	}
 
@@ -173,8 +173,8 @@ func (o *createRoom) decode(row pgx.Row) (result, []parley.Event, error) {
 	case created:
 		return result{room: o.r, ok: true}, []parley.Event{
 			{Kind: parley.EventRoom, Room: o.r},
-			{Kind: parley.EventJoin, Room: o.r, UserID: o.nr.CreatorID},
-			{Kind: parley.EventJoin, Room: o.r, UserID: o.nr.PeerID},
+			{Kind: parley.EventJoin, Room: o.r, UserID: o.nr.CreatorID, Role: parley.RoleMember},
+			{Kind: parley.EventJoin, Room: o.r, UserID: o.nr.PeerID, Role: parley.RoleMember},
 		}, nil
 	case old.ID == "":
 		return result{}, nil, errors.New("create direct room: neither found nor created")
@@ -186,7 +186,7 @@ func (o *createRoom) decode(row pgx.Row) (result, []parley.Event, error) {
 	}{{creatorBack, o.nr.CreatorID}, {peerBack, o.nr.PeerID}} {
 		if back.ok {
 			old.MemberCount++
-			events = append(events, parley.Event{Kind: parley.EventJoin, Room: old, UserID: back.id, ReadSeq: old.LastSeq})
+			events = append(events, parley.Event{Kind: parley.EventJoin, Room: old, UserID: back.id, ReadSeq: old.LastSeq, Role: parley.RoleMember})
 		}
 	}
 	return result{room: old}, events, nil
@@ -210,10 +210,10 @@ func (o *join) queue(b *pgx.Batch, q *writeQueries, now time.Time) {
 }
 
 func (o *join) decode(row pgx.Row) (result, []parley.Event, error) {
-	var member bool
+	var member, banned bool
 	var before, after parley.Room
 	dest := append([]any{&member}, roomDest(&before)...)
-	if err := row.Scan(append(dest, roomDest(&after)...)...); err != nil {
+	if err := row.Scan(append(append(dest, roomDest(&after)...), &banned)...); err != nil {
 		return result{}, nil, err
 	}
 	fixRoom(&before)
@@ -225,11 +225,13 @@ func (o *join) decode(row pgx.Row) (result, []parley.Event, error) {
 		return result{}, nil, parley.Errorf(parley.CodeForbidden, "a direct room cannot be joined")
 	case member:
 		return result{room: before}, nil, nil
+	case banned:
+		return result{}, nil, parley.Errorf(parley.CodeForbidden, "banned from this room")
 	case after.ID == "":
 		return result{}, nil, parley.Errorf(parley.CodeRoomFull, "room %s is full", o.roomID)
 	}
 	return result{room: after, ok: true}, []parley.Event{
-		{Kind: parley.EventJoin, Room: after, UserID: o.userID, ReadSeq: after.LastSeq},
+		{Kind: parley.EventJoin, Room: after, UserID: o.userID, ReadSeq: after.LastSeq, Role: parley.RoleMember},
 	}, nil
 }
 
@@ -251,7 +253,8 @@ func (o *leave) queue(b *pgx.Batch, q *writeQueries, _ time.Time) {
 
 func (o *leave) decode(row pgx.Row) (result, []parley.Event, error) {
 	var before, after parley.Room
-	if err := row.Scan(append(roomDest(&before), roomDest(&after)...)...); err != nil {
+	var heir string
+	if err := row.Scan(append(append(roomDest(&before), roomDest(&after)...), &heir)...); err != nil {
 		return result{}, nil, err
 	}
 	fixRoom(&before)
@@ -262,7 +265,11 @@ func (o *leave) decode(row pgx.Row) (result, []parley.Event, error) {
 	case after.ID == "": // not a member
 		return result{room: before}, nil, nil
 	}
-	return result{room: after}, []parley.Event{{Kind: parley.EventLeave, Room: after, UserID: o.userID}}, nil
+	events := []parley.Event{{Kind: parley.EventLeave, Room: after, UserID: o.userID}}
+	if heir != "" {
+		events = append(events, parley.Event{Kind: parley.EventRole, Room: after, UserID: heir, Role: parley.RoleOwner})
+	}
+	return result{room: after}, events, nil
 }
 
 // Send implements parley.Store. Its event is one EventMessage; the sender's
@@ -349,7 +356,7 @@ func (o *markRead) decode(row pgx.Row) (result, []parley.Event, error) {
 	var r parley.Room
 	m := parley.Member{RoomID: o.roomID, UserID: o.userID}
 	dest := append([]any{&member, &m.ReadSeq, &m.JoinedAt, &moved}, roomDest(&r)...)
-	if err := row.Scan(dest...); err != nil {
+	if err := row.Scan(append(dest, &m.Role)...); err != nil {
 		return result{}, nil, err
 	}
 	fixRoom(&r)

@@ -26,6 +26,7 @@ const msgCols = `id, room_id, seq, sender_id, sender_name, body, client_id, sent
 type writeQueries struct {
 	lockRooms, insertUser, insertToken, deleteToken, deleteTokens, createGroup, createDirect,
 	join, leave, send, sendMany, markRead, begin, commit, rollback *query
+	people *peopleWriteQueries // people.go
 }
 
 func newWriteQueries(m *metrics) *writeQueries {
@@ -57,7 +58,7 @@ func newWriteQueries(m *metrics) *writeQueries {
 		createGroup: &query{kind: "insert_room", text: `WITH u AS (SELECT id FROM users WHERE id = $2),
 			r AS (INSERT INTO rooms (id, kind, title, capacity, member_count, last_seq, last_activity_at, created_at)
 				SELECT $1, 'group', $3, $4, 1, 0, $5, $5 FROM u RETURNING id),
-			m AS (INSERT INTO members (room_id, user_id, read_seq, joined_at) SELECT r.id, u.id, 0, $5 FROM r, u)
+			m AS (INSERT INTO members (room_id, user_id, read_seq, joined_at, role) SELECT r.id, u.id, 0, $5, 'owner' FROM r, u)
 			SELECT EXISTS (SELECT 1 FROM r)`},
 
 		// $1 id, $2 creator, $3 peer, $4 direct key, $5 title, $6 now.
@@ -82,24 +83,31 @@ func newWriteQueries(m *metrics) *writeQueries {
 			FROM c, p LEFT JOIN old ON true`},
 
 		// $1 room, $2 user, $3 now. A new member's read position is the
-		// room's last seq.
+		// room's last seq; a banned user is not let in.
 		join: &query{kind: "join", text: `WITH r0 AS (SELECT ` + roomRet + ` FROM rooms WHERE id = $1),
 			mem AS (SELECT 1 FROM members WHERE room_id = $1 AND user_id = $2),
+			ban AS (SELECT 1 FROM bans WHERE room_id = $1 AND user_id = $2),
 			r AS (UPDATE rooms SET member_count = member_count + 1
-				WHERE id = $1 AND kind = 'group' AND NOT EXISTS (SELECT 1 FROM mem)
+				WHERE id = $1 AND kind = 'group' AND NOT EXISTS (SELECT 1 FROM mem) AND NOT EXISTS (SELECT 1 FROM ban)
 					AND (capacity = 0 OR member_count < capacity)
 				RETURNING ` + roomRet + `),
 			m AS (INSERT INTO members (room_id, user_id, read_seq, joined_at) SELECT r.id, $2, r.last_seq, $3 FROM r)
-			SELECT EXISTS (SELECT 1 FROM mem), ` + roomOut("r0") + `, ` + roomOut("r") + `
+			SELECT EXISTS (SELECT 1 FROM mem), ` + roomOut("r0") + `, ` + roomOut("r") + `, EXISTS (SELECT 1 FROM ban)
 			FROM (VALUES (1)) AS one LEFT JOIN r0 ON true LEFT JOIN r ON true`},
 
-		// $1 room, $2 user.
+		// $1 room, $2 user. An owner's leave makes the longest-standing
+		// admin, else member, the owner (heir).
 		leave: &query{kind: "leave", text: `WITH r0 AS (SELECT ` + roomRet + ` FROM rooms WHERE id = $1),
-			d AS (DELETE FROM members WHERE room_id = $1 AND user_id = $2 RETURNING 1),
+			d AS (DELETE FROM members WHERE room_id = $1 AND user_id = $2 RETURNING role),
 			r AS (UPDATE rooms SET member_count = member_count - 1
 				WHERE id = $1 AND member_count > 0 AND EXISTS (SELECT 1 FROM d)
-				RETURNING ` + roomRet + `)
-			SELECT ` + roomOut("r0") + `, ` + roomOut("r") + `
+				RETURNING ` + roomRet + `),
+			heir AS (SELECT user_id FROM members WHERE room_id = $1 AND user_id <> $2
+				AND EXISTS (SELECT 1 FROM d WHERE role = 'owner')
+				ORDER BY role = 'admin' DESC, joined_at, user_id LIMIT 1),
+			h AS (UPDATE members SET role = 'owner' WHERE room_id = $1 AND user_id = (SELECT user_id FROM heir)
+				RETURNING user_id)
+			SELECT ` + roomOut("r0") + `, ` + roomOut("r") + `, coalesce((SELECT user_id FROM h), '')
 			FROM (VALUES (1)) AS one LEFT JOIN r0 ON true LEFT JOIN r ON true`},
 
 		// $1 room, $2 sender, $3 sender name ('' to look it up), $4 body,
@@ -167,13 +175,13 @@ func newWriteQueries(m *metrics) *writeQueries {
 
 		// $1 room, $2 user, $3 seq. The position moves forward only, and
 		// not past the room's last seq.
-		markRead: &query{kind: "mark_read", text: `WITH m0 AS (SELECT read_seq, joined_at FROM members WHERE room_id = $1 AND user_id = $2),
+		markRead: &query{kind: "mark_read", text: `WITH m0 AS (SELECT read_seq, joined_at, role FROM members WHERE room_id = $1 AND user_id = $2),
 			r AS (SELECT ` + roomRet + ` FROM rooms WHERE id = $1),
 			u AS (UPDATE members SET read_seq = least($3::bigint, r.last_seq) FROM r
 				WHERE members.room_id = $1 AND members.user_id = $2 AND members.read_seq < least($3::bigint, r.last_seq)
 				RETURNING members.read_seq)
 			SELECT m0.read_seq IS NOT NULL, coalesce(m0.read_seq, 0), coalesce(m0.joined_at, 'epoch'),
-				coalesce(u.read_seq, -1), ` + roomOut("r") + `
+				coalesce(u.read_seq, -1), ` + roomOut("r") + `, coalesce(m0.role, '')
 			FROM (VALUES (1)) AS one LEFT JOIN m0 ON true LEFT JOIN u ON true LEFT JOIN r ON true`},
 
 		// Counted only: pgx sends these itself.
@@ -183,6 +191,7 @@ func newWriteQueries(m *metrics) *writeQueries {
 	}
 	bind(m, q.lockRooms, q.insertUser, q.insertToken, q.deleteToken, q.deleteTokens, q.createGroup, q.createDirect,
 		q.join, q.leave, q.send, q.sendMany, q.markRead, q.begin, q.commit, q.rollback)
+	q.people = newPeopleWriteQueries(m)
 	return q
 }
 
@@ -191,6 +200,7 @@ type readQueries struct {
 	ping, userByName, user, tokenUser, room, roomExists,
 	member, members, memberships,
 	messagesBefore, messagesAfter, roomsFirst, roomsAfter *query
+	people *peopleReadQueries // people.go
 }
 
 // roomListQuery is the room list: it walks the members_user index for the
@@ -215,9 +225,9 @@ func newReadQueries(m *metrics) *readQueries {
 			FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = $1`},
 		room:        &query{kind: "room", text: `SELECT ` + roomOut("rooms") + ` FROM rooms WHERE id = $1`},
 		roomExists:  &query{kind: "room_exists", text: `SELECT 1 FROM rooms WHERE id = $1`},
-		member:      &query{kind: "member", text: `SELECT read_seq, joined_at FROM members WHERE room_id = $1 AND user_id = $2`},
+		member:      &query{kind: "member", text: `SELECT read_seq, joined_at, role FROM members WHERE room_id = $1 AND user_id = $2`},
 		members:     &query{kind: "members", text: `SELECT user_id FROM members WHERE room_id = $1`},
-		memberships: &query{kind: "memberships", text: `SELECT room_id, read_seq, joined_at FROM members WHERE user_id = $1`},
+		memberships: &query{kind: "memberships", text: `SELECT room_id, read_seq, joined_at, role FROM members WHERE user_id = $1`},
 		messagesBefore: &query{kind: "messages_before", text: `SELECT ` + msgCols + ` FROM messages
 			WHERE room_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`},
 		messagesAfter: &query{kind: "messages_after", text: `SELECT ` + msgCols + ` FROM messages
@@ -227,5 +237,6 @@ func newReadQueries(m *metrics) *readQueries {
 	}
 	bind(m, q.ping, q.userByName, q.user, q.tokenUser, q.room, q.roomExists, q.member, q.members,
 		q.memberships, q.messagesBefore, q.messagesAfter, q.roomsFirst, q.roomsAfter)
+	q.people = newPeopleReadQueries(m)
 	return q
 }

@@ -100,7 +100,7 @@ func (s *Store) roomExists(ctx context.Context, id string) error {
 // Member implements parley.Store.
 func (s *Store) Member(ctx context.Context, roomID, userID string) (parley.Member, error) {
 	m := parley.Member{RoomID: roomID, UserID: userID}
-	err := s.queryRow(ctx, s.rq.member, roomID, userID).Scan(&m.ReadSeq, &m.JoinedAt)
+	err := s.queryRow(ctx, s.rq.member, roomID, userID).Scan(&m.ReadSeq, &m.JoinedAt, &m.Role)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return m, parley.Errorf(parley.CodeNotFound, "user %s is not a member of room %s", userID, roomID)
 	}
@@ -135,7 +135,7 @@ func (s *Store) Memberships(ctx context.Context, userID string) ([]parley.Member
 	}
 	ms, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (parley.Member, error) {
 		m := parley.Member{UserID: userID}
-		err := row.Scan(&m.RoomID, &m.ReadSeq, &m.JoinedAt)
+		err := row.Scan(&m.RoomID, &m.ReadSeq, &m.JoinedAt, &m.Role)
 		m.JoinedAt = utc(m.JoinedAt)
 		return m, err
 	})

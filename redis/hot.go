@@ -54,8 +54,9 @@ type HotConfig struct {
 // its newest history page and the room list from Redis, which every node
 // reads and keeps current, and each membership from the user's memberships
 // (member.go), so that the check every room request makes stays off
-// PostgreSQL too. Writes, a room's member list (the relay keeps its own)
-// and older pages go to the inner store. parley_hot_requests_total counts
+// PostgreSQL too, and each room's member listing (hotmembers.go). Writes,
+// a room's member ids (the relay keeps its own) and older pages go to the
+// inner store. parley_hot_requests_total counts
 // hits and misses by kind.
 //
 // # Keys
@@ -65,9 +66,11 @@ type HotConfig struct {
 // activity), "w:{room}" the newest messages (sorted set scored by seq, at
 // most RecentMessages of them, plus the member "0" at score 0 when the
 // window reaches the start of the room), "u:{user}" the user's rooms, read
-// positions and joined times (hash room -> read seq, "j:{room}" -> joined
-// Unix µs, plus the field "_" so that no rooms is a value), and "g:r:{room}", "g:u:{user}" the generations that guard
-// the loads of r: and u:. Token revocations (revoke.go) use the channel
+// positions, joined times and roles (hash room -> read seq, "j:{room}" ->
+// joined Unix µs, "o:{room}" -> role, plus the field "_" so that no rooms
+// is a value), "m:{room}" the room's member listing (hotmembers.go), and
+// "g:r:{room}", "g:u:{user}", "g:m:{room}" the generations that guard the
+// loads of r:, u: and m:. Token revocations (revoke.go) use the channel
 // "{prefix}revoked", the stream "{prefix}revocations" and the short-lived
 // acknowledgement lists "{prefix}revoked:{id}".
 //
@@ -95,9 +98,10 @@ type HotConfig struct {
 //     it asks PostgreSQL and installs its snapshot only if the generation
 //     has not moved and the key is still absent (one Lua script). A change
 //     committed after the snapshot moves the generation first, so a stale
-//     snapshot is never installed. Messages do not touch room info (kind,
-//     title and capacity never change); a room's last_seq and
-//     last_activity_at are the higher of the info's and the last message's.
+//     snapshot is never installed. A change of title or capacity
+//     invalidates it the same way. Messages do not touch room info; a
+//     room's last_seq and last_activity_at are the higher of the info's and
+//     the last message's.
 //   - A user's memberships are invalidated the same way on their joins and
 //     leaves; read positions only move forward, so reads and the sender's
 //     own messages raise a position with a compare in Lua, and when the key
@@ -458,11 +462,11 @@ func (h *HotStore) loadMemberships(ctx context.Context, userID, gen string, stor
 		return nil, err
 	}
 	if store {
-		fv := make([]string, 0, 2+4*len(ms))
+		fv := make([]string, 0, 2+6*len(ms))
 		fv = append(fv, "_", "")
 		for _, m := range ms {
 			fv = append(fv, m.RoomID, strconv.FormatInt(m.ReadSeq, 10),
-				joinedField(m.RoomID), strconv.FormatInt(m.JoinedAt.UnixMicro(), 10))
+				joinedField(m.RoomID), strconv.FormatInt(m.JoinedAt.UnixMicro(), 10), roleField(m.RoomID), m.Role)
 		}
 		h.populate(ctx, h.userKey(userID), h.userGen(userID), gen, fv...)
 	}

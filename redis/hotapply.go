@@ -187,6 +187,7 @@ func (h *HotStore) write(batches [][]parley.Event) {
 		for i := range events {
 			ev := &events[i]
 			room := ev.Room.ID
+			inv = h.applyPeople(ctx, pipe, ev, ttl, inv) // member listings, roles, room info (hotmembers.go)
 			switch ev.Kind {
 			case parley.EventJoin, parley.EventLeave:
 				inv = append(inv, [2]string{h.roomKey(room), h.roomGen(room)}, [2]string{h.userKey(ev.UserID), h.userGen(ev.UserID)})

@@ -17,10 +17,11 @@ const (
 	kindMember                     // one membership
 	kindUser                       // a user (this node's memory)
 	kindToken                      // an access token (this node's memory)
+	kindRoomMembers                // a room's member listing (hotmembers.go)
 	numHotKinds
 )
 
-var hotKindNames = [numHotKinds]string{"room", "last", "messages", "memberships", "member", "user", "token"}
+var hotKindNames = [numHotKinds]string{"room", "last", "messages", "memberships", "member", "user", "token", "room_members"}
 
 // hotMetrics counts the hot data's reads by kind and result, resolved once
 // so that counting is one atomic add. A miss is a read that went on to the

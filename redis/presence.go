@@ -230,6 +230,7 @@ func (p *Presence) removeEntry(ctx context.Context, userID string, announce bool
 		pipe.ZRem(ctx, p.userKey(userID), p.cfg.Node)
 		pipe.SRem(ctx, p.nodeKey, userID)
 		if announce {
+			p.queueSeen(ctx, pipe, userID)
 			pipe.Publish(ctx, p.channel, userID)
 		}
 		return nil
@@ -357,6 +358,7 @@ func (p *Presence) Close() error {
 	_, err := p.rdb.TxPipelined(ctx, func(pipe goredis.Pipeliner) error {
 		for _, u := range users {
 			pipe.ZRem(ctx, p.userKey(u), p.cfg.Node)
+			p.queueSeen(ctx, pipe, u)
 		}
 		pipe.Del(ctx, p.nodeKey)
 		pipe.ZRem(ctx, p.nodesKey, p.cfg.Node)

@@ -37,6 +37,8 @@ type fakeRoom struct {
 	room    parley.Room
 	members []string // user ids, in join order
 	msgs    []parley.Message
+	roles   map[string]string     // user id -> role other than member (fake_people_test.go)
+	bans    map[string]parley.Ban // by user id
 }
 
 var _ rest.Chat = (*fakeChat)(nil)
@@ -153,6 +155,7 @@ func (c *fakeChat) CreateRoom(ctx context.Context, u parley.User, r chat.NewRoom
 		fr := &fakeRoom{
 			room:    parley.Room{ID: parley.NewID(), Kind: r.Kind, Title: r.Title, Capacity: r.Capacity, MemberCount: 1, LastActivityAt: now, CreatedAt: now},
 			members: []string{u.ID},
+			roles:   map[string]string{u.ID: parley.RoleOwner},
 		}
 		c.rooms[fr.room.ID] = fr
 		return fr.room, true, nil
@@ -221,6 +224,9 @@ func (c *fakeChat) Join(ctx context.Context, u parley.User, roomID string) (parl
 	if slices.Contains(fr.members, u.ID) {
 		return fr.room, false, nil
 	}
+	if _, banned := fr.bans[u.ID]; banned {
+		return parley.Room{}, false, parley.Errorf(parley.CodeForbidden, "banned from this room")
+	}
 	if fr.room.Full() {
 		return parley.Room{}, false, parley.Errorf(parley.CodeRoomFull, "room is full")
 	}
@@ -239,6 +245,7 @@ func (c *fakeChat) Leave(ctx context.Context, u parley.User, roomID string) erro
 	if i := slices.Index(fr.members, u.ID); i >= 0 {
 		fr.members = slices.Delete(fr.members, i, i+1)
 		fr.room.MemberCount--
+		delete(fr.roles, u.ID)
 	}
 	return nil
 }

@@ -1,5 +1,5 @@
 // Package rest serves Parley's JSON API over HTTP (design §3): accounts,
-// rooms, membership, history and sending, with an optional per-user limit
+// rooms, membership, history and sending, people and moderation, with an optional per-user limit
 // on sends (limited) and limits on sign-ups and failed logins per client
 // address and name (login.go). It maps chat operations to routes and
 // parley error codes to HTTP statuses, in one place (errorStatus).
@@ -63,6 +63,25 @@ type Chat interface {
 	Peer(ctx context.Context, u parley.User, r parley.Room) *parley.User
 	// MaxBody is the largest message body, in bytes.
 	MaxBody() int
+
+	// People and moderation (chat/people.go): to anyone but a member the
+	// room is unknown (parley.CodeNotFound); a member without the role,
+	// and any moderation of a direct room, get parley.CodeForbidden.
+	//
+	// Members returns a page of the room's members, online first, then by
+	// name, and the cursor of the next.
+	Members(ctx context.Context, u parley.User, roomID, cursor string, limit int) ([]chat.MemberEntry, string, error)
+	// UpdateRoom changes a room's title and/or capacity (owner or admin);
+	// a capacity below member_count is parley.CodeConflict.
+	UpdateRoom(ctx context.Context, u parley.User, roomID string, up chat.RoomUpdate) (parley.Room, error)
+	// SetRole makes a member an admin or a member (owner only).
+	SetRole(ctx context.Context, u parley.User, roomID, userID, role string) (chat.MemberEntry, error)
+	// Remove removes a member, banning with ban (owner, or an admin
+	// removing a plain member); Unban lifts a ban and Bans lists them
+	// (owner or admin).
+	Remove(ctx context.Context, u parley.User, roomID, userID string, ban bool) error
+	Unban(ctx context.Context, u parley.User, roomID, userID string) error
+	Bans(ctx context.Context, u parley.User, roomID string) ([]parley.Ban, error)
 }
 
 // Config configures a Handler. Zero fields take the documented defaults.
@@ -197,6 +216,13 @@ func (h *Handler) routes() {
 	h.handle("GET /api/rooms/{id}/messages", h.authed(h.messages))
 	h.handle("POST /api/rooms/{id}/messages", h.authed(h.limited(h.send)))
 	h.handle("PUT /api/rooms/{id}/read", h.authed(h.markRead))
+	// People and moderation (people.go).
+	h.handle("GET /api/rooms/{id}/members", h.authed(h.members))
+	h.handle("PATCH /api/rooms/{id}", h.authed(h.updateRoom))
+	h.handle("PUT /api/rooms/{id}/members/{user_id}", h.authed(h.setRole))
+	h.handle("DELETE /api/rooms/{id}/members/{user_id}", h.authed(h.removeMember))
+	h.handle("GET /api/rooms/{id}/bans", h.authed(h.bans))
+	h.handle("DELETE /api/rooms/{id}/bans/{user_id}", h.authed(h.unban))
 	h.handle("GET /api/config", h.clientConfig)
 	h.handle("GET /api/openapi.yaml", h.openAPI)
 	h.handle(catchAll, h.noRoute)

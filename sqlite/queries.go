@@ -12,6 +12,7 @@ type writeQueries struct {
 	member, insertMember, deleteMember, joinCount, leaveCount,
 	messageByClientID, markRead,
 	begin, commit, rollback *query
+	people peopleWriteQueries // people.go
 	// The grouped statements of Send, one per chunk size (chunkSizes).
 	senderMembers, nextSeqs, insertMessages, senderReads [len(chunkSizes)]*query
 }
@@ -40,9 +41,9 @@ func (q *writeQueries) all() []*query {
 			insertRoom: &query{kind: "insert_room", text: `INSERT INTO rooms
 				(id, kind, title, capacity, member_count, last_seq, last_activity_at, created_at, direct_key)
 				VALUES (?, ?, ?, ?, ?, 0, ?, ?, nullif(?, ''))`},
-			member:       &query{kind: "member", text: `SELECT read_seq, joined_at FROM members WHERE room_id = ? AND user_id = ?`},
-			insertMember: &query{kind: "insert_member", text: `INSERT INTO members (room_id, user_id, read_seq, joined_at) VALUES (?, ?, ?, ?)`},
-			deleteMember: &query{kind: "delete_member", text: `DELETE FROM members WHERE room_id = ? AND user_id = ?`},
+			member:       &query{kind: "member", text: `SELECT read_seq, joined_at, role FROM members WHERE room_id = ? AND user_id = ?`},
+			insertMember: &query{kind: "insert_member", text: `INSERT INTO members (room_id, user_id, read_seq, joined_at, role) VALUES (?, ?, ?, ?, ?)`},
+			deleteMember: &query{kind: "delete_member", text: `DELETE FROM members WHERE room_id = ? AND user_id = ? RETURNING role`},
 			joinCount: &query{kind: "join_count", text: `UPDATE rooms SET member_count = member_count + 1
 				WHERE id = ? AND (capacity = 0 OR member_count < capacity) RETURNING ` + roomCols},
 			leaveCount: &query{kind: "leave_count", text: `UPDATE rooms SET member_count = member_count - 1
@@ -51,7 +52,7 @@ func (q *writeQueries) all() []*query {
 				WHERE room_id = ? AND sender_id = ? AND client_id = ? AND client_id <> ''`},
 			markRead: &query{kind: "mark_read", text: `UPDATE members SET read_seq = min(?3, (SELECT last_seq FROM rooms WHERE id = ?1))
 				WHERE room_id = ?1 AND user_id = ?2 AND read_seq < min(?3, (SELECT last_seq FROM rooms WHERE id = ?1))
-				RETURNING read_seq, joined_at`},
+				RETURNING read_seq, joined_at, role`},
 			// Counted only: database/sql issues these itself.
 			begin:    &query{kind: "begin"},
 			commit:   &query{kind: "commit"},
@@ -77,6 +78,7 @@ func (q *writeQueries) all() []*query {
 	qs := []*query{q.userName, q.insertUser, q.insertToken, q.deleteToken, q.deleteTokens, q.room, q.roomByDirectKey, q.insertRoom,
 		q.member, q.insertMember, q.deleteMember, q.joinCount, q.leaveCount,
 		q.messageByClientID, q.markRead, q.begin, q.commit, q.rollback}
+	qs = append(qs, q.people.all()...)
 	qs = append(qs, q.senderMembers[:]...)
 	qs = append(qs, q.nextSeqs[:]...)
 	qs = append(qs, q.insertMessages[:]...)
@@ -88,6 +90,7 @@ type readQueries struct {
 	ping, userByName, user, tokenUser, room, roomExists,
 	member, members, memberships,
 	messagesBefore, messagesAfter, roomsFirst, roomsAfter *query
+	people peopleReadQueries // people.go
 }
 
 // roomListQuery is the room list: it walks the members_user index for the
@@ -119,9 +122,9 @@ func (q *readQueries) all() []*query {
 				FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ?`},
 			room:        &query{kind: "room", text: `SELECT ` + roomCols + ` FROM rooms WHERE id = ?`},
 			roomExists:  &query{kind: "room_exists", text: `SELECT 1 FROM rooms WHERE id = ?`},
-			member:      &query{kind: "member", text: `SELECT read_seq, joined_at FROM members WHERE room_id = ? AND user_id = ?`},
+			member:      &query{kind: "member", text: `SELECT read_seq, joined_at, role FROM members WHERE room_id = ? AND user_id = ?`},
 			members:     &query{kind: "members", text: `SELECT user_id FROM members WHERE room_id = ?`},
-			memberships: &query{kind: "memberships", text: `SELECT room_id, read_seq, joined_at FROM members WHERE user_id = ?`},
+			memberships: &query{kind: "memberships", text: `SELECT room_id, read_seq, joined_at, role FROM members WHERE user_id = ?`},
 			messagesBefore: &query{kind: "messages_before", text: `SELECT ` + msgCols + ` FROM messages
 				WHERE room_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`},
 			messagesAfter: &query{kind: "messages_after", text: `SELECT ` + msgCols + ` FROM messages
@@ -130,6 +133,6 @@ func (q *readQueries) all() []*query {
 			roomsAfter: &query{kind: "rooms", text: fmt.Sprintf(roomListQuery, "AND (r.last_activity_at, r.id) < (?3, ?4)")},
 		}
 	}
-	return []*query{q.ping, q.userByName, q.user, q.tokenUser, q.room, q.roomExists, q.member, q.members,
-		q.memberships, q.messagesBefore, q.messagesAfter, q.roomsFirst, q.roomsAfter}
+	return append([]*query{q.ping, q.userByName, q.user, q.tokenUser, q.room, q.roomExists, q.member, q.members,
+		q.memberships, q.messagesBefore, q.messagesAfter, q.roomsFirst, q.roomsAfter}, q.people.all()...)
 }

@@ -97,7 +97,7 @@ func (s *Store) Member(ctx context.Context, roomID, userID string) (parley.Membe
 	m := parley.Member{RoomID: roomID, UserID: userID}
 	var joined int64
 	s.rq.member.count()
-	err := s.rq.member.stmt.QueryRowContext(ctx, roomID, userID).Scan(&m.ReadSeq, &joined)
+	err := s.rq.member.stmt.QueryRowContext(ctx, roomID, userID).Scan(&m.ReadSeq, &joined, &m.Role)
 	if errors.Is(err, sql.ErrNoRows) {
 		return m, parley.Errorf(parley.CodeNotFound, "user %s is not a member of room %s", userID, roomID)
 	}
@@ -145,7 +145,7 @@ func (s *Store) Memberships(ctx context.Context, userID string) ([]parley.Member
 	for rows.Next() {
 		m := parley.Member{UserID: userID}
 		var joined int64
-		if err := rows.Scan(&m.RoomID, &m.ReadSeq, &joined); err != nil {
+		if err := rows.Scan(&m.RoomID, &m.ReadSeq, &joined, &m.Role); err != nil {
 			return nil, s.readErr("memberships", err)
 		}
 		m.JoinedAt = fromMicro(joined)

@@ -197,7 +197,7 @@ func (w *wtx) room(id string) (parley.Room, error) {
 func (w *wtx) member(roomID, userID string) (parley.Member, bool, error) {
 	m := parley.Member{RoomID: roomID, UserID: userID}
 	var joined int64
-	err := w.row(w.s.wq.member, roomID, userID).Scan(&m.ReadSeq, &joined)
+	err := w.row(w.s.wq.member, roomID, userID).Scan(&m.ReadSeq, &joined, &m.Role)
 	if errors.Is(err, sql.ErrNoRows) {
 		return m, false, nil
 	}
@@ -215,10 +215,10 @@ func (w *wtx) addMember(r parley.Room, userID string) (parley.Room, error) {
 	if err != nil {
 		return r, err
 	}
-	if _, err := w.exec(w.s.wq.insertMember, r.ID, userID, after.LastSeq, w.now()); err != nil {
+	if _, err := w.exec(w.s.wq.insertMember, r.ID, userID, after.LastSeq, w.now(), parley.RoleMember); err != nil {
 		return r, err
 	}
-	w.emit(parley.Event{Kind: parley.EventJoin, Room: after, UserID: userID, ReadSeq: after.LastSeq})
+	w.emit(parley.Event{Kind: parley.EventJoin, Room: after, UserID: userID, ReadSeq: after.LastSeq, Role: parley.RoleMember})
 	return after, nil
 }
 
@@ -332,11 +332,15 @@ func (w *wtx) createRoom(nr parley.NewRoom) (parley.Room, bool, error) {
 		return r, false, fmt.Errorf("create room: %w", err)
 	}
 	w.emit(parley.Event{Kind: parley.EventRoom, Room: r})
-	for _, u := range users {
-		if _, err := w.exec(w.s.wq.insertMember, r.ID, u, 0, now); err != nil {
+	for i, u := range users {
+		role := parley.RoleMember
+		if i == 0 && r.Kind == parley.KindGroup {
+			role = parley.RoleOwner
+		}
+		if _, err := w.exec(w.s.wq.insertMember, r.ID, u, 0, now, role); err != nil {
 			return r, false, fmt.Errorf("create room: %w", err)
 		}
-		w.emit(parley.Event{Kind: parley.EventJoin, Room: r, UserID: u})
+		w.emit(parley.Event{Kind: parley.EventJoin, Room: r, UserID: u, Role: role})
 	}
 	return r, true, nil
 }
@@ -354,6 +358,9 @@ func (s *Store) Join(ctx context.Context, roomID, userID string) (parley.Room, b
 		}
 		if _, ok, err := w.member(roomID, userID); err != nil || ok {
 			return result{room: r}, err
+		}
+		if err := w.notBanned(roomID, userID); err != nil {
+			return result{}, err
 		}
 		if r.Full() {
 			return result{}, parley.Errorf(parley.CodeRoomFull, "room %s is full", roomID)
@@ -374,17 +381,10 @@ func (s *Store) Leave(ctx context.Context, roomID, userID string) (parley.Room, 
 		if err != nil {
 			return result{}, err
 		}
-		del, err := w.exec(w.s.wq.deleteMember, roomID, userID)
+		r, _, err = w.removeMember(r, userID, parley.Event{Kind: parley.EventLeave, UserID: userID})
 		if err != nil {
 			return result{}, fmt.Errorf("leave: %w", err)
 		}
-		if n, _ := del.RowsAffected(); n == 0 {
-			return result{room: r}, nil
-		}
-		if r, err = scanRoom(w.row(w.s.wq.leaveCount, roomID)); err != nil {
-			return result{}, fmt.Errorf("leave: %w", err)
-		}
-		w.emit(parley.Event{Kind: parley.EventLeave, Room: r, UserID: userID})
 		return result{room: r}, nil
 	})
 	return res.room, err
@@ -405,7 +405,7 @@ func (s *Store) MarkRead(ctx context.Context, roomID, userID string, seq int64) 
 	res, err := s.write(ctx, func(w *wtx) (result, error) {
 		m := parley.Member{RoomID: roomID, UserID: userID}
 		var joined int64
-		err := w.row(w.s.wq.markRead, roomID, userID, seq).Scan(&m.ReadSeq, &joined)
+		err := w.row(w.s.wq.markRead, roomID, userID, seq).Scan(&m.ReadSeq, &joined, &m.Role)
 		if errors.Is(err, sql.ErrNoRows) { // not a member, or nothing to move
 			m, ok, err := w.member(roomID, userID)
 			if err == nil && !ok {

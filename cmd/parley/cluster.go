@@ -95,8 +95,8 @@ func openHot(cfg Config, db parley.Store, rdb *goredis.Client, reg prometheus.Re
 // dialRedis, which the node owns from now on, also on failure) for
 // presence. The relay's Apply must be installed as a sink of the store,
 // after the hot data's (written), whose writes to Redis the relay's
-// publishes wait for.
-func openCluster(cfg Config, rdb *goredis.Client, store parley.Store, written cluster.Watermark, h *hub.Hub, reg prometheus.Registerer) (*clusterNode, error) {
+// publishes wait for; events is the node's room events.
+func openCluster(cfg Config, rdb *goredis.Client, store parley.Store, written cluster.Watermark, h *hub.Hub, events *hub.Events, reg prometheus.Registerer) (*clusterNode, error) {
 	node := cfg.NodeID
 	if node == "" {
 		node = defaultNodeID(cfg.Addr)
@@ -111,7 +111,7 @@ func openCluster(cfg Config, rdb *goredis.Client, store parley.Store, written cl
 		Node: node, Store: store, Local: h, ApplyLeaves: h.Apply, Registerer: reg,
 		Heads: redis.NewHeads(rdb, cfg.RedisPrefix), HeadCheck: cfg.HeadCheck,
 		Nodes: liveNodes{c}, Settle: ttl/3 + time.Second, // one heartbeat, and its round trip
-		Subscribed: hubRooms{h}, Written: written,
+		Subscribed: hubRooms{h}, Written: written, Events: events.ApplyRemote,
 	})
 	c.broker, err = rabbitmq.New(rabbitmq.Config{
 		URL: cfg.Broker, Node: node, Handler: c.relay.Receive, Gone: c.relay.Gone, OnConnect: c.relay.CheckHeads,
@@ -123,7 +123,11 @@ func openCluster(cfg Config, rdb *goredis.Client, store parley.Store, written cl
 	}
 	c.presence = redis.NewPresence(redis.PresenceConfig{
 		Client: c.rdb, Prefix: cfg.RedisPrefix, Node: node, TTL: cfg.PresenceTTL,
-		OnChange: c.relay.PresenceChanged, OnReset: c.relay.PresenceReset, Registerer: reg,
+		OnChange: func(userID string) {
+			c.relay.PresenceChanged(userID)
+			events.PresenceChanged(userID) // every node makes its own online and offline events
+		},
+		OnReset: c.relay.PresenceReset, Registerer: reg,
 	})
 	c.relay.Start(c.broker, c.presence)
 	c.awaitBroker(10 * time.Second)

@@ -179,6 +179,7 @@ type Main struct {
 	http     *http.Server
 	ops      []*opsServer // /metrics and pprof, when --metrics-addr or --debug-addr is set
 	hub      *hub.Hub
+	events   *hub.Events // room events (events.go)
 	gateway  *gateway.Server
 	stompLn  net.Listener
 	stompRun chan error // the STOMP accept loop's result, once it ends
@@ -240,7 +241,7 @@ func (m *Main) Open(ctx context.Context) error {
 
 	svc := chat.New(chat.Config{
 		Store: rp.reads, TokenTTL: cfg.TokenTTL, MaxBody: cfg.MaxBody, KDF: cfg.KDF, Registerer: m.registry,
-		OnRevoke: endSessions,
+		OnRevoke: endSessions, Seen: seenOf{m},
 	})
 	limits, err := cfg.loginLimits()
 	if err != nil {
@@ -260,7 +261,7 @@ func (m *Main) Open(ctx context.Context) error {
 	// cluster relay, which delivers to the local hub and to the other
 	// nodes). The history cache needs no callback: older pages never
 	// change.
-	sinks = []parley.EventSink{rp.hot.Apply, fanout}
+	sinks = []parley.EventSink{rp.hot.Apply, fanout, m.events.Apply}
 
 	if err := m.openGateway(svc, sessions); err != nil {
 		return err
@@ -379,12 +380,13 @@ func (m *Main) openReadPath(ctx context.Context, clustered bool, db parley.Store
 func (m *Main) openFanout(clustered bool, rdb *goredis.Client, rp readPath) (parley.EventSink, gateway.Sessions, error) {
 	reads := rp.reads
 	m.hub = hub.New(hub.Config{Members: reads, Registerer: m.registry})
+	m.openEvents(clustered, reads)
 	if !clustered {
 		return m.hub.Apply, nil, nil
 	}
 	var err error
 	m.rdb = nil // the cluster node owns it from now on, also on failure
-	if m.cluster, err = openCluster(m.Config, rdb, reads, rp.written, m.hub, m.registry); err != nil {
+	if m.cluster, err = openCluster(m.Config, rdb, reads, rp.written, m.hub, m.events, m.registry); err != nil {
 		return nil, nil, fmt.Errorf("cluster: %w", err)
 	}
 	return m.cluster.relay.Apply, m.cluster, nil
@@ -399,6 +401,10 @@ func (m *Main) openGateway(svc *chat.Service, sessions gateway.Sessions) error {
 			origins = append(origins, o)
 		}
 	}
+	var onPresence func(string) // one node: the gateway knows every session
+	if m.cluster == nil {
+		onPresence = m.events.PresenceChanged
+	}
 	var err error
 	m.gateway, err = gateway.New(gateway.Config{
 		Chat: svc, Hub: m.hub, AllowedOrigins: origins,
@@ -408,6 +414,7 @@ func (m *Main) openGateway(svc *chat.Service, sessions gateway.Sessions) error {
 		MaxConnsPerUser: cfg.StompMaxUserConns, MaxConns: cfg.StompMaxConns, SendBuffer: cfg.StompSendBuffer,
 		MaxSubscriptions: cfg.StompMaxSubs, MaxHeaders: cfg.StompMaxHeaders, WriteDelay: cfg.StompWriteDelay,
 		Server: "parley/" + version, Registerer: m.registry, Sessions: sessions,
+		Events: m.events, OnPresence: onPresence,
 	})
 	if err != nil {
 		return fmt.Errorf("stomp gateway: %w", err)
@@ -563,6 +570,9 @@ func (m *Main) Close(ctx context.Context) error {
 	}
 	if m.hub != nil {
 		m.hub.Close()
+	}
+	if m.events != nil {
+		m.events.Close()
 	}
 	return errors.Join(errs...)
 }

@@ -52,6 +52,9 @@ func WriteText(w io.Writer, res *loadgen.Result) error {
 			row("publishes/msg", "%s (broker publishes %s, messages accepted %s)",
 				optNum(m.PerMessage), optNum(m.Publishes), optNum(m.Messages))
 		}
+		if m.EventDeliveries > 0 || m.TypingSent > 0 || m.ReadPuts > 0 {
+			row("room events", "received %d (%s/s), typing sent %d, read PUTs %d", m.EventDeliveries, num(m.EventRate), m.TypingSent, m.ReadPuts)
+		}
 		row("drain", "%.2f s", m.DrainTime)
 	}
 	if b := res.BigRoom; b != nil {

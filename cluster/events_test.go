@@ -1,0 +1,109 @@
+package cluster_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"parley"
+	"parley/cluster"
+	"parley/inmem"
+)
+
+// eventLog records what a relay hands to its node's hub (leaves) and room
+// events (the Events hook).
+type eventLog struct {
+	mu     sync.Mutex
+	leaves []parley.Event
+	events []parley.Event
+}
+
+func (l *eventLog) applyLeaves(evs []parley.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.leaves = append(l.leaves, evs...)
+}
+
+func (l *eventLog) onEvent(ev parley.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, ev)
+}
+
+// await waits until pred holds for the log.
+func (l *eventLog) await(t *testing.T, what string, pred func(l *eventLog) bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		l.mu.Lock()
+		ok := pred(l)
+		l.mu.Unlock()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never: %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func hasKind(evs []parley.Event, k parley.EventKind, user string) bool {
+	return slices.ContainsFunc(evs, func(ev parley.Event) bool { return ev.Kind == k && ev.UserID == user })
+}
+
+// TestRoomEventsReachOtherNodes: member events, with a leave's reason,
+// reach the nodes of the room's members, and a typing signal costs one
+// publish per other node with online members.
+func TestRoomEventsReachOtherNodes(t *testing.T) {
+	store := &fakeStore{members: map[string][]string{"r": {"x", "y", "z"}}, msgs: map[string][]parley.Message{}}
+	ex, reg := inmem.NewExchange(), inmem.NewRegistry()
+	relays, logs, brokers := map[string]*cluster.Relay{}, map[string]*eventLog{}, map[string]*countingBroker{}
+	presence := map[string]*inmem.Presence{}
+	for _, name := range []string{"a", "b", "c"} {
+		log := &eventLog{}
+		r := cluster.New(cluster.Config{
+			Node: name, Store: store, Local: &fakeLocal{got: map[string][]int64{}},
+			ApplyLeaves: log.applyLeaves, Events: log.onEvent, GapWait: 20 * time.Millisecond,
+		})
+		b := ex.Broker(inmem.BrokerConfig{Node: name, Handler: r.Receive, Gone: r.Gone})
+		cb := &countingBroker{Broker: b}
+		p := reg.Presence(inmem.PresenceConfig{Node: name, OnChange: r.PresenceChanged})
+		r.Start(cb, p)
+		t.Cleanup(func() { r.Close(); b.Close(); p.Close() })
+		relays[name], logs[name], brokers[name], presence[name] = r, log, cb, p
+	}
+	ctx := context.Background()
+	presence["a"].Add(ctx, "z")
+	presence["b"].Add(ctx, "x")
+	presence["c"].Add(ctx, "y")
+
+	// A typing signal: one publish to each of b and c, none to a itself.
+	before := brokers["a"].count()
+	relays["a"].Signal(parley.Event{Kind: parley.EventTyping, Room: parley.Room{ID: "r"}, UserID: "z"})
+	for _, n := range []string{"b", "c"} {
+		logs[n].await(t, "typing on node "+n, func(l *eventLog) bool { return hasKind(l.events, parley.EventTyping, "z") })
+	}
+	if got := brokers["a"].count() - before; got != 2 {
+		t.Errorf("%d publishes for one typing signal to two other nodes, want 2", got)
+	}
+
+	// A role change and a removal reach b and c; the removal's reason
+	// travels, so node c (y's) ends y's subscriptions as a removal.
+	relays["a"].Apply([]parley.Event{
+		{Kind: parley.EventRole, Room: parley.Room{ID: "r"}, UserID: "x", Role: parley.RoleAdmin, ActorID: "z"},
+		{Kind: parley.EventLeave, Room: parley.Room{ID: "r"}, UserID: "y", Reason: parley.LeaveBanned, ActorID: "z"},
+	})
+	for _, n := range []string{"b", "c"} {
+		logs[n].await(t, "role and leave on node "+n, func(l *eventLog) bool {
+			return hasKind(l.events, parley.EventRole, "x") && hasKind(l.events, parley.EventLeave, "y")
+		})
+	}
+	logs["c"].await(t, "y's ban applied on node c", func(l *eventLog) bool {
+		return slices.ContainsFunc(l.leaves, func(ev parley.Event) bool {
+			return ev.UserID == "y" && ev.Reason == parley.LeaveBanned && ev.ActorID == "z"
+		})
+	})
+}
