@@ -107,6 +107,12 @@ parley_run() { # name, bench args...
 	shift
 	start_parley
 	run "$name" "$@" --url "http://127.0.0.1:$port"
+	# Socket writes against deliveries: the frames each write carried.
+	curl -fsS "http://127.0.0.1:$port/metrics" |
+		awk '/^parley_stomp_(writes|deliveries)_total / { v[$1] = $2 }
+			END { if (v["parley_stomp_writes_total"] > 0) printf "  writes        %d socket writes, %.2f deliveries each (set-up included)\n",
+				v["parley_stomp_writes_total"], v["parley_stomp_deliveries_total"] / v["parley_stomp_writes_total"] }' |
+		tee -a "$out/$name.txt"
 	stop "$parley_pid"
 	parley_pid=
 }
