@@ -12,6 +12,8 @@ const (
 	EventMessage                       // Message was stored; Room is the room after it
 	EventRoomInfo                      // Room's title or capacity changed; ActorID changed it
 	EventRole                          // UserID's role in Room changed to Role; ActorID changed it
+	EventEdited                        // Message (its new version) was edited by UserID; Room is the room after it
+	EventDeleted                       // Message (now a tombstone) was deleted by UserID; Room is the room after it
 )
 
 // Why a member left a room (Event.Reason of an EventLeave).
@@ -29,9 +31,9 @@ const (
 type Event struct {
 	Kind    EventKind
 	Room    Room
-	UserID  string  // EventJoin, EventLeave, EventRead; the sender for EventMessage
+	UserID  string  // EventJoin, EventLeave, EventRead; the sender for EventMessage; who edited or deleted
 	ReadSeq int64   // EventRead, EventJoin: the member's read position
-	Message Message // EventMessage
+	Message Message // EventMessage; EventEdited and EventDeleted: the message's new version
 	Role    string  // EventJoin, EventRole: the member's role
 	Reason  string  // EventLeave: LeaveLeft, LeaveRemoved or LeaveBanned
 	ActorID string  // EventRoomInfo, EventRole, a removal: who did it

@@ -28,7 +28,9 @@ const (
 )
 
 // Room is a conversation. Every message of a room has a sequence number,
-// 1, 2, 3, ... with no holes; LastSeq is the newest.
+// 1, 2, 3, ... with no holes; LastSeq is the newest. LastChange is the
+// room's second counter, moved by every edit and deletion of its messages
+// (1, 2, 3, ... with no holes; see Message.Change).
 type Room struct {
 	ID             string    `json:"id"`
 	Kind           string    `json:"kind"`
@@ -36,6 +38,7 @@ type Room struct {
 	Capacity       int       `json:"capacity"` // 0 = unlimited
 	MemberCount    int       `json:"member_count"`
 	LastSeq        int64     `json:"last_seq"`
+	LastChange     int64     `json:"last_change"`
 	LastActivityAt time.Time `json:"last_activity_at"`
 	CreatedAt      time.Time `json:"-"`
 	// DirectKey identifies the pair of a direct room (see DirectKey); empty
@@ -74,17 +77,27 @@ type Seen struct {
 	LastSeenAt time.Time
 }
 
-// Message is one stored message of a room.
+// Message is one stored message of a room. EditedAt and DeletedAt are nil
+// until it is first edited or deleted; Change is the room's change number
+// (Room.LastChange) of the last edit or deletion that touched it, 0 until
+// then. A deleted message stays as a tombstone: same seq, empty body,
+// DeletedAt set.
 type Message struct {
-	ID         string    `json:"id"`
-	RoomID     string    `json:"room_id"`
-	Seq        int64     `json:"seq"`
-	SenderID   string    `json:"sender_id"`
-	SenderName string    `json:"sender_name"`
-	Body       string    `json:"body"`
-	ClientID   string    `json:"client_id"`
-	SentAt     time.Time `json:"sent_at"`
+	ID         string     `json:"id"`
+	RoomID     string     `json:"room_id"`
+	Seq        int64      `json:"seq"`
+	SenderID   string     `json:"sender_id"`
+	SenderName string     `json:"sender_name"`
+	Body       string     `json:"body"`
+	ClientID   string     `json:"client_id"`
+	SentAt     time.Time  `json:"sent_at"`
+	EditedAt   *time.Time `json:"edited_at"`
+	DeletedAt  *time.Time `json:"deleted_at"`
+	Change     int64      `json:"change"`
 }
+
+// Deleted reports whether the message is a tombstone.
+func (m *Message) Deleted() bool { return m.DeletedAt != nil }
 
 // RoomEntry is one line of a member's room list.
 type RoomEntry struct {

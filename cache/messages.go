@@ -144,23 +144,22 @@ func (s *Store) loadNewest(ctx context.Context, roomID string, n int) bool {
 }
 
 // loadOlder extends the window of a room downwards from its lowest seq lo to
-// seq from. Committed messages never change, so no replay is needed: the
-// loaded run is added if the window still starts at lo. It reports whether
-// the window grew.
+// seq from. The loaded run is added if the window still starts at lo, with
+// the edits and deletions committed meanwhile replayed on it (changes.go).
+// It reports whether the window grew.
 func (s *Store) loadOlder(ctx context.Context, roomID string, lo, from int64) bool {
 	n := int(min(lo-from, parley.MaxPageLimit))
 	if n < 1 {
 		return false
 	}
+	st, start := s.beginRoomLoad(roomID)
 	page, err := s.inner.Messages(ctx, roomID, parley.Page{Before: lo, After: -1, Limit: n})
-	if err != nil || len(page) == 0 {
-		return false
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := s.rooms[roomID]
-	if st == nil || !st.win.ok || st.win.lo() != lo {
+	defer s.endRoomLoadLocked(roomID, st)
+	events, ok := st.backlog.since(start)
+	if err != nil || len(page) == 0 || !ok || s.rooms[roomID] != st || !st.win.ok || st.win.lo() != lo {
 		return false
 	}
-	return st.win.extend(page, s.recent)
+	return st.win.extend(replayChanges(page, events), s.recent)
 }

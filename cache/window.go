@@ -57,11 +57,14 @@ func (w *window) oldestFirst(from, to int64) []parley.Message {
 }
 
 // apply updates the window for a committed event, keeping at most max
-// messages. It is idempotent: a message at or below hi is dropped.
+// messages. It is idempotent: a message at or below hi is dropped, and a
+// change no newer than the version held (changes.go).
 func (w *window) apply(ev *parley.Event, max int) {
 	switch {
 	case ev.Kind == parley.EventRoom:
 		*w = emptyWindow()
+	case isChange(ev):
+		w.applyChange(&ev.Message, max)
 	case ev.Kind != parley.EventMessage || !w.ok:
 	case ev.Message.Seq <= w.hi:
 	case ev.Message.Seq == w.hi+1:

@@ -161,6 +161,11 @@ func (s *sender) run() {
 	}
 }
 
+// sendBody is the text of the message with client-id cid: the same on
+// every attempt, since the server refuses a client-id sent again with
+// another body (conflict) and answers a true repeat with the original.
+func sendBody(cid, pad string) string { return cid + " " + pad }
+
 // deliver sends r until it is receipted (true) or abort ends (false).
 func (s *sender) deliver(r *sendRec, pad string) bool {
 	for s.abort.Err() == nil {
@@ -168,8 +173,7 @@ func (s *sender) deliver(r *sendRec, pad string) bool {
 			continue
 		}
 		s.l.tried(r)
-		body := fmt.Sprintf("%s %d %s", r.cid, time.Now().UnixNano(), pad)
-		err := s.conn.write(sendFrame(s.room, r.cid, body))
+		err := s.conn.write(sendFrame(s.room, r.cid, sendBody(r.cid, pad)))
 		var f *stomp.Frame
 		if err == nil {
 			f, err = s.conn.next(20 * time.Second)

@@ -318,8 +318,8 @@ func testSIGTERM(t *testing.T) {
 	}
 
 	// Send again, on b, the last receipted messages of a's senders before
-	// the SIGTERM: each is answered with its original seq and stores
-	// nothing.
+	// the SIGTERM, with the same body: each is answered with its original
+	// seq and stores nothing.
 	repeats := 0
 	for i, snd := range onA {
 		c, err := dialStomp(b.Addr(), us[i].token)
@@ -336,7 +336,7 @@ func testSIGTERM(t *testing.T) {
 			mine = mine[len(mine)-5:]
 		}
 		for _, r := range mine {
-			if err := c.write(sendFrame(room, r.cid, r.cid+" repeat")); err != nil {
+			if err := c.write(sendFrame(room, r.cid, sendBody(r.cid, strings.Repeat("x", snd.pad)))); err != nil {
 				t.Fatal(err)
 			}
 			f, err := c.next(10 * time.Second)

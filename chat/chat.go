@@ -255,10 +255,12 @@ func (s *Service) Send(ctx context.Context, u parley.User, roomID, body, clientI
 	if err == nil && created {
 		s.accepted.Inc()
 	}
-	if err == nil && !created && m.Body != body {
+	if err == nil && !created && m.Body != body && m.Change == 0 {
 		// The same idempotency key with another body is a client bug (a
 		// key reused for a new message): returning the stored one would
-		// lose the new text without a word.
+		// lose the new text without a word. A message edited or deleted
+		// since (Change > 0) has another body by right: the resend of
+		// its original gets it as it is now.
 		return parley.Message{}, false, parley.Errorf(parley.CodeConflict,
 			"client_id %q was sent before with another body (seq %d); use a new client_id for a new message", clientID, m.Seq)
 	}

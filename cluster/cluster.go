@@ -121,9 +121,15 @@ type Config struct {
 	// ends the user's subscriptions to the room on this node (hub.Hub's
 	// Apply; required). The relay passes it leaves only.
 	ApplyLeaves func(evs []parley.Event)
+	// ApplyChanges, when set, takes the edits and deletions
+	// (EventEdited, EventDeleted), this node's and other nodes', one at a
+	// time, on the relay's goroutine: it must not block. The relay
+	// publishes each change of this node to every other known node
+	// (changes.go).
+	ApplyChanges func(evs []parley.Event)
 	// Events, when set, takes the room events other nodes send: joins,
-	// leaves, role and room changes, typing and coalesced reads
-	// (hub.Events.ApplyRemote). It must not block.
+	// leaves, role and room changes, edits and deletions, typing and
+	// coalesced reads (hub.Events.ApplyRemote). It must not block.
 	Events func(ev parley.Event)
 	// GapWait is how long a message waits for an older one before the
 	// relay reads the gap from the store. Default 100 ms.
@@ -290,7 +296,7 @@ func (r *Relay) Apply(evs []parley.Event) {
 	for _, ev := range evs {
 		switch ev.Kind {
 		case parley.EventMessage, parley.EventJoin, parley.EventLeave, parley.EventRoom,
-			parley.EventRole, parley.EventRoomInfo:
+			parley.EventRole, parley.EventRoomInfo, parley.EventEdited, parley.EventDeleted:
 			keep = append(keep, ev)
 		}
 	}
@@ -492,6 +498,8 @@ func (r *Relay) local(ev *parley.Event) {
 		}
 		r.headLater(roomID, ev.Message.Seq)
 		r.offer(ev.Message, rt.members, true)
+	case parley.EventEdited, parley.EventDeleted:
+		r.localChange(ev)
 	case parley.EventJoin, parley.EventLeave, parley.EventRole, parley.EventRoomInfo:
 		// The room's nodes and the user's: the one who left or was
 		// removed has their subscriptions ended there (Reason travels
@@ -548,6 +556,9 @@ func (r *Relay) receive(b *parley.Batch) {
 		r.m.messages.WithLabelValues("remote").Inc()
 		r.offer(ev.Message, b.Recipients, false)
 		r.toEvents(ev) // its sender's read position moved: no publish of its own
+	case parley.EventEdited, parley.EventDeleted:
+		r.applyChanges(ev)
+		r.toEvents(ev) // edited and deleted events for this node's subscribers
 	case parley.EventJoin, parley.EventLeave:
 		r.routes.invalidateRoom(ev.Room.ID)
 		if ev.Kind == parley.EventLeave {

@@ -106,4 +106,21 @@ func TestRoomEventsReachOtherNodes(t *testing.T) {
 			return ev.UserID == "y" && ev.Reason == parley.LeaveBanned && ev.ActorID == "z"
 		})
 	})
+	// An edit and a deletion reach the room events of b and c (their
+	// subscribers get edited and deleted events), with the new version.
+	edited := parley.Message{ID: "m1", RoomID: "r", Seq: 1, SenderID: "x", Body: "new", Change: 1}
+	deleted := parley.Message{ID: "m2", RoomID: "r", Seq: 2, SenderID: "x", Change: 2, DeletedAt: &edited.SentAt}
+	relays["a"].Apply([]parley.Event{
+		{Kind: parley.EventEdited, Room: parley.Room{ID: "r", LastChange: 1}, UserID: "x", Message: edited},
+		{Kind: parley.EventDeleted, Room: parley.Room{ID: "r", LastChange: 2}, UserID: "z", Message: deleted},
+	})
+	for _, n := range []string{"b", "c"} {
+		logs[n].await(t, "edit and deletion on node "+n, func(l *eventLog) bool {
+			return slices.ContainsFunc(l.events, func(ev parley.Event) bool {
+				return ev.Kind == parley.EventEdited && ev.Message.Body == "new" && ev.Message.Change == 1
+			}) && slices.ContainsFunc(l.events, func(ev parley.Event) bool {
+				return ev.Kind == parley.EventDeleted && ev.Message.Deleted() && ev.Message.Change == 2
+			})
+		})
+	}
 }

@@ -44,7 +44,10 @@ func isTypingDest(dest []byte) bool {
 
 // subscribeEvents registers an event subscription (subscribe has parsed
 // its id and ack mode): members only for a room's events, checked after
-// the registration so that a leave committed in between drops it.
+// the registration so that a leave committed in between drops it. Until
+// the check passes, hub.Events holds the room's events back (Hold), so a
+// non-member gets none of them before its ERROR; a member gets them after
+// its RECEIPT.
 func (s *session) subscribeEvents(f *stomp.Frame, sub *subscription, dest string) error {
 	events := s.srv.cfg.Events
 	if events == nil {
@@ -56,20 +59,37 @@ func (s *session) subscribeEvents(f *stomp.Frame, sub *subscription, dest string
 	} else {
 		sub.RoomID = dest[len(topicPrefix) : len(dest)-len(eventsSuffix)]
 	}
-	s.mu.Lock()
-	u, v := s.user, s.version
-	err := s.addSubLocked(sub)
-	s.mu.Unlock()
+	since, err := sinceChange(f, sub.RoomID) // changes.go
 	if err != nil {
 		return err
 	}
+	if since >= 0 {
+		sub.ctx, sub.cancel = context.WithCancel(s.srv.ctx)
+	}
+	s.mu.Lock() // sub is filled in before the table takes it (see subscribe)
+	u := s.user
 	sub.UserID = u.ID
-	sub.shape = shapeOf(sub.user, v, sub.ack)
-	sub.ev = hub.EventSub{To: sub, UserID: u.ID, RoomID: sub.RoomID}
+	sub.shape = shapeOf(sub.user, s.version, sub.ack)
+	sub.ev = hub.EventSub{To: sub, UserID: u.ID, RoomID: sub.RoomID, Hold: sub.RoomID != ""}
+	err = s.addSubLocked(sub)
+	s.mu.Unlock()
+	if err != nil {
+		if sub.cancel != nil {
+			sub.cancel()
+		}
+		return err
+	}
 	events.Subscribe(&sub.ev)
+	if s.closedSince() {
+		sub.stop() // unregisters it, and ends a since-change's context
+		return errClosed
+	}
 	if sub.RoomID != "" {
 		ctx, cancel := context.WithTimeout(s.srv.ctx, s.srv.cfg.SendTimeout)
 		_, err := s.srv.chat.Authorize(ctx, u, sub.RoomID)
+		if err == nil && since > 0 {
+			err = s.checkSinceChange(ctx, u, sub.RoomID, since)
+		}
 		cancel()
 		if err != nil {
 			s.dropSub(sub)
@@ -79,12 +99,19 @@ func (s *session) subscribeEvents(f *stomp.Frame, sub *subscription, dest string
 	if r := f.Get("receipt"); r != nil {
 		s.receipt(r, nil)
 	}
+	if since >= 0 {
+		go s.replayChanges(sub, since) // changes.go
+		return nil
+	}
+	events.Start(&sub.ev)
 	return nil
 }
 
 // typing handles an empty SEND to /app/rooms.{id}.typing: a member's
 // typing signal, never stored. Signals over the throttle are absorbed by
-// hub.Events, not refused.
+// hub.Events, not refused, and before the membership check: only a
+// signal that passed a check can start the throttle, and one it absorbs
+// has no effect, so a flood costs one check per room every 2 s.
 func (s *session) typing(f *stomp.Frame) error {
 	events := s.srv.cfg.Events
 	dest := f.Get("destination")
@@ -99,6 +126,9 @@ func (s *session) typing(f *stomp.Frame) error {
 	}
 	roomID := string(dest[len(appPrefix) : len(dest)-len(typingSuffix)])
 	u := s.readUser()
+	if events.TypingAbsorbed(roomID, u.ID) {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(s.srv.ctx, s.srv.cfg.SendTimeout)
 	_, err := s.srv.chat.Authorize(ctx, u, roomID)
 	cancel()

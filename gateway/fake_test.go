@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -28,6 +29,15 @@ type fakeChat struct {
 	// authHook, when set, is called by AuthenticateToken after it looked
 	// the token up, before it answers.
 	authHook func(token string)
+	// authorizeHook, when set, is called by Authorize before it looks
+	// the membership up.
+	authorizeHook func(u parley.User, roomID string)
+	// owners holds each room's owner (may delete any message); changes
+	// the rooms' last change numbers.
+	owners  map[string]string
+	changes map[string]int64
+	// changedHook, when set, is called by Changed before it reads.
+	changedHook func(roomID string, after int64)
 }
 
 func newFakeChat() *fakeChat {
@@ -37,6 +47,8 @@ func newFakeChat() *fakeChat {
 		members: map[string]map[string]bool{},
 		msgs:    map[string][]parley.Message{},
 		keys:    map[[3]string]parley.Message{},
+		owners:  map[string]string{},
+		changes: map[string]int64{},
 	}
 }
 
@@ -106,6 +118,12 @@ func (c *fakeChat) AuthenticateToken(ctx context.Context, token string) (parley.
 }
 
 func (c *fakeChat) Authorize(ctx context.Context, u parley.User, roomID string) (parley.Member, error) {
+	c.mu.Lock()
+	hook := c.authorizeHook
+	c.mu.Unlock()
+	if hook != nil {
+		hook(u, roomID)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.authorizeLocked(u, roomID)
@@ -196,4 +214,92 @@ func (c *fakeChat) Members(ctx context.Context, roomID string) ([]string, error)
 		ids = append(ids, id)
 	}
 	return ids, nil
+}
+
+func (c *fakeChat) Room(ctx context.Context, u parley.User, roomID string) (parley.Room, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.members[roomID]; !ok {
+		return parley.Room{}, parley.Errorf(parley.CodeNotFound, "room not found")
+	}
+	return parley.Room{ID: roomID, LastSeq: int64(len(c.msgs[roomID])), LastChange: c.changes[roomID]}, nil
+}
+
+// changeLocked finds message seq of a room for a change by u.
+func (c *fakeChat) changeLocked(u parley.User, roomID string, seq int64) (*parley.Message, error) {
+	if _, err := c.authorizeLocked(u, roomID); err != nil {
+		return nil, err
+	}
+	if seq < 1 || seq > int64(len(c.msgs[roomID])) {
+		return nil, parley.Errorf(parley.CodeNotFound, "no message %d", seq)
+	}
+	return &c.msgs[roomID][seq-1], nil
+}
+
+func (c *fakeChat) EditMessage(ctx context.Context, u parley.User, roomID string, seq int64, body string) (parley.Message, error) {
+	if body == "" || !utf8.ValidString(body) {
+		return parley.Message{}, parley.Errorf(parley.CodeInvalid, "bad body")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m, err := c.changeLocked(u, roomID, seq)
+	if err != nil {
+		return parley.Message{}, err
+	}
+	switch {
+	case m.SenderID != u.ID:
+		return parley.Message{}, parley.Errorf(parley.CodeForbidden, "only its sender may edit a message")
+	case m.Deleted():
+		return parley.Message{}, parley.Errorf(parley.CodeConflict, "the message is deleted")
+	}
+	c.changes[roomID]++
+	now := parley.Now()
+	m.Body, m.EditedAt, m.Change = body, &now, c.changes[roomID]
+	c.sink([]parley.Event{{Kind: parley.EventEdited, Room: parley.Room{ID: roomID, LastChange: m.Change}, UserID: u.ID, Message: *m}})
+	return *m, nil
+}
+
+func (c *fakeChat) DeleteMessage(ctx context.Context, u parley.User, roomID string, seq int64) (parley.Message, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m, err := c.changeLocked(u, roomID, seq)
+	if err != nil {
+		return parley.Message{}, err
+	}
+	if m.SenderID != u.ID && c.owners[roomID] != u.ID {
+		return parley.Message{}, parley.Errorf(parley.CodeForbidden, "only its sender or a moderator may delete a message")
+	}
+	if m.Deleted() {
+		return *m, nil
+	}
+	c.changes[roomID]++
+	now := parley.Now()
+	m.Body, m.DeletedAt, m.Change = "", &now, c.changes[roomID]
+	c.sink([]parley.Event{{Kind: parley.EventDeleted, Room: parley.Room{ID: roomID, LastChange: m.Change}, UserID: u.ID, Message: *m}})
+	return *m, nil
+}
+
+func (c *fakeChat) Changed(ctx context.Context, u parley.User, roomID string, after int64, limit int) ([]parley.Message, error) {
+	c.mu.Lock()
+	hook := c.changedHook
+	c.mu.Unlock()
+	if hook != nil {
+		hook(roomID, after)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, err := c.authorizeLocked(u, roomID); err != nil {
+		return nil, err
+	}
+	var out []parley.Message
+	for _, m := range c.msgs[roomID] {
+		if m.Change > after {
+			out = append(out, m)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Change < out[j].Change })
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
 }

@@ -59,6 +59,12 @@ func (s *session) handleFrame(f *stomp.Frame, rs *readState, connected bool) boo
 		err = s.unsubscribe(f)
 	case f.Command == stomp.Send && isTypingDest(f.Get("destination")):
 		err = s.typing(f) // events.go
+	case f.Command == stomp.Send && isChangeSend(f):
+		var m parley.Message
+		if m, err = s.change(f); err == nil && receipt != nil {
+			s.changeReceipt(receipt, &m) // changes.go
+			receipt = nil
+		}
 	case f.Command == stomp.Send:
 		var m parley.Message
 		if m, err = s.send(f); err == nil && receipt != nil {
@@ -222,21 +228,29 @@ func (s *session) subscribe(f *stomp.Frame) error {
 		return parley.Errorf(parley.CodeNotFound, "no destination %q: subscribe to %s{roomId}, %s{roomId}%s, %s or %s", dest, topicPrefix, topicPrefix, eventsSuffix, userQueue, userEvents)
 	}
 
+	// sub is filled in before the table takes it, under s.mu: a close
+	// from then on reads it.
 	s.mu.Lock()
-	u, v := s.user, s.version
+	u := s.user
+	sub.UserID = u.ID
+	sub.To = sub
+	sub.shape = shapeOf(sub.user, s.version, sub.ack)
+	sub.ctx, sub.cancel = context.WithCancel(s.srv.ctx)
 	err := s.addSubLocked(sub)
 	s.mu.Unlock()
 	if err != nil {
+		sub.cancel()
 		return err
 	}
-	sub.UserID = u.ID
-	sub.To = sub
-	sub.shape = shapeOf(sub.user, v, sub.ack)
-	sub.ctx, sub.cancel = context.WithCancel(s.srv.ctx)
 
 	// Register first, then check membership: a leave committed in between
 	// is either seen by the check or drops the registration.
 	s.srv.hub.Subscribe(&sub.Sub)
+	if s.closedSince() {
+		s.srv.hub.Unsubscribe(&sub.Sub)
+		sub.stop()
+		return errClosed
+	}
 	if sub.RoomID != "" {
 		ctx, cancel := context.WithTimeout(sub.ctx, s.srv.cfg.SendTimeout)
 		_, err := s.srv.chat.Authorize(ctx, u, sub.RoomID)
@@ -302,6 +316,17 @@ func (s *session) addSubLocked(sub *subscription) error {
 	}
 	s.subs = append(s.subs, sub)
 	return nil
+}
+
+// closedSince reports whether the session was closed since addSubLocked
+// took a subscription that the caller has registered since: close
+// unregistered the session's subscriptions before this one was, so the
+// caller must drop the registration. (A close after this check finds the
+// subscription in the table and drops it itself.)
+func (s *session) closedSince() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
 }
 
 // dropSub removes sub from the session and the hub.

@@ -107,6 +107,13 @@ type Chat interface {
 	Messages(ctx context.Context, u parley.User, roomID string, p parley.Page) ([]parley.Message, error)
 	// MaxBody is the largest message body, in bytes.
 	MaxBody() int
+	// Room returns a room's info (its LastChange for since-change).
+	Room(ctx context.Context, u parley.User, roomID string) (parley.Room, error)
+	// EditMessage, DeleteMessage and Changed edit, delete and list the
+	// changes of a room's messages, as chat.Service does (changes.go).
+	EditMessage(ctx context.Context, u parley.User, roomID string, seq int64, body string) (parley.Message, error)
+	DeleteMessage(ctx context.Context, u parley.User, roomID string, seq int64) (parley.Message, error)
+	Changed(ctx context.Context, u parley.User, roomID string, after int64, limit int) ([]parley.Message, error)
 }
 
 // Config configures a Server. Zero fields take the documented defaults.

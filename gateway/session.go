@@ -276,7 +276,7 @@ func (s *session) refuse(err error, receipt []byte) {
 // during shutdown).
 func (s *session) refuseStatus(err error, receipt []byte, wsStatus uint16) {
 	code := parley.ErrorCode(err)
-	if code == parley.CodeInternal {
+	if code == parley.CodeInternal && !errors.Is(err, errClosed) { // errClosed: a frame of a session ended meanwhile
 		s.srv.log.Error("stomp session", "session", s.id, "err", err)
 	}
 	b := encodeControl(errorFrame(err, receipt), s.readVersion())

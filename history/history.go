@@ -2,11 +2,12 @@
 // pages of rooms' histories, the pages past the newest ones that the cache
 // and redis packages keep (seed 001's history paging).
 //
-// A message never changes once committed and seqs are contiguous, so a
-// full block of BlockSize messages (seqs k·BlockSize+1 to (k+1)·BlockSize)
-// read once is the truth forever, on every node: the cache needs no events,
-// no invalidation and no coordination, and it is as correct in front of a
-// PostgreSQL shared by a cluster as in front of SQLite. A page whose seqs
+// Seqs are contiguous, so a full block of BlockSize messages (seqs
+// k·BlockSize+1 to (k+1)·BlockSize) read once holds them for good, except
+// that an edit or a deletion changes one: Apply, fed this node's commits
+// and the changes other nodes relay, forgets the block that holds it
+// (changes.go). That is the only coordination it needs, as correct in
+// front of a PostgreSQL shared by a cluster as in front of SQLite. A page whose seqs
 // lie in full blocks is answered from memory; any other page (the newest,
 // one reaching past the last full block, an unknown room) goes to the
 // inner store, as do all other methods.
@@ -78,6 +79,7 @@ type Store struct {
 	bytes   int        // the blocks' estimated size
 	loading map[blockKey]*load
 	known   map[string]int64 // room -> a seq known to be committed (its last seq, when read)
+	changes uint64           // edits and deletions applied (changes.go)
 }
 
 var _ parley.Store = (*Store)(nil)
@@ -243,6 +245,7 @@ func (s *Store) block(ctx context.Context, roomID string, k int64) (msgs []parle
 		l = &load{done: make(chan struct{})}
 		s.loading[key] = l
 	}
+	changes := s.changes
 	s.mu.Unlock()
 	if waiting {
 		select {
@@ -255,7 +258,7 @@ func (s *Store) block(ctx context.Context, roomID string, k int64) (msgs []parle
 	defer func() { // also when the inner store panics: no waiter may hang
 		s.mu.Lock()
 		delete(s.loading, key)
-		if l.msgs != nil {
+		if l.msgs != nil && s.changes == changes { // else an edit may be newer than what was read
 			s.addLocked(&block{key: key, msgs: l.msgs, bytes: sizeOf(l.msgs)})
 		}
 		s.mu.Unlock()

@@ -18,21 +18,30 @@ package hub
 // learning it. Hand-offs to receivers never block: each session's
 // outbound queue has its own bound and slow-consumer rule.
 //
+// Since that overflow reaches every subscriber of the node, what one user
+// can put in the queue is bounded before it is queued: a typing signal
+// within TypingEvery of the last one of its user and room is absorbed at
+// the intake (Typing, ApplyRemote), and a user's presence change already
+// waiting in the queue absorbs the next ones (the dispatcher restarts the
+// quiet period once for both). A flood of signals from one client costs
+// it a map lookup each and never fills the queue.
+//
 // # Adding an event kind
 //
 // A committed change becomes an event in one place: Events.commit, one
 // case per parley.EventKind, which builds the RoomEvent and calls
 // toRoom with its recipients (the room's event subscribers, and the
-// personal event queues of its members). A new kind (edited, deleted) is
-// one more case there; to reach other nodes in cluster mode, the
-// cluster relay must also carry it (Relay.Apply's filter, and the member
-// cases of Relay.local and Relay.receive).
+// personal event queues of its members). A new kind is one more case
+// there (edited and deleted are: changes.go); to reach other nodes in
+// cluster mode, the cluster relay must also carry it (Relay.Apply's
+// filter, and the cases of Relay.local and Relay.receive).
 //
 // # Locks
 //
 // Events.mu guards the subscriptions; EventReceiver methods run under it,
 // so it is taken before a session's lock and receivers must not call back
-// into Events. Events.qmu guards the queue and is a leaf.
+// into Events. Events.qmu guards the queue and is a leaf; so is
+// Events.tmu, the typing throttle's (released before qmu is taken).
 
 import (
 	"context"
@@ -56,6 +65,8 @@ const (
 	KindRead    = "read"
 	KindOnline  = "online"
 	KindOffline = "offline"
+	KindEdited  = "edited"  // a message's new version (changes.go)
+	KindDeleted = "deleted" // a message's tombstone (changes.go)
 )
 
 // Actions of a member event, the value of the action header.
@@ -77,8 +88,9 @@ type RoomEvent struct {
 	Headers [][2]string // further headers, in order
 	Body    []byte      // JSON
 
-	from string // typing: its user, who does not get it
-	enc  [NumShapes]atomic.Value
+	from   string // typing: its user, who does not get it
+	change int64  // edited, deleted: the room's change number
+	enc    [NumShapes]atomic.Value
 }
 
 // Header returns the value of header name, "" when absent.
@@ -127,10 +139,22 @@ type EventSub struct {
 	To     EventReceiver
 	UserID string // the subscriber
 	RoomID string // the room of /topic/rooms.{id}.events; "" for /user/queue/events
+	// Hold keeps the events for the subscription from its receiver from
+	// Subscribe until Start: its caller checks membership in between (a
+	// leave committed meanwhile drops the registration), and a
+	// non-member must get nothing of the room.
+	Hold bool
 
-	idx     int // position in its list; -1 when not registered
+	idx     int          // position in its list; -1 when not registered
+	held    []*RoomEvent // events waiting for Start
+	holding bool         // events go to held until Start
+	lost    bool         // held overflowed: Start drops it as lagged
+	floor   int64        // edited and deleted events at or below it are dropped (StartAfter)
 	removed atomic.Bool
 }
+
+// maxHeld bounds the events held for a subscription until Start.
+const maxHeld = 1024
 
 // Removed reports whether Events dropped the subscription on its own (the
 // user left the room, or the intake overflowed).
@@ -203,18 +227,21 @@ type Events struct {
 
 	qmu      sync.Mutex // guards the following fields
 	queue    []evItem
-	overflow bool // an item was dropped: drop every subscription
+	queued   map[string]bool // users with an itemPresence in queue
+	overflow bool            // an item was dropped: drop every subscription
 	closing  bool
 	wake     chan struct{}
 	done     chan struct{}
+
+	tmu     sync.Mutex           // guards the typing throttle:
+	typed   map[string]time.Time // room+"\x00"+user -> last typing event let in
+	typedAt int                  // sweep typed when it reaches this size
 
 	mu    sync.Mutex // guards the following fields and every EventSub's idx
 	rooms map[string][]*EventSub
 	users map[string][]*EventSub
 
 	// Owned by the dispatch goroutine.
-	typed      map[string]time.Time // room+"\x00"+user -> last typing event
-	typedAt    int                  // sweep typed when it reaches this size
 	reads      map[string]*readWindow
 	readsAt    int
 	presence   map[string]*userPresence
@@ -295,6 +322,7 @@ func NewEvents(cfg EventsConfig) *Events {
 		done:       make(chan struct{}),
 		rooms:      map[string][]*EventSub{},
 		users:      map[string][]*EventSub{},
+		queued:     map[string]bool{},
 		typed:      map[string]time.Time{},
 		typedAt:    1024,
 		reads:      map[string]*readWindow{},
@@ -325,7 +353,9 @@ func (e *Events) Apply(evs []parley.Event) {
 // and the read positions that node coalesced.
 func (e *Events) ApplyRemote(ev parley.Event) {
 	if ev.Kind == parley.EventTyping {
-		e.enqueue(evItem{kind: itemTyping, room: ev.Room.ID, user: ev.UserID, remote: true}, true)
+		if e.letTyping(ev.Room.ID, ev.UserID) {
+			e.enqueue(evItem{kind: itemTyping, room: ev.Room.ID, user: ev.UserID, remote: true}, true)
+		}
 		return
 	}
 	if eventKind(ev.Kind) {
@@ -343,7 +373,50 @@ func eventKind(k parley.EventKind) bool {
 // Typing takes a typing signal of a member on this node (the caller has
 // checked membership). More than one per TypingEvery is absorbed.
 func (e *Events) Typing(roomID, userID string) {
-	e.enqueue(evItem{kind: itemTyping, room: roomID, user: userID}, true)
+	if e.letTyping(roomID, userID) {
+		e.enqueue(evItem{kind: itemTyping, room: roomID, user: userID}, true)
+	}
+}
+
+// TypingAbsorbed reports whether a typing signal of userID in roomID now
+// would be absorbed by the throttle (one was let in less than TypingEvery
+// ago), and counts it absorbed if so. The gateway asks before it checks
+// membership, and drops such a signal unchecked: it would make no event
+// anyway, and a flood of them then costs no lookup.
+func (e *Events) TypingAbsorbed(roomID, userID string) bool {
+	now := e.cfg.Now()
+	e.tmu.Lock()
+	last, ok := e.typed[roomID+"\x00"+userID]
+	e.tmu.Unlock()
+	if ok && now.Sub(last) < e.cfg.TypingEvery {
+		e.m.absorbed.Inc()
+		return true
+	}
+	return false
+}
+
+// letTyping is the typing throttle, at the intake: it reports whether a
+// signal of userID in roomID makes an event (none for TypingEvery after
+// the last), and absorbs it otherwise.
+func (e *Events) letTyping(roomID, userID string) bool {
+	now := e.cfg.Now()
+	key := roomID + "\x00" + userID
+	e.tmu.Lock()
+	defer e.tmu.Unlock()
+	if last, ok := e.typed[key]; ok && now.Sub(last) < e.cfg.TypingEvery {
+		e.m.absorbed.Inc()
+		return false
+	}
+	e.typed[key] = now
+	if len(e.typed) >= e.typedAt {
+		for k, t := range e.typed {
+			if now.Sub(t) >= e.cfg.TypingEvery {
+				delete(e.typed, k)
+			}
+		}
+		e.typedAt = max(1024, 2*len(e.typed))
+	}
+	return true
 }
 
 // PresenceChanged hears that userID's sessions changed (its first opened
@@ -365,11 +438,18 @@ func (e *Events) enqueue(it evItem, bounded bool) {
 		e.qmu.Unlock()
 		return
 	}
+	if it.kind == itemPresence && e.queued[it.user] {
+		e.qmu.Unlock() // the queued change restarts the quiet period for both
+		return
+	}
 	if bounded && len(e.queue) >= e.cfg.MaxQueue {
 		e.overflow = true
 		e.qmu.Unlock()
 		e.m.dropped.Inc()
 		return
+	}
+	if it.kind == itemPresence {
+		e.queued[it.user] = true
 	}
 	e.queue = append(e.queue, it)
 	select { // under qmu: Close closes wake under it
@@ -398,6 +478,7 @@ func (e *Events) run() {
 		e.qmu.Lock()
 		batch := e.queue
 		e.queue = e.spare[:0]
+		clear(e.queued)
 		overflow := e.overflow
 		e.overflow = false
 		closing := e.closing
@@ -478,6 +559,10 @@ func (e *Events) commit(ev *parley.Event, remote bool) {
 		e.read(room, ev.Room.MemberCount, []parley.Read{{UserID: ev.Message.SenderID, Seq: ev.Message.Seq}}, false)
 	case parley.EventReads:
 		e.read(room, ev.Room.MemberCount, ev.Reads, false)
+	case parley.EventEdited, parley.EventDeleted:
+		if e.hasSubs() {
+			e.toRoom(ChangeEvent(&ev.Message), "", "")
+		}
 	}
 }
 
@@ -526,7 +611,7 @@ func (e *Events) toMembers(re *RoomEvent, members []string, except string) {
 	e.mu.Lock()
 	for _, s := range e.rooms[re.RoomID] {
 		if s.UserID != except {
-			s.To.DeliverEvents(one)
+			deliverLocked(s, one)
 			n++
 		}
 	}
@@ -535,7 +620,7 @@ func (e *Events) toMembers(re *RoomEvent, members []string, except string) {
 			continue
 		}
 		for _, s := range e.users[u] {
-			s.To.DeliverEvents(one)
+			deliverLocked(s, one)
 			n++
 		}
 	}
@@ -578,24 +663,8 @@ func (e *Events) leave(roomID, userID, reason string) {
 	}
 }
 
-// typing sends a typing event, unless the user had one in the room less
-// than TypingEvery ago.
+// typing sends a typing event that passed the throttle (letTyping).
 func (e *Events) typing(roomID, userID string, remote bool) {
-	now := e.cfg.Now()
-	key := roomID + "\x00" + userID
-	if last, ok := e.typed[key]; ok && now.Sub(last) < e.cfg.TypingEvery {
-		e.m.absorbed.Inc()
-		return
-	}
-	e.typed[key] = now
-	if len(e.typed) >= e.typedAt {
-		for k, t := range e.typed {
-			if now.Sub(t) >= e.cfg.TypingEvery {
-				delete(e.typed, k)
-			}
-		}
-		e.typedAt = max(1024, 2*len(e.typed))
-	}
 	if !remote && e.cfg.OnTyping != nil {
 		e.cfg.OnTyping(roomID, userID)
 	}
@@ -642,7 +711,7 @@ func (e *Events) flushTyping(roomID string) {
 			}
 		}
 		if len(own) > 0 {
-			s.To.DeliverEvents(own)
+			deliverLocked(s, own)
 			n += len(own)
 		}
 		clear(own)
@@ -870,7 +939,7 @@ func (e *Events) announce(userID string, st parley.Seen) {
 		one := []*RoomEvent{{ID: parley.NewID(), Kind: kind, RoomID: m.RoomID, Headers: h, Body: raw}}
 		for _, s := range subs {
 			if s.UserID != userID {
-				s.To.DeliverEvents(one)
+				deliverLocked(s, one)
 				n++
 			}
 		}
@@ -879,7 +948,7 @@ func (e *Events) announce(userID string, st parley.Seen) {
 		one := []*RoomEvent{{ID: parley.NewID(), Kind: kind, Headers: h, Body: raw}}
 		for u := range personal {
 			for _, s := range e.users[u] {
-				s.To.DeliverEvents(one)
+				deliverLocked(s, one)
 				n++
 			}
 		}
@@ -897,8 +966,47 @@ func (e *Events) Subscribe(s *EventSub) {
 		m, key = e.users, s.UserID
 	}
 	s.idx = len(m[key])
+	s.held, s.holding, s.lost, s.floor = nil, s.Hold, false, 0
 	m[key] = append(m[key], s)
 	e.m.subs.Inc()
+}
+
+// Start hands a subscription registered with Hold the events held for it,
+// in order, and makes it live. It is a no-op for one no longer registered.
+func (e *Events) Start(s *EventSub) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if s.idx < 0 || !s.holding {
+		return
+	}
+	held, lost := s.held, s.lost
+	s.held, s.holding, s.lost = nil, false, false
+	if lost {
+		e.removeLocked(s)
+		s.removed.Store(true)
+		s.To.Lagged()
+		return
+	}
+	if len(held) > 0 {
+		s.To.DeliverEvents(held)
+	}
+}
+
+// deliverLocked hands evs to s, or holds them until Start.
+func deliverLocked(s *EventSub, evs []*RoomEvent) {
+	if evs = s.filterLocked(evs); len(evs) == 0 {
+		return
+	}
+	if !s.holding {
+		s.To.DeliverEvents(evs)
+		return
+	}
+	if len(s.held)+len(evs) > maxHeld {
+		s.held, s.lost = nil, true
+	}
+	if !s.lost {
+		s.held = append(s.held, evs...)
+	}
 }
 
 // Unsubscribe removes s; a no-op if it is not registered.
@@ -927,6 +1035,7 @@ func (e *Events) removeLocked(s *EventSub) {
 		m[key] = list[:last]
 	}
 	s.idx = -1
+	s.held = nil
 	e.m.subs.Dec()
 }
 

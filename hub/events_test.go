@@ -411,34 +411,6 @@ func TestEventsMemberAndRemoval(t *testing.T) {
 	}
 }
 
-func TestEventsOverflowDropsSubscriptions(t *testing.T) {
-	env := newEvEnv(t, EventsConfig{MaxQueue: 4})
-	rec := &evRecorder{}
-	// Hold the dispatcher: a member lookup that waits.
-	block := make(chan struct{})
-	env.rooms.mu.Lock()
-	env.rooms.members["r1"] = []string{"alice"}
-	s := &EventSub{To: rec, UserID: "alice"}
-	env.ev.Subscribe(s)
-	go func() { <-block; env.rooms.mu.Unlock() }()
-	for range 10 {
-		env.ev.Typing("r1", "bob")
-	}
-	close(block)
-	deadline := time.Now().Add(10 * time.Second)
-	for !s.Removed() {
-		if time.Now().After(deadline) {
-			t.Fatal("the subscription was not dropped after the overflow")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	if rec.lagged != 1 {
-		t.Fatalf("lagged %d times, want 1", rec.lagged)
-	}
-}
-
 // TestEventsReadsForwarded: in a cluster, the PUT reads committed on this
 // node go to OnReads once per window; the positions a message moves, which
 // every node sees in the message itself, and those from other nodes are

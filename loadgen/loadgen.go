@@ -36,10 +36,11 @@ const (
 	Open        Scenario = "open"        // seed 004: room info + last message
 	Connections Scenario = "connections" // idle subscribed connections, RSS per connection
 	BigRoom     Scenario = "bigroom"     // one room of 10,000 members, a few senders (bigroom.go)
+	Search      Scenario = "search"      // users searching their rooms over a large history
 )
 
 // Scenarios lists every scenario, in the order of the seeds.
-var Scenarios = []Scenario{Direct, RoomList, History, Group, Seats, Open, Connections, BigRoom}
+var Scenarios = []Scenario{Direct, RoomList, History, Group, Seats, Open, Connections, BigRoom, Search}
 
 // Targets: the server under test.
 const (
@@ -63,7 +64,7 @@ type Options struct {
 	MinInterval time.Duration // messaging: each user sends every MinInterval..MaxInterval (uniform)
 	MaxInterval time.Duration //   (zero both for direct: send the next message when the last is receipted)
 	Payload     int           // message body size in bytes
-	Rooms       int           // roomlist: rooms each user is a member of
+	Rooms       int           // roomlist: rooms each user is a member of; search: rooms in all
 	HistorySize int           // history, roomlist, open: messages seeded per room
 	PageSize    int           // history, roomlist: page size
 	Seats       int           // seats: capacity of each room (the creator holds one seat)
@@ -127,6 +128,8 @@ func Defaults(s Scenario) Options {
 	case BigRoom:
 		o.Users, o.Duration = 10000, 30*time.Second
 		o.MinInterval, o.MaxInterval = time.Second, time.Second
+	case Search:
+		o.Users, o.Rooms, o.HistorySize, o.PageSize, o.Payload = 100, 1000, 1000, 20, 60
 	}
 	o.Senders, o.Late, o.SessionsPerUser = 20, time.Second, 1
 	if o.Seats == 0 {
@@ -392,6 +395,8 @@ func Run(ctx context.Context, s Scenario, opts Options) (*Result, error) {
 		err = r.connections(ctx)
 	case BigRoom:
 		err = r.bigRoom(ctx)
+	case Search:
+		err = r.search(ctx)
 	}
 	// Stop the ticker first, so that no timeline point follows the
 	// measurement.

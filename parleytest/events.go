@@ -22,6 +22,10 @@ func kindName(k parley.EventKind) string {
 		return "read"
 	case parley.EventMessage:
 		return "message"
+	case parley.EventEdited:
+		return "edited"
+	case parley.EventDeleted:
+		return "deleted"
 	case parley.EventRoomInfo:
 		return "room info"
 	case parley.EventRole:

@@ -30,15 +30,22 @@ func init() {
 // senders (default 256) over 100 rooms, each message in its own Send. It
 // reports messages and commits per second and the mean batch, for the
 // default single writer and for two.
+// BenchmarkSendParallel runs with the search vector (index=on, the store
+// as it serves) and without (index=off, Config.NoSearchIndex), for one and
+// two writers: what the search index costs each send (BENCHMARKS.md).
 func BenchmarkSendParallel(b *testing.B) {
-	for _, writers := range []int{1, 2} {
-		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) { benchmarkSendParallel(b, writers) })
+	for _, index := range []string{"on", "off"} {
+		for _, writers := range []int{1, 2} {
+			b.Run(fmt.Sprintf("index=%s/writers=%d", index, writers), func(b *testing.B) {
+				benchmarkSendParallel(b, writers, index == "off")
+			})
+		}
 	}
 }
 
-func benchmarkSendParallel(b *testing.B, writers int) {
+func benchmarkSendParallel(b *testing.B, writers int, noIndex bool) {
 	const nRooms = 100
-	s := mustOpen(b, postgres.Config{URL: pgtest.Schema(b), Writers: writers})
+	s := mustOpen(b, postgres.Config{URL: pgtest.Schema(b), Writers: writers, NoSearchIndex: noIndex})
 	ctx := context.Background()
 	users := parleytest.MustCreateUsers(b, s, "sender", nRooms)
 	rooms := make([]parley.Room, nRooms)

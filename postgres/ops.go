@@ -308,14 +308,15 @@ func (o *send) decode(row pgx.Row) (result, []parley.Event, error) {
 	var name string
 	old := parley.Message{RoomID: o.m.RoomID, SenderID: o.m.SenderID, ClientID: o.m.ClientID}
 	var r parley.Room
-	dest := append([]any{&senderOK, &roomOK, &memberOK, &name, &old.ID, &old.Seq, &old.SenderName, &old.Body, &old.SentAt}, roomDest(&r)...)
+	dest := append([]any{&senderOK, &roomOK, &memberOK, &name, &old.ID, &old.Seq, &old.SenderName, &old.Body, &old.SentAt,
+		&old.EditedAt, &old.DeletedAt, &old.Change}, roomDest(&r)...)
 	if err := row.Scan(dest...); err != nil {
 		return result{}, nil, err
 	}
 	fixRoom(&r)
 	switch {
 	case old.ID != "": // a repeated client id
-		old.SentAt = old.SentAt.UTC()
+		fixMessage(&old)
 		return result{msg: old}, nil, nil
 	case !senderOK:
 		return result{}, nil, errUserNotFound(o.m.SenderID)

@@ -132,6 +132,10 @@ type Config struct {
 	// Logger logs the start and the end of an outage (PostgreSQL
 	// unreachable), once each. Default slog.Default().
 	Logger *slog.Logger
+	// NoSearchIndex stores new messages without their search vector: only
+	// for measuring what the index costs (BENCHMARKS.md); search misses
+	// those messages.
+	NoSearchIndex bool
 }
 
 // DefaultWriters is the default Config.Writers.
@@ -192,7 +196,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 
 	m := newMetrics()
-	s := &Store{m: m, seq: newSequencer(), onCommit: cfg.OnCommit, wq: newWriteQueries(m), rq: newReadQueries(m),
+	s := &Store{m: m, seq: newSequencer(), onCommit: cfg.OnCommit, wq: newWriteQueries(m, !cfg.NoSearchIndex), rq: newReadQueries(m),
 		writeTimeout: cfg.WriteTimeout, out: outage{log: cfg.Logger}}
 	s.pool, err = pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {

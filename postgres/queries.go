@@ -8,16 +8,17 @@ import (
 // roomRet is the column list a CTE returns for a room; roomOut(alias)
 // reads it back in the order scanRoom expects, with a missing room (a LEFT
 // JOIN that found nothing) as zero values and an empty id.
-const roomRet = `id, kind, title, capacity, member_count, last_seq, last_activity_at, created_at, direct_key`
+const roomRet = `id, kind, title, capacity, member_count, last_seq, last_activity_at, created_at, direct_key, last_change`
 
 func roomOut(a string) string {
 	return strings.NewReplacer("a.", a+".").Replace(`coalesce(a.id, ''), coalesce(a.kind, ''), coalesce(a.title, ''),
 		coalesce(a.capacity, 0), coalesce(a.member_count, 0), coalesce(a.last_seq, 0),
-		coalesce(a.last_activity_at, 'epoch'), coalesce(a.created_at, 'epoch'), coalesce(a.direct_key, '')`)
+		coalesce(a.last_activity_at, 'epoch'), coalesce(a.created_at, 'epoch'), coalesce(a.direct_key, ''),
+		coalesce(a.last_change, 0)`)
 }
 
 // msgCols are the columns scanMessage reads.
-const msgCols = `id, room_id, seq, sender_id, sender_name, body, client_id, sent_at`
+const msgCols = `id, room_id, seq, sender_id, sender_name, body, client_id, sent_at, edited_at, deleted_at, change`
 
 // writeQueries are the writer's statements. Each write is one statement
 // that returns its outcome as one row, a logical failure (name taken, room
@@ -26,10 +27,13 @@ const msgCols = `id, room_id, seq, sender_id, sender_name, body, client_id, sent
 type writeQueries struct {
 	lockRooms, insertUser, insertToken, deleteToken, deleteTokens, createGroup, createDirect,
 	join, leave, send, sendMany, markRead, begin, commit, rollback *query
-	people *peopleWriteQueries // people.go
+	// The edits and deletions (changes.go).
+	changes changeWrites
+	people  *peopleWriteQueries // people.go
 }
 
-func newWriteQueries(m *metrics) *writeQueries {
+func newWriteQueries(m *metrics, index bool) *writeQueries {
+	tsv := tsvOf(index)
 	q := &writeQueries{
 		// The rooms a batch changes, locked in id order before anything
 		// else: every node locks in the same order (no deadlock between
@@ -115,21 +119,21 @@ func newWriteQueries(m *metrics) *writeQueries {
 		// returns the original (old); otherwise, for a member, the
 		// room's next seq, the message and the sender's read position,
 		// in one statement.
-		send: &query{kind: "send", text: `WITH old AS (SELECT id, seq, sender_name, body, sent_at FROM messages
+		send: &query{kind: "send", text: `WITH old AS (SELECT id, seq, sender_name, body, sent_at, edited_at, deleted_at, change FROM messages
 				WHERE room_id = $1 AND sender_id = $2 AND client_id = $5 AND client_id <> '' AND $5 <> ''),
 			who AS (SELECT CASE WHEN $3 = '' THEN name ELSE $3 END AS name FROM users WHERE id = $2),
 			mem AS (SELECT 1 FROM members WHERE room_id = $1 AND user_id = $2),
 			r AS (UPDATE rooms SET last_seq = last_seq + 1, last_activity_at = greatest(last_activity_at, $7)
 				WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM old) AND EXISTS (SELECT 1 FROM who) AND EXISTS (SELECT 1 FROM mem)
 				RETURNING ` + roomRet + `),
-			m AS (INSERT INTO messages (room_id, seq, id, sender_id, sender_name, body, client_id, sent_at)
-				SELECT r.id, r.last_seq, $6, $2, who.name, $4, $5, $7 FROM r, who),
+			m AS (INSERT INTO messages (room_id, seq, id, sender_id, sender_name, body, client_id, sent_at, tsv)
+				SELECT r.id, r.last_seq, $6, $2, who.name, $4, $5, $7, ` + tsv("$4") + ` FROM r, who),
 			rd AS (UPDATE members SET read_seq = r.last_seq FROM r
 				WHERE members.room_id = $1 AND members.user_id = $2 AND members.read_seq < r.last_seq)
 			SELECT EXISTS (SELECT 1 FROM who), EXISTS (SELECT 1 FROM rooms WHERE id = $1), EXISTS (SELECT 1 FROM mem),
 				coalesce((SELECT name FROM who), ''),
 				coalesce(old.id, ''), coalesce(old.seq, 0), coalesce(old.sender_name, ''), coalesce(old.body, ''),
-				coalesce(old.sent_at, 'epoch'), ` + roomOut("r") + `
+				coalesce(old.sent_at, 'epoch'), old.edited_at, old.deleted_at, coalesce(old.change, 0), ` + roomOut("r") + `
 			FROM (VALUES (1)) AS one LEFT JOIN old ON true LEFT JOIN r ON true`},
 
 		// Many sends in one statement, for a run of sends in a batch: the
@@ -147,6 +151,7 @@ func newWriteQueries(m *metrics) *writeQueries {
 			checked AS (SELECT i.*, u.name AS user_name, r.id IS NOT NULL AS room_ok,
 					EXISTS (SELECT 1 FROM members mm WHERE mm.room_id = i.room_id AND mm.user_id = i.sender_id) AS member_ok,
 					o.id AS old_id, o.seq AS old_seq, o.sender_name AS old_name, o.body AS old_body, o.sent_at AS old_sent_at,
+					o.edited_at AS old_edited_at, o.deleted_at AS old_deleted_at, o.change AS old_change,
 					CASE WHEN i.client_id = '' THEN 1
 						ELSE row_number() OVER (PARTITION BY i.room_id, i.sender_id, i.client_id ORDER BY i.ord) END AS nth
 				FROM input i
@@ -159,8 +164,8 @@ func newWriteQueries(m *metrics) *writeQueries {
 					CASE WHEN c.sender_name = '' THEN c.user_name ELSE c.sender_name END AS name
 				FROM checked c JOIN rooms r ON r.id = c.room_id
 				WHERE c.user_name IS NOT NULL AND c.member_ok AND c.old_id IS NULL AND c.nth = 1),
-			ins AS (INSERT INTO messages (room_id, seq, id, sender_id, sender_name, body, client_id, sent_at)
-				SELECT room_id, seq, id, sender_id, name, body, client_id, sent_at FROM new),
+			ins AS (INSERT INTO messages (room_id, seq, id, sender_id, sender_name, body, client_id, sent_at, tsv)
+				SELECT room_id, seq, id, sender_id, name, body, client_id, sent_at, ` + tsv("body") + ` FROM new),
 			up AS (UPDATE rooms SET last_seq = n.seq, last_activity_at = greatest(rooms.last_activity_at, n.sent_at)
 				FROM (SELECT room_id, max(seq) AS seq, max(sent_at) AS sent_at FROM new GROUP BY room_id) AS n
 				WHERE rooms.id = n.room_id),
@@ -169,7 +174,7 @@ func newWriteQueries(m *metrics) *writeQueries {
 				WHERE members.room_id = n.room_id AND members.user_id = n.sender_id AND members.read_seq < n.seq)
 			SELECT c.user_name IS NOT NULL, c.room_ok, c.member_ok, coalesce(n.seq, 0), coalesce(n.name, ''),
 				coalesce(c.old_id, ''), coalesce(c.old_seq, 0), coalesce(c.old_name, ''), coalesce(c.old_body, ''),
-				coalesce(c.old_sent_at, 'epoch'), ` + roomOut("r") + `
+				coalesce(c.old_sent_at, 'epoch'), c.old_edited_at, c.old_deleted_at, coalesce(c.old_change, 0), ` + roomOut("r") + `
 			FROM checked c LEFT JOIN new n ON n.ord = c.ord LEFT JOIN rooms r ON r.id = c.room_id
 			ORDER BY c.ord`},
 
@@ -191,6 +196,7 @@ func newWriteQueries(m *metrics) *writeQueries {
 	}
 	bind(m, q.lockRooms, q.insertUser, q.insertToken, q.deleteToken, q.deleteTokens, q.createGroup, q.createDirect,
 		q.join, q.leave, q.send, q.sendMany, q.markRead, q.begin, q.commit, q.rollback)
+	q.changes = newChangeWrites(m, tsv)
 	q.people = newPeopleWriteQueries(m)
 	return q
 }
@@ -200,7 +206,9 @@ type readQueries struct {
 	ping, userByName, user, tokenUser, room, roomExists,
 	member, members, memberships,
 	messagesBefore, messagesAfter, roomsFirst, roomsAfter *query
-	people *peopleReadQueries // people.go
+	// changed_after and search (changes.go).
+	changes changeReads
+	people  *peopleReadQueries // people.go
 }
 
 // roomListQuery is the room list: it walks the members_user index for the
@@ -208,7 +216,7 @@ type readQueries struct {
 // joins each room's last message by its key (room_id, seq = last_seq).
 var roomListQuery = `SELECT ` + roomOut("r") + `, m.read_seq,
 		coalesce(g.id, ''), coalesce(g.sender_id, ''), coalesce(g.sender_name, ''), coalesce(g.body, ''),
-		coalesce(g.client_id, ''), coalesce(g.sent_at, 'epoch')
+		coalesce(g.client_id, ''), coalesce(g.sent_at, 'epoch'), g.edited_at, g.deleted_at, coalesce(g.change, 0)
 	FROM members m
 	JOIN rooms r ON r.id = m.room_id
 	LEFT JOIN messages g ON g.room_id = r.id AND g.seq = r.last_seq
@@ -237,6 +245,7 @@ func newReadQueries(m *metrics) *readQueries {
 	}
 	bind(m, q.ping, q.userByName, q.user, q.tokenUser, q.room, q.roomExists, q.member, q.members,
 		q.memberships, q.messagesBefore, q.messagesAfter, q.roomsFirst, q.roomsAfter)
+	q.changes = newChangeReads(m)
 	q.people = newPeopleReadQueries(m)
 	return q
 }

@@ -206,7 +206,7 @@ func (s *Store) Rooms(ctx context.Context, userID, cursor string, limit int) ([]
 		var readSeq int64
 		var m parley.Message
 		dest := append(roomDest(&e.Room), &readSeq,
-			&m.ID, &m.SenderID, &m.SenderName, &m.Body, &m.ClientID, &m.SentAt)
+			&m.ID, &m.SenderID, &m.SenderName, &m.Body, &m.ClientID, &m.SentAt, &m.EditedAt, &m.DeletedAt, &m.Change)
 		if err := rows.Scan(dest...); err != nil {
 			rows.Close()
 			return nil, "", s.readErr("rooms", err)
@@ -214,7 +214,8 @@ func (s *Store) Rooms(ctx context.Context, userID, cursor string, limit int) ([]
 		fixRoom(&e.Room)
 		e.Unread = parley.Unread(e.Room, readSeq)
 		if m.ID != "" {
-			m.RoomID, m.Seq, m.SentAt = e.Room.ID, e.Room.LastSeq, utc(m.SentAt)
+			m.RoomID, m.Seq = e.Room.ID, e.Room.LastSeq
+			fixMessage(&m)
 			e.LastMessage = &m
 		}
 		entries = append(entries, e)

@@ -12,7 +12,7 @@ import (
 // after the scan.
 func roomDest(r *parley.Room) []any {
 	return []any{&r.ID, &r.Kind, &r.Title, &r.Capacity, &r.MemberCount, &r.LastSeq,
-		&r.LastActivityAt, &r.CreatedAt, &r.DirectKey}
+		&r.LastActivityAt, &r.CreatedAt, &r.DirectKey, &r.LastChange}
 }
 
 // fixRoom puts the times of a scanned room in UTC.
@@ -31,11 +31,32 @@ func scanRoom(row pgx.Row) (parley.Room, error) {
 
 func scanMessage(row pgx.Row) (parley.Message, error) {
 	var m parley.Message
-	if err := row.Scan(&m.ID, &m.RoomID, &m.Seq, &m.SenderID, &m.SenderName, &m.Body, &m.ClientID, &m.SentAt); err != nil {
+	if err := row.Scan(messageDest(&m)...); err != nil {
 		return parley.Message{}, err
 	}
-	m.SentAt = m.SentAt.UTC()
+	fixMessage(&m)
 	return m, nil
+}
+
+// messageDest returns the scan destinations of msgCols into m; call
+// fixMessage after the scan.
+func messageDest(m *parley.Message) []any {
+	return []any{&m.ID, &m.RoomID, &m.Seq, &m.SenderID, &m.SenderName, &m.Body, &m.ClientID, &m.SentAt,
+		&m.EditedAt, &m.DeletedAt, &m.Change}
+}
+
+// fixMessage puts the times of a scanned message in UTC.
+func fixMessage(m *parley.Message) {
+	m.SentAt = m.SentAt.UTC()
+	m.EditedAt, m.DeletedAt = utcPtr(m.EditedAt), utcPtr(m.DeletedAt)
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
 }
 
 // utc returns t in UTC (pgx reads timestamptz in the local zone).

@@ -55,7 +55,7 @@ func decodeSends(br pgx.BatchResults, ops []*send) ([]outcome, []parley.Event, e
 		old := parley.Message{RoomID: o.m.RoomID, SenderID: o.m.SenderID, ClientID: o.m.ClientID}
 		var r parley.Room
 		dest := append([]any{&senderOK, &roomOK, &memberOK, &seq, &name,
-			&old.ID, &old.Seq, &old.SenderName, &old.Body, &old.SentAt}, roomDest(&r)...)
+			&old.ID, &old.Seq, &old.SenderName, &old.Body, &old.SentAt, &old.EditedAt, &old.DeletedAt, &old.Change}, roomDest(&r)...)
 		if err := rows.Scan(dest...); err != nil {
 			return nil, nil, err
 		}
@@ -63,7 +63,7 @@ func decodeSends(br pgx.BatchResults, ops []*send) ([]outcome, []parley.Event, e
 		var out outcome
 		switch {
 		case old.ID != "": // a repeat of a client id stored before
-			old.SentAt = old.SentAt.UTC()
+			fixMessage(&old)
 			out.res.msg = old
 		case !senderOK:
 			out.err = errUserNotFound(o.m.SenderID)

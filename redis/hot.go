@@ -196,6 +196,7 @@ type roomJSON struct {
 	Capacity       int       `json:"c"`
 	MemberCount    int       `json:"n"`
 	LastSeq        int64     `json:"s"`
+	LastChange     int64     `json:"lc,omitempty"`
 	LastActivityAt time.Time `json:"a"`
 	CreatedAt      time.Time `json:"ca"`
 	DirectKey      string    `json:"d,omitempty"`
@@ -534,12 +535,15 @@ func (h *HotStore) Messages(ctx context.Context, roomID string, p parley.Page) (
 		return msgs, nil
 	}
 	h.m.miss(kindMessages)
+	gen, genOK := h.readWindowGen(ctx, roomID) // an edit moves it (hotchanges.go)
 	loaded, err := h.Store.Messages(ctx, roomID, parley.Newest(h.cfg.RecentMessages))
 	if err != nil {
 		return nil, err
 	}
 	complete := len(loaded) < h.cfg.RecentMessages
-	h.storeWindow(ctx, roomID, loaded, complete)
+	if genOK {
+		h.storeWindowSince(ctx, roomID, loaded, complete, gen)
+	}
 	i := 0
 	if p.Before > 0 {
 		i, _ = slices.BinarySearchFunc(loaded, p.Before, func(m parley.Message, before int64) int {
@@ -610,18 +614,6 @@ func (h *HotStore) readWindow(ctx context.Context, roomID string, before int64, 
 		return nil, false
 	}
 	return msgs, true
-}
-
-// storeWindow adds messages to the room's window, creating it, with the
-// start marker when complete.
-func (h *HotStore) storeWindow(ctx context.Context, roomID string, msgs []parley.Message, complete bool) {
-	args := h.windowArgs(true, msgs)
-	if complete {
-		args = append(args, "0", "0")
-	}
-	if err := scriptWindow.Eval(ctx, h.rdb, []string{h.windowKey(roomID)}, args...).Err(); err != nil && !isNil(err) {
-		h.warn("store window", err)
-	}
 }
 
 func (h *HotStore) windowArgs(create bool, msgs []parley.Message) []any {

@@ -209,6 +209,9 @@ func (h *HotStore) write(batches [][]parley.Event) {
 					rooms = append(rooms, room)
 				}
 				msgs[room] = append(msgs[room], m)
+			case parley.EventEdited, parley.EventDeleted:
+				inv = append(inv, h.applyChange(ctx, pipe, ev, ttl)...)
+				patchQueued(msgs[room], &ev.Message)
 			}
 		}
 	}

@@ -63,7 +63,21 @@ func appendMessage(b []byte, m *parley.Message) []byte {
 	b = appendString(b, m.ClientID)
 	b = append(b, `,"sent_at":`...)
 	b = appendTime(b, m.SentAt)
+	b = append(b, `,"edited_at":`...)
+	b = appendOptTime(b, m.EditedAt)
+	b = append(b, `,"deleted_at":`...)
+	b = appendOptTime(b, m.DeletedAt)
+	b = append(b, `,"change":`...)
+	b = strconv.AppendInt(b, m.Change, 10)
 	return append(b, '}')
+}
+
+// appendOptTime appends a time that may be null.
+func appendOptTime(b []byte, t *time.Time) []byte {
+	if t == nil {
+		return append(b, "null"...)
+	}
+	return appendTime(b, *t)
 }
 
 func appendRoomList(b []byte, rooms []roomEntryView, next string) []byte {
@@ -108,6 +122,8 @@ func appendRoomView(b []byte, v *roomView) []byte {
 	b = strconv.AppendInt(b, int64(r.MemberCount), 10)
 	b = append(b, `,"last_seq":`...)
 	b = strconv.AppendInt(b, r.LastSeq, 10)
+	b = append(b, `,"last_change":`...)
+	b = strconv.AppendInt(b, r.LastChange, 10)
 	b = append(b, `,"last_activity_at":`...)
 	b = appendTime(b, r.LastActivityAt)
 	if v.Peer != nil {

@@ -29,6 +29,16 @@ func TestEncodeMatchesEncodingJSON(t *testing.T) {
 		m := parley.Message{
 			ID: pick(), RoomID: pick(), Seq: rng.Int64N(1 << 40), SenderID: pick(),
 			SenderName: pick(), Body: pick(), ClientID: pick(), SentAt: times[rng.IntN(len(times))],
+			Change: rng.Int64N(3),
+		}
+		if m.Change > 0 { // edited, deleted or both
+			at := times[rng.IntN(len(times))]
+			if i%2 == 0 {
+				m.EditedAt = &at
+			}
+			if i%3 == 0 {
+				m.DeletedAt = &at
+			}
 		}
 		msgs := []parley.Message{m, m}
 		want, _ := json.Marshal(struct {
@@ -44,7 +54,7 @@ func TestEncodeMatchesEncodingJSON(t *testing.T) {
 		}
 		room := parley.Room{
 			ID: pick(), Kind: pick(), Title: pick(), Capacity: rng.IntN(100), MemberCount: rng.IntN(100),
-			LastSeq: rng.Int64N(1000), LastActivityAt: times[rng.IntN(len(times))], DirectKey: "x:y",
+			LastSeq: rng.Int64N(1000), LastChange: rng.Int64N(5), LastActivityAt: times[rng.IntN(len(times))], DirectKey: "x:y",
 		}
 		var last *parley.Message
 		if i%3 != 0 {

@@ -63,6 +63,8 @@ type Chat interface {
 	Peer(ctx context.Context, u parley.User, r parley.Room) *parley.User
 	// MaxBody is the largest message body, in bytes.
 	MaxBody() int
+	// Changes are the edits, deletions and searches (changes.go).
+	Changes
 
 	// People and moderation (chat/people.go): to anyone but a member the
 	// room is unknown (parley.CodeNotFound); a member without the role,
@@ -216,6 +218,7 @@ func (h *Handler) routes() {
 	h.handle("GET /api/rooms/{id}/messages", h.authed(h.messages))
 	h.handle("POST /api/rooms/{id}/messages", h.authed(h.limited(h.send)))
 	h.handle("PUT /api/rooms/{id}/read", h.authed(h.markRead))
+	h.changeRoutes()
 	// People and moderation (people.go).
 	h.handle("GET /api/rooms/{id}/members", h.authed(h.members))
 	h.handle("PATCH /api/rooms/{id}", h.authed(h.updateRoom))

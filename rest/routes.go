@@ -139,6 +139,9 @@ func (h *Handler) myRooms(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Handler) messages(w http.ResponseWriter, r *http.Request) error {
+	if handled, err := h.messageQuery(w, r); handled { // changed_after, q (changes.go)
+		return err
+	}
 	q := r.URL.Query()
 	limit, err := limitParam(q.Get("limit"))
 	if err != nil {

@@ -34,7 +34,7 @@ done
 
 echo "== building parley"
 bin=$(mktemp -d)/parley
-go build -o "$bin" ./cmd/parley
+go build -tags sqlite_fts5 -o "$bin" ./cmd/parley
 
 data=$(mktemp -d)
 "$bin" serve --addr "127.0.0.1:$port" --data "$data" --sync "${PARLEY_SYNC:-full}" >"$out/parley-serve.log" 2>&1 &

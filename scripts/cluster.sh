@@ -96,7 +96,7 @@ ensure_database() {
 start() {
   local n=${1:-3} i port
   mkdir -p "$dir"
-  go build -ldflags "-X main.version=$(git describe --always --dirty 2>/dev/null || echo dev)" -o "$bin" ./cmd/parley
+  go build -tags sqlite_fts5 -ldflags "-X main.version=$(git describe --always --dirty 2>/dev/null || echo dev)" -o "$bin" ./cmd/parley
   ensure_database
   printf 'BASE_PORT=%q\nNODES=%q\n' "$base_port" "$n" >"$dir/cluster.env"
   NODES=$n nginx_conf "$n" >"$dir/nginx.conf"

@@ -36,9 +36,22 @@ func init() {
 // BenchmarkSendParallel stores messages from many concurrent senders
 // (-senders, default 128) into 100 rooms, durably (sync=full by default):
 // the group-commit write path.
+// BenchmarkSendParallel runs with the search index (index=on, the store as
+// it serves) and without (index=off, Config.NoSearchIndex): what the
+// full-text index costs each send (BENCHMARKS.md).
 func BenchmarkSendParallel(b *testing.B) {
+	for _, index := range []bool{true, false} {
+		name := "index=on"
+		if !index {
+			name = "index=off"
+		}
+		b.Run(name, func(b *testing.B) { benchmarkSendParallel(b, !index) })
+	}
+}
+
+func benchmarkSendParallel(b *testing.B, noIndex bool) {
 	const nRooms = 100
-	s := mustOpen(b, sqlite.Config{Path: filepath.Join(b.TempDir(), "bench.db"), Sync: benchSync})
+	s := mustOpen(b, sqlite.Config{Path: filepath.Join(b.TempDir(), "bench.db"), Sync: benchSync, NoSearchIndex: noIndex})
 	users := parleytest.MustCreateUsers(b, s, "sender", nRooms)
 	rooms := make([]parley.Room, nRooms)
 	for i, u := range users {

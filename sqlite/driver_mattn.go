@@ -1,4 +1,4 @@
-//go:build cgo && !parley_modernc
+//go:build cgo && sqlite_fts5 && !parley_modernc
 
 package sqlite
 
@@ -10,7 +10,8 @@ import (
 )
 
 // driverName names the SQLite driver this build uses (see DRIVER.md): the
-// cgo driver, the default whenever cgo is on.
+// cgo driver, whenever cgo is on and the build has the tag sqlite_fts5,
+// which compiles FTS5 into it (the full-text index needs it).
 const driverName = "mattn/go-sqlite3"
 
 // dsnParams: BEGIN IMMEDIATE, and no SQLite mutex on a connection, which

@@ -1,4 +1,4 @@
-//go:build !cgo || parley_modernc
+//go:build !cgo || !sqlite_fts5 || parley_modernc
 
 package sqlite
 
@@ -12,7 +12,8 @@ import (
 
 // driverName names the SQLite driver this build uses (see DRIVER.md). The
 // pure Go driver is built when cgo is off (CGO_ENABLED=0: no C toolchain, a
-// static binary) or with -tags parley_modernc.
+// static binary), with -tags parley_modernc, or without -tags sqlite_fts5
+// (the cgo driver has no FTS5 without it, and the full-text index needs it).
 const driverName = "modernc.org/sqlite"
 
 // dsnParams: BEGIN IMMEDIATE.

@@ -15,6 +15,8 @@ type writeQueries struct {
 	people peopleWriteQueries // people.go
 	// The grouped statements of Send, one per chunk size (chunkSizes).
 	senderMembers, nextSeqs, insertMessages, senderReads [len(chunkSizes)]*query
+	// The edits, deletions and the full-text index (changes.go, search.go).
+	changes changeWrites
 }
 
 // chunkSizes are the row counts of the grouped statements: a group of n
@@ -39,8 +41,8 @@ func (q *writeQueries) all() []*query {
 			room:            &query{kind: "room", text: `SELECT ` + roomCols + ` FROM rooms WHERE id = ?`},
 			roomByDirectKey: &query{kind: "room_by_direct_key", text: `SELECT ` + roomCols + ` FROM rooms WHERE direct_key = ?`},
 			insertRoom: &query{kind: "insert_room", text: `INSERT INTO rooms
-				(id, kind, title, capacity, member_count, last_seq, last_activity_at, created_at, direct_key)
-				VALUES (?, ?, ?, ?, ?, 0, ?, ?, nullif(?, ''))`},
+				(id, kind, title, capacity, member_count, last_seq, last_activity_at, created_at, direct_key, num)
+				VALUES (?, ?, ?, ?, ?, 0, ?, ?, nullif(?, ''), (SELECT coalesce(max(num), 0) + 1 FROM rooms))`},
 			member:       &query{kind: "member", text: `SELECT read_seq, joined_at, role FROM members WHERE room_id = ? AND user_id = ?`},
 			insertMember: &query{kind: "insert_member", text: `INSERT INTO members (room_id, user_id, read_seq, joined_at, role) VALUES (?, ?, ?, ?, ?)`},
 			deleteMember: &query{kind: "delete_member", text: `DELETE FROM members WHERE room_id = ? AND user_id = ? RETURNING role`},
@@ -82,7 +84,8 @@ func (q *writeQueries) all() []*query {
 	qs = append(qs, q.senderMembers[:]...)
 	qs = append(qs, q.nextSeqs[:]...)
 	qs = append(qs, q.insertMessages[:]...)
-	return append(qs, q.senderReads[:]...)
+	qs = append(qs, q.senderReads[:]...)
+	return append(qs, q.changes.all()...)
 }
 
 // readQueries are the readers' statements, prepared on the reader pool.
@@ -90,7 +93,9 @@ type readQueries struct {
 	ping, userByName, user, tokenUser, room, roomExists,
 	member, members, memberships,
 	messagesBefore, messagesAfter, roomsFirst, roomsAfter *query
-	people peopleReadQueries // people.go
+	// changed_after and search (changes.go, search.go).
+	changes changeReads
+	people  peopleReadQueries // people.go
 }
 
 // roomListQuery is the room list: it walks the members_user index for the
@@ -98,12 +103,12 @@ type readQueries struct {
 // one page, and joins each room's last message by its key (room_id,
 // last_seq). Nothing scans messages.
 const roomListQuery = `SELECT p.id, p.kind, p.title, p.capacity, p.member_count, p.last_seq, p.last_activity_at,
-		p.created_at, p.direct_key, p.read_seq,
+		p.created_at, p.direct_key, p.last_change, p.read_seq,
 		coalesce(g.id, ''), coalesce(g.sender_id, ''), coalesce(g.sender_name, ''), coalesce(g.body, ''),
-		coalesce(g.client_id, ''), coalesce(g.sent_at, 0)
+		coalesce(g.client_id, ''), coalesce(g.sent_at, 0), g.edited_at, g.deleted_at, coalesce(g.change, 0)
 	FROM (
 		SELECT r.id, r.kind, r.title, r.capacity, r.member_count, r.last_seq, r.last_activity_at,
-			r.created_at, coalesce(r.direct_key, '') AS direct_key, m.read_seq
+			r.created_at, coalesce(r.direct_key, '') AS direct_key, r.last_change, m.read_seq
 		FROM members m JOIN rooms r ON r.id = m.room_id
 		WHERE m.user_id = ?1 %s
 		ORDER BY r.last_activity_at DESC, r.id DESC
@@ -134,5 +139,5 @@ func (q *readQueries) all() []*query {
 		}
 	}
 	return append([]*query{q.ping, q.userByName, q.user, q.tokenUser, q.room, q.roomExists, q.member, q.members,
-		q.memberships, q.messagesBefore, q.messagesAfter, q.roomsFirst, q.roomsAfter}, q.people.all()...)
+		q.memberships, q.messagesBefore, q.messagesAfter, q.roomsFirst, q.roomsAfter}, append(q.people.all(), q.changes.all()...)...)
 }

@@ -224,9 +224,10 @@ func (s *Store) Rooms(ctx context.Context, userID, cursor string, limit int) ([]
 	for rows.Next() {
 		var e parley.RoomEntry
 		var at, created, readSeq, sent int64
+		var edited, deleted sql.NullInt64
 		var m parley.Message
 		dest := append(roomDest(&e.Room, &at, &created), &readSeq,
-			&m.ID, &m.SenderID, &m.SenderName, &m.Body, &m.ClientID, &sent)
+			&m.ID, &m.SenderID, &m.SenderName, &m.Body, &m.ClientID, &sent, &edited, &deleted, &m.Change)
 		if err := rows.Scan(dest...); err != nil {
 			return nil, "", s.readErr("rooms", err)
 		}
@@ -234,6 +235,7 @@ func (s *Store) Rooms(ctx context.Context, userID, cursor string, limit int) ([]
 		e.Unread = parley.Unread(e.Room, readSeq)
 		if m.ID != "" {
 			m.RoomID, m.Seq, m.SentAt = e.Room.ID, e.Room.LastSeq, fromMicro(sent)
+			m.EditedAt, m.DeletedAt = optMicro(edited), optMicro(deleted)
 			e.LastMessage = &m
 		}
 		entries = append(entries, e)

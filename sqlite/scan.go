@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"database/sql"
 	"time"
 
 	"parley"
@@ -8,8 +9,8 @@ import (
 
 // Column lists, in the order scanRoom and scanMessage read them.
 const (
-	roomCols = `id, kind, title, capacity, member_count, last_seq, last_activity_at, created_at, coalesce(direct_key, '')`
-	msgCols  = `id, room_id, seq, sender_id, sender_name, body, client_id, sent_at`
+	roomCols = `id, kind, title, capacity, member_count, last_seq, last_activity_at, created_at, coalesce(direct_key, ''), last_change`
+	msgCols  = `id, room_id, seq, sender_id, sender_name, body, client_id, sent_at, edited_at, deleted_at, change`
 )
 
 // scanner is a *sql.Row or *sql.Rows.
@@ -18,7 +19,7 @@ type scanner interface{ Scan(dest ...any) error }
 // roomDest returns the scan destinations of roomCols into r; call
 // fixRoom after the scan.
 func roomDest(r *parley.Room, at, created *int64) []any {
-	return []any{&r.ID, &r.Kind, &r.Title, &r.Capacity, &r.MemberCount, &r.LastSeq, at, created, &r.DirectKey}
+	return []any{&r.ID, &r.Kind, &r.Title, &r.Capacity, &r.MemberCount, &r.LastSeq, at, created, &r.DirectKey, &r.LastChange}
 }
 
 func fixRoom(r *parley.Room, at, created int64) {
@@ -39,11 +40,23 @@ func scanRoom(s scanner) (parley.Room, error) {
 func scanMessage(s scanner) (parley.Message, error) {
 	var m parley.Message
 	var sent int64
-	if err := s.Scan(&m.ID, &m.RoomID, &m.Seq, &m.SenderID, &m.SenderName, &m.Body, &m.ClientID, &sent); err != nil {
+	var edited, deleted sql.NullInt64
+	if err := s.Scan(&m.ID, &m.RoomID, &m.Seq, &m.SenderID, &m.SenderName, &m.Body, &m.ClientID, &sent,
+		&edited, &deleted, &m.Change); err != nil {
 		return parley.Message{}, err
 	}
 	m.SentAt = fromMicro(sent)
+	m.EditedAt, m.DeletedAt = optMicro(edited), optMicro(deleted)
 	return m, nil
+}
+
+// optMicro converts a stored time that may be NULL.
+func optMicro(us sql.NullInt64) *time.Time {
+	if !us.Valid {
+		return nil
+	}
+	t := fromMicro(us.Int64)
+	return &t
 }
 
 // fromMicro converts a stored time (unix microseconds) back to UTC.

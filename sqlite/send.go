@@ -75,6 +75,9 @@ func (w *wtx) flushSends(group []*sendReq) error {
 	if err := w.insertMessages(stored); err != nil {
 		return fmt.Errorf("send: insert messages: %w", err)
 	}
+	if err := w.indexMessages(stored); err != nil {
+		return fmt.Errorf("send: search index: %w", err)
+	}
 	if err := w.senderReads(stored); err != nil {
 		return fmt.Errorf("send: sender read: %w", err)
 	}

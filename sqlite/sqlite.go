@@ -117,6 +117,11 @@ type Config struct {
 	CacheKiB int
 	// Registerer, when set, gets the store's metrics.
 	Registerer prometheus.Registerer
+	// NoSearchIndex leaves new messages out of the full-text index: only
+	// for measuring what the index costs (BENCHMARKS.md), on a database
+	// that is thrown away after; search misses those messages, and editing
+	// or deleting one corrupts the index.
+	NoSearchIndex bool
 }
 
 // defaults fills in the zero fields of c.
@@ -146,6 +151,7 @@ type Store struct {
 	wal      *os.File // the WAL, fsynced by the flusher under SyncFull
 	wq       writeQueries
 	rq       readQueries
+	noIndex  bool // Config.NoSearchIndex
 
 	// txMu is held by the writer through each batch, and by the
 	// checkpointer through a RESTART checkpoint (checkpoint.go).
@@ -179,7 +185,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		}
 	}
 
-	s := &Store{m: newMetrics(), onCommit: cfg.OnCommit}
+	s := &Store{m: newMetrics(), onCommit: cfg.OnCommit, noIndex: cfg.NoSearchIndex}
 	s.wdb = openDB(cfg.Path, 1, true, cfg)
 	if err := s.init(ctx, cfg); err != nil {
 		s.closeDBs()

@@ -27,6 +27,7 @@ scenarios (README, "Load tests: parley bench"):
   open          seed 004: room info + last message ("open a chat")
   connections   idle subscribed connections, server RSS per connection
   bigroom       one room of 10,000 members, 20 of them sending every second
+  search        users searching their rooms over a large history
 
 Set-up (users, rooms, seeded history) goes through the REST API: start the
 server under test with --signup-rate 0, and with --rest-send-rate 0 for a
@@ -74,7 +75,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&interval, "interval", intervalText(o.MinInterval, o.MaxInterval), "messaging: each user sends every MIN-MAX, uniform (1s-3s, 250ms); 0: the next message when the last is receipted")
 	fs.Float64Var(&rate, "rate", 0, "messaging: messages per second per user, a fixed interval of 1/rate (overrides --interval)")
 	fs.IntVar(&o.Payload, "payload", o.Payload, "message body size in bytes")
-	fs.IntVar(&o.Rooms, "rooms", o.Rooms, "roomlist, open: rooms every user is a member of")
+	fs.IntVar(&o.Rooms, "rooms", o.Rooms, "roomlist, open: rooms every user is a member of; search: rooms in all")
 	fs.IntVar(&o.HistorySize, "history", o.HistorySize, "messages seeded into each room")
 	fs.IntVar(&o.PageSize, "page", o.PageSize, "page size of room list and history requests (at most 100)")
 	fs.IntVar(&o.Seats, "seats", o.Seats, "seats: capacity of each room, its creator's seat included (default: half the users)")
@@ -185,14 +186,14 @@ var benchFlagScenarios = map[string][]loadgen.Scenario{
 	"interval":          {loadgen.Direct, loadgen.Group, loadgen.BigRoom},
 	"rate":              {loadgen.Direct, loadgen.Group, loadgen.BigRoom},
 	"drain":             {loadgen.Direct, loadgen.Group, loadgen.BigRoom},
-	"payload":           {loadgen.Direct, loadgen.Group, loadgen.BigRoom, loadgen.RoomList, loadgen.History, loadgen.Open},
-	"history":           {loadgen.RoomList, loadgen.History, loadgen.Open},
-	"rooms":             {loadgen.RoomList, loadgen.Open},
-	"page":              {loadgen.RoomList, loadgen.History},
+	"payload":           {loadgen.Direct, loadgen.Group, loadgen.BigRoom, loadgen.RoomList, loadgen.History, loadgen.Open, loadgen.Search},
+	"history":           {loadgen.RoomList, loadgen.History, loadgen.Open, loadgen.Search},
+	"rooms":             {loadgen.RoomList, loadgen.Open, loadgen.Search},
+	"page":              {loadgen.RoomList, loadgen.History, loadgen.Search},
 	"seats":             {loadgen.Seats},
 	"connections":       {loadgen.Connections},
-	"loops":             {loadgen.Direct, loadgen.Group, loadgen.BigRoom, loadgen.RoomList, loadgen.History, loadgen.Open, loadgen.Seats},
-	"ramp-up":           {loadgen.Direct, loadgen.Group, loadgen.BigRoom, loadgen.RoomList, loadgen.History, loadgen.Open, loadgen.Seats},
+	"loops":             {loadgen.Direct, loadgen.Group, loadgen.BigRoom, loadgen.RoomList, loadgen.History, loadgen.Open, loadgen.Seats, loadgen.Search},
+	"ramp-up":           {loadgen.Direct, loadgen.Group, loadgen.BigRoom, loadgen.RoomList, loadgen.History, loadgen.Open, loadgen.Seats, loadgen.Search},
 }
 
 // benchFlagApplies reports whether a flag changes scenario scn.

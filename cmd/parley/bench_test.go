@@ -75,6 +75,7 @@ func TestBenchREST(t *testing.T) {
 		{loadgen.RoomList, "request", []string{"--users", "8", "--rooms", "3", "--history", "2"}},
 		{loadgen.History, "request", []string{"--users", "2", "--history", "120", "--page", "50"}},
 		{loadgen.Open, "open", []string{"--users", "4", "--rooms", "2", "--history", "3"}},
+		{loadgen.Search, "search", []string{"--users", "4", "--rooms", "8", "--history", "10"}},
 	} {
 		t.Run(string(tc.scn), func(t *testing.T) {
 			res, out := benchRun(t, m, append([]string{string(tc.scn), "--duration", "1s"}, tc.args...)...)

@@ -95,8 +95,10 @@ func openHot(cfg Config, db parley.Store, rdb *goredis.Client, reg prometheus.Re
 // dialRedis, which the node owns from now on, also on failure) for
 // presence. The relay's Apply must be installed as a sink of the store,
 // after the hot data's (written), whose writes to Redis the relay's
-// publishes wait for; events is the node's room events.
-func openCluster(cfg Config, rdb *goredis.Client, store parley.Store, written cluster.Watermark, h *hub.Hub, events *hub.Events, reg prometheus.Registerer) (*clusterNode, error) {
+// publishes wait for; events is the node's room events. changes, when not
+// nil, takes the edits and deletions of every node (the history cache's
+// Apply).
+func openCluster(cfg Config, rdb *goredis.Client, store parley.Store, written cluster.Watermark, h *hub.Hub, events *hub.Events, changes parley.EventSink, reg prometheus.Registerer) (*clusterNode, error) {
 	node := cfg.NodeID
 	if node == "" {
 		node = defaultNodeID(cfg.Addr)
@@ -108,7 +110,7 @@ func openCluster(cfg Config, rdb *goredis.Client, store parley.Store, written cl
 		ttl = 15 * time.Second // redis.PresenceConfig's default
 	}
 	c.relay = cluster.New(cluster.Config{
-		Node: node, Store: store, Local: h, ApplyLeaves: h.Apply, Registerer: reg,
+		Node: node, Store: store, Local: h, ApplyLeaves: h.Apply, ApplyChanges: changes, Registerer: reg,
 		Heads: redis.NewHeads(rdb, cfg.RedisPrefix), HeadCheck: cfg.HeadCheck,
 		Nodes: liveNodes{c}, Settle: ttl/3 + time.Second, // one heartbeat, and its round trip
 		Subscribed: hubRooms{h}, Written: written, Events: events.ApplyRemote,

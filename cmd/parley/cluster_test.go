@@ -373,7 +373,9 @@ func quiet(t *testing.T, m *Main) float64 {
 	last := -1.0
 	for {
 		n := metric(t, m, "parley_broker_publishes_total")
-		if n == last && metric(t, m, "parley_cluster_queued") == 0 {
+		// Commits wait in the relay's queue, then (cluster/send.go) for
+		// the hot data to hold them before they are published.
+		if n == last && metric(t, m, "parley_cluster_queued") == 0 && metric(t, m, "parley_cluster_unpublished") == 0 {
 			return n
 		}
 		if time.Now().After(deadline) {

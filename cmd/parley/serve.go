@@ -259,9 +259,14 @@ func (m *Main) Open(ctx context.Context) error {
 	// layer (cache.Store or redis.HotStore), so that it holds a commit
 	// before any session hears of it, then the fan-out (hub.Hub, or the
 	// cluster relay, which delivers to the local hub and to the other
-	// nodes). The history cache needs no callback: older pages never
-	// change.
-	sinks = []parley.EventSink{rp.hot.Apply, fanout, m.events.Apply}
+	// nodes), then the room events. On one node the history cache hears
+	// the edits and deletions before the fan-out; in cluster mode the
+	// relay hands it every node's.
+	sinks = []parley.EventSink{rp.hot.Apply}
+	if rp.changes != nil && !clustered {
+		sinks = append(sinks, rp.changes)
+	}
+	sinks = append(sinks, fanout, m.events.Apply)
 
 	if err := m.openGateway(svc, sessions); err != nil {
 		return err
@@ -338,6 +343,9 @@ type readPath struct {
 	// reads is what the services read: the history cache in front of hot
 	// when --cache-history-mib is set, else hot itself.
 	reads parley.Store
+	// changes is the history cache's Apply, which forgets the blocks that
+	// edits and deletions change; nil without the history cache.
+	changes parley.EventSink
 	// written is how far hot has written this node's commits to Redis, in
 	// cluster mode: the relay publishes a commit once it is there.
 	written cluster.Watermark
@@ -369,7 +377,8 @@ func (m *Main) openReadPath(ctx context.Context, clustered bool, db parley.Store
 	rp.reads = rp.hot
 	if cfg.CacheHistory > 0 {
 		// Older pages never change: every node keeps its own copy.
-		rp.reads = history.New(rp.hot, history.Config{MaxBytes: cfg.CacheHistory << 20, Registerer: m.registry})
+		h := history.New(rp.hot, history.Config{MaxBytes: cfg.CacheHistory << 20, Registerer: m.registry})
+		rp.reads, rp.changes = h, h.Apply
 	}
 	return rp, rdb, nil
 }
@@ -386,7 +395,7 @@ func (m *Main) openFanout(clustered bool, rdb *goredis.Client, rp readPath) (par
 	}
 	var err error
 	m.rdb = nil // the cluster node owns it from now on, also on failure
-	if m.cluster, err = openCluster(m.Config, rdb, reads, rp.written, m.hub, m.events, m.registry); err != nil {
+	if m.cluster, err = openCluster(m.Config, rdb, reads, rp.written, m.hub, m.events, rp.changes, m.registry); err != nil {
 		return nil, nil, fmt.Errorf("cluster: %w", err)
 	}
 	return m.cluster.relay.Apply, m.cluster, nil

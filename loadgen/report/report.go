@@ -146,8 +146,12 @@ func memoryText(s string) string {
 	return fmt.Sprintf("%.1f GiB", kb/(1<<20))
 }
 
-// plural names several units: request → requests, delivery → deliveries.
+// plural names several units: request → requests, delivery → deliveries,
+// search → searches.
 func plural(unit string) string {
+	if strings.HasSuffix(unit, "ch") {
+		return unit + "es"
+	}
 	if strings.HasSuffix(unit, "y") {
 		return strings.TrimSuffix(unit, "y") + "ies"
 	}

@@ -7,6 +7,7 @@ import { Api } from './api.js';
 import { ChatView } from './chat.js';
 import { $, h, setText, shortTime } from './dom.js';
 import { Live } from './live.js';
+import { roomEvent, roomRefused } from './members.js';
 import { ComposerLimit, copyInvite, fullText, isFull, unreadTitle } from './polish.js';
 
 const tokenKey = 'parley.token';
@@ -95,7 +96,9 @@ class App {
       },
       onRoomError: (roomId, err) => {
         if (this.view && this.view.roomId === roomId) setText($('chat-error'), 'This room is closed to you: ' + err.text);
+        roomRefused(this, roomId, err);
       },
+      onEvent: (ev) => roomEvent(this, ev),
       onSendResult: (clientId, r) => {
         const mine = this.view && this.view.onSendResult(clientId, r);
         if (!mine && r.error) this.showBanner('A message was not sent: ' + r.error.text);

@@ -3,6 +3,7 @@
 // their RECEIPT, and the read position sent while the view is at the bottom.
 
 import { $, h, setText, fullTime, messageTime, randomId } from './dom.js';
+import { People } from './members.js';
 import { linkify, regroup } from './polish.js';
 
 const pageSize = 50;
@@ -37,6 +38,7 @@ export class ChatView {
     this.scroller = $('messages-scroll');
     this.onScroll = () => this.scrolled();
     this.onVisible = () => this.maybeMarkRead();
+    this.people = new People(app, this); // members, typing, seen (members.js)
   }
 
   async open() {
@@ -75,12 +77,14 @@ export class ChatView {
     // Live from here: the subscription resumes after the newest message
     // shown, so whatever was sent while the page loaded arrives too.
     app.live.openRoom(this.roomId, () => this.maxSeq);
+    this.people.open();
     this.fillViewport();
     this.maybeMarkRead();
   }
 
   close() {
     this.closed = true;
+    this.people.close();
     if (this.app.live) this.app.live.closeRoom(this.roomId);
     this.scroller.removeEventListener('scroll', this.onScroll);
     document.removeEventListener('visibilitychange', this.onVisible);
@@ -106,7 +110,9 @@ export class ChatView {
   async refresh() {
     try {
       const room = await this.app.api.room(this.roomId);
-      if (!this.closed) this.showRoom(room);
+      if (this.closed || this.people.isGone) return;
+      this.showRoom(room);
+      this.people.load(); // presence and reads moved while the connection was down
     } catch {
       // keep what is shown
     }
@@ -126,6 +132,7 @@ export class ChatView {
     const wasAtBottom = this.atBottom();
     const gap = this.maxSeq > 0 && m.seq > this.maxSeq + 1;
     this.insert(m);
+    this.people.onMessage(m);
     setText($('history-status'), '');
     if (wasAtBottom || m.sender_id === this.app.me.id) this.scrollToBottom();
     if (gap) this.fillGap();

@@ -6,6 +6,7 @@
 // a client-id once).
 
 import { Client, ReconnectionTimeMode } from '@stomp/stompjs';
+import { eventOf, userEvents, roomEvents } from './events.js';
 
 const userQueue = '/user/queue/messages';
 
@@ -40,6 +41,7 @@ export class Live {
    * @param {(err: {code: string, text: string}) => void} o.onError a refusal of the session
    * @param {() => void} o.onConnected after every (re)connect, once the subscriptions are sent
    * @param {(err: {code: string, text: string}) => void} o.onAuthFailed the token was refused (expired or revoked)
+   * @param {(ev: object) => void} [o.onEvent] a room event (events.js eventOf) of any of the user's rooms or an open one
    */
   constructor(o) {
     this.o = o;
@@ -49,8 +51,12 @@ export class Live {
     this.sendReceipts = new Map(); // receipt id -> queue item, this connection
     this.subReceipts = new Map(); // receipt id -> room id, this connection
     this.roomSubs = new Map(); // room id -> stompjs subscription, this connection
+    this.eventSubs = new Map(); // room id -> stompjs subscription of the room's events, this connection
+    this.eventReceipts = new Map(); // receipt id -> room id ('' for the personal queue), this connection
+    this.eventsRefused = new Set(); // room ids ('' for the personal queue) whose events the server does not serve
     this.counter = 0;
     this.refused = false; // an ERROR came: the server is closing this connection
+    this.evicted = null; // the ERROR forbidden that ended the last connection, not yet attributed to a room
     this.state = 'connecting';
 
     const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
@@ -95,9 +101,14 @@ export class Live {
     this.sendReceipts.clear();
     this.subReceipts.clear();
     this.roomSubs.clear();
+    this.eventSubs.clear();
+    this.eventReceipts.clear();
     this.inflight = null;
     this.setState('live');
     this.client.subscribe(userQueue, (f) => this.o.onUserMessage(messageOf(f)), { id: 'user' });
+    if (this.o.onEvent && !this.eventsRefused.has('')) {
+      this.client.subscribe(userEvents, (f) => this.o.onEvent(eventOf(f)), { id: 'user-events', receipt: this.eventReceipt('') });
+    }
     for (const roomId of this.rooms.keys()) this.subscribeRoom(roomId);
     this.o.onConnected();
     this.pump();
@@ -119,9 +130,25 @@ export class Live {
 
   closeRoom(roomId) {
     this.rooms.delete(roomId);
-    const sub = this.roomSubs.get(roomId);
-    this.roomSubs.delete(roomId);
-    if (sub && this.client.connected) sub.unsubscribe();
+    for (const subs of [this.roomSubs, this.eventSubs]) {
+      const sub = subs.get(roomId);
+      subs.delete(roomId);
+      if (sub && this.client.connected) sub.unsubscribe();
+    }
+  }
+
+  /** eventReceipt names a SUBSCRIBE to events, so that a refusal of it is known as such. */
+  eventReceipt(roomId) {
+    const receipt = 'events-' + ++this.counter;
+    this.eventReceipts.set(receipt, roomId);
+    this.client.watchForReceipt(receipt, () => this.eventReceipts.delete(receipt));
+    return receipt;
+  }
+
+  /** typing tells the room's members that this user is typing (an empty SEND, never stored). */
+  typing(roomId) {
+    if (!this.client.connected || this.refused) return;
+    this.client.publish({ destination: '/app/rooms.' + roomId + '.typing', body: '' });
   }
 
   subscribeRoom(roomId) {
@@ -135,6 +162,12 @@ export class Live {
       if (this.rooms.has(roomId)) this.o.onRoomMessage(messageOf(f));
     }, headers);
     this.roomSubs.set(roomId, sub);
+    if (this.o.onEvent && !this.eventsRefused.has(roomId)) {
+      const evs = this.client.subscribe(roomEvents(roomId), (f) => {
+        if (this.rooms.has(roomId)) this.o.onEvent(eventOf(f));
+      }, { id: 'events-' + roomId, receipt: this.eventReceipt(roomId) });
+      this.eventSubs.set(roomId, evs);
+    }
   }
 
   /** send queues a message; onSendResult tells its outcome. */
@@ -196,6 +229,36 @@ export class Live {
       this.subReceipts.delete(rid);
       this.rooms.delete(roomId);
       this.roomSubs.delete(roomId);
+      this.eventSubs.delete(roomId);
+      this.o.onRoomError(roomId, this.evicted || err);
+      this.evicted = null;
+      return;
+    }
+    if (rid && this.eventReceipts.has(rid)) {
+      // A server without room events (or with them off) refuses the
+      // subscription: the chat goes on without them.
+      const roomId = this.eventReceipts.get(rid);
+      this.eventReceipts.delete(rid);
+      this.eventSubs.delete(roomId);
+      if (code === 'forbidden' && roomId) {
+        this.rooms.delete(roomId);
+        this.roomSubs.delete(roomId);
+        this.o.onRoomError(roomId, this.evicted || err);
+        this.evicted = null;
+      } else {
+        this.eventsRefused.add(roomId);
+      }
+      return;
+    }
+    // A room subscription ended by the server (the user was removed from
+    // the room) names the subscription.
+    const subId = f.headers.subscription || '';
+    const ended = /^(?:room|events)-(.+)$/.exec(subId);
+    if (ended && this.rooms.has(ended[1])) {
+      const roomId = ended[1];
+      this.rooms.delete(roomId);
+      this.roomSubs.delete(roomId);
+      this.eventSubs.delete(roomId);
       this.o.onRoomError(roomId, err);
       return;
     }
@@ -208,6 +271,13 @@ export class Live {
     if (code === 'unauthorized') {
       this.stop();
       this.o.onAuthFailed(err);
+      return;
+    }
+    // The server ends a session whose user was removed from one of its
+    // open rooms with ERROR forbidden; after the reconnect that room's
+    // subscription is refused, which names it, and gets this reason.
+    if (code === 'forbidden') {
+      this.evicted = err;
       return;
     }
     this.o.onError(err);

@@ -29,11 +29,15 @@ export function parleyBinary(dir) {
   return bin;
 }
 
-/** Server runs `parley serve` on a data directory; restart keeps the port. */
+/**
+ * Server runs `parley serve` on a data directory, with extra arguments
+ * (cluster mode: --store, --broker, --redis, ...); restart keeps the port.
+ */
 export class Server {
-  constructor(bin, dataDir) {
+  constructor(bin, dataDir, args = []) {
     this.bin = bin;
     this.dataDir = dataDir;
+    this.args = args;
     this.addr = '127.0.0.1:0';
     this.proc = null;
     this.log = '';
@@ -46,7 +50,7 @@ export class Server {
   /** start runs the server and resolves once it logs its address. */
   start() {
     return new Promise((resolve, reject) => {
-      const proc = spawn(this.bin, ['serve', '--addr', this.addr, '--data', this.dataDir, '--log-level', 'info'], {
+      const proc = spawn(this.bin, ['serve', '--addr', this.addr, '--data', this.dataDir, '--log-level', 'info', ...this.args], {
         stdio: ['ignore', 'ignore', 'pipe'],
       });
       this.proc = proc;

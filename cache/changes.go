@@ -1,0 +1,84 @@
+package cache
+
+import (
+	"context"
+
+	"parley"
+)
+
+// Edits and deletions change committed messages, so a cached copy of one
+// must follow: EventEdited and EventDeleted carry the message in its new
+// version, and Apply puts it in the room's window (applyChange) and the
+// room's info (its last_change), which also makes the room lists that show
+// it rebuild their first page (the room's ver moves). A window is never
+// written in place: the change copies it into a new array, so the pages
+// and last messages handed out before keep what they were. A load racing
+// with a change replays it from the backlog (loadNewest through
+// window.apply, loadOlder through replayChanges). The change number orders
+// the versions of a message: an older version never replaces a newer one.
+//
+// Changed and the searches are not cached: they go to the inner store.
+
+// EditMessage passes through to the inner store; its event updates the
+// cache.
+func (s *Store) EditMessage(ctx context.Context, e parley.Edit) (parley.Message, error) {
+	return s.inner.EditMessage(ctx, e)
+}
+
+// DeleteMessage passes through to the inner store; its event updates the
+// cache.
+func (s *Store) DeleteMessage(ctx context.Context, d parley.Deletion) (parley.Message, bool, error) {
+	return s.inner.DeleteMessage(ctx, d)
+}
+
+// Changed passes through to the inner store.
+func (s *Store) Changed(ctx context.Context, roomID string, after int64, limit int) ([]parley.Message, error) {
+	return s.inner.Changed(ctx, roomID, after, limit)
+}
+
+// SearchRoom passes through to the inner store.
+func (s *Store) SearchRoom(ctx context.Context, roomID string, q parley.Query, before int64, limit int) ([]parley.Message, error) {
+	return s.inner.SearchRoom(ctx, roomID, q, before, limit)
+}
+
+// Search passes through to the inner store.
+func (s *Store) Search(ctx context.Context, userID string, q parley.Query, cursor string, limit int) ([]parley.SearchHit, string, error) {
+	return s.inner.Search(ctx, userID, q, cursor, limit)
+}
+
+// isChange reports whether ev changed a stored message.
+func isChange(ev *parley.Event) bool {
+	return ev.Kind == parley.EventEdited || ev.Kind == parley.EventDeleted
+}
+
+// applyChange puts the new version of a message the window holds in a
+// copy of the window, unless the window has that version or a newer one.
+func (w *window) applyChange(m *parley.Message, max int) {
+	if !w.ok || m.Seq < w.lo() || m.Seq > w.hi || w.at(m.Seq).Change >= m.Change {
+		return
+	}
+	w.regrow(nil, max)
+	*w.at(m.Seq) = *m
+}
+
+// replayChanges returns older (a newest-first run loaded from the inner
+// store) with the changes among events applied: a copy when one applies.
+func replayChanges(older []parley.Message, events []parley.Event) []parley.Message {
+	copied := false
+	for i := range events {
+		ev := &events[i]
+		if !isChange(ev) || len(older) == 0 {
+			continue
+		}
+		k := older[0].Seq - ev.Message.Seq // newest first
+		if k < 0 || k >= int64(len(older)) || older[k].Seq != ev.Message.Seq || older[k].Change >= ev.Message.Change {
+			continue
+		}
+		if !copied {
+			older = append([]parley.Message(nil), older...)
+			copied = true
+		}
+		older[k] = ev.Message
+	}
+	return older
+}

@@ -1,0 +1,91 @@
+package chat
+
+import (
+	"context"
+
+	"parley"
+)
+
+// Edits, deletions and search (design §3a), for members of the room only:
+// a user who left a room can neither change nor search its messages. The
+// store checks who may change a message in the change's own transaction
+// (the sender; for a deletion also the room's owner or an admin, which
+// this service tells it from the caller's membership).
+
+// EditMessage replaces the text of message seq of a room; only its sender
+// may (CodeForbidden), and not once it is deleted (CodeConflict).
+func (s *Service) EditMessage(ctx context.Context, u parley.User, roomID string, seq int64, body string) (parley.Message, error) {
+	if err := s.CheckBody(body); err != nil {
+		return parley.Message{}, err
+	}
+	if seq < 1 {
+		return parley.Message{}, parley.Errorf(parley.CodeInvalid, "seq must be 1 or more")
+	}
+	if _, err := s.Authorize(ctx, u, roomID); err != nil {
+		return parley.Message{}, err
+	}
+	return s.store.EditMessage(ctx, parley.Edit{RoomID: roomID, Seq: seq, EditorID: u.ID, Body: body})
+}
+
+// DeleteMessage makes message seq of a room a tombstone; its sender may,
+// and the room's owner or an admin (CodeForbidden for anyone else).
+// Deleting a tombstone again succeeds and changes nothing.
+func (s *Service) DeleteMessage(ctx context.Context, u parley.User, roomID string, seq int64) (parley.Message, error) {
+	if seq < 1 {
+		return parley.Message{}, parley.Errorf(parley.CodeInvalid, "seq must be 1 or more")
+	}
+	m, err := s.Authorize(ctx, u, roomID)
+	if err != nil {
+		return parley.Message{}, err
+	}
+	moderator := m.Role == parley.RoleOwner || m.Role == parley.RoleAdmin
+	msg, _, err := s.store.DeleteMessage(ctx, parley.Deletion{RoomID: roomID, Seq: seq, ActorID: u.ID, Moderator: moderator})
+	return msg, err
+}
+
+// Changed returns the messages of a room edited or deleted after change
+// after, in change order, to a member.
+func (s *Service) Changed(ctx context.Context, u parley.User, roomID string, after int64, limit int) ([]parley.Message, error) {
+	if err := checkLimit(limit); err != nil {
+		return nil, err
+	}
+	if after < 0 {
+		return nil, parley.Errorf(parley.CodeInvalid, "changed_after must not be negative")
+	}
+	if _, err := s.Authorize(ctx, u, roomID); err != nil {
+		return nil, err
+	}
+	return s.store.Changed(ctx, roomID, after, limit)
+}
+
+// SearchRoom returns the messages of a room that hold every word of q,
+// newest first, below seq before (0: from the newest), to a member.
+func (s *Service) SearchRoom(ctx context.Context, u parley.User, roomID, q string, before int64, limit int) ([]parley.Message, error) {
+	if err := checkLimit(limit); err != nil {
+		return nil, err
+	}
+	query, err := parley.ParseQuery(q)
+	if err != nil {
+		return nil, err
+	}
+	if before < 0 {
+		return nil, parley.Errorf(parley.CodeInvalid, "before must be a positive seq")
+	}
+	if _, err := s.Authorize(ctx, u, roomID); err != nil {
+		return nil, err
+	}
+	return s.store.SearchRoom(ctx, roomID, query, before, limit)
+}
+
+// Search returns the messages that hold every word of q in every room u is
+// a member of, newest first, a page after cursor, and the next cursor.
+func (s *Service) Search(ctx context.Context, u parley.User, q, cursor string, limit int) ([]parley.SearchHit, string, error) {
+	if err := checkLimit(limit); err != nil {
+		return nil, "", err
+	}
+	query, err := parley.ParseQuery(q)
+	if err != nil {
+		return nil, "", err
+	}
+	return s.store.Search(ctx, u.ID, query, cursor, limit)
+}

@@ -1,0 +1,200 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strconv"
+
+	"parley"
+	"parley/hub"
+	"parley/stomp"
+)
+
+// Message changes over STOMP (design §4): a SEND to /app/rooms.{id} with
+// header edit-seq: N replaces message N's text with the body (its sender
+// only); with delete-seq: N and an empty body it deletes message N (its
+// sender, or the room's owner or an admin). Either is answered, when the
+// frame asks for a receipt, by a RECEIPT once committed, with headers seq,
+// message-id and change (the change that now stands on the message: the
+// edit's or the deletion's; for a deletion of a tombstone, the one that
+// deleted it). A refusal is an ERROR with the chat service's code.
+//
+// client-id: the chat service keeps no idempotency key for changes, so a
+// client-id on a change is checked for its form and otherwise ignored. A
+// repeated deletion changes nothing (a tombstone stays one, same change);
+// a repeated edit is a new edit (the same text again, a new change).
+//
+// since-change: N on SUBSCRIBE to /topic/rooms.{id}.events replays, after
+// the RECEIPT, every change of the room after N as it stands now (one
+// edited or deleted event per changed message, at its latest change, in
+// change order: a message edited then deleted while the client was away
+// comes once, deleted), read from the store page by page, then goes live.
+// The subscription is held (hub.EventSub.Hold) from its registration on,
+// and StartAfter drops the live changes at or below the last one
+// replayed: no gap, no duplicate, as since-seq for messages.
+
+// isChangeSend reports whether a SEND is an edit or a deletion.
+func isChangeSend(f *stomp.Frame) bool {
+	_, edit := f.Lookup("edit-seq")
+	_, del := f.Lookup("delete-seq")
+	return edit || del
+}
+
+// change edits or deletes a message through the chat service; it returns
+// the message in its new version once committed.
+func (s *session) change(f *stomp.Frame) (parley.Message, error) {
+	dest := f.Get("destination")
+	if !bytes.HasPrefix(dest, []byte(appPrefix)) || len(dest) == len(appPrefix) {
+		return parley.Message{}, parley.Errorf(parley.CodeNotFound, "no destination %q: send to %s{roomId}", dest, appPrefix)
+	}
+	if _, ok := f.Lookup("transaction"); ok {
+		return parley.Message{}, parley.Errorf(parley.CodeInvalid, "transactions are not supported")
+	}
+	editSeq, edit := f.Lookup("edit-seq")
+	delSeq, del := f.Lookup("delete-seq")
+	if edit && del {
+		return parley.Message{}, parley.Errorf(parley.CodeInvalid, "a SEND has edit-seq or delete-seq, not both")
+	}
+	name, raw := "edit-seq", editSeq
+	if del {
+		name, raw = "delete-seq", delSeq
+	}
+	seq, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil || seq < 1 {
+		return parley.Message{}, parley.Errorf(parley.CodeInvalid, "%s must be a seq of 1 or more", name)
+	}
+	if del && len(f.Body) > 0 {
+		return parley.Message{}, parley.Errorf(parley.CodeInvalid, "a SEND with delete-seq has an empty body")
+	}
+	if err := parley.CheckClientID(string(f.Get("client-id"))); err != nil {
+		return parley.Message{}, err
+	}
+	u := s.readUser()
+	if allowed, _ := s.srv.sendLimit.Allow(u.ID); !allowed {
+		return parley.Message{}, parley.Errorf(parley.CodeRateLimited, "over %g messages a second", s.srv.cfg.SendRate)
+	}
+	// Not under srv.ctx, as a send (see send).
+	ctx, cancel := context.WithTimeout(s.srv.sendCtx, s.srv.cfg.SendTimeout)
+	defer cancel()
+	roomID := string(dest[len(appPrefix):])
+	var m parley.Message
+	if edit {
+		m, err = s.srv.chat.EditMessage(ctx, u, roomID, seq, string(f.Body))
+	} else {
+		m, err = s.srv.chat.DeleteMessage(ctx, u, roomID, seq)
+	}
+	switch {
+	case err == nil:
+	case errors.Is(err, context.DeadlineExceeded):
+		err = parley.Errorf(parley.CodeUnavailable, "the change was not committed within %v", s.srv.cfg.SendTimeout)
+	case errors.Is(err, context.Canceled):
+		err = parley.Errorf(parley.CodeUnavailable, "the server is shutting down; send the change again")
+	}
+	return m, err
+}
+
+// changeReceipt queues the RECEIPT of a change: seq, message-id, change.
+func (s *session) changeReceipt(id []byte, m *parley.Message) {
+	var r stomp.Frame
+	r.Command = stomp.Receipt
+	r.AddBytes("receipt-id", id)
+	r.AddInt("seq", m.Seq)
+	r.Add("message-id", m.ID)
+	r.AddInt("change", m.Change)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := encodeControl(&r, s.version)
+	s.enqueueLocked(outItem{cmd: stomp.Receipt, raw: b}, len(b))
+}
+
+// sinceChange reads a SUBSCRIBE's since-change header: -1 when absent.
+func sinceChange(f *stomp.Frame, roomID string) (int64, error) {
+	v, ok := f.Lookup("since-change")
+	if !ok {
+		return -1, nil
+	}
+	if roomID == "" {
+		return 0, parley.Errorf(parley.CodeInvalid, "since-change applies to %s{roomId}%s only", topicPrefix, eventsSuffix)
+	}
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil || n < 0 {
+		return 0, parley.Errorf(parley.CodeInvalid, "since-change must be a change of 0 or more")
+	}
+	return n, nil
+}
+
+// checkSinceChange refuses a since-change past the room's last change:
+// the live changes up to it would be dropped as already seen.
+func (s *session) checkSinceChange(ctx context.Context, u parley.User, roomID string, since int64) error {
+	r, err := s.srv.chat.Room(ctx, u, roomID)
+	if err != nil {
+		return err
+	}
+	if since > r.LastChange {
+		return parley.Errorf(parley.CodeInvalid, "since-change %d is past the room's last change %d", since, r.LastChange)
+	}
+	return nil
+}
+
+// replayChanges sends a since-change subscription the room's changes
+// after since, then makes it live.
+func (s *session) replayChanges(sub *subscription, since int64) {
+	err := s.replay(sub, since)
+	if err != nil && sub.ctx.Err() == nil && !sub.Removed() {
+		s.refuse(err, nil)
+	}
+}
+
+func (s *session) replay(sub *subscription, after int64) error {
+	u := s.readUser()
+	events := s.srv.cfg.Events
+	for {
+		ctx, cancel := context.WithTimeout(sub.ctx, s.srv.cfg.SendTimeout)
+		page, err := s.srv.chat.Changed(ctx, u, sub.RoomID, after, parley.MaxPageLimit)
+		cancel()
+		if err != nil {
+			return err
+		}
+		for i := range page {
+			if page[i].Change <= after {
+				continue
+			}
+			if sub.Removed() {
+				return nil // the user left: Events dropped it (and said so for a removal)
+			}
+			if err := sub.deliverEventWait(sub.ctx, hub.ChangeEvent(&page[i])); err != nil {
+				return err
+			}
+			after = page[i].Change
+		}
+		// A short page is the end of what was committed before the read;
+		// what came since is held for the subscription.
+		if len(page) < parley.MaxPageLimit {
+			events.StartAfter(&sub.ev, after)
+			return nil
+		}
+	}
+}
+
+// deliverEventWait queues a replayed event, waiting while the queue is
+// over half full (as deliverWait does for history).
+func (sub *subscription) deliverEventWait(ctx context.Context, ev *hub.RoomEvent) error {
+	e := sub.encodedEvent(ev)
+	s := sub.s
+	cfg := &s.srv.cfg
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for !s.dead && ctx.Err() == nil && s.q != nil &&
+		(len(s.q.items) >= cfg.QueueFrames/2 || s.q.bytes >= cfg.QueueBytes/2) {
+		s.room.Wait()
+	}
+	if s.dead {
+		return errClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.enqueueLocked(outItem{ev: ev, sub: sub}, e.size+len(sub.id))
+	return nil
+}

@@ -1,0 +1,264 @@
+package gateway
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+
+	"parley"
+)
+
+// decodeMessage reads an edited or deleted event's body.
+func decodeMessage(t *testing.T, body []byte) parley.Message {
+	t.Helper()
+	var m parley.Message
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatalf("event body %q: %v", body, err)
+	}
+	return m
+}
+
+// TestChangeSend: an edit and a deletion over STOMP are receipted after
+// commit with seq, message-id and change, and reach the room's events
+// subscribers and the personal events queue as edited and deleted events
+// carrying the new version; plain room subscriptions get nothing of them.
+func TestChangeSend(t *testing.T) {
+	forEachTransport(t, Config{}, func(t *testing.T, e *env, tr string) {
+		alice, bob := e.chat.addUser("alice"), e.chat.addUser("bob")
+		e.chat.addRoom("r1", alice, bob)
+		b := e.dial(t, tr)
+		b.connect("bob")
+		b.send(frame("SUBSCRIBE", "", "id:ev", "destination:/topic/rooms.r1.events", "receipt:s1"))
+		b.expect("RECEIPT", "receipt-id:s1")
+		b.send(frame("SUBSCRIBE", "", "id:all", "destination:/user/queue/events", "receipt:s2"))
+		b.expect("RECEIPT", "receipt-id:s2")
+		b.send(frame("SUBSCRIBE", "", "id:room", "destination:/topic/rooms.r1", "receipt:s3"))
+		b.expect("RECEIPT", "receipt-id:s3")
+
+		a := e.dial(t, tr)
+		a.connect("alice")
+		a.send(frame("SEND", "first", "destination:/app/rooms.r1", "receipt:m1"))
+		a.expect("RECEIPT", "receipt-id:m1", "seq:1")
+		// The message, and the sender's read position on both event
+		// subscriptions, in no set order between the two paths.
+		for range 3 {
+			f := b.expect("MESSAGE", "seq:1")
+			if ev := string(f.Get("event")); ev != "" && ev != "read" {
+				t.Fatalf("got a %s event before any change", ev)
+			}
+		}
+		a.send(frame("SEND", "first, edited", "destination:/app/rooms.r1", "edit-seq:1", "receipt:e1"))
+		r := a.expect("RECEIPT", "receipt-id:e1", "seq:1", "change:1", "message-id")
+		got := map[string]bool{}
+		for range 2 {
+			f := b.expect("MESSAGE", "event:edited", "change:1", "seq:1", "room:r1", "content-type:application/json")
+			m := decodeMessage(t, f.Body)
+			if m.Body != "first, edited" || m.EditedAt == nil || m.Change != 1 || m.Seq != 1 || m.ID != string(r.Get("message-id")) {
+				t.Fatalf("edited event body %s", f.Body)
+			}
+			got[string(f.Get("subscription"))] = true
+		}
+		if !got["ev"] || !got["all"] {
+			t.Fatalf("edited went to %v, want the room's events and the personal queue", got)
+		}
+		a.send(frame("SEND", "", "destination:/app/rooms.r1", "delete-seq:1", "receipt:d1"))
+		a.expect("RECEIPT", "receipt-id:d1", "seq:1", "change:2")
+		for range 2 {
+			f := b.expect("MESSAGE", "event:deleted", "change:2", "seq:1")
+			if m := decodeMessage(t, f.Body); m.Body != "" || m.DeletedAt == nil || m.Change != 2 {
+				t.Fatalf("deleted event body %s", f.Body)
+			}
+		}
+		// A second deletion changes nothing: the same change, no event.
+		a.send(frame("SEND", "", "destination:/app/rooms.r1", "delete-seq:1", "receipt:d2"))
+		a.expect("RECEIPT", "receipt-id:d2", "seq:1", "change:2")
+		// The room topic carried chat messages only: the next frame there
+		// is a new message.
+		a.send(frame("SEND", "second", "destination:/app/rooms.r1", "receipt:m2"))
+		a.expect("RECEIPT", "receipt-id:m2", "seq:2")
+		b.expect("MESSAGE", "subscription:room", "seq:2")
+	})
+}
+
+// TestChangeSendRefusals: each malformed or refused change is an ERROR
+// with the service's code, naming the frame's receipt.
+func TestChangeSendRefusals(t *testing.T) {
+	e := newEnv(t, Config{})
+	alice, bob, carol := e.chat.addUser("alice"), e.chat.addUser("bob"), e.chat.addUser("carol")
+	e.chat.addRoom("r1", alice, bob, carol)
+	e.chat.owners["r1"] = carol.ID
+	a := e.dial(t, "websocket")
+	a.connect("alice")
+	for i := 1; i <= 2; i++ {
+		a.send(frame("SEND", "m"+strconv.Itoa(i), "destination:/app/rooms.r1", "receipt:m"))
+		a.expect("RECEIPT", "seq:"+strconv.Itoa(i))
+	}
+	a.send(frame("SEND", "", "destination:/app/rooms.r1", "delete-seq:2", "receipt:d"))
+	a.expect("RECEIPT", "change:1")
+
+	cases := []struct {
+		user, body, want string
+		headers          []string
+	}{
+		{"alice", "x", "invalid frame", []string{"edit-seq:1", "delete-seq:1"}},
+		{"alice", "x", "invalid frame", []string{"edit-seq:one"}},
+		{"alice", "x", "invalid frame", []string{"edit-seq:0"}},
+		{"alice", "", "invalid frame", []string{"delete-seq:-1"}},
+		{"alice", "x", "invalid frame", []string{"delete-seq:1"}}, // a body with delete-seq
+		{"alice", "", "invalid frame", []string{"edit-seq:1"}},    // an empty edit
+		{"alice", "x", "conflict", []string{"edit-seq:2"}},        // a deleted message
+		{"alice", "x", "not found", []string{"edit-seq:9"}},       // no such seq
+		{"bob", "x", "forbidden", []string{"edit-seq:1"}},         // not its sender
+		{"bob", "", "forbidden", []string{"delete-seq:1"}},        // neither sender nor moderator
+		{"dave", "x", "forbidden", []string{"edit-seq:1"}},        // not a member
+		{"carol", "x", "forbidden", []string{"edit-seq:1"}},       // a moderator cannot edit
+		{"alice", "x", "invalid frame", []string{"edit-seq:1", "transaction:t"}},
+	}
+	e.chat.addUser("dave")
+	for _, c := range cases {
+		t.Run(fmt.Sprint(c.user, c.headers, c.body), func(t *testing.T) {
+			cl := e.dial(t, "websocket")
+			cl.connect(c.user)
+			cl.send(frame("SEND", c.body, append([]string{"destination:/app/rooms.r1", "receipt:x"}, c.headers...)...))
+			cl.expect("ERROR", "message:"+c.want, "receipt-id:x")
+			cl.expectClosed()
+		})
+	}
+	// The owner may delete another's message.
+	c := e.dial(t, "websocket")
+	c.connect("carol")
+	c.send(frame("SEND", "", "destination:/app/rooms.r1", "delete-seq:1", "receipt:d"))
+	c.expect("RECEIPT", "receipt-id:d", "seq:1", "change:2")
+}
+
+// TestSinceChange: a room events subscription with since-change gets the
+// changes after it from the store, in change order, then live ones.
+func TestSinceChange(t *testing.T) {
+	e := newEnv(t, Config{})
+	alice, bob := e.chat.addUser("alice"), e.chat.addUser("bob")
+	e.chat.addRoom("r1", alice, bob)
+	a := e.dial(t, "websocket")
+	a.connect("alice")
+	for i := 1; i <= 3; i++ {
+		a.send(frame("SEND", "m"+strconv.Itoa(i), "destination:/app/rooms.r1", "receipt:m"))
+		a.expect("RECEIPT", "seq:"+strconv.Itoa(i))
+	}
+	for _, f := range []string{"edit-seq:1", "edit-seq:2", "delete-seq:3", "edit-seq:1"} { // changes 1..4
+		body := "v"
+		if f == "delete-seq:3" {
+			body = ""
+		}
+		a.send(frame("SEND", body, "destination:/app/rooms.r1", f, "receipt:c"))
+		a.expect("RECEIPT", "receipt-id:c")
+	}
+	b := e.dial(t, "websocket")
+	b.connect("bob")
+	b.send(frame("SUBSCRIBE", "", "id:ev", "destination:/topic/rooms.r1.events", "since-change:1", "receipt:s"))
+	b.expect("RECEIPT", "receipt-id:s")
+	// Message 1's change 1 is superseded by change 4: it comes once, at 4.
+	b.expect("MESSAGE", "event:edited", "change:2", "seq:2")
+	b.expect("MESSAGE", "event:deleted", "change:3", "seq:3")
+	b.expect("MESSAGE", "event:edited", "change:4", "seq:1")
+	a.send(frame("SEND", "again", "destination:/app/rooms.r1", "edit-seq:2", "receipt:c"))
+	a.expect("RECEIPT", "change:5")
+	b.expect("MESSAGE", "event:edited", "change:5", "seq:2")
+
+	// Refusals: on the personal queue, not a number, past the last change.
+	for _, h := range []string{"destination:/user/queue/events\nsince-change:0", "destination:/topic/rooms.r1.events\nsince-change:x",
+		"destination:/topic/rooms.r1.events\nsince-change:6"} {
+		c := e.dial(t, "websocket")
+		c.connect("bob")
+		c.send(frame("SUBSCRIBE", "", "id:ev", h, "receipt:s"))
+		c.expect("ERROR", "message:invalid frame", "receipt-id:s")
+		c.expectClosed()
+	}
+	// A non-member gets ERROR forbidden and nothing of the room's changes.
+	e.chat.addUser("carol")
+	c := e.dial(t, "websocket")
+	c.connect("carol")
+	c.send(frame("SUBSCRIBE", "", "id:ev", "destination:/topic/rooms.r1.events", "since-change:0", "receipt:s"))
+	c.expect("ERROR", "message:forbidden", "receipt-id:s")
+	c.expectClosed()
+}
+
+// TestSinceChangeConcurrentEdits: edits committed while a since-change
+// subscription replays over two pages (before, during and after its store
+// reads) reach it with no gap and no duplicate: the changes come in
+// strictly rising order, and each message's last event is its final
+// version.
+func TestSinceChangeConcurrentEdits(t *testing.T) {
+	const msgs, racing = 150, 150
+	e := newEnv(t, Config{})
+	alice, bob := e.chat.addUser("alice"), e.chat.addUser("bob")
+	e.chat.addRoom("r1", alice, bob)
+	ctx := t.Context()
+	for range msgs {
+		if _, _, err := e.chat.Send(ctx, alice, "r1", "m", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	edit := func(seq int64) {
+		if _, err := e.chat.EditMessage(ctx, alice, "r1", seq, "v"); err != nil {
+			t.Error(err)
+		}
+	}
+	for seq := range int64(msgs) { // changes 1..150, one per message: over a page
+		edit(seq + 1)
+	}
+	// The first store read lets 20 edits in just before it reads, so
+	// the replay's second page holds them; edits race with all of it.
+	hooked := make(chan struct{})
+	var once sync.Once
+	e.chat.mu.Lock()
+	e.chat.changedHook = func(string, int64) {
+		once.Do(func() {
+			for seq := range int64(20) {
+				edit(seq + 1)
+			}
+			close(hooked)
+		})
+	}
+	e.chat.mu.Unlock()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := range racing {
+			edit(int64(i*7%msgs + 1))
+		}
+	}()
+	b := e.dial(t, "websocket")
+	b.connect("bob")
+	b.send(frame("SUBSCRIBE", "", "id:ev", "destination:/topic/rooms.r1.events", "since-change:0", "receipt:s"))
+	b.expect("RECEIPT", "receipt-id:s")
+	wg.Wait()
+	<-hooked
+	e.chat.mu.Lock()
+	last := e.chat.changes["r1"]
+	final := map[int64]int64{}
+	for _, m := range e.chat.msgs["r1"] {
+		final[m.Seq] = m.Change
+	}
+	e.chat.mu.Unlock()
+	got := map[int64]int64{}
+	var prev int64
+	for prev < last {
+		f := b.expect("MESSAGE", "event:edited")
+		c, _ := strconv.ParseInt(string(f.Get("change")), 10, 64)
+		seq, _ := strconv.ParseInt(string(f.Get("seq")), 10, 64)
+		if c <= prev {
+			t.Fatalf("change %d after %d: a duplicate or out of order", c, prev)
+		}
+		prev, got[seq] = c, c
+	}
+	for seq, c := range final {
+		if got[seq] != c {
+			t.Fatalf("message %d: last event at change %d, its final change is %d (a gap)", seq, got[seq], c)
+		}
+	}
+	// Nothing more: a receipt round trip comes next.
+	b.send(frame("UNSUBSCRIBE", "", "id:ev", "receipt:u"))
+	b.expect("RECEIPT", "receipt-id:u")
+}

@@ -1,0 +1,48 @@
+package history_test
+
+import (
+	"fmt"
+	"testing"
+
+	"parley"
+	"parley/history"
+	"parley/parleytest"
+)
+
+// TestChangesForgetBlocks: an edit and a deletion of messages in cached
+// blocks show in the next older page, which reads the block again.
+func TestChangesForgetBlocks(t *testing.T) {
+	var h *history.Store
+	inner := &counting{Store: openSQLite(t, func(evs []parley.Event) { h.Apply(evs) })}
+	h = history.New(inner, history.Config{})
+	u := parleytest.MustCreateUser(t, h, "ann")
+	r := parleytest.MustCreateRoom(t, h, u, "long", 0)
+	for i := range 250 {
+		parleytest.MustSend(t, h, r, u, fmt.Sprint("message ", i+1))
+	}
+	older := parley.Page{Before: 61, After: -1, Limit: 20} // seqs 41..60, block 0
+	if _, err := h.Messages(ctx, r.ID, older); err != nil {
+		t.Fatalf("Messages() error = %v", err)
+	}
+	if got, err := h.Messages(ctx, r.ID, older); err != nil || got[0].Body != "message 60" {
+		t.Fatalf("Messages() = %v, %v", seqsOf(got), err)
+	}
+	parleytest.MustEdit(t, h, r, u, 60, "sixty")
+	parleytest.MustDelete(t, h, r, u, 45)
+	got, err := h.Messages(ctx, r.ID, older)
+	if err != nil || len(got) != 20 {
+		t.Fatalf("Messages() after the changes = %v, %v", seqsOf(got), err)
+	}
+	if got[0].Body != "sixty" || got[0].Change != 1 || got[15].Seq != 45 || got[15].Body != "" || got[15].DeletedAt == nil {
+		t.Errorf("older page after the changes = %q (change %d), seq %d %q; want the edit and the tombstone",
+			got[0].Body, got[0].Change, got[15].Seq, got[15].Body)
+	}
+	// The block is cached again afterwards: the next read is from memory.
+	if _, err := h.Messages(ctx, r.ID, older); err != nil {
+		t.Fatal(err)
+	}
+	n := inner.calls.Load()
+	if again, _ := h.Messages(ctx, r.ID, older); again[0].Body != "sixty" || inner.calls.Load() != n {
+		t.Errorf("the block was not cached again after the changes")
+	}
+}

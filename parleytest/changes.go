@@ -1,0 +1,478 @@
+package parleytest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"parley"
+)
+
+// testChanges runs the cases of message changes and search (design §3a).
+func testChanges(t *testing.T, newStore NewStoreFunc) {
+	for _, tc := range []struct {
+		name string
+		run  func(t *testing.T, newStore NewStoreFunc)
+	}{
+		{"EditDelete", testEditDelete},
+		{"ChangeNumbers", testChangeNumbers},
+		{"ChangedPaging", testChangedPaging},
+		{"Search", testSearch},
+		{"SearchPaging", testSearchPaging},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore) })
+	}
+}
+
+// MustEdit edits message seq of room r as u.
+func MustEdit(t testing.TB, s parley.Store, r parley.Room, u parley.User, seq int64, body string) parley.Message {
+	t.Helper()
+	m, err := s.EditMessage(context.Background(), parley.Edit{RoomID: r.ID, Seq: seq, EditorID: u.ID, Body: body})
+	if err != nil {
+		t.Fatalf("EditMessage(%s, %d, %q) error = %v", r.ID, seq, body, err)
+	}
+	return m
+}
+
+// MustDelete deletes message seq of room r as its sender u.
+func MustDelete(t testing.TB, s parley.Store, r parley.Room, u parley.User, seq int64) parley.Message {
+	t.Helper()
+	m, deleted, err := s.DeleteMessage(context.Background(), parley.Deletion{RoomID: r.ID, Seq: seq, ActorID: u.ID})
+	if err != nil || !deleted {
+		t.Fatalf("DeleteMessage(%s, %d) = deleted %v, %v; want deleted", r.ID, seq, deleted, err)
+	}
+	return m
+}
+
+// MustQuery parses a search.
+func MustQuery(t testing.TB, s string) parley.Query {
+	t.Helper()
+	q, err := parley.ParseQuery(s)
+	if err != nil {
+		t.Fatalf("ParseQuery(%q) error = %v", s, err)
+	}
+	return q
+}
+
+// seqsOf lists the seqs of msgs.
+func seqsOf(msgs []parley.Message) []int64 {
+	out := make([]int64, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.Seq
+	}
+	return out
+}
+
+// testEditDelete: who may edit and delete, what each leaves behind (the
+// new text, a tombstone at the same seq), on every read path, and the
+// events.
+func testEditDelete(t *testing.T, newStore NewStoreFunc) {
+	ctx := context.Background()
+	rec := &Recorder{}
+	s := newStore(t, rec.Sink)
+	alice, bob := MustCreateUser(t, s, "alice"), MustCreateUser(t, s, "bob")
+	room := MustCreateRoom(t, s, alice, "changes", 0)
+	MustJoin(t, s, room, bob)
+	// Warm what a cache keeps: the room list and the newest page.
+	AllRooms(t, s, bob, 10)
+	m1, _, err := s.Send(ctx, parley.NewMessage{RoomID: room.ID, SenderID: alice.ID, SenderName: alice.Name, Body: "first draft", ClientID: "c1"})
+	if err != nil {
+		t.Fatalf("Send() error = %v", err)
+	}
+	MustSend(t, s, room, bob, "bob's words")
+	m3 := MustSend(t, s, room, alice, "the last one")
+	if _, err := s.Messages(ctx, room.ID, parley.Newest(10)); err != nil {
+		t.Fatalf("Messages() error = %v", err)
+	}
+	if m1.Change != 0 || m1.EditedAt != nil || m1.DeletedAt != nil {
+		t.Errorf("new message = change %d edited %v deleted %v, want 0, nil, nil", m1.Change, m1.EditedAt, m1.DeletedAt)
+	}
+	mark := rec.Len()
+
+	_, err = s.EditMessage(ctx, parley.Edit{RoomID: room.ID, Seq: m1.Seq, EditorID: bob.ID, Body: "not mine"})
+	wantCode(t, "EditMessage(not the sender)", err, parley.CodeForbidden)
+	_, err = s.EditMessage(ctx, parley.Edit{RoomID: room.ID, Seq: 99, EditorID: alice.ID, Body: "x"})
+	wantCode(t, "EditMessage(unknown seq)", err, parley.CodeNotFound)
+	_, err = s.EditMessage(ctx, parley.Edit{RoomID: "nope", Seq: 1, EditorID: alice.ID, Body: "x"})
+	wantCode(t, "EditMessage(unknown room)", err, parley.CodeNotFound)
+	_, _, err = s.DeleteMessage(ctx, parley.Deletion{RoomID: room.ID, Seq: m1.Seq, ActorID: bob.ID})
+	wantCode(t, "DeleteMessage(not the sender, no moderator)", err, parley.CodeForbidden)
+	if n := rec.Len(); n != mark {
+		t.Errorf("refused changes reported %d events, want none", n-mark)
+	}
+	if r := MustRoom(t, s, room.ID); r.LastChange != 0 {
+		t.Errorf("LastChange after refused changes = %d, want 0", r.LastChange)
+	}
+
+	e1 := MustEdit(t, s, room, alice, m1.Seq, "final text")
+	if e1.Body != "final text" || e1.Change != 1 || e1.EditedAt == nil || e1.DeletedAt != nil || e1.Seq != m1.Seq ||
+		e1.ID != m1.ID || !e1.SentAt.Equal(m1.SentAt) || e1.ClientID != "c1" {
+		t.Errorf("edited = %+v, want the same message with the new body, change 1, edited_at set", e1)
+	}
+	e3 := MustEdit(t, s, room, alice, m3.Seq, "the last one, edited")
+	if e3.Change != 2 {
+		t.Errorf("second edit change = %d, want 2", e3.Change)
+	}
+	r := MustRoom(t, s, room.ID)
+	if r.LastChange != 2 || r.LastSeq != 3 || !r.LastActivityAt.Equal(m3.SentAt) {
+		t.Errorf("room after edits = last_change %d last_seq %d activity %v, want 2, 3 and the last send's time",
+			r.LastChange, r.LastSeq, r.LastActivityAt)
+	}
+	page, err := s.Messages(ctx, room.ID, parley.Newest(10))
+	if err != nil || len(page) != 3 || page[0].Body != e3.Body || page[2].Body != e1.Body || page[2].Change != 1 || page[2].EditedAt == nil {
+		t.Errorf("newest page after edits = %+v, %v; want the edited versions", page, err)
+	}
+	list := AllRooms(t, s, bob, 10)
+	if len(list) != 1 || list[0].LastMessage == nil || list[0].LastMessage.Body != e3.Body || list[0].Room.LastChange != 2 {
+		t.Errorf("room list after edits = %+v, want the edited last message and last_change 2", list)
+	}
+	// A resend of the edited message's client_id returns it as it is now.
+	again, created, err := s.Send(ctx, parley.NewMessage{RoomID: room.ID, SenderID: alice.ID, SenderName: alice.Name, Body: "first draft", ClientID: "c1"})
+	if err != nil || created || again.Seq != m1.Seq || again.Body != "final text" {
+		t.Errorf("Send(repeat of an edited message) = %+v, %v, %v; want the edited original", again, created, err)
+	}
+
+	d3 := MustDelete(t, s, room, alice, m3.Seq)
+	if d3.Body != "" || d3.DeletedAt == nil || d3.Change != 3 || d3.Seq != m3.Seq || d3.ID != m3.ID {
+		t.Errorf("tombstone = %+v, want the same seq and id, an empty body, deleted_at, change 3", d3)
+	}
+	_, err = s.EditMessage(ctx, parley.Edit{RoomID: room.ID, Seq: m3.Seq, EditorID: alice.ID, Body: "back"})
+	wantCode(t, "EditMessage(deleted)", err, parley.CodeConflict)
+	twice, deleted, err := s.DeleteMessage(ctx, parley.Deletion{RoomID: room.ID, Seq: m3.Seq, ActorID: alice.ID})
+	if err != nil || deleted || twice.Change != 3 {
+		t.Errorf("DeleteMessage(tombstone) = %+v, %v, %v; want it unchanged, deleted false", twice, deleted, err)
+	}
+	// The owner or an admin (the caller checked) may delete another's.
+	d2, deleted, err := s.DeleteMessage(ctx, parley.Deletion{RoomID: room.ID, Seq: 2, ActorID: alice.ID, Moderator: true})
+	if err != nil || !deleted || d2.Change != 4 || d2.SenderID != bob.ID || d2.Body != "" {
+		t.Errorf("DeleteMessage(moderator) = %+v, %v, %v; want bob's message deleted with change 4", d2, deleted, err)
+	}
+
+	for _, p := range []parley.Page{parley.Newest(10), {After: 0, Limit: 10}, parley.Newest(1)} {
+		page, err := s.Messages(ctx, room.ID, p)
+		if err != nil {
+			t.Fatalf("Messages(%+v) error = %v", p, err)
+		}
+		for _, m := range page {
+			if (m.Seq == 2 || m.Seq == 3) && (m.Body != "" || m.DeletedAt == nil) {
+				t.Errorf("Messages(%+v) seq %d = %q deleted %v, want a tombstone", p, m.Seq, m.Body, m.DeletedAt)
+			}
+		}
+		if want := min(3, p.Limit); len(page) != want {
+			t.Errorf("Messages(%+v) = seqs %v, want %d (tombstones keep their seqs)", p, seqsOf(page), want)
+		}
+	}
+	list = AllRooms(t, s, alice, 10)
+	if len(list) != 1 || list[0].LastMessage == nil || list[0].LastMessage.DeletedAt == nil || list[0].LastMessage.Body != "" {
+		t.Errorf("room list after delete = %+v, want the tombstone as last message", list)
+	}
+	// Sending after the changes goes on with the next seq.
+	if m4 := MustSend(t, s, room, bob, "after"); m4.Seq != 4 {
+		t.Errorf("Send after changes seq = %d, want 4", m4.Seq)
+	}
+	// A resend of a deleted message's client_id returns the tombstone.
+	if _, _, err := s.DeleteMessage(ctx, parley.Deletion{RoomID: room.ID, Seq: m1.Seq, ActorID: alice.ID}); err != nil {
+		t.Fatalf("DeleteMessage(1) error = %v", err)
+	}
+	again, created, err = s.Send(ctx, parley.NewMessage{RoomID: room.ID, SenderID: alice.ID, SenderName: alice.Name, Body: "first draft", ClientID: "c1"})
+	if err != nil || created || again.Seq != 1 || again.Body != "" || again.DeletedAt == nil {
+		t.Errorf("Send(repeat of a deleted message) = %+v, %v, %v; want the tombstone, nothing stored", again, created, err)
+	}
+
+	var kinds []parley.EventKind
+	var changes []int64
+	for _, e := range rec.Events()[mark:] {
+		if e.Kind == parley.EventEdited || e.Kind == parley.EventDeleted {
+			kinds = append(kinds, e.Kind)
+			changes = append(changes, e.Message.Change)
+			if e.Room.LastChange != e.Message.Change || e.Room.ID != room.ID {
+				t.Errorf("change event room = %s last_change %d, message change %d; want the room after the change",
+					e.Room.ID, e.Room.LastChange, e.Message.Change)
+			}
+			if e.Kind == parley.EventDeleted && (e.Message.Body != "" || e.Message.DeletedAt == nil) {
+				t.Errorf("deleted event message = %+v, want the tombstone", e.Message)
+			}
+		}
+	}
+	wantKinds := []parley.EventKind{parley.EventEdited, parley.EventEdited, parley.EventDeleted, parley.EventDeleted, parley.EventDeleted}
+	if !slices.Equal(kinds, wantKinds) || !slices.Equal(changes, []int64{1, 2, 3, 4, 5}) {
+		t.Errorf("change events = kinds %v changes %v, want %v and 1..5", kinds, changes, wantKinds)
+	}
+}
+
+// testChangeNumbers: edits from many goroutines at once (and sends beside
+// them) take change numbers 1..N of their room with no hole and no repeat,
+// and Changed lists each changed message once, in its latest version.
+func testChangeNumbers(t *testing.T, newStore NewStoreFunc) {
+	ctx := context.Background()
+	s := newStore(t, nil)
+	users := MustCreateUsers(t, s, "w", 8)
+	room := MustCreateRoom(t, s, users[0], "busy", 0)
+	other := MustCreateRoom(t, s, users[0], "other", 0)
+	mine := make([]int64, len(users)) // a message of each user
+	for i, u := range users {
+		if i > 0 {
+			MustJoin(t, s, room, u)
+		}
+		mine[i] = MustSend(t, s, room, u, "v0").Seq
+	}
+	const edits = 6
+	var wg sync.WaitGroup
+	got := make([][]int64, len(users))
+	errs := make([]error, len(users))
+	for i, u := range users {
+		wg.Go(func() {
+			for k := range edits {
+				m, err := s.EditMessage(ctx, parley.Edit{RoomID: room.ID, Seq: mine[i], EditorID: u.ID, Body: fmt.Sprintf("v%d", k+1)})
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				got[i] = append(got[i], m.Change)
+				if i == 0 {
+					if _, _, err := s.Send(ctx, parley.NewMessage{RoomID: other.ID, SenderID: u.ID, SenderName: u.Name, Body: "beside"}); err != nil {
+						errs[i] = err
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	var all []int64
+	for i, cs := range got {
+		if errs[i] != nil {
+			t.Fatalf("EditMessage(%s) error = %v", users[i].Name, errs[i])
+		}
+		if !slices.IsSorted(cs) {
+			t.Errorf("%s's changes %v are not increasing", users[i].Name, cs)
+		}
+		all = append(all, cs...)
+	}
+	slices.Sort(all)
+	n := int64(len(users) * edits)
+	for i, c := range all {
+		if c != int64(i+1) {
+			t.Fatalf("change numbers %v, want 1..%d with no hole and no repeat", all, n)
+		}
+	}
+	if r := MustRoom(t, s, room.ID); r.LastChange != n {
+		t.Errorf("LastChange = %d, want %d", r.LastChange, n)
+	}
+	if r := MustRoom(t, s, other.ID); r.LastChange != 0 {
+		t.Errorf("other room's LastChange = %d, want 0", r.LastChange)
+	}
+	changed, err := s.Changed(ctx, room.ID, 0, 100)
+	if err != nil {
+		t.Fatalf("Changed() error = %v", err)
+	}
+	if len(changed) != len(users) {
+		t.Fatalf("Changed(0) = %d messages, want %d (each once)", len(changed), len(users))
+	}
+	for i, m := range changed {
+		if m.Body != fmt.Sprintf("v%d", edits) || (i > 0 && m.Change <= changed[i-1].Change) {
+			t.Errorf("Changed(0)[%d] = body %q change %d, want v%d in change order", i, m.Body, m.Change, edits)
+		}
+	}
+	if last := changed[len(changed)-1].Change; last != n {
+		t.Errorf("Changed(0) ends at change %d, want %d", last, n)
+	}
+}
+
+// testChangedPaging: changed_after pages through a room's changes in change
+// order, each message in its current version; an unknown room is
+// CodeNotFound.
+func testChangedPaging(t *testing.T, newStore NewStoreFunc) {
+	ctx := context.Background()
+	s := newStore(t, nil)
+	u := MustCreateUser(t, s, "u")
+	room := MustCreateRoom(t, s, u, "paging", 0)
+	for i := range 6 {
+		MustSend(t, s, room, u, fmt.Sprintf("m%d", i+1))
+	}
+	MustEdit(t, s, room, u, 2, "two")  // change 1, later superseded
+	MustEdit(t, s, room, u, 5, "five") // change 2
+	MustDelete(t, s, room, u, 1)       // change 3
+	MustEdit(t, s, room, u, 2, "TWO")  // change 4
+	MustEdit(t, s, room, u, 6, "six")  // change 5
+	var seqs, changes []int64
+	after := int64(0)
+	for range 10 {
+		page, err := s.Changed(ctx, room.ID, after, 2)
+		if err != nil {
+			t.Fatalf("Changed(%d) error = %v", after, err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		for _, m := range page {
+			seqs, changes = append(seqs, m.Seq), append(changes, m.Change)
+			if m.Seq == 2 && m.Body != "TWO" {
+				t.Errorf("Changed: seq 2 body %q, want its current version TWO", m.Body)
+			}
+		}
+		after = page[len(page)-1].Change
+	}
+	if !slices.Equal(seqs, []int64{5, 1, 2, 6}) || !slices.Equal(changes, []int64{2, 3, 4, 5}) {
+		t.Errorf("Changed pages = seqs %v changes %v, want [5 1 2 6] and [2 3 4 5]", seqs, changes)
+	}
+	if page, err := s.Changed(ctx, room.ID, 5, 10); err != nil || len(page) != 0 {
+		t.Errorf("Changed(last) = %v, %v; want none", page, err)
+	}
+	if _, err := s.Changed(ctx, "nope", 0, 10); parley.ErrorCode(err) != parley.CodeNotFound {
+		t.Errorf("Changed(unknown room) error = %v, want not_found", err)
+	}
+}
+
+// testSearch: matches and non-matches, in a room and over a user's rooms,
+// after edits and deletions, for members only (a room left is not
+// searched), whatever the input holds.
+func testSearch(t *testing.T, newStore NewStoreFunc) {
+	ctx := context.Background()
+	s := newStore(t, nil)
+	alice, bob := MustCreateUser(t, s, "alice"), MustCreateUser(t, s, "bob")
+	general := MustCreateRoom(t, s, alice, "general", 0)
+	MustJoin(t, s, general, bob)
+	secret := MustCreateRoom(t, s, alice, "secret", 0)
+	direct, _, err := s.CreateRoom(ctx, parley.NewRoom{Kind: parley.KindDirect, CreatorID: alice.ID, PeerID: bob.ID})
+	if err != nil {
+		t.Fatalf("CreateRoom(direct) error = %v", err)
+	}
+	g1 := MustSend(t, s, general, alice, "The quick brown Fox jumps")
+	g2 := MustSend(t, s, general, bob, "lazy dogs sleep; fox-like cats")
+	MustSend(t, s, general, alice, "안녕하세요 여러분 회의는 내일입니다")
+	s1 := MustSend(t, s, secret, alice, "the fox plans in secret")
+	d1 := MustSend(t, s, direct, bob, "a fox in our direct chat")
+
+	inRoom := func(r parley.Room, q string, before int64) []int64 {
+		t.Helper()
+		msgs, err := s.SearchRoom(ctx, r.ID, MustQuery(t, q), before, 50)
+		if err != nil {
+			t.Fatalf("SearchRoom(%s, %q) error = %v", r.Title, q, err)
+		}
+		return seqsOf(msgs)
+	}
+	everywhere := func(u parley.User, q string) []string {
+		t.Helper()
+		hits, next, err := s.Search(ctx, u.ID, MustQuery(t, q), "", 50)
+		if err != nil || next != "" {
+			t.Fatalf("Search(%s, %q) = next %q, %v", u.Name, q, next, err)
+		}
+		var ids []string
+		for _, h := range hits {
+			if h.Room.ID != h.Message.RoomID {
+				t.Errorf("Search hit room %s, message of room %s", h.Room.ID, h.Message.RoomID)
+			}
+			ids = append(ids, h.Message.ID)
+		}
+		return ids
+	}
+	for _, tc := range []struct {
+		q    string
+		want []int64
+	}{
+		{"fox", []int64{2, 1}},          // newest first; "fox-like" holds the word fox
+		{"FOX quick", []int64{1}},       // words ANDed, case folded
+		{"quick dogs", nil},             // no message holds both
+		{"fo", nil},                     // whole words only
+		{"여러분", []int64{3}},             // Hangul words
+		{`fox" OR "cats`, nil},          // quotes are separators and "or" a word: no message holds it
+		{"jumps)) AND (NOT* ^fox", nil}, // FTS5 and tsquery syntax means nothing: "and", "not" are words
+		{`"fox"* -cats`, []int64{2}},    // fox AND cats
+		{"fox:* & !dogs | x", nil},      // "x" is a word no message holds
+	} {
+		got := inRoom(general, tc.q, 0)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("SearchRoom(general, %q) = seqs %v, want %v", tc.q, got, tc.want)
+		}
+	}
+	if got := inRoom(general, "fox", 2); !slices.Equal(got, []int64{1}) {
+		t.Errorf("SearchRoom(general, fox, before 2) = %v, want [1]", got)
+	}
+	if got := everywhere(alice, "fox"); !slices.Equal(got, []string{d1.ID, s1.ID, g2.ID, g1.ID}) {
+		t.Errorf("Search(alice, fox) = %v, want the direct, secret and two general messages, newest first", got)
+	}
+	if got := everywhere(bob, "fox"); !slices.Equal(got, []string{d1.ID, g2.ID, g1.ID}) {
+		t.Errorf("Search(bob, fox) = %v, want no message of the secret room", got)
+	}
+
+	// An edit reindexes: the old words stop matching, the new ones match.
+	MustEdit(t, s, general, alice, g1.Seq, "a slow green turtle")
+	if got := inRoom(general, "quick", 0); len(got) != 0 {
+		t.Errorf("SearchRoom(quick) after the edit = %v, want none", got)
+	}
+	if got := inRoom(general, "turtle", 0); !slices.Equal(got, []int64{1}) {
+		t.Errorf("SearchRoom(turtle) after the edit = %v, want [1]", got)
+	}
+	hits, _, err := s.Search(ctx, bob.ID, MustQuery(t, "turtle"), "", 10)
+	if err != nil || len(hits) != 1 || hits[0].Message.Body != "a slow green turtle" || hits[0].Message.EditedAt == nil ||
+		hits[0].Room.LastChange != 1 {
+		t.Errorf("Search(bob, turtle) = %+v, %v; want the edited message and its room", hits, err)
+	}
+	// A deletion unindexes.
+	MustDelete(t, s, general, bob, g2.Seq)
+	if got := inRoom(general, "cats", 0); len(got) != 0 {
+		t.Errorf("SearchRoom(cats) after the delete = %v, want none", got)
+	}
+	if got := everywhere(alice, "fox"); !slices.Equal(got, []string{d1.ID, s1.ID}) {
+		t.Errorf("Search(alice, fox) after edit and delete = %v, want the direct and secret messages", got)
+	}
+	// A room left is not searched any more.
+	if _, err := s.Leave(ctx, secret.ID, alice.ID); err != nil {
+		t.Fatalf("Leave() error = %v", err)
+	}
+	if got := everywhere(alice, "fox"); !slices.Equal(got, []string{d1.ID}) {
+		t.Errorf("Search(alice, fox) after leaving secret = %v, want the direct message only", got)
+	}
+	if _, err := s.SearchRoom(ctx, "nope", MustQuery(t, "fox"), 0, 10); parley.ErrorCode(err) != parley.CodeNotFound {
+		t.Errorf("SearchRoom(unknown room) error = %v, want not_found", err)
+	}
+	if _, _, err := s.Search(ctx, alice.ID, MustQuery(t, "fox"), "garbage", 10); parley.ErrorCode(err) != parley.CodeInvalid {
+		t.Errorf("Search(bad cursor) error = %v, want invalid", err)
+	}
+}
+
+// testSearchPaging: a search over several rooms pages newest first with
+// its cursor, each hit once.
+func testSearchPaging(t *testing.T, newStore NewStoreFunc) {
+	ctx := context.Background()
+	s := newStore(t, nil)
+	u := MustCreateUser(t, s, "u")
+	rooms := []parley.Room{MustCreateRoom(t, s, u, "a", 0), MustCreateRoom(t, s, u, "b", 0), MustCreateRoom(t, s, u, "c", 0)}
+	var want []string
+	for i := range 11 {
+		m := MustSend(t, s, rooms[i%3], u, fmt.Sprintf("needle number %d", i))
+		MustSend(t, s, rooms[(i+1)%3], u, "hay")
+		want = append(want, m.ID)
+	}
+	slices.Reverse(want)
+	var got []string
+	cursor := ""
+	for page := 0; page < 10; page++ {
+		hits, next, err := s.Search(ctx, u.ID, MustQuery(t, "needle"), cursor, 4)
+		if err != nil {
+			t.Fatalf("Search(cursor %q) error = %v", cursor, err)
+		}
+		if len(hits) > 4 {
+			t.Errorf("Search page of %d hits, want at most 4", len(hits))
+		}
+		for _, h := range hits {
+			got = append(got, h.Message.ID)
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Search pages = %v, want %v (newest first, each once)", got, want)
+	}
+	for _, r := range rooms {
+		msgs, err := s.SearchRoom(ctx, r.ID, MustQuery(t, "needle"), 0, 2)
+		if err != nil || len(msgs) != 2 || msgs[0].Seq <= msgs[1].Seq {
+			t.Errorf("SearchRoom(%s, limit 2) = %v, %v; want two, newest first", r.Title, seqsOf(msgs), err)
+		}
+	}
+}

@@ -1,0 +1,276 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"parley"
+)
+
+// An edit or a deletion is one statement of its writer's batch, like every
+// other write: the batch has locked the room's row first (lockRoom), so
+// "UPDATE rooms SET last_change = last_change + 1 ... RETURNING" in the
+// same statement that changes the message hands out the room's change
+// numbers in order, with no holes, whichever node writes. The message's
+// search vector (tsv) changes in the same statement.
+
+// tsvOf returns the expression of a body's search vector: the 'simple'
+// configuration (lower-cased words, no stemming, no stop words), or NULL
+// when the index is off (Config.NoSearchIndex).
+func tsvOf(index bool) func(body string) string {
+	if !index {
+		return func(string) string { return "NULL::tsvector" }
+	}
+	return func(body string) string { return "to_tsvector('simple', " + body + ")" }
+}
+
+// msgOut reads msgCols of a CTE alias back in the order messageDest
+// expects, with a missing row as zero values and an empty id.
+func msgOut(a string) string {
+	return strings.NewReplacer("a.", a+".").Replace(`coalesce(a.id, ''), coalesce(a.room_id, ''), coalesce(a.seq, 0),
+		coalesce(a.sender_id, ''), coalesce(a.sender_name, ''), coalesce(a.body, ''), coalesce(a.client_id, ''),
+		coalesce(a.sent_at, 'epoch'), a.edited_at, a.deleted_at, coalesce(a.change, 0)`)
+}
+
+// changeWrites are the writer's statements of edits and deletions.
+type changeWrites struct {
+	edit, remove *query
+}
+
+func newChangeWrites(m *metrics, tsv func(string) string) changeWrites {
+	q := changeWrites{
+		// $1 room, $2 seq, $3 editor, $4 body, $5 now. The message as it
+		// was (old), and the room after the change when the editor is
+		// its sender and it is not deleted.
+		edit: &query{kind: "edit_message", text: `WITH old AS (SELECT ` + msgCols + ` FROM messages WHERE room_id = $1 AND seq = $2),
+			r AS (UPDATE rooms SET last_change = last_change + 1
+				WHERE id = $1 AND EXISTS (SELECT 1 FROM old WHERE sender_id = $3 AND deleted_at IS NULL)
+				RETURNING ` + roomRet + `),
+			m AS (UPDATE messages SET body = $4, edited_at = $5, change = r.last_change, tsv = ` + tsv("$4") + `
+				FROM r WHERE messages.room_id = $1 AND messages.seq = $2)
+			SELECT ` + msgOut("old") + `, ` + roomOut("r") + `
+			FROM (VALUES (1)) AS one LEFT JOIN old ON true LEFT JOIN r ON true`},
+		// $1 room, $2 seq, $3 actor, $4 moderator, $5 now. As edit; the
+		// tombstone loses its text and its search vector.
+		remove: &query{kind: "delete_message", text: `WITH old AS (SELECT ` + msgCols + ` FROM messages WHERE room_id = $1 AND seq = $2),
+			r AS (UPDATE rooms SET last_change = last_change + 1
+				WHERE id = $1 AND EXISTS (SELECT 1 FROM old WHERE (sender_id = $3 OR $4::boolean) AND deleted_at IS NULL)
+				RETURNING ` + roomRet + `),
+			m AS (UPDATE messages SET body = '', deleted_at = $5, change = r.last_change, tsv = NULL
+				FROM r WHERE messages.room_id = $1 AND messages.seq = $2)
+			SELECT ` + msgOut("old") + `, ` + roomOut("r") + `
+			FROM (VALUES (1)) AS one LEFT JOIN old ON true LEFT JOIN r ON true`},
+	}
+	bind(m, q.edit, q.remove)
+	return q
+}
+
+// changeReads are the readers' statements of changed_after and search.
+type changeReads struct {
+	changed, searchRoom, search *query
+}
+
+func newChangeReads(m *metrics) changeReads {
+	q := changeReads{
+		// "change > 0" lets the planner use the partial index
+		// messages_change.
+		changed: &query{kind: "changed", text: `SELECT ` + msgCols + ` FROM messages
+			WHERE room_id = $1 AND change > 0 AND change > $2 ORDER BY change LIMIT $3`},
+		// plainto_tsquery ANDs the words and knows no operators: the
+		// user's words cannot be a query of their own.
+		searchRoom: &query{kind: "search_room", text: `SELECT ` + msgCols + ` FROM messages
+			WHERE room_id = $1 AND tsv @@ plainto_tsquery('simple', $2) AND seq < $3
+			ORDER BY seq DESC LIMIT $4`},
+		search: &query{kind: "search", text: `SELECT ` + msgColsOf("m") + `, ` + roomOut("r") + `
+			FROM messages m
+			JOIN members mb ON mb.room_id = m.room_id AND mb.user_id = $1
+			JOIN rooms r ON r.id = m.room_id
+			WHERE m.tsv @@ plainto_tsquery('simple', $2) AND (m.sent_at, m.room_id, m.seq) < ($3, $4, $5)
+			ORDER BY m.sent_at DESC, m.room_id DESC, m.seq DESC LIMIT $6`},
+	}
+	bind(m, q.changed, q.searchRoom, q.search)
+	return q
+}
+
+func msgColsOf(a string) string {
+	return strings.NewReplacer("a.", a+".").Replace(`a.id, a.room_id, a.seq, a.sender_id, a.sender_name, a.body,
+		a.client_id, a.sent_at, a.edited_at, a.deleted_at, a.change`)
+}
+
+// EditMessage implements parley.Store.
+func (s *Store) EditMessage(ctx context.Context, e parley.Edit) (parley.Message, error) {
+	res, err := s.write(ctx, &change{roomID: e.RoomID, seq: e.Seq, actor: e.EditorID, body: e.Body, edit: true})
+	return res.msg, err
+}
+
+// DeleteMessage implements parley.Store. The tombstone keeps its client_id,
+// so that a resend of it returns the tombstone rather than storing the
+// text again.
+func (s *Store) DeleteMessage(ctx context.Context, d parley.Deletion) (parley.Message, bool, error) {
+	res, err := s.write(ctx, &change{roomID: d.RoomID, seq: d.Seq, actor: d.ActorID, moderator: d.Moderator})
+	return res.msg, res.ok, err
+}
+
+// change is an edit (edit set) or a deletion.
+type change struct {
+	roomID    string
+	seq       int64
+	actor     string
+	body      string // the new body of an edit
+	moderator bool   // a deletion by the room's owner or an admin
+	edit      bool
+	at        time.Time
+}
+
+func (o *change) lockRoom() string { return o.roomID }
+func (o *change) shard() string    { return o.roomID }
+
+func (o *change) queue(b *pgx.Batch, q *writeQueries, now time.Time) {
+	o.at = now
+	if o.edit {
+		q.changes.edit.count()
+		b.Queue(q.changes.edit.text, o.roomID, o.seq, o.actor, o.body, now)
+		return
+	}
+	q.changes.remove.count()
+	b.Queue(q.changes.remove.text, o.roomID, o.seq, o.actor, o.moderator, now)
+}
+
+func (o *change) decode(row pgx.Row) (result, []parley.Event, error) {
+	var old parley.Message
+	var r parley.Room
+	if err := row.Scan(append(messageDest(&old), roomDest(&r)...)...); err != nil {
+		return result{}, nil, err
+	}
+	fixMessage(&old)
+	fixRoom(&r)
+	switch {
+	case old.ID == "":
+		return result{}, nil, parley.Errorf(parley.CodeNotFound, "message not found")
+	case o.edit && old.SenderID != o.actor:
+		return result{}, nil, parley.Errorf(parley.CodeForbidden, "only its sender may edit a message")
+	case o.edit && old.Deleted():
+		return result{}, nil, parley.Errorf(parley.CodeConflict, "the message is deleted")
+	case !o.edit && old.SenderID != o.actor && !o.moderator:
+		return result{}, nil, parley.Errorf(parley.CodeForbidden, "only its sender or the room's owner or an admin may delete a message")
+	case !o.edit && old.Deleted():
+		return result{msg: old}, nil, nil
+	case r.ID == "":
+		return result{}, nil, errors.New("change: the room was not changed")
+	}
+	m := old
+	at := o.at.UTC()
+	m.Change = r.LastChange
+	kind := parley.EventEdited
+	if o.edit {
+		m.Body, m.EditedAt = o.body, &at
+	} else {
+		m.Body, m.DeletedAt, kind = "", &at, parley.EventDeleted
+	}
+	return result{msg: m, ok: true}, []parley.Event{{Kind: kind, Room: r, UserID: o.actor, Message: m}}, nil
+}
+
+// Changed implements parley.Store.
+func (s *Store) Changed(ctx context.Context, roomID string, after int64, limit int) ([]parley.Message, error) {
+	limit = parley.ClampPageLimit(limit)
+	rows, err := s.query(ctx, s.rq.changes.changed, roomID, after, limit)
+	if err != nil {
+		return nil, s.readErr("changed", err)
+	}
+	msgs, err := collectMessages(rows, limit)
+	if err != nil {
+		return nil, s.readErr("changed", err)
+	}
+	if len(msgs) == 0 {
+		if err := s.roomExists(ctx, roomID); err != nil {
+			return nil, err
+		}
+	}
+	return msgs, nil
+}
+
+// SearchRoom implements parley.Store.
+func (s *Store) SearchRoom(ctx context.Context, roomID string, q parley.Query, before int64, limit int) ([]parley.Message, error) {
+	limit = parley.ClampPageLimit(limit)
+	if len(q.Terms) == 0 {
+		return nil, parley.Errorf(parley.CodeInvalid, "empty search")
+	}
+	if before <= 0 {
+		before = math.MaxInt64
+	}
+	rows, err := s.query(ctx, s.rq.changes.searchRoom, roomID, q.Text(), before, limit)
+	if err != nil {
+		return nil, s.readErr("search", err)
+	}
+	msgs, err := collectMessages(rows, limit)
+	if err != nil {
+		return nil, s.readErr("search", err)
+	}
+	if len(msgs) == 0 {
+		if err := s.roomExists(ctx, roomID); err != nil {
+			return nil, err
+		}
+	}
+	return msgs, nil
+}
+
+// noCursor sorts after every message: the first page of a search.
+var noCursor = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+
+// Search implements parley.Store.
+func (s *Store) Search(ctx context.Context, userID string, q parley.Query, cursor string, limit int) ([]parley.SearchHit, string, error) {
+	c, ok, err := parley.ParseSearchCursor(cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(q.Terms) == 0 {
+		return nil, "", parley.Errorf(parley.CodeInvalid, "empty search")
+	}
+	limit = parley.ClampPageLimit(limit)
+	if !ok {
+		c = parley.SearchCursor{At: noCursor}
+	}
+	rows, err := s.query(ctx, s.rq.changes.search, userID, q.Text(), c.At, c.RoomID, c.Seq, limit+1)
+	if err != nil {
+		return nil, "", s.readErr("search", err)
+	}
+	defer rows.Close()
+	hits := make([]parley.SearchHit, 0, limit+1)
+	for rows.Next() {
+		var h parley.SearchHit
+		if err := rows.Scan(append(messageDest(&h.Message), roomDest(&h.Room)...)...); err != nil {
+			return nil, "", s.readErr("search", err)
+		}
+		fixMessage(&h.Message)
+		fixRoom(&h.Room)
+		hits = append(hits, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", s.readErr("search", err)
+	}
+	next := ""
+	if len(hits) > limit {
+		hits = hits[:limit]
+		next = parley.CursorAfter(hits[limit-1].Message).String()
+	}
+	return hits, next, nil
+}
+
+// collectMessages reads and closes rows of msgCols.
+func collectMessages(rows pgx.Rows, capacity int) ([]parley.Message, error) {
+	defer rows.Close()
+	msgs := make([]parley.Message, 0, capacity)
+	for rows.Next() {
+		m, err := scanMessage(rows)
+		if err != nil {
+			return nil, err
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs, rows.Err()
+}

@@ -1,0 +1,154 @@
+package rest
+
+import (
+	"context"
+	"net/http"
+
+	"parley"
+)
+
+// Changes is what the routes of message changes and search need of the
+// chat service (*chat.Service implements it; design §3a).
+type Changes interface {
+	// EditMessage replaces a message's text: the sender only
+	// (parley.CodeForbidden); a deleted message is parley.CodeConflict.
+	EditMessage(ctx context.Context, u parley.User, roomID string, seq int64, body string) (parley.Message, error)
+	// DeleteMessage makes a message a tombstone: its sender, or the
+	// room's owner or an admin.
+	DeleteMessage(ctx context.Context, u parley.User, roomID string, seq int64) (parley.Message, error)
+	// Changed lists a room's messages changed after a change number.
+	Changed(ctx context.Context, u parley.User, roomID string, after int64, limit int) ([]parley.Message, error)
+	// SearchRoom and Search find messages holding every word of q, in a
+	// room or in every room of u; bad input is parley.CodeInvalid.
+	SearchRoom(ctx context.Context, u parley.User, roomID, q string, before int64, limit int) ([]parley.Message, error)
+	Search(ctx context.Context, u parley.User, q, cursor string, limit int) (hits []parley.SearchHit, next string, err error)
+}
+
+// changeRoutes registers the routes of changes and search.
+func (h *Handler) changeRoutes() {
+	h.handle("PATCH /api/rooms/{id}/messages/{seq}", h.authed(h.limited(h.editMessage)))
+	h.handle("DELETE /api/rooms/{id}/messages/{seq}", h.authed(h.deleteMessage))
+	h.handle("GET /api/me/search", h.authed(h.search))
+}
+
+func (h *Handler) editMessage(w http.ResponseWriter, r *http.Request) error {
+	seq, err := seqParam("seq", r.PathValue("seq"), 1)
+	if err != nil {
+		return err
+	}
+	var req struct {
+		Body *string `json:"body"`
+	}
+	if err := h.decode(w, r, &req); err != nil {
+		return err
+	}
+	if req.Body == nil {
+		return parley.Errorf(parley.CodeInvalid, "body is required")
+	}
+	m, err := h.chat.EditMessage(r.Context(), userOf(r), r.PathValue("id"), seq, *req.Body)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, m)
+}
+
+func (h *Handler) deleteMessage(w http.ResponseWriter, r *http.Request) error {
+	seq, err := seqParam("seq", r.PathValue("seq"), 1)
+	if err != nil {
+		return err
+	}
+	if _, err := h.chat.DeleteMessage(r.Context(), userOf(r), r.PathValue("id"), seq); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// messageQuery serves GET /api/rooms/{id}/messages with changed_after or q
+// (handled true); the plain history pages are messages' own.
+func (h *Handler) messageQuery(w http.ResponseWriter, r *http.Request) (handled bool, err error) {
+	q := r.URL.Query()
+	changed, text := q.Has("changed_after"), q.Has("q")
+	if !changed && !text {
+		return false, nil
+	}
+	switch {
+	case changed && text:
+		return true, parley.Errorf(parley.CodeInvalid, "give changed_after or q, not both")
+	case q.Has("after"), changed && q.Has("before"):
+		return true, parley.Errorf(parley.CodeInvalid, "changed_after and q take no after; q alone takes before")
+	}
+	limit, err := limitParam(q.Get("limit"))
+	if err != nil {
+		return true, err
+	}
+	var msgs []parley.Message
+	if changed {
+		after, err := seqParam("changed_after", q.Get("changed_after"), 0)
+		if err != nil {
+			return true, err
+		}
+		msgs, err = h.chat.Changed(r.Context(), userOf(r), r.PathValue("id"), after, limit)
+		if err != nil {
+			return true, err
+		}
+	} else {
+		var before int64
+		if b := q.Get("before"); b != "" {
+			if before, err = seqParam("before", b, 1); err != nil {
+				return true, err
+			}
+		}
+		msgs, err = h.chat.SearchRoom(r.Context(), userOf(r), r.PathValue("id"), q.Get("q"), before, limit)
+		if err != nil {
+			return true, err
+		}
+	}
+	return true, writeEncoded(w, func(b []byte) []byte { return appendMessages(b, msgs) })
+}
+
+// searchHitView is one hit of a search, its room as the caller sees it.
+type searchHitView struct {
+	Room    roomView       `json:"room"`
+	Message parley.Message `json:"message"`
+}
+
+func (h *Handler) search(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	limit, err := limitParam(q.Get("limit"))
+	if err != nil {
+		return err
+	}
+	hits, next, err := h.chat.Search(r.Context(), userOf(r), q.Get("q"), q.Get("cursor"), limit)
+	if err != nil {
+		return err
+	}
+	views := make([]searchHitView, len(hits))
+	for i, hit := range hits {
+		views[i] = searchHitView{Room: h.view(r, hit.Room), Message: hit.Message}
+	}
+	return writeEncoded(w, func(b []byte) []byte { return appendHits(b, views, next) })
+}
+
+// appendHits encodes a search's answer by hand, as appendRoomList does a
+// room list: byte for byte what encoding/json writes (TestEncodeHits).
+func appendHits(b []byte, hits []searchHitView, next string) []byte {
+	b = append(b, `{"hits":[`...)
+	for i := range hits {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"room":`...)
+		b = appendRoomView(b, &hits[i].Room)
+		b = append(b, `,"message":`...)
+		b = appendMessage(b, &hits[i].Message)
+		b = append(b, '}')
+	}
+	b = append(b, `],"next_cursor":`...)
+	if next == "" {
+		b = append(b, "null"...)
+	} else {
+		b = appendString(b, next)
+	}
+	return append(b, '}')
+}

@@ -1,0 +1,220 @@
+package rest_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"parley"
+)
+
+// The fake's changes and search: the semantics of chat.Service over a
+// store, the room's creator standing for its owner.
+
+func (c *fakeChat) messageLocked(u parley.User, roomID string, seq int64) (*fakeRoom, *parley.Message, error) {
+	if seq < 1 {
+		return nil, nil, parley.Errorf(parley.CodeInvalid, "seq must be 1 or more")
+	}
+	fr, err := c.memberLocked(u, roomID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if seq > int64(len(fr.msgs)) {
+		return nil, nil, parley.Errorf(parley.CodeNotFound, "message not found")
+	}
+	return fr, &fr.msgs[seq-1], nil
+}
+
+func (c *fakeChat) EditMessage(ctx context.Context, u parley.User, roomID string, seq int64, body string) (parley.Message, error) {
+	if body == "" {
+		return parley.Message{}, parley.Errorf(parley.CodeInvalid, "body must not be empty")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fr, m, err := c.messageLocked(u, roomID, seq)
+	switch {
+	case err != nil:
+		return parley.Message{}, err
+	case m.SenderID != u.ID:
+		return parley.Message{}, parley.Errorf(parley.CodeForbidden, "only its sender may edit a message")
+	case m.DeletedAt != nil:
+		return parley.Message{}, parley.Errorf(parley.CodeConflict, "the message is deleted")
+	}
+	at := parley.Now()
+	fr.room.LastChange++
+	m.Body, m.EditedAt, m.Change = body, &at, fr.room.LastChange
+	return *m, nil
+}
+
+func (c *fakeChat) DeleteMessage(ctx context.Context, u parley.User, roomID string, seq int64) (parley.Message, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fr, m, err := c.messageLocked(u, roomID, seq)
+	switch {
+	case err != nil:
+		return parley.Message{}, err
+	case m.SenderID != u.ID && fr.members[0] != u.ID:
+		return parley.Message{}, parley.Errorf(parley.CodeForbidden, "only its sender or a moderator may delete a message")
+	case m.DeletedAt != nil:
+		return *m, nil
+	}
+	at := parley.Now()
+	fr.room.LastChange++
+	m.Body, m.DeletedAt, m.Change = "", &at, fr.room.LastChange
+	return *m, nil
+}
+
+func (c *fakeChat) Changed(ctx context.Context, u parley.User, roomID string, after int64, limit int) ([]parley.Message, error) {
+	if err := checkLimit(limit); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fr, err := c.memberLocked(u, roomID)
+	if err != nil {
+		return nil, err
+	}
+	out := []parley.Message{}
+	for ch := after + 1; ch <= fr.room.LastChange && len(out) < limit; ch++ {
+		for _, m := range fr.msgs {
+			if m.Change == ch {
+				out = append(out, m)
+			}
+		}
+	}
+	return out, nil
+}
+
+// matches is the fake's search: every word, as a substring of the body.
+func matches(m parley.Message, q parley.Query) bool {
+	for _, t := range q.Terms {
+		if !strings.Contains(strings.ToLower(m.Body), t) {
+			return false
+		}
+	}
+	return m.DeletedAt == nil
+}
+
+func (c *fakeChat) SearchRoom(ctx context.Context, u parley.User, roomID, q string, before int64, limit int) ([]parley.Message, error) {
+	if err := checkLimit(limit); err != nil {
+		return nil, err
+	}
+	query, err := parley.ParseQuery(q)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fr, err := c.memberLocked(u, roomID)
+	if err != nil {
+		return nil, err
+	}
+	out := []parley.Message{}
+	for i := len(fr.msgs) - 1; i >= 0 && len(out) < limit; i-- {
+		if m := fr.msgs[i]; (before == 0 || m.Seq < before) && matches(m, query) {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+func (c *fakeChat) Search(ctx context.Context, u parley.User, q, cursor string, limit int) ([]parley.SearchHit, string, error) {
+	if err := checkLimit(limit); err != nil {
+		return nil, "", err
+	}
+	query, err := parley.ParseQuery(q)
+	if err != nil {
+		return nil, "", err
+	}
+	if cursor != "" {
+		return nil, "", parley.Errorf(parley.CodeInvalid, "malformed cursor")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	hits := []parley.SearchHit{}
+	for _, fr := range c.rooms {
+		if !containsID(fr.members, u.ID) {
+			continue
+		}
+		for _, m := range fr.msgs {
+			if matches(m, query) {
+				hits = append(hits, parley.SearchHit{Room: fr.room, Message: m})
+			}
+		}
+	}
+	return hits[:min(limit, len(hits))], "", nil
+}
+
+func containsID(ids []string, id string) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+// TestChangeRoutes: the routes of edits, deletions, changed_after and
+// search, their statuses and bodies.
+func TestChangeRoutes(t *testing.T) {
+	e := newEnv(t, nil)
+	alice, bob, carol := e.mustSignUp("alice"), e.mustSignUp("bob"), e.mustSignUp("carol")
+	var room struct{ ID string }
+	e.mustExpect(e.do("POST", "/api/rooms", alice, map[string]any{"kind": "group", "title": "g"}), "create", http.StatusCreated, &room)
+	e.mustExpect(e.do("POST", "/api/rooms/"+room.ID+"/members", bob, nil), "join", http.StatusCreated, nil)
+	for _, body := range []string{"hello world", "bob here", "world peace"} {
+		who := alice
+		if body == "bob here" {
+			who = bob
+		}
+		e.mustExpect(e.do("POST", "/api/rooms/"+room.ID+"/messages", who, map[string]string{"body": body}), "send", http.StatusCreated, nil)
+	}
+	msgs := "/api/rooms/" + room.ID + "/messages"
+	for _, tt := range []struct {
+		name, method, path, token string
+		body                      any
+		status                    int
+		want                      string // a part of the response body
+	}{
+		{"edit", "PATCH", msgs + "/1", alice, map[string]string{"body": "hello there"}, 200, `"change":1`},
+		{"edit shows edited_at", "GET", msgs + "?limit=1&before=2", alice, nil, 200, `"edited_at":"`},
+		{"new message has null edited_at", "GET", msgs + "?limit=1", alice, nil, 200, `"edited_at":null,"deleted_at":null,"change":0`},
+		{"edit by another", "PATCH", msgs + "/1", bob, map[string]string{"body": "mine now"}, 403, `"forbidden"`},
+		{"edit by a non-member", "PATCH", msgs + "/1", carol, map[string]string{"body": "x"}, 403, `"forbidden"`},
+		{"edit of an unknown seq", "PATCH", msgs + "/9", alice, map[string]string{"body": "x"}, 404, `"not_found"`},
+		{"edit with a bad seq", "PATCH", msgs + "/zero", alice, map[string]string{"body": "x"}, 400, `"invalid"`},
+		{"edit without body", "PATCH", msgs + "/1", alice, map[string]string{}, 400, `"invalid"`},
+		{"edit with empty body", "PATCH", msgs + "/1", alice, map[string]string{"body": ""}, 400, `"invalid"`},
+		{"delete by another member", "DELETE", msgs + "/1", bob, nil, 403, `"forbidden"`},
+		{"delete by the sender", "DELETE", msgs + "/2", bob, nil, 204, ""},
+		{"delete again", "DELETE", msgs + "/2", bob, nil, 204, ""},
+		{"delete by the owner", "DELETE", msgs + "/3", alice, nil, 204, ""},
+		{"edit a tombstone", "PATCH", msgs + "/2", bob, map[string]string{"body": "back"}, 409, `"conflict"`},
+		{"tombstone keeps its seq", "GET", msgs + "?after=1&limit=1", alice, nil, 200, `"seq":2,"sender_id"`},
+		{"tombstone has no text", "GET", msgs + "?after=1&limit=1", alice, nil, 200, `"body":""`},
+		{"room shows last_change", "GET", "/api/rooms/" + room.ID, alice, nil, 200, `"last_change":3`},
+		{"changed_after", "GET", msgs + "?changed_after=1", alice, nil, 200, `"seq":2`},
+		{"changed_after bad", "GET", msgs + "?changed_after=-1", alice, nil, 400, `"invalid"`},
+		{"changed_after with q", "GET", msgs + "?changed_after=0&q=x", alice, nil, 400, `"invalid"`},
+		{"changed_after by a non-member", "GET", msgs + "?changed_after=0", carol, nil, 403, `"forbidden"`},
+		{"search a room", "GET", msgs + "?q=hello", alice, nil, 200, `"body":"hello there"`},
+		{"search a room: deleted never match", "GET", msgs + "?q=peace", alice, nil, 200, `{"messages":[]}`},
+		{"search with no words", "GET", msgs + "?q=%22*()", alice, nil, 400, `"invalid"`},
+		{"search with too many words", "GET", msgs + "?q=a+b+c+d+e+f+g+h+i", alice, nil, 400, `"invalid"`},
+		{"search with after", "GET", msgs + "?q=hello&after=1", alice, nil, 400, `"invalid"`},
+		{"search by a non-member", "GET", msgs + "?q=hello", carol, nil, 403, `"forbidden"`},
+		{"search everywhere", "GET", "/api/me/search?q=HELLO", bob, nil, 200, `{"hits":[{"room":{"id":"` + room.ID},
+		{"search everywhere: next_cursor", "GET", "/api/me/search?q=hello", bob, nil, 200, `"next_cursor":null}`},
+		{"search everywhere: nothing", "GET", "/api/me/search?q=hello", carol, nil, 200, `{"hits":[],"next_cursor":null}`},
+		{"search everywhere: no q", "GET", "/api/me/search", bob, nil, 400, `"invalid"`},
+		{"search everywhere: bad limit", "GET", "/api/me/search?q=x&limit=0", bob, nil, 400, `"invalid"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := e.do(tt.method, tt.path, tt.token, tt.body)
+			if rec.Code != tt.status || !strings.Contains(rec.Body.String(), tt.want) {
+				t.Errorf("%s %s = %d %s, want %d with %s", tt.method, tt.path, rec.Code, rec.Body, tt.status, tt.want)
+			}
+		})
+	}
+}

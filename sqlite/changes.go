@@ -1,0 +1,221 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"parley"
+)
+
+// Edits and deletions run on the writer like every other write, in the
+// batch's transaction: the room's last_change moves by one (UPDATE ...
+// RETURNING) in the same transaction that changes the message and its
+// entry in the full-text index, so change numbers have no holes and a
+// committed edit is searchable at once.
+
+// changeWrites are the writer's statements of edits, deletions and the
+// full-text index (search.go).
+type changeWrites struct {
+	messageAt, bumpChange, edit, tombstone, ftsDelete, ftsPut *query
+	// ftsInsert indexes a chunk of new messages, one per chunk size.
+	ftsInsert [len(chunkSizes)]*query
+}
+
+func (q *changeWrites) all() []*query {
+	if q.messageAt == nil {
+		*q = changeWrites{
+			messageAt: &query{kind: "message_at", text: `SELECT ` + msgCols + `,
+				(SELECT num FROM rooms WHERE rooms.id = messages.room_id) FROM messages WHERE room_id = ? AND seq = ?`},
+			bumpChange: &query{kind: "next_change", text: `UPDATE rooms SET last_change = last_change + 1
+				WHERE id = ? RETURNING ` + roomCols},
+			edit: &query{kind: "edit_message", text: `UPDATE messages SET body = ?, edited_at = ?, change = ?
+				WHERE room_id = ? AND seq = ?`},
+			tombstone: &query{kind: "delete_message", text: `UPDATE messages SET body = '', deleted_at = ?, change = ?
+				WHERE room_id = ? AND seq = ?`},
+			// An external-content table forgets a row when told its old
+			// text: exactly what was indexed.
+			ftsDelete: &query{kind: "fts_delete", text: `INSERT INTO messages_fts (messages_fts, rowid, body)
+				VALUES ('delete', ?, ?)`},
+			ftsPut: &query{kind: "fts_insert", text: `INSERT INTO messages_fts (rowid, body) VALUES (?, ?)`},
+		}
+		for i, n := range chunkSizes {
+			q.ftsInsert[i] = &query{kind: "fts_insert", text: `INSERT INTO messages_fts (rowid, body)
+				SELECT (r.num << 36) | v.column2, v.column3 FROM (VALUES ` + values(n, 3) + `) AS v
+				JOIN rooms r ON r.id = v.column1`}
+		}
+	}
+	return append([]*query{q.messageAt, q.bumpChange, q.edit, q.tombstone, q.ftsDelete, q.ftsPut}, q.ftsInsert[:]...)
+}
+
+// changeReads are the readers' statements of changed_after and search.
+type changeReads struct {
+	changed, roomNum, searchRoom, search *query
+}
+
+func (q *changeReads) all() []*query {
+	if q.changed == nil {
+		*q = changeReads{
+			// The partial index messages_change holds only changed
+			// messages; "change > 0" lets the planner use it.
+			changed: &query{kind: "changed", text: `SELECT ` + msgCols + ` FROM messages
+				WHERE room_id = ? AND change > 0 AND change > ? ORDER BY change LIMIT ?`},
+			roomNum: &query{kind: "room_num", text: `SELECT num FROM rooms WHERE id = ?`},
+			searchRoom: &query{kind: "search_room", text: `SELECT ` + msgColsOf("m") + `
+				FROM messages_fts f CROSS JOIN messages m ON m.room_id = ?1 AND m.seq = (f.rowid & ` + seqMask + `)
+				WHERE messages_fts MATCH ?2 AND f.rowid >= ?3 AND f.rowid < ?4
+				ORDER BY f.rowid DESC LIMIT ?5`},
+			// The user's rooms are read once into a set; each match of
+			// the index in one of them joins its room and message by key.
+			search: &query{kind: "search", text: `SELECT ` + msgColsOf("m") + `, ` + roomColsOf("r") + `
+				FROM messages_fts f
+				CROSS JOIN rooms r ON r.num = (f.rowid >> 36)
+				CROSS JOIN messages m ON m.room_id = r.id AND m.seq = (f.rowid & ` + seqMask + `)
+				WHERE messages_fts MATCH ?2
+					AND (f.rowid >> 36) IN (SELECT rr.num FROM members mb JOIN rooms rr ON rr.id = mb.room_id WHERE mb.user_id = ?1)
+					AND (m.sent_at, m.room_id, m.seq) < (?3, ?4, ?5)
+				ORDER BY m.sent_at DESC, m.room_id DESC, m.seq DESC LIMIT ?6`},
+		}
+	}
+	return []*query{q.changed, q.roomNum, q.searchRoom, q.search}
+}
+
+// seqMask keeps the seq of a full-text key (num << 36 | seq).
+const seqMask = "68719476735"
+
+// ftsKey is the full-text key of message seq of room number num.
+func ftsKey(num, seq int64) int64 { return num<<36 + seq }
+
+func msgColsOf(a string) string {
+	return a + ".id, " + a + ".room_id, " + a + ".seq, " + a + ".sender_id, " + a + ".sender_name, " + a + ".body, " +
+		a + ".client_id, " + a + ".sent_at, " + a + ".edited_at, " + a + ".deleted_at, " + a + ".change"
+}
+
+func roomColsOf(a string) string {
+	return a + ".id, " + a + ".kind, " + a + ".title, " + a + ".capacity, " + a + ".member_count, " + a + ".last_seq, " +
+		a + ".last_activity_at, " + a + ".created_at, coalesce(" + a + ".direct_key, ''), " + a + ".last_change"
+}
+
+// messageAt returns message seq of the room and its room's number, or
+// CodeNotFound.
+func (w *wtx) messageAt(roomID string, seq int64) (parley.Message, int64, error) {
+	var num int64
+	m, err := scanMessage(scanWith{w.row(w.s.wq.changes.messageAt, roomID, seq), &num})
+	if errors.Is(err, sql.ErrNoRows) {
+		return m, 0, parley.Errorf(parley.CodeNotFound, "message not found")
+	}
+	return m, num, err
+}
+
+// scanWith scans a row whose message columns are followed by more.
+type scanWith struct {
+	s    scanner
+	more *int64
+}
+
+func (sw scanWith) Scan(dest ...any) error { return sw.s.Scan(append(dest, sw.more)...) }
+
+// nextChange moves the room's last_change and returns the room after it.
+func (w *wtx) nextChange(roomID string) (parley.Room, error) {
+	return scanRoom(w.row(w.s.wq.changes.bumpChange, roomID))
+}
+
+// EditMessage implements parley.Store.
+func (s *Store) EditMessage(ctx context.Context, e parley.Edit) (parley.Message, error) {
+	res, err := s.write(ctx, func(w *wtx) (result, error) {
+		old, num, err := w.messageAt(e.RoomID, e.Seq)
+		switch {
+		case err != nil:
+			return result{}, err
+		case old.SenderID != e.EditorID:
+			return result{}, parley.Errorf(parley.CodeForbidden, "only its sender may edit a message")
+		case old.Deleted():
+			return result{}, parley.Errorf(parley.CodeConflict, "the message is deleted")
+		}
+		r, err := w.nextChange(e.RoomID)
+		if err != nil {
+			return result{}, fmt.Errorf("edit: %w", err)
+		}
+		at := fromMicro(w.now())
+		m := old
+		m.Body, m.EditedAt, m.Change = e.Body, &at, r.LastChange
+		if _, err := w.exec(w.s.wq.changes.edit, m.Body, at.UnixMicro(), m.Change, m.RoomID, m.Seq); err != nil {
+			return result{}, fmt.Errorf("edit: %w", err)
+		}
+		if err := w.reindex(num, m.Seq, old.Body, m.Body); err != nil {
+			return result{}, fmt.Errorf("edit: index: %w", err)
+		}
+		w.emit(parley.Event{Kind: parley.EventEdited, Room: r, UserID: e.EditorID, Message: m})
+		return result{msg: m}, nil
+	})
+	return res.msg, err
+}
+
+// DeleteMessage implements parley.Store. The tombstone keeps its client_id,
+// so that a resend of it returns the tombstone rather than storing the
+// text again.
+func (s *Store) DeleteMessage(ctx context.Context, d parley.Deletion) (parley.Message, bool, error) {
+	res, err := s.write(ctx, func(w *wtx) (result, error) {
+		old, num, err := w.messageAt(d.RoomID, d.Seq)
+		switch {
+		case err != nil:
+			return result{}, err
+		case old.SenderID != d.ActorID && !d.Moderator:
+			return result{}, parley.Errorf(parley.CodeForbidden, "only its sender or the room's owner or an admin may delete a message")
+		case old.Deleted():
+			return result{msg: old}, nil
+		}
+		r, err := w.nextChange(d.RoomID)
+		if err != nil {
+			return result{}, fmt.Errorf("delete: %w", err)
+		}
+		at := fromMicro(w.now())
+		m := old
+		m.Body, m.DeletedAt, m.Change = "", &at, r.LastChange
+		if _, err := w.exec(w.s.wq.changes.tombstone, at.UnixMicro(), m.Change, m.RoomID, m.Seq); err != nil {
+			return result{}, fmt.Errorf("delete: %w", err)
+		}
+		if err := w.reindex(num, m.Seq, old.Body, ""); err != nil {
+			return result{}, fmt.Errorf("delete: index: %w", err)
+		}
+		w.emit(parley.Event{Kind: parley.EventDeleted, Room: r, UserID: d.ActorID, Message: m})
+		return result{msg: m, ok: true}, nil
+	})
+	return res.msg, res.ok, err
+}
+
+// Changed implements parley.Store.
+func (s *Store) Changed(ctx context.Context, roomID string, after int64, limit int) ([]parley.Message, error) {
+	limit = parley.ClampPageLimit(limit)
+	q := s.rq.changes.changed
+	q.count()
+	rows, err := q.stmt.QueryContext(ctx, roomID, after, limit)
+	if err != nil {
+		return nil, s.readErr("changed", err)
+	}
+	msgs, err := collectMessages(rows, limit)
+	if err != nil {
+		return nil, s.readErr("changed", err)
+	}
+	if len(msgs) == 0 {
+		if err := s.roomExists(ctx, roomID); err != nil {
+			return nil, err
+		}
+	}
+	return msgs, nil
+}
+
+// collectMessages reads and closes rows of msgCols.
+func collectMessages(rows *sql.Rows, capacity int) ([]parley.Message, error) {
+	defer rows.Close()
+	msgs := make([]parley.Message, 0, capacity)
+	for rows.Next() {
+		m, err := scanMessage(rows)
+		if err != nil {
+			return nil, err
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs, rows.Err()
+}
