@@ -151,6 +151,13 @@ type Config struct {
 	// that closing does not reset the connection (see lingerClose).
 	// Default 500 ms.
 	LingerTime time.Duration
+	// WriteDelay paces a session's writes of MESSAGE frames: a MESSAGE
+	// queued within WriteDelay of the session's last write waits for the
+	// rest of it, so that the messages queued meanwhile share one system
+	// call; one queued after a quiet spell is written at once. Any other
+	// frame (CONNECTED, RECEIPT, ERROR, a heart-beat) is written at once,
+	// with whatever waits before it. Zero or less: no wait.
+	WriteDelay time.Duration
 	// QueueFrames and QueueBytes bound a session's outbound queue.
 	// Default 1024 frames, 1 MiB.
 	QueueFrames int

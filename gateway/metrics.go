@@ -16,6 +16,7 @@ type metrics struct {
 	framesOut         [32]prometheus.Counter
 	deliveries        prometheus.Counter
 	eventDeliveries   prometheus.Counter
+	writes            prometheus.Counter
 	slowConsumer      *prometheus.CounterVec
 	refusals          []prometheus.Counter // by refusalCodes
 	heartbeatTimeouts prometheus.Counter
@@ -43,6 +44,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		eventDeliveries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_stomp_event_deliveries_total",
 			Help: "Room event MESSAGE frames written to sockets (not counted in parley_stomp_deliveries_total).",
+		}),
+		writes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_stomp_writes_total",
+			Help: "Socket writes of outbound frames (each carries one or more frames).",
 		}),
 		slowConsumer: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_stomp_slow_consumer_closes_total",
@@ -97,7 +102,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Help: "Frames waiting in the outbound queues of every session.",
 	}, func() float64 { return float64(m.queued.Load()) })
 	if reg != nil {
-		reg.MustRegister(m.connections, in, out, m.deliveries, m.eventDeliveries, m.slowConsumer, refusals,
+		reg.MustRegister(m.connections, in, out, m.deliveries, m.eventDeliveries, m.writes, m.slowConsumer, refusals,
 			m.heartbeatTimeouts, m.latency, queueDepth, connRefusals)
 	}
 	return m

@@ -53,13 +53,14 @@ type session struct {
 	recvEvery   time.Duration // heart-beats the client owes us
 	lastWrite   time.Time
 	subs        []*subscription
-	q           *queue // outbound queue; nil when empty and no writer runs
-	writing     bool   // a writer goroutine runs
-	dead        bool   // refused or closing: nothing more is queued
-	busy        bool   // the reader is acting on a frame (handle)
-	draining    bool   // Shutdown began: act on no new frame, go away after the current one
-	closeAfter  bool   // close once the queue is written
-	lingering   bool   // the last frames are written: lingerClose waits for the peer
+	q           *queue     // outbound queue; nil when empty and no writer runs
+	writing     bool       // a writer goroutine runs, or its start is delayed (delay)
+	delay       writeDelay // the writer's delayed start (writer.go)
+	dead        bool       // refused or closing: nothing more is queued
+	busy        bool       // the reader is acting on a frame (handle)
+	draining    bool       // Shutdown began: act on no new frame, go away after the current one
+	closeAfter  bool       // close once the queue is written
+	lingering   bool       // the last frames are written: lingerClose waits for the peer
 	closed      bool
 	readStopped bool        // the reader saw the end: do not re-arm
 	stopExpiry  func() bool // stops the token expiry timer; nil when none

@@ -79,7 +79,11 @@ func (s *session) enqueueLocked(it outItem, n int) {
 	s.q.items = append(s.q.items, it)
 	s.q.bytes += n
 	s.srv.m.queued.Add(1)
-	s.startWriterLocked()
+	if it.msg != nil {
+		s.startWriterSoonLocked()
+	} else {
+		s.startWriterLocked()
+	}
 }
 
 // slowConsumerLocked is the one place that decides what happens when a
@@ -106,12 +110,65 @@ func (s *session) slowConsumerLocked(reason string) {
 	s.finishLocked(outItem{cmd: stomp.Error, raw: b}, wsNormalClosure)
 }
 
-// startWriterLocked starts the writer unless it runs.
+// writeDelay is a session's delayed writer start (Config.WriteDelay,
+// writeWait), guarded by the session's mu.
+type writeDelay struct {
+	timer   *time.Timer // runs s.writeFn; made on first use, then reset
+	pending bool        // the timer is set and has not started the writer
+}
+
+// startWriterLocked starts the writer now unless it runs, also when its
+// delayed start is pending.
 func (s *session) startWriterLocked() {
-	if !s.writing && !s.closed {
+	if s.closed {
+		return
+	}
+	if s.delay.pending {
+		// Stop fails only when the timer has fired: its writer starts.
+		if s.delay.timer.Stop() {
+			s.delay.pending = false
+			go s.writeFn()
+		}
+		return
+	}
+	if !s.writing {
 		s.writing = true
 		go s.writeFn()
 	}
+}
+
+// startWriterSoonLocked starts the writer for a MESSAGE unless it runs or
+// its start is pending: at once if the session's last write is
+// Config.WriteDelay old or more, else when it will be (writeWait). The
+// frames queued meanwhile go out in the same write, in queue order (the
+// writer is one).
+func (s *session) startWriterSoonLocked() {
+	if s.writing || s.closed {
+		return // the writer runs, or starts soon: it takes this frame too
+	}
+	wait := writeWait(s.lastWrite, time.Now(), s.srv.cfg.WriteDelay)
+	if wait <= 0 {
+		s.startWriterLocked()
+		return
+	}
+	s.writing, s.delay.pending = true, true
+	if s.delay.timer == nil {
+		s.delay.timer = time.AfterFunc(wait, s.writeFn)
+	} else {
+		s.delay.timer.Reset(wait)
+	}
+}
+
+// writeWait is how long a MESSAGE queued at now waits for the writer of a
+// session whose last write ended at last: a session writes MESSAGEs at
+// most once per delay, so one queued within delay of the last write waits
+// for the rest of it, and one after a quiet spell (or with no delay) does
+// not wait at all.
+func writeWait(last, now time.Time, delay time.Duration) time.Duration {
+	if delay <= 0 || last.IsZero() {
+		return 0
+	}
+	return last.Add(delay).Sub(now)
 }
 
 // writeLoop is the writer: it takes everything queued, encodes it into one
@@ -121,6 +178,7 @@ func (s *session) writeLoop() {
 	var spare *queue
 	for {
 		s.mu.Lock()
+		s.delay.pending = false
 		batch := s.q
 		if batch == nil || len(batch.items) == 0 || s.closed {
 			s.writing = false
@@ -177,6 +235,7 @@ func (s *session) writeBatch(bp *[]byte, batch []outItem) error {
 		if err != nil || len(buf) == 0 {
 			return
 		}
+		m.writes.Inc() // first: a client that has the octets sees the count
 		err = s.write(buf)
 		buf = buf[:0]
 	}

@@ -35,11 +35,12 @@ const (
 	Seats       Scenario = "seats"       // seed 003: concurrent joins of a limited room
 	Open        Scenario = "open"        // seed 004: room info + last message
 	Connections Scenario = "connections" // idle subscribed connections, RSS per connection
+	BigRoom     Scenario = "bigroom"     // one room of 10,000 members, a few senders (bigroom.go)
 	Search      Scenario = "search"      // users searching their rooms over a large history
 )
 
 // Scenarios lists every scenario, in the order of the seeds.
-var Scenarios = []Scenario{Direct, RoomList, History, Group, Seats, Open, Connections, Search}
+var Scenarios = []Scenario{Direct, RoomList, History, Group, Seats, Open, Connections, BigRoom, Search}
 
 // Targets: the server under test.
 const (
@@ -82,6 +83,14 @@ type Options struct {
 	Drain            time.Duration // messaging: how long to wait for deliveries after the last send
 
 	Login, Passcode string // RabbitMQ credentials (default guest/guest)
+	Secret          string // Centrifugo: HMAC key of connection tokens (client.token.hmac_secret_key)
+
+	// BigRoom (bigroom.go): Senders of the Users members send; a delivery
+	// later than Late counts as late; each account opens
+	// SessionsPerUser of the members' sessions (a faster set-up).
+	Senders         int
+	Late            time.Duration
+	SessionsPerUser int
 
 	// ServerPID, when set, is a local server process whose CPU use is
 	// reported (Linux), for targets without Parley's /metrics.
@@ -116,9 +125,13 @@ func Defaults(s Scenario) Options {
 		o.Users = 16
 	case Connections:
 		o.Users, o.Conns, o.Duration = 100, 1000, 5*time.Second
+	case BigRoom:
+		o.Users, o.Duration = 10000, 30*time.Second
+		o.MinInterval, o.MaxInterval = time.Second, time.Second
 	case Search:
 		o.Users, o.Rooms, o.HistorySize, o.PageSize, o.Payload = 100, 1000, 1000, 20, 60
 	}
+	o.Senders, o.Late, o.SessionsPerUser = 20, time.Second, 1
 	if o.Seats == 0 {
 		o.Seats = o.Users / 2
 	}
@@ -152,6 +165,9 @@ func (o Options) withDefaults(s Scenario) Options {
 	setInt(&o.SetupConcurrency, d.SetupConcurrency)
 	setDur(&o.Timeout, d.Timeout)
 	setDur(&o.Drain, d.Drain)
+	setInt(&o.Senders, d.Senders)
+	setDur(&o.Late, d.Late)
+	setInt(&o.SessionsPerUser, d.SessionsPerUser)
 	if o.MinInterval <= 0 && o.MaxInterval <= 0 {
 		o.MinInterval, o.MaxInterval = d.MinInterval, d.MaxInterval
 	}
@@ -178,6 +194,13 @@ func (o Options) validate(s Scenario) error {
 	case TargetRabbitMQ:
 		if s != Group && s != Direct {
 			return fmt.Errorf("scenario %s runs only against parley; %s supports group and direct", s, TargetRabbitMQ)
+		}
+	case TargetCentrifugo:
+		if s != Group && s != Direct && s != BigRoom {
+			return fmt.Errorf("scenario %s runs only against parley; %s supports group, direct and bigroom", s, TargetCentrifugo)
+		}
+		if o.Secret == "" {
+			return errors.New("centrifugo needs the HMAC key of its connection tokens (--centrifugo-secret)")
 		}
 	default:
 		return fmt.Errorf("unknown target %q", o.Target)
@@ -207,7 +230,7 @@ func checkURL(target, raw string) error {
 		return fmt.Errorf("target URL %q: %w", raw, err)
 	}
 	want := []string{"http", "https"}
-	if target == TargetRabbitMQ {
+	if target == TargetRabbitMQ || target == TargetCentrifugo {
 		want = []string{"ws", "wss"}
 	}
 	if (u.Scheme != want[0] && u.Scheme != want[1]) || u.Host == "" {
@@ -262,6 +285,7 @@ type Result struct {
 	Messaging   *MessagingResult   `json:"messaging,omitempty"`
 	Seats       *SeatsResult       `json:"seats,omitempty"`
 	Connections *ConnectionsResult `json:"connections,omitempty"`
+	BigRoom     *BigRoomResult     `json:"bigroom,omitempty"`
 
 	Resources Resources `json:"resources"`
 
@@ -272,18 +296,20 @@ type Result struct {
 
 // Shape records the options a run used.
 type Shape struct {
-	Users       int     `json:"users"`
-	Loops       int     `json:"loops"`
-	RampUp      float64 `json:"ramp_up_s"`
-	Duration    float64 `json:"duration_s"`
-	MinInterval float64 `json:"min_interval_s,omitempty"`
-	MaxInterval float64 `json:"max_interval_s,omitempty"`
-	Payload     int     `json:"payload,omitempty"`
-	Rooms       int     `json:"rooms,omitempty"`
-	HistorySize int     `json:"history_size,omitempty"`
-	PageSize    int     `json:"page_size,omitempty"`
-	Seats       int     `json:"seats,omitempty"`
-	Conns       int     `json:"connections,omitempty"`
+	Users           int     `json:"users"`
+	Loops           int     `json:"loops"`
+	RampUp          float64 `json:"ramp_up_s"`
+	Duration        float64 `json:"duration_s"`
+	MinInterval     float64 `json:"min_interval_s,omitempty"`
+	MaxInterval     float64 `json:"max_interval_s,omitempty"`
+	Payload         int     `json:"payload,omitempty"`
+	Rooms           int     `json:"rooms,omitempty"`
+	HistorySize     int     `json:"history_size,omitempty"`
+	PageSize        int     `json:"page_size,omitempty"`
+	Seats           int     `json:"seats,omitempty"`
+	Conns           int     `json:"connections,omitempty"`
+	Senders         int     `json:"senders,omitempty"`
+	SessionsPerUser int     `json:"sessions_per_user,omitempty"`
 }
 
 // Machine describes where the load generator ran.
@@ -367,6 +393,8 @@ func Run(ctx context.Context, s Scenario, opts Options) (*Result, error) {
 		err = r.group(ctx)
 	case Connections:
 		err = r.connections(ctx)
+	case BigRoom:
+		err = r.bigRoom(ctx)
 	case Search:
 		err = r.search(ctx)
 	}

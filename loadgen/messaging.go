@@ -16,9 +16,10 @@ import (
 type msgClient struct {
 	idx      int
 	conn     *stompConn
-	room     int    // index in msgRun.subs
-	sendDest string // SEND destination
-	clientID string // prefix of client-id headers ("" for none)
+	cf       *cfConn // instead of conn against Centrifugo (centrifugo.go)
+	room     int     // index in msgRun.subs
+	sendDest string  // SEND destination
+	clientID string  // prefix of client-id headers ("" for none)
 
 	mu      sync.Mutex      // guards pending
 	pending map[int64]int64 // receipt id → send time (ns since msgRun.base)
@@ -50,6 +51,10 @@ type msgRun struct {
 	typing, readPuts               atomic.Int64
 	roomIDs                        []string // Parley: the rooms' ids
 	readers                        sync.WaitGroup
+
+	senders  int // clients 0..senders-1 send; 0: every client (bigroom.go)
+	readBuf  int // read buffer size of a connection; 0: busyBuffer
+	accounts int // Parley: users to sign up, client i is user i mod accounts; 0: one per client
 }
 
 func (m *msgRun) now() int64 { return int64(time.Since(m.base)) }
@@ -186,7 +191,11 @@ func (m *msgRun) setup(ctx context.Context, makeRooms func(context.Context, []ac
 	sendDests := make([]string, len(m.subs))
 	if r.o.Target == TargetParley {
 		var err error
-		if accs, err = r.signUp(ctx, len(m.cls)); err != nil {
+		n := len(m.cls)
+		if m.accounts > 0 {
+			n = min(m.accounts, n)
+		}
+		if accs, err = r.signUp(ctx, n); err != nil {
 			return err
 		}
 		ids, err := makeRooms(ctx, accs)
@@ -194,6 +203,9 @@ func (m *msgRun) setup(ctx context.Context, makeRooms func(context.Context, []ac
 			return err
 		}
 		m.roomIDs = ids
+		for i := n; i < len(m.cls); i++ {
+			accs = append(accs, accs[i%n])
+		}
 		for i, id := range ids {
 			dests[i], sendDests[i] = "/topic/rooms."+id, "/app/rooms."+id
 		}
@@ -206,6 +218,9 @@ func (m *msgRun) setup(ctx context.Context, makeRooms func(context.Context, []ac
 	r.setPhase("connect", int64(len(m.cls)), 0)
 	err := parallel(ctx, len(m.cls), r.o.SetupConcurrency*4, func(ctx context.Context, i int) error {
 		c := m.cls[i]
+		if r.o.Target == TargetCentrifugo {
+			return m.connectCentrifugo(ctx, c, dests[c.room])
+		}
 		var (
 			url string
 			p   connectParams
@@ -218,7 +233,7 @@ func (m *msgRun) setup(ctx context.Context, makeRooms func(context.Context, []ac
 			url = r.o.URLs[i%len(r.o.URLs)]
 			p = connectParams{host: "/", login: r.o.Login, passcode: r.o.Passcode}
 		}
-		conn, err := dialSTOMP(ctx, url, p, r.o.Timeout, busyBuffer)
+		conn, err := dialSTOMP(ctx, url, p, r.o.Timeout, m.bufSize())
 		if err != nil {
 			return fmt.Errorf("user %d: %w", i, err)
 		}
@@ -240,12 +255,12 @@ func (m *msgRun) setup(ctx context.Context, makeRooms func(context.Context, []ac
 		c.sendDest = sendDests[c.room]
 		c.pending = map[int64]int64{}
 		c.acked = make(chan struct{}, 1)
-		c.last = make([]int32, len(m.cls))
+		c.last = make([]int32, m.senderCount())
 		r.done.Add(1)
 		return nil
 	})
 	for _, c := range m.cls {
-		if c.conn != nil {
+		if c.conn != nil || c.cf != nil {
 			m.subs[c.room]++
 		}
 	}
@@ -263,6 +278,10 @@ func (m *msgRun) setup(ctx context.Context, makeRooms func(context.Context, []ac
 // read handles the frames of one client until its connection closes.
 func (m *msgRun) read(c *msgClient) {
 	defer m.readers.Done()
+	if c.cf != nil {
+		m.readCentrifugo(c)
+		return
+	}
 	for {
 		if err := c.conn.readFrame(); err != nil {
 			if !m.closing.Load() {
@@ -370,6 +389,9 @@ func (m *msgRun) body(buf []byte, sender, n int) []byte {
 
 // send writes message n of client c.
 func (m *msgRun) send(c *msgClient, n int, head, body []byte) ([]byte, []byte, error) {
+	if c.cf != nil {
+		return m.sendCentrifugo(c, n, head, body)
+	}
 	body = m.body(body, c.idx, n)
 	id := int64(n)
 	head = head[:0]
@@ -412,7 +434,7 @@ func (m *msgRun) measure(ctx context.Context) error {
 	sideCtx, stopSide := context.WithCancel(ctx)
 	defer stopSide()
 	side := m.startEventLoad(sideCtx, start, deadline)
-	for _, c := range m.cls {
+	for _, c := range m.cls[:m.senderCount()] {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -506,6 +528,22 @@ func (m *msgRun) measure(ctx context.Context) error {
 	return nil
 }
 
+// senderCount is how many clients send: the first ones.
+func (m *msgRun) senderCount() int {
+	if m.senders > 0 && m.senders < len(m.cls) {
+		return m.senders
+	}
+	return len(m.cls)
+}
+
+// bufSize is the read buffer size of a connection.
+func (m *msgRun) bufSize() int {
+	if m.readBuf > 0 {
+		return m.readBuf
+	}
+	return busyBuffer
+}
+
 // awaitReceipt waits for the receipt of c's last SEND.
 func (m *msgRun) awaitReceipt(ctx context.Context, c *msgClient, timeout time.Duration) bool {
 	t := time.NewTimer(timeout)
@@ -547,11 +585,12 @@ func (m *msgRun) closeAll() {
 	m.closing.Store(true)
 	var wg sync.WaitGroup
 	for _, c := range m.cls {
-		if c.conn == nil {
-			continue
+		switch {
+		case c.cf != nil:
+			wg.Go(c.cf.close)
+		case c.conn != nil:
+			wg.Go(c.conn.close)
 		}
-		wg.Add(1)
-		go func() { defer wg.Done(); c.conn.close() }()
 	}
 	wg.Wait()
 	m.readers.Wait()

@@ -26,6 +26,7 @@ scenarios (README, "Load tests: parley bench"):
   seats         seed 003: concurrent joins of a room with fewer seats
   open          seed 004: room info + last message ("open a chat")
   connections   idle subscribed connections, server RSS per connection
+  bigroom       one room of 10,000 members, 20 of them sending every second
   search        users searching their rooms over a large history
 
 Set-up (users, rooms, seeded history) goes through the REST API: start the
@@ -64,8 +65,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	)
 	fs := flag.NewFlagSet("parley bench "+string(scn), flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.Target, "target", o.Target, "server under test: parley or rabbitmq-web-stomp (group and direct only)")
-	fs.StringVar(&urlFlag, "url", "", "the server to drive (default http://127.0.0.1:8080, or ws://127.0.0.1:15674/ws for rabbitmq-web-stomp)")
+	fs.StringVar(&o.Target, "target", o.Target, "server under test: parley, rabbitmq-web-stomp (group, direct) or centrifugo (group, direct, bigroom)")
+	fs.StringVar(&urlFlag, "url", "", "the server to drive (default http://127.0.0.1:8080, ws://127.0.0.1:15674/ws for rabbitmq-web-stomp, ws://127.0.0.1:8000/connection/websocket for centrifugo)")
 	fs.StringVar(&nodes, "nodes", "", "comma-separated URLs of a cluster's nodes; users are spread over them (instead of --url)")
 	fs.IntVar(&o.Users, "users", o.Users, "concurrent virtual users (JMeter threads)")
 	fs.IntVar(&o.Loops, "loops", o.Loops, "operations per user: requests, messages, or rooms to join (seats)")
@@ -87,6 +88,10 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&o.Drain, "drain", o.Drain, "messaging: wait this long at most for deliveries after the last send")
 	fs.StringVar(&o.Login, "login", o.Login, "rabbitmq-web-stomp: STOMP login")
 	fs.StringVar(&o.Passcode, "passcode", o.Passcode, "rabbitmq-web-stomp: STOMP passcode")
+	fs.StringVar(&o.Secret, "centrifugo-secret", "", "centrifugo: HMAC key of its connection tokens (client.token.hmac_secret_key)")
+	fs.IntVar(&o.Senders, "senders", o.Senders, "bigroom: members that send (the first ones)")
+	fs.DurationVar(&o.Late, "late", o.Late, "bigroom: a delivery later than this counts as late")
+	fs.IntVar(&o.SessionsPerUser, "sessions-per-user", o.SessionsPerUser, "bigroom: members' sessions each signed-up user opens (parley; fewer sign-ups; at most the server's --stomp-max-conns-per-user)")
 	fs.IntVar(&o.ServerPID, "server-pid", 0, "a local server process whose CPU use to report (Linux; for rabbitmq-web-stomp: the beam.smp pid)")
 	fs.StringVar(&jsonPath, "json", "", "write the result as JSON to this file (- for standard output)")
 	fs.StringVar(&htmlPath, "html", "", "write a self-contained HTML report with charts to this file")
@@ -114,6 +119,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		o.URLs = []string{urlFlag}
 	case o.Target == loadgen.TargetRabbitMQ:
 		o.URLs = []string{"ws://127.0.0.1:15674/ws"}
+	case o.Target == loadgen.TargetCentrifugo:
+		o.URLs = []string{"ws://127.0.0.1:8000/connection/websocket"}
 	default:
 		o.URLs = []string{"http://127.0.0.1:8080"}
 	}
@@ -169,20 +176,24 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // benchFlagScenarios names the scenarios of each flag that only some
 // take; every other flag applies to every scenario.
 var benchFlagScenarios = map[string][]loadgen.Scenario{
-	"target":      {loadgen.Direct, loadgen.Group},
-	"login":       {loadgen.Direct, loadgen.Group},
-	"passcode":    {loadgen.Direct, loadgen.Group},
-	"interval":    {loadgen.Direct, loadgen.Group},
-	"rate":        {loadgen.Direct, loadgen.Group},
-	"drain":       {loadgen.Direct, loadgen.Group},
-	"payload":     {loadgen.Direct, loadgen.Group, loadgen.RoomList, loadgen.History, loadgen.Open, loadgen.Search},
-	"history":     {loadgen.RoomList, loadgen.History, loadgen.Open, loadgen.Search},
-	"rooms":       {loadgen.RoomList, loadgen.Open, loadgen.Search},
-	"page":        {loadgen.RoomList, loadgen.History, loadgen.Search},
-	"seats":       {loadgen.Seats},
-	"connections": {loadgen.Connections},
-	"loops":       {loadgen.Direct, loadgen.Group, loadgen.RoomList, loadgen.History, loadgen.Open, loadgen.Seats, loadgen.Search},
-	"ramp-up":     {loadgen.Direct, loadgen.Group, loadgen.RoomList, loadgen.History, loadgen.Open, loadgen.Seats, loadgen.Search},
+	"target":            {loadgen.Direct, loadgen.Group, loadgen.BigRoom},
+	"login":             {loadgen.Direct, loadgen.Group},
+	"passcode":          {loadgen.Direct, loadgen.Group},
+	"centrifugo-secret": {loadgen.Direct, loadgen.Group, loadgen.BigRoom},
+	"senders":           {loadgen.BigRoom},
+	"late":              {loadgen.BigRoom},
+	"sessions-per-user": {loadgen.BigRoom},
+	"interval":          {loadgen.Direct, loadgen.Group, loadgen.BigRoom},
+	"rate":              {loadgen.Direct, loadgen.Group, loadgen.BigRoom},
+	"drain":             {loadgen.Direct, loadgen.Group, loadgen.BigRoom},
+	"payload":           {loadgen.Direct, loadgen.Group, loadgen.BigRoom, loadgen.RoomList, loadgen.History, loadgen.Open, loadgen.Search},
+	"history":           {loadgen.RoomList, loadgen.History, loadgen.Open, loadgen.Search},
+	"rooms":             {loadgen.RoomList, loadgen.Open, loadgen.Search},
+	"page":              {loadgen.RoomList, loadgen.History, loadgen.Search},
+	"seats":             {loadgen.Seats},
+	"connections":       {loadgen.Connections},
+	"loops":             {loadgen.Direct, loadgen.Group, loadgen.BigRoom, loadgen.RoomList, loadgen.History, loadgen.Open, loadgen.Seats, loadgen.Search},
+	"ramp-up":           {loadgen.Direct, loadgen.Group, loadgen.BigRoom, loadgen.RoomList, loadgen.History, loadgen.Open, loadgen.Seats, loadgen.Search},
 }
 
 // benchFlagApplies reports whether a flag changes scenario scn.

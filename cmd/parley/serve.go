@@ -48,23 +48,24 @@ type Config struct {
 	LogLevel  slog.Level
 	LogFormat string // text or json
 
-	StompAddr      string        // raw TCP STOMP listen address; "" for none
-	DebugAddr      string        // pprof listen address; "" for none
-	MetricsAddr    string        // /metrics listen address; "" for Addr
-	CacheRecent    int           // newest messages of each room kept in memory
-	CacheHistory   int           // MiB of older messages kept in memory, over all rooms; 0: none
-	AllowedOrigins string        // comma-separated Origins allowed on /ws; "" for the same host
-	StompHeartBeat time.Duration // heart-beat interval offered both ways
-	StompSendRate  float64       // SEND frames per second per user
-	StompQueue     int           // outbound queue bound per connection, frames
-	RestSendRate   float64       // REST messages and new rooms per second per user; 0: no limit
-	TrustedProxies string        // comma-separated IPs and CIDRs whose X-Forwarded-For is believed
-	SignupRate     float64       // sign-ups a minute per client address; 0: no limit
-	SignupBurst    int           // sign-ups at once per client address
-	LoginNameFree  int           // failed logins per name (or device) before each attempt waits
-	LoginAddrFree  int           // failed logins per client address before each attempt waits
-	LoginMaxWait   time.Duration // the longest wait, and the time that forgives one failure; 0: no login limits
-	LoginDeviceKey string        // secret that signs device cookies; "" for a random one per process
+	StompAddr       string        // raw TCP STOMP listen address; "" for none
+	DebugAddr       string        // pprof listen address; "" for none
+	MetricsAddr     string        // /metrics listen address; "" for Addr
+	CacheRecent     int           // newest messages of each room kept in memory
+	CacheHistory    int           // MiB of older messages kept in memory, over all rooms; 0: none
+	AllowedOrigins  string        // comma-separated Origins allowed on /ws; "" for the same host
+	StompHeartBeat  time.Duration // heart-beat interval offered both ways
+	StompSendRate   float64       // SEND frames per second per user
+	StompQueue      int           // outbound queue bound per connection, frames
+	StompWriteDelay time.Duration // a session's writer waits this long after a MESSAGE is queued
+	RestSendRate    float64       // REST messages and new rooms per second per user; 0: no limit
+	TrustedProxies  string        // comma-separated IPs and CIDRs whose X-Forwarded-For is believed
+	SignupRate      float64       // sign-ups a minute per client address; 0: no limit
+	SignupBurst     int           // sign-ups at once per client address
+	LoginNameFree   int           // failed logins per name (or device) before each attempt waits
+	LoginAddrFree   int           // failed logins per client address before each attempt waits
+	LoginMaxWait    time.Duration // the longest wait, and the time that forgives one failure; 0: no login limits
+	LoginDeviceKey  string        // secret that signs device cookies; "" for a random one per process
 
 	// STOMP limits a client cannot stretch (issue 10).
 	StompFrameTimeout time.Duration // most time one frame may take to arrive
@@ -119,6 +120,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.LoginAddrFree, "login-address-failures", 20, "failed logins a client address may have before each attempt waits 1 s, doubling up to --login-max-wait")
 	fs.DurationVar(&c.LoginMaxWait, "login-max-wait", 15*time.Minute, "longest wait after failed logins; one failure is forgiven per this much quiet; 0: no login limits")
 	fs.StringVar(&c.LoginDeviceKey, "login-device-key", "", "secret that signs device cookies (a browser that logged in skips the name's and the address's waits); give every node the same one (empty: random, so a restart forgets them)")
+	fs.DurationVar(&c.StompWriteDelay, "stomp-write-delay", 0, "how long a STOMP connection's writer waits after a MESSAGE is queued for it, so that the messages queued meanwhile share one socket write (any other frame is written at once); 0: no wait")
 	fs.IntVar(&c.StompQueue, "stomp-queue", 1024, "outbound frames queued per STOMP connection before it is closed as a slow consumer")
 	fs.DurationVar(&c.StompFrameTimeout, "stomp-frame-timeout", 30*time.Second, "most time a STOMP frame may take from its first octet to its end, whatever the client's heart-beat, else ERROR")
 	fs.IntVar(&c.StompMaxUserConns, "stomp-max-conns-per-user", 32, "STOMP connections one user may hold open on this node; the next CONNECT gets ERROR rate_limited")
@@ -419,7 +421,7 @@ func (m *Main) openGateway(svc *chat.Service, sessions gateway.Sessions) error {
 		SendRate:  cfg.StompSendRate, SendBurst: int(2 * cfg.StompSendRate), QueueFrames: cfg.StompQueue,
 		FrameTimeout: cfg.StompFrameTimeout, MaxHeartBeat: cfg.StompMaxHeartBeat,
 		MaxConnsPerUser: cfg.StompMaxUserConns, MaxConns: cfg.StompMaxConns, SendBuffer: cfg.StompSendBuffer,
-		MaxSubscriptions: cfg.StompMaxSubs, MaxHeaders: cfg.StompMaxHeaders,
+		MaxSubscriptions: cfg.StompMaxSubs, MaxHeaders: cfg.StompMaxHeaders, WriteDelay: cfg.StompWriteDelay,
 		Server: "parley/" + version, Registerer: m.registry, Sessions: sessions,
 		Events: m.events, OnPresence: onPresence,
 	})

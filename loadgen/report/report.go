@@ -57,6 +57,15 @@ func WriteText(w io.Writer, res *loadgen.Result) error {
 		}
 		row("drain", "%.2f s", m.DrainTime)
 	}
+	if b := res.BigRoom; b != nil {
+		row("members", "%d sessions subscribed, %d sending", b.Members, b.Senders)
+		row("late", "%d deliveries over %s ms (%.3f%%)", b.Late, num(b.LateMs), 100*b.LateRate)
+		if b.RSSPeak > 0 {
+			row("server RSS", "%s connected, %s peak, %s at the end", mib(b.RSSConnected), mib(b.RSSPeak), mib(b.RSSEnd))
+		} else {
+			row("server RSS", "n.a. (give --server-pid for a server without Parley's /metrics)")
+		}
+	}
 	if s := res.Seats; s != nil {
 		row("rooms", "%s × %s", count(s.Rooms, "room"), count(s.Capacity, "seat"))
 		row("joins", "%d joined (201), %d refused room_full (409)", s.Joined, s.Full)
@@ -92,7 +101,13 @@ func shapeText(res *loadgen.Result) string {
 	case loadgen.Connections:
 		parts = append(parts, fmt.Sprintf("%s, held %gs", count(s.Conns, "connection"), s.Duration))
 		return strings.Join(parts, ", ")
-	case loadgen.Group, loadgen.Direct:
+	case loadgen.Group, loadgen.Direct, loadgen.BigRoom:
+		if s.Senders > 0 {
+			parts = append(parts, count(s.Senders, "sender"))
+		}
+		if s.SessionsPerUser > 1 {
+			parts = append(parts, fmt.Sprintf("%d sessions per user", s.SessionsPerUser))
+		}
 		if s.MaxInterval > 0 {
 			parts = append(parts, fmt.Sprintf("one message every %g–%gs each", s.MinInterval, s.MaxInterval))
 		} else {
