@@ -161,10 +161,13 @@ func (s *sender) run() {
 	}
 }
 
-// sendBody is the text of the message with client-id cid: the same on
-// every attempt, since the server refuses a client-id sent again with
-// another body (conflict) and answers a true repeat with the original.
-func sendBody(cid, pad string) string { return cid + " " + pad }
+// sendBody is the text of the message with client-id cid, first tried at
+// first: the same on every attempt, since the server refuses a client-id
+// sent again with another body (conflict) and answers a true repeat with
+// the original. The time in it is what subscribers measure latency from.
+func sendBody(cid string, first time.Time, pad string) string {
+	return fmt.Sprintf("%s %d %s", cid, first.UnixNano(), pad)
+}
 
 // deliver sends r until it is receipted (true) or abort ends (false).
 func (s *sender) deliver(r *sendRec, pad string) bool {
@@ -173,7 +176,7 @@ func (s *sender) deliver(r *sendRec, pad string) bool {
 			continue
 		}
 		s.l.tried(r)
-		err := s.conn.write(sendFrame(s.room, r.cid, sendBody(r.cid, pad)))
+		err := s.conn.write(sendFrame(s.room, r.cid, sendBody(r.cid, r.first, pad)))
 		var f *stomp.Frame
 		if err == nil {
 			f, err = s.conn.next(20 * time.Second)
@@ -392,9 +395,11 @@ func (s *subscriber) read(ctx context.Context, c *stompConn) {
 	}
 }
 
-// message records a MESSAGE read at now. A seq past the next one is a
-// gap: the live stream was cut (design §5), so the message is not taken
-// and message returns false for the subscriber to resume with since-seq.
+// message records a MESSAGE read at now, with its latency from the
+// message's first attempt (the time in its body, see sendBody). A seq
+// past the next one is a gap: the live stream was cut (design §5), so the
+// message is not taken and message returns false for the subscriber to
+// resume with since-seq.
 func (s *subscriber) message(f *stomp.Frame, now time.Time) bool {
 	seq, _ := strconv.ParseInt(string(f.Get("seq")), 10, 64)
 	var lat time.Duration

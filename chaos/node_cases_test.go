@@ -336,7 +336,7 @@ func testSIGTERM(t *testing.T) {
 			mine = mine[len(mine)-5:]
 		}
 		for _, r := range mine {
-			if err := c.write(sendFrame(room, r.cid, sendBody(r.cid, strings.Repeat("x", snd.pad)))); err != nil {
+			if err := c.write(sendFrame(room, r.cid, sendBody(r.cid, r.first, strings.Repeat("x", snd.pad)))); err != nil {
 				t.Fatal(err)
 			}
 			f, err := c.next(10 * time.Second)
