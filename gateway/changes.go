@@ -180,21 +180,5 @@ func (s *session) replay(sub *subscription, after int64) error {
 // deliverEventWait queues a replayed event, waiting while the queue is
 // over half full (as deliverWait does for history).
 func (sub *subscription) deliverEventWait(ctx context.Context, ev *hub.RoomEvent) error {
-	e := sub.encodedEvent(ev)
-	s := sub.s
-	cfg := &s.srv.cfg
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for !s.dead && ctx.Err() == nil && s.q != nil &&
-		(len(s.q.items) >= cfg.QueueFrames/2 || s.q.bytes >= cfg.QueueBytes/2) {
-		s.room.Wait()
-	}
-	if s.dead {
-		return errClosed
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.enqueueLocked(outItem{ev: ev, sub: sub}, e.size+len(sub.id))
-	return nil
+	return sub.enqueueWait(ctx, outItem{ev: ev, sub: sub}, sub.encodedEvent(ev).size)
 }

@@ -52,7 +52,13 @@ func (sub *subscription) Lagged() {
 // deliverWait queues a history message, waiting while the queue is over
 // half full, so that a long catch-up is paced by the client's reading.
 func (sub *subscription) deliverWait(ctx context.Context, m *hub.Message) error {
-	e := sub.encoded(m)
+	return sub.enqueueWait(ctx, outItem{msg: m, sub: sub}, sub.encoded(m).size)
+}
+
+// enqueueWait queues it (of encoded size size) once the session's queue
+// is at most half full, or fails with errClosed or ctx's error: the
+// pacing of every replay from the store (history, since-change).
+func (sub *subscription) enqueueWait(ctx context.Context, it outItem, size int) error {
 	s := sub.s
 	cfg := &s.srv.cfg
 	s.mu.Lock()
@@ -67,7 +73,7 @@ func (sub *subscription) deliverWait(ctx context.Context, m *hub.Message) error 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	s.enqueueLocked(outItem{msg: m, sub: sub}, e.size+len(sub.id))
+	s.enqueueLocked(it, size+len(sub.id))
 	return nil
 }
 
