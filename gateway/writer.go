@@ -151,12 +151,41 @@ func (s *session) startWriterSoonLocked() {
 		s.startWriterLocked()
 		return
 	}
-	s.writing, s.delay.pending = true, true
+	s.writing = true
+	s.armDelayLocked(wait)
+}
+
+// armDelayLocked sets the writer's delayed start to run after wait; the
+// caller has set s.writing.
+func (s *session) armDelayLocked(wait time.Duration) {
+	s.delay.pending = true
 	if s.delay.timer == nil {
 		s.delay.timer = time.AfterFunc(wait, s.writeFn)
 	} else {
 		s.delay.timer.Reset(wait)
 	}
+}
+
+// waitForDelayLocked is the writer's check after a write: when items (the
+// frames queued during it) are all MESSAGEs and the session is open, it
+// sets the delayed start for what is left of Config.WriteDelay and reports
+// true, so the writer returns with s.writing still set. A frame of any
+// other kind, or a closing session, writes at once.
+func (s *session) waitForDelayLocked(items []outItem) bool {
+	if s.srv.cfg.WriteDelay <= 0 || len(items) == 0 || s.closed || s.closeAfter {
+		return false
+	}
+	for i := range items {
+		if items[i].msg == nil {
+			return false
+		}
+	}
+	wait := writeWait(s.lastWrite, time.Now(), s.srv.cfg.WriteDelay)
+	if wait <= 0 {
+		return false
+	}
+	s.armDelayLocked(wait)
+	return true
 }
 
 // writeWait is how long a MESSAGE queued at now waits for the writer of a
@@ -176,10 +205,20 @@ func writeWait(last, now time.Time, delay time.Duration) time.Duration {
 func (s *session) writeLoop() {
 	bp := bufPool.Get().(*[]byte)
 	var spare *queue
+	wrote := false
 	for {
 		s.mu.Lock()
 		s.delay.pending = false
 		batch := s.q
+		if wrote && batch != nil && s.waitForDelayLocked(batch.items) {
+			// MESSAGEs queued during the last write wait for the
+			// delay like any other: the timer runs a new writer.
+			s.mu.Unlock()
+			putQueue(spare)
+			*bp = (*bp)[:0]
+			bufPool.Put(bp)
+			return
+		}
 		if batch == nil || len(batch.items) == 0 || s.closed {
 			s.writing = false
 			closeNow := s.closeAfter || s.closed
@@ -205,6 +244,7 @@ func (s *session) writeLoop() {
 		s.room.Broadcast()
 
 		err := s.writeBatch(bp, batch.items)
+		wrote = true
 		clear(batch.items)
 		batch.items, batch.bytes = batch.items[:0], 0
 		spare = batch
