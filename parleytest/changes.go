@@ -21,6 +21,8 @@ func testChanges(t *testing.T, newStore NewStoreFunc) {
 		{"ChangedPaging", testChangedPaging},
 		{"Search", testSearch},
 		{"SearchPaging", testSearchPaging},
+		{"ChangeKeys", testChangeKeys},
+		{"ChangeKeysConcurrent", testChangeKeysConcurrent},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore) })
 	}
