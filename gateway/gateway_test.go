@@ -175,7 +175,7 @@ func TestHeartBeatsKeepAlive(t *testing.T) {
 	const (
 		offerSend  = 10 * time.Millisecond  // the server could send this often...
 		clientRecv = 20 * time.Millisecond  // ...but the client wants one every 20 ms
-		recvEvery  = 100 * time.Millisecond // the server wants to hear every 100 ms
+		recvEvery  = 500 * time.Millisecond // the server wants to hear every 500 ms (wide: a loaded -race run can stall a goroutine for 200 ms)
 		clientSend = 10 * time.Millisecond  // and the client sends every 10 ms
 	)
 	cfg := Config{HeartBeat: stomp.HeartBeat{Send: offerSend, Receive: recvEvery}}
@@ -184,7 +184,7 @@ func TestHeartBeatsKeepAlive(t *testing.T) {
 		c := e.dial(t, tr)
 		start := time.Now()
 		c.send(frame("CONNECT", "", "accept-version:1.2", "passcode:token-alice", "heart-beat:10,20"))
-		c.expect("CONNECTED", "heart-beat:10,100")
+		c.expect("CONNECTED", "heart-beat:10,500")
 		negotiated, _ := stomp.NegotiateHeartBeat(stomp.HeartBeat{Send: clientSend, Receive: clientRecv}, cfg.HeartBeat)
 
 		// The client's heart-beats: EOLs on a ticker, and no frames.
