@@ -91,12 +91,13 @@ func ParseQuery(s string) (Query, error) {
 	}
 	var q Query
 	seen := map[string]bool{}
-	EachWord(s, func(w string) {
+	for _, w := range strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) }) {
+		w = strings.ToLower(w)
 		if !seen[w] {
 			seen[w] = true
 			q.Terms = append(q.Terms, w)
 		}
-	})
+	}
 	switch {
 	case len(q.Terms) == 0:
 		return Query{}, Errorf(CodeInvalid, "q must have at least one word (letters or digits)")
@@ -106,28 +107,19 @@ func ParseQuery(s string) (Query, error) {
 	return q, nil
 }
 
-// EachWord calls f with each word of s, in order, repeats included, case
-// folded: the words ParseQuery reads from a search, and a store that
-// tokenises text itself reads from a message. A word is a run of letters
-// and digits (unicode.IsLetter, unicode.IsNumber) folded by
-// strings.ToLower.
-func EachWord(s string, f func(w string)) {
-	start := -1
-	for i, r := range s {
-		if unicode.IsLetter(r) || unicode.IsNumber(r) {
-			if start < 0 {
-				start = i
-			}
-			continue
+// FTS returns q in SQLite FTS5's query syntax: each word a quoted string,
+// all of them required.
+func (q Query) FTS() string {
+	var b strings.Builder
+	for i, t := range q.Terms {
+		if i > 0 {
+			b.WriteByte(' ')
 		}
-		if start >= 0 {
-			f(strings.ToLower(s[start:i]))
-			start = -1
-		}
+		b.WriteByte('"')
+		b.WriteString(strings.ReplaceAll(t, `"`, `""`)) // never needed: words hold no quote
+		b.WriteByte('"')
 	}
-	if start >= 0 {
-		f(strings.ToLower(s[start:]))
-	}
+	return b.String()
 }
 
 // Text returns the words separated by spaces (for PostgreSQL's

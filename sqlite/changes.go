@@ -34,14 +34,16 @@ func (q *changeWrites) all() []*query {
 				WHERE room_id = ? AND seq = ?`},
 			tombstone: &query{kind: "delete_message", text: `UPDATE messages SET body = '', deleted_at = ?, change = ?
 				WHERE room_id = ? AND seq = ?`},
-			// A contentless table forgets a row when told the terms it
-			// was indexed with.
-			ftsDelete: &query{kind: "fts_delete", text: `INSERT INTO search_terms (search_terms, rowid, terms)
+			// An external-content table forgets a row when told its old
+			// text: exactly what was indexed.
+			ftsDelete: &query{kind: "fts_delete", text: `INSERT INTO messages_fts (messages_fts, rowid, body)
 				VALUES ('delete', ?, ?)`},
-			ftsPut: &query{kind: "fts_insert", text: `INSERT INTO search_terms (rowid, terms) VALUES (?, ?)`},
+			ftsPut: &query{kind: "fts_insert", text: `INSERT INTO messages_fts (rowid, body) VALUES (?, ?)`},
 		}
 		for i, n := range chunkSizes {
-			q.ftsInsert[i] = &query{kind: "fts_insert", text: `INSERT INTO search_terms (rowid, terms) VALUES ` + values(n, 2)}
+			q.ftsInsert[i] = &query{kind: "fts_insert", text: `INSERT INTO messages_fts (rowid, body)
+				SELECT (r.num << 36) | v.column2, v.column3 FROM (VALUES ` + values(n, 3) + `) AS v
+				JOIN rooms r ON r.id = v.column1`}
 		}
 	}
 	return append([]*query{q.messageAt, q.bumpChange, q.edit, q.tombstone, q.ftsDelete, q.ftsPut}, q.ftsInsert[:]...)
@@ -49,7 +51,7 @@ func (q *changeWrites) all() []*query {
 
 // changeReads are the readers' statements of changed_after and search.
 type changeReads struct {
-	changed, roomNum, searchRoom, roomNums, search *query
+	changed, roomNum, searchRoom, search *query
 }
 
 func (q *changeReads) all() []*query {
@@ -60,29 +62,23 @@ func (q *changeReads) all() []*query {
 			changed: &query{kind: "changed", text: `SELECT ` + msgCols + ` FROM messages
 				WHERE room_id = ? AND change > 0 AND change > ? ORDER BY change LIMIT ?`},
 			roomNum: &query{kind: "room_num", text: `SELECT num FROM rooms WHERE id = ?`},
-			// ?2 holds room ?1's terms: the index's rows are the room's.
 			searchRoom: &query{kind: "search_room", text: `SELECT ` + msgColsOf("m") + `
-				FROM search_terms f CROSS JOIN messages m ON m.room_id = ?1 AND m.seq = (f.rowid & ` + seqMask + `)
-				WHERE search_terms MATCH ?2 AND f.rowid >= ?3 AND f.rowid < ?4
+				FROM messages_fts f CROSS JOIN messages m ON m.room_id = ?1 AND m.seq = (f.rowid & ` + seqMask + `)
+				WHERE messages_fts MATCH ?2 AND f.rowid >= ?3 AND f.rowid < ?4
 				ORDER BY f.rowid DESC LIMIT ?5`},
-			// The numbers of the user's rooms, to make the query's terms.
-			roomNums: &query{kind: "search_rooms", text: `SELECT r.num FROM members mb JOIN rooms r ON r.id = mb.room_id
-				WHERE mb.user_id = ?`},
-			// ?2 holds the terms of the user's rooms (or, for a user in
-			// many rooms, of every room: roomsMatch). Membership is read
-			// again here, in the statement that reads the hits: a room
-			// left since roomNums is not searched.
+			// The user's rooms are read once into a set; each match of
+			// the index in one of them joins its room and message by key.
 			search: &query{kind: "search", text: `SELECT ` + msgColsOf("m") + `, ` + roomColsOf("r") + `
-				FROM search_terms f
+				FROM messages_fts f
 				CROSS JOIN rooms r ON r.num = (f.rowid >> 36)
 				CROSS JOIN messages m ON m.room_id = r.id AND m.seq = (f.rowid & ` + seqMask + `)
-				WHERE search_terms MATCH ?2
+				WHERE messages_fts MATCH ?2
 					AND (f.rowid >> 36) IN (SELECT rr.num FROM members mb JOIN rooms rr ON rr.id = mb.room_id WHERE mb.user_id = ?1)
 					AND (m.sent_at, m.room_id, m.seq) < (?3, ?4, ?5)
 				ORDER BY m.sent_at DESC, m.room_id DESC, m.seq DESC LIMIT ?6`},
 		}
 	}
-	return []*query{q.changed, q.roomNum, q.searchRoom, q.roomNums, q.search}
+	return []*query{q.changed, q.roomNum, q.searchRoom, q.search}
 }
 
 // seqMask keeps the seq of a full-text key (num << 36 | seq).

@@ -93,43 +93,6 @@ func migrate(ctx context.Context, db *sql.DB, apply bool) (schema.Status, error)
 	return st, nil
 }
 
-// afterSQL holds the part of a migration that SQL cannot do, by version:
-// it runs after the migration's file, in its transaction. Like the file,
-// once released it is never changed (a change is a new migration), and it
-// uses only what its version's schema has.
-var afterSQL = map[int]func(ctx context.Context, tx *sql.Tx) error{
-	5: fillSearchTerms,
-}
-
-// fillSearchTerms is the rest of 0005_search_terms.sql: it indexes every
-// message but the tombstones as its room's terms (terms.go).
-func fillSearchTerms(ctx context.Context, tx *sql.Tx) error {
-	rows, err := tx.QueryContext(ctx, `SELECT r.num, m.seq, m.body FROM messages m JOIN rooms r ON r.id = m.room_id
-		WHERE m.deleted_at IS NULL`)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	ins, err := tx.PrepareContext(ctx, `INSERT INTO search_terms (rowid, terms) VALUES (?, ?)`)
-	if err != nil {
-		return err
-	}
-	defer ins.Close()
-	var buf []byte
-	for rows.Next() {
-		var num, seq int64
-		var body string
-		if err := rows.Scan(&num, &seq, &body); err != nil {
-			return err
-		}
-		buf = appendTerms(buf[:0], num, body)
-		if _, err := ins.ExecContext(ctx, ftsKey(num, seq), string(buf)); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
-}
-
 // noMigrationTable reports whether db has no schema_migrations table: a
 // database no migration ever ran on.
 func noMigrationTable(ctx context.Context, db *sql.DB) bool {
@@ -158,11 +121,6 @@ func applyMigration(ctx context.Context, db *sql.DB, m schema.Migration) (applie
 	}
 	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 		return false, fmt.Errorf("migration %s: %w", m.Name, err)
-	}
-	if after := afterSQL[m.Version]; after != nil {
-		if err := after(ctx, tx); err != nil {
-			return false, fmt.Errorf("migration %s: %w", m.Name, err)
-		}
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
 		m.Version, m.Name, parley.Now().UnixMicro()); err != nil {

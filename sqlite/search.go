@@ -9,11 +9,11 @@ import (
 	"parley"
 )
 
-// The full-text index is the FTS5 table search_terms (migration 0005,
-// terms.go): each message's words as terms of its room, under the key
-// num << 36 | seq, num being the room's number. A search in a room reads
-// its words' terms of that room, newest first; a search over a user's
-// rooms reads their terms of each of the user's rooms.
+// The full-text index is the FTS5 table messages_fts (migration 0003): an
+// external-content table whose key is num << 36 | seq, num being the room's
+// number. A room's messages are one range of keys, so a search in a room
+// is a range of the index read newest first, and a search over a user's
+// rooms keeps the matches whose room number is one of theirs.
 
 // indexMessages adds new messages to the full-text index, one grouped
 // statement per chunk, in the send's transaction.
@@ -24,7 +24,7 @@ func (w *wtx) indexMessages(stored []*sendItem) error {
 	return chunks(len(stored), func(start, size, qi int) error {
 		args := w.args[:0]
 		for _, it := range stored[start : start+size] {
-			args = append(args, ftsKey(it.num, it.msg.Seq), termsOf(it.num, it.msg.Body))
+			args = append(args, it.msg.RoomID, it.msg.Seq, it.msg.Body)
 		}
 		w.args = args
 		_, err := w.stmt(w.s.wq.changes.ftsInsert[qi]).Exec(args...)
@@ -39,13 +39,13 @@ func (w *wtx) reindex(num, seq int64, old, body string) error {
 		return nil
 	}
 	key := ftsKey(num, seq)
-	if _, err := w.exec(w.s.wq.changes.ftsDelete, key, termsOf(num, old)); err != nil {
+	if _, err := w.exec(w.s.wq.changes.ftsDelete, key, old); err != nil {
 		return err
 	}
 	if body == "" {
 		return nil
 	}
-	_, err := w.exec(w.s.wq.changes.ftsPut, key, termsOf(num, body))
+	_, err := w.exec(w.s.wq.changes.ftsPut, key, body)
 	return err
 }
 
@@ -69,7 +69,7 @@ func (s *Store) SearchRoom(ctx context.Context, roomID string, q parley.Query, b
 	}
 	sq := s.rq.changes.searchRoom
 	sq.count()
-	rows, err := sq.stmt.QueryContext(ctx, roomID, roomMatch(q, num), ftsKey(num, 0), ftsKey(num, before), limit)
+	rows, err := sq.stmt.QueryContext(ctx, roomID, q.FTS(), ftsKey(num, 0), ftsKey(num, before), limit)
 	if err != nil {
 		return nil, s.readErr("search", err)
 	}
@@ -94,13 +94,9 @@ func (s *Store) Search(ctx context.Context, userID string, q parley.Query, curso
 	if ok {
 		at, room, seq = c.At.UnixMicro(), c.RoomID, c.Seq
 	}
-	nums, err := s.roomNums(ctx, userID)
-	if err != nil || len(nums) == 0 {
-		return nil, "", err
-	}
 	sq := s.rq.changes.search
 	sq.count()
-	rows, err := sq.stmt.QueryContext(ctx, userID, roomsMatch(q, nums), at, room, seq, limit+1)
+	rows, err := sq.stmt.QueryContext(ctx, userID, q.FTS(), at, room, seq, limit+1)
 	if err != nil {
 		return nil, "", s.readErr("search", err)
 	}
@@ -130,27 +126,4 @@ func (s *Store) Search(ctx context.Context, userID string, q parley.Query, curso
 		next = parley.CursorAfter(hits[limit-1].Message).String()
 	}
 	return hits, next, nil
-}
-
-// roomNums returns the numbers of the user's rooms.
-func (s *Store) roomNums(ctx context.Context, userID string) ([]int64, error) {
-	rq := s.rq.changes.roomNums
-	rq.count()
-	rows, err := rq.stmt.QueryContext(ctx, userID)
-	if err != nil {
-		return nil, s.readErr("search", err)
-	}
-	defer rows.Close()
-	var nums []int64
-	for rows.Next() {
-		var n int64
-		if err := rows.Scan(&n); err != nil {
-			return nil, s.readErr("search", err)
-		}
-		nums = append(nums, n)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.readErr("search", err)
-	}
-	return nums, nil
 }

@@ -42,8 +42,7 @@ type sendItem struct {
 	m   parley.NewMessage
 	now int64
 	msg parley.Message
-	num int64 // its room's number (the search index's key)
-	ok  bool  // its room exists: it is stored
+	ok  bool // its room exists: it is stored
 }
 
 // roomBump is a room of a group and how far its seq moves.
@@ -53,7 +52,6 @@ type roomBump struct {
 	room  parley.Room
 	found bool
 	next  int64 // the seq of the room's next message while assigning
-	num   int64 // the room's number
 }
 
 // flushSends stores the group of Sends and sets their results, in the
@@ -173,13 +171,12 @@ func (w *wtx) bumpRooms(items []sendItem) (map[string]*roomBump, error) {
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var num int64
-			r, err := scanRoom(scanWith{rows, &num})
+			r, err := scanRoom(rows)
 			if err != nil {
 				return err
 			}
 			b := bumps[r.ID]
-			b.room, b.found, b.next, b.num = r, true, r.LastSeq-int64(b.n)+1, num
+			b.room, b.found, b.next = r, true, r.LastSeq-int64(b.n)+1
 		}
 		return rows.Err()
 	})
@@ -197,7 +194,7 @@ func number(items []sendItem, bumps map[string]*roomBump) []*sendItem {
 			it.r.Out, it.r.Err = result{}, errRoomNotFound(it.m.RoomID)
 			continue
 		}
-		it.ok, it.num = true, b.num
+		it.ok = true
 		it.msg = parley.Message{
 			ID: messageID(it.now), RoomID: it.m.RoomID, Seq: b.next, SenderID: it.m.SenderID,
 			SenderName: it.m.SenderName, Body: it.m.Body, ClientID: it.m.ClientID, SentAt: fromMicro(it.now),
