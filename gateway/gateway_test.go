@@ -431,3 +431,21 @@ func TestOrigin(t *testing.T) {
 		}
 	}
 }
+
+// TestBlockingReadFallback: a session the poller cannot watch (here the
+// poller is closed, as on a platform without epoll) reads blocking for its
+// whole life: frames after the first are still read.
+func TestBlockingReadFallback(t *testing.T) {
+	forEachTransport(t, Config{}, func(t *testing.T, e *env, tr string) {
+		e.srv.poll.close()
+		alice := e.chat.addUser("alice")
+		e.chat.addRoom("r1", alice)
+		a := e.dial(t, tr)
+		a.connect("alice")
+		for i := range 3 {
+			id := "s" + strconv.Itoa(i)
+			a.send(frame("SUBSCRIBE", "", "id:"+id, "destination:/topic/rooms.r1", "receipt:"+id))
+			a.expect("RECEIPT", "receipt-id:"+id)
+		}
+	})
+}
