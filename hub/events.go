@@ -58,6 +58,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
+// DefaultTypingMaxMembers is the largest room with typing events, by
+// default: the size up to which read events are sent too. Past it "… is
+// typing" is noise more than news, and one typist would cost a delivery to
+// every member every 2 s.
+const DefaultTypingMaxMembers = 100
+
 // Event kinds, the value of the event header.
 const (
 	KindMember  = "member"
@@ -203,6 +209,11 @@ type EventsConfig struct {
 	// ReadMaxMembers: rooms with more members have no read events.
 	// Default 100.
 	ReadMaxMembers int
+	// TypingMaxMembers: rooms with more members have no typing events
+	// (signals are absorbed, counted, and not sent to other nodes), so
+	// that one typist costs at most this many deliveries every
+	// TypingEvery. Default DefaultTypingMaxMembers.
+	TypingMaxMembers int
 	// PresenceQuiet is how long a user's presence must stay unchanged
 	// before it is announced. Default 5 s.
 	PresenceQuiet time.Duration
@@ -301,6 +312,9 @@ func NewEvents(cfg EventsConfig) *Events {
 	def(&cfg.PresenceQuiet, 5*time.Second)
 	if cfg.ReadMaxMembers <= 0 {
 		cfg.ReadMaxMembers = 100
+	}
+	if cfg.TypingMaxMembers <= 0 {
+		cfg.TypingMaxMembers = DefaultTypingMaxMembers
 	}
 	if cfg.MaxQueue <= 0 {
 		cfg.MaxQueue = 1 << 16
@@ -663,8 +677,15 @@ func (e *Events) leave(roomID, userID, reason string) {
 	}
 }
 
-// typing sends a typing event that passed the throttle (letTyping).
+// typing sends a typing event that passed the throttle (letTyping), but
+// in a room of more than TypingMaxMembers members (checked here, on the
+// dispatcher, from the members cache: the intake stays a map lookup).
 func (e *Events) typing(roomID, userID string, remote bool) {
+	ids, err := e.members(roomID)
+	if err != nil || len(ids) > e.cfg.TypingMaxMembers {
+		e.m.typingCapped.Inc()
+		return
+	}
 	if !remote && e.cfg.OnTyping != nil {
 		e.cfg.OnTyping(roomID, userID)
 	}
@@ -677,7 +698,10 @@ func (e *Events) typing(roomID, userID string, remote bool) {
 	}{roomID, userID})
 	re := &RoomEvent{ID: parley.NewID(), Kind: KindTyping, RoomID: roomID, Headers: [][2]string{{"user", userID}}, Body: body, from: userID}
 	if e.cfg.TypingBatch < 0 {
-		e.toRoom(re, userID, "")
+		if !e.hasUserSubs() {
+			ids = nil
+		}
+		e.toMembers(re, ids, userID)
 		return
 	}
 	waiting := e.typingWait[roomID]
@@ -1076,6 +1100,7 @@ type eventMetrics struct {
 	subs         prometheus.Gauge
 	dropped      prometheus.Counter
 	absorbed     prometheus.Counter
+	typingCapped prometheus.Counter
 	lookupErrors prometheus.Counter
 }
 
@@ -1096,12 +1121,15 @@ func newEventMetrics(reg prometheus.Registerer) eventMetrics {
 		absorbed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_room_events_typing_absorbed_total", Help: "Typing signals absorbed by the per-user, per-room throttle.",
 		}),
+		typingCapped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_room_events_typing_capped_total", Help: "Typing signals dropped because their room has more members than the typing cap (or its members could not be read).",
+		}),
 		lookupErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_room_events_lookup_errors_total", Help: "Failed member, membership or presence lookups of room events.",
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.events, m.fanout, m.subs, m.dropped, m.absorbed, m.lookupErrors)
+		reg.MustRegister(m.events, m.fanout, m.subs, m.dropped, m.absorbed, m.typingCapped, m.lookupErrors)
 	}
 	return m
 }

@@ -232,6 +232,47 @@ func TestEventsTypingThrottle(t *testing.T) {
 	}
 }
 
+// TestEventsTypingRoomCap: a room of more than TypingMaxMembers (100 by
+// default) members has no typing events, here nor on other nodes (no
+// OnTyping); a room at the cap has them.
+func TestEventsTypingRoomCap(t *testing.T) {
+	env := newEvEnv(t, EventsConfig{TypingBatch: -1})
+	env.ev.cfg.OnTyping = func(roomID, userID string) {
+		env.mu.Lock()
+		env.typed = append(env.typed, roomID+":"+userID)
+		env.mu.Unlock()
+	}
+	for _, room := range []struct {
+		id string
+		n  int
+	}{{"small", 100}, {"big", 101}} {
+		ids := []string{"alice", "bob"}
+		for i := len(ids); i < room.n; i++ {
+			ids = append(ids, fmt.Sprintf("u%d", i))
+		}
+		env.rooms.members[room.id] = ids
+	}
+	small, big := &evRecorder{}, &evRecorder{}
+	env.ev.Subscribe(&EventSub{To: small, UserID: "bob", RoomID: "small"})
+	env.ev.Subscribe(&EventSub{To: big, UserID: "bob", RoomID: "big"})
+	env.ev.Typing("small", "alice")
+	env.ev.Typing("big", "alice")
+	env.ev.ApplyRemote(parley.Event{Kind: parley.EventTyping, Room: parley.Room{ID: "big"}, UserID: "u7"})
+	env.sync(t)
+	if got := small.kinds(); !equal(got, []string{"typing:alice"}) {
+		t.Errorf("room of 100: %v, want typing:alice", got)
+	}
+	if got := big.kinds(); len(got) != 0 {
+		t.Errorf("room of 101: %v, want no typing events", got)
+	}
+	env.mu.Lock()
+	typed := append([]string(nil), env.typed...)
+	env.mu.Unlock()
+	if !equal(typed, []string{"small:alice"}) {
+		t.Errorf("forwarded to other nodes: %v, want small:alice only", typed)
+	}
+}
+
 func TestEventsReadCoalescing(t *testing.T) {
 	env := newEvEnv(t, EventsConfig{})
 	env.rooms.members["r1"] = []string{"alice", "bob", "carol"}

@@ -19,7 +19,7 @@ import (
 // cluster, and reads m.gateway and m.cluster lazily (they are set before
 // the listeners start, and only a listener can cause an event).
 func (m *Main) openEvents(clustered bool, reads parley.Store) {
-	cfg := hub.EventsConfig{Rooms: reads, Seen: seenOf{m}, Registerer: m.registry}
+	cfg := hub.EventsConfig{Rooms: reads, Seen: seenOf{m}, TypingMaxMembers: m.Config.TypingMaxMembers, Registerer: m.registry}
 	if clustered {
 		cfg.OnTyping = func(roomID, userID string) {
 			m.cluster.relay.Signal(parley.Event{Kind: parley.EventTyping, Room: parley.Room{ID: roomID}, UserID: userID})

@@ -76,6 +76,8 @@ type Config struct {
 	StompMaxSubs      int           // subscriptions per STOMP connection
 	StompMaxHeaders   int           // headers per STOMP frame from a client
 
+	TypingMaxMembers int // rooms with more members have no typing events
+
 	HTTPReadTimeout  time.Duration // most time to read a request, headers and body; 0: none
 	HTTPWriteTimeout time.Duration // most time from a request's headers to the end of its response; 0: none
 
@@ -127,6 +129,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.StompMaxConns, "stomp-max-conns", 10000, "STOMP connections this node holds, signed in or not; over it /ws answers 503 and raw TCP gets ERROR unavailable")
 	fs.IntVar(&c.StompMaxSubs, "stomp-max-subscriptions", 256, "subscriptions one STOMP connection may hold; the next SUBSCRIBE gets ERROR invalid")
 	fs.IntVar(&c.StompMaxHeaders, "stomp-max-headers", 64, "headers one STOMP frame from a client may carry, else ERROR too_large")
+	fs.IntVar(&c.TypingMaxMembers, "typing-max-members", hub.DefaultTypingMaxMembers, "rooms with more members than this have no typing events (signals are accepted and absorbed), so one typist costs at most this many deliveries every 2 s")
 	fs.IntVar(&c.StompSendBuffer, "stomp-send-buffer", 64<<10, "kernel send buffer (SO_SNDBUF) of each STOMP connection in bytes, so that a client that stops reading is found by --stomp-queue (-1: the system's autotuned buffer)")
 	fs.DurationVar(&c.StompMaxHeartBeat, "stomp-max-heartbeat", time.Minute, "largest heart-beat interval accepted from a STOMP client, either way (a larger one is taken as this)")
 	fs.StringVar(&c.Store, "store", "", "store: empty for SQLite in --data, or postgres://user@host:port/db (cluster mode)")
@@ -210,6 +213,9 @@ func (m *Main) Open(ctx context.Context) error {
 	sendLimit, err := cfg.restSendLimit()
 	if err != nil {
 		return err
+	}
+	if cfg.TypingMaxMembers < 0 {
+		return fmt.Errorf("--typing-max-members %d: want 1 or more", cfg.TypingMaxMembers)
 	}
 	// The store reports each commit, in order, to the sinks. They are set
 	// once, below, before the listeners start: only a listener can cause
