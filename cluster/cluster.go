@@ -128,7 +128,7 @@ type Config struct {
 	// (changes.go).
 	ApplyChanges func(evs []parley.Event)
 	// Events, when set, takes the room events other nodes send: joins,
-	// leaves, role and room changes, edits and deletions, typing and
+	// leaves, role and room changes, unbans, edits and deletions, typing and
 	// coalesced reads (hub.Events.ApplyRemote). It must not block.
 	Events func(ev parley.Event)
 	// GapWait is how long a message waits for an older one before the
@@ -312,7 +312,7 @@ func (r *Relay) Apply(evs []parley.Event) {
 	for _, ev := range evs {
 		switch ev.Kind {
 		case parley.EventMessage, parley.EventJoin, parley.EventLeave, parley.EventRoom,
-			parley.EventRole, parley.EventRoomInfo, parley.EventEdited, parley.EventDeleted:
+			parley.EventRole, parley.EventRoomInfo, parley.EventUnban, parley.EventEdited, parley.EventDeleted:
 			keep = append(keep, ev)
 		}
 	}
@@ -515,7 +515,7 @@ func (r *Relay) local(ev *parley.Event) {
 		r.offer(ev.Message, rt.members, true)
 	case parley.EventEdited, parley.EventDeleted:
 		r.localChange(ev)
-	case parley.EventJoin, parley.EventLeave, parley.EventRole, parley.EventRoomInfo:
+	case parley.EventJoin, parley.EventLeave, parley.EventRole, parley.EventRoomInfo, parley.EventUnban:
 		// The room's nodes and the user's: the one who left or was
 		// removed has their subscriptions ended there (Reason travels
 		// with the event), and every node's room events hear of it.
@@ -580,7 +580,7 @@ func (r *Relay) receive(b *parley.Batch) {
 			r.cfg.ApplyLeaves([]parley.Event{*ev})
 		}
 		r.toEvents(ev)
-	case parley.EventRole, parley.EventRoomInfo, parley.EventTyping, parley.EventReads:
+	case parley.EventRole, parley.EventRoomInfo, parley.EventUnban, parley.EventTyping, parley.EventReads:
 		r.toEvents(ev)
 	}
 }

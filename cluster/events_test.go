@@ -56,7 +56,7 @@ func hasKind(evs []parley.Event, k parley.EventKind, user string) bool {
 	return slices.ContainsFunc(evs, func(ev parley.Event) bool { return ev.Kind == k && ev.UserID == user })
 }
 
-// TestRoomEventsReachOtherNodes: member events, with a leave's reason,
+// TestRoomEventsReachOtherNodes: member events (unbans too), with a leave's reason,
 // reach the nodes of the room's members, and a typing signal costs one
 // publish per other node with online members.
 func TestRoomEventsReachOtherNodes(t *testing.T) {
@@ -97,10 +97,12 @@ func TestRoomEventsReachOtherNodes(t *testing.T) {
 	relays["a"].Apply([]parley.Event{
 		{Kind: parley.EventRole, Room: parley.Room{ID: "r"}, UserID: "x", Role: parley.RoleAdmin, ActorID: "z"},
 		{Kind: parley.EventLeave, Room: parley.Room{ID: "r"}, UserID: "y", Reason: parley.LeaveBanned, ActorID: "z"},
+		{Kind: parley.EventUnban, Room: parley.Room{ID: "r"}, UserID: "w", ActorID: "z"}, // w is no member
 	})
 	for _, n := range []string{"b", "c"} {
-		logs[n].await(t, "role and leave on node "+n, func(l *eventLog) bool {
-			return hasKind(l.events, parley.EventRole, "x") && hasKind(l.events, parley.EventLeave, "y")
+		logs[n].await(t, "role, leave and unban on node "+n, func(l *eventLog) bool {
+			return hasKind(l.events, parley.EventRole, "x") && hasKind(l.events, parley.EventLeave, "y") &&
+				hasKind(l.events, parley.EventUnban, "w")
 		})
 	}
 	logs["c"].await(t, "y's ban applied on node c", func(l *eventLog) bool {

@@ -81,6 +81,7 @@ const (
 	ActionLeft    = "left"
 	ActionRemoved = "removed"
 	ActionBanned  = "banned"
+	ActionUnban   = "unbanned" // a ban was lifted (the user is not a member): the moderators' ban lists
 	ActionRole    = "role"
 	ActionRoom    = "room" // the room's title or capacity changed
 )
@@ -564,6 +565,8 @@ func (e *Events) commit(ev *parley.Event, remote bool) {
 		e.member(ev, ActionRole, ev.UserID, "")
 	case parley.EventRoomInfo:
 		e.member(ev, ActionRoom, ev.ActorID, "")
+	case parley.EventUnban:
+		e.member(ev, ActionUnban, ev.UserID, "")
 	case parley.EventRead:
 		e.read(room, ev.Room.MemberCount, []parley.Read{{UserID: ev.UserID, Seq: ev.ReadSeq}}, !remote)
 	case parley.EventMessage:

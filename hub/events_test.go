@@ -432,9 +432,16 @@ func TestEventsMemberAndRemoval(t *testing.T) {
 	room.MemberCount = 1
 	env.ev.Apply([]parley.Event{{Kind: parley.EventLeave, Room: room, UserID: "bob", Reason: parley.LeaveBanned, ActorID: "alice"}})
 	env.ev.Apply([]parley.Event{{Kind: parley.EventRoomInfo, Room: room, ActorID: "alice"}})
+	env.ev.Apply([]parley.Event{{Kind: parley.EventUnban, Room: room, UserID: "bob", ActorID: "alice"}})
 	env.sync(t)
-	if got := alice.kinds(); !equal(got, []string{"member:bob:role", "member:bob:banned", "member:alice:room"}) {
+	if got := alice.kinds(); !equal(got, []string{"member:bob:role", "member:bob:banned", "member:alice:room", "member:bob:unbanned"}) {
 		t.Fatalf("alice's events %v", got)
+	}
+	alice.mu.Lock()
+	unban := alice.got[3]
+	alice.mu.Unlock()
+	if unban.Header("actor") != "alice" || unban.RoomID != "r1" {
+		t.Fatalf("unbanned event headers %v, want actor alice in room r1", unban.Headers)
 	}
 	if !bobSub.Removed() || fmt.Sprint(bob.evicted) != "[r1:banned]" {
 		t.Fatalf("bob's room subscription: removed %v, evicted %v", bobSub.Removed(), bob.evicted)

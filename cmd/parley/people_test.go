@@ -135,8 +135,13 @@ func TestAPIPeople(t *testing.T) {
 	if st := admin.do("DELETE", "/api/rooms/"+g.ID+"/members/"+daveUser.ID, nil, nil); st != http.StatusNoContent {
 		t.Errorf("admin removes dave = %d, want 204", st)
 	}
+	// The other moderators' ban lists hear of the unban (a member event).
+	sc := subscribeEvents(t, m, admin.token, g.ID, false)
 	if st := owner.do("DELETE", "/api/rooms/"+g.ID+"/bans/"+carolUser.ID, nil, nil); st != http.StatusNoContent {
 		t.Errorf("unban = %d", st)
+	}
+	if f := nextEvent(t, sc, "member", carolUser.ID); string(f.Get("action")) != "unbanned" || string(f.Get("actor")) != owner.userID(t) {
+		t.Errorf("event after the unban: %v, want member unbanned by the owner", f)
 	}
 	if st := carol.do("POST", "/api/rooms/"+g.ID+"/members", nil, nil); st != http.StatusCreated {
 		t.Errorf("join after unban = %d, want 201", st)
