@@ -245,6 +245,13 @@ type Events struct {
 	wake     chan struct{}
 	done     chan struct{}
 
+	// pmu guards what the member listing is told of presence (Seen): it
+	// reports the state the events last announced for a user whose
+	// change is still in its quiet period. A leaf lock, taken under qmu.
+	pmu      sync.Mutex
+	said     map[string]bool          // users last announced online (absent: offline, or never announced)
+	settling map[string]*settlingUser // users with a change not yet announced or found unchanged
+
 	tmu     sync.Mutex           // guards the typing throttle:
 	typed   map[string]time.Time // room+"\x00"+user -> last typing event let in
 	typedAt int                  // sweep typed when it reaches this size
@@ -296,6 +303,15 @@ type userPresence struct {
 	online bool        // the last announcement (absent entry: offline)
 	gen    uint64      // the pending check's generation
 	stop   func() bool // stops the pending check
+	heard  uint64      // the changes (settlingUser.heard) the pending check covers
+}
+
+// settlingUser is a user whose presence changed and whose quiet period
+// has not ended: the member listing keeps showing online, the state the
+// events last announced.
+type settlingUser struct {
+	online bool
+	heard  uint64 // changes heard at the intake; the check that covers them all ends the spell
 }
 
 // NewEvents returns running Events.
@@ -343,6 +359,8 @@ func NewEvents(cfg EventsConfig) *Events {
 		reads:      map[string]*readWindow{},
 		readsAt:    1024,
 		presence:   map[string]*userPresence{},
+		said:       map[string]bool{},
+		settling:   map[string]*settlingUser{},
 		typingWait: map[string][]*RoomEvent{},
 	}
 	go e.run()
@@ -454,6 +472,7 @@ func (e *Events) enqueue(it evItem, bounded bool) {
 		return
 	}
 	if it.kind == itemPresence && e.queued[it.user] {
+		e.heard(it.user)
 		e.qmu.Unlock() // the queued change restarts the quiet period for both
 		return
 	}
@@ -465,6 +484,7 @@ func (e *Events) enqueue(it evItem, bounded bool) {
 	}
 	if it.kind == itemPresence {
 		e.queued[it.user] = true
+		e.heard(it.user)
 	}
 	e.queue = append(e.queue, it)
 	select { // under qmu: Close closes wake under it
@@ -472,6 +492,88 @@ func (e *Events) enqueue(it evItem, bounded bool) {
 	default:
 	}
 	e.qmu.Unlock()
+}
+
+// heard notes a presence change of userID ("" for anyone announced
+// online) that is on its way to the dispatcher: until its quiet period
+// ends, Seen reports the user as last announced. Called under qmu.
+func (e *Events) heard(userID string) {
+	e.pmu.Lock()
+	defer e.pmu.Unlock()
+	note := func(u string) {
+		st := e.settling[u]
+		if st == nil {
+			st = &settlingUser{online: e.said[u]}
+			e.settling[u] = st
+		}
+		st.heard++
+	}
+	if userID != "" {
+		note(userID)
+		return
+	}
+	for u := range e.said {
+		note(u)
+	}
+}
+
+// heardOf returns the changes of userID heard so far (the dispatcher's
+// check covers them).
+func (e *Events) heardOf(userID string) uint64 {
+	e.pmu.Lock()
+	defer e.pmu.Unlock()
+	if st := e.settling[userID]; st != nil {
+		return st.heard
+	}
+	return 0
+}
+
+// settled records the end of userID's quiet period: online is what the
+// events say of them now, and the listing shows the live state again,
+// unless a change came after the check began (heard), whose own check
+// ends the spell.
+func (e *Events) settled(userID string, online bool, heard uint64) {
+	e.pmu.Lock()
+	defer e.pmu.Unlock()
+	if online {
+		e.said[userID] = true
+	} else {
+		delete(e.said, userID)
+	}
+	if st := e.settling[userID]; st != nil {
+		st.online = online
+		if st.heard == heard {
+			delete(e.settling, userID)
+		}
+	}
+}
+
+// Seen is the member listing's presence (chat.Seen): EventsConfig.Seen's
+// live state, but for a user whose change is in its quiet period, who is
+// shown as the events last announced them (offline if never), so that
+// the listing and the online and offline events agree: a reconnect
+// within the quiet period shows no flip in either.
+func (e *Events) Seen(ctx context.Context, userIDs []string) (map[string]parley.Seen, error) {
+	if e.cfg.Seen == nil {
+		return map[string]parley.Seen{}, nil
+	}
+	live, err := e.cfg.Seen.Seen(ctx, userIDs)
+	if err != nil {
+		return nil, err
+	}
+	e.pmu.Lock()
+	defer e.pmu.Unlock()
+	if len(e.settling) == 0 {
+		return live, nil
+	}
+	for _, id := range userIDs {
+		if st := e.settling[id]; st != nil {
+			p := live[id]
+			p.Online = st.online
+			live[id] = p
+		}
+	}
+	return live, nil
 }
 
 // Close dispatches what is queued, then stops. Pending read windows and
@@ -874,6 +976,7 @@ func (e *Events) armCheck(userID string) {
 	}
 	p.gen++
 	gen := p.gen
+	p.heard = e.heardOf(userID)
 	p.stop = e.cfg.AfterFunc(e.cfg.PresenceQuiet, func() {
 		e.enqueue(evItem{kind: itemCheck, user: userID, gen: gen}, false)
 	})
@@ -898,6 +1001,7 @@ func (e *Events) checkPresence(userID string, gen uint64) {
 		return
 	}
 	st := seen[userID]
+	e.settled(userID, st.Online, p.heard)
 	if st.Online == p.online {
 		if !st.Online {
 			delete(e.presence, userID)

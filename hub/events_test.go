@@ -374,6 +374,69 @@ func TestEventsPresenceDebounce(t *testing.T) {
 	}
 }
 
+// TestEventsSeenFollowsAnnouncements: the member listing's presence
+// (Events.Seen) shows a user whose change is in its quiet period as the
+// events last announced them, so a listing and the online and offline
+// events never disagree: no flip for a quick reconnect in either, and a
+// new state in both once it is announced.
+func TestEventsSeenFollowsAnnouncements(t *testing.T) {
+	env := newEvEnv(t, EventsConfig{})
+	env.rooms.members["r1"] = []string{"alice", "bob"}
+	bob := &evRecorder{}
+	env.ev.Subscribe(&EventSub{To: bob, UserID: "bob", RoomID: "r1"})
+	listed := func(what string, want bool) {
+		t.Helper()
+		got, err := env.ev.Seen(context.Background(), []string{"alice", "bob"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got["alice"].Online != want {
+			t.Fatalf("%s: alice listed online %v, want %v (events so far: %v)", what, got["alice"].Online, want, bob.kinds())
+		}
+	}
+	env.rooms.setOnline("alice", true)
+	env.ev.PresenceChanged("alice")
+	listed("alice's first session, before any event", false)
+	env.sync(t)
+	env.clock.Advance(5 * time.Second)
+	env.sync(t)
+	if got := bob.kinds(); !equal(got, []string{"online:alice"}) {
+		t.Fatalf("events %v, want online:alice", got)
+	}
+	listed("after the online event", true)
+
+	// A reconnect within 5 s: no event, and no flip in the listing.
+	env.rooms.setOnline("alice", false)
+	env.ev.PresenceChanged("alice")
+	listed("alice's session closed, within the quiet period", true)
+	env.sync(t)
+	env.clock.Advance(3 * time.Second)
+	listed("3 s later", true)
+	env.rooms.setOnline("alice", true)
+	env.ev.PresenceChanged("alice")
+	env.sync(t)
+	env.clock.Advance(5 * time.Second)
+	env.sync(t)
+	if got := bob.kinds(); len(got) != 1 {
+		t.Fatalf("events %v after a quick reconnect, want none more", got)
+	}
+	listed("after the quick reconnect", true)
+
+	// Gone for good: listed online until the offline event says otherwise.
+	env.rooms.setOnline("alice", false)
+	env.ev.PresenceChanged("alice")
+	env.sync(t)
+	env.clock.Advance(4999 * time.Millisecond)
+	env.sync(t)
+	listed("just before the offline event", true)
+	env.clock.Advance(time.Millisecond)
+	env.sync(t)
+	if got := bob.kinds(); !equal(got, []string{"online:alice", "offline:alice"}) {
+		t.Fatalf("events %v, want online then offline", got)
+	}
+	listed("after the offline event", false)
+}
+
 // TestEventsPresenceChurn counts what 1,000 connections opening and
 // closing at 200/s cost: every user's quiet period ends with the user
 // offline, as before, so nothing is announced, and the state is read once

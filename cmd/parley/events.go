@@ -40,6 +40,17 @@ func (m *Main) Seen(ctx context.Context, userIDs []string) (map[string]parley.Se
 	return m.gateway.Seen(ctx, userIDs)
 }
 
+// shownSeen is the member listing's presence (chat.Config.Seen): the
+// node's Seen as the room events have announced it (hub.Events.Seen), so
+// that a user in a presence quiet period is listed as the last online or
+// offline event said. It reads m.events lazily (the chat service is made
+// before it; only a listener can ask).
+type shownSeen struct{ m *Main }
+
+func (s shownSeen) Seen(ctx context.Context, userIDs []string) (map[string]parley.Seen, error) {
+	return s.m.events.Seen(ctx, userIDs)
+}
+
 // seenOf is the node's Seen as hub.Events's lookup.
 type seenOf struct{ m *Main }
 

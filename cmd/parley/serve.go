@@ -253,7 +253,7 @@ func (m *Main) Open(ctx context.Context) error {
 
 	svc := chat.New(chat.Config{
 		Store: rp.reads, TokenTTL: cfg.TokenTTL, MaxBody: cfg.MaxBody, KDF: cfg.KDF, Registerer: m.registry,
-		OnRevoke: endSessions, Seen: seenOf{m},
+		OnRevoke: endSessions, Seen: shownSeen{m},
 	})
 	limits, err := cfg.loginLimits()
 	if err != nil {
