@@ -56,8 +56,9 @@ type Chat interface {
 	// Send stores a message from a member; created is false for an
 	// idempotent repeat of clientID.
 	Send(ctx context.Context, u parley.User, roomID, body, clientID string) (m parley.Message, created bool, err error)
-	// MarkRead moves a member's read position forward to seq.
-	MarkRead(ctx context.Context, u parley.User, roomID string, seq int64) error
+	// MarkRead moves a member's read position forward to seq and reports
+	// whether it moved.
+	MarkRead(ctx context.Context, u parley.User, roomID string, seq int64) (moved bool, err error)
 	// Peer returns the other member of a direct room; nil for a group
 	// room or when it cannot be read.
 	Peer(ctx context.Context, u parley.User, r parley.Room) *parley.User
@@ -97,6 +98,10 @@ type Config struct {
 	// creations together (see limited); a refusal is 429 rate_limited
 	// with Retry-After. Nil: no limit.
 	SendLimit *ratelimit.Limiter
+	// ReadLimit, when set, limits each user's read marks (PUT
+	// .../read) that move no read position (see markRead); a refusal
+	// is 429 rate_limited with Retry-After. Nil: no limit.
+	ReadLimit *ratelimit.Limiter
 	// SignupLimit, when set, limits account creations per client address
 	// (see login.go); a refusal is 429 rate_limited with Retry-After.
 	// Nil: no limit.
@@ -123,6 +128,7 @@ type Handler struct {
 	chat      Chat
 	maxBytes  int64
 	sendLimit *ratelimit.Limiter // nil: no limit
+	readLimit *ratelimit.Limiter // read marks that move nothing; nil: no limit
 	trusted   []netip.Prefix     // proxies whose X-Forwarded-For is believed
 
 	signupLimit *ratelimit.Limiter // nil: no limit
@@ -154,6 +160,7 @@ func New(cfg Config) *Handler {
 		chat:        cfg.Chat,
 		maxBytes:    cfg.MaxRequestBytes,
 		sendLimit:   cfg.SendLimit,
+		readLimit:   cfg.ReadLimit,
 		trusted:     cfg.TrustedProxies,
 		signupLimit: cfg.SignupLimit,
 		loginByAddr: cfg.LoginByAddress,

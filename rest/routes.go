@@ -193,8 +193,15 @@ func (h *Handler) markRead(w http.ResponseWriter, r *http.Request) error {
 	if req.Seq == nil {
 		return parley.Errorf(parley.CodeInvalid, "seq is required")
 	}
-	if err := h.chat.MarkRead(r.Context(), userOf(r), r.PathValue("id"), *req.Seq); err != nil {
+	u := userOf(r)
+	moved, err := h.chat.MarkRead(r.Context(), u, r.PathValue("id"), *req.Seq)
+	if err != nil {
 		return err
+	}
+	if !moved {
+		if err := h.idleRead(w, u.ID); err != nil {
+			return err
+		}
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
