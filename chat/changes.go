@@ -13,9 +13,15 @@ import (
 // this service tells it from the caller's membership).
 
 // EditMessage replaces the text of message seq of a room; only its sender
-// may (CodeForbidden), and not once it is deleted (CodeConflict).
-func (s *Service) EditMessage(ctx context.Context, u parley.User, roomID string, seq int64, body string) (parley.Message, error) {
+// may (CodeForbidden), and not once it is deleted (CodeConflict). clientID,
+// when not empty, is u's idempotency key of the change (parley.ChangeKey):
+// a repeat applies nothing and gets the message as it is now; the key
+// reused for another change is CodeConflict.
+func (s *Service) EditMessage(ctx context.Context, u parley.User, roomID string, seq int64, body, clientID string) (parley.Message, error) {
 	if err := s.CheckBody(body); err != nil {
+		return parley.Message{}, err
+	}
+	if err := parley.CheckClientID(clientID); err != nil {
 		return parley.Message{}, err
 	}
 	if seq < 1 {
@@ -24,22 +30,26 @@ func (s *Service) EditMessage(ctx context.Context, u parley.User, roomID string,
 	if _, err := s.Authorize(ctx, u, roomID); err != nil {
 		return parley.Message{}, err
 	}
-	return s.store.EditMessage(ctx, parley.Edit{RoomID: roomID, Seq: seq, EditorID: u.ID, Body: body})
+	return s.store.EditMessage(ctx, parley.Edit{RoomID: roomID, Seq: seq, EditorID: u.ID, Body: body, ClientID: clientID})
 }
 
 // DeleteMessage makes message seq of a room a tombstone; its sender may,
 // and the room's owner or an admin (CodeForbidden for anyone else).
-// Deleting a tombstone again succeeds and changes nothing.
-func (s *Service) DeleteMessage(ctx context.Context, u parley.User, roomID string, seq int64) (parley.Message, error) {
+// Deleting a tombstone again succeeds and changes nothing. clientID is as
+// for EditMessage.
+func (s *Service) DeleteMessage(ctx context.Context, u parley.User, roomID string, seq int64, clientID string) (parley.Message, error) {
 	if seq < 1 {
 		return parley.Message{}, parley.Errorf(parley.CodeInvalid, "seq must be 1 or more")
+	}
+	if err := parley.CheckClientID(clientID); err != nil {
+		return parley.Message{}, err
 	}
 	m, err := s.Authorize(ctx, u, roomID)
 	if err != nil {
 		return parley.Message{}, err
 	}
 	moderator := m.Role == parley.RoleOwner || m.Role == parley.RoleAdmin
-	msg, _, err := s.store.DeleteMessage(ctx, parley.Deletion{RoomID: roomID, Seq: seq, ActorID: u.ID, Moderator: moderator})
+	msg, _, err := s.store.DeleteMessage(ctx, parley.Deletion{RoomID: roomID, Seq: seq, ActorID: u.ID, Moderator: moderator, ClientID: clientID})
 	return msg, err
 }
 

@@ -3,6 +3,7 @@ package chat_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"parley"
@@ -39,14 +40,16 @@ func TestChangesWhoMay(t *testing.T) {
 		err  error
 		want string
 	}{
-		{"owner edits member's", ignore(w.s.EditMessage(ctx, w.owner, g, msg.Seq, "x")), parley.CodeForbidden},
-		{"left edits", ignore(w.s.EditMessage(ctx, w.left, g, 1, "x")), parley.CodeForbidden},
-		{"outsider edits in a direct room", ignore(w.s.EditMessage(ctx, w.outsider, w.direct.ID, 1, "x")), parley.CodeNotFound},
-		{"member deletes owner's", ignore(w.s.DeleteMessage(ctx, w.member, g, 1)), parley.CodeForbidden},
-		{"left deletes", ignore(w.s.DeleteMessage(ctx, w.left, g, 1)), parley.CodeForbidden},
-		{"peer deletes owner's in a direct room", ignore(w.s.DeleteMessage(ctx, w.peer, w.direct.ID, 1)), parley.CodeForbidden},
-		{"bad seq", ignore(w.s.EditMessage(ctx, w.owner, g, 0, "x")), parley.CodeInvalid},
-		{"empty body", ignore(w.s.EditMessage(ctx, w.member, g, msg.Seq, "")), parley.CodeInvalid},
+		{"owner edits member's", ignore(w.s.EditMessage(ctx, w.owner, g, msg.Seq, "x", "")), parley.CodeForbidden},
+		{"left edits", ignore(w.s.EditMessage(ctx, w.left, g, 1, "x", "")), parley.CodeForbidden},
+		{"outsider edits in a direct room", ignore(w.s.EditMessage(ctx, w.outsider, w.direct.ID, 1, "x", "")), parley.CodeNotFound},
+		{"member deletes owner's", ignore(w.s.DeleteMessage(ctx, w.member, g, 1, "")), parley.CodeForbidden},
+		{"left deletes", ignore(w.s.DeleteMessage(ctx, w.left, g, 1, "")), parley.CodeForbidden},
+		{"peer deletes owner's in a direct room", ignore(w.s.DeleteMessage(ctx, w.peer, w.direct.ID, 1, "")), parley.CodeForbidden},
+		{"bad seq", ignore(w.s.EditMessage(ctx, w.owner, g, 0, "x", "")), parley.CodeInvalid},
+		{"empty body", ignore(w.s.EditMessage(ctx, w.member, g, msg.Seq, "", "")), parley.CodeInvalid},
+		{"control character in client_id", ignore(w.s.EditMessage(ctx, w.member, g, msg.Seq, "x", "k\n")), parley.CodeInvalid},
+		{"client_id over the limit", ignore(w.s.DeleteMessage(ctx, w.member, g, msg.Seq, strings.Repeat("k", parley.MaxClientID+1))), parley.CodeInvalid},
 		{"left searches", ignore(w.s.SearchRoom(ctx, w.left, g, "hello", 0, 10)), parley.CodeForbidden},
 		{"outsider searches a direct room", ignore(w.s.SearchRoom(ctx, w.outsider, w.direct.ID, "hello", 0, 10)), parley.CodeNotFound},
 		{"left lists changes", ignore(w.s.Changed(ctx, w.left, g, 0, 10)), parley.CodeForbidden},
@@ -58,10 +61,10 @@ func TestChangesWhoMay(t *testing.T) {
 			t.Errorf("%s: error = %v, want %s", tc.name, tc.err, tc.want)
 		}
 	}
-	if m, err := w.s.EditMessage(ctx, w.member, g, msg.Seq, "edited"); err != nil || m.Body != "edited" {
+	if m, err := w.s.EditMessage(ctx, w.member, g, msg.Seq, "edited", ""); err != nil || m.Body != "edited" {
 		t.Errorf("sender edits = %+v, %v", m, err)
 	}
-	if m, err := w.s.DeleteMessage(ctx, w.member, g, msg.Seq); err != nil || m.DeletedAt == nil {
+	if m, err := w.s.DeleteMessage(ctx, w.member, g, msg.Seq, ""); err != nil || m.DeletedAt == nil {
 		t.Errorf("sender deletes = %+v, %v", m, err)
 	}
 }
@@ -100,17 +103,17 @@ func TestModeratorsDelete(t *testing.T) {
 		}
 		seqs = append(seqs, m.Seq)
 	}
-	if _, err := s.DeleteMessage(ctx, owner, r.ID, seqs[0]); err != nil {
+	if _, err := s.DeleteMessage(ctx, owner, r.ID, seqs[0], ""); err != nil {
 		t.Errorf("owner deletes a member's message: %v", err)
 	}
-	if _, err := s.DeleteMessage(ctx, admin, r.ID, seqs[1]); err != nil {
+	if _, err := s.DeleteMessage(ctx, admin, r.ID, seqs[1], ""); err != nil {
 		t.Errorf("admin deletes a member's message: %v", err)
 	}
-	if _, err := s.EditMessage(ctx, admin, r.ID, seqs[2], "moderated"); parley.ErrorCode(err) != parley.CodeForbidden {
+	if _, err := s.EditMessage(ctx, admin, r.ID, seqs[2], "moderated", ""); parley.ErrorCode(err) != parley.CodeForbidden {
 		t.Errorf("admin edits a member's message: %v, want forbidden (edits are the sender's)", err)
 	}
 	roles[admin.ID] = parley.RoleMember
-	if _, err := s.DeleteMessage(ctx, admin, r.ID, seqs[2]); parley.ErrorCode(err) != parley.CodeForbidden {
+	if _, err := s.DeleteMessage(ctx, admin, r.ID, seqs[2], ""); parley.ErrorCode(err) != parley.CodeForbidden {
 		t.Errorf("a former admin deletes a member's message: %v, want forbidden", err)
 	}
 }
@@ -130,7 +133,7 @@ func TestOwnerDeletesWithStoredRoles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.s.DeleteMessage(ctx, w.owner, w.group.ID, msg.Seq); err != nil {
+	if _, err := w.s.DeleteMessage(ctx, w.owner, w.group.ID, msg.Seq, ""); err != nil {
 		t.Errorf("owner deletes a member's message: %v", err)
 	}
 }
@@ -149,9 +152,9 @@ func TestResendAfterChange(t *testing.T) {
 			t.Fatal(err)
 		}
 		if del {
-			_, err = w.s.DeleteMessage(ctx, w.member, g, m.Seq)
+			_, err = w.s.DeleteMessage(ctx, w.member, g, m.Seq, "")
 		} else {
-			_, err = w.s.EditMessage(ctx, w.member, g, m.Seq, "edited")
+			_, err = w.s.EditMessage(ctx, w.member, g, m.Seq, "edited", "")
 		}
 		if err != nil {
 			t.Fatal(err)

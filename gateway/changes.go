@@ -20,9 +20,16 @@ import (
 // edit's or the deletion's; for a deletion of a tombstone, the one that
 // deleted it). A refusal is an ERROR with the chat service's code.
 //
-// client-id: the chat service keeps no idempotency key for changes, so a
-// client-id on a change is checked for its form and otherwise ignored. A
-// repeated deletion changes nothing (a tombstone stays one, same change);
+// client-id: the change's idempotency key (parley.ChangeKey), kept by the
+// store with the change. A client that resends a change after a lost
+// RECEIPT (the reconnect path) with the same client-id gets a RECEIPT with
+// the same seq and message-id, and the change that now stands on the
+// message: the first change's own when nothing touched the message since,
+// a later one's otherwise; no second change is made and no event sent.
+// The client-id reused for another change (another seq, edit for deletion
+// or back, an edit with another body) is an ERROR conflict, as a send's
+// client-id reused with another body is. Without a client-id a repeated
+// deletion still changes nothing (a tombstone stays one, same change) and
 // a repeated edit is a new edit (the same text again, a new change).
 //
 // since-change: N on SUBSCRIBE to /topic/rooms.{id}.events replays, after
@@ -67,7 +74,8 @@ func (s *session) change(f *stomp.Frame) (parley.Message, error) {
 	if del && len(f.Body) > 0 {
 		return parley.Message{}, parley.Errorf(parley.CodeInvalid, "a SEND with delete-seq has an empty body")
 	}
-	if err := parley.CheckClientID(string(f.Get("client-id"))); err != nil {
+	clientID := string(f.Get("client-id"))
+	if err := parley.CheckClientID(clientID); err != nil {
 		return parley.Message{}, err
 	}
 	u := s.readUser()
@@ -80,16 +88,16 @@ func (s *session) change(f *stomp.Frame) (parley.Message, error) {
 	roomID := string(dest[len(appPrefix):])
 	var m parley.Message
 	if edit {
-		m, err = s.srv.chat.EditMessage(ctx, u, roomID, seq, string(f.Body))
+		m, err = s.srv.chat.EditMessage(ctx, u, roomID, seq, string(f.Body), clientID)
 	} else {
-		m, err = s.srv.chat.DeleteMessage(ctx, u, roomID, seq)
+		m, err = s.srv.chat.DeleteMessage(ctx, u, roomID, seq, clientID)
 	}
 	switch {
 	case err == nil:
 	case errors.Is(err, context.DeadlineExceeded):
 		err = parley.Errorf(parley.CodeUnavailable, "the change was not committed within %v", s.srv.cfg.SendTimeout)
 	case errors.Is(err, context.Canceled):
-		err = parley.Errorf(parley.CodeUnavailable, "the server is shutting down; send the change again")
+		err = parley.Errorf(parley.CodeUnavailable, "the server is shutting down; send the change again with the same client-id")
 	}
 	return m, err
 }

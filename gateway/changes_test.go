@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"parley"
+	"parley/stomp"
 )
 
 // decodeMessage reads an edited or deleted event's body.
@@ -79,6 +80,83 @@ func TestChangeSend(t *testing.T) {
 		a.send(frame("SEND", "second", "destination:/app/rooms.r1", "receipt:m2"))
 		a.expect("RECEIPT", "receipt-id:m2", "seq:2")
 		b.expect("MESSAGE", "subscription:room", "seq:2")
+	})
+}
+
+// nextChangeEvent reads frames up to the next edited or deleted event,
+// skipping the others (read positions).
+func nextChangeEvent(t *testing.T, c *client) *stomp.Frame {
+	t.Helper()
+	for {
+		f, err := c.read()
+		if err != nil {
+			t.Fatalf("expecting a change event: %v", err)
+		}
+		if ev := string(f.Get("event")); f.Command == stomp.Message && (ev == "edited" || ev == "deleted") {
+			return f
+		}
+		if f.Command != stomp.Message {
+			t.Fatalf("got %v, want a change event", f)
+		}
+	}
+}
+
+// TestChangeSendClientID: a change resent with the same client-id (a
+// client that lost the RECEIPT) gets a RECEIPT with the same seq, message-id
+// and change, and the events subscribers see the change once; the
+// client-id reused for another change is an ERROR conflict.
+func TestChangeSendClientID(t *testing.T) {
+	forEachTransport(t, Config{}, func(t *testing.T, e *env, tr string) {
+		alice, bob := e.chat.addUser("alice"), e.chat.addUser("bob")
+		e.chat.addRoom("r1", alice, bob)
+		b := e.dial(t, tr)
+		b.connect("bob")
+		b.send(frame("SUBSCRIBE", "", "id:ev", "destination:/topic/rooms.r1.events", "receipt:s1"))
+		b.expect("RECEIPT", "receipt-id:s1")
+		a := e.dial(t, tr)
+		a.connect("alice")
+		for i := 1; i <= 2; i++ {
+			a.send(frame("SEND", "m"+strconv.Itoa(i), "destination:/app/rooms.r1", "receipt:m"))
+			a.expect("RECEIPT", "seq:"+strconv.Itoa(i))
+		}
+		edit := frame("SEND", "m1, edited", "destination:/app/rooms.r1", "edit-seq:1", "client-id:e1", "receipt:e")
+		a.send(edit)
+		first := a.expect("RECEIPT", "receipt-id:e", "seq:1", "change:1", "message-id")
+		a.send(edit)
+		a.expect("RECEIPT", "receipt-id:e", "seq:1", "change:1", "message-id:"+string(first.Get("message-id")))
+		del := frame("SEND", "", "destination:/app/rooms.r1", "delete-seq:2", "client-id:d1", "receipt:d")
+		a.send(del)
+		a.expect("RECEIPT", "receipt-id:d", "seq:2", "change:2")
+		a.send(del)
+		a.expect("RECEIPT", "receipt-id:d", "seq:2", "change:2")
+		// One event per change: after edited 1 and deleted 2 comes the
+		// next change, not a repeat of either.
+		a.send(frame("SEND", "m1, again", "destination:/app/rooms.r1", "edit-seq:1", "receipt:x"))
+		a.expect("RECEIPT", "receipt-id:x", "change:3")
+		for i, want := range []string{"edited", "deleted", "edited"} {
+			f := nextChangeEvent(t, b)
+			if m := decodeMessage(t, f.Body); string(f.Get("event")) != want || string(f.Get("change")) != strconv.Itoa(i+1) || m.Change != int64(i+1) {
+				t.Fatalf("change event %d: %v, want %s at change %d", i+1, f, want, i+1)
+			}
+		}
+		// The same client-id after a later change: the message as it is
+		// now, no new change.
+		a.send(edit)
+		a.expect("RECEIPT", "receipt-id:e", "seq:1", "change:3")
+		// The client-id reused for another change.
+		for _, f := range []string{
+			frame("SEND", "other text", "destination:/app/rooms.r1", "edit-seq:1", "client-id:d1", "receipt:r"),
+			frame("SEND", "", "destination:/app/rooms.r1", "delete-seq:1", "client-id:e1", "receipt:r"),
+		} {
+			c := e.dial(t, tr)
+			c.connect("alice")
+			c.send(f)
+			c.expect("ERROR", "message:conflict", "receipt-id:r")
+			c.expectClosed()
+		}
+		if got := e.chat.changes["r1"]; got != 3 {
+			t.Errorf("room r1 has %d changes, want 3", got)
+		}
 	})
 }
 
@@ -200,7 +278,7 @@ func TestSinceChangeConcurrentEdits(t *testing.T) {
 		}
 	}
 	edit := func(seq int64) {
-		if _, err := e.chat.EditMessage(ctx, alice, "r1", seq, "v"); err != nil {
+		if _, err := e.chat.EditMessage(ctx, alice, "r1", seq, "v", ""); err != nil {
 			t.Error(err)
 		}
 	}

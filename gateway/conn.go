@@ -101,6 +101,7 @@ func (rs *readState) arm() {
 type connReader struct {
 	s        *session
 	nonblock bool
+	blocking bool // the session's reader is readBlocking: never non-blocking
 
 	readFn func(fd uintptr) bool // the non-blocking read, made once
 	p      []byte
@@ -124,7 +125,7 @@ func (c *connReader) Read(p []byte) (int, error) {
 		c.nonblock = false
 		return n, nil
 	}
-	if c.nonblock && s.rc != nil {
+	if c.nonblock && !c.blocking && s.rc != nil {
 		c.nonblock = false
 		c.p = p
 		err := s.rc.Read(c.readFn)

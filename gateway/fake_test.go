@@ -36,19 +36,23 @@ type fakeChat struct {
 	// the rooms' last change numbers.
 	owners  map[string]string
 	changes map[string]int64
+	// changeKeys holds the changes' idempotency keys, by room, user and
+	// key.
+	changeKeys map[[3]string]parley.ChangeKey
 	// changedHook, when set, is called by Changed before it reads.
 	changedHook func(roomID string, after int64)
 }
 
 func newFakeChat() *fakeChat {
 	return &fakeChat{
-		users:   map[string]parley.User{},
-		expires: map[string]time.Time{},
-		members: map[string]map[string]bool{},
-		msgs:    map[string][]parley.Message{},
-		keys:    map[[3]string]parley.Message{},
-		owners:  map[string]string{},
-		changes: map[string]int64{},
+		users:      map[string]parley.User{},
+		expires:    map[string]time.Time{},
+		members:    map[string]map[string]bool{},
+		msgs:       map[string][]parley.Message{},
+		keys:       map[[3]string]parley.Message{},
+		owners:     map[string]string{},
+		changes:    map[string]int64{},
+		changeKeys: map[[3]string]parley.ChangeKey{},
 	}
 }
 
@@ -236,12 +240,35 @@ func (c *fakeChat) changeLocked(u parley.User, roomID string, seq int64) (*parle
 	return &c.msgs[roomID][seq-1], nil
 }
 
-func (c *fakeChat) EditMessage(ctx context.Context, u parley.User, roomID string, seq int64, body string) (parley.Message, error) {
+// repeatLocked answers a change whose key is kept (ok): the key's message
+// as it is now, or the conflict of a reused key.
+func (c *fakeChat) repeatLocked(u parley.User, roomID string, seq int64, deletion bool, body, clientID string) (parley.Message, bool, error) {
+	k, ok := c.changeKeys[[3]string{roomID, u.ID, clientID}]
+	if clientID == "" || !ok {
+		return parley.Message{}, false, nil
+	}
+	if _, err := c.authorizeLocked(u, roomID); err != nil {
+		return parley.Message{}, true, err
+	}
+	m := c.msgs[roomID][k.Seq-1]
+	return m, true, k.Repeat(clientID, seq, deletion, body, &m)
+}
+
+func (c *fakeChat) putKeyLocked(u parley.User, roomID, clientID string, k parley.ChangeKey) {
+	if clientID != "" {
+		c.changeKeys[[3]string{roomID, u.ID, clientID}] = k
+	}
+}
+
+func (c *fakeChat) EditMessage(ctx context.Context, u parley.User, roomID string, seq int64, body, clientID string) (parley.Message, error) {
 	if body == "" || !utf8.ValidString(body) {
 		return parley.Message{}, parley.Errorf(parley.CodeInvalid, "bad body")
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if m, ok, err := c.repeatLocked(u, roomID, seq, false, body, clientID); ok {
+		return m, err
+	}
 	m, err := c.changeLocked(u, roomID, seq)
 	if err != nil {
 		return parley.Message{}, err
@@ -255,13 +282,17 @@ func (c *fakeChat) EditMessage(ctx context.Context, u parley.User, roomID string
 	c.changes[roomID]++
 	now := parley.Now()
 	m.Body, m.EditedAt, m.Change = body, &now, c.changes[roomID]
+	c.putKeyLocked(u, roomID, clientID, parley.ChangeKey{Seq: seq, Change: m.Change})
 	c.sink([]parley.Event{{Kind: parley.EventEdited, Room: parley.Room{ID: roomID, LastChange: m.Change}, UserID: u.ID, Message: *m}})
 	return *m, nil
 }
 
-func (c *fakeChat) DeleteMessage(ctx context.Context, u parley.User, roomID string, seq int64) (parley.Message, error) {
+func (c *fakeChat) DeleteMessage(ctx context.Context, u parley.User, roomID string, seq int64, clientID string) (parley.Message, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if m, ok, err := c.repeatLocked(u, roomID, seq, true, "", clientID); ok {
+		return m, err
+	}
 	m, err := c.changeLocked(u, roomID, seq)
 	if err != nil {
 		return parley.Message{}, err
@@ -275,6 +306,7 @@ func (c *fakeChat) DeleteMessage(ctx context.Context, u parley.User, roomID stri
 	c.changes[roomID]++
 	now := parley.Now()
 	m.Body, m.DeletedAt, m.Change = "", &now, c.changes[roomID]
+	c.putKeyLocked(u, roomID, clientID, parley.ChangeKey{Seq: seq, Deleted: true, Change: m.Change})
 	c.sink([]parley.Event{{Kind: parley.EventDeleted, Room: parley.Room{ID: roomID, LastChange: m.Change}, UserID: u.ID, Message: *m}})
 	return *m, nil
 }

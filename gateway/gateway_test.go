@@ -175,7 +175,7 @@ func TestHeartBeatsKeepAlive(t *testing.T) {
 	const (
 		offerSend  = 10 * time.Millisecond  // the server could send this often...
 		clientRecv = 20 * time.Millisecond  // ...but the client wants one every 20 ms
-		recvEvery  = 100 * time.Millisecond // the server wants to hear every 100 ms
+		recvEvery  = 500 * time.Millisecond // the server wants to hear every 500 ms (wide: a loaded -race run can stall a goroutine for 200 ms)
 		clientSend = 10 * time.Millisecond  // and the client sends every 10 ms
 	)
 	cfg := Config{HeartBeat: stomp.HeartBeat{Send: offerSend, Receive: recvEvery}}
@@ -184,7 +184,7 @@ func TestHeartBeatsKeepAlive(t *testing.T) {
 		c := e.dial(t, tr)
 		start := time.Now()
 		c.send(frame("CONNECT", "", "accept-version:1.2", "passcode:token-alice", "heart-beat:10,20"))
-		c.expect("CONNECTED", "heart-beat:10,100")
+		c.expect("CONNECTED", "heart-beat:10,500")
 		negotiated, _ := stomp.NegotiateHeartBeat(stomp.HeartBeat{Send: clientSend, Receive: clientRecv}, cfg.HeartBeat)
 
 		// The client's heart-beats: EOLs on a ticker, and no frames.
@@ -430,4 +430,22 @@ func TestOrigin(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestBlockingReadFallback: a session the poller cannot watch (here the
+// poller is closed, as on a platform without epoll) reads blocking for its
+// whole life: frames after the first are still read.
+func TestBlockingReadFallback(t *testing.T) {
+	forEachTransport(t, Config{}, func(t *testing.T, e *env, tr string) {
+		e.srv.poll.close()
+		alice := e.chat.addUser("alice")
+		e.chat.addRoom("r1", alice)
+		a := e.dial(t, tr)
+		a.connect("alice")
+		for i := range 3 {
+			id := "s" + strconv.Itoa(i)
+			a.send(frame("SUBSCRIBE", "", "id:"+id, "destination:/topic/rooms.r1", "receipt:"+id))
+			a.expect("RECEIPT", "receipt-id:"+id)
+		}
+	})
 }

@@ -102,9 +102,20 @@ func (srv *Server) start(c net.Conn, websocket bool, prefix []byte) {
 	s.mu.Lock()
 	s.timer = time.AfterFunc(srv.cfg.ConnectTimeout, s.tick)
 	s.mu.Unlock()
+	// s.rc is not changed once the session is added: Shutdown may be
+	// closing it already (close and the writer read s.rc). A session the
+	// poller does not watch reads blocking; close's poll.remove is a no-op
+	// for it.
 	if s.rc == nil || srv.poll.add(s) != nil {
-		s.rc = nil
 		go s.readBlocking()
+		return
+	}
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		// close ran before add: its poll.remove found nothing to remove.
+		srv.poll.remove(s)
 		return
 	}
 	if len(prefix) > 0 {
@@ -154,6 +165,7 @@ func (s *session) readReady() {
 func (s *session) readBlocking() {
 	rs := newReadState(s.websocket, s.srv.limits)
 	rs.reset(s)
+	rs.cr.blocking = true
 	s.readFrames(rs)
 }
 

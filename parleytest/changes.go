@@ -21,6 +21,11 @@ func testChanges(t *testing.T, newStore NewStoreFunc) {
 		{"ChangedPaging", testChangedPaging},
 		{"Search", testSearch},
 		{"SearchPaging", testSearchPaging},
+		{"ChangeKeys", testChangeKeys},
+		{"ChangeKeysConcurrent", testChangeKeysConcurrent},
+		{"SearchRooms", testSearchRooms},
+		{"SearchRoomNumbers", testSearchRoomNumbers},
+		{"SearchManyRooms", testSearchManyRooms},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore) })
 	}
@@ -474,5 +479,199 @@ func testSearchPaging(t *testing.T, newStore NewStoreFunc) {
 		if err != nil || len(msgs) != 2 || msgs[0].Seq <= msgs[1].Seq {
 			t.Errorf("SearchRoom(%s, limit 2) = %v, %v; want two, newest first", r.Title, seqsOf(msgs), err)
 		}
+	}
+}
+
+// searchIDs runs a search over u's rooms, following its cursor to the end
+// in pages of limit, and returns the message ids found, in order.
+func searchIDs(t *testing.T, s parley.Store, u parley.User, q string, limit int) []string {
+	t.Helper()
+	var ids []string
+	cursor := ""
+	for page := 0; page < 1000; page++ {
+		hits, next, err := s.Search(context.Background(), u.ID, MustQuery(t, q), cursor, limit)
+		if err != nil {
+			t.Fatalf("Search(%s, %q, cursor %q) error = %v", u.Name, q, cursor, err)
+		}
+		if len(hits) > limit {
+			t.Errorf("Search(%s, %q) page of %d hits, want at most %d", u.Name, q, len(hits), limit)
+		}
+		for _, h := range hits {
+			if h.Room.ID != h.Message.RoomID {
+				t.Errorf("Search hit room %s, message of room %s", h.Room.ID, h.Message.RoomID)
+			}
+			ids = append(ids, h.Message.ID)
+		}
+		if next == "" {
+			return ids
+		}
+		cursor = next
+	}
+	t.Fatalf("Search(%s, %q) did not end", u.Name, q)
+	return nil
+}
+
+// testSearchRooms: the same word in two rooms of the caller (one of them
+// direct) and in one they left and one they never joined: only the
+// caller's rooms match, with every word of the query in the same message,
+// and pages over the rooms keep the order of the whole.
+func testSearchRooms(t *testing.T, newStore NewStoreFunc) {
+	ctx := context.Background()
+	s := newStore(t, nil)
+	alice, bob := MustCreateUser(t, s, "alice"), MustCreateUser(t, s, "bob")
+	a := MustCreateRoom(t, s, alice, "a", 0)
+	left := MustCreateRoom(t, s, bob, "left", 0)
+	MustJoin(t, s, left, alice)
+	never := MustCreateRoom(t, s, bob, "never", 0)
+	direct, _, err := s.CreateRoom(ctx, parley.NewRoom{Kind: parley.KindDirect, CreatorID: alice.ID, PeerID: bob.ID})
+	if err != nil {
+		t.Fatalf("CreateRoom(direct) error = %v", err)
+	}
+	var want, wantBoth []string
+	for i := range 9 {
+		r, u := a, alice
+		switch i % 3 {
+		case 1:
+			r, u = direct, bob
+		case 2:
+			r, u = left, bob
+		}
+		m := MustSend(t, s, r, u, fmt.Sprintf("shared word %d", i))
+		MustSend(t, s, never, bob, "shared word in a room alice never joined")
+		// "apple" in one room and "pear" in another: no message holds both.
+		MustSend(t, s, r, u, "apple")
+		if r.ID != left.ID {
+			want = append(want, m.ID)
+		}
+		if i%3 == 0 {
+			wantBoth = append(wantBoth, MustSend(t, s, r, u, "pear and apple").ID)
+		} else {
+			MustSend(t, s, r, u, "pear")
+		}
+	}
+	if _, err := s.Leave(ctx, left.ID, alice.ID); err != nil {
+		t.Fatalf("Leave() error = %v", err)
+	}
+	slices.Reverse(want)
+	slices.Reverse(wantBoth)
+	for _, limit := range []int{1, 2, 5, 50} {
+		if got := searchIDs(t, s, alice, "shared", limit); !slices.Equal(got, want) {
+			t.Errorf("Search(alice, shared, pages of %d) = %v, want %v (rooms a and direct, newest first)", limit, got, want)
+		}
+		if got := searchIDs(t, s, alice, "word shared", limit); !slices.Equal(got, want) {
+			t.Errorf("Search(alice, word shared, pages of %d) = %v, want %v", limit, got, want)
+		}
+	}
+	if got := searchIDs(t, s, alice, "apple pear", 2); !slices.Equal(got, wantBoth) {
+		t.Errorf("Search(alice, apple pear) = %v, want %v: only messages holding both words", got, wantBoth)
+	}
+	if got := searchIDs(t, s, bob, "never", 10); len(got) != 9 {
+		t.Errorf("Search(bob, never) = %d hits, want 9", len(got))
+	}
+	if got := searchIDs(t, s, alice, "never", 10); len(got) != 0 {
+		t.Errorf("Search(alice, never) = %v, want none: alice is not in that room", got)
+	}
+}
+
+// testSearchRoomNumbers: in rooms 1 to 13 (in creation order, all of the
+// same user), no message of room 12 is found by a word it does not hold
+// that, glued to another room's number in front or behind, spells the
+// same characters as one it holds glued to 12 ("1"+"2abc" and "12"+"abc",
+// "abc1"+"2" and "abc"+"12"); words of digits only match as words.
+func testSearchRoomNumbers(t *testing.T, newStore NewStoreFunc) {
+	ctx := context.Background()
+	s := newStore(t, nil)
+	alice := MustCreateUser(t, s, "alice")
+	var rooms []parley.Room
+	for i := 1; i <= 13; i++ {
+		rooms = append(rooms, MustCreateRoom(t, s, alice, fmt.Sprint("room ", i), 0))
+	}
+	r1, r2, r12 := rooms[0], rooms[1], rooms[11]
+	twelve := MustSend(t, s, r12, alice, "abc 024 2 x1")
+	MustSend(t, s, r1, alice, "hello")
+	MustSend(t, s, r2, alice, "hello")
+	year := MustSend(t, s, rooms[2], alice, "meet in 2024, room 101")
+	for _, q := range []string{"2abc", "abc1", "abc2", "1abc", "1024", "x11", "x112", "12", "22", "21"} {
+		for _, r := range rooms {
+			msgs, err := s.SearchRoom(ctx, r.ID, MustQuery(t, q), 0, 10)
+			if err != nil || len(msgs) != 0 {
+				t.Errorf("SearchRoom(%s, %q) = %v, %v; want none", r.Title, q, seqsOf(msgs), err)
+			}
+		}
+		if got := searchIDs(t, s, alice, q, 10); len(got) != 0 {
+			t.Errorf("Search(alice, %q) = %v, want none (room 12's message is %s)", q, got, twelve.ID)
+		}
+	}
+	for _, q := range []string{"2024", "101 ROOM", "2024 meet"} {
+		if got := searchIDs(t, s, alice, q, 10); !slices.Equal(got, []string{year.ID}) {
+			t.Errorf("Search(alice, %q) = %v, want [%s]", q, got, year.ID)
+		}
+	}
+	for _, q := range []string{"024", "2", "abc", "x1", "abc 2"} {
+		if got := searchIDs(t, s, alice, q, 10); !slices.Equal(got, []string{twelve.ID}) {
+			t.Errorf("Search(alice, %q) = %v, want [%s]", q, got, twelve.ID)
+		}
+		msgs, err := s.SearchRoom(ctx, r12.ID, MustQuery(t, q), 0, 10)
+		if err != nil || !slices.Equal(seqsOf(msgs), []int64{1}) {
+			t.Errorf("SearchRoom(room 12, %q) = %v, %v; want [1]", q, seqsOf(msgs), err)
+		}
+	}
+	if got := searchIDs(t, s, alice, "20", 10); len(got) != 0 {
+		t.Errorf("Search(alice, 20) = %v, want none (whole words only)", got)
+	}
+}
+
+// testSearchManyRooms: a user in many rooms (more than a store may put in
+// one index query) finds every match in them, newest first, paged, after
+// edits and deletions, and none of a room they left.
+func testSearchManyRooms(t *testing.T, newStore NewStoreFunc) {
+	ctx := context.Background()
+	s := newStore(t, nil)
+	u, v, other := MustCreateUser(t, s, "u"), MustCreateUser(t, s, "v"), MustCreateUser(t, s, "other")
+	const n, nv = 300, 200 // u is in n rooms, v in the first nv of them
+	rooms := make([]parley.Room, n)
+	for i := range rooms {
+		rooms[i] = MustCreateRoom(t, s, other, fmt.Sprint("room ", i), 0)
+		MustJoin(t, s, rooms[i], u)
+		if i < nv {
+			MustJoin(t, s, rooms[i], v)
+		}
+	}
+	outside := MustCreateRoom(t, s, other, "outside", 0)
+	MustSend(t, s, outside, other, "needle outside")
+	var want, wantV []string
+	for i, r := range rooms {
+		MustSend(t, s, r, other, "hay")
+		if i%7 == 0 {
+			id := MustSend(t, s, r, other, fmt.Sprintf("needle %d", i)).ID
+			want = append(want, id)
+			if i < nv {
+				wantV = append(wantV, id)
+			}
+		}
+	}
+	// The first room's needle is edited away, the second's deleted, and
+	// the third's room left.
+	MustEdit(t, s, rooms[0], other, 2, "hay again")
+	MustDelete(t, s, rooms[7], other, 2)
+	if _, err := s.Leave(ctx, rooms[14].ID, u.ID); err != nil {
+		t.Fatalf("Leave() error = %v", err)
+	}
+	want, wantV = want[3:], wantV[2:]
+	slices.Reverse(want)
+	slices.Reverse(wantV)
+	if got := searchIDs(t, s, u, "needle", 7); !slices.Equal(got, want) {
+		t.Errorf("Search(u in %d rooms, needle) = %d hits %v, want %d %v", n, len(got), got, len(want), want)
+	}
+	for _, q := range []string{"needle", "NEEDLE"} {
+		if got := searchIDs(t, s, v, q, 7); !slices.Equal(got, wantV) {
+			t.Errorf("Search(v in %d rooms, %q) = %d hits %v, want %d %v", nv, q, len(got), got, len(wantV), wantV)
+		}
+	}
+	if got := searchIDs(t, s, v, "needle 21", 7); !slices.Equal(got, wantV[len(wantV)-2:len(wantV)-1]) {
+		t.Errorf("Search(v, needle 21) = %v, want [%s]", got, wantV[len(wantV)-2])
+	}
+	if got := searchIDs(t, s, u, "hay", 100); len(got) != n-1+1 {
+		t.Errorf("Search(u, hay) = %d hits, want %d (one a room but the left one, and the edit)", len(got), n)
 	}
 }

@@ -17,7 +17,11 @@ import (
 // "UPDATE rooms SET last_change = last_change + 1 ... RETURNING" in the
 // same statement that changes the message hands out the room's change
 // numbers in order, with no holes, whichever node writes. The message's
-// search vector (tsv) changes in the same statement.
+// search vector (tsv) changes in the same statement, and so does a keyed
+// change's idempotency key (change_keys): found, the statement applies
+// nothing and reads the key's message as it is now; not found, it stores
+// it. The room's lock makes a repeat on another node wait for this batch
+// and then find the key.
 
 // tsvOf returns the expression of a body's search vector: the 'simple'
 // configuration (lower-cased words, no stemming, no stop words), or NULL
@@ -44,31 +48,51 @@ type changeWrites struct {
 
 func newChangeWrites(m *metrics, tsv func(string) string) changeWrites {
 	q := changeWrites{
-		// $1 room, $2 seq, $3 editor, $4 body, $5 now. The message as it
-		// was (old), and the room after the change when the editor is
-		// its sender and it is not deleted.
-		edit: &query{kind: "edit_message", text: `WITH old AS (SELECT ` + msgCols + ` FROM messages WHERE room_id = $1 AND seq = $2),
+		// $1 room, $2 seq, $3 editor, $4 body, $5 now, $6 client_id. The
+		// stored key of the change (k), the message as it was (old; the
+		// key's message when there is a key), and the room after the
+		// change when there is no key, the editor is its sender and it is
+		// not deleted.
+		edit: &query{kind: "edit_message", text: changeKeyHead + `
 			r AS (UPDATE rooms SET last_change = last_change + 1
-				WHERE id = $1 AND EXISTS (SELECT 1 FROM old WHERE sender_id = $3 AND deleted_at IS NULL)
+				WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM k)
+					AND EXISTS (SELECT 1 FROM old WHERE sender_id = $3 AND deleted_at IS NULL)
 				RETURNING ` + roomRet + `),
 			m AS (UPDATE messages SET body = $4, edited_at = $5, change = r.last_change, tsv = ` + tsv("$4") + `
-				FROM r WHERE messages.room_id = $1 AND messages.seq = $2)
-			SELECT ` + msgOut("old") + `, ` + roomOut("r") + `
-			FROM (VALUES (1)) AS one LEFT JOIN old ON true LEFT JOIN r ON true`},
-		// $1 room, $2 seq, $3 actor, $4 moderator, $5 now. As edit; the
-		// tombstone loses its text and its search vector.
-		remove: &query{kind: "delete_message", text: `WITH old AS (SELECT ` + msgCols + ` FROM messages WHERE room_id = $1 AND seq = $2),
+				FROM r WHERE messages.room_id = $1 AND messages.seq = $2),
+			nk AS (INSERT INTO change_keys (room_id, user_id, client_id, seq, deleted, change)
+				SELECT $1, $3, $6, $2, false, r.last_change FROM r WHERE $6 <> '')
+			` + changeKeyTail},
+		// $1 room, $2 seq, $3 actor, $4 moderator, $5 now, $6 client_id.
+		// As edit; the tombstone loses its text and its search vector.
+		remove: &query{kind: "delete_message", text: changeKeyHead + `
 			r AS (UPDATE rooms SET last_change = last_change + 1
-				WHERE id = $1 AND EXISTS (SELECT 1 FROM old WHERE (sender_id = $3 OR $4::boolean) AND deleted_at IS NULL)
+				WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM k)
+					AND EXISTS (SELECT 1 FROM old WHERE (sender_id = $3 OR $4::boolean) AND deleted_at IS NULL)
 				RETURNING ` + roomRet + `),
 			m AS (UPDATE messages SET body = '', deleted_at = $5, change = r.last_change, tsv = NULL
-				FROM r WHERE messages.room_id = $1 AND messages.seq = $2)
-			SELECT ` + msgOut("old") + `, ` + roomOut("r") + `
-			FROM (VALUES (1)) AS one LEFT JOIN old ON true LEFT JOIN r ON true`},
+				FROM r WHERE messages.room_id = $1 AND messages.seq = $2),
+			nk AS (INSERT INTO change_keys (room_id, user_id, client_id, seq, deleted, change)
+				SELECT $1, $3, $6, $2, true, r.last_change FROM r WHERE $6 <> '')
+			` + changeKeyTail},
 	}
 	bind(m, q.edit, q.remove)
 	return q
 }
+
+// changeKeyHead and changeKeyTail frame an edit's or a deletion's
+// statement: the change's stored key k ($1 room, $3 user, $6 client_id;
+// none for an empty client_id), the message old (the key's when found,
+// $2's otherwise), and the result: old, the room r, k.
+var (
+	changeKeyHead = `WITH k AS (SELECT seq, deleted, change FROM change_keys
+				WHERE room_id = $1 AND user_id = $3 AND client_id = $6 AND $6 <> ''),
+			old AS (SELECT ` + msgCols + ` FROM messages
+				WHERE room_id = $1 AND seq = coalesce((SELECT seq FROM k), $2)),`
+	changeKeyTail = `SELECT ` + msgOut("old") + `, ` + roomOut("r") + `,
+				coalesce(k.seq, 0), coalesce(k.deleted, false), coalesce(k.change, 0)
+			FROM (VALUES (1)) AS one LEFT JOIN old ON true LEFT JOIN r ON true LEFT JOIN k ON true`
+)
 
 // changeReads are the readers' statements of changed_after and search.
 type changeReads struct {
@@ -104,7 +128,7 @@ func msgColsOf(a string) string {
 
 // EditMessage implements parley.Store.
 func (s *Store) EditMessage(ctx context.Context, e parley.Edit) (parley.Message, error) {
-	res, err := s.write(ctx, &change{roomID: e.RoomID, seq: e.Seq, actor: e.EditorID, body: e.Body, edit: true})
+	res, err := s.write(ctx, &change{roomID: e.RoomID, seq: e.Seq, actor: e.EditorID, body: e.Body, edit: true, clientID: e.ClientID})
 	return res.msg, err
 }
 
@@ -112,7 +136,7 @@ func (s *Store) EditMessage(ctx context.Context, e parley.Edit) (parley.Message,
 // so that a resend of it returns the tombstone rather than storing the
 // text again.
 func (s *Store) DeleteMessage(ctx context.Context, d parley.Deletion) (parley.Message, bool, error) {
-	res, err := s.write(ctx, &change{roomID: d.RoomID, seq: d.Seq, actor: d.ActorID, moderator: d.Moderator})
+	res, err := s.write(ctx, &change{roomID: d.RoomID, seq: d.Seq, actor: d.ActorID, moderator: d.Moderator, clientID: d.ClientID})
 	return res.msg, res.ok, err
 }
 
@@ -124,6 +148,7 @@ type change struct {
 	body      string // the new body of an edit
 	moderator bool   // a deletion by the room's owner or an admin
 	edit      bool
+	clientID  string // the change's idempotency key, "" for none
 	at        time.Time
 }
 
@@ -134,22 +159,31 @@ func (o *change) queue(b *pgx.Batch, q *writeQueries, now time.Time) {
 	o.at = now
 	if o.edit {
 		q.changes.edit.count()
-		b.Queue(q.changes.edit.text, o.roomID, o.seq, o.actor, o.body, now)
+		b.Queue(q.changes.edit.text, o.roomID, o.seq, o.actor, o.body, now, o.clientID)
 		return
 	}
 	q.changes.remove.count()
-	b.Queue(q.changes.remove.text, o.roomID, o.seq, o.actor, o.moderator, now)
+	b.Queue(q.changes.remove.text, o.roomID, o.seq, o.actor, o.moderator, now, o.clientID)
 }
 
 func (o *change) decode(row pgx.Row) (result, []parley.Event, error) {
 	var old parley.Message
 	var r parley.Room
-	if err := row.Scan(append(messageDest(&old), roomDest(&r)...)...); err != nil {
+	var k parley.ChangeKey
+	if err := row.Scan(append(append(messageDest(&old), roomDest(&r)...), &k.Seq, &k.Deleted, &k.Change)...); err != nil {
 		return result{}, nil, err
 	}
 	fixMessage(&old)
 	fixRoom(&r)
 	switch {
+	case k.Change > 0 && old.ID == "":
+		return result{}, nil, errors.New("change: the message of a stored key is missing")
+	case k.Change > 0:
+		// A repeat: applied nothing; old is the key's message as it is now.
+		if err := k.Repeat(o.clientID, o.seq, !o.edit, o.body, &old); err != nil {
+			return result{}, nil, err
+		}
+		return result{msg: old}, nil, nil
 	case old.ID == "":
 		return result{}, nil, parley.Errorf(parley.CodeNotFound, "message not found")
 	case o.edit && old.SenderID != o.actor:

@@ -12,10 +12,13 @@ import (
 type Changes interface {
 	// EditMessage replaces a message's text: the sender only
 	// (parley.CodeForbidden); a deleted message is parley.CodeConflict.
-	EditMessage(ctx context.Context, u parley.User, roomID string, seq int64, body string) (parley.Message, error)
+	// clientID, when not empty, is the change's idempotency key
+	// (parley.ChangeKey): a repeat gets the message as it is now, the key
+	// reused for another change is parley.CodeConflict.
+	EditMessage(ctx context.Context, u parley.User, roomID string, seq int64, body, clientID string) (parley.Message, error)
 	// DeleteMessage makes a message a tombstone: its sender, or the
-	// room's owner or an admin.
-	DeleteMessage(ctx context.Context, u parley.User, roomID string, seq int64) (parley.Message, error)
+	// room's owner or an admin. clientID as for EditMessage.
+	DeleteMessage(ctx context.Context, u parley.User, roomID string, seq int64, clientID string) (parley.Message, error)
 	// Changed lists a room's messages changed after a change number.
 	Changed(ctx context.Context, u parley.User, roomID string, after int64, limit int) ([]parley.Message, error)
 	// SearchRoom and Search find messages holding every word of q, in a
@@ -37,7 +40,8 @@ func (h *Handler) editMessage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var req struct {
-		Body *string `json:"body"`
+		Body     *string `json:"body"`
+		ClientID string  `json:"client_id"`
 	}
 	if err := h.decode(w, r, &req); err != nil {
 		return err
@@ -45,7 +49,7 @@ func (h *Handler) editMessage(w http.ResponseWriter, r *http.Request) error {
 	if req.Body == nil {
 		return parley.Errorf(parley.CodeInvalid, "body is required")
 	}
-	m, err := h.chat.EditMessage(r.Context(), userOf(r), r.PathValue("id"), seq, *req.Body)
+	m, err := h.chat.EditMessage(r.Context(), userOf(r), r.PathValue("id"), seq, *req.Body, req.ClientID)
 	if err != nil {
 		return err
 	}
@@ -57,7 +61,17 @@ func (h *Handler) deleteMessage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if _, err := h.chat.DeleteMessage(r.Context(), userOf(r), r.PathValue("id"), seq); err != nil {
+	// The idempotency key rides in the body, as a send's does; a DELETE
+	// without a body (Content-Length 0 or none) has none.
+	var req struct {
+		ClientID string `json:"client_id"`
+	}
+	if r.ContentLength != 0 {
+		if err := h.decode(w, r, &req); err != nil {
+			return err
+		}
+	}
+	if _, err := h.chat.DeleteMessage(r.Context(), userOf(r), r.PathValue("id"), seq, req.ClientID); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

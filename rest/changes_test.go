@@ -3,6 +3,7 @@ package rest_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -26,12 +27,44 @@ func (c *fakeChat) messageLocked(u parley.User, roomID string, seq int64) (*fake
 	return fr, &fr.msgs[seq-1], nil
 }
 
-func (c *fakeChat) EditMessage(ctx context.Context, u parley.User, roomID string, seq int64, body string) (parley.Message, error) {
+// repeatLocked answers a change whose key the room holds (ok): the key's
+// message as it is now, or the conflict of a reused key.
+func (c *fakeChat) repeatLocked(u parley.User, roomID string, seq int64, deletion bool, body, clientID string) (m parley.Message, ok bool, err error) {
+	if err := parley.CheckClientID(clientID); err != nil || clientID == "" {
+		return m, err != nil, err
+	}
+	fr, err := c.memberLocked(u, roomID)
+	if err != nil {
+		return m, true, err
+	}
+	k, ok := fr.keys[u.ID+"\x00"+clientID]
+	if !ok {
+		return m, false, nil
+	}
+	m = fr.msgs[k.Seq-1]
+	return m, true, k.Repeat(clientID, seq, deletion, body, &m)
+}
+
+// putKeyLocked keeps the key of an applied change.
+func putKeyLocked(fr *fakeRoom, u parley.User, clientID string, k parley.ChangeKey) {
+	if clientID == "" {
+		return
+	}
+	if fr.keys == nil {
+		fr.keys = map[string]parley.ChangeKey{}
+	}
+	fr.keys[u.ID+"\x00"+clientID] = k
+}
+
+func (c *fakeChat) EditMessage(ctx context.Context, u parley.User, roomID string, seq int64, body, clientID string) (parley.Message, error) {
 	if body == "" {
 		return parley.Message{}, parley.Errorf(parley.CodeInvalid, "body must not be empty")
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if m, ok, err := c.repeatLocked(u, roomID, seq, false, body, clientID); ok {
+		return m, err
+	}
 	fr, m, err := c.messageLocked(u, roomID, seq)
 	switch {
 	case err != nil:
@@ -44,12 +77,16 @@ func (c *fakeChat) EditMessage(ctx context.Context, u parley.User, roomID string
 	at := parley.Now()
 	fr.room.LastChange++
 	m.Body, m.EditedAt, m.Change = body, &at, fr.room.LastChange
+	putKeyLocked(fr, u, clientID, parley.ChangeKey{Seq: seq, Change: m.Change})
 	return *m, nil
 }
 
-func (c *fakeChat) DeleteMessage(ctx context.Context, u parley.User, roomID string, seq int64) (parley.Message, error) {
+func (c *fakeChat) DeleteMessage(ctx context.Context, u parley.User, roomID string, seq int64, clientID string) (parley.Message, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if m, ok, err := c.repeatLocked(u, roomID, seq, true, "", clientID); ok {
+		return m, err
+	}
 	fr, m, err := c.messageLocked(u, roomID, seq)
 	switch {
 	case err != nil:
@@ -62,6 +99,7 @@ func (c *fakeChat) DeleteMessage(ctx context.Context, u parley.User, roomID stri
 	at := parley.Now()
 	fr.room.LastChange++
 	m.Body, m.DeletedAt, m.Change = "", &at, fr.room.LastChange
+	putKeyLocked(fr, u, clientID, parley.ChangeKey{Seq: seq, Deleted: true, Change: m.Change})
 	return *m, nil
 }
 
@@ -216,5 +254,60 @@ func TestChangeRoutes(t *testing.T) {
 				t.Errorf("%s %s = %d %s, want %d with %s", tt.method, tt.path, rec.Code, rec.Body, tt.status, tt.want)
 			}
 		})
+	}
+}
+
+// TestChangeRoutesClientID: PATCH and DELETE of a message carry the
+// change's idempotency key as client_id in the JSON body, as a send does:
+// a repeat is answered as the first time (200 with the message at the same
+// change, 204) and takes no change number; the key reused for another
+// change is 409 conflict; a malformed key is 400.
+func TestChangeRoutesClientID(t *testing.T) {
+	e := newEnv(t, nil)
+	alice := e.mustSignUp("alice")
+	var room struct{ ID string }
+	e.mustExpect(e.do("POST", "/api/rooms", alice, map[string]any{"kind": "group", "title": "g"}), "create", http.StatusCreated, &room)
+	for _, body := range []string{"one", "two", "three"} {
+		e.mustExpect(e.do("POST", "/api/rooms/"+room.ID+"/messages", alice, map[string]string{"body": body}), "send", http.StatusCreated, nil)
+	}
+	msgs := "/api/rooms/" + room.ID + "/messages"
+	edit := func(body, key string) map[string]string { return map[string]string{"body": body, "client_id": key} }
+	for _, tt := range []struct {
+		name, method, path string
+		body               any
+		status             int
+		want               string // a part of the response body
+	}{
+		{"keyed edit", "PATCH", msgs + "/1", edit("one, edited", "e1"), 200, `"body":"one, edited","client_id":"","sent_at"`},
+		{"keyed edit takes change 1", "GET", "/api/rooms/" + room.ID, nil, 200, `"last_change":1`},
+		{"repeated edit", "PATCH", msgs + "/1", edit("one, edited", "e1"), 200, `"change":1}`},
+		{"repeated edit takes no change", "GET", "/api/rooms/" + room.ID, nil, 200, `"last_change":1`},
+		{"key reused with another body", "PATCH", msgs + "/1", edit("one, again", "e1"), 409, `"conflict"`},
+		{"key reused for another seq", "PATCH", msgs + "/2", edit("one, edited", "e1"), 409, `"conflict"`},
+		{"edit key reused for a deletion", "DELETE", msgs + "/1", map[string]string{"client_id": "e1"}, 409, `"conflict"`},
+		{"keyed deletion", "DELETE", msgs + "/2", map[string]string{"client_id": "d1"}, 204, ""},
+		{"repeated deletion", "DELETE", msgs + "/2", map[string]string{"client_id": "d1"}, 204, ""},
+		{"deletion key reused for another seq", "DELETE", msgs + "/3", map[string]string{"client_id": "d1"}, 409, `"conflict"`},
+		{"deletion key reused for an edit", "PATCH", msgs + "/2", edit("back", "d1"), 409, `"conflict"`},
+		{"malformed key", "PATCH", msgs + "/3", edit("three", "bad\nkey"), 400, `"invalid"`},
+		{"key over 64 bytes", "DELETE", msgs + "/3", map[string]string{"client_id": strings.Repeat("k", 65)}, 400, `"invalid"`},
+		{"unknown field in a deletion's body", "DELETE", msgs + "/3", map[string]string{"clientid": "x"}, 400, `"invalid"`},
+		{"refusals and repeats took no change", "GET", "/api/rooms/" + room.ID, nil, 200, `"last_change":2`},
+		{"message 3 untouched", "GET", msgs + "?limit=1", nil, 200, `"body":"three","client_id":"","sent_at"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := e.do(tt.method, tt.path, alice, tt.body)
+			if rec.Code != tt.status || !strings.Contains(rec.Body.String(), tt.want) {
+				t.Errorf("%s %s = %d %s, want %d with %s", tt.method, tt.path, rec.Code, rec.Body, tt.status, tt.want)
+			}
+		})
+	}
+	// A DELETE with no body at all has no key.
+	req := httptest.NewRequest("DELETE", msgs+"/3", nil)
+	req.Header.Set("Authorization", "Bearer "+alice)
+	rec := httptest.NewRecorder()
+	e.h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusNoContent {
+		t.Errorf("DELETE without a body = %d %s, want 204", rec.Code, rec.Body)
 	}
 }

@@ -37,8 +37,9 @@ type fakeRoom struct {
 	room    parley.Room
 	members []string // user ids, in join order
 	msgs    []parley.Message
-	roles   map[string]string     // user id -> role other than member (fake_people_test.go)
-	bans    map[string]parley.Ban // by user id
+	roles   map[string]string           // user id -> role other than member (fake_people_test.go)
+	bans    map[string]parley.Ban       // by user id
+	keys    map[string]parley.ChangeKey // by user id + "\x00" + client_id (changes_test.go)
 }
 
 var _ rest.Chat = (*fakeChat)(nil)

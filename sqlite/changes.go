@@ -13,12 +13,16 @@ import (
 // batch's transaction: the room's last_change moves by one (UPDATE ...
 // RETURNING) in the same transaction that changes the message and its
 // entry in the full-text index, so change numbers have no holes and a
-// committed edit is searchable at once.
+// committed edit is searchable at once. A keyed change reads its key
+// (change_keys) first and stores it in the same transaction: the writer is
+// the only one, so a repeat in the same batch or a later one finds it.
 
 // changeWrites are the writer's statements of edits, deletions and the
 // full-text index (search.go).
 type changeWrites struct {
 	messageAt, bumpChange, edit, tombstone, ftsDelete, ftsPut *query
+	// keyAt and keyPut read and store a change's idempotency key.
+	keyAt, keyPut *query
 	// ftsInsert indexes a chunk of new messages, one per chunk size.
 	ftsInsert [len(chunkSizes)]*query
 }
@@ -39,6 +43,10 @@ func (q *changeWrites) all() []*query {
 			ftsDelete: &query{kind: "fts_delete", text: `INSERT INTO messages_fts (messages_fts, rowid, body)
 				VALUES ('delete', ?, ?)`},
 			ftsPut: &query{kind: "fts_insert", text: `INSERT INTO messages_fts (rowid, body) VALUES (?, ?)`},
+			keyAt: &query{kind: "change_key", text: `SELECT seq, deleted, change FROM change_keys
+				WHERE room_id = ? AND user_id = ? AND client_id = ?`},
+			keyPut: &query{kind: "put_change_key", text: `INSERT INTO change_keys (room_id, user_id, client_id, seq, deleted, change)
+				VALUES (?, ?, ?, ?, ?, ?)`},
 		}
 		for i, n := range chunkSizes {
 			q.ftsInsert[i] = &query{kind: "fts_insert", text: `INSERT INTO messages_fts (rowid, body)
@@ -46,7 +54,7 @@ func (q *changeWrites) all() []*query {
 				JOIN rooms r ON r.id = v.column1`}
 		}
 	}
-	return append([]*query{q.messageAt, q.bumpChange, q.edit, q.tombstone, q.ftsDelete, q.ftsPut}, q.ftsInsert[:]...)
+	return append([]*query{q.messageAt, q.bumpChange, q.edit, q.tombstone, q.ftsDelete, q.ftsPut, q.keyAt, q.keyPut}, q.ftsInsert[:]...)
 }
 
 // changeReads are the readers' statements of changed_after and search.
@@ -121,9 +129,51 @@ func (w *wtx) nextChange(roomID string) (parley.Room, error) {
 	return scanRoom(w.row(w.s.wq.changes.bumpChange, roomID))
 }
 
+// changeKey returns the stored idempotency key of a change (ok false when
+// there is none, and for an empty clientID).
+func (w *wtx) changeKey(roomID, userID, clientID string) (k parley.ChangeKey, ok bool, err error) {
+	if clientID == "" {
+		return k, false, nil
+	}
+	err = w.row(w.s.wq.changes.keyAt, roomID, userID, clientID).Scan(&k.Seq, &k.Deleted, &k.Change)
+	if errors.Is(err, sql.ErrNoRows) {
+		return k, false, nil
+	}
+	return k, err == nil, err
+}
+
+// putChangeKey stores the idempotency key of an applied change, when it
+// has one.
+func (w *wtx) putChangeKey(roomID, userID, clientID string, k parley.ChangeKey) error {
+	if clientID == "" {
+		return nil
+	}
+	_, err := w.exec(w.s.wq.changes.keyPut, roomID, userID, clientID, k.Seq, k.Deleted, k.Change)
+	return err
+}
+
+// repeat answers a change whose key is stored: the key's message as it is
+// now, or the conflict of a reused key (parley.ChangeKey.Repeat).
+func (w *wtx) repeat(k parley.ChangeKey, clientID, roomID string, seq int64, deletion bool, body string) (result, error) {
+	cur, _, err := w.messageAt(roomID, k.Seq)
+	if err != nil {
+		return result{}, err
+	}
+	if err := k.Repeat(clientID, seq, deletion, body, &cur); err != nil {
+		return result{}, err
+	}
+	return result{msg: cur}, nil
+}
+
 // EditMessage implements parley.Store.
 func (s *Store) EditMessage(ctx context.Context, e parley.Edit) (parley.Message, error) {
 	res, err := s.write(ctx, func(w *wtx) (result, error) {
+		if k, ok, err := w.changeKey(e.RoomID, e.EditorID, e.ClientID); err != nil || ok {
+			if err != nil {
+				return result{}, fmt.Errorf("edit: key: %w", err)
+			}
+			return w.repeat(k, e.ClientID, e.RoomID, e.Seq, false, e.Body)
+		}
 		old, num, err := w.messageAt(e.RoomID, e.Seq)
 		switch {
 		case err != nil:
@@ -146,6 +196,9 @@ func (s *Store) EditMessage(ctx context.Context, e parley.Edit) (parley.Message,
 		if err := w.reindex(num, m.Seq, old.Body, m.Body); err != nil {
 			return result{}, fmt.Errorf("edit: index: %w", err)
 		}
+		if err := w.putChangeKey(e.RoomID, e.EditorID, e.ClientID, parley.ChangeKey{Seq: m.Seq, Change: m.Change}); err != nil {
+			return result{}, fmt.Errorf("edit: key: %w", err)
+		}
 		w.emit(parley.Event{Kind: parley.EventEdited, Room: r, UserID: e.EditorID, Message: m})
 		return result{msg: m}, nil
 	})
@@ -157,6 +210,12 @@ func (s *Store) EditMessage(ctx context.Context, e parley.Edit) (parley.Message,
 // text again.
 func (s *Store) DeleteMessage(ctx context.Context, d parley.Deletion) (parley.Message, bool, error) {
 	res, err := s.write(ctx, func(w *wtx) (result, error) {
+		if k, ok, err := w.changeKey(d.RoomID, d.ActorID, d.ClientID); err != nil || ok {
+			if err != nil {
+				return result{}, fmt.Errorf("delete: key: %w", err)
+			}
+			return w.repeat(k, d.ClientID, d.RoomID, d.Seq, true, "")
+		}
 		old, num, err := w.messageAt(d.RoomID, d.Seq)
 		switch {
 		case err != nil:
@@ -178,6 +237,9 @@ func (s *Store) DeleteMessage(ctx context.Context, d parley.Deletion) (parley.Me
 		}
 		if err := w.reindex(num, m.Seq, old.Body, ""); err != nil {
 			return result{}, fmt.Errorf("delete: index: %w", err)
+		}
+		if err := w.putChangeKey(d.RoomID, d.ActorID, d.ClientID, parley.ChangeKey{Seq: m.Seq, Deleted: true, Change: m.Change}); err != nil {
+			return result{}, fmt.Errorf("delete: key: %w", err)
 		}
 		w.emit(parley.Event{Kind: parley.EventDeleted, Room: r, UserID: d.ActorID, Message: m})
 		return result{msg: m, ok: true}, nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -115,5 +116,93 @@ func TestClusterStompChanges(t *testing.T) {
 	expectPast(t, sb, "RECEIPT", "receipt-id:ev")
 	if f, msg = nextChange(t, sb); string(f.Get("change")) != "1" || msg.Body != "hello, edited" {
 		t.Fatalf("node two's replay: %v %+v", f, msg)
+	}
+}
+
+// TestStompChangeClientID: over the real store (SQLite), an edit resent
+// with the same client-id after a reconnect (the RECEIPT lost) is
+// receipted again with the same change and makes no second edit: the other
+// member's events subscription sees it once. REST shares the key (the same
+// user and room); the key reused for another change is refused on both.
+func TestStompChangeClientID(t *testing.T) {
+	m := MustOpenMain(t, noSendLimit)
+	alice, _ := mustSignUp(t, m.Addr(), "alice")
+	bob, _ := mustSignUp(t, m.Addr(), "bob")
+	var r room
+	if st := alice.do("POST", "/api/rooms", map[string]string{"kind": "group", "title": "keys"}, &r); st != http.StatusCreated {
+		t.Fatalf("create room: %d", st)
+	}
+	if st := bob.do("POST", "/api/rooms/"+r.ID+"/members", nil, nil); st != http.StatusCreated {
+		t.Fatalf("join: %d", st)
+	}
+	a := dialStomp(t, m, "websocket", alice.token)
+	dest := "destination:/app/rooms." + r.ID + "\n"
+	for _, body := range []string{"one", "two"} {
+		a.send("SEND\n" + dest + "receipt:m\n\n" + body + "\x00")
+		a.expect("RECEIPT", "receipt-id:m")
+	}
+	sc := subscribeEvents(t, m, bob.token, r.ID, false)
+	edit := "SEND\n" + dest + "edit-seq:1\nclient-id:e1\nreceipt:e\n\none, edited\x00"
+	a.send(edit)
+	first := a.expect("RECEIPT", "receipt-id:e", "seq:1", "change:1")
+	a.conn.Close() // the client never saw that RECEIPT: it reconnects and resends
+	a = dialStomp(t, m, "websocket", alice.token)
+	a.send(edit)
+	a.expect("RECEIPT", "receipt-id:e", "seq:1", "change:1", "message-id:"+string(first.Get("message-id")))
+	var got changedMessage
+	if st := alice.do("PATCH", "/api/rooms/"+r.ID+"/messages/1", map[string]string{"body": "one, edited", "client_id": "e1"}, &got); st != http.StatusOK || got.Change != 1 {
+		t.Errorf("PATCH with client_id e1 = %d %+v, want 200 at change 1", st, got)
+	}
+	// Another change: bob's next event after change 1 is change 2.
+	a.send("SEND\n" + dest + "delete-seq:2\nclient-id:d1\nreceipt:d\n\n\x00")
+	a.expect("RECEIPT", "receipt-id:d", "seq:2", "change:2")
+	if st := alice.do("DELETE", "/api/rooms/"+r.ID+"/messages/2", map[string]string{"client_id": "d1"}, nil); st != http.StatusNoContent {
+		t.Errorf("DELETE with client_id d1 = %d, want 204", st)
+	}
+	for i, want := range []string{"edited", "deleted"} {
+		f, msg := nextChange(t, sc)
+		if string(f.Get("event")) != want || msg.Change != int64(i+1) {
+			t.Fatalf("change event %d: %v %+v, want %s at change %d", i+1, f, msg, want, i+1)
+		}
+	}
+	// The keys reused for other changes: REST 409, STOMP ERROR conflict.
+	if st := alice.do("PATCH", "/api/rooms/"+r.ID+"/messages/1", map[string]string{"body": "one, again", "client_id": "e1"}, nil); st != http.StatusConflict {
+		t.Errorf("PATCH with client_id e1 and another body = %d, want 409", st)
+	}
+	a.send("SEND\n" + dest + "delete-seq:1\nclient-id:e1\nreceipt:x\n\n\x00")
+	a.expect("ERROR", "message:conflict", "receipt-id:x")
+	var rm struct {
+		LastChange int64 `json:"last_change"`
+	}
+	if st := alice.do("GET", "/api/rooms/"+r.ID, nil, &rm); st != http.StatusOK || rm.LastChange != 2 {
+		t.Errorf("room = %d last_change %d, want 2", st, rm.LastChange)
+	}
+}
+
+// TestClusterStompChangeClientID: a keyed edit on node 1 resent through
+// node 2 (the client reconnected elsewhere) is receipted with the same
+// change; the subscriber on node 3 sees it once.
+func TestClusterStompChangeClientID(t *testing.T) {
+	env := needCluster(t)
+	nodes := []*Main{startNode(t, env, "one"), startNode(t, env, "two"), startNode(t, env, "three")}
+	r, ms := groupRoom(t, nodes, "skey", 3)
+	alice, carol := ms[0], ms[2]
+	sc := subscribeEvents(t, nodes[2], carol.c.token, r.ID, false)
+	dest := "destination:/app/rooms." + r.ID + "\n"
+	a := dialStomp(t, nodes[0], "websocket", alice.c.token)
+	a.send("SEND\n" + dest + "receipt:m\n\nhello\x00")
+	a.expect("RECEIPT", "receipt-id:m", "seq:1")
+	edit := "SEND\n" + dest + "edit-seq:1\nclient-id:e1\nreceipt:e\n\nhello, edited\x00"
+	a.send(edit)
+	a.expect("RECEIPT", "receipt-id:e", "change:1")
+	b := dialStomp(t, nodes[1], "websocket", alice.c.token)
+	b.send(edit)
+	b.expect("RECEIPT", "receipt-id:e", "seq:1", "change:1")
+	b.send("SEND\n" + dest + "edit-seq:1\nreceipt:e2\n\nhello, twice\x00")
+	b.expect("RECEIPT", "receipt-id:e2", "change:2")
+	for i := 1; i <= 2; i++ {
+		if f, msg := nextChange(t, sc); string(f.Get("change")) != fmt.Sprint(i) || msg.Change != int64(i) {
+			t.Fatalf("node three's change event %d: %v %+v", i, f, msg)
+		}
 	}
 }
