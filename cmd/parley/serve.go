@@ -451,7 +451,7 @@ func (m *Main) openGateway(svc *chat.Service, sessions gateway.Sessions) error {
 
 // routes returns the public HTTP handler, and the /metrics handler (on
 // it, unless --metrics-addr serves it apart).
-func (m *Main) routes(api http.Handler, svc *chat.Service) (*http.ServeMux, http.Handler) {
+func (m *Main) routes(api http.Handler, svc *chat.Service) (http.Handler, http.Handler) {
 	mux := http.NewServeMux()
 	mux.Handle("/api/", api)
 	mux.Handle("GET /ws", m.gateway)
@@ -464,7 +464,24 @@ func (m *Main) routes(api http.Handler, svc *chat.Service) (*http.ServeMux, http
 		w.Write([]byte("ok\n"))
 	})
 	mux.Handle("GET /readyz", readyHandler(readyTimeout, m.readyChecks(svc)))
-	return mux, metrics
+	return apiFirst{api: api, mux: mux}, metrics
+}
+
+// apiFirst hands a request under /api/ straight to the API, whose own
+// ServeMux cleans the path (redirecting an unclean one) as mux's "/api/"
+// route would before it; the rest go to mux. One mux lookup, not two, on
+// every API request.
+type apiFirst struct {
+	api http.Handler
+	mux *http.ServeMux
+}
+
+func (h apiFirst) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/api/") && r.Method != http.MethodConnect {
+		h.api.ServeHTTP(w, r)
+		return
+	}
+	h.mux.ServeHTTP(w, r)
 }
 
 // listen opens the listeners and serves on them: HTTP (mux), raw TCP
