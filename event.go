@@ -14,6 +14,7 @@ const (
 	EventRole                          // UserID's role in Room changed to Role; ActorID changed it
 	EventEdited                        // Message (its new version) was edited by UserID; Room is the room after it
 	EventDeleted                       // Message (now a tombstone) was deleted by UserID; Room is the room after it
+	EventUnban                         // UserID's ban from Room was lifted by ActorID (UserID is not a member)
 )
 
 // Why a member left a room (Event.Reason of an EventLeave).
@@ -36,7 +37,7 @@ type Event struct {
 	Message Message // EventMessage; EventEdited and EventDeleted: the message's new version
 	Role    string  // EventJoin, EventRole: the member's role
 	Reason  string  // EventLeave: LeaveLeft, LeaveRemoved or LeaveBanned
-	ActorID string  // EventRoomInfo, EventRole, a removal: who did it
+	ActorID string  // EventRoomInfo, EventRole, EventUnban, a removal: who did it
 	Reads   []Read  // EventReads: the read positions that moved
 }
 

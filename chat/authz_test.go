@@ -96,7 +96,7 @@ func TestAuthorization(t *testing.T) {
 			return err
 		},
 			[numCallers]string{ok, forbidden, forbidden, ok, notFound, notFound, notFound}},
-		{"MarkRead", func(w *authzWorld, u parley.User, id string) error { return w.s.MarkRead(ctx, u, id, 1) },
+		{"MarkRead", func(w *authzWorld, u parley.User, id string) error { _, err := w.s.MarkRead(ctx, u, id, 1); return err },
 			[numCallers]string{ok, forbidden, forbidden, ok, notFound, notFound, notFound}},
 		{"Join", func(w *authzWorld, u parley.User, id string) error { _, _, err := w.s.Join(ctx, u, id); return err },
 			[numCallers]string{ok, ok, ok, ok, notFound, notFound, notFound}},

@@ -281,16 +281,34 @@ func (s *Service) CheckBody(body string) error {
 	return nil
 }
 
-// MarkRead moves u's read position in a room forward to seq.
-func (s *Service) MarkRead(ctx context.Context, u parley.User, roomID string, seq int64) error {
+// MarkRead moves u's read position in a room forward to seq (capped at
+// the room's last seq) and reports whether it moved. One that would not
+// move writes nothing.
+func (s *Service) MarkRead(ctx context.Context, u parley.User, roomID string, seq int64) (moved bool, err error) {
 	if seq < 0 {
-		return parley.Errorf(parley.CodeInvalid, "seq must not be negative")
+		return false, parley.Errorf(parley.CodeInvalid, "seq must not be negative")
 	}
-	if _, err := s.Authorize(ctx, u, roomID); err != nil {
-		return err
+	m, err := s.Authorize(ctx, u, roomID)
+	if err != nil {
+		return false, err
 	}
-	_, err := s.store.MarkRead(ctx, roomID, u.ID, seq)
-	return err
+	// A mark at or below the position, once capped at the room's last
+	// seq, moves nothing: it is answered from the membership and the room
+	// as the hot data holds them, with no store write. A client hears of
+	// a message only once the hot data holds it, so a mark of a message it
+	// was shown is never taken for one that moves nothing.
+	r, err := s.store.Room(ctx, roomID)
+	if err != nil {
+		return false, hideRoom(err)
+	}
+	if min(seq, r.LastSeq) <= m.ReadSeq {
+		return false, nil
+	}
+	after, err := s.store.MarkRead(ctx, roomID, u.ID, seq)
+	if err != nil {
+		return false, err
+	}
+	return after.ReadSeq > m.ReadSeq, nil
 }
 
 func checkLimit(limit int) error {

@@ -98,7 +98,7 @@ func testRoomNotFoundText(t *testing.T, store parley.Store) {
 		{"Authorize", func(id string) error { _, err := s.Authorize(ctx, carol, id); return err }},
 		{"Messages", func(id string) error { _, err := s.Messages(ctx, carol, id, parley.Newest(10)); return err }},
 		{"Send", func(id string) error { _, _, err := s.Send(ctx, carol, id, "hi", ""); return err }},
-		{"MarkRead", func(id string) error { return s.MarkRead(ctx, carol, id, 1) }},
+		{"MarkRead", func(id string) error { _, err := s.MarkRead(ctx, carol, id, 1); return err }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			hidden, missing := tt.op(direct.ID), tt.op(unknown)

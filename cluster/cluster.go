@@ -128,7 +128,7 @@ type Config struct {
 	// (changes.go).
 	ApplyChanges func(evs []parley.Event)
 	// Events, when set, takes the room events other nodes send: joins,
-	// leaves, role and room changes, edits and deletions, typing and
+	// leaves, role and room changes, unbans, edits and deletions, typing and
 	// coalesced reads (hub.Events.ApplyRemote). It must not block.
 	Events func(ev parley.Event)
 	// GapWait is how long a message waits for an older one before the
@@ -174,6 +174,10 @@ type Config struct {
 	// and then reads the room from Redis finds it there. Delivery to this
 	// node's sessions does not wait.
 	Written Watermark
+	// MaxSignals bounds the typing and read signals waiting for the
+	// signal goroutine (signals.go); past it a signal is dropped and
+	// counted, never a message. Default 4,096.
+	MaxSignals int
 	// Registerer, when set, registers the relay's metrics.
 	Registerer prometheus.Registerer
 	// Logger logs failures. Default slog.Default().
@@ -208,6 +212,13 @@ type Relay struct {
 	sendWake    chan struct{}
 	sendDone    chan struct{} // closed when the sender has returned
 
+	sigmu      sync.Mutex     // guards the following fields
+	sigq       []parley.Event // typing and read signals for the signal goroutine (signals.go)
+	sigStarted bool
+	sigClosing bool          // Close: the signal goroutine drops the queue and returns
+	sigWake    chan struct{} // a signal is queued
+	sigDone    chan struct{} // closed when the signal goroutine has returned
+
 	headsDown atomic.Bool   // the last read or write of Heads failed
 	fromStore atomic.Bool   // the next head check reads the store, not Heads (a node died)
 	headsWake chan struct{} // a head is pending
@@ -224,14 +235,13 @@ type Relay struct {
 
 // item is one unit of work for the run goroutine.
 type item struct {
-	local  []parley.Event          // events this node committed
-	mark   uint64                  // their commit's mark in Config.Written
-	batch  *parley.Batch           // a batch from another node
-	tick   string                  // a room whose gap timer fired
-	snap   chan<- map[string]int64 // a head check asks for the rooms' delivered seqs
-	heads  map[string]int64        // rooms whose head is past what was delivered
-	signal *parley.Event           // a typing or reads signal for the room's other nodes
-	done   chan struct{}           // closed once handled, when not nil
+	local []parley.Event          // events this node committed
+	mark  uint64                  // their commit's mark in Config.Written
+	batch *parley.Batch           // a batch from another node
+	tick  string                  // a room whose gap timer fired
+	snap  chan<- map[string]int64 // a head check asks for the rooms' delivered seqs
+	heads map[string]int64        // rooms whose head is past what was delivered
+	done  chan struct{}           // closed once handled, when not nil
 }
 
 // New returns a relay that queues what it is given until Start.
@@ -251,6 +261,9 @@ func New(cfg Config) *Relay {
 	if cfg.Settle <= 0 {
 		cfg.Settle = 5 * time.Second
 	}
+	if cfg.MaxSignals <= 0 {
+		cfg.MaxSignals = 4096
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -264,6 +277,8 @@ func New(cfg Config) *Relay {
 		rooms:   map[string]*roomState{},
 		pending: map[string]int64{},
 
+		sigWake:   make(chan struct{}, 1),
+		sigDone:   make(chan struct{}),
 		sendWake:  make(chan struct{}, 1),
 		sendDone:  make(chan struct{}),
 		headsWake: make(chan struct{}, 1),
@@ -284,6 +299,7 @@ func (r *Relay) Start(b parley.Broker, p parley.Presence) {
 	r.refreshNodes()
 	go r.run()
 	go r.sendLoop()
+	r.startSignals()
 	go r.keep()
 	r.signal()
 	r.CheckHeads()
@@ -296,7 +312,7 @@ func (r *Relay) Apply(evs []parley.Event) {
 	for _, ev := range evs {
 		switch ev.Kind {
 		case parley.EventMessage, parley.EventJoin, parley.EventLeave, parley.EventRoom,
-			parley.EventRole, parley.EventRoomInfo, parley.EventEdited, parley.EventDeleted:
+			parley.EventRole, parley.EventRoomInfo, parley.EventUnban, parley.EventEdited, parley.EventDeleted:
 			keep = append(keep, ev)
 		}
 	}
@@ -412,6 +428,7 @@ func (r *Relay) Close() {
 		waiting, r.queue = r.queue, nil
 	}
 	r.qmu.Unlock()
+	r.stopSignals() // queued signals are dropped: they are worth nothing later
 	if !started {
 		for _, it := range waiting { // never relayed: release Receive
 			if it.done != nil {
@@ -468,8 +485,6 @@ func (r *Relay) handle(it *item) {
 		it.snap <- r.snapshot()
 	case it.heads != nil:
 		r.catchUpHeads(it.heads)
-	case it.signal != nil:
-		r.sendSignal(it.signal)
 	case it.batch != nil:
 		r.receive(it.batch)
 	default:
@@ -500,7 +515,7 @@ func (r *Relay) local(ev *parley.Event) {
 		r.offer(ev.Message, rt.members, true)
 	case parley.EventEdited, parley.EventDeleted:
 		r.localChange(ev)
-	case parley.EventJoin, parley.EventLeave, parley.EventRole, parley.EventRoomInfo:
+	case parley.EventJoin, parley.EventLeave, parley.EventRole, parley.EventRoomInfo, parley.EventUnban:
 		// The room's nodes and the user's: the one who left or was
 		// removed has their subscriptions ended there (Reason travels
 		// with the event), and every node's room events hear of it.
@@ -565,7 +580,7 @@ func (r *Relay) receive(b *parley.Batch) {
 			r.cfg.ApplyLeaves([]parley.Event{*ev})
 		}
 		r.toEvents(ev)
-	case parley.EventRole, parley.EventRoomInfo, parley.EventTyping, parley.EventReads:
+	case parley.EventRole, parley.EventRoomInfo, parley.EventUnban, parley.EventTyping, parley.EventReads:
 		r.toEvents(ev)
 	}
 }
@@ -574,26 +589,6 @@ func (r *Relay) toEvents(ev *parley.Event) {
 	if r.cfg.Events != nil {
 		r.cfg.Events(*ev)
 	}
-}
-
-// Signal sends a room event that is never stored (parley.EventTyping, or
-// parley.EventReads with the positions this node coalesced) to the other
-// nodes of the room's route: one publish per node with online members, as
-// for a message. It queues and returns.
-func (r *Relay) Signal(ev parley.Event) {
-	r.enqueue(item{signal: &ev})
-}
-
-// It waits for no commit: the sender publishes it after the commits
-// queued before it, with mark 0.
-func (r *Relay) sendSignal(ev *parley.Event) {
-	rt := r.route(ev.Room.ID)
-	for node := range rt.nodes {
-		if node != r.cfg.Node {
-			r.publishLater(parley.Batch{Node: node, Event: *ev}, "signal")
-		}
-	}
-	r.flushOut(0)
 }
 
 // route returns where a room's members are, from the cache or from the
@@ -649,13 +644,13 @@ func (r *Relay) route(roomID string) *route {
 // of them was read. Only the run goroutine calls it.
 func (r *Relay) nodesOf(ctx context.Context, users []string) (nodes map[string][]string, oldest time.Time, err error) {
 	now := time.Now()
-	out, missing, oldest := r.routes.remembered(users, now)
+	out, missing, oldest, rd := r.routes.remembered(users, now)
 	if len(missing) == 0 {
 		return out, oldest, nil
 	}
 	r.m.presenceLookups.Add(float64(len(missing)))
 	found, err := r.presence.Nodes(ctx, missing)
-	r.routes.remember(missing, found, err == nil, now)
+	r.routes.remember(rd, missing, found, err == nil, now)
 	if err != nil {
 		return nil, oldest, err
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"parley"
 	"parley/cluster"
 	"parley/inmem"
@@ -54,7 +56,7 @@ func hasKind(evs []parley.Event, k parley.EventKind, user string) bool {
 	return slices.ContainsFunc(evs, func(ev parley.Event) bool { return ev.Kind == k && ev.UserID == user })
 }
 
-// TestRoomEventsReachOtherNodes: member events, with a leave's reason,
+// TestRoomEventsReachOtherNodes: member events (unbans too), with a leave's reason,
 // reach the nodes of the room's members, and a typing signal costs one
 // publish per other node with online members.
 func TestRoomEventsReachOtherNodes(t *testing.T) {
@@ -95,10 +97,12 @@ func TestRoomEventsReachOtherNodes(t *testing.T) {
 	relays["a"].Apply([]parley.Event{
 		{Kind: parley.EventRole, Room: parley.Room{ID: "r"}, UserID: "x", Role: parley.RoleAdmin, ActorID: "z"},
 		{Kind: parley.EventLeave, Room: parley.Room{ID: "r"}, UserID: "y", Reason: parley.LeaveBanned, ActorID: "z"},
+		{Kind: parley.EventUnban, Room: parley.Room{ID: "r"}, UserID: "w", ActorID: "z"}, // w is no member
 	})
 	for _, n := range []string{"b", "c"} {
-		logs[n].await(t, "role and leave on node "+n, func(l *eventLog) bool {
-			return hasKind(l.events, parley.EventRole, "x") && hasKind(l.events, parley.EventLeave, "y")
+		logs[n].await(t, "role, leave and unban on node "+n, func(l *eventLog) bool {
+			return hasKind(l.events, parley.EventRole, "x") && hasKind(l.events, parley.EventLeave, "y") &&
+				hasKind(l.events, parley.EventUnban, "w")
 		})
 	}
 	logs["c"].await(t, "y's ban applied on node c", func(l *eventLog) bool {
@@ -123,4 +127,84 @@ func TestRoomEventsReachOtherNodes(t *testing.T) {
 			})
 		})
 	}
+}
+
+// blockingStore is a fakeStore whose member lookups of one room block
+// until release is closed; entered is closed when the first one starts.
+type blockingStore struct {
+	*fakeStore
+	room    string
+	once    sync.Once
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s *blockingStore) Members(ctx context.Context, roomID string) ([]string, error) {
+	if roomID == s.room {
+		s.once.Do(func() { close(s.entered) })
+		<-s.release // past the relay's own 2 s bound: a stuck read
+	}
+	return s.fakeStore.Members(ctx, roomID)
+}
+
+// TestSlowSignalRouteDoesNotDelayMessages: a typing signal whose route
+// lookup blocks (its room's members cannot be read) does not hold up the
+// relay of a message of another room: the message reaches the other node
+// while the lookup is still blocked. The signals queued behind the blocked
+// one are bounded: the excess is dropped and counted.
+func TestSlowSignalRouteDoesNotDelayMessages(t *testing.T) {
+	store := &blockingStore{
+		fakeStore: &fakeStore{members: map[string][]string{"quiet": {"x", "y"}, "busy": {"x", "y"}}, msgs: map[string][]parley.Message{}},
+		room:      "quiet", entered: make(chan struct{}), release: make(chan struct{}),
+	}
+	ex, reg := inmem.NewExchange(), inmem.NewRegistry()
+	relays, locals, presence := map[string]*cluster.Relay{}, map[string]*fakeLocal{}, map[string]*inmem.Presence{}
+	regs := map[string]*prometheus.Registry{"a": prometheus.NewRegistry(), "b": prometheus.NewRegistry()}
+	for _, name := range []string{"a", "b"} {
+		local := &fakeLocal{got: map[string][]int64{}}
+		r := cluster.New(cluster.Config{Node: name, Store: store, Local: local, ApplyLeaves: local.applyLeaves, GapWait: 20 * time.Millisecond,
+			MaxSignals: 4, Registerer: regs[name]})
+		b := ex.Broker(inmem.BrokerConfig{Node: name, Handler: r.Receive, Gone: r.Gone})
+		p := reg.Presence(inmem.PresenceConfig{Node: name, OnChange: r.PresenceChanged})
+		r.Start(b, p)
+		t.Cleanup(func() { r.Close(); b.Close(); p.Close() })
+		relays[name], locals[name], presence[name] = r, local, p
+	}
+	t.Cleanup(func() { close(store.release) }) // runs before the relays close
+	ctx := context.Background()
+	presence["a"].Add(ctx, "x")
+	presence["b"].Add(ctx, "y")
+
+	relays["a"].Signal(parley.Event{Kind: parley.EventTyping, Room: parley.Room{ID: "quiet"}, UserID: "x"})
+	<-store.entered // the signal's route lookup is blocked
+	for range 10 {  // 4 wait, 6 are dropped
+		relays["a"].Signal(parley.Event{Kind: parley.EventTyping, Room: parley.Room{ID: "quiet"}, UserID: "x"})
+	}
+	relays["a"].Apply([]parley.Event{store.commit("busy", "x")})
+	waitSeq(t, locals["b"], "y", 1)
+	select {
+	case <-store.release:
+		t.Fatal("the lookup was released before the message arrived")
+	default:
+	}
+	waitGauge(t, regs["a"], "parley_cluster_signals_queued", 4)
+	if got := counterValue(t, regs["a"], "parley_cluster_signals_dropped_total"); got != 6 {
+		t.Errorf("%v signals dropped, want 6 (10 behind a blocked one, 4 queued)", got)
+	}
+}
+
+// counterValue reads the counter name in reg.
+func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no counter %s", name)
+	return 0
 }

@@ -21,6 +21,8 @@ type metrics struct {
 	headChecks      prometheus.Counter
 	headErrors      prometheus.Counter
 	broadcasts      prometheus.Counter
+	signalsQueued   prometheus.Gauge
+	signalsDropped  prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -43,7 +45,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"origin"}),
 		batches: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_cluster_batches_total",
-			Help: "Batches the relay published, by kind: message, or member (join and leave).",
+			Help: "Batches the relay published, by kind: message, member (joins, leaves, roles, room info), change (edits and deletions) or signal (typing and reads).",
 		}, []string{"kind"}),
 		fills: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_cluster_gap_fills_total",
@@ -60,18 +62,23 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		headChecks:      c("parley_cluster_head_checks_total", "Checks of the rooms' heads against what this node delivered."),
 		headErrors:      c("parley_cluster_head_errors_total", "Failed reads or writes of the rooms' heads."),
 		broadcasts:      c("parley_cluster_broadcasts_total", "Messages sent to every known node because routes were unsure (presence down or reset)."),
+		signalsQueued: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "parley_cluster_signals_queued", Help: "Typing and read signals waiting for the signal goroutine.",
+		}),
+		signalsDropped: c("parley_cluster_signals_dropped_total", "Typing and read signals dropped because the signal queue was full (messages are never dropped)."),
 	}
 	m.messages.WithLabelValues("local")
 	m.messages.WithLabelValues("remote")
 	m.batches.WithLabelValues("message")
 	m.batches.WithLabelValues("member")
+	m.batches.WithLabelValues("signal")
 	for _, reason := range []string{"timer", "local", "head"} {
 		m.fills.WithLabelValues(reason)
 	}
 	if reg != nil {
 		reg.MustRegister(m.queued, m.unpublished, m.held, m.messages, m.batches, m.duplicates, m.filled, m.fills, m.skipped,
 			m.routeMisses, m.presenceLookups, m.routeErrors, m.publishErrors, m.gone,
-			m.headChecks, m.headErrors, m.broadcasts)
+			m.headChecks, m.headErrors, m.broadcasts, m.signalsQueued, m.signalsDropped)
 	}
 	return m
 }

@@ -18,6 +18,14 @@ type memberList struct {
 	at  time.Time
 }
 
+// presenceRead is one read of presence in progress (nodesOf): the
+// changes made while it runs, whose results it must not remember. The run
+// goroutine and the signal goroutine (signals.go) may read at once.
+type presenceRead struct {
+	changed map[string]bool // users changed during the read
+	all     bool            // everything changed during the read
+}
+
 // userNodes is one user's nodes as read from presence.
 type userNodes struct {
 	nodes []string
@@ -34,8 +42,8 @@ const maxFallbackRoutes = 100_000
 // routeCache is what the relay remembers of where rooms' members are: the
 // routes per room, the members per room, each user's nodes, the last good
 // route of each room (the fallback when presence or the store fails), and
-// the nodes it knows of. The run goroutine reads and fills it; the
-// presence and broker hooks invalidate it. It makes no calls: the relay
+// the nodes it knows of. The run goroutine and the signal goroutine read
+// and fill it; the presence and broker hooks invalidate it. It makes no calls: the relay
 // reads the store and presence without its lock and hands it the results,
 // with the generations it saw before the read, so that a result an
 // invalidation overtook is not kept.
@@ -49,10 +57,8 @@ type routeCache struct {
 	routes      map[string]*route
 	lastGood    map[string]*route // the last route built per room, kept through invalidations: the fallback when presence or the store fails
 	members     map[string]*memberList
-	where       map[string]*userNodes // user -> their nodes as last read (nil nodes: offline)
-	reading     bool                  // nodesOf is reading presence: note the changes below
-	changed     map[string]bool       // users changed during that read
-	allMoved    bool                  // everything changed during that read
+	where       map[string]*userNodes      // user -> their nodes as last read (nil nodes: offline)
+	reads       map[*presenceRead]struct{} // reads of presence in progress (nodesOf): each notes the changes
 	lastGone    map[string]time.Time
 	known       map[string]time.Time // nodes seen in a route or the live nodes, and when
 	unsureUntil time.Time            // routes may miss nodes until then (see Config.Settle)
@@ -67,7 +73,7 @@ func newRouteCache(ttl, settle time.Duration) *routeCache {
 		lastGood: map[string]*route{},
 		members:  map[string]*memberList{},
 		where:    map[string]*userNodes{},
-		changed:  map[string]bool{},
+		reads:    map[*presenceRead]struct{}{},
 		lastGone: map[string]time.Time{},
 		known:    map[string]time.Time{},
 	}
@@ -85,9 +91,17 @@ func (c *routeCache) presenceChanged(userID string) {
 	} else {
 		delete(c.where, userID)
 	}
-	if c.reading {
-		c.changed[userID] = true
-		c.allMoved = c.allMoved || userID == ""
+	for rd := range c.reads {
+		rd.changed[userID] = true
+		rd.all = rd.all || userID == ""
+	}
+}
+
+// allMovedLocked marks every read in progress as overtaken by a change of
+// everything.
+func (c *routeCache) allMovedLocked() {
+	for rd := range c.reads {
+		rd.all = true
 	}
 }
 
@@ -109,7 +123,7 @@ func (c *routeCache) reset() (checkHeads bool) {
 	c.gen++
 	clear(c.routes)
 	clear(c.where)
-	c.allMoved = c.allMoved || c.reading
+	c.allMovedLocked()
 	return checkHeads
 }
 
@@ -133,7 +147,7 @@ func (c *routeCache) nodeGone(node string) bool {
 	c.gen++
 	clear(c.routes)
 	clear(c.where)
-	c.allMoved = c.allMoved || c.reading
+	c.allMovedLocked()
 	return true
 }
 
@@ -205,9 +219,9 @@ func (c *routeCache) fallback(roomID string, members []string) *route {
 // remembered returns the nodes of the users remembered (for less than
 // RouteTTL) at now, the users it does not remember, and when the oldest
 // remembered was read. With users missing, it starts noting the presence
-// changes, for the read of them that the caller makes next and reports
-// with remember.
-func (c *routeCache) remembered(users []string, now time.Time) (out map[string][]string, missing []string, oldest time.Time) {
+// changes in rd, for the read of them that the caller makes next and
+// reports with remember.
+func (c *routeCache) remembered(users []string, now time.Time) (out map[string][]string, missing []string, oldest time.Time, rd *presenceRead) {
 	out = make(map[string][]string, len(users))
 	oldest = now
 	c.mu.Lock()
@@ -223,20 +237,20 @@ func (c *routeCache) remembered(users []string, now time.Time) (out map[string][
 		}
 	}
 	if len(missing) > 0 {
-		c.reading, c.allMoved = true, false
-		clear(c.changed)
+		rd = &presenceRead{changed: map[string]bool{}}
+		c.reads[rd] = struct{}{}
 	}
-	return out, missing, oldest
+	return out, missing, oldest, rd
 }
 
-// remember ends the read of presence that remembered started at now: on
+// remember ends the read of presence rd that remembered started at now: on
 // success (ok) it remembers the nodes found for the missing
 // users, but for the users a presence change named during the read (all
 // of them after a change of everything).
-func (c *routeCache) remember(missing []string, found map[string][]string, ok bool, now time.Time) {
+func (c *routeCache) remember(rd *presenceRead, missing []string, found map[string][]string, ok bool, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.reading = false
+	delete(c.reads, rd)
 	if !ok {
 		return
 	}
@@ -244,7 +258,7 @@ func (c *routeCache) remember(missing []string, found map[string][]string, ok bo
 		c.forgetStaleLocked(now)
 	}
 	for _, u := range missing {
-		if !c.allMoved && !c.changed[u] && len(c.where) < maxWhere {
+		if !rd.all && !rd.changed[u] && len(c.where) < maxWhere {
 			c.where[u] = &userNodes{nodes: found[u], at: now}
 		}
 	}

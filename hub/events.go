@@ -58,6 +58,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
+// DefaultTypingMaxMembers is the largest room with typing events, by
+// default: the size up to which read events are sent too. Past it "… is
+// typing" is noise more than news, and one typist would cost a delivery to
+// every member every 2 s.
+const DefaultTypingMaxMembers = 100
+
 // Event kinds, the value of the event header.
 const (
 	KindMember  = "member"
@@ -75,6 +81,7 @@ const (
 	ActionLeft    = "left"
 	ActionRemoved = "removed"
 	ActionBanned  = "banned"
+	ActionUnban   = "unbanned" // a ban was lifted (the user is not a member): the moderators' ban lists
 	ActionRole    = "role"
 	ActionRoom    = "room" // the room's title or capacity changed
 )
@@ -203,6 +210,11 @@ type EventsConfig struct {
 	// ReadMaxMembers: rooms with more members have no read events.
 	// Default 100.
 	ReadMaxMembers int
+	// TypingMaxMembers: rooms with more members have no typing events
+	// (signals are absorbed, counted, and not sent to other nodes), so
+	// that one typist costs at most this many deliveries every
+	// TypingEvery. Default DefaultTypingMaxMembers.
+	TypingMaxMembers int
 	// PresenceQuiet is how long a user's presence must stay unchanged
 	// before it is announced. Default 5 s.
 	PresenceQuiet time.Duration
@@ -232,6 +244,13 @@ type Events struct {
 	closing  bool
 	wake     chan struct{}
 	done     chan struct{}
+
+	// pmu guards what the member listing is told of presence (Seen): it
+	// reports the state the events last announced for a user whose
+	// change is still in its quiet period. A leaf lock, taken under qmu.
+	pmu      sync.Mutex
+	said     map[string]bool          // users last announced online (absent: offline, or never announced)
+	settling map[string]*settlingUser // users with a change not yet announced or found unchanged
 
 	tmu     sync.Mutex           // guards the typing throttle:
 	typed   map[string]time.Time // room+"\x00"+user -> last typing event let in
@@ -284,6 +303,15 @@ type userPresence struct {
 	online bool        // the last announcement (absent entry: offline)
 	gen    uint64      // the pending check's generation
 	stop   func() bool // stops the pending check
+	heard  uint64      // the changes (settlingUser.heard) the pending check covers
+}
+
+// settlingUser is a user whose presence changed and whose quiet period
+// has not ended: the member listing keeps showing online, the state the
+// events last announced.
+type settlingUser struct {
+	online bool
+	heard  uint64 // changes heard at the intake; the check that covers them all ends the spell
 }
 
 // NewEvents returns running Events.
@@ -301,6 +329,9 @@ func NewEvents(cfg EventsConfig) *Events {
 	def(&cfg.PresenceQuiet, 5*time.Second)
 	if cfg.ReadMaxMembers <= 0 {
 		cfg.ReadMaxMembers = 100
+	}
+	if cfg.TypingMaxMembers <= 0 {
+		cfg.TypingMaxMembers = DefaultTypingMaxMembers
 	}
 	if cfg.MaxQueue <= 0 {
 		cfg.MaxQueue = 1 << 16
@@ -328,6 +359,8 @@ func NewEvents(cfg EventsConfig) *Events {
 		reads:      map[string]*readWindow{},
 		readsAt:    1024,
 		presence:   map[string]*userPresence{},
+		said:       map[string]bool{},
+		settling:   map[string]*settlingUser{},
 		typingWait: map[string][]*RoomEvent{},
 	}
 	go e.run()
@@ -439,6 +472,7 @@ func (e *Events) enqueue(it evItem, bounded bool) {
 		return
 	}
 	if it.kind == itemPresence && e.queued[it.user] {
+		e.heard(it.user)
 		e.qmu.Unlock() // the queued change restarts the quiet period for both
 		return
 	}
@@ -450,6 +484,7 @@ func (e *Events) enqueue(it evItem, bounded bool) {
 	}
 	if it.kind == itemPresence {
 		e.queued[it.user] = true
+		e.heard(it.user)
 	}
 	e.queue = append(e.queue, it)
 	select { // under qmu: Close closes wake under it
@@ -457,6 +492,88 @@ func (e *Events) enqueue(it evItem, bounded bool) {
 	default:
 	}
 	e.qmu.Unlock()
+}
+
+// heard notes a presence change of userID ("" for anyone announced
+// online) that is on its way to the dispatcher: until its quiet period
+// ends, Seen reports the user as last announced. Called under qmu.
+func (e *Events) heard(userID string) {
+	e.pmu.Lock()
+	defer e.pmu.Unlock()
+	note := func(u string) {
+		st := e.settling[u]
+		if st == nil {
+			st = &settlingUser{online: e.said[u]}
+			e.settling[u] = st
+		}
+		st.heard++
+	}
+	if userID != "" {
+		note(userID)
+		return
+	}
+	for u := range e.said {
+		note(u)
+	}
+}
+
+// heardOf returns the changes of userID heard so far (the dispatcher's
+// check covers them).
+func (e *Events) heardOf(userID string) uint64 {
+	e.pmu.Lock()
+	defer e.pmu.Unlock()
+	if st := e.settling[userID]; st != nil {
+		return st.heard
+	}
+	return 0
+}
+
+// settled records the end of userID's quiet period: online is what the
+// events say of them now, and the listing shows the live state again,
+// unless a change came after the check began (heard), whose own check
+// ends the spell.
+func (e *Events) settled(userID string, online bool, heard uint64) {
+	e.pmu.Lock()
+	defer e.pmu.Unlock()
+	if online {
+		e.said[userID] = true
+	} else {
+		delete(e.said, userID)
+	}
+	if st := e.settling[userID]; st != nil {
+		st.online = online
+		if st.heard == heard {
+			delete(e.settling, userID)
+		}
+	}
+}
+
+// Seen is the member listing's presence (chat.Seen): EventsConfig.Seen's
+// live state, but for a user whose change is in its quiet period, who is
+// shown as the events last announced them (offline if never), so that
+// the listing and the online and offline events agree: a reconnect
+// within the quiet period shows no flip in either.
+func (e *Events) Seen(ctx context.Context, userIDs []string) (map[string]parley.Seen, error) {
+	if e.cfg.Seen == nil {
+		return map[string]parley.Seen{}, nil
+	}
+	live, err := e.cfg.Seen.Seen(ctx, userIDs)
+	if err != nil {
+		return nil, err
+	}
+	e.pmu.Lock()
+	defer e.pmu.Unlock()
+	if len(e.settling) == 0 {
+		return live, nil
+	}
+	for _, id := range userIDs {
+		if st := e.settling[id]; st != nil {
+			p := live[id]
+			p.Online = st.online
+			live[id] = p
+		}
+	}
+	return live, nil
 }
 
 // Close dispatches what is queued, then stops. Pending read windows and
@@ -550,6 +667,8 @@ func (e *Events) commit(ev *parley.Event, remote bool) {
 		e.member(ev, ActionRole, ev.UserID, "")
 	case parley.EventRoomInfo:
 		e.member(ev, ActionRoom, ev.ActorID, "")
+	case parley.EventUnban:
+		e.member(ev, ActionUnban, ev.UserID, "")
 	case parley.EventRead:
 		e.read(room, ev.Room.MemberCount, []parley.Read{{UserID: ev.UserID, Seq: ev.ReadSeq}}, !remote)
 	case parley.EventMessage:
@@ -663,8 +782,15 @@ func (e *Events) leave(roomID, userID, reason string) {
 	}
 }
 
-// typing sends a typing event that passed the throttle (letTyping).
+// typing sends a typing event that passed the throttle (letTyping), but
+// in a room of more than TypingMaxMembers members (checked here, on the
+// dispatcher, from the members cache: the intake stays a map lookup).
 func (e *Events) typing(roomID, userID string, remote bool) {
+	ids, err := e.members(roomID)
+	if err != nil || len(ids) > e.cfg.TypingMaxMembers {
+		e.m.typingCapped.Inc()
+		return
+	}
 	if !remote && e.cfg.OnTyping != nil {
 		e.cfg.OnTyping(roomID, userID)
 	}
@@ -677,7 +803,10 @@ func (e *Events) typing(roomID, userID string, remote bool) {
 	}{roomID, userID})
 	re := &RoomEvent{ID: parley.NewID(), Kind: KindTyping, RoomID: roomID, Headers: [][2]string{{"user", userID}}, Body: body, from: userID}
 	if e.cfg.TypingBatch < 0 {
-		e.toRoom(re, userID, "")
+		if !e.hasUserSubs() {
+			ids = nil
+		}
+		e.toMembers(re, ids, userID)
 		return
 	}
 	waiting := e.typingWait[roomID]
@@ -847,6 +976,7 @@ func (e *Events) armCheck(userID string) {
 	}
 	p.gen++
 	gen := p.gen
+	p.heard = e.heardOf(userID)
 	p.stop = e.cfg.AfterFunc(e.cfg.PresenceQuiet, func() {
 		e.enqueue(evItem{kind: itemCheck, user: userID, gen: gen}, false)
 	})
@@ -871,6 +1001,7 @@ func (e *Events) checkPresence(userID string, gen uint64) {
 		return
 	}
 	st := seen[userID]
+	e.settled(userID, st.Online, p.heard)
 	if st.Online == p.online {
 		if !st.Online {
 			delete(e.presence, userID)
@@ -1076,6 +1207,7 @@ type eventMetrics struct {
 	subs         prometheus.Gauge
 	dropped      prometheus.Counter
 	absorbed     prometheus.Counter
+	typingCapped prometheus.Counter
 	lookupErrors prometheus.Counter
 }
 
@@ -1096,12 +1228,15 @@ func newEventMetrics(reg prometheus.Registerer) eventMetrics {
 		absorbed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_room_events_typing_absorbed_total", Help: "Typing signals absorbed by the per-user, per-room throttle.",
 		}),
+		typingCapped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_room_events_typing_capped_total", Help: "Typing signals dropped because their room has more members than the typing cap (or its members could not be read).",
+		}),
 		lookupErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_room_events_lookup_errors_total", Help: "Failed member, membership or presence lookups of room events.",
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.events, m.fanout, m.subs, m.dropped, m.absorbed, m.lookupErrors)
+		reg.MustRegister(m.events, m.fanout, m.subs, m.dropped, m.absorbed, m.typingCapped, m.lookupErrors)
 	}
 	return m
 }

@@ -232,6 +232,47 @@ func TestEventsTypingThrottle(t *testing.T) {
 	}
 }
 
+// TestEventsTypingRoomCap: a room of more than TypingMaxMembers (100 by
+// default) members has no typing events, here nor on other nodes (no
+// OnTyping); a room at the cap has them.
+func TestEventsTypingRoomCap(t *testing.T) {
+	env := newEvEnv(t, EventsConfig{TypingBatch: -1})
+	env.ev.cfg.OnTyping = func(roomID, userID string) {
+		env.mu.Lock()
+		env.typed = append(env.typed, roomID+":"+userID)
+		env.mu.Unlock()
+	}
+	for _, room := range []struct {
+		id string
+		n  int
+	}{{"small", 100}, {"big", 101}} {
+		ids := []string{"alice", "bob"}
+		for i := len(ids); i < room.n; i++ {
+			ids = append(ids, fmt.Sprintf("u%d", i))
+		}
+		env.rooms.members[room.id] = ids
+	}
+	small, big := &evRecorder{}, &evRecorder{}
+	env.ev.Subscribe(&EventSub{To: small, UserID: "bob", RoomID: "small"})
+	env.ev.Subscribe(&EventSub{To: big, UserID: "bob", RoomID: "big"})
+	env.ev.Typing("small", "alice")
+	env.ev.Typing("big", "alice")
+	env.ev.ApplyRemote(parley.Event{Kind: parley.EventTyping, Room: parley.Room{ID: "big"}, UserID: "u7"})
+	env.sync(t)
+	if got := small.kinds(); !equal(got, []string{"typing:alice"}) {
+		t.Errorf("room of 100: %v, want typing:alice", got)
+	}
+	if got := big.kinds(); len(got) != 0 {
+		t.Errorf("room of 101: %v, want no typing events", got)
+	}
+	env.mu.Lock()
+	typed := append([]string(nil), env.typed...)
+	env.mu.Unlock()
+	if !equal(typed, []string{"small:alice"}) {
+		t.Errorf("forwarded to other nodes: %v, want small:alice only", typed)
+	}
+}
+
 func TestEventsReadCoalescing(t *testing.T) {
 	env := newEvEnv(t, EventsConfig{})
 	env.rooms.members["r1"] = []string{"alice", "bob", "carol"}
@@ -333,6 +374,69 @@ func TestEventsPresenceDebounce(t *testing.T) {
 	}
 }
 
+// TestEventsSeenFollowsAnnouncements: the member listing's presence
+// (Events.Seen) shows a user whose change is in its quiet period as the
+// events last announced them, so a listing and the online and offline
+// events never disagree: no flip for a quick reconnect in either, and a
+// new state in both once it is announced.
+func TestEventsSeenFollowsAnnouncements(t *testing.T) {
+	env := newEvEnv(t, EventsConfig{})
+	env.rooms.members["r1"] = []string{"alice", "bob"}
+	bob := &evRecorder{}
+	env.ev.Subscribe(&EventSub{To: bob, UserID: "bob", RoomID: "r1"})
+	listed := func(what string, want bool) {
+		t.Helper()
+		got, err := env.ev.Seen(context.Background(), []string{"alice", "bob"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got["alice"].Online != want {
+			t.Fatalf("%s: alice listed online %v, want %v (events so far: %v)", what, got["alice"].Online, want, bob.kinds())
+		}
+	}
+	env.rooms.setOnline("alice", true)
+	env.ev.PresenceChanged("alice")
+	listed("alice's first session, before any event", false)
+	env.sync(t)
+	env.clock.Advance(5 * time.Second)
+	env.sync(t)
+	if got := bob.kinds(); !equal(got, []string{"online:alice"}) {
+		t.Fatalf("events %v, want online:alice", got)
+	}
+	listed("after the online event", true)
+
+	// A reconnect within 5 s: no event, and no flip in the listing.
+	env.rooms.setOnline("alice", false)
+	env.ev.PresenceChanged("alice")
+	listed("alice's session closed, within the quiet period", true)
+	env.sync(t)
+	env.clock.Advance(3 * time.Second)
+	listed("3 s later", true)
+	env.rooms.setOnline("alice", true)
+	env.ev.PresenceChanged("alice")
+	env.sync(t)
+	env.clock.Advance(5 * time.Second)
+	env.sync(t)
+	if got := bob.kinds(); len(got) != 1 {
+		t.Fatalf("events %v after a quick reconnect, want none more", got)
+	}
+	listed("after the quick reconnect", true)
+
+	// Gone for good: listed online until the offline event says otherwise.
+	env.rooms.setOnline("alice", false)
+	env.ev.PresenceChanged("alice")
+	env.sync(t)
+	env.clock.Advance(4999 * time.Millisecond)
+	env.sync(t)
+	listed("just before the offline event", true)
+	env.clock.Advance(time.Millisecond)
+	env.sync(t)
+	if got := bob.kinds(); !equal(got, []string{"online:alice", "offline:alice"}) {
+		t.Fatalf("events %v, want online then offline", got)
+	}
+	listed("after the offline event", false)
+}
+
 // TestEventsPresenceChurn counts what 1,000 connections opening and
 // closing at 200/s cost: every user's quiet period ends with the user
 // offline, as before, so nothing is announced, and the state is read once
@@ -391,9 +495,16 @@ func TestEventsMemberAndRemoval(t *testing.T) {
 	room.MemberCount = 1
 	env.ev.Apply([]parley.Event{{Kind: parley.EventLeave, Room: room, UserID: "bob", Reason: parley.LeaveBanned, ActorID: "alice"}})
 	env.ev.Apply([]parley.Event{{Kind: parley.EventRoomInfo, Room: room, ActorID: "alice"}})
+	env.ev.Apply([]parley.Event{{Kind: parley.EventUnban, Room: room, UserID: "bob", ActorID: "alice"}})
 	env.sync(t)
-	if got := alice.kinds(); !equal(got, []string{"member:bob:role", "member:bob:banned", "member:alice:room"}) {
+	if got := alice.kinds(); !equal(got, []string{"member:bob:role", "member:bob:banned", "member:alice:room", "member:bob:unbanned"}) {
 		t.Fatalf("alice's events %v", got)
+	}
+	alice.mu.Lock()
+	unban := alice.got[3]
+	alice.mu.Unlock()
+	if unban.Header("actor") != "alice" || unban.RoomID != "r1" {
+		t.Fatalf("unbanned event headers %v, want actor alice in room r1", unban.Headers)
 	}
 	if !bobSub.Removed() || fmt.Sprint(bob.evicted) != "[r1:banned]" {
 		t.Fatalf("bob's room subscription: removed %v, evicted %v", bobSub.Removed(), bob.evicted)

@@ -30,6 +30,8 @@ func kindName(k parley.EventKind) string {
 		return "room info"
 	case parley.EventRole:
 		return "role"
+	case parley.EventUnban:
+		return "unban"
 	}
 	return fmt.Sprintf("kind(%d)", k)
 }

@@ -428,8 +428,14 @@ func testPeopleEvents(t *testing.T, newStore NewStoreFunc) {
 		e.ActorID != a.ID || !sameRoom(e.Room, after) || after.MemberCount != 2 {
 		t.Errorf("ban event = %+v", e)
 	}
+	if err := s.Unban(ctx, room.ID, a.ID, m.ID); err != nil {
+		t.Fatalf("Unban() error = %v", err)
+	}
+	if e := next("Unban", 1)[0]; e.Kind != parley.EventUnban || e.UserID != m.ID || e.ActorID != a.ID || !sameRoom(e.Room, after) {
+		t.Errorf("unban event = %+v, want %s's ban lifted by %s with the room as it stands", e, m.ID, a.ID)
+	}
 	s.Unban(ctx, room.ID, a.ID, m.ID)
-	next("Unban", 0)
+	next("Unban(not banned)", 0)
 	room = MustJoin(t, s, after, m)
 	next("Join(again)", 1)
 	after, _ = s.RemoveMember(ctx, room.ID, u.ID, m.ID, false)

@@ -71,8 +71,9 @@ func newPeopleWriteQueries(m *metrics) *peopleWriteQueries {
 		// $3 the banned user.
 		unban: &query{kind: "unban", text: peopleHead + `
 			d AS (DELETE FROM bans WHERE room_id = $1 AND user_id = $3
-				AND EXISTS (SELECT 1 FROM r0 WHERE kind = 'group') AND EXISTS (SELECT 1 FROM a WHERE role IN ('owner', 'admin')))
-			SELECT ` + roomOut("r0") + `, coalesce((SELECT role FROM a), '')
+				AND EXISTS (SELECT 1 FROM r0 WHERE kind = 'group') AND EXISTS (SELECT 1 FROM a WHERE role IN ('owner', 'admin'))
+				RETURNING 1)
+			SELECT ` + roomOut("r0") + `, coalesce((SELECT role FROM a), ''), EXISTS (SELECT 1 FROM d)
 			FROM (VALUES (1)) AS one LEFT JOIN r0 ON true`},
 	}
 	bind(m, q.updateRoom, q.setRole, q.removeMember, q.unban)
@@ -338,7 +339,8 @@ func (o *unban) queue(b *pgx.Batch, q *writeQueries, _ time.Time) {
 func (o *unban) decode(row pgx.Row) (result, []parley.Event, error) {
 	var r parley.Room
 	var actor string
-	if err := row.Scan(append(roomDest(&r), &actor)...); err != nil {
+	var lifted bool
+	if err := row.Scan(append(roomDest(&r), &actor, &lifted)...); err != nil {
 		return result{}, nil, err
 	}
 	fixRoom(&r)
@@ -348,5 +350,9 @@ func (o *unban) decode(row pgx.Row) (result, []parley.Event, error) {
 	if !parley.MayModerate(actor) {
 		return result{}, nil, errNotModerator()
 	}
-	return result{}, nil, nil
+	if !lifted {
+		return result{}, nil, nil
+	}
+	// A ban was lifted: the moderators' lists hear of it.
+	return result{}, []parley.Event{{Kind: parley.EventUnban, Room: r, UserID: o.userID, ActorID: o.actorID}}, nil
 }

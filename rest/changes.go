@@ -79,9 +79,9 @@ func (h *Handler) deleteMessage(w http.ResponseWriter, r *http.Request) error {
 }
 
 // messageQuery serves GET /api/rooms/{id}/messages with changed_after or q
-// (handled true); the plain history pages are messages' own.
-func (h *Handler) messageQuery(w http.ResponseWriter, r *http.Request) (handled bool, err error) {
-	q := r.URL.Query()
+// (handled true); the plain history pages are messages' own. q is the
+// request's query, parsed once by messages, and u its user.
+func (h *Handler) messageQuery(w http.ResponseWriter, r *http.Request, q params, u parley.User) (handled bool, err error) {
 	changed, text := q.Has("changed_after"), q.Has("q")
 	if !changed && !text {
 		return false, nil
@@ -102,7 +102,7 @@ func (h *Handler) messageQuery(w http.ResponseWriter, r *http.Request) (handled 
 		if err != nil {
 			return true, err
 		}
-		msgs, err = h.chat.Changed(r.Context(), userOf(r), r.PathValue("id"), after, limit)
+		msgs, err = h.chat.Changed(r.Context(), u, r.PathValue("id"), after, limit)
 		if err != nil {
 			return true, err
 		}
@@ -113,7 +113,7 @@ func (h *Handler) messageQuery(w http.ResponseWriter, r *http.Request) (handled 
 				return true, err
 			}
 		}
-		msgs, err = h.chat.SearchRoom(r.Context(), userOf(r), r.PathValue("id"), q.Get("q"), before, limit)
+		msgs, err = h.chat.SearchRoom(r.Context(), u, r.PathValue("id"), q.Get("q"), before, limit)
 		if err != nil {
 			return true, err
 		}

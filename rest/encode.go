@@ -23,9 +23,10 @@ func writeEncoded(w http.ResponseWriter, encode func([]byte) []byte) error {
 	bp := bufPool.Get().(*[]byte)
 	b := encode((*bp)[:0])
 	b = append(b, '\n')
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	h := w.Header()
+	h["Content-Type"] = jsonType
+	h["Cache-Control"] = noStore
+	h["Content-Length"] = []string{strconv.Itoa(len(b))}
 	w.WriteHeader(http.StatusOK)
 	_, err := w.Write(b)
 	if cap(b) <= 1<<20 { // do not keep a rare huge buffer
@@ -33,6 +34,20 @@ func writeEncoded(w http.ResponseWriter, encode func([]byte) []byte) error {
 		bufPool.Put(bp)
 	}
 	return err
+}
+
+// encode returns the body encode builds, with writeEncoded's newline, in
+// a slice of its own.
+func encode(encode func([]byte) []byte) []byte {
+	bp := bufPool.Get().(*[]byte)
+	b := append(encode((*bp)[:0]), '\n')
+	out := make([]byte, len(b))
+	copy(out, b)
+	if cap(b) <= 1<<20 {
+		*bp = b[:0]
+		bufPool.Put(bp)
+	}
+	return out
 }
 
 func appendMessages(b []byte, ms []parley.Message) []byte {

@@ -348,19 +348,20 @@ func (c *fakeChat) Send(ctx context.Context, u parley.User, roomID, body, client
 	return m, true, nil
 }
 
-func (c *fakeChat) MarkRead(ctx context.Context, u parley.User, roomID string, seq int64) error {
+func (c *fakeChat) MarkRead(ctx context.Context, u parley.User, roomID string, seq int64) (bool, error) {
 	if seq < 0 {
-		return parley.Errorf(parley.CodeInvalid, "seq must not be negative")
+		return false, parley.Errorf(parley.CodeInvalid, "seq must not be negative")
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	fr, err := c.memberLocked(u, roomID)
 	if err != nil {
-		return err
+		return false, err
 	}
 	k := [2]string{roomID, u.ID}
-	c.readSeqs[k] = max(c.readSeqs[k], min(seq, fr.room.LastSeq))
-	return nil
+	before := c.readSeqs[k]
+	c.readSeqs[k] = max(before, min(seq, fr.room.LastSeq))
+	return c.readSeqs[k] > before, nil
 }
 
 func (c *fakeChat) Peer(ctx context.Context, u parley.User, r parley.Room) *parley.User {

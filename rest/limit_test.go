@@ -161,3 +161,31 @@ func TestSendLimitRetryAfter(t *testing.T) {
 		})
 	}
 }
+
+// TestReadLimit: read marks that move a position are never limited; those
+// that move nothing take from a budget of their own (not the sends'), and
+// past it get 429 with Retry-After until it refills.
+func TestReadLimit(t *testing.T) {
+	c := &clock{t: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
+	e := &env{t: t, h: rest.New(rest.Config{Chat: newFakeChat(),
+		SendLimit: ratelimit.New(ratelimit.Config{Rate: 1000, Now: c.Now}),
+		ReadLimit: ratelimit.New(ratelimit.Config{Rate: 1, Burst: 2, Now: c.Now})})}
+	alice, bob := e.mustSignUp("alice"), e.mustSignUp("bob")
+	var room struct{ ID string }
+	e.mustExpect(e.do("POST", "/api/rooms", alice, map[string]any{"kind": "group", "title": "general"}), "alice creates a room", http.StatusCreated, &room)
+	e.mustExpect(e.do("POST", "/api/rooms/"+room.ID+"/members", bob, nil), "bob joins", http.StatusCreated, nil)
+	send, read := "/api/rooms/"+room.ID+"/messages", "/api/rooms/"+room.ID+"/read"
+	for i := int64(1); i <= 10; i++ { // five times the burst, at no time apart
+		e.mustExpect(e.do("POST", send, alice, map[string]string{"body": "hi"}), "alice sends", http.StatusCreated, nil)
+		e.mustExpect(e.do("PUT", read, bob, map[string]int64{"seq": i}), "bob marks a newer message read", http.StatusNoContent, nil)
+	}
+	for range 2 {
+		e.mustExpect(e.do("PUT", read, bob, map[string]int64{"seq": 10}), "bob repeats within the burst", http.StatusNoContent, nil)
+	}
+	e.expectLimited(e.do("PUT", read, bob, map[string]int64{"seq": 3}), "bob's third mark that moves nothing", "1")
+	e.mustExpect(e.do("PUT", read, alice, map[string]int64{"seq": 10}), "alice has a budget of her own", http.StatusNoContent, nil)
+	e.mustExpect(e.do("POST", send, alice, map[string]string{"body": "hi"}), "alice sends", http.StatusCreated, nil)
+	e.mustExpect(e.do("PUT", read, bob, map[string]int64{"seq": 11}), "bob marks a new message while limited", http.StatusNoContent, nil)
+	c.Advance(time.Second)
+	e.mustExpect(e.do("PUT", read, bob, map[string]int64{"seq": 11}), "bob repeats once refilled", http.StatusNoContent, nil)
+}

@@ -3,6 +3,7 @@ package rest
 import (
 	"context"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 
 	"parley"
@@ -15,14 +16,33 @@ import (
 func requestID(r *http.Request) string {
 	id := r.Header.Get("X-Request-Id")
 	if id == "" || len(id) > 64 {
-		return parley.NewID()
+		return newRequestID()
 	}
 	for i := 0; i < len(id); i++ {
 		if id[i] <= ' ' || id[i] >= 0x7f {
-			return parley.NewID()
+			return newRequestID()
 		}
 	}
 	return id
+}
+
+// newRequestID returns 128 random bits in the alphabet and length of
+// parley.NewID, from math/rand/v2's per-thread generator: an id needs to
+// be unique, not unguessable, and this one costs one allocation.
+func newRequestID() string {
+	const alphabet = "abcdefghijklmnopqrstuvwxyz234567"
+	var b [26]byte
+	hi, lo := rand.Uint64(), rand.Uint64()
+	for i := range 12 { // 60 bits of hi
+		b[i] = alphabet[hi>>(59-5*i)&31]
+	}
+	// the last 4 bits of hi and the first of lo
+	b[12] = alphabet[(hi&15)<<1|lo>>63]
+	for i := range 12 { // 60 of the other 63 bits of lo
+		b[13+i] = alphabet[lo>>(58-5*i)&31]
+	}
+	b[25] = alphabet[(lo&7)<<2] // its last 3, padded as base32 pads them
+	return string(b[:])
 }
 
 // logError logs a request's error: an internal one (a bug or a failed

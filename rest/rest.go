@@ -10,8 +10,10 @@ import (
 	"crypto/rand"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"parley"
@@ -56,8 +58,9 @@ type Chat interface {
 	// Send stores a message from a member; created is false for an
 	// idempotent repeat of clientID.
 	Send(ctx context.Context, u parley.User, roomID, body, clientID string) (m parley.Message, created bool, err error)
-	// MarkRead moves a member's read position forward to seq.
-	MarkRead(ctx context.Context, u parley.User, roomID string, seq int64) error
+	// MarkRead moves a member's read position forward to seq and reports
+	// whether it moved.
+	MarkRead(ctx context.Context, u parley.User, roomID string, seq int64) (moved bool, err error)
 	// Peer returns the other member of a direct room; nil for a group
 	// room or when it cannot be read.
 	Peer(ctx context.Context, u parley.User, r parley.Room) *parley.User
@@ -97,6 +100,10 @@ type Config struct {
 	// creations together (see limited); a refusal is 429 rate_limited
 	// with Retry-After. Nil: no limit.
 	SendLimit *ratelimit.Limiter
+	// ReadLimit, when set, limits each user's read marks (PUT
+	// .../read) that move no read position (see markRead); a refusal
+	// is 429 rate_limited with Retry-After. Nil: no limit.
+	ReadLimit *ratelimit.Limiter
 	// SignupLimit, when set, limits account creations per client address
 	// (see login.go); a refusal is 429 rate_limited with Retry-After.
 	// Nil: no limit.
@@ -123,6 +130,7 @@ type Handler struct {
 	chat      Chat
 	maxBytes  int64
 	sendLimit *ratelimit.Limiter // nil: no limit
+	readLimit *ratelimit.Limiter // read marks that move nothing; nil: no limit
 	trusted   []netip.Prefix     // proxies whose X-Forwarded-For is believed
 
 	signupLimit *ratelimit.Limiter // nil: no limit
@@ -131,7 +139,11 @@ type Handler struct {
 	deviceKey   []byte
 	now         func() time.Time
 	mux         *http.ServeMux
-	patterns    []string // of every route, in the order registered
+	// roomListRoute is the route of roomListPattern, which ServeHTTP
+	// calls without asking mux.
+	roomListRoute http.HandlerFunc
+	memo          memo     // of the room lists and history pages last sent
+	patterns      []string // of every route, in the order registered
 
 	requests     *prometheus.CounterVec
 	latency      *prometheus.HistogramVec
@@ -154,6 +166,7 @@ func New(cfg Config) *Handler {
 		chat:        cfg.Chat,
 		maxBytes:    cfg.MaxRequestBytes,
 		sendLimit:   cfg.SendLimit,
+		readLimit:   cfg.ReadLimit,
 		trusted:     cfg.TrustedProxies,
 		signupLimit: cfg.SignupLimit,
 		loginByAddr: cfg.LoginByAddress,
@@ -210,12 +223,12 @@ func (h *Handler) routes() {
 	h.handle("DELETE /api/tokens", h.authed(h.logoutAll))
 	h.handle("GET /api/users/{name}", h.authed(h.userByName))
 	h.handle("GET /api/me", h.authed(h.me))
-	h.handle("GET /api/me/rooms", h.authed(h.myRooms))
+	h.handle(roomListPattern, h.authedUser(h.myRooms))
 	h.handle("POST /api/rooms", h.authed(h.limited(h.createRoom)))
 	h.handle("GET /api/rooms/{id}", h.authed(h.room))
 	h.handle("POST /api/rooms/{id}/members", h.authed(h.join))
 	h.handle("DELETE /api/rooms/{id}/members/me", h.authed(h.leave))
-	h.handle("GET /api/rooms/{id}/messages", h.authed(h.messages))
+	h.handle("GET /api/rooms/{id}/messages", h.authedUser(h.messages))
 	h.handle("POST /api/rooms/{id}/messages", h.authed(h.limited(h.send)))
 	h.handle("PUT /api/rooms/{id}/read", h.authed(h.markRead))
 	h.changeRoutes()
@@ -232,28 +245,76 @@ func (h *Handler) routes() {
 }
 
 // ServeHTTP implements http.Handler.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// The room list, the hottest route, without the mux's lookup: a clean
+	// path with nothing escaped is the one the mux would match it by, and
+	// the route has no path values to set.
+	if r.Method == http.MethodGet && r.URL.Path == roomListPath && r.URL.RawPath == "" && h.roomListRoute != nil {
+		r.Pattern = roomListPattern // as the mux sets it
+		h.roomListRoute(w, r)
+		return
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+const (
+	roomListPath    = "/api/me/rooms"
+	roomListPattern = "GET " + roomListPath
+)
 
 // handlerFunc is a route that returns its error instead of writing it.
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
 // handle registers a route with error writing and metrics.
 func (h *Handler) handle(pattern string, f handlerFunc) {
-	requests := h.requests.MustCurryWith(prometheus.Labels{"route": pattern})
+	requests := &routeCounters{vec: h.requests.MustCurryWith(prometheus.Labels{"route": pattern})}
 	latency := h.latency.WithLabelValues(pattern)
 	h.patterns = append(h.patterns, pattern)
-	h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+	route := func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		sw := &statusWriter{ResponseWriter: w}
-		rid := requestID(r)
-		sw.Header().Set("X-Request-Id", rid)
-		if err := f(sw, r); err != nil {
-			logError(r, rid, pattern, err)
-			writeError(sw, err)
+		st := &requestState{statusWriter: statusWriter{ResponseWriter: w}}
+		st.rid[0] = requestID(r)
+		w.Header()["X-Request-Id"] = st.rid[:]
+		if err := f(&st.statusWriter, r); err != nil {
+			logError(r, st.rid[0], pattern, err)
+			writeError(&st.statusWriter, err)
 		}
-		requests.WithLabelValues(strconv.Itoa(sw.status())).Inc()
+		requests.of(st.status()).Inc()
 		latency.Observe(time.Since(start).Seconds())
-	})
+	}
+	h.mux.HandleFunc(pattern, route)
+	if pattern == roomListPattern {
+		h.roomListRoute = route
+	}
+}
+
+// requestState is what handle keeps of a request, in one allocation.
+type requestState struct {
+	statusWriter
+	rid [1]string // the X-Request-Id header's value
+}
+
+// routeCounters are a route's parley_http_requests_total children, those
+// of the usual statuses looked up once (on first use, so that a status
+// never answered has no series).
+type routeCounters struct {
+	vec    *prometheus.CounterVec // curried with the route
+	common [len(commonStatuses)]atomic.Pointer[prometheus.Counter]
+}
+
+var commonStatuses = [...]int{200, 201, 204, 400, 401, 403, 404, 405, 409, 413, 429, 500, 503}
+
+func (c *routeCounters) of(status int) prometheus.Counter {
+	i := slices.Index(commonStatuses[:], status)
+	if i < 0 {
+		return c.vec.WithLabelValues(strconv.Itoa(status))
+	}
+	if p := c.common[i].Load(); p != nil {
+		return *p
+	}
+	ctr := c.vec.WithLabelValues(strconv.Itoa(status))
+	c.common[i].Store(&ctr)
+	return ctr
 }
 
 type userKey struct{}
@@ -261,24 +322,59 @@ type userKey struct{}
 // authed wraps a route that needs a valid bearer token.
 func (h *Handler) authed(f handlerFunc) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		token, ok := bearer(r.Header.Get("Authorization"))
-		if !ok {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="parley"`)
-			return parley.Errorf(parley.CodeUnauthorized, "missing or malformed Authorization: Bearer header")
-		}
-		u, err := h.chat.Authenticate(r.Context(), token)
+		u, err := h.authenticate(w, r)
 		if err != nil {
-			if parley.ErrorCode(err) == parley.CodeUnauthorized {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="parley", error="invalid_token"`)
-			}
 			return err
 		}
-		return f(w, r.WithContext(context.WithValue(r.Context(), userKey{}, u)))
+		return f(w, r.WithContext(&userContext{Context: r.Context(), u: u}))
 	}
 }
 
+// userContext is a request's context with its authenticated user: what
+// context.WithValue would make, in one allocation instead of two.
+type userContext struct {
+	context.Context
+	u parley.User
+}
+
+func (c *userContext) Value(key any) any {
+	if key == (userKey{}) {
+		return &c.u
+	}
+	return c.Context.Value(key)
+}
+
+// authedUser is authed for the hottest routes, which take the user as an
+// argument: no copy of the request with a new context.
+func (h *Handler) authedUser(f func(w http.ResponseWriter, r *http.Request, u parley.User) error) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		u, err := h.authenticate(w, r)
+		if err != nil {
+			return err
+		}
+		return f(w, r, u)
+	}
+}
+
+// authenticate checks the request's bearer token and returns its owner.
+func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (parley.User, error) {
+	token, ok := bearer(r.Header.Get("Authorization"))
+	if !ok {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="parley"`)
+		return parley.User{}, parley.Errorf(parley.CodeUnauthorized, "missing or malformed Authorization: Bearer header")
+	}
+	u, err := h.chat.Authenticate(r.Context(), token)
+	if err != nil {
+		if parley.ErrorCode(err) == parley.CodeUnauthorized {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="parley", error="invalid_token"`)
+		}
+		return parley.User{}, err
+	}
+	return u, nil
+}
+
 // userOf returns the authenticated user of a request that passed authed.
-func userOf(r *http.Request) parley.User { return r.Context().Value(userKey{}).(parley.User) }
+func userOf(r *http.Request) parley.User { return *r.Context().Value(userKey{}).(*parley.User) }
 
 func bearer(h string) (string, bool) {
 	const prefix = "Bearer "

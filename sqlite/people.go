@@ -299,15 +299,21 @@ func (s *Store) RemoveMember(ctx context.Context, roomID, actorID, userID string
 // Unban implements parley.Store.
 func (s *Store) Unban(ctx context.Context, roomID, actorID, userID string) error {
 	_, err := s.write(ctx, func(w *wtx) (result, error) {
-		_, actor, err := w.moderated(roomID, actorID)
+		r, actor, err := w.moderated(roomID, actorID)
 		if err != nil {
 			return result{}, err
 		}
 		if !parley.MayModerate(actor.Role) {
 			return result{}, errNotModerator()
 		}
-		if _, err := w.exec(w.s.wq.people.deleteBan, roomID, userID); err != nil {
+		res, err := w.exec(w.s.wq.people.deleteBan, roomID, userID)
+		if err != nil {
 			return result{}, fmt.Errorf("unban: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return result{}, fmt.Errorf("unban: %w", err)
+		} else if n > 0 { // a ban was lifted: the moderators' lists hear of it
+			w.emit(parley.Event{Kind: parley.EventUnban, Room: r, UserID: userID, ActorID: actorID})
 		}
 		return result{}, nil
 	})

@@ -361,3 +361,61 @@ func TestRESTSendRateFlag(t *testing.T) {
 		t.Errorf("Open() with --rest-send-rate -1: error = %v, want one naming the flag", err)
 	}
 }
+
+// TestRESTReadLimit checks --rest-read-rate end to end: a PUT read that
+// moves the position (a client marking each message it shows) is never
+// limited, however many; one that moves nothing writes nothing to the
+// store, and past the burst gets 429 rate_limited with Retry-After. The
+// rate is low enough that no token comes back during the test.
+func TestRESTReadLimit(t *testing.T) {
+	m := MustOpenMain(t, func(c *Config) { c.RestReadRate, c.RestSendRate = 0.1, 0 }) // bursts of 1
+	alice, _ := mustSignUp(t, m.Addr(), "alice")
+	bob, _ := mustSignUp(t, m.Addr(), "bob")
+	var g room
+	if st := alice.do("POST", "/api/rooms", map[string]any{"kind": "group", "title": "general"}, &g); st != http.StatusCreated {
+		t.Fatalf("create room: status %d", st)
+	}
+	if st := bob.do("POST", "/api/rooms/"+g.ID+"/members", nil, nil); st != http.StatusCreated {
+		t.Fatalf("join: status %d", st)
+	}
+	read := "/api/rooms/" + g.ID + "/read"
+	const n = 60
+	for i := 1; i <= n; i++ {
+		if st := alice.do("POST", "/api/rooms/"+g.ID+"/messages", map[string]string{"body": fmt.Sprint("m", i)}, nil); st != http.StatusCreated {
+			t.Fatalf("send %d: status %d", i, st)
+		}
+		if st := bob.do("PUT", read, map[string]int64{"seq": int64(i)}, nil); st != http.StatusNoContent {
+			t.Fatalf("bob's PUT read of message %d = %d, want 204: a read that moves is never limited", i, st)
+		}
+	}
+	writes := metric(t, m, `parley_store_queries_total{kind="mark_read"}`)
+	// The same position again moves nothing: a token, then 429.
+	if st := bob.do("PUT", read, map[string]int64{"seq": n}, nil); st != http.StatusNoContent {
+		t.Fatalf("first idle PUT read = %d, want 204", st)
+	}
+	req, _ := http.NewRequest("PUT", "http://"+m.Addr()+read, jsonReader(map[string]int64{"seq": n + 100})) // capped: moves nothing
+	req.Header.Set("Authorization", "Bearer "+bob.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body apiError
+	if err := decodeJSON(resp.Body, &body); err != nil {
+		t.Fatalf("decode 429 body: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || body.Error.Code != "rate_limited" {
+		t.Errorf("second idle PUT read = %d %+v, want 429 rate_limited", resp.StatusCode, body)
+	}
+	if ra, err := strconv.Atoi(resp.Header.Get("Retry-After")); err != nil || ra < 1 || ra > 10 {
+		t.Errorf("Retry-After = %q, want whole seconds from 1 to 10", resp.Header.Get("Retry-After"))
+	}
+	if got := metric(t, m, `parley_store_queries_total{kind="mark_read"}`); got != writes {
+		t.Errorf("%v store writes for PUT reads that moved nothing, want 0", got-writes)
+	}
+	// Moving still works while the idle budget is spent.
+	alice.do("POST", "/api/rooms/"+g.ID+"/messages", map[string]string{"body": "one more"}, nil)
+	if st := bob.do("PUT", read, map[string]int64{"seq": n + 1}, nil); st != http.StatusNoContent {
+		t.Errorf("PUT read of a new message while limited = %d, want 204", st)
+	}
+}

@@ -82,7 +82,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&o.Conns, "connections", o.Conns, "connections: connections to open, spread over the users")
 	fs.BoolVar(&o.Events, "events", false, "group: every member also subscribes to /topic/rooms.{id}.events (room events)")
 	fs.DurationVar(&o.Typing, "typing", 0, "group: every member sends a typing signal this often (0: never)")
-	fs.BoolVar(&o.ReadAfterSend, "read-after-send", false, "group: every member PUTs its read position after each of its messages is receipted")
+	fs.BoolVar(&o.ReadAfterSend, "read-after-send", false, "group: every member PUTs its read position after each of its messages is receipted (a PUT its own message already moved writes nothing and counts against the server's --rest-read-rate: past 20 a second per member, start it with --rest-read-rate 0)")
 	fs.IntVar(&o.SetupConcurrency, "setup-concurrency", o.SetupConcurrency, "sign-ups in flight during set-up (each costs the server two password hashes)")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "timeout of one request, connection or receipt")
 	fs.DurationVar(&o.Drain, "drain", o.Drain, "messaging: wait this long at most for deliveries after the last send")

@@ -19,7 +19,7 @@ import (
 // cluster, and reads m.gateway and m.cluster lazily (they are set before
 // the listeners start, and only a listener can cause an event).
 func (m *Main) openEvents(clustered bool, reads parley.Store) {
-	cfg := hub.EventsConfig{Rooms: reads, Seen: seenOf{m}, Registerer: m.registry}
+	cfg := hub.EventsConfig{Rooms: reads, Seen: seenOf{m}, TypingMaxMembers: m.Config.TypingMaxMembers, Registerer: m.registry}
 	if clustered {
 		cfg.OnTyping = func(roomID, userID string) {
 			m.cluster.relay.Signal(parley.Event{Kind: parley.EventTyping, Room: parley.Room{ID: roomID}, UserID: userID})
@@ -38,6 +38,17 @@ func (m *Main) Seen(ctx context.Context, userIDs []string) (map[string]parley.Se
 		return m.cluster.presence.Seen(ctx, userIDs)
 	}
 	return m.gateway.Seen(ctx, userIDs)
+}
+
+// shownSeen is the member listing's presence (chat.Config.Seen): the
+// node's Seen as the room events have announced it (hub.Events.Seen), so
+// that a user in a presence quiet period is listed as the last online or
+// offline event said. It reads m.events lazily (the chat service is made
+// before it; only a listener can ask).
+type shownSeen struct{ m *Main }
+
+func (s shownSeen) Seen(ctx context.Context, userIDs []string) (map[string]parley.Seen, error) {
+	return s.m.events.Seen(ctx, userIDs)
 }
 
 // seenOf is the node's Seen as hub.Events's lookup.

@@ -99,3 +99,41 @@ func TestPresenceChurn(t *testing.T) {
 		t.Errorf("%d presence events for 10 users, want at most 20", events)
 	}
 }
+
+// TestTypingRoomCapFlag: with --typing-max-members 2, a room of three has
+// no typing events (the signal is still receipted), a room of two has.
+func TestTypingRoomCapFlag(t *testing.T) {
+	m := MustOpenMain(t, func(c *Config) { c.TypingMaxMembers = 2 })
+	alice, _ := mustSignUp(t, m.Addr(), "alice")
+	bob, bu := mustSignUp(t, m.Addr(), "bob")
+	carol, _ := mustSignUp(t, m.Addr(), "carol")
+	var small, big room
+	for _, r := range []*room{&small, &big} {
+		if st := alice.do("POST", "/api/rooms", map[string]string{"kind": "group", "title": "typing"}, r); st != http.StatusCreated {
+			t.Fatalf("create room: %d", st)
+		}
+		if st := bob.do("POST", "/api/rooms/"+r.ID+"/members", nil, nil); st != http.StatusCreated {
+			t.Fatalf("join: %d", st)
+		}
+	}
+	if st := carol.do("POST", "/api/rooms/"+big.ID+"/members", nil, nil); st != http.StatusCreated {
+		t.Fatalf("join: %d", st)
+	}
+	sc := dialStomp(t, m, "websocket", alice.token) // every room of alice
+	sc.send("SUBSCRIBE\nid:pe\ndestination:/user/queue/events\nreceipt:pe\n\n\x00")
+	expectPast(t, sc, "RECEIPT", "receipt-id:pe")
+	b := dialStomp(t, m, "websocket", bob.token)
+	b.send("SEND\ndestination:/app/rooms." + big.ID + ".typing\nreceipt:t\n\n\x00")
+	b.expect("RECEIPT", "receipt-id:t")
+	deadline := time.Now().Add(10 * time.Second)
+	for metric(t, m, "parley_room_events_typing_capped_total") != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the typing signal in a room of 3 was never capped")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	b.send("SEND\ndestination:/app/rooms." + small.ID + ".typing\n\n\x00")
+	if f := nextEvent(t, sc, "typing", bu.ID); string(f.Get("room")) != small.ID {
+		t.Fatalf("typing event %v, want the small room's only", f)
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"net/http"
 	"slices"
 	"strconv"
@@ -135,8 +136,13 @@ func TestAPIPeople(t *testing.T) {
 	if st := admin.do("DELETE", "/api/rooms/"+g.ID+"/members/"+daveUser.ID, nil, nil); st != http.StatusNoContent {
 		t.Errorf("admin removes dave = %d, want 204", st)
 	}
+	// The other moderators' ban lists hear of the unban (a member event).
+	sc := subscribeEvents(t, m, admin.token, g.ID, false)
 	if st := owner.do("DELETE", "/api/rooms/"+g.ID+"/bans/"+carolUser.ID, nil, nil); st != http.StatusNoContent {
 		t.Errorf("unban = %d", st)
+	}
+	if f := nextEvent(t, sc, "member", carolUser.ID); string(f.Get("action")) != "unbanned" || string(f.Get("actor")) != owner.userID(t) {
+		t.Errorf("event after the unban: %v, want member unbanned by the owner", f)
 	}
 	if st := carol.do("POST", "/api/rooms/"+g.ID+"/members", nil, nil); st != http.StatusCreated {
 		t.Errorf("join after unban = %d, want 201", st)
@@ -289,9 +295,10 @@ func (c *client) userID(t *testing.T) string {
 }
 
 // TestMembersShowPresence: the member listing takes online and
-// last_seen_at from the node's presence (chat.Config.Seen): a member with
-// a live STOMP session is listed first and online; once the session ends
-// they are offline with the time it ended.
+// last_seen_at from the node's presence as the room events announce it
+// (chat.Config.Seen): a member with a live STOMP session is listed first
+// and online once announced; once the session ends they are offline with
+// the time it ended, once announced.
 func TestMembersShowPresence(t *testing.T) {
 	m := MustOpenMain(t)
 	owner, _ := mustSignUp(t, m.Addr(), "olga")
@@ -305,15 +312,22 @@ func TestMembersShowPresence(t *testing.T) {
 	}
 	sc := dialStomp(t, m, "websocket", zed.token)
 	var list membersJSON
-	if st := owner.do("GET", "/api/rooms/"+g.ID+"/members", nil, &list); st != http.StatusOK || len(list.Members) != 2 {
-		t.Fatalf("members = %d %+v", st, list)
-	}
-	// zed sorts after olga by name, but online members come first.
-	if first := list.Members[0]; first.User != zedUser || !first.Online {
-		t.Fatalf("members = %+v, want zed first and online", list.Members)
+	deadline := time.Now().Add(15 * time.Second) // the presence quiet period is 5 s
+	for {
+		if st := owner.do("GET", "/api/rooms/"+g.ID+"/members", nil, &list); st != http.StatusOK || len(list.Members) != 2 {
+			t.Fatalf("members = %d %+v", st, list)
+		}
+		// zed sorts after olga by name, but online members come first.
+		if first := list.Members[0]; first.User == zedUser && first.Online {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("members = %+v, want zed first and online", list.Members)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	sc.conn.Close()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline = time.Now().Add(15 * time.Second)
 	for {
 		owner.do("GET", "/api/rooms/"+g.ID+"/members", nil, &list)
 		z := list.Members[len(list.Members)-1]
@@ -321,8 +335,71 @@ func TestMembersShowPresence(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("members = %+v 10 s after zed's session closed, want zed offline with last_seen_at", list.Members)
+			t.Fatalf("members = %+v 15 s after zed's session closed, want zed offline with last_seen_at", list.Members)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// TestMembersAgreeWithPresenceEvents: the member listing reports presence
+// as the online and offline events have told it (debounced 5 s), never
+// the instant state: a member is listed offline until their online event,
+// and a quick reconnect, which the events say nothing of, shows no flip in
+// the listing either.
+func TestMembersAgreeWithPresenceEvents(t *testing.T) {
+	m := MustOpenMain(t)
+	owner, _ := mustSignUp(t, m.Addr(), "olga")
+	zed, zedUser := mustSignUp(t, m.Addr(), "zed")
+	var g room
+	if st := owner.do("POST", "/api/rooms", map[string]any{"kind": "group", "title": "presence"}, &g); st != http.StatusCreated {
+		t.Fatalf("create room: %d", st)
+	}
+	if st := zed.do("POST", "/api/rooms/"+g.ID+"/members", nil, nil); st != http.StatusCreated {
+		t.Fatalf("join: %d", st)
+	}
+	sc := subscribeEvents(t, m, owner.token, g.ID, false)
+	zedListed := func(what string, want bool) {
+		t.Helper()
+		var list membersJSON
+		if st := owner.do("GET", "/api/rooms/"+g.ID+"/members", nil, &list); st != http.StatusOK {
+			t.Fatalf("members = %d", st)
+		}
+		for _, e := range list.Members {
+			if e.User == zedUser && e.Online != want {
+				t.Fatalf("%s: zed listed online %v, want %v", what, e.Online, want)
+			}
+		}
+	}
+	zedLive := func(want bool) { // the gateway's instant state
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			seen, _ := m.gateway.Seen(context.Background(), []string{zedUser.ID})
+			if seen[zedUser.ID].Online == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the gateway never had zed online %v", want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	z := dialStomp(t, m, "websocket", zed.token)
+	zedLive(true)
+	zedListed("zed connected, no online event yet", false)
+	nextEvent(t, sc, "online", zedUser.ID)
+	zedListed("after the online event", true)
+
+	z.conn.Close()
+	zedLive(false)
+	zedListed("zed's session closed, no offline event", true)
+	z = dialStomp(t, m, "websocket", zed.token) // back within the quiet period
+	zedLive(true)
+	zedListed("zed back", true)
+	z.conn.Close()
+	zedLive(false)
+	if f := nextEvent(t, sc, "offline", zedUser.ID); f == nil {
+		t.Fatal("no offline event")
+	}
+	zedListed("after the offline event", false)
 }

@@ -60,6 +60,7 @@ type Config struct {
 	StompQueue      int           // outbound queue bound per connection, frames
 	StompWriteDelay time.Duration // a session's writer waits this long after a MESSAGE is queued
 	RestSendRate    float64       // REST messages and new rooms per second per user; 0: no limit
+	RestReadRate    float64       // REST read marks that move nothing, per second per user; 0: no limit
 	TrustedProxies  string        // comma-separated IPs and CIDRs whose X-Forwarded-For is believed
 	SignupRate      float64       // sign-ups a minute per client address; 0: no limit
 	SignupBurst     int           // sign-ups at once per client address
@@ -76,6 +77,8 @@ type Config struct {
 	StompSendBuffer   int           // kernel send buffer of each STOMP socket, bytes; -1: the system's
 	StompMaxSubs      int           // subscriptions per STOMP connection
 	StompMaxHeaders   int           // headers per STOMP frame from a client
+
+	TypingMaxMembers int // rooms with more members have no typing events
 
 	HTTPReadTimeout  time.Duration // most time to read a request, headers and body; 0: none
 	HTTPWriteTimeout time.Duration // most time from a request's headers to the end of its response; 0: none
@@ -115,6 +118,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.StompHeartBeat, "stomp-heartbeat", 10*time.Second, "STOMP heart-beat interval the server offers both ways")
 	fs.Float64Var(&c.StompSendRate, "stomp-send-rate", 20, "SEND frames per second a user may sustain over all of the user's STOMP connections to this node (bursts of twice that)")
 	fs.Float64Var(&c.RestSendRate, "rest-send-rate", 20, "messages plus new rooms per second a user may sustain over the HTTP API (bursts of twice that), else 429 with Retry-After; counted per node; 0: no limit")
+	fs.Float64Var(&c.RestReadRate, "rest-read-rate", 20, "read marks (PUT /api/rooms/{id}/read) that move no read position a user may sustain per second (bursts of twice that), else 429 with Retry-After; one that moves a position is never limited; counted per node; 0: no limit")
 	fs.StringVar(&c.TrustedProxies, "trusted-proxies", "", "comma-separated IPs and CIDRs of reverse proxies whose X-Forwarded-For tells the client address (empty: the socket peer is the client)")
 	fs.Float64Var(&c.SignupRate, "signup-rate", 2, "sign-ups a minute a client address may sustain (bursts of --signup-burst), else 429 with Retry-After; counted per node; 0: no limit")
 	fs.IntVar(&c.SignupBurst, "signup-burst", 10, "sign-ups a client address may make at once")
@@ -129,6 +133,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.StompMaxConns, "stomp-max-conns", 10000, "STOMP connections this node holds, signed in or not; over it /ws answers 503 and raw TCP gets ERROR unavailable")
 	fs.IntVar(&c.StompMaxSubs, "stomp-max-subscriptions", 256, "subscriptions one STOMP connection may hold; the next SUBSCRIBE gets ERROR invalid")
 	fs.IntVar(&c.StompMaxHeaders, "stomp-max-headers", 64, "headers one STOMP frame from a client may carry, else ERROR too_large")
+	fs.IntVar(&c.TypingMaxMembers, "typing-max-members", hub.DefaultTypingMaxMembers, "rooms with more members than this have no typing events (signals are accepted and absorbed), so one typist costs at most this many deliveries every 2 s")
 	fs.IntVar(&c.StompSendBuffer, "stomp-send-buffer", 64<<10, "kernel send buffer (SO_SNDBUF) of each STOMP connection in bytes, so that a client that stops reading is found by --stomp-queue (-1: the system's autotuned buffer)")
 	fs.DurationVar(&c.StompMaxHeartBeat, "stomp-max-heartbeat", time.Minute, "largest heart-beat interval accepted from a STOMP client, either way (a larger one is taken as this)")
 	fs.StringVar(&c.Store, "store", "", "store: empty for SQLite in --data, or postgres://user@host:port/db (cluster mode)")
@@ -213,6 +218,13 @@ func (m *Main) Open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	readLimit, err := rateLimit("--rest-read-rate", cfg.RestReadRate)
+	if err != nil {
+		return err
+	}
+	if cfg.TypingMaxMembers < 0 {
+		return fmt.Errorf("--typing-max-members %d: want 1 or more", cfg.TypingMaxMembers)
+	}
 	// The store reports each commit, in order, to the sinks. They are set
 	// once, below, before the listeners start: only a listener can cause
 	// a write.
@@ -243,13 +255,13 @@ func (m *Main) Open(ctx context.Context) error {
 
 	svc := chat.New(chat.Config{
 		Store: rp.reads, TokenTTL: cfg.TokenTTL, MaxBody: cfg.MaxBody, KDF: cfg.KDF, Registerer: m.registry,
-		OnRevoke: endSessions, Seen: seenOf{m},
+		OnRevoke: endSessions, Seen: shownSeen{m},
 	})
 	limits, err := cfg.loginLimits()
 	if err != nil {
 		return err
 	}
-	limits.Chat, limits.SendLimit, limits.Registerer = svc, sendLimit, m.registry
+	limits.Chat, limits.SendLimit, limits.ReadLimit, limits.Registerer = svc, sendLimit, readLimit, m.registry
 	api := rest.New(limits)
 	fanout, sessions, err := m.openFanout(clustered, rdb, rp)
 	if err != nil {
@@ -281,11 +293,17 @@ func (m *Main) Open(ctx context.Context) error {
 // restSendLimit returns the REST send limit of --rest-send-rate, nil for
 // none.
 func (c *Config) restSendLimit() (*ratelimit.Limiter, error) {
-	switch r := c.RestSendRate; {
+	return rateLimit("--rest-send-rate", c.RestSendRate)
+}
+
+// rateLimit returns a per-user limiter of r a second with bursts of twice
+// that, nil for r 0 (no limit); flag names the setting in errors.
+func rateLimit(flag string, r float64) (*ratelimit.Limiter, error) {
+	switch {
 	case r > 0 && !math.IsInf(r, 1):
 		return ratelimit.New(ratelimit.Config{Rate: r}), nil // Burst: twice the rate
 	case r != 0:
-		return nil, fmt.Errorf("--rest-send-rate %g: want a positive rate, or 0 for no limit", r)
+		return nil, fmt.Errorf("%s %g: want a positive rate, or 0 for no limit", flag, r)
 	}
 	return nil, nil
 }
@@ -440,7 +458,7 @@ func (m *Main) openGateway(svc *chat.Service, sessions gateway.Sessions) error {
 
 // routes returns the public HTTP handler, and the /metrics handler (on
 // it, unless --metrics-addr serves it apart).
-func (m *Main) routes(api http.Handler, svc *chat.Service) (*http.ServeMux, http.Handler) {
+func (m *Main) routes(api http.Handler, svc *chat.Service) (http.Handler, http.Handler) {
 	mux := http.NewServeMux()
 	mux.Handle("/api/", api)
 	mux.Handle("GET /ws", m.gateway)
@@ -453,7 +471,24 @@ func (m *Main) routes(api http.Handler, svc *chat.Service) (*http.ServeMux, http
 		w.Write([]byte("ok\n"))
 	})
 	mux.Handle("GET /readyz", readyHandler(readyTimeout, m.readyChecks(svc)))
-	return mux, metrics
+	return apiFirst{api: api, mux: mux}, metrics
+}
+
+// apiFirst hands a request under /api/ straight to the API, whose own
+// ServeMux cleans the path (redirecting an unclean one) as mux's "/api/"
+// route would before it; the rest go to mux. One mux lookup, not two, on
+// every API request.
+type apiFirst struct {
+	api http.Handler
+	mux *http.ServeMux
+}
+
+func (h apiFirst) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/api/") && r.Method != http.MethodConnect {
+		h.api.ServeHTTP(w, r)
+		return
+	}
+	h.mux.ServeHTTP(w, r)
 }
 
 // listen opens the listeners and serves on them: HTTP (mux), raw TCP

@@ -139,6 +139,13 @@ export class People {
     this.loaded = false;
     this.loadFailed = false;
     this.loads = 0; // the latest members load
+    // Presence heard from online and offline events, by user, numbered:
+    // a listing read before an event is older than it (the server lists
+    // presence as the events announce it), so a load re-applies the
+    // events heard since it began, and one for a member not yet listed is
+    // kept for the load on its way.
+    this.heard = new Map(); // user id -> {online, last_seen_at, n}
+    this.heardN = 0;
     this.reloadTimer = 0;
     this.bans = [];
     this.closed = false;
@@ -225,11 +232,17 @@ export class People {
   async load(cursor) {
     if (this.closed || this.isGone) return;
     const n = ++this.loads;
+    const from = this.heardN;
     try {
       const page = await peopleApi.members(this.app.api, this.roomId, cursor);
       if (this.closed || n !== this.loads) return;
       if (!cursor) this.members.clear();
       for (const m of page.members) this.members.set(m.user.id, m);
+      for (const [id, p] of this.heard) {
+        const m = this.members.get(id);
+        if (p.n > from && m) Object.assign(m, { online: p.online, last_seen_at: p.last_seen_at });
+        if (p.n <= from) this.heard.delete(id); // the listing has it
+      }
       this.cursor = page.next_cursor || null;
       this.loaded = true;
       if (this.loadFailed) setText($('people-error'), ''); // keep the reason of a refused action
@@ -283,10 +296,13 @@ export class People {
       }
       case 'online':
       case 'offline': {
+        const online = ev.kind === 'online';
+        const p = { online, last_seen_at: online ? null : (ev.body && ev.body.last_seen_at) || new Date().toISOString(), n: ++this.heardN };
+        this.heard.set(ev.user, p);
         const m = this.members.get(ev.user);
-        if (!m) break;
-        m.online = ev.kind === 'online';
-        if (!m.online) m.last_seen_at = (ev.body && ev.body.last_seen_at) || new Date().toISOString();
+        if (!m) break; // a load on its way lists them, and re-applies this
+        m.online = p.online;
+        if (!online) m.last_seen_at = p.last_seen_at;
         this.render();
         break;
       }

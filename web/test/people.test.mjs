@@ -186,9 +186,13 @@ test('carol, banned by bob, is told at once; she cannot join again until unbanne
   if (!(await carol.page.evaluate(() => document.getElementById('join-button').hidden))) await carol.page.click('#join-button');
   await until(carol.page, 'join refused', () => document.getElementById('join-error').textContent !== '');
   // The owner unbans her from the panel's ban list.
-  await until(alice.page, 'carol in the ban list', () => [...document.querySelectorAll('#ban-list .member-name')].some((e) => e.textContent === 'carol'));
+  for (const p of [alice, bob]) {
+    await until(p.page, `carol in ${p.name}'s ban list`, () => [...document.querySelectorAll('#ban-list .member-name')].some((e) => e.textContent === 'carol'));
+  }
   await alice.page.click('#ban-list li >> text=carol >> xpath=.. >> button[data-action=unban]');
   await until(alice.page, 'ban list empty', () => document.getElementById('bans').hidden);
+  // bob, an admin too, hears of it by the member event (action unbanned): his list empties live.
+  await until(bob.page, 'bob\'s ban list empty, without a reload', () => document.getElementById('bans').hidden);
   assert.equal((await api(carol, 'POST', `/api/rooms/${roomId}/members`)).status, 201, 'carol may join again');
   await until(alice.page, 'three seats taken again', () => document.getElementById('chat-members').textContent === '3 of 4 seats taken');
 });

@@ -1,0 +1,242 @@
+package rest
+
+import (
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"parley"
+)
+
+// The two hottest responses are read far more often than they change: a
+// room list until a message arrives in one of its rooms, a history page
+// until an edit or a deletion. A memo keeps the bytes of the last answer
+// of each (the body and its Content-Length) beside a copy of what they
+// were encoded from, and serves them again when the handler's fresh read
+// compares equal to that copy: the read (and so every check of the
+// caller's membership and every guarantee of it) happens on every
+// request, only the encoding is skipped. Comparing is a few hundred
+// nanoseconds where encoding is 10-20 µs.
+//
+// The output is a pure function of the compared values, so a hit sends
+// exactly what encoding them would. Entries are never changed once
+// stored; a miss replaces its key's entry.
+
+// memoMaxBytes bounds the memory the memo holds, over both kinds, as
+// counted by memoBody.cost.
+const memoMaxBytes = 16 << 20
+
+// memoBody is an encoded 200 response.
+type memoBody struct {
+	body []byte   // ends with the newline writeEncoded adds
+	clen []string // the Content-Length header's value
+	cost int      // bytes held: the body, the copies and the entry (roughly)
+}
+
+func newMemoBody(b []byte, items int) memoBody {
+	return memoBody{body: b, clen: []string{strconv.Itoa(len(b))}, cost: len(b) + 256*(items+1)}
+}
+
+type roomsKey struct {
+	user, cursor string
+	limit        int
+}
+
+type roomsMemo struct {
+	views []roomEntryView // deep copies: nothing they point to is shared
+	next  string
+	memoBody
+}
+
+type pageKey struct {
+	room string
+	page parley.Page
+}
+
+type pageMemo struct {
+	msgs []parley.Message // deep copies
+	memoBody
+}
+
+// memo is the memo of one Handler; the zero value is ready.
+type memo struct {
+	mu    sync.Mutex
+	rooms map[roomsKey]*roomsMemo
+	pages map[pageKey]*pageMemo
+	bytes int // the cost of the entries held
+}
+
+func (m *memo) roomList(k roomsKey, views []roomEntryView, next string) *memoBody {
+	m.mu.Lock()
+	e := m.rooms[k]
+	m.mu.Unlock()
+	if e == nil || e.next != next || len(e.views) != len(views) {
+		return nil
+	}
+	for i := range views {
+		if !roomEntryEqual(&e.views[i], &views[i]) {
+			return nil
+		}
+	}
+	return &e.memoBody
+}
+
+func (m *memo) putRoomList(k roomsKey, views []roomEntryView, next string, b []byte) *memoBody {
+	e := &roomsMemo{views: make([]roomEntryView, len(views)), next: next, memoBody: newMemoBody(b, len(views))}
+	for i := range views {
+		e.views[i] = copyRoomEntry(&views[i])
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.rooms == nil {
+		m.rooms = map[roomsKey]*roomsMemo{}
+	}
+	if old := m.rooms[k]; old != nil {
+		m.bytes -= old.cost
+		delete(m.rooms, k)
+	}
+	m.makeRoom(e.cost)
+	m.rooms[k] = e
+	m.bytes += e.cost
+	return &e.memoBody
+}
+
+func (m *memo) page(k pageKey, msgs []parley.Message) *memoBody {
+	m.mu.Lock()
+	e := m.pages[k]
+	m.mu.Unlock()
+	if e == nil || len(e.msgs) != len(msgs) {
+		return nil
+	}
+	for i := range msgs {
+		if !messageEqual(&e.msgs[i], &msgs[i]) {
+			return nil
+		}
+	}
+	return &e.memoBody
+}
+
+func (m *memo) putPage(k pageKey, msgs []parley.Message, b []byte) *memoBody {
+	e := &pageMemo{msgs: make([]parley.Message, len(msgs)), memoBody: newMemoBody(b, len(msgs))}
+	for i := range msgs {
+		e.msgs[i] = copyMessage(&msgs[i])
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.pages == nil {
+		m.pages = map[pageKey]*pageMemo{}
+	}
+	if old := m.pages[k]; old != nil {
+		m.bytes -= old.cost
+		delete(m.pages, k)
+	}
+	m.makeRoom(e.cost)
+	m.pages[k] = e
+	m.bytes += e.cost
+	return &e.memoBody
+}
+
+// makeRoom drops entries, any of them, until n more bytes fit. m.mu is
+// held.
+func (m *memo) makeRoom(n int) {
+	for k, e := range m.rooms {
+		if m.bytes+n <= memoMaxBytes {
+			return
+		}
+		m.bytes -= e.cost
+		delete(m.rooms, k)
+	}
+	for k, e := range m.pages {
+		if m.bytes+n <= memoMaxBytes {
+			return
+		}
+		m.bytes -= e.cost
+		delete(m.pages, k)
+	}
+}
+
+// writeMemo writes a memo's 200 response (past a statusWriter, which it
+// tells the status itself: one frame less on the stack).
+func writeMemo(w http.ResponseWriter, b *memoBody) error {
+	if sw, ok := w.(*statusWriter); ok && sw.code == 0 {
+		sw.code = http.StatusOK
+		w = sw.ResponseWriter
+	}
+	h := w.Header()
+	h["Content-Type"] = jsonType
+	h["Cache-Control"] = noStore
+	h["Content-Length"] = b.clen
+	w.WriteHeader(http.StatusOK)
+	_, err := w.Write(b.body)
+	return err
+}
+
+// Header values shared by every response that sets them (net/http only
+// reads them).
+var (
+	jsonType = []string{"application/json"}
+	noStore  = []string{"no-store"}
+)
+
+// The equalities compare every field the encoders write, times by ==
+// (the same instant in the same location encodes alike).
+
+func roomEntryEqual(a, b *roomEntryView) bool {
+	return a.Unread == b.Unread && a.Room.Room == b.Room.Room &&
+		optUserEqual(a.Room.Peer, b.Room.Peer) && optMessageEqual(a.LastMessage, b.LastMessage)
+}
+
+func optUserEqual(a, b *parley.User) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.ID == b.ID && a.Name == b.Name
+}
+
+func optMessageEqual(a, b *parley.Message) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return messageEqual(a, b)
+}
+
+func messageEqual(a, b *parley.Message) bool {
+	return a.Seq == b.Seq && a.Change == b.Change && a.ID == b.ID && a.RoomID == b.RoomID &&
+		a.SenderID == b.SenderID && a.SenderName == b.SenderName && a.Body == b.Body &&
+		a.ClientID == b.ClientID && a.SentAt == b.SentAt &&
+		optTimeEqual(a.EditedAt, b.EditedAt) && optTimeEqual(a.DeletedAt, b.DeletedAt)
+}
+
+func optTimeEqual(a, b *time.Time) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+func copyRoomEntry(e *roomEntryView) roomEntryView {
+	c := *e
+	if e.Room.Peer != nil {
+		p := *e.Room.Peer
+		c.Room.Peer = &p
+	}
+	if e.LastMessage != nil {
+		m := copyMessage(e.LastMessage)
+		c.LastMessage = &m
+	}
+	return c
+}
+
+func copyMessage(m *parley.Message) parley.Message {
+	c := *m
+	if m.EditedAt != nil {
+		t := *m.EditedAt
+		c.EditedAt = &t
+	}
+	if m.DeletedAt != nil {
+		t := *m.DeletedAt
+		c.DeletedAt = &t
+	}
+	return c
+}
