@@ -165,6 +165,7 @@ class App {
     const el = $('conn');
     el.dataset.state = state;
     setText(el, { connecting: 'Connecting…', live: 'Live', reconnecting: 'Reconnecting…' }[state] || 'Offline');
+    if (this.view && this.view.people) this.view.people.render(); // your own dot follows the connection
   }
 
   connected() {

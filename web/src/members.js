@@ -356,6 +356,11 @@ export class People {
     const meId = this.app.me.id;
     const mine = this.myRole;
     if (this.view.changes) this.view.changes.rolesChanged(mine); // who may delete which message
+    // You are online while this page is connected: the server never sends
+    // you your own presence events, and its listing shows a fresh
+    // connection as it was last announced (offline for the first 5 s).
+    const me = this.members.get(meId);
+    if (me && this.app.live) me.online = this.app.live.live;
     const list = [...this.members.values()].sort(byPresence);
     const online = list.filter((m) => m.online).length;
     const count = this.room ? this.room.member_count : list.length;

@@ -44,6 +44,10 @@ test('alice opens a five-seat room; bob and carol join and her seat count follow
   await openRoom(alice, roomId);
   await showPeople(alice.page);
   await until(alice.page, 'one seat taken', () => document.getElementById('chat-members').textContent === '1 of 5 seats taken');
+  // Seconds after her page connected: the server lists her as last
+  // announced (offline) and never sends her her own online event, so
+  // her page shows her online because it is connected.
+  await until(alice.page, 'alice sees herself online', () => [...document.querySelectorAll('#member-list li')].filter((li) => li.dataset.online === 'true').length === 1);
 
   // bob joins by the invite link, in his page.
   await bob.page.goto(server.url + '/#/join/' + roomId);
