@@ -141,13 +141,12 @@ func ParseQuery(s string) (Query, error) {
 	}
 	var q Query
 	seen := map[string]bool{}
-	for _, w := range strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) }) {
-		w = strings.ToLower(w)
+	Words(s, func(w string) {
 		if !seen[w] {
 			seen[w] = true
 			q.Terms = append(q.Terms, w)
 		}
-	}
+	})
 	switch {
 	case len(q.Terms) == 0:
 		return Query{}, Errorf(CodeInvalid, "q must have at least one word (letters or digits)")
@@ -156,6 +155,17 @@ func ParseQuery(s string) (Query, error) {
 	}
 	return q, nil
 }
+
+// Words calls fn with each word of s in order, case folded, repeats
+// included: the words ParseQuery makes terms of, and the words an index
+// kept outside the database (package cache) files a message body under.
+func Words(s string, fn func(word string)) {
+	for _, w := range strings.FieldsFunc(s, notWordRune) {
+		fn(strings.ToLower(w))
+	}
+}
+
+func notWordRune(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) }
 
 // FTS returns q in SQLite FTS5's query syntax: each word a quoted string,
 // all of them required.

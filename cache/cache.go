@@ -91,6 +91,10 @@ type Config struct {
 	MaxUsers int
 	// MaxTokens caps the cached access tokens.
 	MaxTokens int
+	// SearchBytes bounds the memory of the search indexes (search.go),
+	// over all rooms; negative turns them off (every search goes to the
+	// inner store).
+	SearchBytes int64
 	// Registerer, when not nil, gets the counter
 	// parley_cache_requests_total{kind,result}.
 	Registerer prometheus.Registerer
@@ -112,6 +116,7 @@ type Store struct {
 	maxUsers  int
 	maxTokens int
 	metrics   metrics
+	search    searchIndexes // guarded by mu
 
 	mu     sync.RWMutex // guards the following fields and those of the states they hold
 	rooms  map[string]*roomState
@@ -139,6 +144,11 @@ func New(inner parley.Store, cfg Config) *Store {
 		users:     make(map[string]*userState),
 		tokens:    make(map[string]*tokenState),
 	}
+	s.search.budget = cfg.SearchBytes
+	if s.search.budget == 0 {
+		s.search.budget = DefaultSearchBytes
+	}
+	s.search.rooms = make(map[*roomState]struct{})
 	return s
 }
 
@@ -199,6 +209,8 @@ func (s *Store) Close() error {
 	clear(s.rooms)
 	clear(s.users)
 	clear(s.tokens)
+	clear(s.search.rooms)
+	s.search.used = 0
 	s.mu.Unlock()
 	return err
 }

@@ -17,7 +17,8 @@ import (
 // window.apply, loadOlder through replayChanges). The change number orders
 // the versions of a message: an older version never replaces a newer one.
 //
-// Changed and the searches are not cached: they go to the inner store.
+// Changed is not cached: it goes to the inner store. The searches are
+// served from memory (search.go).
 
 // EditMessage passes through to the inner store; its event updates the
 // cache.
@@ -34,16 +35,6 @@ func (s *Store) DeleteMessage(ctx context.Context, d parley.Deletion) (parley.Me
 // Changed passes through to the inner store.
 func (s *Store) Changed(ctx context.Context, roomID string, after int64, limit int) ([]parley.Message, error) {
 	return s.inner.Changed(ctx, roomID, after, limit)
-}
-
-// SearchRoom passes through to the inner store.
-func (s *Store) SearchRoom(ctx context.Context, roomID string, q parley.Query, before int64, limit int) ([]parley.Message, error) {
-	return s.inner.SearchRoom(ctx, roomID, q, before, limit)
-}
-
-// Search passes through to the inner store.
-func (s *Store) Search(ctx context.Context, userID string, q parley.Query, cursor string, limit int) ([]parley.SearchHit, string, error) {
-	return s.inner.Search(ctx, userID, q, cursor, limit)
 }
 
 // isChange reports whether ev changed a stored message.

@@ -19,10 +19,11 @@ const (
 	kindUser
 	kindToken
 	kindRoomMembers
+	kindSearch
 	numKinds
 )
 
-var kindNames = [numKinds]string{"room", "member", "members", "memberships", "rooms", "messages", "user", "token", "room_members"}
+var kindNames = [numKinds]string{"room", "member", "members", "memberships", "rooms", "messages", "user", "token", "room_members", "search"}
 
 // metrics counts requests by kind and result. The counters are resolved once
 // so that counting is one atomic add.

@@ -25,14 +25,22 @@ type roomState struct {
 	list   map[string]*listed
 	listOK bool
 
+	// idx is the room's search index (search.go), nil until a search
+	// builds it; idxOwner is the budget it counts against.
+	idx      *roomIndex
+	idxOwner *searchIndexes
+	idxBuild chan struct{} // closed when the build in flight ends; nil if none
+
 	backlog backlog // for the loads of any part in flight
 	gone    bool    // removed from Store.rooms: events no longer reach it
 }
 
 func (st *roomState) busy() bool          { return st.backlog.loads > 0 }
-func (st *roomState) drop()               { st.gone = true }
+func (st *roomState) drop()               { st.gone = true; st.idxOwner.forget(st) }
 func (st *roomState) clockBit() *clockBit { return &st.used }
-func (st *roomState) empty() bool         { return !st.hasRoom && !st.idsOK && !st.win.ok && !st.listOK }
+func (st *roomState) empty() bool {
+	return !st.hasRoom && !st.idsOK && !st.win.ok && !st.listOK && st.idx == nil
+}
 
 // roomLocked returns the state of room id, creating an empty one.
 func (s *Store) roomLocked(id string) *roomState {

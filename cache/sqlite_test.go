@@ -2,6 +2,7 @@ package cache_test
 
 import (
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"parley"
@@ -51,10 +52,25 @@ func TestStoreConformance(t *testing.T) {
 		{"evicting", cache.Config{RecentMessages: 3, MaxRooms: 2, MaxUsers: 2, MaxTokens: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// Count the suite's searches, and those that reached SQLite.
+			var total, reached atomic.Int64
 			parleytest.RunStoreTests(t, func(t *testing.T, sink parley.EventSink) parley.Store {
-				c, _ := openCachedSQLite(t, tc.cfg, sink, nil)
-				return c
+				var counted *countingStore
+				c, _ := openCachedSQLite(t, tc.cfg, sink, func(s parley.Store) parley.Store {
+					counted = &countingStore{Store: s}
+					return counted
+				})
+				t.Cleanup(func() { reached.Add(counted.searches.Load()) })
+				return &totalSearches{Store: c, n: &total}
 			})
+			if tc.cfg.MaxRooms != 0 {
+				return // evicting: searches may go to SQLite
+			}
+			// With the defaults the memory index answers all but the
+			// searches it cannot (a room it does not know, a bad cursor).
+			if total.Load() == 0 || reached.Load() > 2 {
+				t.Errorf("%d of the suite's %d searches reached SQLite, want at most 2", reached.Load(), total.Load())
+			}
 		})
 	}
 }

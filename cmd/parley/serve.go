@@ -53,6 +53,7 @@ type Config struct {
 	MetricsAddr     string        // /metrics listen address; "" for Addr
 	CacheRecent     int           // newest messages of each room kept in memory
 	CacheHistory    int           // MiB of older messages kept in memory, over all rooms; 0: none
+	CacheSearch     int           // MiB of search indexes kept in memory, over all rooms; 0: none
 	AllowedOrigins  string        // comma-separated Origins allowed on /ws; "" for the same host
 	StompHeartBeat  time.Duration // heart-beat interval offered both ways
 	StompSendRate   float64       // SEND frames per second per user
@@ -108,6 +109,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.StompAddr, "stomp-addr", "", "raw TCP STOMP listen address (empty: WebSocket /ws only)")
 	fs.IntVar(&c.CacheRecent, "cache-recent", cache.DefaultRecentMessages, "newest messages of each room served from memory (older history pages read the store)")
 	fs.IntVar(&c.CacheHistory, "cache-history-mib", history.DefaultMaxBytes>>20, "MiB of older messages kept in memory, over all rooms, in blocks of 100 read once (0: older pages always read the store)")
+	fs.IntVar(&c.CacheSearch, "cache-search-mib", cache.DefaultSearchBytes>>20, "MiB of search indexes kept in memory (each searched room's messages and words), over all rooms, least recently searched dropped first; a search whose rooms do not fit uses the store's index (0: always the store's; one node only)")
 	fs.StringVar(&c.DebugAddr, "debug-addr", "", "serve Go's pprof profiles at http://ADDR/debug/pprof/ (keep it on loopback; empty: off)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve /metrics at this address instead of on --addr, apart from the public endpoints (may equal --debug-addr; empty: on --addr)")
 	fs.DurationVar(&c.HTTPReadTimeout, "http-read-timeout", 10*time.Second, "most time a client may take to send an HTTP request, headers and body, else its connection is closed (not /ws sessions; 0: no limit)")
@@ -390,7 +392,12 @@ func (m *Main) openReadPath(ctx context.Context, clustered bool, db parley.Store
 	} else {
 		// The in-memory cache is kept current by this node's commits only,
 		// so it fronts the store only when no other node writes to it.
-		rp.hot = cache.New(db, cache.Config{RecentMessages: cfg.CacheRecent, Registerer: m.registry})
+		// So is its search index: in cluster mode searches go to the store.
+		search := int64(cfg.CacheSearch) << 20
+		if cfg.CacheSearch <= 0 {
+			search = -1 // off
+		}
+		rp.hot = cache.New(db, cache.Config{RecentMessages: cfg.CacheRecent, SearchBytes: search, Registerer: m.registry})
 	}
 	rp.reads = rp.hot
 	if cfg.CacheHistory > 0 {
