@@ -89,16 +89,7 @@ func (m *memo) putRoomList(k roomsKey, views []roomEntryView, next string, b []b
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.rooms == nil {
-		m.rooms = map[roomsKey]*roomsMemo{}
-	}
-	if old := m.rooms[k]; old != nil {
-		m.bytes -= old.cost
-		delete(m.rooms, k)
-	}
-	m.makeRoom(e.cost)
-	m.rooms[k] = e
-	m.bytes += e.cost
+	memoPut(m, &m.rooms, k, e)
 	return &e.memoBody
 }
 
@@ -124,36 +115,49 @@ func (m *memo) putPage(k pageKey, msgs []parley.Message, b []byte) *memoBody {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.pages == nil {
-		m.pages = map[pageKey]*pageMemo{}
-	}
-	if old := m.pages[k]; old != nil {
-		m.bytes -= old.cost
-		delete(m.pages, k)
-	}
-	m.makeRoom(e.cost)
-	m.pages[k] = e
-	m.bytes += e.cost
+	memoPut(m, &m.pages, k, e)
 	return &e.memoBody
 }
 
 // makeRoom drops entries, any of them, until n more bytes fit. m.mu is
 // held.
 func (m *memo) makeRoom(n int) {
-	for k, e := range m.rooms {
-		if m.bytes+n <= memoMaxBytes {
-			return
-		}
-		m.bytes -= e.cost
-		delete(m.rooms, k)
+	if !memoDrop(m, m.rooms, n) {
+		memoDrop(m, m.pages, n)
 	}
-	for k, e := range m.pages {
-		if m.bytes+n <= memoMaxBytes {
-			return
-		}
-		m.bytes -= e.cost
-		delete(m.pages, k)
+}
+
+// memoEntry is an entry of either kind: what it costs.
+type memoEntry interface{ size() int }
+
+func (b *memoBody) size() int { return b.cost }
+
+// memoPut stores e under k in *entries, in place of k's entry, after
+// making room for it. m.mu is held.
+func memoPut[K comparable, E memoEntry](m *memo, entries *map[K]E, k K, e E) {
+	if *entries == nil {
+		*entries = map[K]E{}
 	}
+	if old, ok := (*entries)[k]; ok {
+		m.bytes -= old.size()
+		delete(*entries, k)
+	}
+	m.makeRoom(e.size())
+	(*entries)[k] = e
+	m.bytes += e.size()
+}
+
+// memoDrop drops entries, any of them, until n more bytes fit, and
+// reports whether they do. m.mu is held.
+func memoDrop[K comparable, E memoEntry](m *memo, entries map[K]E, n int) bool {
+	for k, e := range entries {
+		if m.bytes+n <= memoMaxBytes {
+			return true
+		}
+		m.bytes -= e.size()
+		delete(entries, k)
+	}
+	return m.bytes+n <= memoMaxBytes
 }
 
 // writeMemo writes a memo's 200 response (past a statusWriter, which it
