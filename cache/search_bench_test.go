@@ -5,9 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"strconv"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -29,8 +26,7 @@ func init() {
 // is the first search of each user in a fresh cache over the same store,
 // which reads the user's 20 rooms from SQLite and indexes them.
 func BenchmarkSearch(b *testing.B) {
-	const nRooms, nUsers, vocabulary = 1000, 100, 5000
-	word := func(i int) string { return "w" + strconv.FormatInt(int64(i), 36) }
+	const nRooms, nUsers = 1000, 100
 	c, inner := openCachedSQLite(b, cache.Config{}, nil, nil)
 	users := parleytest.MustCreateUsers(b, c, "user", nUsers)
 	rooms := make([]parley.Room, nRooms)
@@ -38,39 +34,10 @@ func BenchmarkSearch(b *testing.B) {
 		rooms[i] = parleytest.MustCreateRoom(b, c, users[i%nUsers], fmt.Sprint("room ", i), 0)
 		parleytest.MustJoin(b, c, rooms[i], users[(i+nUsers-1)%nUsers])
 	}
+	parleytest.SendSearchHistory(b, c, rooms, users, benchSearchHistory)
 	ctx := context.Background()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range 64 {
-		wg.Go(func() {
-			for {
-				k := int(next.Add(1)) - 1
-				if k >= nRooms*benchSearchHistory {
-					return
-				}
-				i, j := k%nRooms, k/nRooms
-				u := users[i%nUsers]
-				if j%2 == 1 {
-					u = users[(i+nUsers-1)%nUsers]
-				}
-				rng := rand.New(rand.NewPCG(uint64(i), uint64(j)))
-				var body strings.Builder
-				for body.Len() < 60 {
-					if body.Len() > 0 {
-						body.WriteByte(' ')
-					}
-					body.WriteString(word(rng.IntN(vocabulary)))
-				}
-				if _, _, err := c.Send(ctx, parley.NewMessage{RoomID: rooms[i].ID, SenderID: u.ID, SenderName: u.Name, Body: body.String()}); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
 	search := func(b *testing.B, s parley.Store, u parley.User) int {
-		q, _ := parley.ParseQuery(word(rand.IntN(vocabulary)))
+		q, _ := parley.ParseQuery(parleytest.SearchWord(rand.IntN(parleytest.SearchVocabulary)))
 		hs, _, err := s.Search(ctx, u.ID, q, "", 20)
 		if err != nil {
 			b.Fatalf("Search() error = %v", err)

@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -25,12 +22,6 @@ func init() {
 	flag.IntVar(&benchSearchRooms, "search-rooms", benchSearchRooms, "rooms of BenchmarkSearch")
 	flag.IntVar(&benchSearchHistory, "search-history", benchSearchHistory, "messages a room of BenchmarkSearch")
 }
-
-// searchVocabulary is the number of words of BenchmarkSearch's messages
-// (as in parley bench search: loadgen/search.go).
-const searchVocabulary = 5000
-
-func searchWord(i int) string { return "w" + strconv.FormatInt(int64(i), 36) }
 
 // BenchmarkSearch searches the rooms of a user (Store.Search, a random word
 // of the vocabulary, 20 hits a page) from concurrent readers, over
@@ -54,42 +45,8 @@ func BenchmarkSearch(b *testing.B) {
 		}
 		parleytest.MustJoin(b, s, rooms[i], wide[1])
 	}
+	parleytest.SendSearchHistory(b, s, rooms, users, history)
 	ctx := context.Background()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, 64)
-	for range 64 {
-		wg.Go(func() {
-			for {
-				k := int(next.Add(1)) - 1
-				if k >= nRooms*history {
-					return
-				}
-				i, j := k%nRooms, k/nRooms
-				u := users[i%nUsers]
-				if j%2 == 1 {
-					u = users[(i+nUsers-1)%nUsers]
-				}
-				rng := rand.New(rand.NewPCG(uint64(i), uint64(j)))
-				var body strings.Builder
-				for body.Len() < 60 {
-					if body.Len() > 0 {
-						body.WriteByte(' ')
-					}
-					body.WriteString(searchWord(rng.IntN(searchVocabulary)))
-				}
-				if _, _, err := s.Send(ctx, parley.NewMessage{RoomID: rooms[i].ID, SenderID: u.ID, SenderName: u.Name, Body: body.String()}); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		b.Fatalf("Send() error = %v", err)
-	}
 	for _, tc := range []struct {
 		name  string
 		users []parley.User
@@ -104,7 +61,7 @@ func BenchmarkSearch(b *testing.B) {
 				for pb.Next() {
 					k := n.Add(1)
 					u := tc.users[int(k)%len(tc.users)]
-					q, err := parley.ParseQuery(searchWord(rand.IntN(searchVocabulary)))
+					q, err := parley.ParseQuery(parleytest.SearchWord(rand.IntN(parleytest.SearchVocabulary)))
 					if err != nil {
 						b.Error(err)
 						return

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"parley/parleytest"
 )
 
 // BenchmarkSearchShapes compares two shapes of the full-text index on the
@@ -30,7 +32,7 @@ import (
 // every segment, so the cost of shape=room grows with terms × segments and
 // that of shape=word with the word's postings (BENCHMARKS.md).
 func BenchmarkSearchShapes(b *testing.B) {
-	const nRooms, userRooms, vocabulary, perTx = 1000, 20, 5000, 60
+	const nRooms, userRooms, perTx = 1000, 20, 60
 	history := benchShapesHistory
 	s, err := Open(context.Background(), Config{Path: filepath.Join(b.TempDir(), "shapes.db"), Sync: SyncOff})
 	if err != nil {
@@ -45,7 +47,6 @@ func BenchmarkSearchShapes(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	word := func(i int) string { return "w" + strconv.FormatInt(int64(i), 36) }
 	total := nRooms * history
 	for start := 0; start < total; start += perTx {
 		tx, err := s.wdb.Begin()
@@ -55,18 +56,15 @@ func BenchmarkSearchShapes(b *testing.B) {
 		for k := start; k < min(start+perTx, total); k++ {
 			i, j := k%nRooms, k/nRooms
 			num, key := int64(i+1), int64(i+1)<<36|int64(j+1)
-			rng := rand.New(rand.NewPCG(uint64(i), uint64(j)))
-			var body, terms strings.Builder
-			for body.Len() < 60 {
-				if body.Len() > 0 {
-					body.WriteByte(' ')
+			body := parleytest.SearchBody(i, j)
+			var terms strings.Builder
+			for n, w := range strings.Fields(body) {
+				if n > 0 {
 					terms.WriteByte(' ')
 				}
-				w := word(rng.IntN(vocabulary))
-				body.WriteString(w)
 				terms.WriteString(w + "_" + strconv.FormatInt(num, 10))
 			}
-			if _, err := tx.Exec(`INSERT INTO shape_word (rowid, body) VALUES (?, ?)`, key, body.String()); err != nil {
+			if _, err := tx.Exec(`INSERT INTO shape_word (rowid, body) VALUES (?, ?)`, key, body); err != nil {
 				b.Fatal(err)
 			}
 			if _, err := tx.Exec(`INSERT INTO shape_room (rowid, terms) VALUES (?, ?)`, key, terms.String()); err != nil {
@@ -129,7 +127,7 @@ func BenchmarkSearchShapes(b *testing.B) {
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
 					var n int
-					if err := stmt.QueryRow(sh.match(word(rand.IntN(vocabulary)))).Scan(&n); err != nil {
+					if err := stmt.QueryRow(sh.match(parleytest.SearchWord(rand.IntN(parleytest.SearchVocabulary)))).Scan(&n); err != nil {
 						b.Fatal(err)
 					}
 					hits += n
