@@ -203,3 +203,32 @@ func BenchmarkEncodeMessage(b *testing.B) {
 		buf, _ = e.p.Append(buf[:0], "sub-17")
 	}
 }
+
+// BenchmarkWrite is one socket write of a MESSAGE-sized batch to a peer
+// that reads everything: what every batch of every session costs besides
+// the encoding, the system call included. polled is a socket the session
+// can write without waiting (the path of every accepted connection);
+// deadline is the path of a connection without one, which sets a write
+// deadline for every write, as every write did before.
+func BenchmarkWrite(b *testing.B) {
+	for _, polled := range []bool{true, false} {
+		name := "polled"
+		if !polled {
+			name = "deadline"
+		}
+		b.Run(name, func(b *testing.B) {
+			s, peer := socketSession(b)
+			if !polled {
+				s.rc = nil
+			}
+			go io.Copy(io.Discard, peer)
+			buf := []byte(strings.Repeat("x", 400))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := s.write(buf); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

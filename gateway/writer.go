@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"errors"
 	"io"
+	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -145,6 +147,10 @@ func (s *session) startWriterLocked() {
 func (s *session) startWriterSoonLocked() {
 	if s.writing || s.closed {
 		return // the writer runs, or starts soon: it takes this frame too
+	}
+	if s.srv.cfg.WriteDelay <= 0 {
+		s.startWriterLocked() // no pacing: no need to read the clock
+		return
 	}
 	wait := writeWait(s.lastWrite, time.Now(), s.srv.cfg.WriteDelay)
 	if wait <= 0 {
@@ -322,14 +328,31 @@ func (s *session) writeBatch(bp *[]byte, batch []outItem) error {
 }
 
 // write writes b to the socket, waiting at most WriteTimeout for the
-// client to take it. Once Shutdown's ctx has ended (srv.forced) it does not
-// wait at all: it writes what the socket takes now and fails if that is
-// not everything, so no client can hold Shutdown past its deadline.
+// client to take it. It first writes what the socket takes now, without
+// waiting and so without a deadline (writeNow): in the common case, a
+// client that keeps up, that is all of b, and the timer behind a write
+// deadline is never touched. Only a rest that the socket's buffer cannot
+// take waits, with the deadline. Once Shutdown's ctx has ended
+// (srv.forced) it does not wait at all: it fails if the socket does not
+// take everything now, so no client can hold Shutdown past its deadline.
 //
-// The choice is made under s.mu, and interruptWrite sets its deadline
-// under s.mu after srv.forced is set: a write either sees forced, or set
-// its deadline before interruptWrite and is cut short by it.
+// The choice to wait is made under s.mu, and interruptWrite sets its
+// deadline under s.mu after srv.forced is set: a waiting write either sees
+// forced, or set its deadline before interruptWrite and is cut short by
+// it.
 func (s *session) write(b []byte) error {
+	if s.rc != nil {
+		n, err := s.writeNow(b)
+		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			// interruptWrite's deadline: Shutdown is forced (below).
+			// rc.Write fails on it before writing anything.
+		case err != nil || n == len(b):
+			return err
+		default:
+			b = b[n:]
+		}
+	}
 	s.mu.Lock()
 	forced := s.srv.forced.Load()
 	if forced {
@@ -338,40 +361,66 @@ func (s *session) write(b []byte) error {
 		s.conn.SetWriteDeadline(time.Now().Add(s.srv.cfg.WriteTimeout))
 	}
 	s.mu.Unlock()
-	if !forced {
-		_, err := s.conn.Write(b)
+	if forced {
+		if s.rc == nil {
+			return errClosed // no way to write without waiting
+		}
+		n, err := s.writeNow(b)
+		if err == nil && n < len(b) {
+			err = errWouldWait
+		}
 		return err
 	}
-	return s.writeNow(b)
+	_, err := s.conn.Write(b)
+	if err == nil && s.rc != nil {
+		// Leave no deadline behind: writeNow would fail on it once
+		// it has passed. A forced Shutdown's (interruptWrite) stays.
+		s.mu.Lock()
+		if !s.srv.forced.Load() {
+			s.conn.SetWriteDeadline(time.Time{})
+		}
+		s.mu.Unlock()
+	}
+	return err
 }
 
-// writeNow writes what the socket takes of b without waiting, and fails if
-// that is not all of it. It is a function of its own so that the closure it
-// hands the poller, and what that captures, are allocated only on this
-// path, never on every write.
-func (s *session) writeNow(b []byte) error {
-	if s.rc == nil {
-		return errClosed // no way to write without waiting
-	}
-	var werr error
-	err := s.rc.Write(func(fd uintptr) bool {
-		for len(b) > 0 {
-			n, err := syscall.Write(int(fd), b)
-			if err == syscall.EINTR {
-				continue
-			}
-			if err != nil {
-				werr = err // EAGAIN: the client is not reading
-				break
-			}
-			b = b[n:]
-		}
-		return true // never wait
-	})
+// errWouldWait fails a write that the socket did not take at once after
+// Shutdown was forced.
+var errWouldWait = errors.New("gateway: the client is not reading and Shutdown is forced")
+
+// writeNow writes what the socket takes of b without waiting and reports
+// how much that was. The function it hands the poller is s.nowFn, made
+// once per session, and its arguments pass through the session (only the
+// writer writes), so that a write allocates nothing.
+func (s *session) writeNow(b []byte) (int, error) {
+	s.nowBuf, s.nowN, s.nowErr = b, 0, nil
+	err := s.rc.Write(s.nowFn)
+	n, werr := s.nowN, s.nowErr
+	s.nowBuf, s.nowErr = nil, nil
 	if err != nil {
-		return err
+		return n, err
 	}
-	return werr
+	return n, werr
+}
+
+// writeSome is s.nowFn: it writes s.nowBuf to fd until the socket's
+// buffer is full (EAGAIN, not an error: the rest waits) or a real error.
+func (s *session) writeSome(fd uintptr) bool {
+	for s.nowN < len(s.nowBuf) {
+		n, err := syscall.Write(int(fd), s.nowBuf[s.nowN:])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err == syscall.EAGAIN {
+			break
+		}
+		if err != nil {
+			s.nowErr = os.NewSyscallError("write", err)
+			break
+		}
+		s.nowN += n
+	}
+	return true // never wait: write waits, with a deadline, if need be
 }
 
 // interruptWrite cuts short a write waiting for the client; Shutdown calls
