@@ -25,7 +25,7 @@ import (
 //
 //	go test -run '^$' -bench FanOut -benchmem ./gateway/
 func BenchmarkFanOut(b *testing.B) {
-	for _, transport := range transports {
+	for _, transport := range benchTransports {
 		b.Run(transport, func(b *testing.B) { benchFanOut(b, transport, 1000, 32) })
 	}
 }
@@ -39,10 +39,14 @@ func BenchmarkFanOut(b *testing.B) {
 //
 //	go test -run '^$' -bench FanOutPaced -benchmem ./gateway/
 func BenchmarkFanOutPaced(b *testing.B) {
-	for _, transport := range transports {
+	for _, transport := range benchTransports {
 		b.Run(transport, func(b *testing.B) { benchFanOut(b, transport, 1000, 1) })
 	}
 }
+
+// benchTransports are the transports, and WebSocket with several STOMP
+// frames per WebSocket frame (Config.PackWebSocket).
+var benchTransports = append(transports, "websocket-packed")
 
 // cpuTime is the CPU time, user and system, this process has used.
 func cpuTime() time.Duration {
@@ -55,12 +59,15 @@ func benchFanOut(b *testing.B, transport string, sessions, window int) {
 	// Every session is alice's: lift the per-user cap.
 	// Quiet: a line per session would land amid the benchmark's output.
 	quiet := slog.New(slog.DiscardHandler)
-	e := newEnv(b, Config{QueueFrames: 4096, QueueBytes: 16 << 20, MaxConnsPerUser: sessions, Logger: quiet})
+	e := newEnv(b, Config{
+		QueueFrames: 4096, QueueBytes: 16 << 20, MaxConnsPerUser: sessions, Logger: quiet,
+		PackWebSocket: transport == "websocket-packed",
+	})
 	alice := e.chat.addUser("alice")
 	e.chat.addRoom("r1", alice)
 	cnt := newCounter()
 	for i := range sessions {
-		if transport == "websocket" {
+		if strings.HasPrefix(transport, "websocket") {
 			// A hand-written client that only counts frames, so that the
 			// client side costs little of the machine.
 			conn, err := idleClient(strings.TrimPrefix(e.http.URL, "http://"))

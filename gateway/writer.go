@@ -285,19 +285,37 @@ func (s *session) writeBatch(bp *[]byte, batch []outItem) error {
 		err = s.write(buf)
 		buf = buf[:0]
 	}
+	// open is where the header of the WebSocket frame that packs the
+	// frames appended since is reserved (Config.PackWebSocket); -1: none.
+	open := -1
+	pack := s.websocket && s.srv.cfg.PackWebSocket
 	for i := range batch {
-		buf = s.appendItem(buf, &batch[i])
-		if batch[i].msg != nil {
+		it := &batch[i]
+		if pack && !it.wsRaw {
+			if open < 0 {
+				open = len(buf)
+				buf = append(buf, make([]byte, wsHeaderRoom)...)
+			}
+			buf = s.appendFrame(buf, it)
+		} else {
+			buf = closeWSFrame(buf, open)
+			open = -1
+			buf = s.appendItem(buf, it)
+		}
+		if it.msg != nil {
 			msgs++
-		} else if batch[i].ev != nil {
+		} else if it.ev != nil {
 			events++
-		} else if batch[i].cmd != 0 {
-			m.framesOut[batch[i].cmd].Inc()
+		} else if it.cmd != 0 {
+			m.framesOut[it.cmd].Inc()
 		}
 		if len(buf) >= maxWrite {
+			buf = closeWSFrame(buf, open)
+			open = -1
 			flush()
 		}
 	}
+	buf = closeWSFrame(buf, open)
 	flush()
 	*bp = buf
 	if err != nil {
@@ -475,16 +493,26 @@ func (s *session) lingerClose() {
 	s.close()
 }
 
+// wsHeaderRoom is the room reserved for a WebSocket frame's header before
+// its payload is appended: the largest a server's header takes.
+const wsHeaderRoom = 10
+
 // appendItem appends the wire form of one queued frame: in a WebSocket
 // text frame of its own for a WebSocket session.
 func (s *session) appendItem(dst []byte, it *outItem) []byte {
 	if it.wsRaw {
 		return append(dst, it.raw...)
 	}
-	start := len(dst)
-	if s.websocket {
-		dst = append(dst, make([]byte, 10)...)
+	if !s.websocket {
+		return s.appendFrame(dst, it)
 	}
+	start := len(dst)
+	dst = append(dst, make([]byte, wsHeaderRoom)...)
+	return closeWSFrame(s.appendFrame(dst, it), start)
+}
+
+// appendFrame appends the STOMP frame of one queued item (not wsRaw).
+func (s *session) appendFrame(dst []byte, it *outItem) []byte {
 	switch {
 	case it.msg != nil:
 		e := it.sub.encoded(it.msg)
@@ -498,13 +526,21 @@ func (s *session) appendItem(dst []byte, it *outItem) []byte {
 	default:
 		dst = append(dst, it.raw...)
 	}
-	if s.websocket {
-		n := len(dst) - start - 10
-		gap := appendWSHeader(dst, start, ws.OpText, n)
-		copy(dst[start:], dst[start+gap:])
-		dst = dst[:len(dst)-gap]
-	}
 	return dst
+}
+
+// closeWSFrame ends the WebSocket text frame whose wsHeaderRoom octets of
+// header room start at start and whose payload runs to the end of dst:
+// it writes the header and moves the payload up to it. start < 0: no
+// frame is open, dst is returned as it is.
+func closeWSFrame(dst []byte, start int) []byte {
+	if start < 0 {
+		return dst
+	}
+	n := len(dst) - start - wsHeaderRoom
+	gap := appendWSHeader(dst, start, ws.OpText, n)
+	copy(dst[start:], dst[start+gap:])
+	return dst[:len(dst)-gap]
 }
 
 // dropQueueLocked forgets everything queued.
