@@ -28,9 +28,11 @@ import (
 //
 // The indexes are bounded by Config.SearchBytes, over all rooms (an
 // estimate of their heap: messages, strings, postings, map entries); past
-// it the least recently searched rooms lose their index. A room created
-// through this store (EventRoom) starts with an empty index, as its window
-// starts empty, and needs no build. A search that
+// it the least recently searched rooms lose their index. Only a search
+// builds an index, so sends to rooms nobody searches on this node pay
+// nothing for it (BenchmarkApplySend: indexing a message costs several
+// times the rest of Apply); a room created here is built from its few
+// messages on its first search like any other. A search that
 // cannot have every room it needs resident (a room larger than the
 // budget, too many rooms for it, a build overtaken by more than the
 // backlog holds) goes to the inner store's index, so answers are always
@@ -44,8 +46,8 @@ import (
 
 // DefaultSearchBytes is the default of Config.SearchBytes: 256 MiB, a
 // quarter of what a million messages of the search bench need (run it
-// with --cache-search-mib 1024), so that a node that is never searched
-// does not keep a second copy of its newest messages beyond that.
+// with --cache-search-mib 1024): the searched rooms' messages are a second
+// copy of them in memory, and a node's memory is not only for search.
 const DefaultSearchBytes = 256 << 20
 
 // searchIndexes is the budget and the set of rooms with an index. Guarded
@@ -319,18 +321,6 @@ func (s *Store) readIndex(ctx context.Context, roomID string) (*roomIndex, error
 			return ix, nil
 		}
 	}
-}
-
-// newIndexLocked gives a room created through this store its index, empty:
-// its events keep it from its first message on, so it never needs a build.
-func (s *Store) newIndexLocked(st *roomState) {
-	if s.search.budget < 0 || st.idx != nil {
-		return
-	}
-	ix := newRoomIndex()
-	ix.used.Store(s.search.clock.Load())
-	st.idx, st.idxOwner = ix, &s.search
-	s.search.rooms[st] = struct{}{}
 }
 
 // applySearchLocked updates the room's index, if it has one, for ev.
