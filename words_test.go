@@ -36,8 +36,8 @@ func TestWords(t *testing.T) {
 		{"  a1b2 -- 3c ", []string{"a1b2", "3c"}},
 		{"안녕하세요 세계", []string{"안녕하세요", "세계"}},
 		{"ÉCOLE Straße ΣΊΣΥΦΟΣ", []string{"école", "straße", "σίσυφοσ"}},
-		{"x\xffy", []string{"x", "y"}},        // invalid UTF-8 separates
-		{"x\uFFFDy", []string{"x", "y"}},      // as does the replacement rune
+		{"x\xffy", []string{"x", "y"}},           // invalid UTF-8 separates
+		{"x\uFFFDy", []string{"x", "y"}},         // as does the replacement rune
 		{"٣٤ and Ⅻ", []string{"٣٤", "and", "ⅻ"}}, // other numbers
 	} {
 		words, each := collectWords(tc.in)
