@@ -28,8 +28,13 @@ var benchSync = sqlite.SyncFull
 // the senders until the writer's CPU or MaxBatch is the limit.
 var benchSenders = 128
 
+// benchMaxBatch, when set, is the store's Config.MaxBatch in
+// BenchmarkSendParallel.
+var benchMaxBatch int
+
 func init() {
 	flag.TextVar(&benchSync, "sync", benchSync, "sync setting of BenchmarkSendParallel: full, normal or off")
+	flag.IntVar(&benchMaxBatch, "maxbatch", 0, "Config.MaxBatch of BenchmarkSendParallel (0: the default)")
 	flag.IntVar(&benchSenders, "senders", benchSenders, "concurrent senders of BenchmarkSendParallel (rounded up to a multiple of GOMAXPROCS)")
 }
 
@@ -51,7 +56,7 @@ func BenchmarkSendParallel(b *testing.B) {
 
 func benchmarkSendParallel(b *testing.B, noIndex bool) {
 	const nRooms = 100
-	s := mustOpen(b, sqlite.Config{Path: filepath.Join(b.TempDir(), "bench.db"), Sync: benchSync, NoSearchIndex: noIndex})
+	s := mustOpen(b, sqlite.Config{Path: filepath.Join(b.TempDir(), "bench.db"), Sync: benchSync, NoSearchIndex: noIndex, MaxBatch: benchMaxBatch})
 	users := parleytest.MustCreateUsers(b, s, "sender", nRooms)
 	rooms := make([]parley.Room, nRooms)
 	for i, u := range users {
