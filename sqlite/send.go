@@ -1,12 +1,13 @@
 package sqlite
 
 import (
-	"crypto/rand"
+	"cmp"
 	"database/sql"
 	"encoding/base32"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"parley"
 	"parley/groupcommit"
@@ -42,7 +43,8 @@ type sendItem struct {
 	m   parley.NewMessage
 	now int64
 	msg parley.Message
-	ok  bool // its room exists: it is stored
+	key int64 // its full-text key, ftsKey(room num, seq)
+	ok  bool  // its room exists: it is stored
 }
 
 // roomBump is a room of a group and how far its seq moves.
@@ -50,6 +52,7 @@ type roomBump struct {
 	n     int   // messages in the group
 	last  int64 // time of the last one
 	room  parley.Room
+	num   int64 // the room's number (rooms.num)
 	found bool
 	next  int64 // the seq of the room's next message while assigning
 }
@@ -71,11 +74,21 @@ func (w *wtx) flushSends(group []*sendReq) error {
 	if err != nil {
 		return fmt.Errorf("send: next seq: %w", err)
 	}
-	stored := number(items, bumps)
-	if err := w.insertMessages(stored); err != nil {
+	stored, err := number(items, bumps)
+	if err != nil {
+		return err
+	}
+	// Stored in key order: each room's messages in a run (one leaf of
+	// the table after another), and the full-text index's rowids rising,
+	// which FTS5 needs to keep the group in one segment: a rowid lower
+	// than the one before makes it write out what it holds as a segment
+	// of its own, each later merged again.
+	byKey := slices.Clone(stored)
+	slices.SortFunc(byKey, func(a, b *sendItem) int { return cmp.Compare(a.key, b.key) })
+	if err := w.insertMessages(byKey); err != nil {
 		return fmt.Errorf("send: insert messages: %w", err)
 	}
-	if err := w.indexMessages(stored); err != nil {
+	if err := w.indexMessages(byKey); err != nil {
 		return fmt.Errorf("send: search index: %w", err)
 	}
 	if err := w.senderReads(stored); err != nil {
@@ -171,21 +184,25 @@ func (w *wtx) bumpRooms(items []sendItem) (map[string]*roomBump, error) {
 		}
 		defer rows.Close()
 		for rows.Next() {
-			r, err := scanRoom(rows)
-			if err != nil {
+			var r parley.Room
+			var at, created, num int64
+			if err := rows.Scan(append(roomDest(&r, &at, &created), &num)...); err != nil {
 				return err
 			}
+			fixRoom(&r, at, created)
 			b := bumps[r.ID]
-			b.room, b.found, b.next = r, true, r.LastSeq-int64(b.n)+1
+			b.room, b.num, b.found, b.next = r, num, true, r.LastSeq-int64(b.n)+1
 		}
 		return rows.Err()
 	})
 	return bumps, err
 }
 
-// number gives each message of an existing room its seq, in call order,
-// fails those of unknown rooms, and returns the messages to store.
-func number(items []sendItem, bumps map[string]*roomBump) []*sendItem {
+// number gives each message of an existing room its seq and id, in call
+// order, fails those of unknown rooms, and returns the messages to store.
+// It fails (the batch) for a seq past the 2^36 of a room that keys and ids
+// hold.
+func number(items []sendItem, bumps map[string]*roomBump) ([]*sendItem, error) {
 	stored := make([]*sendItem, 0, len(items))
 	for i := range items {
 		it := &items[i]
@@ -194,15 +211,18 @@ func number(items []sendItem, bumps map[string]*roomBump) []*sendItem {
 			it.r.Out, it.r.Err = result{}, errRoomNotFound(it.m.RoomID)
 			continue
 		}
-		it.ok = true
+		if b.next >= 1<<36 {
+			return nil, fmt.Errorf("send: room %s has run out of seqs", it.m.RoomID)
+		}
+		it.ok, it.key = true, ftsKey(b.num, b.next)
 		it.msg = parley.Message{
-			ID: messageID(it.now), RoomID: it.m.RoomID, Seq: b.next, SenderID: it.m.SenderID,
+			ID: messageID(b.num, b.next), RoomID: it.m.RoomID, Seq: b.next, SenderID: it.m.SenderID,
 			SenderName: it.m.SenderName, Body: it.m.Body, ClientID: it.m.ClientID, SentAt: fromMicro(it.now),
 		}
 		b.next++
 		stored = append(stored, it)
 	}
-	return stored
+	return stored, nil
 }
 
 // insertMessages is step 3: one multi-row INSERT per chunk of messages.
@@ -318,15 +338,14 @@ func chunks(n int, f func(start, size, qi int) error) error {
 	return nil
 }
 
-// messageID returns a message id in the form of parley.NewID (26 base32
-// characters, 128 bits) whose first 64 bits are the writer's time, unique
-// and growing, and the rest random: consecutive messages land next to each
-// other in the unique index on id instead of on a random page each, which
-// saves a page write per message.
-func messageID(now int64) string {
-	var b [16]byte
-	binary.BigEndian.PutUint64(b[:8], uint64(now))
-	rand.Read(b[8:])
+// messageID returns the id of message seq of room number num: its
+// full-text key num << 36 | seq as 13 base32 characters (migration 0005).
+// The primary key (room_id, seq) makes it unique, with no index of its
+// own; the ids of messages stored before 0005 have 26 characters, so no
+// derived id is ever one of them.
+func messageID(num, seq int64) string {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(ftsKey(num, seq)))
 	return idEncoding.EncodeToString(b[:])
 }
 
