@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"parley"
@@ -221,4 +222,37 @@ func dumpMessages(t *testing.T, db *sql.DB) [][]any {
 		t.Fatal(err)
 	}
 	return all
+}
+
+// TestClientLookupPlan: the grouped lookup of client ids seeks
+// messages_client for each key rather than scanning messages.
+func TestClientLookupPlan(t *testing.T) {
+	s, err := Open(context.Background(), Config{Path: filepath.Join(t.TempDir(), "parley.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i, n := range chunkSizes {
+		args := make([]any, 3*n)
+		for j := range args {
+			args[j] = "x"
+		}
+		rows, err := s.rdb.Query(`EXPLAIN QUERY PLAN `+s.wq.clientMessages[i].text, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, notused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		if got := strings.Join(plan, "; "); !strings.Contains(got, "SEARCH m USING INDEX messages_client (room_id=? AND sender_id=? AND client_id=?)") {
+			t.Errorf("plan of the lookup of %d keys = %s; want a search of messages_client", n, got)
+		}
+	}
 }

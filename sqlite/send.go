@@ -18,7 +18,8 @@ import (
 // per message:
 //
 //  1. each repeat of a client_id is answered from the unique index (which
-//     sees the earlier groups of the transaction) or from the group itself;
+//     sees the earlier groups of the transaction), one grouped SELECT per
+//     chunk of keys, or from the group itself;
 //  2. one UPDATE rooms ... FROM (VALUES ...) RETURNING per chunk of rooms
 //     moves each room's last_seq by its number of messages; the seqs of a
 //     room's messages are the range that ends at the returned last_seq, in
@@ -116,7 +117,10 @@ func (w *wtx) flushSends(group []*sendReq) error {
 // before, pairs each repeat within the group with its first Send, fails the
 // Sends of unknown senders, and returns the new messages.
 func (w *wtx) newItems(group []*sendReq) (items []sendItem, repeats [][2]*sendReq, err error) {
-	q := &w.s.wq
+	stored, err := w.clientMessages(group)
+	if err != nil {
+		return nil, nil, fmt.Errorf("send: %w", err)
+	}
 	items = make([]sendItem, 0, len(group))
 	var keys map[clientKey]*sendReq // first Send of each client_id in the group
 	for _, r := range group {
@@ -127,13 +131,9 @@ func (w *wtx) newItems(group []*sendReq) (items []sendItem, repeats [][2]*sendRe
 				repeats = append(repeats, [2]*sendReq{r, first})
 				continue
 			}
-			old, err := scanMessage(w.row(q.messageByClientID, m.RoomID, m.SenderID, m.ClientID))
-			if err == nil {
+			if old, ok := stored[k]; ok {
 				r.Out, r.Err = result{msg: old}, nil
 				continue
-			}
-			if !errors.Is(err, sql.ErrNoRows) {
-				return nil, nil, fmt.Errorf("send: %w", err)
 			}
 			if keys == nil {
 				keys = make(map[clientKey]*sendReq)
@@ -155,6 +155,51 @@ func (w *wtx) newItems(group []*sendReq) (items []sendItem, repeats [][2]*sendRe
 		items = append(items, sendItem{r: r, m: m, now: w.now()})
 	}
 	return items, repeats, nil
+}
+
+// clientMessages returns the stored messages of the group's client_ids,
+// with one grouped statement per chunk of distinct keys. The index it reads
+// sees the earlier groups of the transaction.
+func (w *wtx) clientMessages(group []*sendReq) (map[clientKey]parley.Message, error) {
+	var ks []clientKey
+	var seen map[clientKey]bool
+	for _, r := range group {
+		if m := r.In.send; m.ClientID != "" {
+			k := clientKey{m.RoomID, m.SenderID, m.ClientID}
+			if !seen[k] {
+				if seen == nil {
+					seen = make(map[clientKey]bool)
+				}
+				seen[k] = true
+				ks = append(ks, k)
+			}
+		}
+	}
+	if len(ks) == 0 {
+		return nil, nil
+	}
+	stored := make(map[clientKey]parley.Message)
+	err := chunks(len(ks), func(start, size, qi int) error {
+		args := w.args[:0]
+		for _, k := range ks[start : start+size] {
+			args = append(args, k.room, k.sender, k.client)
+		}
+		w.args = args
+		rows, err := w.stmt(w.s.wq.clientMessages[qi]).Query(args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			m, err := scanMessage(rows)
+			if err != nil {
+				return err
+			}
+			stored[clientKey{m.RoomID, m.SenderID, m.ClientID}] = m
+		}
+		return rows.Err()
+	})
+	return stored, err
 }
 
 // bumpRooms is step 2: it moves each room's last_seq once by its number of
