@@ -129,7 +129,7 @@ type Config struct {
 // holds what waited during the commit before it, so this bounds only a
 // heavy load; there, a commit costs per room it touches (a leaf of
 // messages each, and its rooms and members rows) more than per message, and
-// 1,024 senders over 100 rooms cost the writer a third less CPU per
+// 1,024 senders over 100 rooms cost a fifth to a third less CPU per
 // message than with batches of 256 (issue 16, BENCHMARKS.md "Store").
 const DefaultMaxBatch = 1024
 
