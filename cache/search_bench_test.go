@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"parley"
 	"parley/cache"
@@ -69,4 +70,46 @@ func BenchmarkSearch(b *testing.B) {
 		}
 		b.ReportMetric((cpuTime()-cpu0).Seconds()*1e6/float64(b.N), "cpu-µs/op")
 	})
+}
+
+// BenchmarkApplySend is the cache's share of a send's cost with the search
+// index on (the default budget; the room was created through the cache, so
+// it is indexed from its first message) and off (budget < 0): Apply of one
+// committed message of ~60 bytes of words, as the inner store's writer
+// calls it, into one of 100 rooms. The difference is what indexing adds to
+// the writer per message.
+func BenchmarkApplySend(b *testing.B) {
+	for _, bc := range []struct {
+		name   string
+		budget int64
+	}{{"index=on", 0}, {"index=off", -1}} {
+		b.Run(bc.name, func(b *testing.B) {
+			c, _ := openCachedSQLite(b, cache.Config{SearchBytes: bc.budget}, nil, nil)
+			u := parleytest.MustCreateUsers(b, c, "user", 1)[0]
+			rooms := make([]parley.Room, 100)
+			for i := range rooms {
+				rooms[i] = parleytest.MustCreateRoom(b, c, u, fmt.Sprint("room ", i), 0)
+			}
+			bodies := make([]string, 1024)
+			for i := range bodies {
+				bodies[i] = parleytest.SearchBody(i, 0)
+			}
+			at := time.Now().UTC()
+			ev := make([]parley.Event, 1)
+			b.ReportAllocs()
+			cpu0 := cpuTime()
+			b.ResetTimer()
+			for i := range b.N {
+				room := &rooms[i%len(rooms)]
+				room.LastSeq++
+				ev[0] = parley.Event{Kind: parley.EventMessage, Room: *room, Message: parley.Message{
+					ID: fmt.Sprint(room.ID, "-", room.LastSeq), RoomID: room.ID, Seq: room.LastSeq,
+					SenderID: u.ID, SenderName: u.Name, Body: bodies[i%len(bodies)], SentAt: at,
+				}}
+				c.Apply(ev)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+		})
+	}
 }
