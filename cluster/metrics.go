@@ -7,6 +7,9 @@ type metrics struct {
 	queued          prometheus.Gauge
 	unpublished     prometheus.Gauge
 	held            prometheus.Gauge
+	holds           prometheus.Counter
+	holdTime        prometheus.Histogram
+	publishWait     prometheus.Histogram
 	messages        *prometheus.CounterVec
 	batches         *prometheus.CounterVec
 	duplicates      prometheus.Counter
@@ -38,6 +41,19 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		held: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "parley_cluster_held_messages", Help: "Messages held until an older one of their room arrives.",
+		}),
+		holds: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_cluster_holds_total", Help: "Messages held because an older one of their room had not been delivered yet.",
+		}),
+		holdTime: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "parley_cluster_hold_seconds",
+			Help:    "How long a held message waited before it was delivered.",
+			Buckets: []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .2, .5, 1, 2},
+		}),
+		publishWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "parley_cluster_publish_wait_seconds",
+			Help:    "How long a commit of this node waited between the relay and its publishes to the other nodes (the shared hot data's write, then the sender's queue).",
+			Buckets: []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .2, .5, 1, 2},
 		}),
 		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_cluster_messages_total",
@@ -76,7 +92,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.fills.WithLabelValues(reason)
 	}
 	if reg != nil {
-		reg.MustRegister(m.queued, m.unpublished, m.held, m.messages, m.batches, m.duplicates, m.filled, m.fills, m.skipped,
+		reg.MustRegister(m.queued, m.unpublished, m.held, m.holds, m.holdTime, m.publishWait, m.messages, m.batches, m.duplicates, m.filled, m.fills, m.skipped,
 			m.routeMisses, m.presenceLookups, m.routeErrors, m.publishErrors, m.gone,
 			m.headChecks, m.headErrors, m.broadcasts, m.signalsQueued, m.signalsDropped)
 	}

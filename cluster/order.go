@@ -20,6 +20,7 @@ type roomState struct {
 type heldMessage struct {
 	msg        parley.Message
 	recipients []string
+	at         time.Time // when it was held
 }
 
 // offer delivers m now if it is the next of its room, holds it if it is
@@ -52,8 +53,9 @@ func (r *Relay) offer(m parley.Message, recipients []string, local bool) {
 		if st.held == nil {
 			st.held = map[int64]heldMessage{}
 		}
-		st.held[m.Seq] = heldMessage{m, recipients}
+		st.held[m.Seq] = heldMessage{m, recipients, now}
 		r.m.held.Inc()
+		r.m.holds.Inc()
 		r.armGapTimer(m.RoomID, st, now)
 		if local && st.next != 0 {
 			// In a room never seen (next 0) the gap's start is unknown:
@@ -80,6 +82,7 @@ func (r *Relay) drain(roomID string, st *roomState) {
 		}
 		delete(st.held, st.next)
 		r.m.held.Dec()
+		r.m.holdTime.Observe(time.Since(h.at).Seconds())
 		r.deliver(st, h.msg, h.recipients)
 	}
 	// Anything held below next is a duplicate by now.
@@ -199,9 +202,10 @@ func (r *Relay) fill(roomID string, st *roomState, upTo int64, reason string) (m
 		from := st.next
 		for _, m := range msgs {
 			if m.Seq == st.next && m.Seq <= upTo {
-				if _, ok := st.held[m.Seq]; ok {
+				if h, ok := st.held[m.Seq]; ok {
 					delete(st.held, m.Seq)
 					r.m.held.Dec()
+					r.m.holdTime.Observe(time.Since(h.at).Seconds())
 				} else {
 					r.m.filled.Inc()
 				}
