@@ -10,6 +10,7 @@ type metrics struct {
 	holds           prometheus.Counter
 	holdTime        prometheus.Histogram
 	publishWait     prometheus.Histogram
+	delivery        *prometheus.HistogramVec
 	messages        *prometheus.CounterVec
 	batches         *prometheus.CounterVec
 	duplicates      prometheus.Counter
@@ -55,6 +56,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:    "How long a commit of this node waited between the relay and its publishes to the other nodes (the shared hot data's write, then the sender's queue).",
 			Buckets: []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .2, .5, 1, 2},
 		}),
+		delivery: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "parley_cluster_delivery_seconds",
+			Help: "From a message's sent_at (set by the node that committed it, as its commit began) to its hand-over to this node's fan-out, " +
+				"by how it came: at once from this node's commit (local) or another node's batch (remote), after waiting behind a gap (held), or read from the store first (store).",
+			Buckets: []float64{.001, .002, .005, .01, .02, .05, .1, .2, .5, 1, 2},
+		}, []string{"how"}),
 		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_cluster_messages_total",
 			Help: "Messages the relay handled, by origin: committed here (local) or received from another node (remote).",
@@ -83,6 +90,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		signalsDropped: c("parley_cluster_signals_dropped_total", "Typing and read signals dropped because the signal queue was full (messages are never dropped)."),
 	}
+	for _, how := range []string{"local", "remote", "held", "store"} {
+		m.delivery.WithLabelValues(how)
+	}
 	m.messages.WithLabelValues("local")
 	m.messages.WithLabelValues("remote")
 	m.batches.WithLabelValues("message")
@@ -92,7 +102,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.fills.WithLabelValues(reason)
 	}
 	if reg != nil {
-		reg.MustRegister(m.queued, m.unpublished, m.held, m.holds, m.holdTime, m.publishWait, m.messages, m.batches, m.duplicates, m.filled, m.fills, m.skipped,
+		reg.MustRegister(m.queued, m.unpublished, m.held, m.holds, m.holdTime, m.publishWait, m.delivery, m.messages, m.batches, m.duplicates, m.filled, m.fills, m.skipped,
 			m.routeMisses, m.presenceLookups, m.routeErrors, m.publishErrors, m.gone,
 			m.headChecks, m.headErrors, m.broadcasts, m.signalsQueued, m.signalsDropped)
 	}

@@ -64,13 +64,24 @@ func (r *Relay) offer(m parley.Message, recipients []string, local bool) {
 		}
 		return
 	}
-	r.deliver(st, m, recipients)
+	how := "remote"
+	if local {
+		how = "local"
+	}
+	r.deliver(st, m, recipients, how)
 	r.drain(m.RoomID, st)
 }
 
-func (r *Relay) deliver(st *roomState, m parley.Message, recipients []string) {
+// deliver hands m to the local fan-out; how it came is the delivery
+// metric's label: at once from this node's commit (local) or from a batch
+// (remote), after waiting behind a gap (held), or read from the store
+// before any batch brought it (store).
+func (r *Relay) deliver(st *roomState, m parley.Message, recipients []string, how string) {
 	r.cfg.Local.Deliver(m, recipients)
 	st.next = m.Seq + 1
+	if !m.SentAt.IsZero() {
+		r.m.delivery.WithLabelValues(how).Observe(time.Since(m.SentAt).Seconds())
+	}
 }
 
 // drain delivers the held messages that have become next.
@@ -83,7 +94,7 @@ func (r *Relay) drain(roomID string, st *roomState) {
 		delete(st.held, st.next)
 		r.m.held.Dec()
 		r.m.holdTime.Observe(time.Since(h.at).Seconds())
-		r.deliver(st, h.msg, h.recipients)
+		r.deliver(st, h.msg, h.recipients, "held")
 	}
 	// Anything held below next is a duplicate by now.
 	for seq := range st.held {
@@ -202,14 +213,16 @@ func (r *Relay) fill(roomID string, st *roomState, upTo int64, reason string) (m
 		from := st.next
 		for _, m := range msgs {
 			if m.Seq == st.next && m.Seq <= upTo {
+				how := "store"
 				if h, ok := st.held[m.Seq]; ok {
 					delete(st.held, m.Seq)
 					r.m.held.Dec()
 					r.m.holdTime.Observe(time.Since(h.at).Seconds())
+					how = "held"
 				} else {
 					r.m.filled.Inc()
 				}
-				r.deliver(st, m, members)
+				r.deliver(st, m, members, how)
 			}
 		}
 		r.drain(roomID, st)
