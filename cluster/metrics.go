@@ -72,7 +72,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"kind"}),
 		fills: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_cluster_gap_fills_total",
-			Help: "Reads of missing messages from the store, by cause: the gap timer (timer), a local commit behind a gap (local), a room head ahead of delivery (head).",
+			Help: "Reads of missing messages from the store, by cause: the gap timer (timer), a local commit behind a gap (local), another node's message behind a gap (remote), a room head ahead of delivery (head).",
 		}, []string{"reason"}),
 		duplicates:      c("parley_cluster_duplicates_total", "Messages dropped because their room had delivered that seq."),
 		filled:          c("parley_cluster_gap_filled_total", "Messages read from the store to close a gap."),
@@ -98,7 +98,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.batches.WithLabelValues("message")
 	m.batches.WithLabelValues("member")
 	m.batches.WithLabelValues("signal")
-	for _, reason := range []string{"timer", "local", "head"} {
+	for _, reason := range []string{"timer", "local", "remote", "head"} {
 		m.fills.WithLabelValues(reason)
 	}
 	if reg != nil {
