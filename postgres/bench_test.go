@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"parley"
 	"parley/parleytest"
 	"parley/postgres"
@@ -28,14 +30,15 @@ func init() {
 // BenchmarkSendParallel measures durable sends (synchronous_commit as the
 // server has it, on by default) with group commit: -senders concurrent
 // senders (default 256) over 100 rooms, each message in its own Send. It
-// reports messages and commits per second and the mean batch, for the
-// default single writer and for two.
+// reports messages and commits per second, the mean batch, the writer's
+// time a batch and the CPU a message (cpuMeter), for the default single
+// writer, two and four.
 // BenchmarkSendParallel runs with the search vector (index=on, the store
 // as it serves) and without (index=off, Config.NoSearchIndex), for one and
 // two writers: what the search index costs each send (BENCHMARKS.md).
 func BenchmarkSendParallel(b *testing.B) {
 	for _, index := range []string{"on", "off"} {
-		for _, writers := range []int{1, 2} {
+		for _, writers := range []int{1, 2, 4} {
 			b.Run(fmt.Sprintf("index=%s/writers=%d", index, writers), func(b *testing.B) {
 				benchmarkSendParallel(b, writers, index == "off")
 			})
@@ -45,8 +48,14 @@ func BenchmarkSendParallel(b *testing.B) {
 
 func benchmarkSendParallel(b *testing.B, writers int, noIndex bool) {
 	const nRooms = 100
-	s := mustOpen(b, postgres.Config{URL: pgtest.Schema(b), Writers: writers, NoSearchIndex: noIndex})
+	url := pgtest.Schema(b)
+	s := mustOpen(b, postgres.Config{URL: url, Writers: writers, NoSearchIndex: noIndex})
 	ctx := context.Background()
+	meter, err := pgxpool.New(ctx, url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer meter.Close()
 	users := parleytest.MustCreateUsers(b, s, "sender", nRooms)
 	rooms := make([]parley.Room, nRooms)
 	for i := range rooms {
@@ -55,6 +64,7 @@ func benchmarkSendParallel(b *testing.B, writers int, noIndex bool) {
 	var next atomic.Int64
 	before := s.BatchStats()
 	b.SetParallelism(max(1, (benchSenders+runtime.GOMAXPROCS(0)-1)/runtime.GOMAXPROCS(0)))
+	cpu := startCPU(b, meter)
 	b.ResetTimer()
 	start := time.Now()
 	b.RunParallel(func(pb *testing.PB) {
@@ -80,4 +90,5 @@ func benchmarkSendParallel(b *testing.B, writers int, noIndex bool) {
 		// COMMIT: with one writer, commits/s × this is its busy share.
 		b.ReportMetric(float64(after.CommitTime-before.CommitTime)/float64(batches)/1e3, "µs/commit")
 	}
+	cpu.report(b, b.N)
 }
