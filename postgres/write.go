@@ -88,9 +88,16 @@ func (s *Store) write(ctx context.Context, op writeOp) (result, error) {
 // fails the batch.
 func (s *Store) commit(batch []*groupcommit.Request[writeOp, result]) (func(), error) {
 	pending := batch
+	sends := s.onlySends(batch)
 	single := false
 	for attempt := 1; ; attempt++ {
-		tr, err := s.tryBatch(pending, single)
+		var tr tried
+		var err error
+		if sends != nil {
+			tr, err = s.trySends(sends)
+		} else {
+			tr, err = s.tryBatch(pending, single)
+		}
 		if err == nil {
 			for i, r := range pending {
 				r.Out, r.Err = tr.outs[i].res, tr.outs[i].err
@@ -110,6 +117,9 @@ func (s *Store) commit(batch []*groupcommit.Request[writeOp, result]) (func(), e
 		code := pgCode(err)
 		class := code[:min(2, len(code))]
 		switch {
+		case sends != nil && (errors.Is(err, errSendChecks) || class == "22" || class == "23"):
+			// The general path gives each send its outcome.
+			sends = nil
 		case (code == "40001" || code == "40P01" || code == "23505") && attempt < maxAttempts:
 			s.m.retries.Inc()
 			time.Sleep(rand.N(retryBackoff * time.Duration(attempt)))
