@@ -111,9 +111,11 @@ type sendKey struct{ room, sender, clientID string }
 // sendPair is a send's room and sender.
 type sendPair struct{ room, sender string }
 
-// trySends runs a batch of sends only (see above); it returns like
-// tryBatch, and errSendChecks when a send failed its checks.
-func (s *Store) trySends(ops []*send) (tried, error) {
+// trySends runs a batch of sends only, reqs and their ops (see above); it
+// returns like tryBatch, and errSendChecks when a send failed its checks,
+// except that it sets each request's Out itself when it commits (no
+// tried.outs: a batch's worth of results less to allocate).
+func (s *Store) trySends(reqs []*groupcommit.Request[writeOp, result], ops []*send) (tried, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.writeTimeout)
 	defer cancel()
 	q := s.wq.sends
@@ -181,7 +183,15 @@ func (s *Store) trySends(ops []*send) (tried, error) {
 
 	// Each send's outcome, in order, as the general path's decodeSends
 	// gives it.
-	tr := tried{outs: make([]outcome, len(ops)), events: make([]parley.Event, 0, len(ops))}
+	tr := tried{events: make([]parley.Event, 0, len(ops))}
+	committed := false
+	defer func() {
+		if !committed { // the requests get their outcome from the next attempt, or the batch's error
+			for _, r := range reqs {
+				r.Out = result{}
+			}
+		}
+	}()
 	first := map[sendKey]parley.Message{} // the new message of each key
 	ins := newInsertCols(len(ops))
 	top := make(map[string]int, len(rooms))       // room → index in ur, us, ua
@@ -195,7 +205,7 @@ func (s *Store) trySends(ops []*send) (tried, error) {
 		if m.ClientID != "" {
 			if old, ok := olds[keys[k]]; ok { // a repeat of a client id stored before
 				old.RoomID, old.SenderID, old.ClientID = m.RoomID, m.SenderID, m.ClientID
-				tr.outs[i].res.msg = old
+				reqs[i].Out = result{msg: old}
 				continue
 			}
 		}
@@ -207,7 +217,7 @@ func (s *Store) trySends(ops []*send) (tried, error) {
 		}
 		if m.ClientID != "" {
 			if msg, ok := first[k]; ok { // a repeat of a client id earlier in the batch
-				tr.outs[i].res.msg = msg
+				reqs[i].Out = result{msg: msg}
 				continue
 			}
 		}
@@ -232,7 +242,7 @@ func (s *Store) trySends(ops []*send) (tried, error) {
 		}
 		us[j], ua[j] = msg.Seq, msg.SentAt
 		reads[sendPair{m.RoomID, m.SenderID}] = msg.Seq
-		tr.outs[i].res = result{msg: msg, ok: true}
+		reqs[i].Out = result{msg: msg, ok: true}
 		tr.events = append(tr.events, parley.Event{Kind: parley.EventMessage, Room: *room, UserID: msg.SenderID, Message: msg})
 	}
 
@@ -248,6 +258,7 @@ func (s *Store) trySends(ops []*send) (tried, error) {
 	if err := tx.Commit(ctx); err != nil {
 		return tried{failed: failedBatch, ticket: tr.ticket}, fmt.Errorf("commit: %w", err)
 	}
+	committed = true
 	return tr, nil
 }
 

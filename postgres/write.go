@@ -94,13 +94,15 @@ func (s *Store) commit(batch []*groupcommit.Request[writeOp, result]) (func(), e
 		var tr tried
 		var err error
 		if sends != nil {
-			tr, err = s.trySends(sends)
+			tr, err = s.trySends(pending, sends)
 		} else {
 			tr, err = s.tryBatch(pending, single)
 		}
 		if err == nil {
 			for i, r := range pending {
-				r.Out, r.Err = tr.outs[i].res, tr.outs[i].err
+				if tr.outs != nil { // trySends set Out itself
+					r.Out, r.Err = tr.outs[i].res, tr.outs[i].err
+				}
 			}
 			var emit func()
 			if s.onCommit != nil && len(tr.events) > 0 {
@@ -159,7 +161,8 @@ var errShortResult = errors.New("send batch: a result row is missing")
 // tried is the outcome of one attempt of a batch (tryBatch).
 type tried struct {
 	// outs and events are each write's outcome and the batch's events,
-	// once it committed.
+	// once it committed; trySends leaves outs nil and sets each request's
+	// Out itself.
 	outs   []outcome
 	events []parley.Event
 	// failed, when the attempt failed, is the index of the write whose
