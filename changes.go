@@ -159,13 +159,48 @@ func ParseQuery(s string) (Query, error) {
 // Words calls fn with each word of s in order, case folded, repeats
 // included: the words ParseQuery makes terms of, and the words an index
 // kept outside the database (package cache) files a message body under.
+//
+// A word is a longest run of letters and numbers (unicode.IsLetter,
+// unicode.IsNumber), each rune mapped by unicode.ToLower; anything else,
+// invalid UTF-8 included, separates words.
 func Words(s string, fn func(word string)) {
-	for _, w := range strings.FieldsFunc(s, notWordRune) {
-		fn(strings.ToLower(w))
-	}
+	EachWord(s, nil, func(w []byte) { fn(string(w)) })
 }
 
-func notWordRune(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) }
+// EachWord is Words for a hot path: it calls fn with each word in buf,
+// which it reuses (fn must not keep w), and returns buf for the next call.
+// It allocates nothing once buf holds the longest word.
+func EachWord(s string, buf []byte, fn func(w []byte)) []byte {
+	buf = buf[:0]
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			i++
+			switch {
+			case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
+				buf = append(buf, c)
+				continue
+			case 'A' <= c && c <= 'Z':
+				buf = append(buf, c+('a'-'A'))
+				continue
+			}
+		} else {
+			r, n := utf8.DecodeRuneInString(s[i:])
+			i += n
+			if unicode.IsLetter(r) || unicode.IsNumber(r) {
+				buf = utf8.AppendRune(buf, unicode.ToLower(r))
+				continue
+			}
+		}
+		if len(buf) > 0 {
+			fn(buf)
+			buf = buf[:0]
+		}
+	}
+	if len(buf) > 0 {
+		fn(buf)
+	}
+	return buf[:0]
+}
 
 // FTS returns q in SQLite FTS5's query syntax: each word a quoted string,
 // all of them required.

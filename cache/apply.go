@@ -37,9 +37,6 @@ func (s *Store) applyLocked(ev *parley.Event) {
 		listAfter(st.list, ev)
 	}
 	st.win.apply(ev, s.recent)
-	if ev.Kind == parley.EventRoom {
-		s.newIndexLocked(st)
-	}
 	s.applySearchLocked(st, ev)
 
 	if ev.UserID == "" {

@@ -28,9 +28,11 @@ import (
 //
 // The indexes are bounded by Config.SearchBytes, over all rooms (an
 // estimate of their heap: messages, strings, postings, map entries); past
-// it the least recently searched rooms lose their index. A room created
-// through this store (EventRoom) starts with an empty index, as its window
-// starts empty, and needs no build. A search that
+// it the least recently searched rooms lose their index. Only a search
+// builds an index, so sends to rooms nobody searches on this node pay
+// nothing for it (BenchmarkApplySend: indexing a message costs several
+// times the rest of Apply); a room created here is built from its few
+// messages on its first search like any other. A search that
 // cannot have every room it needs resident (a room larger than the
 // budget, too many rooms for it, a build overtaken by more than the
 // backlog holds) goes to the inner store's index, so answers are always
@@ -44,8 +46,8 @@ import (
 
 // DefaultSearchBytes is the default of Config.SearchBytes: 256 MiB, a
 // quarter of what a million messages of the search bench need (run it
-// with --cache-search-mib 1024), so that a node that is never searched
-// does not keep a second copy of its newest messages beyond that.
+// with --cache-search-mib 1024): the searched rooms' messages are a second
+// copy of them in memory, and a node's memory is not only for search.
 const DefaultSearchBytes = 256 << 20
 
 // searchIndexes is the budget and the set of rooms with an index. Guarded
@@ -60,21 +62,24 @@ type searchIndexes struct {
 
 // A roomIndex is a room's messages and inverted index. Guarded by Store.mu.
 type roomIndex struct {
-	msgs     []parley.Message    // seq i+1 at i
-	terms    map[string][]uint32 // word → seqs holding it, ascending
-	monotone bool                // SentAt never decreases with seq: a search may stop early
+	msgs     []parley.Message // seq i+1 at i
+	terms    map[string]int32 // word → its postings' index in lists
+	lists    [][]uint32       // postings: seqs holding a word, ascending; nil if free
+	free     []int32          // indexes of free lists
+	monotone bool             // SentAt never decreases with seq: a search may stop early
 	bytes    int64
 	used     atomic.Uint64
+	buf      []byte // parley.EachWord's, reused
 }
 
 const (
 	msgSize  = int64(unsafe.Sizeof(parley.Message{}))
-	termSize = 16 + 24 + 24 // map entry: key and value headers, and its share of the buckets
+	termSize = 16 + 8 + 24 + 24 // map entry (key header, list index), its list header and its share of the buckets
 	maxSeq   = 1<<32 - 1
 )
 
 func newRoomIndex() *roomIndex {
-	return &roomIndex{terms: map[string][]uint32{}, monotone: true}
+	return &roomIndex{terms: map[string]int32{}, monotone: true}
 }
 
 func msgBytes(m *parley.Message) int64 {
@@ -88,54 +93,69 @@ func msgBytes(m *parley.Message) int64 {
 	return n
 }
 
-// words returns the distinct words of a body.
-func words(body string) []string {
-	var out []string
-	parley.Words(body, func(w string) {
-		if !slices.Contains(out, w) {
-			out = append(out, w)
-		}
-	})
-	return out
-}
-
+// addWords files m under each of its words. A word the message repeats
+// finds m's seq already in its postings. The map is only written for a new
+// word: postings change in lists, so that a lookup by the word's bytes
+// allocates nothing.
 func (ix *roomIndex) addWords(m *parley.Message) {
 	seq := uint32(m.Seq)
-	for _, w := range words(m.Body) {
-		p, ok := ix.terms[w]
+	ix.buf = parley.EachWord(m.Body, ix.buf, func(w []byte) {
+		t, ok := ix.terms[string(w)]
 		if !ok {
-			ix.bytes += termSize + int64(len(w))
+			t = ix.newList(string(w))
 		}
+		p := ix.lists[t]
 		c := cap(p)
 		if n := len(p); n > 0 && p[n-1] >= seq {
 			i, found := slices.BinarySearch(p, seq)
 			if found {
-				continue
+				return
 			}
 			p = slices.Insert(p, i, seq)
 		} else {
 			p = append(p, seq)
 		}
 		ix.bytes += 4 * int64(cap(p)-c)
-		ix.terms[w] = p
-	}
+		ix.lists[t] = p
+	})
 }
 
+// newList files a new word under a free list and returns its index.
+func (ix *roomIndex) newList(w string) int32 {
+	var t int32
+	if n := len(ix.free); n > 0 {
+		t, ix.free = ix.free[n-1], ix.free[:n-1]
+	} else {
+		t = int32(len(ix.lists))
+		ix.lists = append(ix.lists, nil)
+	}
+	ix.terms[w] = t
+	ix.bytes += termSize + int64(len(w))
+	return t
+}
+
+// removeWords takes m out of the postings of its words.
 func (ix *roomIndex) removeWords(m *parley.Message) {
 	seq := uint32(m.Seq)
-	for _, w := range words(m.Body) {
-		p := ix.terms[w]
+	ix.buf = parley.EachWord(m.Body, ix.buf, func(w []byte) {
+		t, ok := ix.terms[string(w)]
+		if !ok {
+			return
+		}
+		p := ix.lists[t]
 		i, found := slices.BinarySearch(p, seq)
 		if !found {
-			continue
+			return
 		}
 		if len(p) == 1 {
-			delete(ix.terms, w)
+			delete(ix.terms, string(w))
 			ix.bytes -= termSize + int64(len(w)) + 4*int64(cap(p))
-			continue
+			ix.lists[t] = nil
+			ix.free = append(ix.free, t)
+			return
 		}
-		ix.terms[w] = slices.Delete(p, i, i+1)
-	}
+		ix.lists[t] = slices.Delete(p, i, i+1)
+	})
 }
 
 // add appends the room's next message.
@@ -158,7 +178,7 @@ func (ix *roomIndex) apply(ev *parley.Event) bool {
 	m := &ev.Message
 	switch {
 	case ev.Kind == parley.EventRoom:
-		*ix = roomIndex{terms: map[string][]uint32{}, monotone: true}
+		*ix = roomIndex{terms: map[string]int32{}, monotone: true}
 	case ev.Kind == parley.EventMessage:
 		switch {
 		case m.Seq <= int64(len(ix.msgs)):
@@ -191,7 +211,10 @@ func (ix *roomIndex) match(terms []string, before int64, fn func(seq uint32) boo
 	var lists [parley.MaxQueryTerms][]uint32
 	ps := lists[:0]
 	for _, t := range terms {
-		p := ix.terms[t]
+		var p []uint32
+		if i, ok := ix.terms[t]; ok {
+			p = ix.lists[i]
+		}
 		if len(p) == 0 {
 			return
 		}
@@ -298,18 +321,6 @@ func (s *Store) readIndex(ctx context.Context, roomID string) (*roomIndex, error
 			return ix, nil
 		}
 	}
-}
-
-// newIndexLocked gives a room created through this store its index, empty:
-// its events keep it from its first message on, so it never needs a build.
-func (s *Store) newIndexLocked(st *roomState) {
-	if s.search.budget < 0 || st.idx != nil {
-		return
-	}
-	ix := newRoomIndex()
-	ix.used.Store(s.search.clock.Load())
-	st.idx, st.idxOwner = ix, &s.search
-	s.search.rooms[st] = struct{}{}
 }
 
 // applySearchLocked updates the room's index, if it has one, for ev.

@@ -110,7 +110,9 @@ type HotConfig struct {
 //
 // If Redis is unreachable reads fall back to the inner store and the
 // applier logs the failure (each round trip ends at HotConfig.Timeout, and
-// the waits for it with it) and retries the invalidations of joins and
+// the waits for it with it), replays what the write owed with the next one
+// (hotowed.go: a quiet room's newest messages and changes are not left
+// behind) and retries the invalidations of joins and
 // leaves in the background; while one is lost, member counts and memberships may be
 // stale (a member who left may still pass a membership check; one who
 // joined never fails it: a negative answer is confirmed by the inner
@@ -132,6 +134,9 @@ type HotStore struct {
 	rmu     sync.Mutex         // guards the following fields
 	pending map[[2]string]bool // invalidations to retry: a key and its generation
 	kick    chan struct{}      // wakes the retry goroutine (cap 1)
+	owed    *owed              // what failed writes owe, replayed by the next (hotowed.go)
+
+	replayDue atomic.Bool // the retry goroutine asks the applier to replay owed
 
 	// The applier (hotapply.go): Apply queues, applyLoop writes.
 	queued  atomic.Uint64 // the mark of the newest batch queued; moved under amu

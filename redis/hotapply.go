@@ -94,8 +94,9 @@ return 1`)
 // the invalidations of joins and leaves are retried in the background
 // until they succeed (or Close), so that a membership answered from Redis
 // is wrong no longer than Redis is unreachable (plus the retry pause, at
-// most 5 s), and the messages' keys move forward only, so a later write
-// or load repairs them (see HotStore).
+// most 5 s), and what else the write owed (last messages, read positions,
+// changes) is replayed by the next write, which the retry goroutine
+// starts if none comes (hotowed.go).
 func (h *HotStore) Apply(events []parley.Event) {
 	h.amu.Lock()
 	h.aqueue = append(h.aqueue, slices.Clone(events))
@@ -154,6 +155,7 @@ func (h *HotStore) applyLoop() {
 // drain writes the queued batches, a round trip for all of those queued
 // at once, until the queue is empty, moving the written mark after each.
 func (h *HotStore) drain() {
+	replay := h.replayDue.Swap(false)
 	for {
 		h.amu.Lock()
 		batches := h.aqueue
@@ -161,8 +163,12 @@ func (h *HotStore) drain() {
 		mark := h.queued.Load()
 		h.amu.Unlock()
 		if len(batches) == 0 {
+			if replay {
+				h.write(nil) // only what failed writes owe (hotowed.go)
+			}
 			return
 		}
+		replay = false // the write replays it
 		h.write(batches)
 		h.wmu.Lock()
 		h.written.Store(mark)
@@ -180,6 +186,10 @@ func (h *HotStore) write(batches [][]parley.Event) {
 	defer cancel()
 	ttl := h.ttlArg()
 	pipe := h.rdb.Pipeline()
+	replay := h.takeOwed() // what earlier failed writes owe, first (hotowed.go)
+	if !replay.empty() {
+		h.queueOwed(ctx, pipe, replay, ttl)
+	}
 	var msgs map[string][]parley.Message // per room, for one window script each
 	var rooms []string                   // msgs' keys in order
 	var inv [][2]string                  // the invalidations: a key and its generation
@@ -228,6 +238,15 @@ func (h *HotStore) write(batches [][]parley.Event) {
 		if len(inv) > 0 {
 			h.retryLater(inv)
 		}
+		if replay == nil {
+			replay = &owed{}
+		}
+		replay.add(batches)
+		h.oweLater(replay)
+		return
+	}
+	if !replay.empty() {
+		h.m.replayed.Add(float64(len(replay.last) + len(replay.raises) + len(replay.changes)))
 	}
 }
 
@@ -235,15 +254,26 @@ func (h *HotStore) write(batches [][]parley.Event) {
 // until they succeed; the goroutine starts with the first failure.
 func (h *HotStore) retryLater(inv [][2]string) {
 	h.rmu.Lock()
+	h.startRetriesLocked()
+	for _, kg := range inv {
+		h.pending[kg] = true
+	}
+	h.rmu.Unlock()
+	h.kickRetries()
+}
+
+// startRetriesLocked starts the retry goroutine unless it runs. rmu is
+// held.
+func (h *HotStore) startRetriesLocked() {
 	if h.pending == nil {
 		h.pending = map[[2]string]bool{}
 		h.kick = make(chan struct{}, 1)
 		h.retries.Go(h.retryLoop)
 	}
-	for _, kg := range inv {
-		h.pending[kg] = true
-	}
-	h.rmu.Unlock()
+}
+
+// kickRetries wakes the retry goroutine, which has started.
+func (h *HotStore) kickRetries() {
 	select {
 	case h.kick <- struct{}{}:
 	default:
@@ -263,7 +293,12 @@ func (h *HotStore) retryLoop() {
 		case <-h.kick:
 		case <-time.After(pause):
 		}
-		if h.invalidatePending() {
+		done := h.invalidatePending()
+		if h.owesRedis() {
+			h.replayOwed()
+			done = false
+		}
+		if done {
 			pause = 100 * time.Millisecond
 		} else {
 			pause = min(2*pause, 5*time.Second)

@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -174,12 +175,18 @@ func TestHotAwaitEndsWhileRedisIsDown(t *testing.T) {
 // retried reads parley_hot_invalidation_retries_total.
 func retried(t *testing.T, reg *prometheus.Registry) float64 {
 	t.Helper()
+	return counter(t, reg, "parley_hot_invalidation_retries_total")
+}
+
+// counter reads a counter of reg (0 when it has none of that name).
+func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() == "parley_hot_invalidation_retries_total" {
+		if mf.GetName() == name {
 			return mf.GetMetric()[0].GetCounter().GetValue()
 		}
 	}
@@ -257,5 +264,120 @@ func TestHotReadsWaitForLocalCommits(t *testing.T) {
 	}
 	if len(es) != 1 || es[0].LastMessage == nil || es[0].LastMessage.Seq != 3 {
 		t.Errorf("Rooms = %+v, want the room with last message seq 3", es)
+	}
+}
+
+// TestHotMessageWriteRetried: messages and changes whose write to Redis
+// failed are written again once Redis answers, although their room stays
+// quiet: the newest page and the room list show them, and an edit
+// committed while the writes failed is what they show (not the text it
+// replaced). Before, the room's window and last message stayed behind,
+// consistent with each other, until their TTL. The writes fail in the
+// client (a pipeline lost on its way to Redis), which keeps its data.
+func TestHotMessageWriteRetried(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		before []string // sent while Redis answers
+		during []string // sent while the writes fail
+		edit   int64    // a message edited while the writes fail (0: none)
+		want   []string // the newest page's bodies afterwards, newest first
+	}{
+		{name: "sends", before: []string{"first"}, during: []string{"second", "third"}, want: []string{"third", "second", "first"}},
+		{name: "sends and an edit", before: []string{"first"}, during: []string{"second", "third"}, edit: 3, want: []string{"edited", "second", "first"}},
+		{name: "an edit", before: []string{"first", "second"}, edit: 1, want: []string{"second", "edited"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rdb, prefix := testClient(t)
+			fail := &failScripts{}
+			rdb.AddHook(fail)
+			reg := prometheus.NewRegistry()
+			n := openNodeWith(t, pgtest.Schema(t), rdb, redis.HotConfig{Prefix: prefix, Registerer: reg}, nil)
+			ctx := context.Background()
+			ann := parleytest.MustCreateUser(t, n.hot, "ann")
+			r := parleytest.MustCreateRoom(t, n.hot, ann, "room", 0)
+			for _, body := range tc.before {
+				parleytest.MustSend(t, n.hot, r, ann, body)
+			}
+			wantSeqs(t, "before the failures", mustMessages(t, n.hot, r.ID, parley.Newest(10)), int64(len(tc.before)), 1) // the window is in Redis
+			if rooms, _, err := n.hot.Rooms(ctx, ann.ID, "", 10); err != nil || len(rooms) != 1 {
+				t.Fatalf("Rooms() = %v, %v", rooms, err)
+			}
+
+			fail.armed.Store(true)
+			// The inner store's writes do not wait for Redis; Await returns
+			// once the applier's write has failed.
+			for _, body := range tc.during {
+				if _, _, err := n.pg.Send(ctx, parley.NewMessage{RoomID: r.ID, SenderID: ann.ID, SenderName: "ann", Body: body}); err != nil {
+					t.Fatal(err)
+				}
+				n.hot.Await(ctx, n.hot.Mark())
+			}
+			if tc.edit > 0 {
+				if _, err := n.pg.EditMessage(ctx, parley.Edit{RoomID: r.ID, Seq: tc.edit, EditorID: ann.ID, Body: "edited"}); err != nil {
+					t.Fatal(err)
+				}
+				n.hot.Await(ctx, n.hot.Mark())
+			}
+			if fail.failed.Load() == 0 {
+				t.Fatal("no write failed")
+			}
+			fail.armed.Store(false)
+
+			top := int64(len(tc.before) + len(tc.during))
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				page := mustMessages(t, n.hot, r.ID, parley.Newest(10))
+				rooms, _, err := n.hot.Rooms(ctx, ann.ID, "", 10)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var last *parley.Message
+				if len(rooms) == 1 {
+					last = rooms[0].LastMessage
+				}
+				if slices.Equal(bodies(page), tc.want) && last != nil && last.Seq == top && last.Body == tc.want[0] {
+					wantSeqs(t, "after the failures", page, top, 1)
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("20 s after the writes failed the quiet room's newest page holds %q and its last message is %+v; want %q", bodies(page), last, tc.want)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if got := counter(t, reg, "parley_hot_owed_replays_total"); got == 0 {
+				t.Error("parley_hot_owed_replays_total = 0 after a replay")
+			}
+		})
+	}
+}
+
+func bodies(msgs []parley.Message) []string {
+	out := make([]string, len(msgs))
+	for i := range msgs {
+		out[i] = msgs[i].Body
+	}
+	return out
+}
+
+// failScripts fails every pipeline of scripts (the applier's writes)
+// while armed, before it is sent.
+type failScripts struct {
+	armed  atomic.Bool
+	failed atomic.Int64
+}
+
+func (f *failScripts) DialHook(next goredis.DialHook) goredis.DialHook          { return next }
+func (f *failScripts) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook { return next }
+func (f *failScripts) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []goredis.Cmder) error {
+		if f.armed.Load() && slices.ContainsFunc(cmds, func(c goredis.Cmder) bool { return strings.HasPrefix(c.Name(), "eval") }) {
+			f.failed.Add(1)
+			err := errors.New("injected: the pipeline never reached Redis")
+			for _, c := range cmds {
+				c.SetErr(err)
+			}
+			return err
+		}
+		return next(ctx, cmds)
 	}
 }

@@ -29,6 +29,7 @@ var hotKindNames = [numHotKinds]string{"room", "last", "messages", "memberships"
 type hotMetrics struct {
 	hits, misses [numHotKinds]prometheus.Counter
 	retried      prometheus.Counter // invalidations that succeeded on a retry
+	replayed     prometheus.Counter // owed entries written by a later write (hotowed.go)
 }
 
 func newHotMetrics(reg prometheus.Registerer) hotMetrics {
@@ -45,20 +46,12 @@ func newHotMetrics(reg prometheus.Registerer) hotMetrics {
 			vec = are.ExistingCollector.(*prometheus.CounterVec)
 		}
 	}
-	retried := prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "parley_hot_invalidation_retries_total",
-		Help: "Invalidations of joins and leaves that failed on commit and succeeded when retried.",
-	})
-	if reg != nil {
-		if err := reg.Register(retried); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if !errors.As(err, &are) {
-				panic("redis: register hot metrics: " + err.Error())
-			}
-			retried = are.ExistingCollector.(prometheus.Counter)
-		}
+	m := hotMetrics{
+		retried: registerCounter(reg, "parley_hot_invalidation_retries_total",
+			"Invalidations of joins and leaves that failed on commit and succeeded when retried."),
+		replayed: registerCounter(reg, "parley_hot_owed_replays_total",
+			"Last messages, read positions and message changes whose write to Redis failed, written by a later write."),
 	}
-	m := hotMetrics{retried: retried}
 	for k := range numHotKinds {
 		m.hits[k] = vec.WithLabelValues(hotKindNames[k], "hit")
 		m.misses[k] = vec.WithLabelValues(hotKindNames[k], "miss")
@@ -68,3 +61,20 @@ func newHotMetrics(reg prometheus.Registerer) hotMetrics {
 
 func (m *hotMetrics) hit(k hotKind)  { m.hits[k].Inc() }
 func (m *hotMetrics) miss(k hotKind) { m.misses[k].Inc() }
+
+// registerCounter registers a counter with reg (when not nil), or returns
+// the one registered under its name already.
+func registerCounter(reg prometheus.Registerer, name, help string) prometheus.Counter {
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+	if reg == nil {
+		return c
+	}
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if !errors.As(err, &are) {
+			panic("redis: register hot metrics: " + err.Error())
+		}
+		return are.ExistingCollector.(prometheus.Counter)
+	}
+	return c
+}

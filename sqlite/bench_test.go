@@ -28,8 +28,18 @@ var benchSync = sqlite.SyncFull
 // the senders until the writer's CPU or MaxBatch is the limit.
 var benchSenders = 128
 
+// benchMaxBatch, when set, is the store's Config.MaxBatch in
+// BenchmarkSendParallel.
+var benchMaxBatch int
+
+// benchKeyed gives every message of BenchmarkSendParallel a client id (the
+// idempotency key), as a client with receipts sends them.
+var benchKeyed bool
+
 func init() {
 	flag.TextVar(&benchSync, "sync", benchSync, "sync setting of BenchmarkSendParallel: full, normal or off")
+	flag.BoolVar(&benchKeyed, "keyed", false, "BenchmarkSendParallel: give every message a client id")
+	flag.IntVar(&benchMaxBatch, "maxbatch", 0, "Config.MaxBatch of BenchmarkSendParallel (0: the default)")
 	flag.IntVar(&benchSenders, "senders", benchSenders, "concurrent senders of BenchmarkSendParallel (rounded up to a multiple of GOMAXPROCS)")
 }
 
@@ -51,7 +61,7 @@ func BenchmarkSendParallel(b *testing.B) {
 
 func benchmarkSendParallel(b *testing.B, noIndex bool) {
 	const nRooms = 100
-	s := mustOpen(b, sqlite.Config{Path: filepath.Join(b.TempDir(), "bench.db"), Sync: benchSync, NoSearchIndex: noIndex})
+	s := mustOpen(b, sqlite.Config{Path: filepath.Join(b.TempDir(), "bench.db"), Sync: benchSync, NoSearchIndex: noIndex, MaxBatch: benchMaxBatch})
 	users := parleytest.MustCreateUsers(b, s, "sender", nRooms)
 	rooms := make([]parley.Room, nRooms)
 	for i, u := range users {
@@ -65,9 +75,14 @@ func benchmarkSendParallel(b *testing.B, noIndex bool) {
 	b.RunParallel(func(pb *testing.PB) {
 		ctx := context.Background()
 		for pb.Next() {
-			i := next.Add(1) % nRooms
+			n := next.Add(1)
+			i := n % nRooms
 			u := users[i]
-			if _, _, err := s.Send(ctx, parley.NewMessage{RoomID: rooms[i].ID, SenderID: u.ID, SenderName: u.Name, Body: body}); err != nil {
+			client := ""
+			if benchKeyed {
+				client = fmt.Sprint("c", n)
+			}
+			if _, _, err := s.Send(ctx, parley.NewMessage{RoomID: rooms[i].ID, SenderID: u.ID, SenderName: u.Name, Body: body, ClientID: client}); err != nil {
 				b.Errorf("Send() error = %v", err)
 				return
 			}

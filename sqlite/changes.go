@@ -49,9 +49,7 @@ func (q *changeWrites) all() []*query {
 				VALUES (?, ?, ?, ?, ?, ?)`},
 		}
 		for i, n := range chunkSizes {
-			q.ftsInsert[i] = &query{kind: "fts_insert", text: `INSERT INTO messages_fts (rowid, body)
-				SELECT (r.num << 36) | v.column2, v.column3 FROM (VALUES ` + values(n, 3) + `) AS v
-				JOIN rooms r ON r.id = v.column1`}
+			q.ftsInsert[i] = &query{kind: "fts_insert", text: `INSERT INTO messages_fts (rowid, body) VALUES ` + values(n, 2)}
 		}
 	}
 	return append([]*query{q.messageAt, q.bumpChange, q.edit, q.tombstone, q.ftsDelete, q.ftsPut, q.keyAt, q.keyPut}, q.ftsInsert[:]...)

@@ -10,11 +10,11 @@ type writeQueries struct {
 	userName, insertUser, insertToken, deleteToken, deleteTokens,
 	room, roomByDirectKey, insertRoom,
 	member, insertMember, deleteMember, joinCount, leaveCount,
-	messageByClientID, markRead,
+	markRead,
 	begin, commit, rollback *query
 	people peopleWriteQueries // people.go
 	// The grouped statements of Send, one per chunk size (chunkSizes).
-	senderMembers, nextSeqs, insertMessages, senderReads [len(chunkSizes)]*query
+	clientMessages, senderMembers, nextSeqs, insertMessages, senderReads [len(chunkSizes)]*query
 	// The edits, deletions and the full-text index (changes.go, search.go).
 	changes changeWrites
 }
@@ -50,8 +50,6 @@ func (q *writeQueries) all() []*query {
 				WHERE id = ? AND (capacity = 0 OR member_count < capacity) RETURNING ` + roomCols},
 			leaveCount: &query{kind: "leave_count", text: `UPDATE rooms SET member_count = member_count - 1
 				WHERE id = ? AND member_count > 0 RETURNING ` + roomCols},
-			messageByClientID: &query{kind: "message_by_client_id", text: `SELECT ` + msgCols + ` FROM messages
-				WHERE room_id = ? AND sender_id = ? AND client_id = ? AND client_id <> ''`},
 			markRead: &query{kind: "mark_read", text: `UPDATE members SET read_seq = min(?3, (SELECT last_seq FROM rooms WHERE id = ?1))
 				WHERE room_id = ?1 AND user_id = ?2 AND read_seq < min(?3, (SELECT last_seq FROM rooms WHERE id = ?1))
 				RETURNING read_seq, joined_at, role`},
@@ -61,6 +59,12 @@ func (q *writeQueries) all() []*query {
 			rollback: &query{kind: "rollback"},
 		}
 		for i, n := range chunkSizes {
+			// The stored messages of (room, sender, client_id) keys,
+			// through messages_client (its WHERE is in the join).
+			q.clientMessages[i] = &query{kind: "message_by_client_id", text: `SELECT ` + msgColsOf("m") + `
+				FROM (VALUES ` + values(n, 3) + `) AS v
+				JOIN messages m ON m.room_id = v.column1 AND m.sender_id = v.column2 AND m.client_id = v.column3
+					AND m.client_id <> ''`}
 			// Each (room, sender) once: the pairs that are memberships.
 			q.senderMembers[i] = &query{kind: "sender_member", text: `SELECT v.column1, v.column2
 				FROM (VALUES ` + values(n, 2) + `) AS v
@@ -68,7 +72,7 @@ func (q *writeQueries) all() []*query {
 			// Each room once: its seq moves by the number of its messages.
 			q.nextSeqs[i] = &query{kind: "next_seq", text: `UPDATE rooms
 				SET last_seq = last_seq + v.column2, last_activity_at = max(last_activity_at, v.column3)
-				FROM (VALUES ` + values(n, 3) + `) AS v WHERE rooms.id = v.column1 RETURNING ` + roomCols}
+				FROM (VALUES ` + values(n, 3) + `) AS v WHERE rooms.id = v.column1 RETURNING ` + roomCols + `, num`}
 			q.insertMessages[i] = &query{kind: "insert_message", text: `INSERT INTO messages
 				(id, room_id, seq, sender_id, sender_name, body, client_id, sent_at) VALUES ` + values(n, 8)}
 			// Each (room, sender) once, with the sender's last seq.
@@ -79,8 +83,9 @@ func (q *writeQueries) all() []*query {
 	}
 	qs := []*query{q.userName, q.insertUser, q.insertToken, q.deleteToken, q.deleteTokens, q.room, q.roomByDirectKey, q.insertRoom,
 		q.member, q.insertMember, q.deleteMember, q.joinCount, q.leaveCount,
-		q.messageByClientID, q.markRead, q.begin, q.commit, q.rollback}
+		q.markRead, q.begin, q.commit, q.rollback}
 	qs = append(qs, q.people.all()...)
+	qs = append(qs, q.clientMessages[:]...)
 	qs = append(qs, q.senderMembers[:]...)
 	qs = append(qs, q.nextSeqs[:]...)
 	qs = append(qs, q.insertMessages[:]...)

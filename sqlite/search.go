@@ -24,7 +24,7 @@ func (w *wtx) indexMessages(stored []*sendItem) error {
 	return chunks(len(stored), func(start, size, qi int) error {
 		args := w.args[:0]
 		for _, it := range stored[start : start+size] {
-			args = append(args, it.msg.RoomID, it.msg.Seq, it.msg.Body)
+			args = append(args, it.key, it.msg.Body)
 		}
 		w.args = args
 		_, err := w.stmt(w.s.wq.changes.ftsInsert[qi]).Exec(args...)

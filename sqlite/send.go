@@ -1,12 +1,13 @@
 package sqlite
 
 import (
-	"crypto/rand"
+	"cmp"
 	"database/sql"
 	"encoding/base32"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"parley"
 	"parley/groupcommit"
@@ -17,7 +18,8 @@ import (
 // per message:
 //
 //  1. each repeat of a client_id is answered from the unique index (which
-//     sees the earlier groups of the transaction) or from the group itself;
+//     sees the earlier groups of the transaction), one grouped SELECT per
+//     chunk of keys, or from the group itself;
 //  2. one UPDATE rooms ... FROM (VALUES ...) RETURNING per chunk of rooms
 //     moves each room's last_seq by its number of messages; the seqs of a
 //     room's messages are the range that ends at the returned last_seq, in
@@ -42,7 +44,8 @@ type sendItem struct {
 	m   parley.NewMessage
 	now int64
 	msg parley.Message
-	ok  bool // its room exists: it is stored
+	key int64 // its full-text key, ftsKey(room num, seq)
+	ok  bool  // its room exists: it is stored
 }
 
 // roomBump is a room of a group and how far its seq moves.
@@ -50,6 +53,7 @@ type roomBump struct {
 	n     int   // messages in the group
 	last  int64 // time of the last one
 	room  parley.Room
+	num   int64 // the room's number (rooms.num)
 	found bool
 	next  int64 // the seq of the room's next message while assigning
 }
@@ -71,11 +75,21 @@ func (w *wtx) flushSends(group []*sendReq) error {
 	if err != nil {
 		return fmt.Errorf("send: next seq: %w", err)
 	}
-	stored := number(items, bumps)
-	if err := w.insertMessages(stored); err != nil {
+	stored, err := number(items, bumps)
+	if err != nil {
+		return err
+	}
+	// Stored in key order: each room's messages in a run (one leaf of
+	// the table after another), and the full-text index's rowids rising,
+	// which FTS5 needs to keep the group in one segment: a rowid lower
+	// than the one before makes it write out what it holds as a segment
+	// of its own, each later merged again.
+	byKey := slices.Clone(stored)
+	slices.SortFunc(byKey, func(a, b *sendItem) int { return cmp.Compare(a.key, b.key) })
+	if err := w.insertMessages(byKey); err != nil {
 		return fmt.Errorf("send: insert messages: %w", err)
 	}
-	if err := w.indexMessages(stored); err != nil {
+	if err := w.indexMessages(byKey); err != nil {
 		return fmt.Errorf("send: search index: %w", err)
 	}
 	if err := w.senderReads(stored); err != nil {
@@ -103,7 +117,10 @@ func (w *wtx) flushSends(group []*sendReq) error {
 // before, pairs each repeat within the group with its first Send, fails the
 // Sends of unknown senders, and returns the new messages.
 func (w *wtx) newItems(group []*sendReq) (items []sendItem, repeats [][2]*sendReq, err error) {
-	q := &w.s.wq
+	stored, err := w.clientMessages(group)
+	if err != nil {
+		return nil, nil, fmt.Errorf("send: %w", err)
+	}
 	items = make([]sendItem, 0, len(group))
 	var keys map[clientKey]*sendReq // first Send of each client_id in the group
 	for _, r := range group {
@@ -114,13 +131,9 @@ func (w *wtx) newItems(group []*sendReq) (items []sendItem, repeats [][2]*sendRe
 				repeats = append(repeats, [2]*sendReq{r, first})
 				continue
 			}
-			old, err := scanMessage(w.row(q.messageByClientID, m.RoomID, m.SenderID, m.ClientID))
-			if err == nil {
+			if old, ok := stored[k]; ok {
 				r.Out, r.Err = result{msg: old}, nil
 				continue
-			}
-			if !errors.Is(err, sql.ErrNoRows) {
-				return nil, nil, fmt.Errorf("send: %w", err)
 			}
 			if keys == nil {
 				keys = make(map[clientKey]*sendReq)
@@ -142,6 +155,51 @@ func (w *wtx) newItems(group []*sendReq) (items []sendItem, repeats [][2]*sendRe
 		items = append(items, sendItem{r: r, m: m, now: w.now()})
 	}
 	return items, repeats, nil
+}
+
+// clientMessages returns the stored messages of the group's client_ids,
+// with one grouped statement per chunk of distinct keys. The index it reads
+// sees the earlier groups of the transaction.
+func (w *wtx) clientMessages(group []*sendReq) (map[clientKey]parley.Message, error) {
+	var ks []clientKey
+	var seen map[clientKey]bool
+	for _, r := range group {
+		if m := r.In.send; m.ClientID != "" {
+			k := clientKey{m.RoomID, m.SenderID, m.ClientID}
+			if !seen[k] {
+				if seen == nil {
+					seen = make(map[clientKey]bool)
+				}
+				seen[k] = true
+				ks = append(ks, k)
+			}
+		}
+	}
+	if len(ks) == 0 {
+		return nil, nil
+	}
+	stored := make(map[clientKey]parley.Message)
+	err := chunks(len(ks), func(start, size, qi int) error {
+		args := w.args[:0]
+		for _, k := range ks[start : start+size] {
+			args = append(args, k.room, k.sender, k.client)
+		}
+		w.args = args
+		rows, err := w.stmt(w.s.wq.clientMessages[qi]).Query(args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			m, err := scanMessage(rows)
+			if err != nil {
+				return err
+			}
+			stored[clientKey{m.RoomID, m.SenderID, m.ClientID}] = m
+		}
+		return rows.Err()
+	})
+	return stored, err
 }
 
 // bumpRooms is step 2: it moves each room's last_seq once by its number of
@@ -171,21 +229,25 @@ func (w *wtx) bumpRooms(items []sendItem) (map[string]*roomBump, error) {
 		}
 		defer rows.Close()
 		for rows.Next() {
-			r, err := scanRoom(rows)
-			if err != nil {
+			var r parley.Room
+			var at, created, num int64
+			if err := rows.Scan(append(roomDest(&r, &at, &created), &num)...); err != nil {
 				return err
 			}
+			fixRoom(&r, at, created)
 			b := bumps[r.ID]
-			b.room, b.found, b.next = r, true, r.LastSeq-int64(b.n)+1
+			b.room, b.num, b.found, b.next = r, num, true, r.LastSeq-int64(b.n)+1
 		}
 		return rows.Err()
 	})
 	return bumps, err
 }
 
-// number gives each message of an existing room its seq, in call order,
-// fails those of unknown rooms, and returns the messages to store.
-func number(items []sendItem, bumps map[string]*roomBump) []*sendItem {
+// number gives each message of an existing room its seq and id, in call
+// order, fails those of unknown rooms, and returns the messages to store.
+// It fails (the batch) for a seq past the 2^36 of a room that keys and ids
+// hold.
+func number(items []sendItem, bumps map[string]*roomBump) ([]*sendItem, error) {
 	stored := make([]*sendItem, 0, len(items))
 	for i := range items {
 		it := &items[i]
@@ -194,15 +256,18 @@ func number(items []sendItem, bumps map[string]*roomBump) []*sendItem {
 			it.r.Out, it.r.Err = result{}, errRoomNotFound(it.m.RoomID)
 			continue
 		}
-		it.ok = true
+		if b.next >= 1<<36 {
+			return nil, fmt.Errorf("send: room %s has run out of seqs", it.m.RoomID)
+		}
+		it.ok, it.key = true, ftsKey(b.num, b.next)
 		it.msg = parley.Message{
-			ID: messageID(it.now), RoomID: it.m.RoomID, Seq: b.next, SenderID: it.m.SenderID,
+			ID: messageID(b.num, b.next), RoomID: it.m.RoomID, Seq: b.next, SenderID: it.m.SenderID,
 			SenderName: it.m.SenderName, Body: it.m.Body, ClientID: it.m.ClientID, SentAt: fromMicro(it.now),
 		}
 		b.next++
 		stored = append(stored, it)
 	}
-	return stored
+	return stored, nil
 }
 
 // insertMessages is step 3: one multi-row INSERT per chunk of messages.
@@ -318,15 +383,14 @@ func chunks(n int, f func(start, size, qi int) error) error {
 	return nil
 }
 
-// messageID returns a message id in the form of parley.NewID (26 base32
-// characters, 128 bits) whose first 64 bits are the writer's time, unique
-// and growing, and the rest random: consecutive messages land next to each
-// other in the unique index on id instead of on a random page each, which
-// saves a page write per message.
-func messageID(now int64) string {
-	var b [16]byte
-	binary.BigEndian.PutUint64(b[:8], uint64(now))
-	rand.Read(b[8:])
+// messageID returns the id of message seq of room number num: its
+// full-text key num << 36 | seq as 13 base32 characters (migration 0005).
+// The primary key (room_id, seq) makes it unique, with no index of its
+// own; the ids of messages stored before 0005 have 26 characters, so no
+// derived id is ever one of them.
+func messageID(num, seq int64) string {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(ftsKey(num, seq)))
 	return idEncoding.EncodeToString(b[:])
 }
 

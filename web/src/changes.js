@@ -6,17 +6,38 @@
 // (re)connect, N being the highest change number this page has seen in the
 // room: a change made while the connection was down is never missed.
 
-import { h, setText } from './dom.js';
+import { h, setText, randomId } from './dom.js';
 import { regroup } from './polish.js';
 
 const enc = encodeURIComponent;
 
 export const changesApi = {
-  edit: (api, roomId, seq, body) => api.req('PATCH', `/api/rooms/${enc(roomId)}/messages/${seq}`, { body }),
-  remove: (api, roomId, seq) => api.req('DELETE', `/api/rooms/${enc(roomId)}/messages/${seq}`),
+  // clientId makes a retry safe: the server applies a change once per key
+  // (design §5) and answers a repeat with the message as it is, so a
+  // request whose answer was lost is sent again with the same key.
+  edit: (api, roomId, seq, body, clientId) =>
+    resent(() => api.req('PATCH', `/api/rooms/${enc(roomId)}/messages/${seq}`, { body, client_id: clientId })),
+  remove: (api, roomId, seq, clientId) =>
+    resent(() => api.req('DELETE', `/api/rooms/${enc(roomId)}/messages/${seq}`, { client_id: clientId })),
   changedAfter: (api, roomId, change, limit = 100) =>
     api.req('GET', `/api/rooms/${enc(roomId)}/messages?changed_after=${change}&limit=${limit}`),
 };
+
+/**
+ * resent runs a keyed request, and again after a network failure (no
+ * answer: it may or may not have been applied), twice at most, 0.5 s and
+ * then 1.5 s later. An answer of the server, error or not, is final.
+ */
+export async function resent(request, pauses = [500, 1500]) {
+  for (let i = 0; ; i++) {
+    try {
+      return await request();
+    } catch (e) {
+      if (e.status !== 0 || i >= pauses.length) throw e;
+      await new Promise((ok) => setTimeout(ok, pauses[i]));
+    }
+  }
+}
 
 /** The highest change number seen per room, for the page's lifetime (room id -> change). */
 const seenChange = new Map();
@@ -198,8 +219,11 @@ export class Changes {
   }
 
   async remove(seq, bar) {
+    // One key for the confirm bar: a Delete pressed again after a failure
+    // (whose answer may have been lost) is the same deletion.
+    bar.dataset.clientId ||= randomId();
     try {
-      await changesApi.remove(this.app.api, this.roomId, seq);
+      await changesApi.remove(this.app.api, this.roomId, seq, bar.dataset.clientId);
       // 204 has no body: read the tombstone with the room's other changes.
       await this.catchUp();
     } catch (e) {
@@ -225,6 +249,7 @@ export class Changes {
       h('span', { class: 'buttons' },
         h('button', { type: 'submit', class: 'small' }, 'Save'),
         h('button', { type: 'button', class: 'secondary small', onclick: cancel }, 'Cancel')));
+    let attempt = { text: null, id: '' }; // a Save pressed again with the same text is the same edit
     form.addEventListener('submit', async (e) => {
       e.preventDefault();
       const text = input.value;
@@ -232,9 +257,10 @@ export class Changes {
         cancel();
         return;
       }
+      if (attempt.text !== text) attempt = { text, id: randomId() };
       form.querySelectorAll('button').forEach((b) => { b.disabled = true; });
       try {
-        const updated = await changesApi.edit(this.app.api, this.roomId, seq, text);
+        const updated = await changesApi.edit(this.app.api, this.roomId, seq, text, attempt.id);
         this.apply(updated);
         if (el.isConnected) cancel(); // not newer than what is shown: draw it again anyway
       } catch (err) {

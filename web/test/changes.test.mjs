@@ -272,6 +272,61 @@ test('the owner deletes bob’s message; bob sees it deleted', async () => {
   await shot(alice.page, 'deleted-desktop.png');
 });
 
+test('an edit and a deletion whose answers are lost are sent again with their client_id, and apply once', async () => {
+  const seq = await post(alice, roomId, 'lost answers start here');
+  await until(alice.page, 'alice sees the new message', (sel) => !!document.querySelector(sel + ' .msg-edit'), li(seq));
+  const lastChange = async () => (await api(alice, 'GET', `/api/rooms/${roomId}`)).data.last_change;
+  const before = await lastChange();
+  // The first PATCH and the first DELETE reach the server, which commits
+  // them, but their answers never reach the page.
+  const keys = { PATCH: [], DELETE: [] };
+  const resent = {}; // method -> a promise settled when its second request arrives, within 10 s
+  const arrived = {};
+  for (const m of Object.keys(keys)) {
+    resent[m] = new Promise((ok, fail) => {
+      arrived[m] = ok;
+      setTimeout(() => fail(new Error(`no second ${m} within 10 s: the request whose answer was lost was not sent again`)), 10000).unref();
+    });
+  }
+  const url = `**/api/rooms/*/messages/${seq}`;
+  await alice.page.route(url, async (route) => {
+    const req = route.request();
+    const sent = keys[req.method()];
+    if (!sent) return route.continue();
+    sent.push(JSON.parse(req.postData() || '{}').client_id);
+    if (sent.length === 2) arrived[req.method()]();
+    const res = await route.fetch();
+    if (sent.length === 1) await route.abort('connectionreset');
+    else await route.fulfill({ response: res });
+  });
+  try {
+    await alice.page.click(`${li(seq)} .msg-edit`);
+    await alice.page.fill(`${li(seq)} .msg-edit-input`, 'saved once, sent twice');
+    await alice.page.click(`${li(seq)} .msg-edit-form button[type=submit]`);
+    await until(alice.page, 'alice sees her edit', (sel) =>
+      document.querySelector(sel + ' .msg-body')?.textContent === 'saved once, sent twice' && !document.querySelector(sel + ' .msg-edit-form'), li(seq));
+    await resent.PATCH;
+    assert.equal(keys.PATCH.length, 2, 'the edit whose answer was lost is sent again');
+    assert.ok(keys.PATCH[0], 'the edit carries a client_id');
+    assert.equal(keys.PATCH[1], keys.PATCH[0], 'the edit sent again reuses its client_id');
+    assert.equal(await lastChange(), before + 1, 'one edit sent twice took one change number');
+
+    await alice.page.click(`${li(seq)} .msg-delete`);
+    await alice.page.click(`${li(seq)} .msg-delete-confirm`);
+    await until(alice.page, 'alice sees the tombstone', (sel) =>
+      document.querySelector(sel + ' .msg-body')?.textContent === 'message deleted', li(seq));
+    await resent.DELETE;
+    assert.equal(keys.DELETE.length, 2, 'the deletion whose answer was lost is sent again');
+    assert.ok(keys.DELETE[0], 'the deletion carries a client_id');
+    assert.equal(keys.DELETE[1], keys.DELETE[0], 'the deletion sent again reuses its client_id');
+    assert.equal(await lastChange(), before + 2, 'one deletion sent twice took one change number');
+    assert.equal(await alice.page.evaluate((sel) => document.querySelector(sel + ' .msg-status')?.textContent || '', li(seq)), '',
+      'no failure is shown: the second answer was the server’s');
+  } finally {
+    await alice.page.unroute(url);
+  }
+});
+
 test('no page threw an uncaught error', () => {
   assert.deepEqual(alice.errors, []);
   assert.deepEqual(bob.errors, []);
