@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"runtime"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,8 +24,13 @@ import (
 // the limit.
 var benchSenders = 256
 
+// benchClientIDs gives every message of BenchmarkSendParallel a client id
+// of its own (idempotency keys, as clients that send again use them).
+var benchClientIDs bool
+
 func init() {
 	flag.IntVar(&benchSenders, "senders", benchSenders, "concurrent senders of BenchmarkSendParallel (rounded up to a multiple of GOMAXPROCS)")
+	flag.BoolVar(&benchClientIDs, "client-ids", false, "give every message of BenchmarkSendParallel a client id")
 }
 
 // BenchmarkSendParallel measures durable sends (synchronous_commit as the
@@ -71,8 +77,12 @@ func benchmarkSendParallel(b *testing.B, writers int, noIndex bool) {
 		for pb.Next() {
 			i := next.Add(1)
 			r, u := rooms[i%nRooms], users[i%nRooms]
+			var clientID string
+			if benchClientIDs {
+				clientID = "c" + strconv.FormatInt(i, 10)
+			}
 			if _, _, err := s.Send(ctx, parley.NewMessage{RoomID: r.ID, SenderID: u.ID, SenderName: u.Name,
-				Body: "a message of some typical length, about sixty bytes long."}); err != nil {
+				Body: "a message of some typical length, about sixty bytes long.", ClientID: clientID}); err != nil {
 				b.Errorf("Send() error = %v", err)
 				return
 			}
