@@ -96,7 +96,7 @@ func testSendBatchOutcomes(t *testing.T, minBatch int, stranger bool) {
 	waitFor("the blocker to wait for the room's lock", func() bool {
 		var n int
 		err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n)
+			WHERE $1::int = ANY (pg_blocking_pids(pid))`, conn.PgConn().PID()).Scan(&n)
 		return err == nil && n > 0
 	})
 
