@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"parley"
-	"parley/schema"
 )
 
 // TestMigrateMessageKeys: a database of version 4, with messages that
@@ -23,27 +22,7 @@ import (
 func TestMigrateMessageKeys(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "parley.db")
-	cfg := Config{Path: path}
-	cfg.defaults()
-	db := openDB(path, 1, true, cfg)
-	if err := walMode(ctx, db); err != nil {
-		t.Fatal(err)
-	}
-	ms, err := schema.Load(migrations, "migrations/*.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`); err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range ms {
-		if m.Version > 4 {
-			break
-		}
-		if _, err := applyMigration(ctx, db, m); err != nil {
-			t.Fatal(err)
-		}
-	}
+	db := dbAtVersion(t, path, 4)
 	// Ids as the store made them before 0005: 26 base32 characters.
 	id := func(n int) string { return fmt.Sprintf("aaaaaaaaaaaaaaaaaaaaaaa%03d", n) }
 	for _, stmt := range []string{
@@ -165,6 +144,8 @@ func TestMigrateMessageKeys(t *testing.T) {
 	s.Close()
 
 	// FTS5's own check: the index holds exactly the content's words.
+	cfg := Config{Path: path}
+	cfg.defaults()
 	db = openDB(path, 1, true, cfg)
 	defer db.Close()
 	if _, err := db.Exec(`INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)`); err != nil {

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
 	"testing"
 
@@ -15,22 +16,7 @@ import (
 func TestMigratePeople(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "parley.db")
-	cfg := Config{Path: path}
-	cfg.defaults()
-	db := openDB(path, 1, true, cfg)
-	if err := walMode(ctx, db); err != nil {
-		t.Fatal(err)
-	}
-	ms, err := schema.Load(migrations, "migrations/*.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := applyMigration(ctx, db, ms[0]); err != nil {
-		t.Fatal(err)
-	}
+	db := dbAtVersion(t, path, 1)
 	// Room "kept": created by a at 100, b joined at 200. Room "left": created
 	// by a at 300, who left; c joined at 400, b at 500. A direct room of a
 	// and b at 600.
@@ -62,4 +48,34 @@ func TestMigratePeople(t *testing.T) {
 			t.Errorf("Member(%s, %s) = %q, %v, want %q", tt.room, tt.user, m.Role, err, tt.role)
 		}
 	}
+}
+
+// dbAtVersion creates a database at path with the migrations up to
+// version applied, as an older program left it, for a test of the
+// migrations after it; the caller closes it.
+func dbAtVersion(t *testing.T, path string, version int) *sql.DB {
+	t.Helper()
+	ctx := context.Background()
+	cfg := Config{Path: path}
+	cfg.defaults()
+	db := openDB(path, 1, true, cfg)
+	if err := walMode(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := schema.Load(migrations, "migrations/*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		if m.Version > version {
+			break
+		}
+		if _, err := applyMigration(ctx, db, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return db
 }
