@@ -180,15 +180,7 @@ func (r *Relay) gapRead(p *gapPage) {
 		if m.Seq != st.next {
 			continue
 		}
-		how := "store"
-		if h, ok := st.held[m.Seq]; ok {
-			delete(st.held, m.Seq)
-			r.m.held.Dec()
-			r.m.holdTime.Observe(time.Since(h.at).Seconds())
-			how = "held"
-		} else {
-			r.m.filled.Inc()
-		}
+		how := r.release(st, m.Seq)
 		if members == nil {
 			members = r.route(p.room).members
 		}
@@ -308,16 +300,7 @@ func (r *Relay) fill(roomID string, st *roomState, upTo int64, reason string) (m
 		from := st.next
 		for _, m := range msgs {
 			if m.Seq == st.next && m.Seq <= upTo {
-				how := "store"
-				if h, ok := st.held[m.Seq]; ok {
-					delete(st.held, m.Seq)
-					r.m.held.Dec()
-					r.m.holdTime.Observe(time.Since(h.at).Seconds())
-					how = "held"
-				} else {
-					r.m.filled.Inc()
-				}
-				r.deliver(st, m, members, how)
+				r.deliver(st, m, members, r.release(st, m.Seq))
 			}
 		}
 		r.drain(roomID, st)
@@ -363,4 +346,19 @@ func (r *Relay) evict() {
 	for _, i := range idles[:min(len(idles), max(1, r.cfg.MaxPositions/10))] {
 		delete(r.rooms, i.id)
 	}
+}
+
+// release takes a message read from the store out of the room's held
+// ones, if its batch had come: "held" then, "store" (a fill) otherwise,
+// as parley_cluster_delivery_seconds labels it.
+func (r *Relay) release(st *roomState, seq int64) string {
+	h, ok := st.held[seq]
+	if !ok {
+		r.m.filled.Inc()
+		return "store"
+	}
+	delete(st.held, seq)
+	r.m.held.Dec()
+	r.m.holdTime.Observe(time.Since(h.at).Seconds())
+	return "held"
 }
