@@ -39,11 +39,14 @@
 // up to the newest held message, page by page, delivering the held
 // messages as it reaches them, and goes on while the store brings the next
 // seq; only a gap that 20 GapWaits of retries could not narrow is skipped
-// (the clients see it as a seq gap and fill it with since-seq). A message
-// this node committed never waits for the timer: its commit proves the
-// store has every older seq of the room, so a gap below it is read at
-// once (in a room it delivers: the first message of a room never seen
-// waits, as below). Receive
+// (the clients see it as a seq gap and fill it with since-seq). A held
+// message rarely waits for the timer, whichever node committed it: its
+// commit proves the store has every older seq of the room, so the gap
+// below it is read from the store at once (in a room it delivers: the
+// first message of a room never seen waits, as below), on a goroutine of
+// its own while the batches on their way go on arriving; whichever brings
+// the missing seqs first closes the gap, and the timer is left for a read
+// that fails. Receive
 // returns (and the broker acknowledges the batch) only once its message is
 // delivered, held or dropped, so the broker's prefetch bounds the batches
 // waiting here. The first
@@ -131,8 +134,10 @@ type Config struct {
 	// leaves, role and room changes, unbans, edits and deletions, typing and
 	// coalesced reads (hub.Events.ApplyRemote). It must not block.
 	Events func(ev parley.Event)
-	// GapWait is how long a message waits for an older one before the
-	// relay reads the gap from the store. Default 100 ms.
+	// GapWait is how long a held message waits before the relay reads
+	// (again) the gap below it from the store: the first message of a room
+	// never seen, whose gap's start is unknown, and a gap whose immediate
+	// read failed or did not close it. Default 100 ms.
 	GapWait time.Duration
 	// RouteTTL bounds the life of a cached route; presence changes and
 	// joins and leaves drop routes sooner. Default 10 s.
@@ -226,6 +231,8 @@ type Relay struct {
 	stop      chan struct{} // closed by Close: the keeper returns
 	keepDone  chan struct{} // closed when the keeper has returned
 
+	reads sync.WaitGroup // the gap reads on their way (readGap); Close waits for them
+
 	// Owned by the run goroutine.
 	rooms   map[string]*roomState
 	evictAt int // evict passes no sooner than at this many rooms
@@ -241,6 +248,7 @@ type item struct {
 	tick  string                  // a room whose gap timer fired
 	snap  chan<- map[string]int64 // a head check asks for the rooms' delivered seqs
 	heads map[string]int64        // rooms whose head is past what was delivered
+	gap   *gapPage                // what a read of a gap brought (readGap)
 	done  chan struct{}           // closed once handled, when not nil
 }
 
@@ -439,6 +447,7 @@ func (r *Relay) Close() {
 	}
 	r.signal()
 	<-r.done
+	r.reads.Wait() // each bounded by its timeout; what they bring is dropped
 	r.stopSending()
 	close(r.stop)
 	<-r.keepDone
@@ -485,6 +494,8 @@ func (r *Relay) handle(it *item) {
 		it.snap <- r.snapshot()
 	case it.heads != nil:
 		r.catchUpHeads(it.heads)
+	case it.gap != nil:
+		r.gapRead(it.gap)
 	case it.batch != nil:
 		r.receive(it.batch)
 	default:

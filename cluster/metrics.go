@@ -7,6 +7,10 @@ type metrics struct {
 	queued          prometheus.Gauge
 	unpublished     prometheus.Gauge
 	held            prometheus.Gauge
+	holds           prometheus.Counter
+	holdTime        prometheus.Histogram
+	publishWait     prometheus.Histogram
+	delivery        *prometheus.HistogramVec
 	messages        *prometheus.CounterVec
 	batches         *prometheus.CounterVec
 	duplicates      prometheus.Counter
@@ -39,6 +43,25 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		held: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "parley_cluster_held_messages", Help: "Messages held until an older one of their room arrives.",
 		}),
+		holds: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_cluster_holds_total", Help: "Messages held because an older one of their room had not been delivered yet.",
+		}),
+		holdTime: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "parley_cluster_hold_seconds",
+			Help:    "How long a held message waited before it was delivered.",
+			Buckets: []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .2, .5, 1, 2},
+		}),
+		publishWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "parley_cluster_publish_wait_seconds",
+			Help:    "How long a commit of this node waited between the relay and its publishes to the other nodes (the shared hot data's write, then the sender's queue).",
+			Buckets: []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .2, .5, 1, 2},
+		}),
+		delivery: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "parley_cluster_delivery_seconds",
+			Help: "From a message's sent_at (set by the node that committed it, as its commit began) to its hand-over to this node's fan-out, " +
+				"by how it came: at once from this node's commit (local) or another node's batch (remote), after waiting behind a gap (held), or read from the store first (store).",
+			Buckets: []float64{.001, .002, .005, .01, .02, .05, .1, .2, .5, 1, 2},
+		}, []string{"how"}),
 		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_cluster_messages_total",
 			Help: "Messages the relay handled, by origin: committed here (local) or received from another node (remote).",
@@ -49,7 +72,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"kind"}),
 		fills: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_cluster_gap_fills_total",
-			Help: "Reads of missing messages from the store, by cause: the gap timer (timer), a local commit behind a gap (local), a room head ahead of delivery (head).",
+			Help: "Reads of missing messages from the store, by cause: the gap timer (timer), a local commit behind a gap (local), another node's message behind a gap (remote), a room head ahead of delivery (head).",
 		}, []string{"reason"}),
 		duplicates:      c("parley_cluster_duplicates_total", "Messages dropped because their room had delivered that seq."),
 		filled:          c("parley_cluster_gap_filled_total", "Messages read from the store to close a gap."),
@@ -67,16 +90,19 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		signalsDropped: c("parley_cluster_signals_dropped_total", "Typing and read signals dropped because the signal queue was full (messages are never dropped)."),
 	}
+	for _, how := range []string{"local", "remote", "held", "store"} {
+		m.delivery.WithLabelValues(how)
+	}
 	m.messages.WithLabelValues("local")
 	m.messages.WithLabelValues("remote")
 	m.batches.WithLabelValues("message")
 	m.batches.WithLabelValues("member")
 	m.batches.WithLabelValues("signal")
-	for _, reason := range []string{"timer", "local", "head"} {
+	for _, reason := range []string{"timer", "local", "remote", "head"} {
 		m.fills.WithLabelValues(reason)
 	}
 	if reg != nil {
-		reg.MustRegister(m.queued, m.unpublished, m.held, m.messages, m.batches, m.duplicates, m.filled, m.fills, m.skipped,
+		reg.MustRegister(m.queued, m.unpublished, m.held, m.holds, m.holdTime, m.publishWait, m.delivery, m.messages, m.batches, m.duplicates, m.filled, m.fills, m.skipped,
 			m.routeMisses, m.presenceLookups, m.routeErrors, m.publishErrors, m.gone,
 			m.headChecks, m.headErrors, m.broadcasts, m.signalsQueued, m.signalsDropped)
 	}

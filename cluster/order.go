@@ -15,19 +15,25 @@ type roomState struct {
 	timer *time.Timer           // armed while held is not empty
 	stuck time.Time             // since when catching up has made no progress; zero while it does
 	used  time.Time             // last activity, for eviction
+	// reading is set while a read of the gap below the held messages is
+	// on its way (readGap); one at a time per room.
+	reading bool
 }
 
 type heldMessage struct {
 	msg        parley.Message
 	recipients []string
+	at         time.Time // when it was held
 }
 
 // offer delivers m now if it is the next of its room, holds it if it is
-// early, and drops it if it was delivered already. A message this node
-// committed (local) that is early in a room it delivers is never left
-// waiting for the gap timer: the store has every older seq of the room
-// (its commit held the room's lock after theirs), so the gap is read from
-// the store at once.
+// early, and drops it if it was delivered already. An early message in a
+// room it delivers is never left waiting for the gap timer, whether this
+// node committed it (local) or another node did: its commit proves that
+// the store has every older seq of the room (the commit of seq n held the
+// room's lock after the commits of 1..n-1 had ended), so the gap is read
+// from the store at once, beside the batches still on their way
+// (readGap): what comes first closes it.
 func (r *Relay) offer(m parley.Message, recipients []string, local bool) {
 	st := r.rooms[m.RoomID]
 	now := time.Now()
@@ -52,23 +58,39 @@ func (r *Relay) offer(m parley.Message, recipients []string, local bool) {
 		if st.held == nil {
 			st.held = map[int64]heldMessage{}
 		}
-		st.held[m.Seq] = heldMessage{m, recipients}
+		st.held[m.Seq] = heldMessage{m, recipients, now}
 		r.m.held.Inc()
+		r.m.holds.Inc()
 		r.armGapTimer(m.RoomID, st, now)
-		if local && st.next != 0 {
+		if st.next != 0 {
 			// In a room never seen (next 0) the gap's start is unknown:
-			// it waits for GapWait like a remote message.
-			r.catchUp(m.RoomID, st, "local")
+			// its first message waits for GapWait.
+			reason := "remote"
+			if local {
+				reason = "local"
+			}
+			r.readGap(m.RoomID, st, reason)
 		}
 		return
 	}
-	r.deliver(st, m, recipients)
+	how := "remote"
+	if local {
+		how = "local"
+	}
+	r.deliver(st, m, recipients, how)
 	r.drain(m.RoomID, st)
 }
 
-func (r *Relay) deliver(st *roomState, m parley.Message, recipients []string) {
+// deliver hands m to the local fan-out; how it came is the delivery
+// metric's label: at once from this node's commit (local) or from a batch
+// (remote), after waiting behind a gap (held), or read from the store
+// before any batch brought it (store).
+func (r *Relay) deliver(st *roomState, m parley.Message, recipients []string, how string) {
 	r.cfg.Local.Deliver(m, recipients)
 	st.next = m.Seq + 1
+	if !m.SentAt.IsZero() {
+		r.m.delivery.WithLabelValues(how).Observe(time.Since(m.SentAt).Seconds())
+	}
 }
 
 // drain delivers the held messages that have become next.
@@ -80,7 +102,8 @@ func (r *Relay) drain(roomID string, st *roomState) {
 		}
 		delete(st.held, st.next)
 		r.m.held.Dec()
-		r.deliver(st, h.msg, h.recipients)
+		r.m.holdTime.Observe(time.Since(h.at).Seconds())
+		r.deliver(st, h.msg, h.recipients, "held")
 	}
 	// Anything held below next is a duplicate by now.
 	for seq := range st.held {
@@ -97,6 +120,92 @@ func (r *Relay) drain(roomID string, st *roomState) {
 			st.timer = nil
 		}
 	}
+}
+
+// readGap starts a read of the room's gap below its newest held message
+// from the store, unless one is on its way: the held messages are
+// committed, so the store has every seq below them. The read runs on a
+// goroutine of its own, so that the relay goes on delivering meanwhile
+// (the missing batches may arrive first), and hands its page back through
+// the queue (gapRead). A page that does not bring the next seq leaves the
+// gap to the gap timer.
+func (r *Relay) readGap(roomID string, st *roomState, reason string) {
+	if st.reading || st.next == 0 || len(st.held) == 0 {
+		return
+	}
+	upTo := highestHeld(st) - 1
+	if st.next > upTo {
+		return
+	}
+	st.reading = true
+	r.m.fills.WithLabelValues(reason).Inc()
+	after, limit := st.next-1, int(min(upTo-st.next+1, parley.MaxPageLimit))
+	r.reads.Add(1)
+	go func() {
+		defer r.reads.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		msgs, err := r.cfg.Store.Messages(ctx, roomID, parley.Page{After: after, Limit: limit})
+		cancel()
+		r.enqueue(item{gap: &gapPage{room: roomID, msgs: msgs, err: err, reason: reason}})
+	}()
+}
+
+// gapPage is what a read of readGap brought.
+type gapPage struct {
+	room   string
+	msgs   []parley.Message
+	err    error
+	reason string
+}
+
+// gapRead delivers what a read of readGap brought that is still missing,
+// with the held messages it reaches, and reads on while a gap is left
+// below the held messages and the page brought the next seq.
+func (r *Relay) gapRead(p *gapPage) {
+	st := r.rooms[p.room]
+	if st == nil {
+		return
+	}
+	st.reading = false
+	if p.err != nil {
+		r.log.Error("cluster: read gap", "room", p.room, "err", p.err)
+		return // the gap timer reads it again
+	}
+	if st.next == 0 {
+		return // forgotten meanwhile (evict): its start is unknown again
+	}
+	from := st.next
+	var members []string
+	for _, m := range p.msgs {
+		if m.Seq != st.next {
+			continue
+		}
+		how := "store"
+		if h, ok := st.held[m.Seq]; ok {
+			delete(st.held, m.Seq)
+			r.m.held.Dec()
+			r.m.holdTime.Observe(time.Since(h.at).Seconds())
+			how = "held"
+		} else {
+			r.m.filled.Inc()
+		}
+		if members == nil {
+			members = r.route(p.room).members
+		}
+		r.deliver(st, m, members, how)
+		r.drain(p.room, st)
+	}
+	if st.next > from {
+		r.readGap(p.room, st, p.reason)
+	}
+}
+
+func highestHeld(st *roomState) int64 {
+	var highest int64
+	for seq := range st.held {
+		highest = max(highest, seq)
+	}
+	return highest
 }
 
 // armGapTimer starts the room's gap timer unless it runs.
@@ -199,13 +308,16 @@ func (r *Relay) fill(roomID string, st *roomState, upTo int64, reason string) (m
 		from := st.next
 		for _, m := range msgs {
 			if m.Seq == st.next && m.Seq <= upTo {
-				if _, ok := st.held[m.Seq]; ok {
+				how := "store"
+				if h, ok := st.held[m.Seq]; ok {
 					delete(st.held, m.Seq)
 					r.m.held.Dec()
+					r.m.holdTime.Observe(time.Since(h.at).Seconds())
+					how = "held"
 				} else {
 					r.m.filled.Inc()
 				}
-				r.deliver(st, m, members)
+				r.deliver(st, m, members, how)
 			}
 		}
 		r.drain(roomID, st)

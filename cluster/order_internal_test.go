@@ -139,10 +139,12 @@ func TestLocalCommitNotHeldBehindRemoteGap(t *testing.T) {
 }
 
 // runQueued handles what the relay queued for its run goroutine: the
-// continuation ticks of a fill that read its maximum of pages (a gap timer
-// never fires here).
+// continuation ticks of a fill that read its maximum of pages, and the
+// pages of the gap reads, once every read on its way has returned (a gap
+// timer never fires here).
 func runQueued(r *Relay) {
 	for {
+		r.reads.Wait()
 		r.qmu.Lock()
 		q := r.queue
 		r.queue = nil
@@ -186,5 +188,93 @@ func TestLocalCommitInUnseenRoomWaitsForOlder(t *testing.T) {
 	r.receive(&b)
 	if want := seqsTo(2); !slices.Equal(local.seqs, want) {
 		t.Errorf("local seq 2 then remote seq 1 in a room never seen: delivered %v, want %v", local.seqs, want)
+	}
+}
+
+// TestRemoteBatchNotHeldBehindGap: a batch from another node that finds
+// the room's previous seqs missing (their batches, from a third node, are
+// late) is delivered once the store has been read, not after GapWait: its
+// commit proves the store has every older seq. The late batches are then
+// dropped as duplicates.
+func TestRemoteBatchNotHeldBehindGap(t *testing.T) {
+	store, local := &memStore{}, &seqLocal{}
+	r := newBareRelay(t, store, local)
+	store.commit(4)
+	for _, seq := range []int64{1, 4} {
+		b := parley.Batch{Node: "b", Event: store.event(seq), Recipients: []string{"y"}}
+		r.receive(&b)
+	}
+	runQueued(r)
+	if want := seqsTo(4); !slices.Equal(local.seqs, want) {
+		t.Fatalf("remote seqs 1 and 4, the store holding 1..4: delivered %v, want %v without a gap timeout", local.seqs, want)
+	}
+	for _, seq := range []int64{2, 3} {
+		b := parley.Batch{Node: "c", Event: store.event(seq), Recipients: []string{"y"}}
+		r.receive(&b)
+	}
+	if want := seqsTo(4); !slices.Equal(local.seqs, want) {
+		t.Errorf("after the late batches 2 and 3: delivered %v, want %v (each once)", local.seqs, want)
+	}
+}
+
+// gateStore is a memStore whose message reads wait for the test: each read
+// says it started on started, then waits for release.
+type gateStore struct {
+	*memStore
+	started chan struct{}
+	release chan struct{}
+}
+
+func (s *gateStore) Messages(ctx context.Context, roomID string, p parley.Page) ([]parley.Message, error) {
+	s.started <- struct{}{}
+	<-s.release
+	return s.memStore.Messages(ctx, roomID, p)
+}
+
+// TestGapReadDoesNotStopDelivery: while the store read of a gap is on its
+// way, the relay goes on taking batches, and the missing batch that
+// arrives first closes the gap at once; the page read afterwards delivers
+// nothing twice.
+func TestGapReadDoesNotStopDelivery(t *testing.T) {
+	for _, local := range []bool{false, true} {
+		name := "remote"
+		if local {
+			name = "local"
+		}
+		t.Run(name, func(t *testing.T) {
+			store := &gateStore{memStore: &memStore{}, started: make(chan struct{}, 1), release: make(chan struct{})}
+			seqs := &seqLocal{}
+			r := newBareRelay(t, store, seqs)
+			store.commit(3)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				b1 := parley.Batch{Node: "b", Event: store.event(1), Recipients: []string{"y"}}
+				r.receive(&b1)
+				if ev := store.event(3); local {
+					r.local(&ev)
+				} else {
+					b3 := parley.Batch{Node: "b", Event: ev, Recipients: []string{"y"}}
+					r.receive(&b3)
+				}
+				<-store.started // the gap's read is on its way
+				b2 := parley.Batch{Node: "c", Event: store.event(2), Recipients: []string{"y"}}
+				r.receive(&b2)
+			}()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				close(store.release)
+				t.Fatal("the relay stopped while the store read a gap: the late batch was not taken")
+			}
+			if want := seqsTo(3); !slices.Equal(seqs.seqs, want) {
+				t.Errorf("before the read returned: delivered %v, want %v", seqs.seqs, want)
+			}
+			close(store.release)
+			runQueued(r)
+			if want := seqsTo(3); !slices.Equal(seqs.seqs, want) {
+				t.Errorf("after the read returned: delivered %v, want %v (each once)", seqs.seqs, want)
+			}
+		})
 	}
 }

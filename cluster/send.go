@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"time"
 
 	"parley"
 )
@@ -23,6 +24,7 @@ type Watermark interface {
 // written the commit (Config.Written).
 type outgoing struct {
 	mark    uint64
+	at      time.Time // when the run goroutine handed it over
 	batches []outBatch
 	heads   map[string]int64
 }
@@ -58,6 +60,7 @@ func (r *Relay) flushOut(mark uint64) {
 		return
 	}
 	o.mark = mark
+	o.at = time.Now()
 	r.smu.Lock()
 	r.sendq = append(r.sendq, o)
 	n := len(r.sendq)
@@ -88,6 +91,9 @@ func (r *Relay) sendLoop() {
 		for _, o := range q {
 			if r.cfg.Written != nil {
 				r.cfg.Written.Await(context.Background(), o.mark)
+			}
+			if len(o.batches) > 0 {
+				r.m.publishWait.Observe(time.Since(o.at).Seconds())
 			}
 			for _, ob := range o.batches {
 				r.publish(ob.b, ob.kind)

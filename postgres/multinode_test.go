@@ -16,7 +16,8 @@ import (
 
 // twoNodes opens two stores on one fresh database, as two Parley nodes
 // would, each with its own writers and event sink: the first with two
-// writers and small batches, the second with the defaults.
+// writers, small batches and every batch of sends on the path of sends
+// only, the second with the defaults.
 func twoNodes(t *testing.T) ([2]*postgres.Store, [2]*parleytest.Recorder) {
 	dbURL := pgtest.Schema(t)
 	recs := [2]*parleytest.Recorder{{}, {}}
@@ -24,6 +25,7 @@ func twoNodes(t *testing.T) ([2]*postgres.Store, [2]*parleytest.Recorder) {
 		mustOpen(t, postgres.Config{URL: dbURL, OnCommit: recs[0].Sink, MaxBatch: 16, Writers: 2}),
 		mustOpen(t, postgres.Config{URL: dbURL, OnCommit: recs[1].Sink}),
 	}
+	postgres.SetMinSendBatch(nodes[0], 1)
 	return nodes, recs
 }
 

@@ -43,6 +43,27 @@ func TestStoreSmallBatch(t *testing.T) {
 	})
 }
 
+// TestStoreSendBatches runs the suite with every batch of sends on the
+// path of sends only (postgres.SetMinSendBatch 1), and TestStoreNoSendBatches
+// with none: the suite's sends, one at a time, take one path each.
+func TestStoreSendBatches(t *testing.T) {
+	pgtest.URL(t)
+	parleytest.RunStoreTests(t, func(t *testing.T, sink parley.EventSink) parley.Store {
+		s := mustOpen(t, postgres.Config{URL: pgtest.Schema(t), OnCommit: sink})
+		postgres.SetMinSendBatch(s, 1)
+		return s
+	})
+}
+
+func TestStoreNoSendBatches(t *testing.T) {
+	pgtest.URL(t)
+	parleytest.RunStoreTests(t, func(t *testing.T, sink parley.EventSink) parley.Store {
+		s := mustOpen(t, postgres.Config{URL: pgtest.Schema(t), OnCommit: sink})
+		postgres.SetMinSendBatch(s, 1<<30)
+		return s
+	})
+}
+
 func TestReopen(t *testing.T) {
 	ctx := context.Background()
 	dbURL := pgtest.Schema(t)

@@ -30,6 +30,7 @@ type writeQueries struct {
 	// The edits and deletions (changes.go).
 	changes changeWrites
 	people  *peopleWriteQueries // people.go
+	sends   *sendBatchQueries   // a batch of sends only (sendbatch.go)
 }
 
 func newWriteQueries(m *metrics, index bool) *writeQueries {
@@ -198,6 +199,7 @@ func newWriteQueries(m *metrics, index bool) *writeQueries {
 		q.join, q.leave, q.send, q.sendMany, q.markRead, q.begin, q.commit, q.rollback)
 	q.changes = newChangeWrites(m, tsv)
 	q.people = newPeopleWriteQueries(m)
+	q.sends = newSendBatchQueries(m, tsv)
 	return q
 }
 

@@ -88,12 +88,21 @@ func (s *Store) write(ctx context.Context, op writeOp) (result, error) {
 // fails the batch.
 func (s *Store) commit(batch []*groupcommit.Request[writeOp, result]) (func(), error) {
 	pending := batch
+	sends := s.onlySends(batch)
 	single := false
 	for attempt := 1; ; attempt++ {
-		tr, err := s.tryBatch(pending, single)
+		var tr tried
+		var err error
+		if sends != nil {
+			tr, err = s.trySends(pending, sends)
+		} else {
+			tr, err = s.tryBatch(pending, single)
+		}
 		if err == nil {
 			for i, r := range pending {
-				r.Out, r.Err = tr.outs[i].res, tr.outs[i].err
+				if tr.outs != nil { // trySends set Out itself
+					r.Out, r.Err = tr.outs[i].res, tr.outs[i].err
+				}
 			}
 			var emit func()
 			if s.onCommit != nil && len(tr.events) > 0 {
@@ -110,6 +119,9 @@ func (s *Store) commit(batch []*groupcommit.Request[writeOp, result]) (func(), e
 		code := pgCode(err)
 		class := code[:min(2, len(code))]
 		switch {
+		case sends != nil && (errors.Is(err, errSendChecks) || class == "22" || class == "23"):
+			// The general path gives each send its outcome.
+			sends = nil
 		case (code == "40001" || code == "40P01" || code == "23505") && attempt < maxAttempts:
 			s.m.retries.Inc()
 			time.Sleep(rand.N(retryBackoff * time.Duration(attempt)))
@@ -149,7 +161,8 @@ var errShortResult = errors.New("send batch: a result row is missing")
 // tried is the outcome of one attempt of a batch (tryBatch).
 type tried struct {
 	// outs and events are each write's outcome and the batch's events,
-	// once it committed.
+	// once it committed; trySends leaves outs nil and sets each request's
+	// Out itself.
 	outs   []outcome
 	events []parley.Event
 	// failed, when the attempt failed, is the index of the write whose

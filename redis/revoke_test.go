@@ -242,6 +242,12 @@ func TestRevocationPublishRetried(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("node B did not hear of the revocation 30 s after Redis came back")
 	}
+	// A counts the retry once its publish returns, which waits for B's
+	// acknowledgement: after B heard of it.
+	deadline := time.Now().Add(10 * time.Second)
+	for revocationEvents(t, a.reg, "retried") < 1 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if n := revocationEvents(t, a.reg, "retried"); n != 1 {
 		t.Errorf("node A retried %v publishes, want 1", n)
 	}

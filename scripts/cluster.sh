@@ -25,6 +25,8 @@
 #   NGINX_LISTEN   nginx's address, 127.0.0.1:BASE_PORT-1 (127.0.0.1:8080)
 #   NGINX_UPSTREAMS  the nodes nginx balances over, space-separated
 #                  (default: the N nodes on 127.0.0.1)
+#   PARLEY_BIN     a parley binary to start instead of building one (to
+#                  compare two builds in one session)
 # Logs and pid files go to ./data/cluster/; each node's first lines name the
 # store, broker and Redis it uses (without passwords). Put nginx in front for
 # one address:
@@ -96,7 +98,11 @@ ensure_database() {
 start() {
   local n=${1:-3} i port
   mkdir -p "$dir"
-  go build -tags sqlite_fts5 -ldflags "-X main.version=$(git describe --always --dirty 2>/dev/null || echo dev)" -o "$bin" ./cmd/parley
+  if [[ -n "${PARLEY_BIN:-}" ]]; then
+    cp "$PARLEY_BIN" "$bin"
+  else
+    go build -tags sqlite_fts5 -ldflags "-X main.version=$(git describe --always --dirty 2>/dev/null || echo dev)" -o "$bin" ./cmd/parley
+  fi
   ensure_database
   printf 'BASE_PORT=%q\nNODES=%q\n' "$base_port" "$n" >"$dir/cluster.env"
   NODES=$n nginx_conf "$n" >"$dir/nginx.conf"
@@ -155,5 +161,5 @@ case "${1:-}" in
   status) status ;;
   nginx-conf) shift; nginx_conf "$@" ;;
   prometheus) shift; prometheus_conf "$@" ;;
-  *) sed -n '2,36p' "$0"; exit 2 ;;
+  *) sed -n '2,35p' "$0"; exit 2 ;;
 esac

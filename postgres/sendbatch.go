@@ -1,0 +1,380 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"parley"
+	"parley/groupcommit"
+)
+
+// A batch of sends only, the usual batch under load, has a path of its own
+// (trySends) whose statements are as plain as the messages: the set-based
+// statement of the general path (sendMany) costs about twice the bare
+// INSERT of the same messages in PostgreSQL's CPU (joins, sorts and CTEs
+// over every message, a room row returned with each), and what it adds
+// goes with the rooms. Here the checks and the seqs are worked out in Go
+// from what three reads return, and the writes are one multi-row INSERT,
+// one UPDATE of all the rooms and one of all the read positions:
+//
+//  1. BEGIN; the rooms locked in id order and read (the lock statement of
+//     the general path, returning the rows: FOR NO KEY UPDATE returns the
+//     latest version of each, and nobody else changes them until COMMIT);
+//     which (room, sender) pairs are members, with the sender's name where
+//     a send left it empty; the stored messages of the batch's client ids.
+//     One round trip; every statement after the lock reads what was
+//     committed before the locks were granted, as in the general path.
+//  2. The INSERT of the new messages, seqs last_seq+1, +2, … per room in
+//     batch order; the rooms' last_seq and last_activity_at; the senders'
+//     read positions. One round trip.
+//  3. COMMIT, after the writer's ticket, as in the general path.
+//
+// A send whose room, membership or sender fails the checks (rare: the
+// gateway checked membership before) makes the whole batch run again on
+// the general path, which gives each send its exact outcome; so does a
+// statement error of a send's own (bad text). Nothing was written then.
+
+// minSendBatch is the smallest batch of sends that takes trySends: below
+// it, one round trip less (the general path) weighs more than the CPU.
+const minSendBatch = 16
+
+// errSendChecks is trySends' error when a send failed its checks: the batch
+// runs again on the general path.
+var errSendChecks = errors.New("send batch: a send failed its checks")
+
+// sendBatchQueries are trySends' statements.
+type sendBatchQueries struct {
+	lockRead, members, keys, insert, rooms, reads *query
+}
+
+func newSendBatchQueries(m *metrics, tsv func(string) string) *sendBatchQueries {
+	q := &sendBatchQueries{
+		// $1 the rooms, sorted.
+		lockRead: &query{kind: "lock_read_rooms", text: `SELECT ` + roomOut("rooms") + ` FROM rooms
+			WHERE id = ANY($1::text[]) ORDER BY id FOR NO KEY UPDATE`},
+		// The pairs $1 room, $2 sender, $3 whether to look the sender's
+		// name up: one row (ord, name) for each pair that is a member.
+		members: &query{kind: "send_members", text: `SELECT p.ord,
+				CASE WHEN p.named THEN coalesce((SELECT name FROM users WHERE id = p.u), '') ELSE '' END
+			FROM unnest($1::text[], $2::text[], $3::bool[]) WITH ORDINALITY AS p (r, u, named, ord)
+			JOIN members m ON m.room_id = p.r AND m.user_id = p.u`},
+		// The keys $1 room, $2 sender, $3 client id: one row for each
+		// stored message of a key.
+		keys: &query{kind: "send_keys", text: `SELECT k.ord, m.id, m.seq, m.sender_name, m.body, m.sent_at,
+				m.edited_at, m.deleted_at, m.change
+			FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS k (r, s, c, ord)
+			JOIN messages m ON m.room_id = k.r AND m.sender_id = k.s AND m.client_id = k.c AND m.client_id <> ''`},
+		insert: &query{kind: "insert_messages", text: `INSERT INTO messages
+				(room_id, seq, id, sender_id, sender_name, body, client_id, sent_at, tsv)
+			SELECT r, q, i, s, n, b, c, a, ` + tsv("b") + `
+			FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+				$8::timestamptz[]) AS x (r, q, i, s, n, b, c, a)`},
+		// $1 room, $2 its new last seq, $3 the time of its last message.
+		rooms: &query{kind: "send_rooms", text: `UPDATE rooms SET last_seq = u.seq,
+				last_activity_at = greatest(rooms.last_activity_at, u.at)
+			FROM unnest($1::text[], $2::bigint[], $3::timestamptz[]) AS u (id, seq, at)
+			WHERE rooms.id = u.id`},
+		// $1 room, $2 sender, $3 the seq of the sender's last message.
+		reads: &query{kind: "send_reads", text: `UPDATE members SET read_seq = u.seq
+			FROM unnest($1::text[], $2::text[], $3::bigint[]) AS u (r, s, seq)
+			WHERE members.room_id = u.r AND members.user_id = u.s AND members.read_seq < u.seq`},
+	}
+	bind(m, q.lockRead, q.members, q.keys, q.insert, q.rooms, q.reads)
+	return q
+}
+
+// onlySends returns the batch's sends when it holds nothing else and is
+// large enough for trySends.
+func (s *Store) onlySends(reqs []*groupcommit.Request[writeOp, result]) []*send {
+	if len(reqs) < s.minSendBatch {
+		return nil
+	}
+	ops := make([]*send, len(reqs))
+	for i, r := range reqs {
+		o, ok := r.In.(*send)
+		if !ok {
+			return nil
+		}
+		ops[i] = o
+	}
+	return ops
+}
+
+// sendKey is a send's idempotency key.
+type sendKey struct{ room, sender, clientID string }
+
+// sendPair is a send's room and sender.
+type sendPair struct{ room, sender string }
+
+// trySends runs a batch of sends only, reqs and their ops (see above); it
+// returns like tryBatch, and errSendChecks when a send failed its checks,
+// except that it sets each request's Out itself when it commits (no
+// tried.outs: a batch's worth of results less to allocate).
+func (s *Store) trySends(reqs []*groupcommit.Request[writeOp, result], ops []*send) (tried, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.writeTimeout)
+	defer cancel()
+	q := s.wq.sends
+
+	// What the reads ask for: the rooms, the pairs, the keys.
+	roomIDs := make([]string, 0, len(ops))
+	pairs := make(map[sendPair]int, len(ops)) // index in pr, pu, named
+	var pr, pu []string
+	var named []bool
+	keys := map[sendKey]int{} // index in kr, ks, kc
+	var kr, ks, kc []string
+	for _, o := range ops {
+		o.setMessage(s.now())
+		m := o.m
+		roomIDs = append(roomIDs, m.RoomID)
+		p := sendPair{m.RoomID, m.SenderID}
+		i, ok := pairs[p]
+		if !ok {
+			i = len(pr)
+			pairs[p] = i
+			pr, pu, named = append(pr, p.room), append(pu, p.sender), append(named, false)
+		}
+		named[i] = named[i] || m.SenderName == ""
+		if k := (sendKey{m.RoomID, m.SenderID, m.ClientID}); m.ClientID != "" {
+			if _, ok := keys[k]; !ok {
+				keys[k] = len(kr)
+				kr, ks, kc = append(kr, k.room), append(ks, k.sender), append(kc, k.clientID)
+			}
+		}
+	}
+	slices.Sort(roomIDs)
+	roomIDs = slices.Compact(roomIDs)
+
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return tried{failed: failedBatch, ticket: noTicket}, fmt.Errorf("acquire: %w", err)
+	}
+	defer conn.Release()
+	b := &pgx.Batch{}
+	s.wq.begin.count()
+	b.BeginTx(pgx.TxOptions{})
+	q.lockRead.count()
+	b.Queue(q.lockRead.text, roomIDs)
+	q.members.count()
+	b.Queue(q.members.text, pr, pu, named)
+	if len(kr) > 0 {
+		q.keys.count()
+		b.Queue(q.keys.text, kr, ks, kc)
+	}
+	br := conn.SendBatch(ctx, b)
+	tx := br.Tx()
+	fail := func(err error) (tried, error) {
+		br.Close()
+		s.wq.rollback.count()
+		tx.Rollback(ctx)
+		return tried{failed: failedBatch, ticket: noTicket}, err
+	}
+	rooms, names, olds, err := readSendChecks(br, len(pr), len(kr))
+	if err != nil {
+		return fail(err)
+	}
+	if err := br.Close(); err != nil {
+		return fail(err)
+	}
+
+	// Each send's outcome, in order, as the general path's decodeSends
+	// gives it.
+	tr := tried{events: make([]parley.Event, 0, len(ops))}
+	committed := false
+	defer func() {
+		if !committed { // the requests get their outcome from the next attempt, or the batch's error
+			for _, r := range reqs {
+				r.Out = result{}
+			}
+		}
+	}()
+	first := map[sendKey]parley.Message{} // the new message of each key
+	ins := newInsertCols(len(ops))
+	top := make(map[string]int, len(rooms))       // room → index in ur, us, ua
+	ur := make([]string, 0, len(rooms))           // the rooms' update: each room,
+	us := make([]int64, 0, len(rooms))            // its last seq
+	ua := make([]time.Time, 0, len(rooms))        // and the time of its last message
+	reads := make(map[sendPair]int64, len(pairs)) // each pair's last seq
+	for i, o := range ops {
+		m := o.m
+		k := sendKey{m.RoomID, m.SenderID, m.ClientID}
+		if m.ClientID != "" {
+			if old, ok := olds[keys[k]]; ok { // a repeat of a client id stored before
+				old.RoomID, old.SenderID, old.ClientID = m.RoomID, m.SenderID, m.ClientID
+				reqs[i].Out = result{msg: old}
+				continue
+			}
+		}
+		room := rooms[m.RoomID]
+		name, member := names[pairs[sendPair{m.RoomID, m.SenderID}]]
+		if room == nil || !member || m.SenderName == "" && name == "" {
+			// The general path tells which check failed.
+			return fail(errSendChecks)
+		}
+		if m.ClientID != "" {
+			if msg, ok := first[k]; ok { // a repeat of a client id earlier in the batch
+				reqs[i].Out = result{msg: msg}
+				continue
+			}
+		}
+		msg := o.msg
+		room.LastSeq++
+		msg.Seq = room.LastSeq
+		if msg.SenderName == "" {
+			msg.SenderName = name
+		}
+		if msg.SentAt.After(room.LastActivityAt) {
+			room.LastActivityAt = msg.SentAt
+		}
+		if msg.ClientID != "" {
+			first[k] = msg
+		}
+		ins.add(msg)
+		j, ok := top[m.RoomID]
+		if !ok {
+			j = len(ur)
+			top[m.RoomID] = j
+			ur, us, ua = append(ur, m.RoomID), append(us, 0), append(ua, time.Time{})
+		}
+		us[j], ua[j] = msg.Seq, msg.SentAt
+		reads[sendPair{m.RoomID, m.SenderID}] = msg.Seq
+		reqs[i].Out = result{msg: msg, ok: true}
+		tr.events = append(tr.events, parley.Event{Kind: parley.EventMessage, Room: *room, UserID: msg.SenderID, Message: msg})
+	}
+
+	if len(ins.rooms) > 0 {
+		if err := s.writeSends(ctx, tx, ins, ur, us, ua, reads); err != nil {
+			s.wq.rollback.count()
+			tx.Rollback(ctx)
+			return tried{failed: failedBatch, ticket: noTicket}, err
+		}
+	}
+	s.wq.commit.count()
+	tr.ticket = s.seq.ticket()
+	if err := tx.Commit(ctx); err != nil {
+		return tried{failed: failedBatch, ticket: tr.ticket}, fmt.Errorf("commit: %w", err)
+	}
+	committed = true
+	return tr, nil
+}
+
+// readSendChecks reads the results of trySends' first round trip: the
+// locked rooms by id, the name of each member pair by index (absent: not
+// a member), the stored message of each key by index.
+func readSendChecks(br pgx.BatchResults, nPairs, nKeys int) (map[string]*parley.Room, map[int]string, map[int]parley.Message, error) {
+	if _, err := br.Exec(); err != nil {
+		return nil, nil, nil, fmt.Errorf("begin: %w", err)
+	}
+	rooms := map[string]*parley.Room{}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("lock rooms: %w", err)
+	}
+	for rows.Next() {
+		r := new(parley.Room)
+		if err := rows.Scan(roomDest(r)...); err != nil {
+			return nil, nil, nil, fmt.Errorf("lock rooms: %w", err)
+		}
+		fixRoom(r)
+		rooms[r.ID] = r
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, nil, fmt.Errorf("lock rooms: %w", err)
+	}
+	names := make(map[int]string, nPairs)
+	rows, err = br.Query()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("members: %w", err)
+	}
+	for rows.Next() {
+		var ord int
+		var name string
+		if err := rows.Scan(&ord, &name); err != nil {
+			return nil, nil, nil, fmt.Errorf("members: %w", err)
+		}
+		names[ord-1] = name
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, nil, fmt.Errorf("members: %w", err)
+	}
+	olds := map[int]parley.Message{}
+	if nKeys == 0 {
+		return rooms, names, olds, nil
+	}
+	rows, err = br.Query()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("client ids: %w", err)
+	}
+	for rows.Next() {
+		var ord int
+		var m parley.Message
+		if err := rows.Scan(&ord, &m.ID, &m.Seq, &m.SenderName, &m.Body, &m.SentAt, &m.EditedAt, &m.DeletedAt, &m.Change); err != nil {
+			return nil, nil, nil, fmt.Errorf("client ids: %w", err)
+		}
+		fixMessage(&m)
+		olds[ord-1] = m
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, nil, fmt.Errorf("client ids: %w", err)
+	}
+	return rooms, names, olds, nil
+}
+
+// insertCols are the columns of the INSERT of trySends.
+type insertCols struct {
+	rooms, ids, senders, names, bodies, clientIDs []string
+	seqs                                          []int64
+	times                                         []time.Time
+}
+
+func newInsertCols(n int) *insertCols {
+	return &insertCols{rooms: make([]string, 0, n), ids: make([]string, 0, n), senders: make([]string, 0, n),
+		names: make([]string, 0, n), bodies: make([]string, 0, n), clientIDs: make([]string, 0, n),
+		seqs: make([]int64, 0, n), times: make([]time.Time, 0, n)}
+}
+
+func (c *insertCols) add(m parley.Message) {
+	c.rooms, c.seqs, c.ids = append(c.rooms, m.RoomID), append(c.seqs, m.Seq), append(c.ids, m.ID)
+	c.senders, c.names, c.bodies = append(c.senders, m.SenderID), append(c.names, m.SenderName), append(c.bodies, m.Body)
+	c.clientIDs, c.times = append(c.clientIDs, m.ClientID), append(c.times, m.SentAt)
+}
+
+// writeSends is trySends' second round trip: the INSERT of the new
+// messages, the rooms' last seq and activity (ur, us, ua), the senders'
+// read positions. The INSERT and the UPDATE of the rooms must change
+// every row they name.
+func (s *Store) writeSends(ctx context.Context, tx pgx.Tx, ins *insertCols, ur []string, us []int64, ua []time.Time,
+	reads map[sendPair]int64) error {
+	q := s.wq.sends
+	rr, rs := make([]string, 0, len(reads)), make([]string, 0, len(reads))
+	rq := make([]int64, 0, len(reads))
+	for p, seq := range reads {
+		rr, rs, rq = append(rr, p.room), append(rs, p.sender), append(rq, seq)
+	}
+	b := &pgx.Batch{}
+	q.insert.count()
+	b.Queue(q.insert.text, ins.rooms, ins.seqs, ins.ids, ins.senders, ins.names, ins.bodies, ins.clientIDs, ins.times)
+	q.rooms.count()
+	b.Queue(q.rooms.text, ur, us, ua)
+	q.reads.count()
+	b.Queue(q.reads.text, rr, rs, rq)
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+	for _, w := range []struct {
+		what string
+		n    int // the rows it must change, -1 for any number
+	}{{"insert messages", len(ins.rooms)}, {"update rooms", len(ur)}, {"update read positions", -1}} {
+		tag, err := br.Exec()
+		if err != nil {
+			return fmt.Errorf("%s: %w", w.what, err)
+		}
+		if w.n >= 0 && tag.RowsAffected() != int64(w.n) {
+			return fmt.Errorf("%s: %d rows, want %d", w.what, tag.RowsAffected(), w.n)
+		}
+	}
+	return br.Close()
+}
