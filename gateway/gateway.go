@@ -159,6 +159,15 @@ type Config struct {
 	// frame (CONNECTED, RECEIPT, ERROR, a heart-beat) is written at once,
 	// with whatever waits before it. Zero or less: no wait.
 	WriteDelay time.Duration
+	// PackWebSocket lets one WebSocket text frame carry every STOMP frame
+	// of a write, one after the other, instead of one WebSocket frame
+	// each: fewer WebSocket headers for the server to write and, above
+	// all, for the client to parse. Only for clients whose STOMP parser
+	// reads a WebSocket message as a stream of frames (stompjs, the web
+	// client, parley bench do; a client that takes one message for one
+	// frame loses the rest), hence off by default. Raw TCP is a stream
+	// anyway.
+	PackWebSocket bool
 	// QueueFrames and QueueBytes bound a session's outbound queue.
 	// Default 1024 frames, 1 MiB.
 	QueueFrames int

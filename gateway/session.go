@@ -35,11 +35,18 @@ type session struct {
 	// without FIN, so continuation frames follow (RFC 6455 §5.4).
 	wsFragmented bool
 
-	reading  atomic.Bool  // a reader goroutine runs
-	lastRead atomic.Int64 // unix nanoseconds of the last frame read
-	readFn   func()       // s.readReady, as a func value made once
-	writeFn  func()       // s.writeLoop, as a func value made once
-	timer    *time.Timer  // connect timeout, then heart-beats
+	reading  atomic.Bool        // a reader goroutine runs
+	lastRead atomic.Int64       // unix nanoseconds of the last frame read
+	readFn   func()             // s.readReady, as a func value made once
+	writeFn  func()             // s.writeLoop, as a func value made once
+	nowFn    func(uintptr) bool // s.writeSome, as a func value made once
+
+	// Owned by the writer (one at a time): writeNow's argument and
+	// results, passed through the session so that nowFn is made once.
+	nowBuf []byte
+	nowN   int
+	nowErr error
+	timer  *time.Timer // connect timeout, then heart-beats
 
 	regUser string // guarded by srv.mu: the user whose sessions in srv.users hold this one
 	overCap bool   // guarded by srv.mu: refused for the node's MaxConns (see Server.add)
@@ -73,6 +80,7 @@ func (srv *Server) start(c net.Conn, websocket bool, prefix []byte) {
 	s.room.L = &s.mu
 	s.readFn = s.readReady
 	s.writeFn = s.writeLoop
+	s.nowFn = s.writeSome
 	s.version = stomp.V12
 	s.lastRead.Store(time.Now().UnixNano())
 	if sc, ok := c.(syscall.Conn); ok {

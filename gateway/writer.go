@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"errors"
 	"io"
+	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -146,6 +148,10 @@ func (s *session) startWriterSoonLocked() {
 	if s.writing || s.closed {
 		return // the writer runs, or starts soon: it takes this frame too
 	}
+	if s.srv.cfg.WriteDelay <= 0 {
+		s.startWriterLocked() // no pacing: no need to read the clock
+		return
+	}
 	wait := writeWait(s.lastWrite, time.Now(), s.srv.cfg.WriteDelay)
 	if wait <= 0 {
 		s.startWriterLocked()
@@ -279,19 +285,37 @@ func (s *session) writeBatch(bp *[]byte, batch []outItem) error {
 		err = s.write(buf)
 		buf = buf[:0]
 	}
+	// open is where the header of the WebSocket frame that packs the
+	// frames appended since is reserved (Config.PackWebSocket); -1: none.
+	open := -1
+	pack := s.websocket && s.srv.cfg.PackWebSocket
 	for i := range batch {
-		buf = s.appendItem(buf, &batch[i])
-		if batch[i].msg != nil {
+		it := &batch[i]
+		if pack && !it.wsRaw {
+			if open < 0 {
+				open = len(buf)
+				buf = append(buf, make([]byte, wsHeaderRoom)...)
+			}
+			buf = s.appendFrame(buf, it)
+		} else {
+			buf = closeWSFrame(buf, open)
+			open = -1
+			buf = s.appendItem(buf, it)
+		}
+		if it.msg != nil {
 			msgs++
-		} else if batch[i].ev != nil {
+		} else if it.ev != nil {
 			events++
-		} else if batch[i].cmd != 0 {
-			m.framesOut[batch[i].cmd].Inc()
+		} else if it.cmd != 0 {
+			m.framesOut[it.cmd].Inc()
 		}
 		if len(buf) >= maxWrite {
+			buf = closeWSFrame(buf, open)
+			open = -1
 			flush()
 		}
 	}
+	buf = closeWSFrame(buf, open)
 	flush()
 	*bp = buf
 	if err != nil {
@@ -322,14 +346,31 @@ func (s *session) writeBatch(bp *[]byte, batch []outItem) error {
 }
 
 // write writes b to the socket, waiting at most WriteTimeout for the
-// client to take it. Once Shutdown's ctx has ended (srv.forced) it does not
-// wait at all: it writes what the socket takes now and fails if that is
-// not everything, so no client can hold Shutdown past its deadline.
+// client to take it. It first writes what the socket takes now, without
+// waiting and so without a deadline (writeNow): in the common case, a
+// client that keeps up, that is all of b, and the timer behind a write
+// deadline is never touched. Only a rest that the socket's buffer cannot
+// take waits, with the deadline. Once Shutdown's ctx has ended
+// (srv.forced) it does not wait at all: it fails if the socket does not
+// take everything now, so no client can hold Shutdown past its deadline.
 //
-// The choice is made under s.mu, and interruptWrite sets its deadline
-// under s.mu after srv.forced is set: a write either sees forced, or set
-// its deadline before interruptWrite and is cut short by it.
+// The choice to wait is made under s.mu, and interruptWrite sets its
+// deadline under s.mu after srv.forced is set: a waiting write either sees
+// forced, or set its deadline before interruptWrite and is cut short by
+// it.
 func (s *session) write(b []byte) error {
+	if s.rc != nil {
+		n, err := s.writeNow(b)
+		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			// interruptWrite's deadline: Shutdown is forced (below).
+			// rc.Write fails on it before writing anything.
+		case err != nil || n == len(b):
+			return err
+		default:
+			b = b[n:]
+		}
+	}
 	s.mu.Lock()
 	forced := s.srv.forced.Load()
 	if forced {
@@ -338,40 +379,66 @@ func (s *session) write(b []byte) error {
 		s.conn.SetWriteDeadline(time.Now().Add(s.srv.cfg.WriteTimeout))
 	}
 	s.mu.Unlock()
-	if !forced {
-		_, err := s.conn.Write(b)
+	if forced {
+		if s.rc == nil {
+			return errClosed // no way to write without waiting
+		}
+		n, err := s.writeNow(b)
+		if err == nil && n < len(b) {
+			err = errWouldWait
+		}
 		return err
 	}
-	return s.writeNow(b)
+	_, err := s.conn.Write(b)
+	if err == nil && s.rc != nil {
+		// Leave no deadline behind: writeNow would fail on it once
+		// it has passed. A forced Shutdown's (interruptWrite) stays.
+		s.mu.Lock()
+		if !s.srv.forced.Load() {
+			s.conn.SetWriteDeadline(time.Time{})
+		}
+		s.mu.Unlock()
+	}
+	return err
 }
 
-// writeNow writes what the socket takes of b without waiting, and fails if
-// that is not all of it. It is a function of its own so that the closure it
-// hands the poller, and what that captures, are allocated only on this
-// path, never on every write.
-func (s *session) writeNow(b []byte) error {
-	if s.rc == nil {
-		return errClosed // no way to write without waiting
-	}
-	var werr error
-	err := s.rc.Write(func(fd uintptr) bool {
-		for len(b) > 0 {
-			n, err := syscall.Write(int(fd), b)
-			if err == syscall.EINTR {
-				continue
-			}
-			if err != nil {
-				werr = err // EAGAIN: the client is not reading
-				break
-			}
-			b = b[n:]
-		}
-		return true // never wait
-	})
+// errWouldWait fails a write that the socket did not take at once after
+// Shutdown was forced.
+var errWouldWait = errors.New("gateway: the client is not reading and Shutdown is forced")
+
+// writeNow writes what the socket takes of b without waiting and reports
+// how much that was. The function it hands the poller is s.nowFn, made
+// once per session, and its arguments pass through the session (only the
+// writer writes), so that a write allocates nothing.
+func (s *session) writeNow(b []byte) (int, error) {
+	s.nowBuf, s.nowN, s.nowErr = b, 0, nil
+	err := s.rc.Write(s.nowFn)
+	n, werr := s.nowN, s.nowErr
+	s.nowBuf, s.nowErr = nil, nil
 	if err != nil {
-		return err
+		return n, err
 	}
-	return werr
+	return n, werr
+}
+
+// writeSome is s.nowFn: it writes s.nowBuf to fd until the socket's
+// buffer is full (EAGAIN, not an error: the rest waits) or a real error.
+func (s *session) writeSome(fd uintptr) bool {
+	for s.nowN < len(s.nowBuf) {
+		n, err := syscall.Write(int(fd), s.nowBuf[s.nowN:])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err == syscall.EAGAIN {
+			break
+		}
+		if err != nil {
+			s.nowErr = os.NewSyscallError("write", err)
+			break
+		}
+		s.nowN += n
+	}
+	return true // never wait: write waits, with a deadline, if need be
 }
 
 // interruptWrite cuts short a write waiting for the client; Shutdown calls
@@ -426,16 +493,26 @@ func (s *session) lingerClose() {
 	s.close()
 }
 
+// wsHeaderRoom is the room reserved for a WebSocket frame's header before
+// its payload is appended: the largest a server's header takes.
+const wsHeaderRoom = 10
+
 // appendItem appends the wire form of one queued frame: in a WebSocket
 // text frame of its own for a WebSocket session.
 func (s *session) appendItem(dst []byte, it *outItem) []byte {
 	if it.wsRaw {
 		return append(dst, it.raw...)
 	}
-	start := len(dst)
-	if s.websocket {
-		dst = append(dst, make([]byte, 10)...)
+	if !s.websocket {
+		return s.appendFrame(dst, it)
 	}
+	start := len(dst)
+	dst = append(dst, make([]byte, wsHeaderRoom)...)
+	return closeWSFrame(s.appendFrame(dst, it), start)
+}
+
+// appendFrame appends the STOMP frame of one queued item (not wsRaw).
+func (s *session) appendFrame(dst []byte, it *outItem) []byte {
 	switch {
 	case it.msg != nil:
 		e := it.sub.encoded(it.msg)
@@ -449,13 +526,21 @@ func (s *session) appendItem(dst []byte, it *outItem) []byte {
 	default:
 		dst = append(dst, it.raw...)
 	}
-	if s.websocket {
-		n := len(dst) - start - 10
-		gap := appendWSHeader(dst, start, ws.OpText, n)
-		copy(dst[start:], dst[start+gap:])
-		dst = dst[:len(dst)-gap]
-	}
 	return dst
+}
+
+// closeWSFrame ends the WebSocket text frame whose wsHeaderRoom octets of
+// header room start at start and whose payload runs to the end of dst:
+// it writes the header and moves the payload up to it. start < 0: no
+// frame is open, dst is returned as it is.
+func closeWSFrame(dst []byte, start int) []byte {
+	if start < 0 {
+		return dst
+	}
+	n := len(dst) - start - wsHeaderRoom
+	gap := appendWSHeader(dst, start, ws.OpText, n)
+	copy(dst[start:], dst[start+gap:])
+	return dst[:len(dst)-gap]
 }
 
 // dropQueueLocked forgets everything queued.
