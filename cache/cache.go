@@ -209,8 +209,7 @@ func (s *Store) Close() error {
 	clear(s.rooms)
 	clear(s.users)
 	clear(s.tokens)
-	clear(s.search.rooms)
-	s.search.used = 0
+	s.search.reset()
 	s.mu.Unlock()
 	return err
 }

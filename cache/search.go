@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"sync/atomic"
-	"unsafe"
+	"time"
 
 	"parley"
 )
@@ -22,16 +23,25 @@ import (
 // message at or below the index's top, a change no newer than the version
 // held, change nothing twice; a message past the top + 1 means the build
 // missed one, and it is thrown away). Once installed, Apply keeps it right:
-// a send adds the message and its words, an edit removes the old text's
-// words and adds the new one's, a deletion removes the words and keeps the
-// tombstone (whose text is in no index).
+// a send records the message, and the room's next search files its words
+// before it matches (flush: a batch of the room's messages at once, which
+// is cheaper than a message at a time and keeps that work off the commit
+// path, though the flush holds Store.mu's read lock, which a commit
+// waits for: ~1 µs a message recorded since the room's last search); an
+// edit removes the old text's words and adds the new one's, a
+// deletion removes the words and keeps the tombstone (whose text is in no
+// index). The layout (a dictionary of words shared by the rooms, postings
+// and messages without pointers) is search_layout.go's.
 //
 // The indexes are bounded by Config.SearchBytes, over all rooms (an
-// estimate of their heap: messages, strings, postings, map entries); past
-// it the least recently searched rooms lose their index. Only a search
-// builds an index, so sends to rooms nobody searches on this node pay
-// nothing for it (BenchmarkApplySend: indexing a message costs several
-// times the rest of Apply); a room created here is built from its few
+// estimate of their heap: records, strings, postings, map entries, the
+// dictionary; BenchmarkSearchMemory compares it with the heap measured;
+// the postings a search files count from the room's next commit or the
+// next trim); past it the least recently searched rooms lose their index.
+// Only a search builds an index, so sends to rooms nobody searches on this
+// node pay nothing for it (BenchmarkApplySend, BenchmarkSearchMemory:
+// recording a message in an index costs about the rest of Apply, filing
+// its words on the next search about as much again); a room created here is built from its few
 // messages on its first search like any other. A search that
 // cannot have every room it needs resident (a room larger than the
 // budget, too many rooms for it, a build overtaken by more than the
@@ -44,10 +54,11 @@ import (
 // cursor the same, the hits' Room the cached room info and the Message
 // the version the index holds, which is the committed one.
 
-// DefaultSearchBytes is the default of Config.SearchBytes: 256 MiB, a
-// quarter of what a million messages of the search bench need (run it
-// with --cache-search-mib 1024): the searched rooms' messages are a second
-// copy of them in memory, and a node's memory is not only for search.
+// DefaultSearchBytes is the default of Config.SearchBytes: 256 MiB, about
+// two thirds of what a million messages of the search bench need (~360
+// bytes a message by BenchmarkSearchMemory: run it with
+// --cache-search-mib 512): the searched rooms' messages are a second copy
+// of them in memory, and a node's memory is not only for search.
 const DefaultSearchBytes = 256 << 20
 
 // searchIndexes is the budget and the set of rooms with an index. Guarded
@@ -58,30 +69,49 @@ type searchIndexes struct {
 	rooms  map[*roomState]struct{}
 	clock  atomic.Uint64 // ticks once a search; a room's index stores the tick of its last use
 	builds atomic.Int64  // indexes built, for tests
+	dict   dictionary    // the words of every room's index
 }
 
-// A roomIndex is a room's messages and inverted index. Guarded by Store.mu.
+// total is the estimate of the indexes' heap: the rooms' and the
+// dictionary's.
+func (x *searchIndexes) total() int64 { return x.used + x.dict.bytes.Load() }
+
+// A roomIndex is a room's messages and inverted index, laid out as
+// search_layout.go says. Guarded by Store.mu; its words' references in
+// dict by dict.mu too.
 type roomIndex struct {
-	msgs     []parley.Message // seq i+1 at i
-	terms    map[string]int32 // word → its postings' index in lists
-	lists    [][]uint32       // postings: seqs holding a word, ascending; nil if free
-	free     []int32          // indexes of free lists
-	monotone bool             // SentAt never decreases with seq: a search may stop early
-	bytes    int64
+	dict     *dictionary
+	room     string                    // RoomID of its messages
+	recs     []msgRec                  // seq i+1 at i
+	arena    []byte                    // the records' strings; append-only
+	dead     int64                     // arena bytes no record refers to
+	odd      map[uint32]parley.Message // messages a record cannot hold, by seq
+	terms    map[uint32]postSpan       // word id → its postings in pool
+	pool     []uint32                  // postings of every word
+	poolDead int64                     // pool slots no span holds
+	monotone bool                      // SentAt never decreases with seq: a search may stop early
+	bytes    int64                     // estimate of recs, arena and odd
 	used     atomic.Uint64
-	buf      []byte // parley.EachWord's, reused
+
+	// Postings are filed lazily: Apply only records a sent message, and
+	// the room's next search files the words of the messages past indexed
+	// (flush). A flush runs under Store.mu's read lock, so the fields
+	// below it writes (terms, pool, poolDead, pbytes, buf, indexed) are
+	// guarded by mu too when Store.mu is only read-locked.
+	mu      sync.Mutex
+	indexed atomic.Uint32 // seqs up to it have their words filed
+	pbytes  int64         // estimate of terms and pool
+	counted int64         // bytes + pbytes when last added to searchIndexes.used
+	buf     []byte        // parley.EachWord's, reused
 }
 
-const (
-	msgSize  = int64(unsafe.Sizeof(parley.Message{}))
-	termSize = 16 + 8 + 24 + 24 // map entry (key header, list index), its list header and its share of the buckets
-	maxSeq   = 1<<32 - 1
-)
+const maxSeq = 1<<32 - 1
 
-func newRoomIndex() *roomIndex {
-	return &roomIndex{terms: map[string]int32{}, monotone: true}
+func newRoomIndex(d *dictionary, roomID string) *roomIndex {
+	return &roomIndex{dict: d, room: roomID, terms: map[uint32]postSpan{}, monotone: true}
 }
 
+// msgBytes is the heap of m's strings and optional times, for odd.
 func msgBytes(m *parley.Message) int64 {
 	n := int64(len(m.ID) + len(m.SenderID) + len(m.SenderName) + len(m.Body) + len(m.ClientID))
 	if m.EditedAt != nil {
@@ -93,82 +123,96 @@ func msgBytes(m *parley.Message) int64 {
 	return n
 }
 
-// addWords files m under each of its words. A word the message repeats
-// finds m's seq already in its postings. The map is only written for a new
-// word: postings change in lists, so that a lookup by the word's bytes
-// allocates nothing.
-func (ix *roomIndex) addWords(m *parley.Message) {
-	seq := uint32(m.Seq)
-	ix.buf = parley.EachWord(m.Body, ix.buf, func(w []byte) {
-		t, ok := ix.terms[string(w)]
-		if !ok {
-			t = ix.newList(string(w))
+// addWords files seq under each word of body. A word the message repeats
+// finds seq already in its postings; a word new to the room takes a
+// reference in the dictionary.
+func (ix *roomIndex) addWords(seq uint32, body string) {
+	d := ix.dict
+	d.mu.Lock()
+	ix.buf = parley.EachWord(body, ix.buf, func(w []byte) {
+		id := d.intern(w)
+		if ix.addPosting(id, seq) {
+			d.words[id].refs++
+			ix.pbytes += spanSize
 		}
-		p := ix.lists[t]
-		c := cap(p)
-		if n := len(p); n > 0 && p[n-1] >= seq {
-			i, found := slices.BinarySearch(p, seq)
-			if found {
-				return
-			}
-			p = slices.Insert(p, i, seq)
-		} else {
-			p = append(p, seq)
-		}
-		ix.bytes += 4 * int64(cap(p)-c)
-		ix.lists[t] = p
 	})
+	d.mu.Unlock()
 }
 
-// newList files a new word under a free list and returns its index.
-func (ix *roomIndex) newList(w string) int32 {
-	var t int32
-	if n := len(ix.free); n > 0 {
-		t, ix.free = ix.free[n-1], ix.free[:n-1]
-	} else {
-		t = int32(len(ix.lists))
-		ix.lists = append(ix.lists, nil)
+// removeWords takes seq out of the postings of each word of body; a word
+// the room no longer holds drops its reference.
+func (ix *roomIndex) removeWords(seq uint32, body string) {
+	d := ix.dict
+	d.mu.Lock()
+	ix.buf = parley.EachWord(body, ix.buf, func(w []byte) {
+		id, ok := d.ids[string(w)]
+		if ok && ix.removePosting(id, seq) {
+			d.unref(id)
+		}
+	})
+	d.mu.Unlock()
+	ix.compactPool()
+}
+
+// release drops the index's references to its words and empties it. Every
+// index made is released or installed, and every installed one released
+// when dropped, so that the dictionary holds only the words of live
+// indexes.
+func (ix *roomIndex) release() {
+	d := ix.dict
+	d.mu.Lock()
+	for id := range ix.terms {
+		d.unref(id)
 	}
-	ix.terms[w] = t
-	ix.bytes += termSize + int64(len(w))
-	return t
+	d.mu.Unlock()
+	ix.recs, ix.arena, ix.dead, ix.odd = nil, nil, 0, nil
+	ix.terms, ix.pool, ix.poolDead = map[uint32]postSpan{}, nil, 0
+	ix.monotone, ix.bytes, ix.pbytes = true, 0, 0
+	ix.indexed.Store(0)
 }
 
-// removeWords takes m out of the postings of its words.
-func (ix *roomIndex) removeWords(m *parley.Message) {
-	seq := uint32(m.Seq)
-	ix.buf = parley.EachWord(m.Body, ix.buf, func(w []byte) {
-		t, ok := ix.terms[string(w)]
-		if !ok {
-			return
+// flush files the words of the messages past indexed. Store.mu is held,
+// for reading at least.
+func (ix *roomIndex) flush() {
+	if int(ix.indexed.Load()) == len(ix.recs) {
+		return
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	n := uint32(len(ix.recs))
+	seq := ix.indexed.Load() + 1
+	if seq > n {
+		return
+	}
+	d := ix.dict
+	d.mu.Lock()
+	for ; seq <= n; seq++ {
+		if ix.deletedAt(seq) {
+			continue
 		}
-		p := ix.lists[t]
-		i, found := slices.BinarySearch(p, seq)
-		if !found {
-			return
-		}
-		if len(p) == 1 {
-			delete(ix.terms, string(w))
-			ix.bytes -= termSize + int64(len(w)) + 4*int64(cap(p))
-			ix.lists[t] = nil
-			ix.free = append(ix.free, t)
-			return
-		}
-		ix.lists[t] = slices.Delete(p, i, i+1)
-	})
+		ix.buf = parley.EachWord(ix.bodyOf(seq), ix.buf, func(w []byte) {
+			id := d.intern(w)
+			if ix.addPosting(id, seq) {
+				d.words[id].refs++
+				ix.pbytes += spanSize
+			}
+		})
+	}
+	d.mu.Unlock()
+	ix.compactPool()
+	ix.indexed.Store(n)
 }
 
-// add appends the room's next message.
+// add appends the room's next message; its words are filed by the next
+// flush.
 func (ix *roomIndex) add(m *parley.Message) {
-	if n := len(ix.msgs); n > 0 && m.SentAt.Before(ix.msgs[n-1].SentAt) {
+	if n := len(ix.recs); n > 0 && ix.monotone && m.SentAt.Before(ix.sentTime(uint32(n))) {
 		ix.monotone = false
 	}
-	c := cap(ix.msgs)
-	ix.msgs = append(ix.msgs, *m)
-	ix.bytes += msgSize*int64(cap(ix.msgs)-c) + msgBytes(m)
-	if !m.Deleted() {
-		ix.addWords(m)
-	}
+	c := cap(ix.recs)
+	ix.recs = append(ix.recs, msgRec{})
+	ix.bytes += recSize * int64(cap(ix.recs)-c)
+	ix.recs[len(ix.recs)-1] = ix.pack(m, nil)
 }
 
 // apply updates the index for a committed event of its room. It reports
@@ -178,43 +222,76 @@ func (ix *roomIndex) apply(ev *parley.Event) bool {
 	m := &ev.Message
 	switch {
 	case ev.Kind == parley.EventRoom:
-		*ix = roomIndex{terms: map[string]int32{}, monotone: true}
+		ix.release()
 	case ev.Kind == parley.EventMessage:
 		switch {
-		case m.Seq <= int64(len(ix.msgs)):
-		case m.Seq == int64(len(ix.msgs))+1 && m.Seq <= maxSeq:
+		case m.Seq <= int64(len(ix.recs)):
+		case m.Seq == int64(len(ix.recs))+1 && m.Seq <= maxSeq:
 			ix.add(m)
 		default:
 			return false
 		}
 	case isChange(ev):
-		if m.Seq > int64(len(ix.msgs)) {
+		if m.Seq > int64(len(ix.recs)) {
 			return false
 		}
-		old := &ix.msgs[m.Seq-1]
-		if old.Change >= m.Change {
+		seq := uint32(m.Seq)
+		if ix.changeOf(seq) >= m.Change {
 			return true
 		}
-		ix.removeWords(old)
-		ix.bytes += msgBytes(m) - msgBytes(old)
-		*old = *m
-		if !m.Deleted() {
-			ix.addWords(old)
+		filed := seq <= ix.indexed.Load()
+		if filed {
+			ix.removeWords(seq, ix.bodyOf(seq))
+		}
+		old := &ix.recs[seq-1]
+		keep := *old
+		if keep.flags&recOdd != 0 {
+			o := ix.odd[seq]
+			delete(ix.odd, seq)
+			ix.bytes -= oddSize + msgBytes(&o)
+		}
+		*old = ix.pack(m, &keep)
+		if keep.flags&recOdd == 0 {
+			ix.dead += int64(keep.bodyLen)
+			if old.flags&recOdd != 0 || old.off != keep.off {
+				ix.dead += int64(keep.idLen) + int64(keep.senderLen) + int64(keep.nameLen) + int64(keep.cliLen)
+			}
+		}
+		ix.compactArena()
+		if filed && !m.Deleted() {
+			ix.addWords(seq, m.Body)
 		}
 	}
 	return true
 }
 
-// match calls fn with the seqs holding every term, newest first, below
-// before (0: no bound), until fn returns false.
-func (ix *roomIndex) match(terms []string, before int64, fn func(seq uint32) bool) {
+// termIDs returns the dictionary's ids of terms, or ok false if one is in
+// no index. Store.mu is held (read at least) and the rooms to be matched
+// are flushed: their words, and so those words' ids, cannot change until
+// it is released (a word's id is freed only once no index refers to it).
+func (x *searchIndexes) termIDs(terms []string) (ids [parley.MaxQueryTerms]uint32, n int, ok bool) {
+	d := &x.dict
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	for _, t := range terms {
+		id, ok := d.ids[t]
+		if !ok || n == len(ids) {
+			return ids, 0, false
+		}
+		ids[n] = id
+		n++
+	}
+	return ids, n, n > 0
+}
+
+// match calls fn with the seqs holding every word of ids (termIDs's),
+// newest first, below before (0: no bound), until fn returns false. The
+// index is flushed.
+func (ix *roomIndex) match(ids []uint32, before int64, fn func(seq uint32) bool) {
 	var lists [parley.MaxQueryTerms][]uint32
 	ps := lists[:0]
-	for _, t := range terms {
-		var p []uint32
-		if i, ok := ix.terms[t]; ok {
-			p = ix.lists[i]
-		}
+	for _, id := range ids {
+		p := ix.postings(id)
 		if len(p) == 0 {
 			return
 		}
@@ -286,11 +363,16 @@ func (s *Store) buildIndex(ctx context.Context, roomID string) bool {
 		if good {
 			ix.used.Store(s.search.clock.Load())
 			st.idx, st.idxOwner = ix, &s.search
+			ix.counted = ix.bytes + ix.pbytes
+			s.search.used += ix.counted
 			s.search.rooms[st] = struct{}{}
-			s.search.used += ix.bytes
 			s.search.builds.Add(1)
+			ix = nil // installed
 			s.trimSearchLocked()
 		}
+	}
+	if ix != nil {
+		ix.release() // not installed
 	}
 	ok := st.idx != nil && s.rooms[roomID] == st
 	s.endRoomLoadLocked(roomID, st)
@@ -300,21 +382,25 @@ func (s *Store) buildIndex(ctx context.Context, roomID string) bool {
 // readIndex reads all of a room's messages from the inner store, oldest
 // first, into a new index.
 func (s *Store) readIndex(ctx context.Context, roomID string) (*roomIndex, error) {
-	ix := newRoomIndex()
+	ix := newRoomIndex(&s.search.dict, roomID)
 	for {
-		page, err := s.inner.Messages(ctx, roomID, parley.Page{After: int64(len(ix.msgs)), Limit: parley.MaxPageLimit})
+		page, err := s.inner.Messages(ctx, roomID, parley.Page{After: int64(len(ix.recs)), Limit: parley.MaxPageLimit})
 		if err != nil {
+			ix.release()
 			return nil, err
 		}
 		for i := range page {
 			m := &page[i]
-			if m.Seq != int64(len(ix.msgs))+1 || m.Seq > maxSeq {
+			if m.Seq != int64(len(ix.recs))+1 || m.Seq > maxSeq {
+				ix.release()
 				return nil, errors.New("cache: history with a hole")
 			}
 			m.RoomID = roomID // one string for the room's messages
 			ix.add(m)
 		}
-		if ix.bytes > s.search.budget {
+		ix.flush()
+		if ix.bytes+ix.pbytes > s.search.budget {
+			ix.release()
 			return nil, errTooBig
 		}
 		if len(page) < parley.MaxPageLimit {
@@ -329,13 +415,12 @@ func (s *Store) applySearchLocked(st *roomState, ev *parley.Event) {
 	if ix == nil {
 		return
 	}
-	before := ix.bytes
 	if !ix.apply(ev) {
 		s.dropIndexLocked(st)
 		return
 	}
-	s.search.used += ix.bytes - before
-	if s.search.used > s.search.budget {
+	s.search.count(ix)
+	if s.search.total() > s.search.budget {
 		s.trimSearchLocked()
 	}
 }
@@ -348,20 +433,39 @@ func (x *searchIndexes) forget(st *roomState) {
 	if x == nil || st.idx == nil {
 		return
 	}
-	x.used -= st.idx.bytes
+	x.used -= st.idx.counted
+	st.idx.release()
 	st.idx = nil
 	delete(x.rooms, st)
+}
+
+// count brings used up to date with ix's estimate (a flush changes it
+// under the read lock only). Store.mu is held.
+func (x *searchIndexes) count(ix *roomIndex) {
+	n := ix.bytes + ix.pbytes
+	x.used += n - ix.counted
+	ix.counted = n
+}
+
+// reset drops every room's index. Store.mu is held.
+func (x *searchIndexes) reset() {
+	for st := range x.rooms {
+		x.forget(st)
+	}
 }
 
 // trimSearchLocked drops the least recently searched indexes until the
 // indexes use at most nine tenths of the budget, so that the sends that
 // follow do not sweep again at once.
 func (s *Store) trimSearchLocked() {
-	if s.search.used <= s.search.budget {
+	if s.search.total() <= s.search.budget {
 		return
 	}
+	for st := range s.search.rooms {
+		s.search.count(st.idx)
+	}
 	target := s.search.budget / 10 * 9
-	for s.search.used > target {
+	for s.search.total() > target {
 		var victim *roomState
 		for st := range s.search.rooms {
 			if victim == nil || st.idx.used.Load() < victim.idx.used.Load() {
@@ -408,9 +512,14 @@ func (s *Store) cachedSearchRoom(roomID string, q parley.Query, before int64, li
 	}
 	st.used.Store(true)
 	st.idx.used.Store(s.search.clock.Add(1))
+	st.idx.flush()
 	msgs := []parley.Message{}
-	st.idx.match(q.Terms, before, func(seq uint32) bool {
-		msgs = append(msgs, st.idx.msgs[seq-1])
+	ids, n, ok := s.search.termIDs(q.Terms)
+	if !ok {
+		return msgs, true
+	}
+	st.idx.match(ids[:n], before, func(seq uint32) bool {
+		msgs = append(msgs, st.idx.message(seq))
 		return len(msgs) < limit
 	})
 	return msgs, true
@@ -468,10 +577,24 @@ func (s *Store) warmSearch(ctx context.Context, userID string, missing []string)
 	return true
 }
 
-// A candidate is a match of Search while the page is chosen.
+// A candidate is a match of Search while the page is chosen: its room,
+// and the fields of its message that order it.
 type candidate struct {
-	st *roomState
-	m  *parley.Message
+	st   *roomState
+	at   time.Time // SentAt
+	room string    // RoomID
+	seq  int64
+}
+
+// newer is parley.SearchNewer for candidates.
+func (a *candidate) newer(b *candidate) bool {
+	switch {
+	case !b.at.Equal(a.at):
+		return b.at.Before(a.at)
+	case b.room != a.room:
+		return b.room < a.room
+	}
+	return b.seq < a.seq
 }
 
 // cachedSearch answers Search from the indexes, or returns the rooms
@@ -495,22 +618,29 @@ func (s *Store) cachedSearch(userID string, q parley.Query, c parley.SearchCurso
 	tick := s.search.clock.Add(1)
 	// best holds the newest limit+1 matches after the cursor, newest first.
 	best := make([]candidate, 0, limit+1)
-	newer := func(a *parley.Message, b *parley.Message) bool { return parley.SearchNewer(*a, *b) }
+	for id := range u.members {
+		s.rooms[id].idx.flush()
+	}
+	ids, n, found := s.search.termIDs(q.Terms)
 	for id := range u.members {
 		st := s.rooms[id]
 		ix := st.idx
 		st.used.Store(true)
 		ix.used.Store(tick)
-		ix.match(q.Terms, 0, func(seq uint32) bool {
-			m := &ix.msgs[seq-1]
-			if hasCur && !c.Older(*m) {
+		if !found {
+			continue
+		}
+		ix.match(ids[:n], 0, func(seq uint32) bool {
+			m := ix.orderKey(seq)
+			if hasCur && !c.Older(m) {
 				return true // on an earlier page
 			}
-			if len(best) == limit+1 && !newer(m, best[limit].m) {
+			k := candidate{st: st, at: m.SentAt, room: m.RoomID, seq: m.Seq}
+			if len(best) == limit+1 && !k.newer(&best[limit]) {
 				return !ix.monotone // the room's later matches are older still
 			}
-			i, _ := slices.BinarySearchFunc(best, m, func(e candidate, t *parley.Message) int {
-				if newer(e.m, t) {
+			i, _ := slices.BinarySearchFunc(best, &k, func(e candidate, t *candidate) int {
+				if e.newer(t) {
 					return -1
 				}
 				return 1
@@ -518,17 +648,18 @@ func (s *Store) cachedSearch(userID string, q parley.Query, c parley.SearchCurso
 			if len(best) == limit+1 {
 				best = best[:limit]
 			}
-			best = slices.Insert(best, i, candidate{st: st, m: m})
+			best = slices.Insert(best, i, k)
 			return true
 		})
 	}
 	if len(best) > limit {
 		best = best[:limit]
-		next = parley.CursorAfter(*best[limit-1].m).String()
+		b := &best[limit-1]
+		next = parley.SearchCursor{At: b.at, RoomID: b.room, Seq: b.seq}.String()
 	}
 	hits = make([]parley.SearchHit, len(best))
 	for i, b := range best {
-		hits[i] = parley.SearchHit{Room: b.st.room, Message: *b.m}
+		hits[i] = parley.SearchHit{Room: b.st.room, Message: b.st.idx.message(uint32(b.seq))}
 	}
 	return hits, next, nil, true
 }

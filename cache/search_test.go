@@ -232,6 +232,9 @@ func differential(t *testing.T, cfg cache.Config, rng *rand.Rand) {
 	}
 	compare := func(round int) {
 		t.Helper()
+		if err := cache.CheckSearchIndexes(c); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
 		cold := cache.New(inner, cfg) // nothing applied: reads it all afresh
 		for range 6 {
 			u := users[rng.IntN(len(users))]
@@ -295,6 +298,11 @@ func differential(t *testing.T, cfg cache.Config, rng *rand.Rand) {
 			rooms[i], _ = c.Room(ctx, rooms[i].ID)
 		}
 		compare(round)
+	}
+	// Every word leaves the dictionary with the last index holding it.
+	cache.DropSearchIndexes(c)
+	if n, used := cache.SearchDictWords(c), cache.SearchBytesUsed(c); n != 0 || used != 0 {
+		t.Errorf("with every index dropped: %d words in the dictionary, %d bytes used; want 0, 0", n, used)
 	}
 	if cfg.SearchBytes == 0 && cfg.MaxRooms == 0 {
 		// With room to spare, every search of c was served from memory:
