@@ -82,14 +82,8 @@ func (s *Store) cachedPage(roomID string, p parley.Page) ([]parley.Message, bool
 // messages down to the page. It returns only errors that the inner store
 // would return for the page too (an unknown room).
 func (s *Store) warmWindow(ctx context.Context, roomID string, p parley.Page) error {
-	s.mu.RLock()
-	st := s.rooms[roomID]
-	hasRoom := st != nil && st.hasRoom
-	s.mu.RUnlock()
-	if !hasRoom {
-		if _, err := s.loadRoom(ctx, roomID); err != nil {
-			return err
-		}
+	if err := s.ensureRoom(ctx, roomID); err != nil {
+		return err
 	}
 	for range 4 { // bounded: each round loads up to MaxPageLimit messages
 		s.mu.RLock()
@@ -162,4 +156,17 @@ func (s *Store) loadOlder(ctx context.Context, roomID string, lo, from int64) bo
 		return false
 	}
 	return st.win.extend(replayChanges(page, events), s.recent)
+}
+
+// ensureRoom loads the room's info into the cache unless it is there.
+func (s *Store) ensureRoom(ctx context.Context, roomID string) error {
+	s.mu.RLock()
+	st := s.rooms[roomID]
+	hasRoom := st != nil && st.hasRoom
+	s.mu.RUnlock()
+	if hasRoom {
+		return nil
+	}
+	_, err := s.loadRoom(ctx, roomID)
+	return err
 }

@@ -561,14 +561,8 @@ func (s *Store) warmSearch(ctx context.Context, userID string, missing []string)
 		return err == nil
 	}
 	for _, roomID := range missing {
-		s.mu.RLock()
-		st := s.rooms[roomID]
-		hasRoom := st != nil && st.hasRoom
-		s.mu.RUnlock()
-		if !hasRoom {
-			if _, err := s.loadRoom(ctx, roomID); err != nil {
-				return false
-			}
+		if s.ensureRoom(ctx, roomID) != nil {
+			return false
 		}
 		if !s.buildIndex(ctx, roomID) {
 			return false
