@@ -294,8 +294,7 @@ func (h *HotStore) retryLoop() {
 		case <-time.After(pause):
 		}
 		done := h.invalidatePending()
-		if h.owesRedis() {
-			h.replayOwed()
+		if h.replayOwed() {
 			done = false
 		}
 		if done {

@@ -99,7 +99,7 @@ func (o *owed) message(m *parley.Message, activity time.Time) {
 		if old.m.Seq > m.Seq || old.m.Seq == m.Seq && old.m.Change >= m.Change {
 			return
 		}
-	} else if !o.room(len(o.last)) {
+	} else if !o.fits(len(o.last)) {
 		return
 	} else if o.last == nil {
 		o.last = map[string]owedLast{}
@@ -115,7 +115,7 @@ func (o *owed) raise(user, room string, seq int64) {
 		}
 		return
 	}
-	if !o.room(len(o.raises)) {
+	if !o.fits(len(o.raises)) {
 		return
 	}
 	if o.raises == nil {
@@ -136,7 +136,7 @@ func (o *owed) change(ev *parley.Event) {
 		}
 		return
 	}
-	if !o.room(len(o.changes)) {
+	if !o.fits(len(o.changes)) {
 		return
 	}
 	if o.changes == nil {
@@ -145,8 +145,8 @@ func (o *owed) change(ev *parley.Event) {
 	o.changes[k] = *ev
 }
 
-// room reports whether a kind holding n entries takes one more.
-func (o *owed) room(n int) bool {
+// fits reports whether a kind holding n entries takes one more.
+func (o *owed) fits(n int) bool {
 	if n < maxOwed {
 		return true
 	}
@@ -154,7 +154,7 @@ func (o *owed) room(n int) bool {
 	return false
 }
 
-// queue puts the replay's scripts on pipe, before the write's own.
+// queueOwed puts the replay's scripts on pipe, before the write's own.
 func (h *HotStore) queueOwed(ctx context.Context, pipe goredis.Pipeliner, o *owed, ttl string) {
 	for room, l := range o.last {
 		scriptLast.Eval(ctx, pipe, []string{h.lastKey(room)}, strconv.FormatInt(l.m.Seq, 10), encodeLast(&l.m, l.activity), ttl)
@@ -204,14 +204,16 @@ func (h *HotStore) owesRedis() bool {
 }
 
 // replayOwed has the applier write what is owed, if anything is, even
-// with nothing queued: the retry goroutine's call for a quiet node.
-func (h *HotStore) replayOwed() {
+// with nothing queued: the retry goroutine's call for a quiet node. It
+// reports whether anything was owed.
+func (h *HotStore) replayOwed() bool {
 	if !h.owesRedis() {
-		return
+		return false
 	}
 	h.replayDue.Store(true)
 	select {
 	case h.awake <- struct{}{}:
 	default:
 	}
+	return true
 }
