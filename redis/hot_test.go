@@ -362,3 +362,53 @@ func TestHotStoreLostInvalidation(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// failingWrites fails, while armed, every pipeline that runs a script:
+// the applier's writes (and their replays) are lost while reads work, so
+// a room's window stays contiguous and as new as its last message key,
+// but behind the commits.
+type failingWrites struct{ armed atomic.Bool }
+
+func (f *failingWrites) DialHook(next goredis.DialHook) goredis.DialHook          { return next }
+func (f *failingWrites) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook { return next }
+func (f *failingWrites) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []goredis.Cmder) error {
+		for _, c := range cmds {
+			if name := c.Name(); f.armed.Load() && (name == "eval" || name == "evalsha") {
+				return errors.New("redis write lost (test)")
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// TestHotStoreGapReadsFromStore: the cluster relay reads a gap as a
+// forward page (seqs after the last it delivered). With the room's window
+// in Redis consistent but behind its commits (their writes lost), that
+// page still comes from PostgreSQL and brings the missing seqs: a relay
+// never waits on a window that may never catch up.
+func TestHotStoreGapReadsFromStore(t *testing.T) {
+	rdb, prefix := testClient(t)
+	fail := &failingWrites{}
+	rdb.AddHook(fail)
+	n := openNode(t, pgtest.Schema(t), rdb, prefix, nil)
+	ann := parleytest.MustCreateUser(t, n.hot, "ann")
+	r := parleytest.MustCreateRoom(t, n.hot, ann, "one", 0)
+	for i := range 5 {
+		parleytest.MustSend(t, n.hot, r, ann, fmt.Sprint(i))
+	}
+	wantSeqs(t, "newest page, warm", mustMessages(t, n.hot, r.ID, parley.Newest(10)), 5, 1)
+
+	fail.armed.Store(true)
+	for i := range 2 {
+		parleytest.MustSend(t, n.hot, r, ann, fmt.Sprint("lost ", i))
+	}
+	got := mustMessages(t, n.hot, r.ID, parley.Page{After: 5, Limit: 2})
+	if fmt.Sprint(seqs(got)) != "[6 7]" {
+		t.Errorf("forward page after 5 with Redis behind at 5: seqs %v, want [6 7]", seqs(got))
+	}
+	got = mustMessages(t, n.hot, r.ID, parley.Page{After: 3, Limit: 10})
+	if fmt.Sprint(seqs(got)) != "[4 5 6 7]" {
+		t.Errorf("forward page after 3 with Redis behind at 5: seqs %v, want [4 5 6 7]", seqs(got))
+	}
+}
