@@ -52,6 +52,13 @@
 // waiting here. The first
 // message of a room the node has not seen is held for GapWait too (unless
 // it is seq 1), so that an older one still on its way is not overtaken.
+// Then delivery starts after the position of the room's local topic
+// subscribers (Config.Subscribed: a live-only one is placed at the room's
+// last seq when it subscribed, hub.Hub.LiveAfter), the missing seqs read
+// from the store, so that batches later than GapWait lose them nothing;
+// only when no position is known does it start at the held message, and
+// an older seq that comes later is dropped and counted
+// (parley_cluster_before_start_total).
 //
 // # Failures
 //
@@ -168,9 +175,11 @@ type Config struct {
 	// those of its route. Default 5 s.
 	Settle time.Duration
 	// Subscribed, when set, lists the rooms with local topic subscribers
-	// and their positions (hub.Hub.Rooms): a head check also covers the
-	// rooms among them the relay has never delivered, and fills such a
-	// room from its subscribers' lowest position to its head.
+	// and their positions (hub.Hub.Rooms, hub.Hub.Room): a head check also
+	// covers the rooms among them the relay has never delivered, and fills
+	// such a room from its subscribers' lowest position to its head; and
+	// the delivery of a room first seen starts there once its first
+	// message has waited GapWait.
 	Subscribed Subscribed
 	// Written, when set, is the shared hot data (redis.HotStore, whose
 	// Apply runs before the relay's): the relay publishes a commit of this

@@ -29,10 +29,22 @@ type Position struct {
 }
 
 // Subscribed lists the rooms with local topic subscribers whose position
-// is known, and where they are (hub.Hub.Rooms). It must not call into the
-// relay.
+// is known, and where they are (hub.Hub.Rooms, hub.Hub.Room). It must not
+// call into the relay.
 type Subscribed interface {
 	SubscribedRooms() map[string]Position
+	// SubscribedRoom is one room's position; ok is false when no local
+	// topic subscriber's position is known.
+	SubscribedRoom(roomID string) (pos Position, ok bool)
+}
+
+// subscribedAt is where the local topic subscribers of roomID are, if
+// known.
+func (r *Relay) subscribedAt(roomID string) (Position, bool) {
+	if r.cfg.Subscribed == nil {
+		return Position{}, false
+	}
+	return r.cfg.Subscribed.SubscribedRoom(roomID)
 }
 
 // knownTTL is how long a node stays known without being seen in a route or
@@ -277,10 +289,15 @@ func (r *Relay) catchUpHeads(heads map[string]int64) {
 //     after it is the one case that could repeat a message in a personal
 //     queue; the gap timer has it too.)
 //
-// A room whose subscribers are all live-only and have had nothing is not
-// in Subscribed: where what they want starts is unknown (a fill from 0
-// would hand them the room's whole history), so it waits for the room's
+// A live-only subscriber that has had nothing is placed at the room's last
+// seq when it subscribed (hub.Hub.LiveAfter). A room whose subscribers are
+// all live-only, have had nothing and whose last seq could not be read is
+// not in Subscribed: where what they want starts is unknown (a fill from
+// 0 would hand them the room's whole history), so it waits for the room's
 // next message.
+//
+// catchUp uses it too, for a room first seen whose first message waited
+// GapWait.
 func (r *Relay) startAt(room string, st *roomState, pos Position) *roomState {
 	if st == nil {
 		r.evict()
@@ -292,6 +309,7 @@ func (r *Relay) startAt(room string, st *roomState, pos Position) *roomState {
 	if low := lowestHeld(st); low > 0 && low < st.next {
 		st.next = low
 	}
+	st.start = st.next
 	r.drain(room, st)
 	return st
 }

@@ -336,6 +336,11 @@ func (s hubRooms) SubscribedRooms() map[string]cluster.Position {
 	return out
 }
 
+func (s hubRooms) SubscribedRoom(roomID string) (cluster.Position, bool) {
+	p, ok := s.h.Room(roomID)
+	return cluster.Position{Low: p.Low, High: p.High}, ok
+}
+
 // seqRecorder is a hub.Receiver that records its seqs.
 type seqRecorder struct {
 	mu   sync.Mutex
@@ -386,18 +391,8 @@ func TestHeadCheckFillsARoomNeverDelivered(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			store := &fakeStore{members: map[string][]string{"r": {"x", "y"}}, msgs: map[string][]parley.Message{}}
-			heads := &memHeads{heads: map[string]int64{}}
-			h := hub.New(hub.Config{Members: store})
-			t.Cleanup(func() { h.Close() })
-			bHeads := &signalHeads{memHeads: heads, reads: make(chan struct{}, 10)}
-			nodes := newHeadNodesWith(t, store, heads, []string{"a", "b"}, func(name string, cfg *cluster.Config) {
-				if name == "b" {
-					cfg.Local, cfg.Subscribed, cfg.Heads = h, hubRooms{h}, bHeads
-				}
-			})
-			<-bHeads.reads // b's check at Start is over
-			a, b := nodes["a"], nodes["b"]
+			n := newHubNodes(t, 0)
+			store, heads, h, a, b := n.store, n.heads, n.hub, n.a, n.b
 			b.inner.Add(context.Background(), "y")
 			history := func(ctx context.Context, after int64) ([]parley.Message, error) {
 				return store.Messages(ctx, "r", parley.Page{After: after, Limit: parley.MaxPageLimit})
@@ -499,4 +494,59 @@ func TestNodeDeathFillsFromStore(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestUnseenRoomLateBatchReachesLiveSubscriber: b's live-only subscriber
+// listens from a room's start (placed at its last seq, 0); a commits
+// seq 1, whose batch does not reach b within GapWait (here: never), and b
+// commits seq 2, the first message b sees of the room. Once seq 2 has
+// waited GapWait, b starts the room where its subscriber is and reads
+// seq 1 from the store: the subscriber gets 1 and 2, in order, where it
+// got 2 alone before (CI's TestClusterRoomAcrossNodes: a node's sessions
+// all short of the room's first seqs).
+func TestUnseenRoomLateBatchReachesLiveSubscriber(t *testing.T) {
+	n := newHubNodes(t, 5*time.Millisecond) // b's head check at Start is over: only the gap timer can fill
+	store, h, a, b := n.store, n.hub, n.a, n.b
+	b.inner.Add(context.Background(), "y")
+	topic := &seqRecorder{}
+	ts := &hub.Sub{To: topic, UserID: "y", RoomID: "r"}
+	h.Subscribe(ts)
+	h.LiveAfter(ts, 0) // the room's last seq when y subscribed
+	h.Start(context.Background(), ts, -1, nil, nil)
+
+	a.broker.drop.Store(true) // seq 1's batch is later than GapWait
+	a.relay.Apply([]parley.Event{store.commit("r", "x")})
+	b.relay.Apply([]parley.Event{store.commit("r", "y")})
+	if got := topic.wait(t, "topic", 2); !slices.Equal(got, wantSeqs(2)) {
+		t.Errorf("live-only topic on b, seq 1's batch late and seq 2 committed on b: got %v, want [1 2]", got)
+	}
+}
+
+// hubNodes are nodes a and b sharing heads and a store of room "r" (members
+// x and y), b delivering to a real hub whose positions are its Subscribed.
+type hubNodes struct {
+	store *fakeStore
+	heads *memHeads
+	hub   *hub.Hub
+	a, b  *headNode
+}
+
+// newHubNodes starts hubNodes, b with GapWait gapWait (0: an hour, as
+// newHeadNodes), once b's head check at Start is over.
+func newHubNodes(t *testing.T, gapWait time.Duration) hubNodes {
+	store := &fakeStore{members: map[string][]string{"r": {"x", "y"}}, msgs: map[string][]parley.Message{}}
+	heads := &memHeads{heads: map[string]int64{}}
+	h := hub.New(hub.Config{Members: store})
+	t.Cleanup(func() { h.Close() })
+	bHeads := &signalHeads{memHeads: heads, reads: make(chan struct{}, 10)}
+	nodes := newHeadNodesWith(t, store, heads, []string{"a", "b"}, func(name string, cfg *cluster.Config) {
+		if name == "b" {
+			cfg.Local, cfg.Subscribed, cfg.Heads = h, hubRooms{h}, bHeads
+			if gapWait > 0 {
+				cfg.GapWait = gapWait
+			}
+		}
+	})
+	<-bHeads.reads
+	return hubNodes{store: store, heads: heads, hub: h, a: nodes["a"], b: nodes["b"]}
 }

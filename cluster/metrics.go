@@ -14,6 +14,7 @@ type metrics struct {
 	messages        *prometheus.CounterVec
 	batches         *prometheus.CounterVec
 	duplicates      prometheus.Counter
+	beforeStart     prometheus.Counter
 	filled          prometheus.Counter
 	fills           *prometheus.CounterVec
 	skipped         prometheus.Counter
@@ -74,7 +75,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "parley_cluster_gap_fills_total",
 			Help: "Reads of missing messages from the store, by cause: the gap timer (timer), a local commit behind a gap (local), another node's message behind a gap (remote), a room head ahead of delivery (head).",
 		}, []string{"reason"}),
-		duplicates:      c("parley_cluster_duplicates_total", "Messages dropped because their room had delivered that seq."),
+		duplicates: c("parley_cluster_duplicates_total", "Messages dropped because their room had delivered that seq."),
+		beforeStart: c("parley_cluster_before_start_total", "Messages dropped because they reached the relay after it had started delivering their room at a later seq "+
+			"(the room's first message here waited GapWait, and no local subscriber wanted older seqs or none's position was known): never delivered on this node."),
 		filled:          c("parley_cluster_gap_filled_total", "Messages read from the store to close a gap."),
 		skipped:         c("parley_cluster_gap_skipped_total", "Seqs skipped because a gap could not be filled (clients fill it with since-seq)."),
 		routeMisses:     c("parley_cluster_route_misses_total", "Routes computed from the store and presence instead of the cache."),
@@ -102,7 +105,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.fills.WithLabelValues(reason)
 	}
 	if reg != nil {
-		reg.MustRegister(m.queued, m.unpublished, m.held, m.holds, m.holdTime, m.publishWait, m.delivery, m.messages, m.batches, m.duplicates, m.filled, m.fills, m.skipped,
+		reg.MustRegister(m.queued, m.unpublished, m.held, m.holds, m.holdTime, m.publishWait, m.delivery, m.messages, m.batches, m.duplicates, m.beforeStart, m.filled, m.fills, m.skipped,
 			m.routeMisses, m.presenceLookups, m.routeErrors, m.publishErrors, m.gone,
 			m.headChecks, m.headErrors, m.broadcasts, m.signalsQueued, m.signalsDropped)
 	}

@@ -15,6 +15,10 @@ type roomState struct {
 	timer *time.Timer           // armed while held is not empty
 	stuck time.Time             // since when catching up has made no progress; zero while it does
 	used  time.Time             // last activity, for eviction
+	// start is where delivery began in a room whose start was not known
+	// (catchUp, startAt): an older seq arriving later was never delivered
+	// here (parley_cluster_before_start_total), not a duplicate.
+	start int64
 	// reading is set while a read of the gap below the held messages is
 	// on its way (readGap); one at a time per room.
 	reading bool
@@ -48,7 +52,11 @@ func (r *Relay) offer(m parley.Message, recipients []string, local bool) {
 	}
 	switch {
 	case st.next != 0 && m.Seq < st.next:
-		r.m.duplicates.Inc()
+		if m.Seq < st.start {
+			r.m.beforeStart.Inc()
+		} else {
+			r.m.duplicates.Inc()
+		}
 		return
 	case st.next == 0 || m.Seq > st.next:
 		if _, ok := st.held[m.Seq]; ok {
@@ -229,6 +237,13 @@ func (r *Relay) gapTimeout(roomID string) {
 // next seq. What stays held waits for the gap timer; a gap that 20 ×
 // GapWait of retries could not narrow is skipped (clients see it and fill
 // it with since-seq).
+//
+// In a room first seen (its first message waited GapWait for older ones
+// still on their way), delivery starts after the position of the room's
+// local topic subscribers (Config.Subscribed, startAt), so that batches
+// later than GapWait lose them nothing: the held message's commit proves
+// that the store has every older seq. Only when no position is known does
+// it start at the oldest held message.
 func (r *Relay) catchUp(roomID string, st *roomState, reason string) {
 	if len(st.held) == 0 {
 		return
@@ -241,8 +256,11 @@ func (r *Relay) catchUp(roomID string, st *roomState, reason string) {
 		highest = max(highest, seq)
 	}
 	if st.next == 0 {
-		st.next = lowest
-		r.drain(roomID, st)
+		pos, ok := r.subscribedAt(roomID)
+		if !ok {
+			pos.Low = lowest - 1 // nobody's start is known: the held messages'
+		}
+		r.startAt(roomID, st, pos)
 	}
 	before := st.next
 	if len(st.held) > 0 && r.fill(roomID, st, highest-1, reason) {

@@ -257,6 +257,9 @@ func (s *session) subscribe(f *stomp.Frame) error {
 		if err == nil && since > 0 {
 			err = s.checkSince(ctx, u, sub.RoomID, since)
 		}
+		if err == nil && since < 0 {
+			s.srv.hub.LiveAfter(&sub.Sub, s.liveFrom(ctx, u, sub.RoomID))
+		}
 		cancel()
 		if err != nil {
 			s.dropSub(sub)
@@ -272,6 +275,20 @@ func (s *session) subscribe(f *stomp.Frame) error {
 	}
 	go s.catchUp(sub, since)
 	return nil
+}
+
+// liveFrom returns the room's last seq for a live-only subscription, read
+// after the hub registered it and before its RECEIPT: every seq after it
+// is live for the subscription. The cluster relay starts a room it has
+// never delivered there (hub.Hub.LiveAfter), so that a batch of an older
+// seq that is late loses the subscription nothing. -1 when the read
+// fails: the subscription still starts, live from whatever comes first.
+func (s *session) liveFrom(ctx context.Context, u parley.User, roomID string) int64 {
+	r, err := s.srv.chat.Room(ctx, u, roomID)
+	if err != nil {
+		return -1
+	}
+	return r.LastSeq
 }
 
 // checkSince refuses a since-seq past the room's last seq: the client

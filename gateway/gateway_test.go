@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"parley/hub"
 	"parley/stomp"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -448,4 +450,26 @@ func TestBlockingReadFallback(t *testing.T) {
 			a.expect("RECEIPT", "receipt-id:"+id)
 		}
 	})
+}
+
+// TestLiveSubscriptionPosition: a live-only room subscription is placed,
+// before its RECEIPT, at the room's last seq, so that the hub can tell
+// the cluster relay where its subscribers start in a room the relay has
+// never delivered (hub.Hub.Room); a since-seq one reports where it read.
+func TestLiveSubscriptionPosition(t *testing.T) {
+	e := newEnv(t, Config{})
+	alice, bob := e.chat.addUser("alice"), e.chat.addUser("bob")
+	e.chat.addRoom("r1", alice, bob)
+	for i := range 3 {
+		if _, _, err := e.chat.Send(context.Background(), bob, "r1", fmt.Sprint(i), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := e.dial(t, "tcp")
+	a.connect("alice")
+	a.send(frame("SUBSCRIBE", "", "id:live", "destination:/topic/rooms.r1", "receipt:s0"))
+	a.expect("RECEIPT", "receipt-id:s0")
+	if got, ok := e.hub.Room("r1"); !ok || got != (hub.Position{Low: 3, High: 3}) {
+		t.Errorf("after a live-only SUBSCRIBE to a room at seq 3: hub.Room = %v, %v, want {3 3}, true", got, ok)
+	}
 }

@@ -327,6 +327,37 @@ func TestRoomsPositions(t *testing.T) {
 			r.send("old")
 			startSub(t, h, r, "alice", -1)
 		}, map[string]Position{}},
+		{"live-only started at the room's last seq", func(t *testing.T, h *Hub, r *room) {
+			for range 3 {
+				r.send("old")
+			}
+			s := &Sub{To: newRecorder(), UserID: "alice", RoomID: r.id}
+			h.Subscribe(s)
+			h.LiveAfter(s, 3)
+			h.Start(context.Background(), s, -1, nil, nil)
+		}, map[string]Position{"r1": {3, 3}}},
+		{"live-only not started yet, at the room's last seq", func(t *testing.T, h *Hub, r *room) {
+			s := &Sub{To: newRecorder(), UserID: "alice", RoomID: r.id}
+			h.Subscribe(s)
+			h.LiveAfter(s, 7)
+		}, map[string]Position{"r1": {7, 7}}},
+		{"live-only started in a room never written, and one started without its last seq", func(t *testing.T, h *Hub, r *room) {
+			s := &Sub{To: newRecorder(), UserID: "alice", RoomID: r.id}
+			h.Subscribe(s)
+			h.LiveAfter(s, 0)
+			h.Start(context.Background(), s, -1, nil, nil)
+			startSub(t, h, r, "bob", -1)
+		}, map[string]Position{"r1": {0, 0}}},
+		{"live-only started at the last seq, then handed messages", func(t *testing.T, h *Hub, r *room) {
+			rec := newRecorder()
+			s := &Sub{To: rec, UserID: "alice", RoomID: r.id}
+			h.Subscribe(s)
+			h.LiveAfter(s, 0)
+			h.Start(context.Background(), s, -1, nil, nil)
+			r.send("one")
+			r.send("two")
+			rec.waitFor(t, 2)
+		}, map[string]Position{"r1": {2, 2}}},
 		{"live-only after live messages, and a since-seq start", func(t *testing.T, h *Hub, r *room) {
 			rec := startSub(t, h, r, "alice", -1)
 			r.send("one")
@@ -362,6 +393,10 @@ func TestRoomsPositions(t *testing.T) {
 			tc.setup(t, h, r)
 			if got := h.Rooms(); !maps.Equal(got, tc.want) {
 				t.Errorf("Rooms() = %v, want %v", got, tc.want)
+			}
+			want, wantOK := tc.want["r1"]
+			if got, ok := h.Room("r1"); got != want || ok != wantOK {
+				t.Errorf("Room(%q) = %v, %v, want %v, %v", "r1", got, ok, want, wantOK)
 			}
 		})
 	}

@@ -48,6 +48,7 @@ type Sub struct {
 	buf       []*Message // live messages held back during the catch-up
 	sent      int64      // room subscriptions: the last seq handed to the receiver (history or live); later ones at or below it are duplicates
 	placed    bool       // room subscriptions: sent is known (a since-seq start, or something handed over)
+	from      int64      // live-only room subscriptions (LiveAfter): the room's last seq when it subscribed; -1 when unknown
 	removed   atomic.Bool
 }
 
@@ -65,6 +66,7 @@ func (h *Hub) Subscribe(s *Sub) {
 	s.buf = nil
 	s.sent = 0
 	s.placed = false
+	s.from = -1
 	if s.RoomID != "" {
 		s.idx = len(h.rooms[s.RoomID])
 		h.rooms[s.RoomID] = append(h.rooms[s.RoomID], s)
@@ -184,6 +186,21 @@ func (h *Hub) Start(ctx context.Context, s *Sub, after int64, history History, s
 	}
 }
 
+// LiveAfter notes that a live-only room subscription registered with
+// Subscribe (and to be started with Start, after < 0) wants every seq
+// after last, the room's last seq as the caller read it after Subscribe:
+// any seq committed later is live for it. Until it is handed a message,
+// Rooms reports it there, so that the cluster relay, delivering a room it
+// has never seen, knows where to start for it (cluster.Subscribed)
+// instead of at whatever message reached the node first.
+func (h *Hub) LiveAfter(s *Sub, last int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s.idx >= 0 && s.RoomID != "" && last >= 0 {
+		s.from = last
+	}
+}
+
 // errRemoved is returned by Start when the Hub dropped the subscription
 // during the catch-up.
 var errRemoved = errors.New("subscription removed during catch-up")
@@ -234,31 +251,50 @@ type Position struct {
 
 // Rooms returns the position of each room with topic subscriptions whose
 // last seq is known: live ones that started from a since-seq or have been
-// handed a message. A subscription still catching up on history is left
-// out (it reads up to the room's last seq by itself), and so is a live-only
-// one that has had nothing yet (it wants what is committed from now on,
-// and the hub does not know where that starts). The cluster relay reads
+// handed a message, and live-only ones given LiveAfter, at the room's
+// last seq when they subscribed until they are handed a message. A
+// subscription still catching up on history is left out (it reads up to
+// the room's last seq by itself), and so is a live-only one without
+// LiveAfter that has had nothing yet (it wants what is committed from now
+// on, and the hub does not know where that starts). The cluster relay reads
 // it to fill from the store a room whose first messages never reached
-// this node.
+// this node, or reached it late.
 func (h *Hub) Rooms() map[string]Position {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	out := make(map[string]Position, len(h.rooms))
 	for room, subs := range h.rooms {
-		pos, ok := Position{}, false
-		for _, s := range subs {
-			if s.buffering || !s.placed {
-				continue
-			}
-			if !ok {
-				pos, ok = Position{s.sent, s.sent}, true
-				continue
-			}
-			pos.Low, pos.High = min(pos.Low, s.sent), max(pos.High, s.sent)
-		}
-		if ok {
+		if pos, ok := positionOf(subs); ok {
 			out[room] = pos
 		}
 	}
 	return out
+}
+
+// Room returns the position of one room's topic subscriptions, as Rooms
+// does; ok is false when none is known.
+func (h *Hub) Room(roomID string) (pos Position, ok bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return positionOf(h.rooms[roomID])
+}
+
+// positionOf is the lowest and the highest known position of subs; the
+// hub's lock is held.
+func positionOf(subs []*Sub) (pos Position, ok bool) {
+	for _, s := range subs {
+		at := s.sent
+		switch {
+		case s.from >= 0 && !s.placed: // live-only, started or not: it wants what follows from
+			at = s.from
+		case s.buffering || !s.placed:
+			continue
+		}
+		if !ok {
+			pos, ok = Position{at, at}, true
+			continue
+		}
+		pos.Low, pos.High = min(pos.Low, at), max(pos.High, at)
+	}
+	return pos, ok
 }

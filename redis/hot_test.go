@@ -306,8 +306,13 @@ func hotRequests(t *testing.T, reg *prometheus.Registry, kind, result string) fl
 }
 
 // failingPipelines fails every pipeline while armed, as an unreachable
-// Redis would.
-type failingPipelines struct{ armed atomic.Bool }
+// Redis would; with writesOnly, only those that run a script (the
+// applier's writes and their replays), as if writes were lost while reads
+// work.
+type failingPipelines struct {
+	armed      atomic.Bool
+	writesOnly bool
+}
 
 func (f *failingPipelines) DialHook(next goredis.DialHook) goredis.DialHook { return next }
 func (f *failingPipelines) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
@@ -315,11 +320,20 @@ func (f *failingPipelines) ProcessHook(next goredis.ProcessHook) goredis.Process
 }
 func (f *failingPipelines) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []goredis.Cmder) error {
-		if f.armed.Load() {
+		if f.armed.Load() && (!f.writesOnly || runsScript(cmds)) {
 			return errors.New("redis is unreachable (test)")
 		}
 		return next(ctx, cmds)
 	}
+}
+
+func runsScript(cmds []goredis.Cmder) bool {
+	for _, c := range cmds {
+		if name := c.Name(); name == "eval" || name == "evalsha" {
+			return true
+		}
+	}
+	return false
 }
 
 // TestHotStoreLostInvalidation: when the commit of a join or a leave cannot
@@ -360,5 +374,36 @@ func TestHotStoreLostInvalidation(t *testing.T) {
 			t.Fatalf("Member(one) 10 s after a leave whose invalidation was lost: %v, want not_found", err)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestHotStoreGapReadsFromStore: the cluster relay reads a gap as a
+// forward page (seqs after the last it delivered). With the room's window
+// in Redis consistent but behind its commits (their writes lost), that
+// page still comes from PostgreSQL and brings the missing seqs: a relay
+// never waits on a window that may never catch up.
+func TestHotStoreGapReadsFromStore(t *testing.T) {
+	rdb, prefix := testClient(t)
+	fail := &failingPipelines{writesOnly: true}
+	rdb.AddHook(fail)
+	n := openNode(t, pgtest.Schema(t), rdb, prefix, nil)
+	ann := parleytest.MustCreateUser(t, n.hot, "ann")
+	r := parleytest.MustCreateRoom(t, n.hot, ann, "one", 0)
+	for i := range 5 {
+		parleytest.MustSend(t, n.hot, r, ann, fmt.Sprint(i))
+	}
+	wantSeqs(t, "newest page, warm", mustMessages(t, n.hot, r.ID, parley.Newest(10)), 5, 1)
+
+	fail.armed.Store(true)
+	for i := range 2 {
+		parleytest.MustSend(t, n.hot, r, ann, fmt.Sprint("lost ", i))
+	}
+	got := mustMessages(t, n.hot, r.ID, parley.Page{After: 5, Limit: 2})
+	if fmt.Sprint(seqs(got)) != "[6 7]" {
+		t.Errorf("forward page after 5 with Redis behind at 5: seqs %v, want [6 7]", seqs(got))
+	}
+	got = mustMessages(t, n.hot, r.ID, parley.Page{After: 3, Limit: 10})
+	if fmt.Sprint(seqs(got)) != "[4 5 6 7]" {
+		t.Errorf("forward page after 3 with Redis behind at 5: seqs %v, want [4 5 6 7]", seqs(got))
 	}
 }

@@ -158,6 +158,11 @@ func (s hubRooms) SubscribedRooms() map[string]cluster.Position {
 	return out
 }
 
+func (s hubRooms) SubscribedRoom(roomID string) (cluster.Position, bool) {
+	p, ok := s.h.Room(roomID)
+	return cluster.Position{Low: p.Low, High: p.High}, ok
+}
+
 // awaitBroker waits, at most d, until this node's queue is bound: before
 // that, batches other nodes send here come back unroutable and would drop
 // this node's presence. A node that cannot reach RabbitMQ still starts and
