@@ -9,7 +9,9 @@
 // same one). A writer takes everything waiting, up to Config.MaxBatch
 // writes, and runs them in one transaction sent as one pipeline: BEGIN, a
 // statement that locks the rooms the batch changes, then the writes in
-// order; then COMMIT. Two round trips and one commit for the whole batch.
+// order, then COMMIT. One round trip and one commit for the whole batch,
+// so that a room's lock is held for the statements and the commit's WAL
+// flush only, not for a round trip to the node.
 //
 // Each write is a single statement that reports a logical failure
 // (name_taken, room_full, not_found, a repeated client_id) in its result
@@ -19,8 +21,9 @@
 // least 16), the usual batch under load, takes a path of its own
 // (sendbatch.go): the rooms locked and read, the members and client ids
 // read, then the seqs worked out in Go and written by one multi-row INSERT
-// and one UPDATE each of the rooms and the read positions; three round
-// trips, and about half the database's CPU of the set-based statement.
+// and one UPDATE each of the rooms and the read positions, sent with the
+// COMMIT; two round trips, and about half the database's CPU of the
+// set-based statement.
 // After the commit, Config.OnCommit gets the batch's events, then the
 // writes return; the batches of the node's writers reach OnCommit in
 // commit order.
@@ -150,17 +153,27 @@ const DefaultWriters = 1
 // Store is the PostgreSQL parley.Store. It is safe for concurrent use;
 // Close stops it.
 type Store struct {
-	pool     *pgxpool.Pool
-	m        *metrics
-	w        []*groupcommit.Writer[writeOp, result] // by hash of writeOp.shard
-	seq      *sequencer
+	pool *pgxpool.Pool
+	m    *metrics
+	w    []*groupcommit.Writer[writeOp, result] // by hash of writeOp.shard
+	seq  *sequencer
+	// fence is held for reading by each attempt of a batch, from before
+	// its ticket to its outcome, and for writing by one that holds a
+	// crossShard write.
+	fence    sync.RWMutex
 	onCommit parley.EventSink
 	wq       *writeQueries
 	rq       *readQueries
 
 	writeTimeout time.Duration
-	minSendBatch int          // the smallest batch of sends that takes trySends
-	lastNow      atomic.Int64 // the latest write time handed out, unix µs
+	minSendBatch int // the smallest batch of sends that takes trySends
+	// afterCommit, when set (tests), is called by the writer with a
+	// committed batch's events, before they go to the sequencer.
+	afterCommit func([]parley.Event)
+	// fenceWait, when set (tests), is called by a writer whose batch holds
+	// a crossShard write and must wait for other batches in flight.
+	fenceWait func()
+	lastNow   atomic.Int64 // the latest write time handed out, unix µs
 
 	closed    atomic.Bool
 	closeOnce sync.Once
