@@ -374,7 +374,12 @@ func opError(err error, code string) error {
 }
 
 // now returns the time of a write. The times a store hands out only grow,
-// so that commit order and activity order agree on this node.
+// so that commit order and activity order agree within each writer, and so
+// within each room, on this node. Between writers they may not: a batch
+// takes its time before its commit, so with several writers a room's
+// activity can be a batch's span older than another room's that committed
+// before it. Readers compare activity times by value (room lists sort by
+// them, the hot data keeps the latest), never by the order of commits.
 func (s *Store) now() time.Time {
 	for {
 		last := s.lastNow.Load()
