@@ -116,22 +116,36 @@ func TestPGWritersFlag(t *testing.T) {
 		{"flag wins", []string{"--pg-writers", "4"}, map[string]string{"PARLEY_PG_WRITERS": "1"}, 4},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var cfg Config
-			fs := flag.NewFlagSet("parley serve", flag.ContinueOnError)
-			cfg.flags(fs)
-			if err := parseFlags(fs, tt.args, func(k string) string { return tt.env[k] }); err != nil {
-				t.Fatalf("parseFlags(%q) error = %v", tt.args, err)
-			}
-			if cfg.PGWriters != tt.want {
+			if cfg := mustParseServe(t, tt.args, tt.env); cfg.PGWriters != tt.want {
 				t.Errorf("parseFlags(%q, %v): PGWriters = %d, want %d", tt.args, tt.env, cfg.PGWriters, tt.want)
 			}
 		})
 	}
+	wantOpenRefused(t, Config{PGWriters: -1}, "--pg-writers")
+}
 
-	m := &Main{Config: Config{Addr: "127.0.0.1:0", Data: t.TempDir(), Sync: "normal", KDF: testKDF, PGWriters: -1}}
+// mustParseServe returns the serve configuration of args and env (the
+// environment's variables by name).
+func mustParseServe(t *testing.T, args []string, env map[string]string) Config {
+	t.Helper()
+	var cfg Config
+	fs := flag.NewFlagSet("parley serve", flag.ContinueOnError)
+	cfg.flags(fs)
+	if err := parseFlags(fs, args, func(k string) string { return env[k] }); err != nil {
+		t.Fatalf("parseFlags(%q) error = %v", args, err)
+	}
+	return cfg
+}
+
+// wantOpenRefused checks that a node with cfg (on loopback, SQLite in a
+// temporary directory) does not start, with an error naming flag.
+func wantOpenRefused(t *testing.T, cfg Config, flag string) {
+	t.Helper()
+	cfg.Addr, cfg.Data, cfg.Sync, cfg.KDF = "127.0.0.1:0", t.TempDir(), "normal", testKDF
+	m := &Main{Config: cfg}
 	err := m.Open(context.Background())
 	m.Close(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "--pg-writers") {
-		t.Errorf("Open() with --pg-writers -1: error = %v, want one naming the flag", err)
+	if err == nil || !strings.Contains(err.Error(), flag) {
+		t.Errorf("Open() with %s: error = %v, want one naming the flag", flag, err)
 	}
 }
