@@ -24,6 +24,10 @@ import (
 // the limit.
 var benchSenders = 256
 
+// benchMaxBatch is Config.MaxBatch of BenchmarkSendParallel; 0 for the
+// default.
+var benchMaxBatch int
+
 // benchClientIDs gives every message of BenchmarkSendParallel a client id
 // of its own (idempotency keys, as clients that send again use them).
 var benchClientIDs bool
@@ -31,6 +35,7 @@ var benchClientIDs bool
 func init() {
 	flag.IntVar(&benchSenders, "senders", benchSenders, "concurrent senders of BenchmarkSendParallel (rounded up to a multiple of GOMAXPROCS)")
 	flag.BoolVar(&benchClientIDs, "client-ids", false, "give every message of BenchmarkSendParallel a client id")
+	flag.IntVar(&benchMaxBatch, "max-batch", 0, "Config.MaxBatch of BenchmarkSendParallel (0: the store's default)")
 }
 
 // BenchmarkSendParallel measures durable sends (synchronous_commit as the
@@ -55,7 +60,7 @@ func BenchmarkSendParallel(b *testing.B) {
 func benchmarkSendParallel(b *testing.B, writers int, noIndex bool) {
 	const nRooms = 100
 	url := pgtest.Schema(b)
-	s := mustOpen(b, postgres.Config{URL: url, Writers: writers, NoSearchIndex: noIndex})
+	s := mustOpen(b, postgres.Config{URL: url, Writers: writers, NoSearchIndex: noIndex, MaxBatch: benchMaxBatch})
 	ctx := context.Background()
 	meter, err := pgxpool.New(ctx, url)
 	if err != nil {

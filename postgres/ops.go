@@ -129,6 +129,10 @@ func (o *createRoom) shard() string {
 	return o.id
 }
 
+// crossShard: a direct room's pair may have a room already, whose row it
+// locks and whose members it may bring back, outside the room's shard.
+func (o *createRoom) crossShard() bool { return o.nr.Kind == parley.KindDirect }
+
 func (o *createRoom) queue(b *pgx.Batch, q *writeQueries, now time.Time) {
 	o.r = parley.Room{ID: o.id, Kind: o.nr.Kind, Title: o.nr.Title, Capacity: o.nr.Capacity,
 		MemberCount: 1, LastActivityAt: now, CreatedAt: now}

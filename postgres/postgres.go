@@ -9,7 +9,9 @@
 // same one). A writer takes everything waiting, up to Config.MaxBatch
 // writes, and runs them in one transaction sent as one pipeline: BEGIN, a
 // statement that locks the rooms the batch changes, then the writes in
-// order; then COMMIT. Two round trips and one commit for the whole batch.
+// order, then COMMIT. One round trip and one commit for the whole batch,
+// so that a room's lock is held for the statements and the commit's WAL
+// flush only, not for a round trip to the node.
 //
 // Each write is a single statement that reports a logical failure
 // (name_taken, room_full, not_found, a repeated client_id) in its result
@@ -19,8 +21,9 @@
 // least 16), the usual batch under load, takes a path of its own
 // (sendbatch.go): the rooms locked and read, the members and client ids
 // read, then the seqs worked out in Go and written by one multi-row INSERT
-// and one UPDATE each of the rooms and the read positions; three round
-// trips, and about half the database's CPU of the set-based statement.
+// and one UPDATE each of the rooms and the read positions, sent with the
+// COMMIT; two round trips, and about half the database's CPU of the
+// set-based statement.
 // After the commit, Config.OnCommit gets the batch's events, then the
 // writes return; the batches of the node's writers reach OnCommit in
 // commit order.
@@ -112,14 +115,17 @@ type Config struct {
 	// runs on the writer goroutine: it must not block nor call the store's
 	// writes.
 	OnCommit parley.EventSink
-	// MaxBatch is the most writes one transaction holds. Default 256.
+	// MaxBatch is the most writes one transaction holds. Default
+	// DefaultMaxBatch.
 	MaxBatch int
 	// Writers is the number of group-commit writers, each with its own
 	// transactions: while one waits for its round trips and its commit,
 	// another runs its batch. The writes to one room always go through the
-	// same writer. More than one pays when the database is far (network
-	// latency) rather than busy: on a machine whose cores PostgreSQL
-	// shares, smaller batches cost more than the overlap gains. Default 1.
+	// same writer, and the events of every writer reach OnCommit in the
+	// node's commit order (sequencer). More than one pays when the
+	// database is far (network latency) rather than busy: on a machine
+	// whose cores PostgreSQL shares, each writer's smaller batches cost
+	// more CPU a message than the overlap gains. Default DefaultWriters.
 	Writers int
 	// MaxConns is the size of the connection pool, the writers'
 	// connections included. Default 4 × GOMAXPROCS, at least Writers + 4.
@@ -147,20 +153,39 @@ type Config struct {
 // DefaultWriters is the default Config.Writers.
 const DefaultWriters = 1
 
+// DefaultMaxBatch is the default Config.MaxBatch: 1,024 writes. A batch
+// holds what waited during the commit before it, so this bounds only a
+// heavy load; there, a batch costs per room it touches more than per
+// message, and with 1,024 senders over 100 rooms one writer's batches of
+// up to 1,024 (about 550) sent 1.2-2.1× the messages a second of batches
+// of 256, for a fifth less of PostgreSQL's CPU a message, and more than
+// two writers with batches of 256 (BENCHMARKS.md, "PostgreSQL writers").
+const DefaultMaxBatch = 1024
+
 // Store is the PostgreSQL parley.Store. It is safe for concurrent use;
 // Close stops it.
 type Store struct {
-	pool     *pgxpool.Pool
-	m        *metrics
-	w        []*groupcommit.Writer[writeOp, result] // by hash of writeOp.shard
-	seq      *sequencer
+	pool *pgxpool.Pool
+	m    *metrics
+	w    []*groupcommit.Writer[writeOp, result] // by hash of writeOp.shard
+	seq  *sequencer
+	// fence is held for reading by each attempt of a batch, from before
+	// its ticket to its outcome, and for writing by one that holds a
+	// crossShard write.
+	fence    sync.RWMutex
 	onCommit parley.EventSink
 	wq       *writeQueries
 	rq       *readQueries
 
 	writeTimeout time.Duration
-	minSendBatch int          // the smallest batch of sends that takes trySends
-	lastNow      atomic.Int64 // the latest write time handed out, unix µs
+	minSendBatch int // the smallest batch of sends that takes trySends
+	// afterCommit, when set (tests), is called by the writer with a
+	// committed batch's events, before they go to the sequencer.
+	afterCommit func([]parley.Event)
+	// fenceWait, when set (tests), is called by a writer whose batch holds
+	// a crossShard write and must wait for other batches in flight.
+	fenceWait func()
+	lastNow   atomic.Int64 // the latest write time handed out, unix µs
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -176,7 +201,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, errors.New("postgres: no database URL")
 	}
 	if cfg.MaxBatch <= 0 {
-		cfg.MaxBatch = groupcommit.DefaultMaxBatch
+		cfg.MaxBatch = DefaultMaxBatch
 	}
 	if cfg.Writers <= 0 {
 		cfg.Writers = DefaultWriters

@@ -29,10 +29,11 @@ import (
 //     a send left it empty; the stored messages of the batch's client ids.
 //     One round trip; every statement after the lock reads what was
 //     committed before the locks were granted, as in the general path.
-//  2. The INSERT of the new messages, seqs last_seq+1, +2, … per room in
-//     batch order; the rooms' last_seq and last_activity_at; the senders'
-//     read positions. One round trip.
-//  3. COMMIT, after the writer's ticket, as in the general path.
+//  2. The writer's ticket, under the rooms' locks; then the INSERT of the
+//     new messages, seqs last_seq+1, +2, … per room in batch order; the
+//     rooms' last_seq and last_activity_at; the senders' read positions;
+//     and COMMIT. One round trip (the COMMIT had one of its own before:
+//     the locks are now held for one round trip less).
 //
 // A send whose room, membership or sender fails the checks (rare: the
 // gateway checked membership before) makes the whole batch run again on
@@ -40,7 +41,8 @@ import (
 // statement error of a send's own (bad text). Nothing was written then.
 
 // minSendBatch is the smallest batch of sends that takes trySends: below
-// it, one round trip less (the general path) weighs more than the CPU.
+// it, one round trip less (the general path's one against two) weighs more
+// than the CPU.
 const minSendBatch = 16
 
 // errSendChecks is trySends' error when a send failed its checks: the batch
@@ -246,17 +248,13 @@ func (s *Store) trySends(reqs []*groupcommit.Request[writeOp, result], ops []*se
 		tr.events = append(tr.events, parley.Event{Kind: parley.EventMessage, Room: *room, UserID: msg.SenderID, Message: msg})
 	}
 
-	if len(ins.rooms) > 0 {
-		if err := s.writeSends(ctx, tx, ins, ur, us, ua, reads); err != nil {
-			s.wq.rollback.count()
-			tx.Rollback(ctx)
-			return tried{failed: failedBatch, ticket: noTicket}, err
-		}
-	}
-	s.wq.commit.count()
+	// The ticket is taken under the rooms' locks, before the COMMIT goes
+	// out with the writes.
 	tr.ticket = s.seq.ticket()
-	if err := tx.Commit(ctx); err != nil {
-		return tried{failed: failedBatch, ticket: tr.ticket}, fmt.Errorf("commit: %w", err)
+	if err := s.writeSends(ctx, tx, ins, ur, us, ua, reads); err != nil {
+		s.wq.rollback.count()
+		tx.Rollback(ctx) // when the COMMIT ran, a no-op
+		return tried{failed: failedBatch, ticket: tr.ticket}, err
 	}
 	committed = true
 	return tr, nil
@@ -345,36 +343,71 @@ func (c *insertCols) add(m parley.Message) {
 
 // writeSends is trySends' second round trip: the INSERT of the new
 // messages, the rooms' last seq and activity (ur, us, ua), the senders'
-// read positions. The INSERT and the UPDATE of the rooms must change
-// every row they name.
+// read positions (none of them when every send was a repeat), and the
+// COMMIT, in one pipeline, so that the rooms' locks are held for one round
+// trip less. A statement's error leaves the transaction failed: the COMMIT
+// is not run (or rolls back), and the caller rolls back. The row counts
+// are checked after the COMMIT: they cannot differ (a multi-row INSERT
+// without ON CONFLICT adds every row or fails, and each room of the UPDATE
+// was locked and read in this transaction, and rooms are never deleted);
+// if one did, the batch fails with its outcome unknown, as with a lost
+// connection.
 func (s *Store) writeSends(ctx context.Context, tx pgx.Tx, ins *insertCols, ur []string, us []int64, ua []time.Time,
 	reads map[sendPair]int64) error {
 	q := s.wq.sends
-	rr, rs := make([]string, 0, len(reads)), make([]string, 0, len(reads))
-	rq := make([]int64, 0, len(reads))
-	for p, seq := range reads {
-		rr, rs, rq = append(rr, p.room), append(rs, p.sender), append(rq, seq)
-	}
 	b := &pgx.Batch{}
-	q.insert.count()
-	b.Queue(q.insert.text, ins.rooms, ins.seqs, ins.ids, ins.senders, ins.names, ins.bodies, ins.clientIDs, ins.times)
-	q.rooms.count()
-	b.Queue(q.rooms.text, ur, us, ua)
-	q.reads.count()
-	b.Queue(q.reads.text, rr, rs, rq)
-	br := tx.SendBatch(ctx, b)
-	defer br.Close()
-	for _, w := range []struct {
+	want := []struct {
 		what string
 		n    int // the rows it must change, -1 for any number
-	}{{"insert messages", len(ins.rooms)}, {"update rooms", len(ur)}, {"update read positions", -1}} {
+	}{{"insert messages", len(ins.rooms)}, {"update rooms", len(ur)}, {"update read positions", -1}}
+	if len(ins.rooms) > 0 {
+		rr, rs := make([]string, 0, len(reads)), make([]string, 0, len(reads))
+		rq := make([]int64, 0, len(reads))
+		for p, seq := range reads {
+			rr, rs, rq = append(rr, p.room), append(rs, p.sender), append(rq, seq)
+		}
+		q.insert.count()
+		b.Queue(q.insert.text, ins.rooms, ins.seqs, ins.ids, ins.senders, ins.names, ins.bodies, ins.clientIDs, ins.times)
+		q.rooms.count()
+		b.Queue(q.rooms.text, ur, us, ua)
+		q.reads.count()
+		b.Queue(q.reads.text, rr, rs, rq)
+	} else {
+		want = nil
+	}
+	s.wq.commit.count()
+	b.Queue("commit")
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+	var bad error // a row count that differs, reported once the COMMIT's outcome is known
+	for _, w := range want {
 		tag, err := br.Exec()
 		if err != nil {
 			return fmt.Errorf("%s: %w", w.what, err)
 		}
-		if w.n >= 0 && tag.RowsAffected() != int64(w.n) {
-			return fmt.Errorf("%s: %d rows, want %d", w.what, tag.RowsAffected(), w.n)
+		if w.n >= 0 && tag.RowsAffected() != int64(w.n) && bad == nil {
+			bad = fmt.Errorf("%s: %d rows, want %d", w.what, tag.RowsAffected(), w.n)
 		}
 	}
+	if err := commitResult(br); err != nil {
+		return err
+	}
+	if bad != nil {
+		return bad
+	}
 	return br.Close()
+}
+
+// commitResult reads the result of a COMMIT queued in a pipeline: an error
+// unless the transaction committed (a COMMIT of a failed transaction rolls
+// it back without an error of its own).
+func commitResult(br pgx.BatchResults) error {
+	tag, err := br.Exec()
+	if err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	if tag.String() != "COMMIT" {
+		return fmt.Errorf("commit: %w", pgx.ErrTxCommitRollback)
+	}
+	return nil
 }

@@ -3,11 +3,27 @@ package postgres
 import "sync"
 
 // sequencer hands the events of the node's writers to OnCommit in commit
-// order. A writer takes a ticket just before it sends COMMIT and calls done
-// with it after the commit's outcome, whatever it is; done waits for the
-// earlier tickets. Two transactions that change one room cannot take their
-// tickets the other way round: the second waits for the first's room lock,
-// which the first holds until its COMMIT, after its ticket.
+// order. A writer takes a ticket before its COMMIT goes out (with the rest
+// of the batch when the batch is one pipeline, tryBatch; after the rooms'
+// locks were granted otherwise, trySends) and calls done with it after
+// the commit's outcome, whatever it is; done waits for the earlier
+// tickets.
+//
+// Tickets agree with the order in which the node's transactions can see
+// one another, although a ticket may be taken before the batch's locks are
+// granted. The writes that touch one room (its row, its members, its
+// messages), and those that race for one key (a user name, a direct
+// room's pair), go through one writer (Store.write picks it by
+// writeOp.shard), which runs its batches one after another, each done
+// before the next is taken; so two batches of the node in flight at once
+// never wait for each other's rows. The one write that may touch another
+// shard's rows, a direct room's creation (crossShard), runs with no other
+// batch in flight (Store.fence). A write of one writer that depends on
+// another writer's commit (a send into a direct room the other writer
+// created, as soon as a reader sees the room) was handed over after that
+// commit, so it takes a later ticket. What the tickets do not order is
+// the commits of other nodes: those reach this node through the cluster's
+// relay, in each room's seq order.
 type sequencer struct {
 	mu   sync.Mutex // guards the following fields
 	cond sync.Cond  // signalled when turn moves

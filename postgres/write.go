@@ -29,8 +29,17 @@ type writeOp interface {
 	// error.
 	decode(row pgx.Row) (result, []parley.Event, error)
 	// shard is the key that picks the write's writer: the writes to one
-	// room go through one writer.
+	// room, and those that race for one key, go through one writer. A
+	// write that may change rows of another shard is a crossShard.
 	shard() string
+}
+
+// crossShard is a write that may change rows of another shard's writes: it
+// says so, and its batch runs with no other batch of the node in flight
+// (Store.fence), so that the tickets of two batches in flight at once
+// never need an order (see sequencer).
+type crossShard interface {
+	crossShard() bool
 }
 
 // result is the outcome of a write; each write fills what it returns.
@@ -52,13 +61,7 @@ const (
 // write runs op in the next batch of its writer and waits until it is
 // committed.
 func (s *Store) write(ctx context.Context, op writeOp) (result, error) {
-	w := s.w[0]
-	if len(s.w) > 1 {
-		h := fnv.New32a()
-		h.Write([]byte(op.shard()))
-		w = s.w[h.Sum32()%uint32(len(s.w))]
-	}
-	res, err := w.Do(ctx, op)
+	res, err := s.w[s.writerOf(op.shard())].Do(ctx, op)
 	var pe *parley.Error
 	switch {
 	case err == nil, errors.As(err, &pe):
@@ -71,6 +74,17 @@ func (s *Store) write(ctx context.Context, op writeOp) (result, error) {
 		return res, s.out.failed(err, true)
 	}
 	return res, err
+}
+
+// writerOf returns the index of the writer of the writes whose shard is
+// key.
+func (s *Store) writerOf(key string) int {
+	if len(s.w) == 1 {
+		return 0
+	}
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return int(h.Sum32() % uint32(len(s.w)))
 }
 
 // commit is the group-commit function: it runs the batch in one
@@ -90,15 +104,35 @@ func (s *Store) commit(batch []*groupcommit.Request[writeOp, result]) (func(), e
 	pending := batch
 	sends := s.onlySends(batch)
 	single := false
+	alone := slices.ContainsFunc(batch, func(r *groupcommit.Request[writeOp, result]) bool {
+		c, ok := r.In.(crossShard)
+		return ok && c.crossShard()
+	})
 	for attempt := 1; ; attempt++ {
 		var tr tried
 		var err error
+		if alone {
+			if !s.fence.TryLock() {
+				if s.fenceWait != nil {
+					s.fenceWait()
+				}
+				s.fence.Lock()
+			}
+		} else {
+			s.fence.RLock()
+		}
 		if sends != nil {
 			tr, err = s.trySends(pending, sends)
 		} else {
 			tr, err = s.tryBatch(pending, single)
 		}
+		if alone {
+			s.fence.Unlock()
+		} else {
+			s.fence.RUnlock()
+		}
 		if err == nil {
+			s.committed(tr.events)
 			for i, r := range pending {
 				if tr.outs != nil { // trySends set Out itself
 					r.Out, r.Err = tr.outs[i].res, tr.outs[i].err
@@ -182,36 +216,47 @@ type stmt struct {
 }
 
 // tryBatch runs reqs in one transaction, sent as one pipeline: BEGIN, the
-// lock of the rooms the batch changes, and the writes in order, one
-// statement each except that a run of sends is one statement unless single
-// is set. On failure it has rolled back; see tried for what it returns.
+// lock of the rooms the batch changes, the writes in order, one statement
+// each except that a run of sends is one statement unless single is set,
+// and COMMIT. One round trip, so that the rooms' locks are held for the
+// statements and the commit only. A statement's error leaves the
+// transaction failed, the COMMIT not run (or rolling back): the batch may
+// run again. A logical failure is a write's result row, committed with the
+// rest. On failure it has rolled back, except after an error read in Go
+// from a statement that did not fail (cannot happen: a result PostgreSQL
+// gave in its own types, or a run of sends short of a row), when the
+// outcome is unknown as with a lost connection; see tried for what it
+// returns.
 func (s *Store) tryBatch(reqs []*groupcommit.Request[writeOp, result], single bool) (tried, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.writeTimeout)
 	defer cancel()
 	b, locked, stmts := s.queueBatch(reqs, single)
+	s.wq.commit.count()
+	b.Queue("commit")
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return tried{failed: failedBatch, ticket: noTicket}, fmt.Errorf("acquire: %w", err)
 	}
 	defer conn.Release()
+	// The ticket goes before the pipeline, which holds the COMMIT (see
+	// sequencer for why this order is the commit order).
+	ticket := s.seq.ticket()
 	br := conn.SendBatch(ctx, b)
 	tx := br.Tx()
 	tr, err := decodeBatch(br, reqs, stmts, locked)
 	if err == nil {
-		err = br.Close()
 		tr.failed = failedBatch
+		if err = commitResult(br); err == nil {
+			err = br.Close()
+		}
 	}
 	if err != nil {
 		br.Close()
 		s.wq.rollback.count()
-		tx.Rollback(ctx)
-		return tried{failed: tr.failed, ticket: noTicket}, err
+		tx.Rollback(ctx) // when the COMMIT ran, a no-op
+		return tried{failed: tr.failed, ticket: ticket}, err
 	}
-	s.wq.commit.count()
-	tr.ticket = s.seq.ticket()
-	if err := tx.Commit(ctx); err != nil {
-		return tried{failed: failedBatch, ticket: tr.ticket}, fmt.Errorf("commit: %w", err)
-	}
+	tr.ticket = ticket
 	return tr, nil
 }
 
@@ -297,6 +342,14 @@ func decodeBatch(br pgx.BatchResults, reqs []*groupcommit.Request[writeOp, resul
 	return tr, nil
 }
 
+// committed calls the afterCommit hook of tests with a committed batch's
+// events.
+func (s *Store) committed(events []parley.Event) {
+	if s.afterCommit != nil {
+		s.afterCommit(events)
+	}
+}
+
 // pgCode returns the SQLSTATE of a PostgreSQL error in err's chain, "" if
 // there is none.
 func pgCode(err error) string {
@@ -321,7 +374,12 @@ func opError(err error, code string) error {
 }
 
 // now returns the time of a write. The times a store hands out only grow,
-// so that commit order and activity order agree on this node.
+// so that commit order and activity order agree within each writer, and so
+// within each room, on this node. Between writers they may not: a batch
+// takes its time before its commit, so with several writers a room's
+// activity can be a batch's span older than another room's that committed
+// before it. Readers compare activity times by value (room lists sort by
+// them, the hot data keeps the latest), never by the order of commits.
 func (s *Store) now() time.Time {
 	for {
 		last := s.lastNow.Load()

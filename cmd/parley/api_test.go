@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -342,24 +341,12 @@ func TestRESTSendRateFlag(t *testing.T) {
 		{"flag wins", []string{"--rest-send-rate", "50"}, map[string]string{"PARLEY_REST_SEND_RATE": "0"}, 50},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var cfg Config
-			fs := flag.NewFlagSet("parley serve", flag.ContinueOnError)
-			cfg.flags(fs)
-			if err := parseFlags(fs, tt.args, func(k string) string { return tt.env[k] }); err != nil {
-				t.Fatalf("parseFlags(%q) error = %v", tt.args, err)
-			}
-			if cfg.RestSendRate != tt.want {
+			if cfg := mustParseServe(t, tt.args, tt.env); cfg.RestSendRate != tt.want {
 				t.Errorf("parseFlags(%q, %v): RestSendRate = %g, want %g", tt.args, tt.env, cfg.RestSendRate, tt.want)
 			}
 		})
 	}
-
-	m := &Main{Config: Config{Addr: "127.0.0.1:0", Data: t.TempDir(), Sync: "normal", KDF: testKDF, RestSendRate: -1}}
-	err := m.Open(context.Background())
-	m.Close(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "--rest-send-rate") {
-		t.Errorf("Open() with --rest-send-rate -1: error = %v, want one naming the flag", err)
-	}
+	wantOpenRefused(t, Config{RestSendRate: -1}, "--rest-send-rate")
 }
 
 // TestRESTReadLimit checks --rest-read-rate end to end: a PUT read that

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"parley/postgres"
 )
 
 func writeConfig(t *testing.T, text string) string {
@@ -94,5 +97,55 @@ func TestConfigFileByteOrderMark(t *testing.T) {
 	}
 	if c.NodeID != "n1" || c.AllowedOrigins != "* # not a comment" {
 		t.Errorf("node id %q, origins %q; want n1 and the whole rest of the line", c.NodeID, c.AllowedOrigins)
+	}
+}
+
+// TestPGWritersFlag: --pg-writers and PARLEY_PG_WRITERS set the PostgreSQL
+// store's writers, the default being the store's; a negative count stops
+// the server with the flag's name.
+func TestPGWritersFlag(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want int
+	}{
+		{"default", nil, nil, postgres.DefaultWriters},
+		{"flag", []string{"--pg-writers", "3"}, nil, 3},
+		{"environment", nil, map[string]string{"PARLEY_PG_WRITERS": "1"}, 1},
+		{"flag wins", []string{"--pg-writers", "4"}, map[string]string{"PARLEY_PG_WRITERS": "1"}, 4},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if cfg := mustParseServe(t, tt.args, tt.env); cfg.PGWriters != tt.want {
+				t.Errorf("parseFlags(%q, %v): PGWriters = %d, want %d", tt.args, tt.env, cfg.PGWriters, tt.want)
+			}
+		})
+	}
+	wantOpenRefused(t, Config{PGWriters: -1}, "--pg-writers")
+}
+
+// mustParseServe returns the serve configuration of args and env (the
+// environment's variables by name).
+func mustParseServe(t *testing.T, args []string, env map[string]string) Config {
+	t.Helper()
+	var cfg Config
+	fs := flag.NewFlagSet("parley serve", flag.ContinueOnError)
+	cfg.flags(fs)
+	if err := parseFlags(fs, args, func(k string) string { return env[k] }); err != nil {
+		t.Fatalf("parseFlags(%q) error = %v", args, err)
+	}
+	return cfg
+}
+
+// wantOpenRefused checks that a node with cfg (on loopback, SQLite in a
+// temporary directory) does not start, with an error naming flag.
+func wantOpenRefused(t *testing.T, cfg Config, flag string) {
+	t.Helper()
+	cfg.Addr, cfg.Data, cfg.Sync, cfg.KDF = "127.0.0.1:0", t.TempDir(), "normal", testKDF
+	m := &Main{Config: cfg}
+	err := m.Open(context.Background())
+	m.Close(context.Background())
+	if err == nil || !strings.Contains(err.Error(), flag) {
+		t.Errorf("Open() with %s: error = %v, want one naming the flag", flag, err)
 	}
 }

@@ -90,6 +90,7 @@ type Config struct {
 	Redis       string        // redis:// URL for presence
 	NodeID      string        // this node's id; "" for host name and port
 	Prefetch    int           // RabbitMQ consumer prefetch
+	PGWriters   int           // group-commit writers of the PostgreSQL store; 0 for the default
 	RedisPrefix string        // prefix of every Redis key
 	PresenceTTL time.Duration // life of a presence entry without a heartbeat
 	HeadCheck   time.Duration // how often a node compares its rooms with their heads in Redis
@@ -143,6 +144,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Redis, "redis", "", "cluster mode: Redis URL for presence, redis://host:port/db")
 	fs.StringVar(&c.NodeID, "node-id", "", "cluster mode: this node's id (default: host name and port)")
 	fs.IntVar(&c.Prefetch, "prefetch", 256, "cluster mode: RabbitMQ consumer prefetch")
+	fs.IntVar(&c.PGWriters, "pg-writers", postgres.DefaultWriters, "with --store postgres://…: this node's group-commit writers, each running its own transactions on its own connection (a room's writes always go through the same one)")
 	fs.StringVar(&c.RedisPrefix, "redis-prefix", "parley:", "cluster mode: prefix of every Redis key")
 	fs.DurationVar(&c.PresenceTTL, "presence-ttl", 15*time.Second, "cluster mode: life of a presence entry; the heartbeat runs every third of it")
 	fs.DurationVar(&c.HeadCheck, "head-check", 2*time.Second, "cluster mode: how often a node compares its rooms' last seqs in Redis with what it delivered, and reads what it missed from the store")
@@ -226,6 +228,9 @@ func (m *Main) Open(ctx context.Context) error {
 	}
 	if cfg.TypingMaxMembers < 0 {
 		return fmt.Errorf("--typing-max-members %d: want 1 or more", cfg.TypingMaxMembers)
+	}
+	if cfg.PGWriters < 0 {
+		return fmt.Errorf("--pg-writers %d: want 1 or more", cfg.PGWriters)
 	}
 	// The store reports each commit, in order, to the sinks. They are set
 	// once, below, before the listeners start: only a listener can cause
@@ -317,7 +322,8 @@ func (m *Main) openStore(ctx context.Context, onCommit parley.EventSink) (parley
 	cfg := m.Config
 	switch {
 	case isPostgres(cfg.Store):
-		db, err := postgres.Open(ctx, postgres.Config{URL: cfg.Store, OnCommit: onCommit, Registerer: m.registry})
+		db, err := postgres.Open(ctx, postgres.Config{URL: cfg.Store, OnCommit: onCommit, Registerer: m.registry,
+			Writers: cfg.PGWriters})
 		if err != nil {
 			return nil, fmt.Errorf("open store: %w", err)
 		}
