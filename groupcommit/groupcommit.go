@@ -58,8 +58,9 @@ type Request[In, Out any] struct {
 	// taken); it does not affect the other requests of the batch.
 	Err error
 
-	state atomic.Int32 // queued, taken or dropped
-	done  chan struct{}
+	state  atomic.Int32 // queued, taken or dropped
+	done   chan struct{}
+	queued time.Time // when Do handed it to the writer (Config.OnTiming)
 }
 
 // Request states.
@@ -94,6 +95,21 @@ type Config struct {
 	// size, the time the commit function took and its error (metrics hook).
 	// It must not block.
 	OnBatch func(size int, took time.Duration, err error)
+	// OnTiming, when set, is called once for each request of a batch that
+	// committed (and flushed), with where its time went, before its caller
+	// wakes, from the writer or the flusher goroutine (metrics hook). It
+	// must not block.
+	OnTiming func(Timing)
+}
+
+// Timing is where one request's time went between Do and its completion,
+// stage by stage; the stages follow each other without a gap.
+type Timing struct {
+	Queue  time.Duration // from Do's hand-off until the writer began its batch
+	Commit time.Duration // its batch's commit function
+	Wait   time.Duration // from the commit's end until the Flush that covered it began (Config.Flush)
+	Flush  time.Duration // that Flush
+	Done   time.Duration // from the end of its Flush (or commit) until its batch's done returned
 }
 
 // DefaultMaxBatch is the default Config.MaxBatch.
@@ -132,6 +148,7 @@ type Writer[In, Out any] struct {
 	flush    func() error
 	maxBatch int
 	onBatch  func(int, time.Duration, error)
+	onTiming func(Timing)
 	queue    chan *Request[In, Out]
 	flushq   chan committed[In, Out] // batches waiting for a Flush
 	stopped  chan struct{}           // closed when the writer (and flusher) have returned
@@ -147,6 +164,8 @@ type Writer[In, Out any] struct {
 type committed[In, Out any] struct {
 	batch []*Request[In, Out]
 	done  func()
+	start time.Time // when its commit began
+	end   time.Time // when its commit returned
 }
 
 // New starts a Writer that commits batches with commit.
@@ -162,6 +181,7 @@ func New[In, Out any](commit CommitFunc[In, Out], cfg Config) *Writer[In, Out] {
 		flush:    cfg.Flush,
 		maxBatch: cfg.MaxBatch,
 		onBatch:  cfg.OnBatch,
+		onTiming: cfg.OnTiming,
 		queue:    make(chan *Request[In, Out], cfg.QueueSize),
 		stopped:  make(chan struct{}),
 	}
@@ -197,6 +217,9 @@ func (w *Writer[In, Out]) Do(ctx context.Context, in In) (Out, error) {
 		return zero, *err
 	}
 	r := &Request[In, Out]{In: in, done: make(chan struct{})}
+	if w.onTiming != nil {
+		r.queued = time.Now()
+	}
 	w.mu.RLock()
 	if w.closed {
 		w.mu.RUnlock()
@@ -290,7 +313,8 @@ func (w *Writer[In, Out]) runBatch(batch []*Request[In, Out]) {
 	} else {
 		done, err = w.safeCommit(batch)
 	}
-	took := time.Since(start)
+	end := time.Now()
+	took := end.Sub(start)
 
 	w.batches.Add(1)
 	w.requests.Add(uint64(len(batch)))
@@ -301,11 +325,13 @@ func (w *Writer[In, Out]) runBatch(batch []*Request[In, Out]) {
 	if w.onBatch != nil {
 		w.onBatch(len(batch), took, err)
 	}
+	c := committed[In, Out]{batch: batch, done: done, start: start, end: end}
 	if err != nil || w.flush == nil {
-		complete(batch, done, err)
+		w.complete(c, end, end, err)
 		return
 	}
-	w.flushq <- committed[In, Out]{batch: slices.Clone(batch), done: done}
+	c.batch = slices.Clone(batch)
+	w.flushq <- c
 }
 
 // runFlusher is the flusher goroutine: one Flush for everything committed
@@ -330,27 +356,43 @@ func (w *Writer[In, Out]) runFlusher(stopped chan<- struct{}) {
 		}
 		start := time.Now()
 		err := w.safeFlush()
+		end := time.Now()
 		w.flushes.Add(1)
-		w.flushNanos.Add(uint64(time.Since(start)))
+		w.flushNanos.Add(uint64(end.Sub(start)))
 		if err != nil {
 			w.broken.CompareAndSwap(nil, &err)
 		}
 		for _, c := range pending {
-			complete(c.batch, c.done, err)
+			w.complete(c, start, end, err)
 		}
 		clear(pending)
 	}
 }
 
-// complete sets the batch's error, if any, runs done and wakes the callers.
-func complete[In, Out any](batch []*Request[In, Out], done func(), err error) {
+// complete sets the batch's error, if any, runs done and wakes the
+// callers. flushStart and flushEnd are the times of the Flush that covered
+// the batch (both the commit's end without one), for Config.OnTiming.
+func (w *Writer[In, Out]) complete(c committed[In, Out], flushStart, flushEnd time.Time, err error) {
+	batch := c.batch
 	if err != nil {
 		var zero Out
 		for _, r := range batch {
 			r.Out, r.Err = zero, err
 		}
-	} else if done != nil {
-		done()
+	} else if c.done != nil {
+		c.done()
+	}
+	if err == nil && w.onTiming != nil {
+		t := Timing{
+			Commit: c.end.Sub(c.start),
+			Wait:   flushStart.Sub(c.end),
+			Flush:  flushEnd.Sub(flushStart),
+			Done:   time.Since(flushEnd),
+		}
+		for _, r := range batch {
+			t.Queue = c.start.Sub(r.queued)
+			w.onTiming(t)
+		}
 	}
 	for _, r := range batch {
 		close(r.done)

@@ -3,6 +3,7 @@ package groupcommit_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -277,5 +278,60 @@ func TestFlushError(t *testing.T) {
 	fail.Store(false)
 	if _, err := w.Do(context.Background(), 2); !errors.Is(err, boom) {
 		t.Errorf("Do() after a failed flush error = %v, want the flush error (broken)", err)
+	}
+}
+
+// TestOnTiming: each committed request's stages are reported once, before
+// its caller returns, and its fsync stage covers the whole Flush; a
+// request of a batch that failed is not reported.
+func TestOnTiming(t *testing.T) {
+	var mu sync.Mutex
+	var inFlush time.Duration // the Flush calls' own time, measured inside
+	var timings []groupcommit.Timing
+	flush := func() error {
+		start := time.Now()
+		runtime.Gosched()
+		mu.Lock()
+		inFlush = max(inFlush, time.Since(start))
+		mu.Unlock()
+		return nil
+	}
+	commit := func(batch []*groupcommit.Request[int, int]) (func(), error) {
+		for _, r := range batch {
+			if r.In < 0 {
+				return nil, errors.New("negative")
+			}
+		}
+		return double(batch)
+	}
+	w := groupcommit.New(commit, groupcommit.Config{Flush: flush, OnTiming: func(tm groupcommit.Timing) {
+		mu.Lock()
+		timings = append(timings, tm)
+		mu.Unlock()
+	}})
+	defer w.Close()
+	reported := func() int { mu.Lock(); defer mu.Unlock(); return len(timings) }
+	for _, in := range []int{2, -2, 4, -4, 6} {
+		before := reported()
+		_, err := w.Do(context.Background(), in)
+		want := before + 1
+		if in < 0 { // its batch fails
+			want = before
+		}
+		if got := reported(); got != want {
+			t.Errorf("Do(%d) (error %v): %d timings reported when it returned, want %d", in, err, got, want)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var longest time.Duration
+	for _, tm := range timings {
+		if tm.Queue < 0 || tm.Commit < 0 || tm.Wait < 0 || tm.Flush < 0 || tm.Done < 0 {
+			t.Errorf("Timing %+v has a negative stage", tm)
+		}
+		longest = max(longest, tm.Flush)
+	}
+	if longest < inFlush {
+		t.Errorf("longest fsync stage %v, want at least the longest Flush call's own time %v", longest, inFlush)
 	}
 }
