@@ -23,10 +23,18 @@
 // commits a batch and goes on with the next one, while a second goroutine,
 // the flusher, calls Flush once for all the batches committed so far and
 // then completes them in commit order. The fsync of one batch then overlaps
-// the work of the next instead of stalling the writer. The writer runs at
-// most one batch ahead of the flusher (it waits to hand over the next), so
-// that requests keep gathering into large batches during an fsync rather
-// than trickling through as many small commits.
+// the work of the next instead of stalling the writer. The writer does not
+// wait to hand a batch over: a request that arrives while an fsync runs is
+// committed at once, and the next Flush covers it with every other batch
+// committed meanwhile (a Flush covers the batches whose commit returned
+// before it began, never one after). Its caller waits for the rest of the
+// running fsync and the next one, not for two more, as when the writer
+// held one committed batch until the flusher was free and let the next
+// requests queue behind it. Only when Config.MaxUnflushed batches (2 by default)
+// wait for the next Flush does the writer wait for the flusher before it
+// takes more, so that under a heavy load requests still gather into large
+// batches during an fsync rather than trickle through as many small
+// commits.
 //
 // A request whose caller's context ends while it is still queued is dropped:
 // it never reaches the commit function and Do returns the context's error.
@@ -95,6 +103,11 @@ type Config struct {
 	// size, the time the commit function took and its error (metrics hook).
 	// It must not block.
 	OnBatch func(size int, took time.Duration, err error)
+	// MaxUnflushed is how many committed batches may wait for the next
+	// Flush to begin (with Config.Flush); past it the writer waits for the
+	// flusher before it takes the next batch, so that requests gather into
+	// one batch. Default DefaultMaxUnflushed. See the package doc.
+	MaxUnflushed int
 	// OnTiming, when set, is called once for each request of a batch that
 	// committed (and flushed), with where its time went, before its caller
 	// wakes, from the writer or the flusher goroutine (metrics hook). It
@@ -114,6 +127,9 @@ type Timing struct {
 
 // DefaultMaxBatch is the default Config.MaxBatch.
 const DefaultMaxBatch = 256
+
+// DefaultMaxUnflushed is the default Config.MaxUnflushed.
+const DefaultMaxUnflushed = 2
 
 // Stats are a Writer's counters since New.
 type Stats struct {
@@ -144,15 +160,21 @@ func (s Stats) MeanCommit() time.Duration {
 // Writer batches the requests of concurrent callers and commits them from
 // one goroutine. Create it with New; stop it with Close.
 type Writer[In, Out any] struct {
-	commit   CommitFunc[In, Out]
-	flush    func() error
-	maxBatch int
-	onBatch  func(int, time.Duration, error)
-	onTiming func(Timing)
-	queue    chan *Request[In, Out]
-	flushq   chan committed[In, Out] // batches waiting for a Flush
-	stopped  chan struct{}           // closed when the writer (and flusher) have returned
-	broken   atomic.Pointer[error]   // the Flush error that broke the Writer
+	commit       CommitFunc[In, Out]
+	flush        func() error
+	maxBatch     int
+	onBatch      func(int, time.Duration, error)
+	onTiming     func(Timing)
+	maxUnflushed int
+	queue        chan *Request[In, Out]
+	stopped      chan struct{}         // closed when the writer (and flusher) have returned
+	broken       atomic.Pointer[error] // the Flush error that broke the Writer
+
+	fmu     sync.Mutex           // guards the following fields
+	flushq  []committed[In, Out] // batches committed, waiting for a Flush, in commit order
+	fclosed bool                 // the writer has returned: the flusher ends once flushq is empty
+	fwake   chan struct{}        // capacity 1: flushq became non-empty, or fclosed was set
+	room    sync.Cond            // on fmu: signalled when the flusher takes flushq
 
 	mu     sync.RWMutex // guards closed; held for reading while sending to queue
 	closed bool
@@ -176,22 +198,30 @@ func New[In, Out any](commit CommitFunc[In, Out], cfg Config) *Writer[In, Out] {
 	if cfg.QueueSize <= 0 {
 		cfg.QueueSize = 4 * cfg.MaxBatch
 	}
+	if cfg.MaxUnflushed <= 0 {
+		cfg.MaxUnflushed = DefaultMaxUnflushed
+	}
 	w := &Writer[In, Out]{
-		commit:   commit,
-		flush:    cfg.Flush,
-		maxBatch: cfg.MaxBatch,
-		onBatch:  cfg.OnBatch,
-		onTiming: cfg.OnTiming,
-		queue:    make(chan *Request[In, Out], cfg.QueueSize),
-		stopped:  make(chan struct{}),
+		commit:       commit,
+		flush:        cfg.Flush,
+		maxBatch:     cfg.MaxBatch,
+		onBatch:      cfg.OnBatch,
+		onTiming:     cfg.OnTiming,
+		maxUnflushed: cfg.MaxUnflushed,
+		queue:        make(chan *Request[In, Out], cfg.QueueSize),
+		stopped:      make(chan struct{}),
 	}
 	if w.flush != nil {
-		w.flushq = make(chan committed[In, Out])
+		w.fwake = make(chan struct{}, 1)
+		w.room.L = &w.fmu
 		flusherDone := make(chan struct{})
 		go w.runFlusher(flusherDone)
 		go func() {
 			w.run()
-			close(w.flushq)
+			w.fmu.Lock()
+			w.fclosed = true
+			w.fmu.Unlock()
+			w.wakeFlusher()
 			<-flusherDone
 			close(w.stopped)
 		}()
@@ -278,6 +308,7 @@ func (w *Writer[In, Out]) Stats() Stats {
 func (w *Writer[In, Out]) run() {
 	buf := make([]*Request[In, Out], 0, w.maxBatch)
 	for r := range w.queue {
+		w.awaitRoom()
 		batch := buf[:0]
 		if r.state.CompareAndSwap(queued, taken) {
 			batch = append(batch, r)
@@ -331,34 +362,66 @@ func (w *Writer[In, Out]) runBatch(batch []*Request[In, Out]) {
 		return
 	}
 	c.batch = slices.Clone(batch)
-	w.flushq <- c
+	w.fmu.Lock()
+	w.flushq = append(w.flushq, c)
+	w.fmu.Unlock()
+	w.wakeFlusher()
 }
 
-// runFlusher is the flusher goroutine: one Flush for everything committed
-// meanwhile, then each batch in commit order. It ends when flushq is closed
-// and drained.
+// awaitRoom waits, with Config.Flush, until fewer than MaxUnflushed
+// batches wait for a Flush to begin.
+func (w *Writer[In, Out]) awaitRoom() {
+	if w.flush == nil {
+		return
+	}
+	w.fmu.Lock()
+	for len(w.flushq) >= w.maxUnflushed {
+		w.room.Wait()
+	}
+	w.fmu.Unlock()
+}
+
+// wakeFlusher tells the flusher that flushq changed; it never blocks.
+func (w *Writer[In, Out]) wakeFlusher() {
+	select {
+	case w.fwake <- struct{}{}:
+	default: // a wake-up is due already: the flusher takes all of flushq
+	}
+}
+
+// runFlusher is the flusher goroutine: one Flush for every batch committed
+// since the last one, then each batch in commit order. It ends when the
+// writer has returned and flushq is empty.
 func (w *Writer[In, Out]) runFlusher(stopped chan<- struct{}) {
 	defer close(stopped)
-	var pending []committed[In, Out]
-	for c := range w.flushq {
-		pending = append(pending[:0], c)
-	drain:
-		for {
-			select {
-			case c, ok := <-w.flushq:
-				if !ok {
-					break drain
-				}
-				pending = append(pending, c)
-			default:
-				break drain
+	var spare []committed[In, Out]
+	for {
+		w.fmu.Lock()
+		pending := w.flushq
+		w.flushq = spare[:0]
+		closed := w.fclosed
+		w.room.Signal()
+		w.fmu.Unlock()
+		if len(pending) == 0 {
+			if closed {
+				return
 			}
+			<-w.fwake
+			spare = pending
+			continue
 		}
 		start := time.Now()
-		err := w.safeFlush()
+		var err error
+		if broken := w.broken.Load(); broken != nil {
+			// Committed before the writer saw the failed Flush: a later
+			// Flush that succeeds does not make them durable.
+			err = *broken
+		} else {
+			err = w.safeFlush()
+			w.flushes.Add(1)
+			w.flushNanos.Add(uint64(time.Since(start)))
+		}
 		end := time.Now()
-		w.flushes.Add(1)
-		w.flushNanos.Add(uint64(end.Sub(start)))
 		if err != nil {
 			w.broken.CompareAndSwap(nil, &err)
 		}
@@ -366,6 +429,7 @@ func (w *Writer[In, Out]) runFlusher(stopped chan<- struct{}) {
 			w.complete(c, start, end, err)
 		}
 		clear(pending)
+		spare = pending
 	}
 }
 

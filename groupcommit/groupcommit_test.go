@@ -335,3 +335,115 @@ func TestOnTiming(t *testing.T) {
 		t.Errorf("longest fsync stage %v, want at least the longest Flush call's own time %v", longest, inFlush)
 	}
 }
+
+// TestFlushNoWait: while a Flush runs, the writer commits a request that
+// arrives at once, also when a batch committed during that Flush waits for
+// the next one already (up to Config.MaxUnflushed, 2 by default), and the
+// next Flush covers both; none of their callers returns before it.
+func TestFlushNoWait(t *testing.T) {
+	committed := make(chan int, 10)
+	commit := func(batch []*groupcommit.Request[int, int]) (func(), error) {
+		double(batch)
+		for _, r := range batch {
+			committed <- r.In
+		}
+		return nil, nil
+	}
+	entered, release := make(chan struct{}), make(chan struct{})
+	var calls atomic.Int64
+	flush := func() error {
+		if calls.Add(1) == 1 {
+			close(entered)
+			<-release // the first fsync is slow
+		}
+		return nil
+	}
+	w := groupcommit.New(commit, groupcommit.Config{Flush: flush})
+	defer w.Close()
+	var releaseOnce sync.Once
+	defer releaseOnce.Do(func() { close(release) }) // before Close, on failure too
+	var wg sync.WaitGroup
+	var returned atomic.Int64
+	do := func(in int) {
+		wg.Go(func() {
+			if got, err := w.Do(context.Background(), in); err != nil || got != 2*in {
+				t.Errorf("Do(%d) = %d, %v, want %d, nil", in, got, err, 2*in)
+			}
+			returned.Add(1)
+		})
+	}
+	do(2)
+	<-entered
+	if got := <-committed; got != 2 {
+		t.Fatalf("committed %d first, want 2", got)
+	}
+	// Two more requests, one after the other, while the first Flush
+	// runs: each is committed at once.
+	for _, in := range []int{4, 6} {
+		do(in)
+		select {
+		case got := <-committed:
+			if got != in {
+				t.Fatalf("committed %d, want %d", got, in)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("request %d not committed after 10 s while a Flush runs: the writer waits for the flusher", in)
+		}
+	}
+	if n := returned.Load(); n != 0 {
+		t.Errorf("%d callers returned before their Flush", n)
+	}
+	releaseOnce.Do(func() { close(release) })
+	wg.Wait()
+	if st := w.Stats(); st.Batches != 3 || st.Flushes != 2 {
+		t.Errorf("Stats() = %+v, want 3 batches and 2 flushes (one for the two committed during the first)", st)
+	}
+}
+
+// TestFlushErrorCommittedMeanwhile: a batch committed while a Flush runs
+// that then fails is not made durable by a later Flush that succeeds: it
+// fails with the first error, and no Flush is tried again.
+func TestFlushErrorCommittedMeanwhile(t *testing.T) {
+	boom := errors.New("fsync failed")
+	committed := make(chan int, 10)
+	commit := func(batch []*groupcommit.Request[int, int]) (func(), error) {
+		double(batch)
+		for _, r := range batch {
+			committed <- r.In
+		}
+		return nil, nil
+	}
+	entered, release := make(chan struct{}), make(chan struct{})
+	var calls atomic.Int64
+	flush := func() error {
+		if calls.Add(1) == 1 {
+			close(entered)
+			<-release
+			return boom
+		}
+		return nil // a later fsync reports success: it proves nothing
+	}
+	w := groupcommit.New(commit, groupcommit.Config{Flush: flush})
+	defer w.Close()
+	var releaseOnce sync.Once
+	defer releaseOnce.Do(func() { close(release) })
+	errs := make(chan error, 2)
+	go func() { _, err := w.Do(context.Background(), 2); errs <- err }()
+	<-entered
+	<-committed
+	go func() { _, err := w.Do(context.Background(), 4); errs <- err }()
+	select {
+	case <-committed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second request was not committed after 10 s while a Flush runs")
+	}
+	releaseOnce.Do(func() { close(release) })
+	for range 2 {
+		if err := <-errs; !errors.Is(err, boom) {
+			t.Errorf("Do() error = %v, want the failed Flush's", err)
+		}
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("Flush called %d times, want 1 (the Writer is broken after the first)", n)
+	}
+}
