@@ -341,27 +341,11 @@ func TestOnTiming(t *testing.T) {
 // the next one already (up to Config.MaxUnflushed, 2 by default), and the
 // next Flush covers both; none of their callers returns before it.
 func TestFlushNoWait(t *testing.T) {
-	committed := make(chan int, 10)
-	commit := func(batch []*groupcommit.Request[int, int]) (func(), error) {
-		double(batch)
-		for _, r := range batch {
-			committed <- r.In
-		}
-		return nil, nil
-	}
-	entered, release := make(chan struct{}), make(chan struct{})
-	var calls atomic.Int64
-	flush := func() error {
-		if calls.Add(1) == 1 {
-			close(entered)
-			<-release // the first fsync is slow
-		}
-		return nil
-	}
-	w := groupcommit.New(commit, groupcommit.Config{Flush: flush})
+	h := newHeldFlush(nil)
+	committed, entered := h.committed, h.entered
+	w := groupcommit.New(h.commit, groupcommit.Config{Flush: h.flush})
 	defer w.Close()
-	var releaseOnce sync.Once
-	defer releaseOnce.Do(func() { close(release) }) // before Close, on failure too
+	defer h.releaseFlush() // before Close, on failure too
 	var wg sync.WaitGroup
 	var returned atomic.Int64
 	do := func(in int) {
@@ -393,7 +377,7 @@ func TestFlushNoWait(t *testing.T) {
 	if n := returned.Load(); n != 0 {
 		t.Errorf("%d callers returned before their Flush", n)
 	}
-	releaseOnce.Do(func() { close(release) })
+	h.releaseFlush()
 	wg.Wait()
 	if st := w.Stats(); st.Batches != 3 || st.Flushes != 2 {
 		t.Errorf("Stats() = %+v, want 3 batches and 2 flushes (one for the two committed during the first)", st)
@@ -405,28 +389,11 @@ func TestFlushNoWait(t *testing.T) {
 // fails with the first error, and no Flush is tried again.
 func TestFlushErrorCommittedMeanwhile(t *testing.T) {
 	boom := errors.New("fsync failed")
-	committed := make(chan int, 10)
-	commit := func(batch []*groupcommit.Request[int, int]) (func(), error) {
-		double(batch)
-		for _, r := range batch {
-			committed <- r.In
-		}
-		return nil, nil
-	}
-	entered, release := make(chan struct{}), make(chan struct{})
-	var calls atomic.Int64
-	flush := func() error {
-		if calls.Add(1) == 1 {
-			close(entered)
-			<-release
-			return boom
-		}
-		return nil // a later fsync reports success: it proves nothing
-	}
-	w := groupcommit.New(commit, groupcommit.Config{Flush: flush})
+	h := newHeldFlush(boom) // a later fsync reports success: it proves nothing
+	committed, entered := h.committed, h.entered
+	w := groupcommit.New(h.commit, groupcommit.Config{Flush: h.flush})
 	defer w.Close()
-	var releaseOnce sync.Once
-	defer releaseOnce.Do(func() { close(release) })
+	defer h.releaseFlush()
 	errs := make(chan error, 2)
 	go func() { _, err := w.Do(context.Background(), 2); errs <- err }()
 	<-entered
@@ -437,13 +404,48 @@ func TestFlushErrorCommittedMeanwhile(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the second request was not committed after 10 s while a Flush runs")
 	}
-	releaseOnce.Do(func() { close(release) })
+	h.releaseFlush()
 	for range 2 {
 		if err := <-errs; !errors.Is(err, boom) {
 			t.Errorf("Do() error = %v, want the failed Flush's", err)
 		}
 	}
-	if n := calls.Load(); n != 1 {
+	if n := h.calls.Load(); n != 1 {
 		t.Errorf("Flush called %d times, want 1 (the Writer is broken after the first)", n)
 	}
 }
+
+// heldFlush is a commit function that reports each committed input on
+// committed, and a Flush whose first call holds until releaseFlush and
+// returns firstErr (the slow fsync); later calls return nil at once.
+type heldFlush struct {
+	committed chan int
+	entered   chan struct{} // closed when the first Flush begins
+	release   chan struct{}
+	once      sync.Once
+	calls     atomic.Int64
+	firstErr  error
+}
+
+func newHeldFlush(firstErr error) *heldFlush {
+	return &heldFlush{committed: make(chan int, 10), entered: make(chan struct{}), release: make(chan struct{}), firstErr: firstErr}
+}
+
+func (h *heldFlush) commit(batch []*groupcommit.Request[int, int]) (func(), error) {
+	double(batch)
+	for _, r := range batch {
+		h.committed <- r.In
+	}
+	return nil, nil
+}
+
+func (h *heldFlush) flush() error {
+	if h.calls.Add(1) == 1 {
+		close(h.entered)
+		<-h.release
+		return h.firstErr
+	}
+	return nil
+}
+
+func (h *heldFlush) releaseFlush() { h.once.Do(func() { close(h.release) }) }
