@@ -23,18 +23,19 @@
 // commits a batch and goes on with the next one, while a second goroutine,
 // the flusher, calls Flush once for all the batches committed so far and
 // then completes them in commit order. The fsync of one batch then overlaps
-// the work of the next instead of stalling the writer. The writer does not
-// wait to hand a batch over: a request that arrives while an fsync runs is
-// committed at once, and the next Flush covers it with every other batch
-// committed meanwhile (a Flush covers the batches whose commit returned
-// before it began, never one after). Its caller waits for the rest of the
-// running fsync and the next one, not for two more, as when the writer
-// held one committed batch until the flusher was free and let the next
-// requests queue behind it. Only when Config.MaxUnflushed batches (2 by default)
-// wait for the next Flush does the writer wait for the flusher before it
-// takes more, so that under a heavy load requests still gather into large
-// batches during an fsync rather than trickle through as many small
-// commits.
+// the work of the next instead of stalling the writer. A Flush covers the
+// batches whose commit returned before it began, never one after.
+//
+// Config.MaxUnflushed is how many committed batches may wait for the next
+// Flush. With the default, 1, the writer holds a committed batch until the
+// flusher is free and lets the next requests gather behind it, so that
+// under a heavy load they form one large batch rather than trickle through
+// as many small commits; a request that arrives just after it then waits
+// for the rest of the running fsync and two more. With 2 or more such a
+// request is committed at once and the next Flush covers it with the
+// other batches committed meanwhile (one fsync less to wait for, one
+// commit more to pay). BENCHMARKS.md ("Where a delivery's time goes")
+// has what each setting measured.
 //
 // A request whose caller's context ends while it is still queued is dropped:
 // it never reaches the commit function and Do returns the context's error.
@@ -106,7 +107,7 @@ type Config struct {
 	// MaxUnflushed is how many committed batches may wait for the next
 	// Flush to begin (with Config.Flush); past it the writer waits for the
 	// flusher before it takes the next batch, so that requests gather into
-	// one batch. Default DefaultMaxUnflushed. See the package doc.
+	// one batch. Default DefaultMaxUnflushed (1). See the package doc.
 	MaxUnflushed int
 	// OnTiming, when set, is called once for each request of a batch that
 	// committed (and flushed), with where its time went, before its caller
@@ -129,7 +130,7 @@ type Timing struct {
 const DefaultMaxBatch = 256
 
 // DefaultMaxUnflushed is the default Config.MaxUnflushed.
-const DefaultMaxUnflushed = 2
+const DefaultMaxUnflushed = 1
 
 // Stats are a Writer's counters since New.
 type Stats struct {

@@ -336,14 +336,14 @@ func TestOnTiming(t *testing.T) {
 	}
 }
 
-// TestFlushNoWait: while a Flush runs, the writer commits a request that
-// arrives at once, also when a batch committed during that Flush waits for
-// the next one already (up to Config.MaxUnflushed, 2 by default), and the
-// next Flush covers both; none of their callers returns before it.
+// TestFlushNoWait: with MaxUnflushed 2, while a Flush runs, the writer
+// commits a request that arrives at once, also when a batch committed
+// during that Flush waits for the next one already, and the next Flush
+// covers both; none of their callers returns before it.
 func TestFlushNoWait(t *testing.T) {
 	h := newHeldFlush(nil)
 	committed, entered := h.committed, h.entered
-	w := groupcommit.New(h.commit, groupcommit.Config{Flush: h.flush})
+	w := groupcommit.New(h.commit, groupcommit.Config{Flush: h.flush, MaxUnflushed: 2})
 	defer w.Close()
 	defer h.releaseFlush() // before Close, on failure too
 	var wg sync.WaitGroup
