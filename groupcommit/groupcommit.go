@@ -23,10 +23,19 @@
 // commits a batch and goes on with the next one, while a second goroutine,
 // the flusher, calls Flush once for all the batches committed so far and
 // then completes them in commit order. The fsync of one batch then overlaps
-// the work of the next instead of stalling the writer. The writer runs at
-// most one batch ahead of the flusher (it waits to hand over the next), so
-// that requests keep gathering into large batches during an fsync rather
-// than trickling through as many small commits.
+// the work of the next instead of stalling the writer. A Flush covers the
+// batches whose commit returned before it began, never one after.
+//
+// Config.MaxUnflushed is how many committed batches may wait for the next
+// Flush. With the default, 1, the writer holds a committed batch until the
+// flusher is free and lets the next requests gather behind it, so that
+// under a heavy load they form one large batch rather than trickle through
+// as many small commits; a request that arrives just after it then waits
+// for the rest of the running fsync and two more. With 2 or more such a
+// request is committed at once and the next Flush covers it with the
+// other batches committed meanwhile (one fsync less to wait for, one
+// commit more to pay). BENCHMARKS.md ("Where a delivery's time goes")
+// has what each setting measured.
 //
 // A request whose caller's context ends while it is still queued is dropped:
 // it never reaches the commit function and Do returns the context's error.
@@ -58,8 +67,9 @@ type Request[In, Out any] struct {
 	// taken); it does not affect the other requests of the batch.
 	Err error
 
-	state atomic.Int32 // queued, taken or dropped
-	done  chan struct{}
+	state  atomic.Int32 // queued, taken or dropped
+	done   chan struct{}
+	queued time.Time // when Do handed it to the writer (Config.OnTiming)
 }
 
 // Request states.
@@ -94,10 +104,33 @@ type Config struct {
 	// size, the time the commit function took and its error (metrics hook).
 	// It must not block.
 	OnBatch func(size int, took time.Duration, err error)
+	// MaxUnflushed is how many committed batches may wait for the next
+	// Flush to begin (with Config.Flush); past it the writer waits for the
+	// flusher before it takes the next batch, so that requests gather into
+	// one batch. Default DefaultMaxUnflushed (1). See the package doc.
+	MaxUnflushed int
+	// OnTiming, when set, is called once for each request of a batch that
+	// committed (and flushed), with where its time went, before its caller
+	// wakes, from the writer or the flusher goroutine (metrics hook). It
+	// must not block.
+	OnTiming func(Timing)
+}
+
+// Timing is where one request's time went between Do and its completion,
+// stage by stage; the stages follow each other without a gap.
+type Timing struct {
+	Queue  time.Duration // from Do's hand-off until the writer began its batch
+	Commit time.Duration // its batch's commit function
+	Wait   time.Duration // from the commit's end until the Flush that covered it began (Config.Flush)
+	Flush  time.Duration // that Flush
+	Done   time.Duration // from the end of its Flush (or commit) until its batch's done returned
 }
 
 // DefaultMaxBatch is the default Config.MaxBatch.
 const DefaultMaxBatch = 256
+
+// DefaultMaxUnflushed is the default Config.MaxUnflushed.
+const DefaultMaxUnflushed = 1
 
 // Stats are a Writer's counters since New.
 type Stats struct {
@@ -128,14 +161,21 @@ func (s Stats) MeanCommit() time.Duration {
 // Writer batches the requests of concurrent callers and commits them from
 // one goroutine. Create it with New; stop it with Close.
 type Writer[In, Out any] struct {
-	commit   CommitFunc[In, Out]
-	flush    func() error
-	maxBatch int
-	onBatch  func(int, time.Duration, error)
-	queue    chan *Request[In, Out]
-	flushq   chan committed[In, Out] // batches waiting for a Flush
-	stopped  chan struct{}           // closed when the writer (and flusher) have returned
-	broken   atomic.Pointer[error]   // the Flush error that broke the Writer
+	commit       CommitFunc[In, Out]
+	flush        func() error
+	maxBatch     int
+	onBatch      func(int, time.Duration, error)
+	onTiming     func(Timing)
+	maxUnflushed int
+	queue        chan *Request[In, Out]
+	stopped      chan struct{}         // closed when the writer (and flusher) have returned
+	broken       atomic.Pointer[error] // the Flush error that broke the Writer
+
+	fmu     sync.Mutex           // guards the following fields
+	flushq  []committed[In, Out] // batches committed, waiting for a Flush, in commit order
+	fclosed bool                 // the writer has returned: the flusher ends once flushq is empty
+	fwake   chan struct{}        // capacity 1: flushq became non-empty, or fclosed was set
+	room    sync.Cond            // on fmu: signalled when the flusher takes flushq
 
 	mu     sync.RWMutex // guards closed; held for reading while sending to queue
 	closed bool
@@ -147,6 +187,8 @@ type Writer[In, Out any] struct {
 type committed[In, Out any] struct {
 	batch []*Request[In, Out]
 	done  func()
+	start time.Time // when its commit began
+	end   time.Time // when its commit returned
 }
 
 // New starts a Writer that commits batches with commit.
@@ -157,21 +199,30 @@ func New[In, Out any](commit CommitFunc[In, Out], cfg Config) *Writer[In, Out] {
 	if cfg.QueueSize <= 0 {
 		cfg.QueueSize = 4 * cfg.MaxBatch
 	}
+	if cfg.MaxUnflushed <= 0 {
+		cfg.MaxUnflushed = DefaultMaxUnflushed
+	}
 	w := &Writer[In, Out]{
-		commit:   commit,
-		flush:    cfg.Flush,
-		maxBatch: cfg.MaxBatch,
-		onBatch:  cfg.OnBatch,
-		queue:    make(chan *Request[In, Out], cfg.QueueSize),
-		stopped:  make(chan struct{}),
+		commit:       commit,
+		flush:        cfg.Flush,
+		maxBatch:     cfg.MaxBatch,
+		onBatch:      cfg.OnBatch,
+		onTiming:     cfg.OnTiming,
+		maxUnflushed: cfg.MaxUnflushed,
+		queue:        make(chan *Request[In, Out], cfg.QueueSize),
+		stopped:      make(chan struct{}),
 	}
 	if w.flush != nil {
-		w.flushq = make(chan committed[In, Out])
+		w.fwake = make(chan struct{}, 1)
+		w.room.L = &w.fmu
 		flusherDone := make(chan struct{})
 		go w.runFlusher(flusherDone)
 		go func() {
 			w.run()
-			close(w.flushq)
+			w.fmu.Lock()
+			w.fclosed = true
+			w.fmu.Unlock()
+			w.wakeFlusher()
 			<-flusherDone
 			close(w.stopped)
 		}()
@@ -197,6 +248,9 @@ func (w *Writer[In, Out]) Do(ctx context.Context, in In) (Out, error) {
 		return zero, *err
 	}
 	r := &Request[In, Out]{In: in, done: make(chan struct{})}
+	if w.onTiming != nil {
+		r.queued = time.Now()
+	}
 	w.mu.RLock()
 	if w.closed {
 		w.mu.RUnlock()
@@ -255,6 +309,7 @@ func (w *Writer[In, Out]) Stats() Stats {
 func (w *Writer[In, Out]) run() {
 	buf := make([]*Request[In, Out], 0, w.maxBatch)
 	for r := range w.queue {
+		w.awaitRoom()
 		batch := buf[:0]
 		if r.state.CompareAndSwap(queued, taken) {
 			batch = append(batch, r)
@@ -290,7 +345,8 @@ func (w *Writer[In, Out]) runBatch(batch []*Request[In, Out]) {
 	} else {
 		done, err = w.safeCommit(batch)
 	}
-	took := time.Since(start)
+	end := time.Now()
+	took := end.Sub(start)
 
 	w.batches.Add(1)
 	w.requests.Add(uint64(len(batch)))
@@ -301,56 +357,107 @@ func (w *Writer[In, Out]) runBatch(batch []*Request[In, Out]) {
 	if w.onBatch != nil {
 		w.onBatch(len(batch), took, err)
 	}
+	c := committed[In, Out]{batch: batch, done: done, start: start, end: end}
 	if err != nil || w.flush == nil {
-		complete(batch, done, err)
+		w.complete(c, end, end, err)
 		return
 	}
-	w.flushq <- committed[In, Out]{batch: slices.Clone(batch), done: done}
+	c.batch = slices.Clone(batch)
+	w.fmu.Lock()
+	w.flushq = append(w.flushq, c)
+	w.fmu.Unlock()
+	w.wakeFlusher()
 }
 
-// runFlusher is the flusher goroutine: one Flush for everything committed
-// meanwhile, then each batch in commit order. It ends when flushq is closed
-// and drained.
+// awaitRoom waits, with Config.Flush, until fewer than MaxUnflushed
+// batches wait for a Flush to begin.
+func (w *Writer[In, Out]) awaitRoom() {
+	if w.flush == nil {
+		return
+	}
+	w.fmu.Lock()
+	for len(w.flushq) >= w.maxUnflushed {
+		w.room.Wait()
+	}
+	w.fmu.Unlock()
+}
+
+// wakeFlusher tells the flusher that flushq changed; it never blocks.
+func (w *Writer[In, Out]) wakeFlusher() {
+	select {
+	case w.fwake <- struct{}{}:
+	default: // a wake-up is due already: the flusher takes all of flushq
+	}
+}
+
+// runFlusher is the flusher goroutine: one Flush for every batch committed
+// since the last one, then each batch in commit order. It ends when the
+// writer has returned and flushq is empty.
 func (w *Writer[In, Out]) runFlusher(stopped chan<- struct{}) {
 	defer close(stopped)
-	var pending []committed[In, Out]
-	for c := range w.flushq {
-		pending = append(pending[:0], c)
-	drain:
-		for {
-			select {
-			case c, ok := <-w.flushq:
-				if !ok {
-					break drain
-				}
-				pending = append(pending, c)
-			default:
-				break drain
+	var spare []committed[In, Out]
+	for {
+		w.fmu.Lock()
+		pending := w.flushq
+		w.flushq = spare[:0]
+		closed := w.fclosed
+		w.room.Signal()
+		w.fmu.Unlock()
+		if len(pending) == 0 {
+			if closed {
+				return
 			}
+			<-w.fwake
+			spare = pending
+			continue
 		}
 		start := time.Now()
-		err := w.safeFlush()
-		w.flushes.Add(1)
-		w.flushNanos.Add(uint64(time.Since(start)))
+		var err error
+		if broken := w.broken.Load(); broken != nil {
+			// Committed before the writer saw the failed Flush: a later
+			// Flush that succeeds does not make them durable.
+			err = *broken
+		} else {
+			err = w.safeFlush()
+			w.flushes.Add(1)
+			w.flushNanos.Add(uint64(time.Since(start)))
+		}
+		end := time.Now()
 		if err != nil {
 			w.broken.CompareAndSwap(nil, &err)
 		}
 		for _, c := range pending {
-			complete(c.batch, c.done, err)
+			w.complete(c, start, end, err)
 		}
 		clear(pending)
+		spare = pending
 	}
 }
 
-// complete sets the batch's error, if any, runs done and wakes the callers.
-func complete[In, Out any](batch []*Request[In, Out], done func(), err error) {
+// complete sets the batch's error, if any, runs done and wakes the
+// callers. flushStart and flushEnd are the times of the Flush that covered
+// the batch (both the commit's end without one), for Config.OnTiming.
+func (w *Writer[In, Out]) complete(c committed[In, Out], flushStart, flushEnd time.Time, err error) {
+	batch := c.batch
 	if err != nil {
 		var zero Out
 		for _, r := range batch {
 			r.Out, r.Err = zero, err
 		}
-	} else if done != nil {
-		done()
+	} else if c.done != nil {
+		c.done()
+	}
+	if err == nil && w.onTiming != nil {
+		t := Timing{
+			Commit: c.end.Sub(c.start),
+			Wait:   flushStart.Sub(c.end),
+			Flush:  flushEnd.Sub(flushStart),
+			Done:   time.Since(flushEnd),
+		}
+		for _, r := range batch {
+			t.Queue = c.start.Sub(r.queued)
+			w.onTiming(t)
+		}
 	}
 	for _, r := range batch {
 		close(r.done)

@@ -3,6 +3,7 @@ package groupcommit_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -279,3 +280,172 @@ func TestFlushError(t *testing.T) {
 		t.Errorf("Do() after a failed flush error = %v, want the flush error (broken)", err)
 	}
 }
+
+// TestOnTiming: each committed request's stages are reported once, before
+// its caller returns, and its fsync stage covers the whole Flush; a
+// request of a batch that failed is not reported.
+func TestOnTiming(t *testing.T) {
+	var mu sync.Mutex
+	var inFlush time.Duration // the Flush calls' own time, measured inside
+	var timings []groupcommit.Timing
+	flush := func() error {
+		start := time.Now()
+		runtime.Gosched()
+		mu.Lock()
+		inFlush = max(inFlush, time.Since(start))
+		mu.Unlock()
+		return nil
+	}
+	commit := func(batch []*groupcommit.Request[int, int]) (func(), error) {
+		for _, r := range batch {
+			if r.In < 0 {
+				return nil, errors.New("negative")
+			}
+		}
+		return double(batch)
+	}
+	w := groupcommit.New(commit, groupcommit.Config{Flush: flush, OnTiming: func(tm groupcommit.Timing) {
+		mu.Lock()
+		timings = append(timings, tm)
+		mu.Unlock()
+	}})
+	defer w.Close()
+	reported := func() int { mu.Lock(); defer mu.Unlock(); return len(timings) }
+	for _, in := range []int{2, -2, 4, -4, 6} {
+		before := reported()
+		_, err := w.Do(context.Background(), in)
+		want := before + 1
+		if in < 0 { // its batch fails
+			want = before
+		}
+		if got := reported(); got != want {
+			t.Errorf("Do(%d) (error %v): %d timings reported when it returned, want %d", in, err, got, want)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var longest time.Duration
+	for _, tm := range timings {
+		if tm.Queue < 0 || tm.Commit < 0 || tm.Wait < 0 || tm.Flush < 0 || tm.Done < 0 {
+			t.Errorf("Timing %+v has a negative stage", tm)
+		}
+		longest = max(longest, tm.Flush)
+	}
+	if longest < inFlush {
+		t.Errorf("longest fsync stage %v, want at least the longest Flush call's own time %v", longest, inFlush)
+	}
+}
+
+// TestFlushNoWait: with MaxUnflushed 2, while a Flush runs, the writer
+// commits a request that arrives at once, also when a batch committed
+// during that Flush waits for the next one already, and the next Flush
+// covers both; none of their callers returns before it.
+func TestFlushNoWait(t *testing.T) {
+	h := newHeldFlush(nil)
+	committed, entered := h.committed, h.entered
+	w := groupcommit.New(h.commit, groupcommit.Config{Flush: h.flush, MaxUnflushed: 2})
+	defer w.Close()
+	defer h.releaseFlush() // before Close, on failure too
+	var wg sync.WaitGroup
+	var returned atomic.Int64
+	do := func(in int) {
+		wg.Go(func() {
+			if got, err := w.Do(context.Background(), in); err != nil || got != 2*in {
+				t.Errorf("Do(%d) = %d, %v, want %d, nil", in, got, err, 2*in)
+			}
+			returned.Add(1)
+		})
+	}
+	do(2)
+	<-entered
+	if got := <-committed; got != 2 {
+		t.Fatalf("committed %d first, want 2", got)
+	}
+	// Two more requests, one after the other, while the first Flush
+	// runs: each is committed at once.
+	for _, in := range []int{4, 6} {
+		do(in)
+		select {
+		case got := <-committed:
+			if got != in {
+				t.Fatalf("committed %d, want %d", got, in)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("request %d not committed after 10 s while a Flush runs: the writer waits for the flusher", in)
+		}
+	}
+	if n := returned.Load(); n != 0 {
+		t.Errorf("%d callers returned before their Flush", n)
+	}
+	h.releaseFlush()
+	wg.Wait()
+	if st := w.Stats(); st.Batches != 3 || st.Flushes != 2 {
+		t.Errorf("Stats() = %+v, want 3 batches and 2 flushes (one for the two committed during the first)", st)
+	}
+}
+
+// TestFlushErrorCommittedMeanwhile: a batch committed while a Flush runs
+// that then fails is not made durable by a later Flush that succeeds: it
+// fails with the first error, and no Flush is tried again.
+func TestFlushErrorCommittedMeanwhile(t *testing.T) {
+	boom := errors.New("fsync failed")
+	h := newHeldFlush(boom) // a later fsync reports success: it proves nothing
+	committed, entered := h.committed, h.entered
+	w := groupcommit.New(h.commit, groupcommit.Config{Flush: h.flush})
+	defer w.Close()
+	defer h.releaseFlush()
+	errs := make(chan error, 2)
+	go func() { _, err := w.Do(context.Background(), 2); errs <- err }()
+	<-entered
+	<-committed
+	go func() { _, err := w.Do(context.Background(), 4); errs <- err }()
+	select {
+	case <-committed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second request was not committed after 10 s while a Flush runs")
+	}
+	h.releaseFlush()
+	for range 2 {
+		if err := <-errs; !errors.Is(err, boom) {
+			t.Errorf("Do() error = %v, want the failed Flush's", err)
+		}
+	}
+	if n := h.calls.Load(); n != 1 {
+		t.Errorf("Flush called %d times, want 1 (the Writer is broken after the first)", n)
+	}
+}
+
+// heldFlush is a commit function that reports each committed input on
+// committed, and a Flush whose first call holds until releaseFlush and
+// returns firstErr (the slow fsync); later calls return nil at once.
+type heldFlush struct {
+	committed chan int
+	entered   chan struct{} // closed when the first Flush begins
+	release   chan struct{}
+	once      sync.Once
+	calls     atomic.Int64
+	firstErr  error
+}
+
+func newHeldFlush(firstErr error) *heldFlush {
+	return &heldFlush{committed: make(chan int, 10), entered: make(chan struct{}), release: make(chan struct{}), firstErr: firstErr}
+}
+
+func (h *heldFlush) commit(batch []*groupcommit.Request[int, int]) (func(), error) {
+	double(batch)
+	for _, r := range batch {
+		h.committed <- r.In
+	}
+	return nil, nil
+}
+
+func (h *heldFlush) flush() error {
+	if h.calls.Add(1) == 1 {
+		close(h.entered)
+		<-h.release
+		return h.firstErr
+	}
+	return nil
+}
+
+func (h *heldFlush) releaseFlush() { h.once.Do(func() { close(h.release) }) }

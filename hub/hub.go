@@ -231,8 +231,12 @@ func (h *Hub) dispatch(run []item) {
 		return
 	}
 	ms := h.run1[:0]
+	start := time.Now()
 	for i := range run {
 		ms = append(ms, run[i].msg)
+		if c := run[i].msg.Committed; !c.IsZero() {
+			h.m.dispatched.Observe(start.Sub(c).Seconds())
+		}
 	}
 	h.run1 = ms
 	defer clear(ms)
@@ -266,6 +270,12 @@ func (h *Hub) dispatch(run []item) {
 		}
 	}
 	h.mu.Unlock()
+	end := time.Now()
+	for _, m := range ms {
+		if !m.Committed.IsZero() {
+			h.m.handedOff.Observe(end.Sub(m.Committed).Seconds())
+		}
+	}
 	h.m.messages.Add(float64(len(ms)))
 	h.m.fanout.Add(float64(n * len(ms)))
 }

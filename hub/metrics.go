@@ -12,6 +12,8 @@ type metrics struct {
 	fanout       prometheus.Counter
 	lagged       prometheus.Counter
 	memberErrors prometheus.Counter
+	dispatched   prometheus.Observer // stage "dispatch" of parley_hub_stage_seconds
+	handedOff    prometheus.Observer // stage "handoff"
 }
 
 func newMetrics(reg prometheus.Registerer) metrics {
@@ -41,10 +43,18 @@ func newMetrics(reg prometheus.Registerer) metrics {
 			Help: "Failed member lookups for the personal queues.",
 		}),
 	}
+	stages := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "parley_hub_stage_seconds",
+		Help: "Per live message, from the hub taking it from the store to: dispatch, the start of its fan-out; " +
+			"handoff, its hand-off to the last local subscription's queue.",
+		Buckets: prometheus.ExponentialBuckets(25e-6, 2, 16), // 25µs to 0.8s
+	}, []string{"stage"})
+	m.dispatched = stages.WithLabelValues("dispatch")
+	m.handedOff = stages.WithLabelValues("handoff")
 	m.roomSubs = m.subs.WithLabelValues("room")
 	m.userSubs = m.subs.WithLabelValues("user")
 	if reg != nil {
-		reg.MustRegister(m.pending, m.subs, m.messages, m.fanout, m.lagged, m.memberErrors)
+		reg.MustRegister(m.pending, m.subs, m.messages, m.fanout, m.lagged, m.memberErrors, stages)
 	}
 	return m
 }

@@ -240,7 +240,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 			pc.ConnConfig.Database, err)
 	}
 	for range cfg.Writers {
-		s.w = append(s.w, groupcommit.New(s.commit, groupcommit.Config{MaxBatch: cfg.MaxBatch, OnBatch: m.batch.Observe}))
+		s.w = append(s.w, groupcommit.New(s.commit, groupcommit.Config{MaxBatch: cfg.MaxBatch, OnBatch: m.batch.Observe, OnTiming: m.batch.ObserveTiming}))
 	}
 	return s, nil
 }

@@ -24,7 +24,11 @@
 # BIGROOM (default 1; 0 skips it), BIGROOM_USERS (10000), SESSIONS_PER_USER
 # (10: Parley signs up 1,000 users for 10,000 sessions), PARLEY_PORT (8089),
 # CENTRIFUGO_PORT (8009), PARLEY_FLAGS, WRITE_DELAYS (default "0"),
-# BIGROOM_WRITE_DELAYS (default: WRITE_DELAYS).
+# BIGROOM_WRITE_DELAYS (default: WRITE_DELAYS), PARLEY_BIN (a parley binary
+# to run instead of building this checkout: to compare builds). Each run of
+# Parley leaves its server's /metrics at its end in NAME.metrics (the write
+# path's stage histograms: parley_store_write_stage_seconds,
+# parley_hub_stage_seconds, parley_stomp_delivery_latency_seconds).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -40,10 +44,14 @@ mkdir -p "$out"
 	exit 1
 }
 
-echo "== building parley"
 tmp=$(mktemp -d)
 bin=$tmp/parley
-go build -o "$bin" ./cmd/parley
+if [ -n "${PARLEY_BIN:-}" ]; then
+	cp "$PARLEY_BIN" "$bin"
+else
+	echo "== building parley"
+	go build -o "$bin" ./cmd/parley
+fi
 
 parley_pid= cf_pid=
 cleanup() {
@@ -106,12 +114,12 @@ parley_run() { # name, bench args...
 	local name=$1
 	shift
 	start_parley
-	run "$name" "$@" --url "http://127.0.0.1:$port"
+	run "$name" "$@" --url "http://127.0.0.1:$port" --server-pid "$parley_pid"
+	curl -fsS "http://127.0.0.1:$port/metrics" >"$out/$name.metrics"
 	# Socket writes against deliveries: the frames each write carried.
-	curl -fsS "http://127.0.0.1:$port/metrics" |
-		awk '/^parley_stomp_(writes|deliveries)_total / { v[$1] = $2 }
+	awk '/^parley_stomp_(writes|deliveries)_total / { v[$1] = $2 }
 			END { if (v["parley_stomp_writes_total"] > 0) printf "  writes        %d socket writes, %.2f deliveries each (set-up included)\n",
-				v["parley_stomp_writes_total"], v["parley_stomp_deliveries_total"] / v["parley_stomp_writes_total"] }' |
+				v["parley_stomp_writes_total"], v["parley_stomp_deliveries_total"] / v["parley_stomp_writes_total"] }' "$out/$name.metrics" |
 		tee -a "$out/$name.txt"
 	stop "$parley_pid"
 	parley_pid=

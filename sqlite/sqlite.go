@@ -66,8 +66,10 @@
 // parley_store_queries_total{kind} counts every statement sent to SQLite
 // (Store.Queries is its sum), parley_store_batch_size the writes per
 // transaction, parley_store_commit_seconds the time of each batch in the
-// writer, parley_store_fsync_seconds each fsync of the WAL (sync=full) and
-// parley_store_checkpoint_errors_total the failed checkpoints.
+// writer, parley_store_fsync_seconds each fsync of the WAL (sync=full),
+// parley_store_write_stage_seconds{stage} where each write's time went
+// (package groupcommit's Timing) and parley_store_checkpoint_errors_total
+// the failed checkpoints.
 //
 // # Driver
 //
@@ -200,7 +202,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		s.closeDBs()
 		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
 	}
-	gc := groupcommit.Config{MaxBatch: cfg.MaxBatch, OnBatch: s.m.batch.Observe}
+	gc := groupcommit.Config{MaxBatch: cfg.MaxBatch, OnBatch: s.m.batch.Observe, OnTiming: s.m.batch.ObserveTiming}
 	if cfg.Sync == SyncFull {
 		// The WAL exists from the migrations on, and lives as long as the
 		// connections: SQLite truncates it but never removes it while open.
