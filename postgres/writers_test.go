@@ -137,24 +137,6 @@ func testWritersCrossShardOrder(t *testing.T, minBatch int) {
 	})
 	postgres.SetFenceWait(s, func() { atFence <- struct{}{} })
 
-	// A direct room x whose writer is not its pair's, and two group rooms
-	// of x's writer: w, locked before x (ids in order), and v.
-	owner := parleytest.MustCreateUser(t, s, "owner")
-	var a parley.User
-	for try := 0; x.ID == ""; try++ {
-		if try == 20 {
-			t.Fatal("no pair whose direct room has another writer in 20 tries")
-		}
-		a = parleytest.MustCreateUser(t, s, fmt.Sprintf("a%d", try))
-		peer = parleytest.MustCreateUser(t, s, fmt.Sprintf("b%d", try))
-		r, _, err := s.CreateRoom(ctx, parley.NewRoom{Kind: parley.KindDirect, CreatorID: a.ID, PeerID: peer.ID})
-		if err != nil {
-			t.Fatalf("CreateRoom(direct) error = %v", err)
-		}
-		if postgres.WriterOf(s, r.ID) != postgres.WriterOf(s, r.DirectKey) {
-			x = r
-		}
-	}
 	side, err := pgx.Connect(ctx, dbURL) // the test's own queries
 	if err != nil {
 		t.Fatal(err)
@@ -166,6 +148,27 @@ func testWritersCrossShardOrder(t *testing.T, minBatch int) {
 			t.Fatal(err)
 		}
 		return less
+	}
+
+	// A direct room x whose writer is not its pair's, and two group rooms
+	// of x's writer: w, locked before x (ids in order), and v. Ids are
+	// random: x is taken in the upper half of the order, so that a group
+	// room sorting before it is found in a few tries.
+	owner := parleytest.MustCreateUser(t, s, "owner")
+	var a parley.User
+	for try := 0; x.ID == ""; try++ {
+		if try == 80 {
+			t.Fatal("no pair whose direct room has another writer and an id past m in 80 tries")
+		}
+		a = parleytest.MustCreateUser(t, s, fmt.Sprintf("a%d", try))
+		peer = parleytest.MustCreateUser(t, s, fmt.Sprintf("b%d", try))
+		r, _, err := s.CreateRoom(ctx, parley.NewRoom{Kind: parley.KindDirect, CreatorID: a.ID, PeerID: peer.ID})
+		if err != nil {
+			t.Fatalf("CreateRoom(direct) error = %v", err)
+		}
+		if postgres.WriterOf(s, r.ID) != postgres.WriterOf(s, r.DirectKey) && before("m", r.ID) {
+			x = r
+		}
 	}
 	var v, w parley.Room
 	for i := 0; v.ID == "" || w.ID == ""; i++ {
