@@ -17,6 +17,7 @@ type metrics struct {
 	deliveries        prometheus.Counter
 	eventDeliveries   prometheus.Counter
 	writes            prometheus.Counter
+	writeStalls       prometheus.Counter
 	slowConsumer      *prometheus.CounterVec
 	refusals          []prometheus.Counter // by refusalCodes
 	heartbeatTimeouts prometheus.Counter
@@ -48,6 +49,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		writes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_stomp_writes_total",
 			Help: "Socket writes of outbound frames (each carries one or more frames).",
+		}),
+		writeStalls: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_stomp_write_stalls_total",
+			Help: "Writes of the writer pool that a socket did not take at once: the rest waits for the client on a goroutine of the session's own.",
 		}),
 		slowConsumer: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_stomp_slow_consumer_closes_total",
@@ -102,7 +107,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Help: "Frames waiting in the outbound queues of every session.",
 	}, func() float64 { return float64(m.queued.Load()) })
 	if reg != nil {
-		reg.MustRegister(m.connections, in, out, m.deliveries, m.eventDeliveries, m.writes, m.slowConsumer, refusals,
+		reg.MustRegister(m.connections, in, out, m.deliveries, m.eventDeliveries, m.writes, m.writeStalls, m.slowConsumer, refusals,
 			m.heartbeatTimeouts, m.latency, queueDepth, connRefusals)
 	}
 	return m

@@ -1,0 +1,72 @@
+package gateway
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// TestStalledSocketHoldsUpNoOne: with one pool worker, a subscriber that
+// stops reading stalls its socket; the worker hands its write to a
+// goroutine of the session's own and goes on writing the other session,
+// which gets every message at once (in lockstep: no sleep). Once the slow
+// client reads again it gets its whole stream, in seq order, across the
+// hand-off, and its session goes back to the pool.
+func TestStalledSocketHoldsUpNoOne(t *testing.T) {
+	e := newEnv(t, Config{Writers: 1, QueueFrames: 4096, WriteTimeout: time.Minute})
+	e.chat.addUser("alice")
+	carol := e.chat.addUser("carol")
+	e.chat.addRoom("r1", carol)
+	e.chat.mu.Lock()
+	e.chat.members["r1"]["u-alice"] = true
+	e.chat.mu.Unlock()
+
+	fast := e.dial(t, "tcp")
+	fast.connect("alice")
+	slow := e.dialSmallBuffer(t)
+	slow.connect("carol")
+	for _, c := range []*client{fast, slow} {
+		c.send(frame("SUBSCRIBE", "", "id:0", "destination:/topic/rooms.r1", "receipt:s"))
+		c.expect("RECEIPT")
+	}
+
+	text := strings.Repeat("x", 1000)
+	seq := 0
+	send := func() {
+		t.Helper()
+		if _, _, err := e.chat.Send(t.Context(), carol, "r1", text, ""); err != nil {
+			t.Fatal(err)
+		}
+		seq++
+		fast.expect("MESSAGE", "seq:"+strconv.Itoa(seq))
+	}
+	// The slow client reads nothing: its socket fills and stalls.
+	for testutil.ToFloat64(e.srv.m.writeStalls) == 0 {
+		if seq > 2000 {
+			t.Fatalf("no write stalled after %d messages", seq)
+		}
+		send()
+	}
+	stalledAt := seq
+	// The worker is not waiting for the slow client: the fast one gets
+	// these as they are sent.
+	for range 20 {
+		send()
+	}
+	for want := 1; want <= seq; want++ {
+		slow.expect("MESSAGE", "seq:"+strconv.Itoa(want))
+	}
+	t.Logf("stalled at seq %d", stalledAt)
+
+	// The slow session's own writer is done: the pool writes it again.
+	awaitWritersIdle(t, e)
+	stalls := testutil.ToFloat64(e.srv.m.writeStalls)
+	send()
+	slow.expect("MESSAGE", "seq:"+strconv.Itoa(seq))
+	if got := testutil.ToFloat64(e.srv.m.writeStalls); got != stalls {
+		t.Errorf("write stalls went from %v to %v for a client that reads", stalls, got)
+	}
+}
