@@ -363,7 +363,6 @@ func New(cfg Config) (*Server, error) {
 		chat:      cfg.Chat,
 		hub:       cfg.Hub,
 		log:       cfg.Logger,
-		m:         newMetrics(cfg.Registerer),
 		poll:      p,
 		sessions:  map[*session]struct{}{},
 		users:     map[string]map[*session][]byte{},
@@ -374,6 +373,7 @@ func New(cfg Config) (*Server, error) {
 		// A frame carries at most a body of MaxBody plus its headers.
 		limits: stomp.Limits{MaxBody: cfg.Chat.MaxBody(), MaxFrame: cfg.Chat.MaxBody() + 16<<10, MaxHeaders: cfg.MaxHeaders},
 	}
+	srv.m = newMetrics(cfg.Registerer, srv.queuedFrames)
 	if cfg.now != nil {
 		srv.now = cfg.now
 	}
@@ -487,6 +487,27 @@ func (srv *Server) add(s *session) (overCap, ok bool) {
 	srv.sessions[s] = struct{}{}
 	srv.m.connections.Inc()
 	return s.overCap, true
+}
+
+// queuedFrames counts the frames in the outbound queues of every session,
+// those being written included: the sum of the sessions' own counts
+// (session.queued), so that queuing a frame touches no counter that every
+// session shares. It takes each session's lock after Server.mu is
+// released (Server.mu is a leaf).
+func (srv *Server) queuedFrames() int64 {
+	srv.mu.Lock()
+	ss := make([]*session, 0, len(srv.sessions))
+	for s := range srv.sessions {
+		ss = append(ss, s)
+	}
+	srv.mu.Unlock()
+	var n int64
+	for _, s := range ss {
+		s.mu.Lock()
+		n += int64(s.queued)
+		s.mu.Unlock()
+	}
+	return n
 }
 
 // remove forgets a closed session.

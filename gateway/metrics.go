@@ -1,8 +1,6 @@
 package gateway
 
 import (
-	"sync/atomic"
-
 	"parley/stomp"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,7 +21,6 @@ type metrics struct {
 	heartbeatTimeouts prometheus.Counter
 	connRefusals      [2]prometheus.Counter // by refusedNodeLimit, refusedUserLimit
 	latency           prometheus.Histogram
-	queued            atomic.Int64 // frames in every outbound queue
 }
 
 // Indexes of metrics.connRefusals.
@@ -32,7 +29,9 @@ const (
 	refusedUserLimit
 )
 
-func newMetrics(reg prometheus.Registerer) *metrics {
+// newMetrics makes the collectors and registers them with reg, if any;
+// queued counts the frames in every outbound queue (Server.queuedFrames).
+func newMetrics(reg prometheus.Registerer, queued func() int64) *metrics {
 	m := &metrics{
 		connections: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "parley_stomp_connections",
@@ -105,7 +104,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	queueDepth := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "parley_stomp_outbound_queued_frames",
 		Help: "Frames waiting in the outbound queues of every session.",
-	}, func() float64 { return float64(m.queued.Load()) })
+	}, func() float64 { return float64(queued()) })
 	if reg != nil {
 		reg.MustRegister(m.connections, in, out, m.deliveries, m.eventDeliveries, m.writes, m.writeStalls, m.slowConsumer, refusals,
 			m.heartbeatTimeouts, m.latency, queueDepth, connRefusals)

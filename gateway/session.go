@@ -62,6 +62,7 @@ type session struct {
 	lastWrite   time.Time
 	subs        []*subscription
 	q           *queue     // outbound queue; nil when empty and no writer runs
+	queued      int        // frames queued or being written (Server.queuedFrames)
 	writing     bool       // a writer runs or waits in the pool's line, or its start is delayed (delay)
 	delay       writeDelay // the writer's delayed start (writer.go)
 	dead        bool       // refused or closing: nothing more is queued
@@ -385,7 +386,7 @@ func (s *session) finishLocked(last outItem, wsStatus uint16) {
 		if it.raw != nil {
 			s.q.items = append(s.q.items, it)
 			s.q.bytes += len(it.raw)
-			s.srv.m.queued.Add(1)
+			s.queued++
 		}
 	}
 	s.dead, s.closeAfter = true, true

@@ -80,7 +80,7 @@ func (s *session) enqueueLocked(it outItem, n int) {
 	}
 	s.q.items = append(s.q.items, it)
 	s.q.bytes += n
-	s.srv.m.queued.Add(1)
+	s.queued++
 	if it.msg != nil {
 		s.startWriterSoonLocked()
 	} else {
@@ -468,7 +468,6 @@ func (s *session) wrote(batch []outItem) {
 			events++
 		}
 	}
-	m.queued.Add(-int64(len(batch)))
 	if msgs > 0 {
 		m.framesOut[stomp.Message].Add(float64(msgs))
 		m.deliveries.Add(float64(msgs))
@@ -479,6 +478,7 @@ func (s *session) wrote(batch []outItem) {
 	}
 	s.mu.Lock()
 	s.lastWrite = now
+	s.queued -= len(batch)
 	s.mu.Unlock()
 }
 
@@ -683,7 +683,7 @@ func closeWSFrame(dst []byte, start int) []byte {
 // dropQueueLocked forgets everything queued.
 func (s *session) dropQueueLocked() {
 	if s.q != nil {
-		s.srv.m.queued.Add(-int64(len(s.q.items)))
+		s.queued -= len(s.q.items)
 		clear(s.q.items)
 		s.q.items, s.q.bytes = s.q.items[:0], 0
 	}

@@ -63,6 +63,9 @@ func TestStalledSocketHoldsUpNoOne(t *testing.T) {
 
 	// The slow session's own writer is done: the pool writes it again.
 	awaitWritersIdle(t, e)
+	if n := e.srv.queuedFrames(); n != 0 {
+		t.Errorf("%d frames counted as queued once all are written, want 0", n)
+	}
 	stalls := testutil.ToFloat64(e.srv.m.writeStalls)
 	send()
 	slow.expect("MESSAGE", "seq:"+strconv.Itoa(seq))
