@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"testing"
@@ -71,5 +72,67 @@ func TestStalledSocketHoldsUpNoOne(t *testing.T) {
 	slow.expect("MESSAGE", "seq:"+strconv.Itoa(seq))
 	if got := testutil.ToFloat64(e.srv.m.writeStalls); got != stalls {
 		t.Errorf("write stalls went from %v to %v for a client that reads", stalls, got)
+	}
+}
+
+// TestShutdownFlushesThroughPool: Shutdown writes every session's queue,
+// then its going-away ERROR, also for a session whose write stalled and
+// went to a goroutine of its own (one pool worker, which the other session
+// shares); once the slow client reads again it gets its whole stream in
+// order, Shutdown returns before its deadline, and the pool is closed.
+func TestShutdownFlushesThroughPool(t *testing.T) {
+	e := newEnv(t, Config{Writers: 1, QueueFrames: 4096, WriteTimeout: time.Minute})
+	e.chat.addUser("alice")
+	carol := e.chat.addUser("carol")
+	e.chat.addRoom("r1", carol)
+	e.chat.mu.Lock()
+	e.chat.members["r1"]["u-alice"] = true
+	e.chat.mu.Unlock()
+
+	fast := e.dial(t, "tcp")
+	fast.connect("alice")
+	slow := e.dialSmallBuffer(t)
+	slow.connect("carol")
+	for _, c := range []*client{fast, slow} {
+		c.send(frame("SUBSCRIBE", "", "id:0", "destination:/topic/rooms.r1", "receipt:s"))
+		c.expect("RECEIPT")
+	}
+	text := strings.Repeat("x", 1000)
+	seq := 0
+	// In lockstep with the fast client: once it has a message, the hub
+	// has queued it for the slow one too.
+	for stalled := 0; stalled < 10; {
+		if seq > 2000 {
+			t.Fatalf("no write stalled after %d messages", seq)
+		}
+		if _, _, err := e.chat.Send(t.Context(), carol, "r1", text, ""); err != nil {
+			t.Fatal(err)
+		}
+		seq++
+		fast.expect("MESSAGE", "seq:"+strconv.Itoa(seq))
+		if testutil.ToFloat64(e.srv.m.writeStalls) > 0 {
+			stalled++ // and a few more queued behind the stalled write
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	shutdown := make(chan error, 1)
+	go func() { shutdown <- e.srv.Shutdown(ctx) }()
+	fast.expect("ERROR", "code:unavailable")
+	fast.expectClosed()
+	for want := 1; want <= seq; want++ {
+		slow.expect("MESSAGE", "seq:"+strconv.Itoa(want))
+	}
+	slow.expect("ERROR", "code:unavailable")
+	slow.expectClosed()
+	if err := <-shutdown; err != nil {
+		t.Errorf("Shutdown() = %v, want nil", err)
+	}
+	e.srv.writers.mu.Lock()
+	closed := e.srv.writers.closed
+	e.srv.writers.mu.Unlock()
+	if !closed {
+		t.Error("the writer pool is open after Shutdown")
 	}
 }
