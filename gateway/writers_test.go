@@ -10,14 +10,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
-// TestStalledSocketHoldsUpNoOne: with one pool worker, a subscriber that
-// stops reading stalls its socket; the worker hands its write to a
-// goroutine of the session's own and goes on writing the other session,
-// which gets every message at once (in lockstep: no sleep). Once the slow
-// client reads again it gets its whole stream, in seq order, across the
-// hand-off, and its session goes back to the pool.
-func TestStalledSocketHoldsUpNoOne(t *testing.T) {
-	e := newEnv(t, Config{Writers: 1, QueueFrames: 4096, WriteTimeout: time.Minute})
+// poolPair starts a gateway with one pool worker and two subscribers of
+// room r1 over TCP: fast (alice), which the test reads, and slow (carol,
+// with a 4 KiB receive buffer). publish sends a message of 1,000 octets as
+// carol, waits for fast to get it and returns its seq.
+func poolPair(t *testing.T) (e *env, fast, slow *client, publish func() int) {
+	t.Helper()
+	e = newEnv(t, Config{Writers: 1, QueueFrames: 4096, WriteTimeout: time.Minute})
 	e.chat.addUser("alice")
 	carol := e.chat.addUser("carol")
 	e.chat.addRoom("r1", carol)
@@ -25,25 +24,36 @@ func TestStalledSocketHoldsUpNoOne(t *testing.T) {
 	e.chat.members["r1"]["u-alice"] = true
 	e.chat.mu.Unlock()
 
-	fast := e.dial(t, "tcp")
+	fast = e.dial(t, "tcp")
 	fast.connect("alice")
-	slow := e.dialSmallBuffer(t)
+	slow = e.dialSmallBuffer(t)
 	slow.connect("carol")
 	for _, c := range []*client{fast, slow} {
 		c.send(frame("SUBSCRIBE", "", "id:0", "destination:/topic/rooms.r1", "receipt:s"))
 		c.expect("RECEIPT")
 	}
-
 	text := strings.Repeat("x", 1000)
-	seq := 0
-	send := func() {
+	return e, fast, slow, func() int {
 		t.Helper()
-		if _, _, err := e.chat.Send(t.Context(), carol, "r1", text, ""); err != nil {
+		m, _, err := e.chat.Send(t.Context(), carol, "r1", text, "")
+		if err != nil {
 			t.Fatal(err)
 		}
-		seq++
-		fast.expect("MESSAGE", "seq:"+strconv.Itoa(seq))
+		fast.expect("MESSAGE", "seq:"+strconv.FormatInt(m.Seq, 10))
+		return int(m.Seq)
 	}
+}
+
+// TestStalledSocketHoldsUpNoOne: with one pool worker, a subscriber that
+// stops reading stalls its socket; the worker hands its write to a
+// goroutine of the session's own and goes on writing the other session,
+// which gets every message at once (in lockstep: no sleep). Once the slow
+// client reads again it gets its whole stream, in seq order, across the
+// hand-off, and its session goes back to the pool.
+func TestStalledSocketHoldsUpNoOne(t *testing.T) {
+	e, _, slow, publish := poolPair(t) // publish waits for the fast client
+	seq := 0
+	send := func() { seq = publish() }
 	// The slow client reads nothing: its socket fills and stalls.
 	for testutil.ToFloat64(e.srv.m.writeStalls) == 0 {
 		if seq > 2000 {
@@ -81,23 +91,7 @@ func TestStalledSocketHoldsUpNoOne(t *testing.T) {
 // shares); once the slow client reads again it gets its whole stream in
 // order, Shutdown returns before its deadline, and the pool is closed.
 func TestShutdownFlushesThroughPool(t *testing.T) {
-	e := newEnv(t, Config{Writers: 1, QueueFrames: 4096, WriteTimeout: time.Minute})
-	e.chat.addUser("alice")
-	carol := e.chat.addUser("carol")
-	e.chat.addRoom("r1", carol)
-	e.chat.mu.Lock()
-	e.chat.members["r1"]["u-alice"] = true
-	e.chat.mu.Unlock()
-
-	fast := e.dial(t, "tcp")
-	fast.connect("alice")
-	slow := e.dialSmallBuffer(t)
-	slow.connect("carol")
-	for _, c := range []*client{fast, slow} {
-		c.send(frame("SUBSCRIBE", "", "id:0", "destination:/topic/rooms.r1", "receipt:s"))
-		c.expect("RECEIPT")
-	}
-	text := strings.Repeat("x", 1000)
+	e, fast, slow, publish := poolPair(t)
 	seq := 0
 	// In lockstep with the fast client: once it has a message, the hub
 	// has queued it for the slow one too.
@@ -105,11 +99,7 @@ func TestShutdownFlushesThroughPool(t *testing.T) {
 		if seq > 2000 {
 			t.Fatalf("no write stalled after %d messages", seq)
 		}
-		if _, _, err := e.chat.Send(t.Context(), carol, "r1", text, ""); err != nil {
-			t.Fatal(err)
-		}
-		seq++
-		fast.expect("MESSAGE", "seq:"+strconv.Itoa(seq))
+		seq = publish()
 		if testutil.ToFloat64(e.srv.m.writeStalls) > 0 {
 			stalled++ // and a few more queued behind the stalled write
 		}
