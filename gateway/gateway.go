@@ -41,6 +41,7 @@
 //
 // hub.Hub's lock is taken before a session's (the hub delivers with its lock
 // held); a session never calls into the hub while holding its own lock.
+// A session's lock may be held while the writer pool's (a leaf) is taken.
 // Server.mu is never held while taking either.
 //
 // # Shutdown
