@@ -115,7 +115,7 @@ func (s *session) slowConsumerLocked(reason string) {
 // writeDelay is a session's delayed writer start (Config.WriteDelay,
 // writeWait), guarded by the session's mu.
 type writeDelay struct {
-	timer   *time.Timer // runs s.writeFn; made on first use, then reset
+	timer   *time.Timer // runs s.delayed; made on first use, then reset
 	pending bool        // the timer is set and has not started the writer
 }
 
