@@ -13,9 +13,12 @@
 // arrives in pieces makes that goroutine wait for the rest.
 //
 // Outbound frames go to a bounded queue per session (frames and bytes). A
-// writer goroutine runs only while the queue is non-empty: it takes
-// everything queued, encodes it into one pooled buffer and writes it with
-// one system call. A message is encoded once per frame shape (destination,
+// session with frames queued waits in the line of the server's writer
+// pool (writers.go, Config.Writers goroutines): the worker whose turn it
+// is takes everything queued, encodes it into the worker's buffer and
+// writes it with one system call, without waiting for the client; a
+// socket that does not take it all gets the rest written by a goroutine of
+// the session's own, so no client holds up another. A message is encoded once per frame shape (destination,
 // protocol version, ack mode) and shared by every recipient of that shape;
 // only the subscription header is written per recipient. A full queue closes
 // the session with ERROR "slow consumer" (slowConsumerLocked, the one place that
@@ -38,6 +41,7 @@
 //
 // hub.Hub's lock is taken before a session's (the hub delivers with its lock
 // held); a session never calls into the hub while holding its own lock.
+// A session's lock may be held while the writer pool's (a leaf) is taken.
 // Server.mu is never held while taking either.
 //
 // # Shutdown
@@ -79,6 +83,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -168,6 +173,11 @@ type Config struct {
 	// frame loses the rest), hence off by default. Raw TCP is a stream
 	// anyway.
 	PackWebSocket bool
+	// Writers is the number of writer goroutines that write the
+	// sessions' queued frames, each session's in turn (writers.go).
+	// Default GOMAXPROCS; -1: none, a goroutine of its own writes each
+	// session's queue while it is not empty.
+	Writers int
 	// QueueFrames and QueueBytes bound a session's outbound queue.
 	// Default 1024 frames, 1 MiB.
 	QueueFrames int
@@ -248,6 +258,9 @@ func (c *Config) setDefaults() {
 	def(&c.MaxHeartBeat, 60*time.Second)
 	def(&c.SendTimeout, 10*time.Second)
 	def(&c.LingerTime, 500*time.Millisecond)
+	if c.Writers == 0 {
+		c.Writers = runtime.GOMAXPROCS(0)
+	}
 	if c.QueueFrames <= 0 {
 		c.QueueFrames = 1024
 	}
@@ -283,15 +296,17 @@ func (c *Config) setDefaults() {
 // Server runs STOMP sessions. It is an http.Handler for the WebSocket
 // endpoint; Serve runs it on a TCP listener. Stop it with Shutdown.
 type Server struct {
-	cfg    Config
-	chat   Chat
-	hub    *hub.Hub
-	log    *slog.Logger
-	m      *metrics
-	poll   *poller
-	limits stomp.Limits
-	ctx    context.Context // cancelled when Shutdown begins: ends catch-ups, CONNECT and SUBSCRIBE checks
-	cancel context.CancelFunc
+	cfg  Config
+	chat Chat
+	hub  *hub.Hub
+	log  *slog.Logger
+	m    *metrics
+	poll *poller
+	// writers writes the sessions' queues (nil: Config.Writers < 0).
+	writers *writerPool
+	limits  stomp.Limits
+	ctx     context.Context // cancelled when Shutdown begins: ends catch-ups, CONNECT and SUBSCRIBE checks
+	cancel  context.CancelFunc
 	// sendCtx is the parent of every SEND's context. Shutdown cancels it
 	// (abortSends) only when its own ctx ends, so that sends in flight
 	// can finish and be answered with their RECEIPT.
@@ -349,7 +364,6 @@ func New(cfg Config) (*Server, error) {
 		chat:      cfg.Chat,
 		hub:       cfg.Hub,
 		log:       cfg.Logger,
-		m:         newMetrics(cfg.Registerer),
 		poll:      p,
 		sessions:  map[*session]struct{}{},
 		users:     map[string]map[*session][]byte{},
@@ -360,6 +374,7 @@ func New(cfg Config) (*Server, error) {
 		// A frame carries at most a body of MaxBody plus its headers.
 		limits: stomp.Limits{MaxBody: cfg.Chat.MaxBody(), MaxFrame: cfg.Chat.MaxBody() + 16<<10, MaxHeaders: cfg.MaxHeaders},
 	}
+	srv.m = newMetrics(cfg.Registerer, srv.queuedFrames)
 	if cfg.now != nil {
 		srv.now = cfg.now
 	}
@@ -370,6 +385,9 @@ func New(cfg Config) (*Server, error) {
 	srv.ctx, srv.cancel = context.WithCancel(context.Background())
 	srv.sendCtx, srv.abortSends = context.WithCancel(context.Background())
 	go p.run()
+	if cfg.Writers > 0 {
+		srv.writers = newWriterPool(cfg.Writers)
+	}
 	return srv, nil
 }
 
@@ -427,6 +445,9 @@ func (srv *Server) Shutdown(ctx context.Context) error {
 	// closes once Shutdown returns (cluster mode's Redis client).
 	srv.awaitClosedCalls()
 	srv.poll.close()
+	if srv.writers != nil {
+		srv.writers.close()
+	}
 	return err
 }
 
@@ -467,6 +488,27 @@ func (srv *Server) add(s *session) (overCap, ok bool) {
 	srv.sessions[s] = struct{}{}
 	srv.m.connections.Inc()
 	return s.overCap, true
+}
+
+// queuedFrames counts the frames in the outbound queues of every session,
+// those being written included: the sum of the sessions' own counts
+// (session.queued), so that queuing a frame touches no counter that every
+// session shares. It takes each session's lock after Server.mu is
+// released (Server.mu is a leaf).
+func (srv *Server) queuedFrames() int64 {
+	srv.mu.Lock()
+	ss := make([]*session, 0, len(srv.sessions))
+	for s := range srv.sessions {
+		ss = append(ss, s)
+	}
+	srv.mu.Unlock()
+	var n int64
+	for _, s := range ss {
+		s.mu.Lock()
+		n += int64(s.queued)
+		s.mu.Unlock()
+	}
+	return n
 }
 
 // remove forgets a closed session.

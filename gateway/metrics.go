@@ -1,8 +1,6 @@
 package gateway
 
 import (
-	"sync/atomic"
-
 	"parley/stomp"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,12 +15,12 @@ type metrics struct {
 	deliveries        prometheus.Counter
 	eventDeliveries   prometheus.Counter
 	writes            prometheus.Counter
+	writeStalls       prometheus.Counter
 	slowConsumer      *prometheus.CounterVec
 	refusals          []prometheus.Counter // by refusalCodes
 	heartbeatTimeouts prometheus.Counter
 	connRefusals      [2]prometheus.Counter // by refusedNodeLimit, refusedUserLimit
 	latency           prometheus.Histogram
-	queued            atomic.Int64 // frames in every outbound queue
 }
 
 // Indexes of metrics.connRefusals.
@@ -31,7 +29,9 @@ const (
 	refusedUserLimit
 )
 
-func newMetrics(reg prometheus.Registerer) *metrics {
+// newMetrics makes the collectors and registers them with reg, if any;
+// queued counts the frames in every outbound queue (Server.queuedFrames).
+func newMetrics(reg prometheus.Registerer, queued func() int64) *metrics {
 	m := &metrics{
 		connections: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "parley_stomp_connections",
@@ -48,6 +48,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		writes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_stomp_writes_total",
 			Help: "Socket writes of outbound frames (each carries one or more frames).",
+		}),
+		writeStalls: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_stomp_write_stalls_total",
+			Help: "Writes of the writer pool that a socket did not take at once: the rest waits for the client on a goroutine of the session's own.",
 		}),
 		slowConsumer: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_stomp_slow_consumer_closes_total",
@@ -100,9 +104,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	queueDepth := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "parley_stomp_outbound_queued_frames",
 		Help: "Frames waiting in the outbound queues of every session.",
-	}, func() float64 { return float64(m.queued.Load()) })
+	}, func() float64 { return float64(queued()) })
 	if reg != nil {
-		reg.MustRegister(m.connections, in, out, m.deliveries, m.eventDeliveries, m.writes, m.slowConsumer, refusals,
+		reg.MustRegister(m.connections, in, out, m.deliveries, m.eventDeliveries, m.writes, m.writeStalls, m.slowConsumer, refusals,
 			m.heartbeatTimeouts, m.latency, queueDepth, connRefusals)
 	}
 	return m

@@ -18,8 +18,9 @@ import (
 //
 // Goroutines: at most one reader at a time (started by wake, or the
 // blocking loop for a socket the poller cannot watch), at most one writer
-// (started by enqueueLocked while the queue is non-empty), a catch-up per
-// resuming subscription, and timer callbacks. close ends them all.
+// at a time while the queue is non-empty (s.writing: a turn of the
+// server's writer pool, or a goroutine of its own; launch), a catch-up
+// per resuming subscription, and timer callbacks. close ends them all.
 type session struct {
 	srv       *Server
 	conn      net.Conn
@@ -61,7 +62,8 @@ type session struct {
 	lastWrite   time.Time
 	subs        []*subscription
 	q           *queue     // outbound queue; nil when empty and no writer runs
-	writing     bool       // a writer goroutine runs, or its start is delayed (delay)
+	queued      int        // frames queued or being written (Server.queuedFrames)
+	writing     bool       // a writer runs or waits in the pool's line, or its start is delayed (delay)
 	delay       writeDelay // the writer's delayed start (writer.go)
 	dead        bool       // refused or closing: nothing more is queued
 	busy        bool       // the reader is acting on a frame (handle)
@@ -384,7 +386,7 @@ func (s *session) finishLocked(last outItem, wsStatus uint16) {
 		if it.raw != nil {
 			s.q.items = append(s.q.items, it)
 			s.q.bytes += len(it.raw)
-			s.srv.m.queued.Add(1)
+			s.queued++
 		}
 	}
 	s.dead, s.closeAfter = true, true

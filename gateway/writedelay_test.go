@@ -91,9 +91,9 @@ func awaitWritersIdle(t *testing.T, e *env) {
 func awaitQueued(t *testing.T, e *env, n int64) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for e.srv.m.queued.Load() != n {
+	for e.srv.queuedFrames() != n {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d frames queued, want %d", e.srv.m.queued.Load(), n)
+			t.Fatalf("%d frames queued, want %d", e.srv.queuedFrames(), n)
 		}
 		time.Sleep(time.Millisecond)
 	}

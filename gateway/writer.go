@@ -80,7 +80,7 @@ func (s *session) enqueueLocked(it outItem, n int) {
 	}
 	s.q.items = append(s.q.items, it)
 	s.q.bytes += n
-	s.srv.m.queued.Add(1)
+	s.queued++
 	if it.msg != nil {
 		s.startWriterSoonLocked()
 	} else {
@@ -115,7 +115,7 @@ func (s *session) slowConsumerLocked(reason string) {
 // writeDelay is a session's delayed writer start (Config.WriteDelay,
 // writeWait), guarded by the session's mu.
 type writeDelay struct {
-	timer   *time.Timer // runs s.writeFn; made on first use, then reset
+	timer   *time.Timer // runs s.delayed; made on first use, then reset
 	pending bool        // the timer is set and has not started the writer
 }
 
@@ -129,14 +129,35 @@ func (s *session) startWriterLocked() {
 		// Stop fails only when the timer has fired: its writer starts.
 		if s.delay.timer.Stop() {
 			s.delay.pending = false
-			go s.writeFn()
+			s.launch()
 		}
 		return
 	}
 	if !s.writing {
 		s.writing = true
-		go s.writeFn()
+		s.launch()
 	}
+}
+
+// launch starts the writer, whose job the caller has marked with
+// s.writing: a turn of the server's writer pool (writers.go), or a
+// goroutine of its own for a socket the pool cannot write without waiting
+// (no raw connection), for a server without a pool (Config.Writers < 0)
+// and once the pool is closed.
+func (s *session) launch() {
+	if p := s.srv.writers; p != nil && s.rc != nil && p.push(s) {
+		return
+	}
+	go s.writeFn()
+}
+
+// delayed is the write delay's timer function (armDelayLocked): the
+// writer starts.
+func (s *session) delayed() {
+	if p := s.srv.writers; p != nil && s.rc != nil && p.push(s) {
+		return
+	}
+	s.writeLoop()
 }
 
 // startWriterSoonLocked starts the writer for a MESSAGE unless it runs or
@@ -166,7 +187,7 @@ func (s *session) startWriterSoonLocked() {
 func (s *session) armDelayLocked(wait time.Duration) {
 	s.delay.pending = true
 	if s.delay.timer == nil {
-		s.delay.timer = time.AfterFunc(wait, s.writeFn)
+		s.delay.timer = time.AfterFunc(wait, s.delayed)
 	} else {
 		s.delay.timer.Reset(wait)
 	}
@@ -206,62 +227,103 @@ func writeWait(last, now time.Time, delay time.Duration) time.Duration {
 	return last.Add(delay).Sub(now)
 }
 
-// writeLoop is the writer: it takes everything queued, encodes it into one
-// buffer and writes it with one system call, until the queue is empty.
-func (s *session) writeLoop() {
-	bp := bufPool.Get().(*[]byte)
-	var spare *queue
-	wrote := false
-	for {
-		s.mu.Lock()
-		s.delay.pending = false
-		batch := s.q
-		if wrote && batch != nil && s.waitForDelayLocked(batch.items) {
-			// MESSAGEs queued during the last write wait for the
-			// delay like any other: the timer runs a new writer.
-			s.mu.Unlock()
-			putQueue(spare)
-			*bp = (*bp)[:0]
-			bufPool.Put(bp)
-			return
-		}
-		if batch == nil || len(batch.items) == 0 || s.closed {
-			s.writing = false
-			closeNow := s.closeAfter || s.closed
-			linger := s.closeAfter && !s.closed // the last frames are written
-			if !s.closed {
-				s.q = nil
-				putQueue(batch)
-			}
-			s.mu.Unlock()
-			putQueue(spare)
-			*bp = (*bp)[:0]
-			bufPool.Put(bp)
-			switch {
-			case linger:
-				s.lingerClose()
-			case closeNow:
-				s.close()
-			}
-			return
-		}
-		s.q = spare
-		s.mu.Unlock()
-		s.room.Broadcast()
+// writerNext is what a writer does after its look at the queue (take).
+type writerNext int
 
-		err := s.writeBatch(bp, batch.items)
-		wrote = true
-		clear(batch.items)
-		batch.items, batch.bytes = batch.items[:0], 0
-		spare = batch
-		if err != nil {
-			s.mu.Lock()
-			if isTimeout(err) && !s.srv.forced.Load() {
-				s.slowConsumerLocked(reasonWriteTimeout)
+const (
+	nextWrite   writerNext = iota // write the batch taken
+	nextRequeue                   // more is queued: back of the pool's line (s.writing stays set)
+	nextWait                      // MESSAGEs queued wait for the write delay: its timer starts the writer
+	nextStop                      // nothing is queued: the writer's job is over
+	nextClose                     // the job is over and the session closes now
+	nextLinger                    // the job is over, the last frames are written: lingerClose
+)
+
+// take is the writer's look at the queue. With frames queued it takes
+// them (nextWrite) and leaves spare (an empty queue, or nil) in their
+// place; the caller keeps spare otherwise. After a write (wrote), MESSAGEs
+// queued meanwhile may wait for the write delay instead (nextWait), and a
+// pool worker (requeue) leaves them for the session's next turn
+// (nextRequeue). With nothing queued, or the session closed, the writer's
+// job is over: s.writing is cleared, and the result says how the session
+// ends, if it does.
+func (s *session) take(spare *queue, wrote, requeue bool) (*queue, writerNext) {
+	s.mu.Lock()
+	s.delay.pending = false
+	batch := s.q
+	if batch == nil || len(batch.items) == 0 || s.closed {
+		s.writing = false
+		next := nextStop
+		switch {
+		case s.closeAfter && !s.closed:
+			next = nextLinger
+		case s.closeAfter || s.closed:
+			next = nextClose
+		}
+		if !s.closed {
+			s.q = nil
+			putQueue(batch)
+		}
+		s.mu.Unlock()
+		return nil, next
+	}
+	if wrote && s.waitForDelayLocked(batch.items) {
+		s.mu.Unlock()
+		return nil, nextWait
+	}
+	if requeue {
+		s.mu.Unlock()
+		return nil, nextRequeue
+	}
+	s.q = spare
+	s.mu.Unlock()
+	s.room.Broadcast()
+	return batch, nextWrite
+}
+
+// end ends the session as take's next says, on the caller's goroutine.
+func (s *session) end(next writerNext) {
+	switch next {
+	case nextLinger:
+		s.lingerClose()
+	case nextClose:
+		s.close()
+	}
+}
+
+// writeLoop is a session's own writer goroutine, for a session the pool
+// does not write (launch): it takes everything queued, encodes it
+// into one buffer and writes it with one system call, waiting for the
+// client as long as WriteTimeout, until the queue is empty.
+func (s *session) writeLoop() {
+	s.writeOwn(bufPool.Get().(*[]byte), out{})
+}
+
+// writeOwn is writeLoop after b: a batch a pool worker began and the
+// socket did not take at once (b.q nil: none), its unwritten octets in
+// *bp.
+func (s *session) writeOwn(bp *[]byte, b out) {
+	var spare *queue
+	wrote := b.q != nil
+	for {
+		if b.q == nil {
+			batch, next := s.take(spare, wrote, false)
+			if batch == nil {
+				putQueue(spare)
+				*bp = (*bp)[:0]
+				bufPool.Put(bp)
+				s.end(next)
+				return
 			}
-			s.writing = false
-			s.mu.Unlock()
-			s.close()
+			spare = nil
+			b = out{q: batch}
+		}
+		_, err := s.writeOut(bp, &b, true)
+		wrote = true
+		spare = recycle(b.q)
+		b = out{}
+		if err != nil {
+			s.writeFailed(err)
 			putQueue(spare)
 			*bp = (*bp)[:0]
 			bufPool.Put(bp)
@@ -270,27 +332,109 @@ func (s *session) writeLoop() {
 	}
 }
 
-// writeBatch encodes batch into *bp and writes it, in one system call
-// unless it is over maxWrite.
-func (s *session) writeBatch(bp *[]byte, batch []outItem) error {
-	m := s.srv.m
-	buf := (*bp)[:0]
-	var msgs, deliveries, events int
-	var err error
-	flush := func() {
-		if err != nil || len(buf) == 0 {
-			return
+// writeTurn is a pool worker's turn at s: it writes the batch queued
+// without waiting for the client. When the socket does not take it all at
+// once, a goroutine of the session's own writes the rest and goes on as
+// its writer (writeOwn), and the worker moves on. Otherwise, with more
+// queued meanwhile, the session goes to the back of the line. What would
+// wait (lingerClose, close, which waits for the hub's lock) runs on a
+// goroutine of its own.
+func (s *session) writeTurn(w *poolWorker) {
+	batch, next := s.take(w.spare, false, false)
+	if batch == nil {
+		if next == nextLinger || next == nextClose {
+			go s.end(next)
 		}
-		m.writes.Inc() // first: a client that has the octets sees the count
-		err = s.write(buf)
-		buf = buf[:0]
+		return
 	}
+	w.spare = nil
+	b := out{q: batch}
+	if stalled, _ := s.writeOut(w.bp, &b, false); stalled {
+		s.srv.m.writeStalls.Inc()
+		bp := w.bp
+		w.bp = bufPool.Get().(*[]byte)
+		go s.writeOwn(bp, b)
+		return
+	}
+	w.spare = recycle(batch)
+	switch _, next = s.take(nil, true, true); next {
+	case nextRequeue:
+		s.launch() // s.writing is set: the job is still this writer's
+	case nextLinger, nextClose:
+		go s.end(next)
+	}
+}
+
+// writeFailed ends the session after a failed write.
+func (s *session) writeFailed(err error) {
+	s.mu.Lock()
+	if isTimeout(err) && !s.srv.forced.Load() {
+		s.slowConsumerLocked(reasonWriteTimeout)
+	}
+	s.writing = false
+	s.mu.Unlock()
+	s.close()
+}
+
+// recycle empties q for the writer's next batch.
+func recycle(q *queue) *queue {
+	clear(q.items)
+	q.items, q.bytes = q.items[:0], 0
+	return q
+}
+
+// out is a batch on its way to the socket.
+type out struct {
+	q       *queue
+	next    int    // q.items[:next] are encoded
+	pending []byte // encoded octets the socket has not taken yet
+}
+
+// writeOut writes b: its pending octets, then its items from b.next on,
+// encoded into *bp a write's worth (maxWrite) at a time, then does the
+// batch's accounting. With wait each write waits for the client (write);
+// without, a write takes what the socket takes now, and when that is not
+// everything writeOut reports stalled, b holding the rest (b.pending, in
+// *bp), also for an error, which the write with wait meets again.
+func (s *session) writeOut(bp *[]byte, b *out, wait bool) (stalled bool, err error) {
+	for {
+		if len(b.pending) > 0 {
+			if wait {
+				if err := s.write(b.pending); err != nil {
+					return false, err
+				}
+			} else {
+				n, err := s.writeNow(b.pending)
+				if err != nil || n < len(b.pending) {
+					b.pending = b.pending[n:]
+					return true, nil
+				}
+			}
+			b.pending = nil
+		}
+		if b.next == len(b.q.items) {
+			break
+		}
+		*bp = s.encode((*bp)[:0], b)
+		s.srv.m.writes.Inc() // first: a client that has the octets sees the count
+		b.pending = *bp
+	}
+	s.wrote(b.q.items)
+	return false, nil
+}
+
+// encode appends the wire form of b's items from b.next on to buf, until
+// buf is maxWrite long or they are all in, and moves b.next past them.
+func (s *session) encode(buf []byte, b *out) []byte {
+	m := s.srv.m
 	// open is where the header of the WebSocket frame that packs the
 	// frames appended since is reserved (Config.PackWebSocket); -1: none.
 	open := -1
 	pack := s.websocket && s.srv.cfg.PackWebSocket
-	for i := range batch {
-		it := &batch[i]
+	items := b.q.items
+	for b.next < len(items) && len(buf) < maxWrite {
+		it := &items[b.next]
+		b.next++
 		if pack && !it.wsRaw {
 			if open < 0 {
 				open = len(buf)
@@ -302,38 +446,31 @@ func (s *session) writeBatch(bp *[]byte, batch []outItem) error {
 			open = -1
 			buf = s.appendItem(buf, it)
 		}
-		if it.msg != nil {
-			msgs++
-		} else if it.ev != nil {
-			events++
-		} else if it.cmd != 0 {
+		if it.msg == nil && it.ev == nil && it.cmd != 0 {
 			m.framesOut[it.cmd].Inc()
 		}
-		if len(buf) >= maxWrite {
-			buf = closeWSFrame(buf, open)
-			open = -1
-			flush()
-		}
 	}
-	buf = closeWSFrame(buf, open)
-	flush()
-	*bp = buf
-	if err != nil {
-		return err
-	}
+	return closeWSFrame(buf, open)
+}
+
+// wrote counts a batch that is written and notes the time of the write.
+func (s *session) wrote(batch []outItem) {
+	m := s.srv.m
 	now := time.Now()
+	var msgs, events int
 	for i := range batch {
 		if mm := batch[i].msg; mm != nil {
-			deliveries++
+			msgs++
 			if !mm.Committed.IsZero() {
 				m.latency.Observe(now.Sub(mm.Committed).Seconds())
 			}
+		} else if batch[i].ev != nil {
+			events++
 		}
 	}
-	m.queued.Add(-int64(len(batch)))
 	if msgs > 0 {
 		m.framesOut[stomp.Message].Add(float64(msgs))
-		m.deliveries.Add(float64(deliveries))
+		m.deliveries.Add(float64(msgs))
 	}
 	if events > 0 {
 		m.framesOut[stomp.Message].Add(float64(events))
@@ -341,8 +478,8 @@ func (s *session) writeBatch(bp *[]byte, batch []outItem) error {
 	}
 	s.mu.Lock()
 	s.lastWrite = now
+	s.queued -= len(batch)
 	s.mu.Unlock()
-	return nil
 }
 
 // write writes b to the socket, waiting at most WriteTimeout for the
@@ -546,7 +683,7 @@ func closeWSFrame(dst []byte, start int) []byte {
 // dropQueueLocked forgets everything queued.
 func (s *session) dropQueueLocked() {
 	if s.q != nil {
-		s.srv.m.queued.Add(-int64(len(s.q.items)))
+		s.queued -= len(s.q.items)
 		clear(s.q.items)
 		s.q.items, s.q.bytes = s.q.items[:0], 0
 	}

@@ -60,6 +60,7 @@ type Config struct {
 	StompQueue      int           // outbound queue bound per connection, frames
 	StompWriteDelay time.Duration // a session's writer waits this long after a MESSAGE is queued
 	StompWSPack     bool          // one WebSocket frame carries every STOMP frame of a write
+	StompWriters    int           // writer goroutines of the STOMP sessions (0: GOMAXPROCS, -1: one per busy session)
 	RestSendRate    float64       // REST messages and new rooms per second per user; 0: no limit
 	RestReadRate    float64       // REST read marks that move nothing, per second per user; 0: no limit
 	TrustedProxies  string        // comma-separated IPs and CIDRs whose X-Forwarded-For is believed
@@ -129,6 +130,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.LoginMaxWait, "login-max-wait", 15*time.Minute, "longest wait after failed logins; one failure is forgiven per this much quiet; 0: no login limits")
 	fs.StringVar(&c.LoginDeviceKey, "login-device-key", "", "secret that signs device cookies (a browser that logged in skips the name's and the address's waits); give every node the same one (empty: random, so a restart forgets them)")
 	fs.BoolVar(&c.StompWSPack, "stomp-ws-pack", false, "let one WebSocket text frame carry every STOMP frame of a socket write, for clients whose STOMP parser reads a WebSocket message as a stream of frames (stompjs and the web client do; one that takes a message for one frame loses the rest)")
+	fs.IntVar(&c.StompWriters, "stomp-writers", 0, "writer goroutines that write the STOMP connections' queued frames, each connection in turn, never waiting for a client (one that does not take a write at once gets a goroutine of its own for the rest); 0: one per core (GOMAXPROCS); -1: a goroutine per connection with frames queued")
 	fs.DurationVar(&c.StompWriteDelay, "stomp-write-delay", 0, "how long a STOMP connection's writer waits after a MESSAGE is queued for it, so that the messages queued meanwhile share one socket write (any other frame is written at once); 0: no wait")
 	fs.IntVar(&c.StompQueue, "stomp-queue", 1024, "outbound frames queued per STOMP connection before it is closed as a slow consumer")
 	fs.DurationVar(&c.StompFrameTimeout, "stomp-frame-timeout", 30*time.Second, "most time a STOMP frame may take from its first octet to its end, whatever the client's heart-beat, else ERROR")
@@ -455,7 +457,8 @@ func (m *Main) openGateway(svc *chat.Service, sessions gateway.Sessions) error {
 		FrameTimeout: cfg.StompFrameTimeout, MaxHeartBeat: cfg.StompMaxHeartBeat,
 		MaxConnsPerUser: cfg.StompMaxUserConns, MaxConns: cfg.StompMaxConns, SendBuffer: cfg.StompSendBuffer,
 		MaxSubscriptions: cfg.StompMaxSubs, MaxHeaders: cfg.StompMaxHeaders, WriteDelay: cfg.StompWriteDelay, PackWebSocket: cfg.StompWSPack,
-		Server: "parley/" + version, Registerer: m.registry, Sessions: sessions,
+		Writers: cfg.StompWriters,
+		Server:  "parley/" + version, Registerer: m.registry, Sessions: sessions,
 		Events: m.events, OnPresence: onPresence,
 	})
 	if err != nil {
