@@ -202,7 +202,7 @@ func (h *Handler) historyPage(r *http.Request, u parley.User, q params) (*memoBo
 			return nil, err
 		}
 	}
-	room := r.PathValue("id")
+	room := pathRoomID(r)
 	msgs, err := h.chat.Messages(r.Context(), u, room, p)
 	if err != nil {
 		return nil, err
