@@ -29,6 +29,10 @@ type Config struct {
 	// Logger logs the start of each burst of failures and the first
 	// connection accepted after it. Default slog.Default().
 	Logger *slog.Logger
+	// Sweeper, when set, wraps every connection accepted: its deadlines
+	// are enforced by the Sweeper's sweeps (see Sweeper). Nil: left as
+	// they are.
+	Sweeper *Sweeper
 }
 
 // The pause before retrying grows from minDelay, doubling, to maxDelay;
@@ -46,6 +50,7 @@ type Listener struct {
 	name   string
 	log    *slog.Logger
 	errors prometheus.Counter
+	sweep  *Sweeper      // nil: connections are not wrapped
 	closed chan struct{} // closed by Close: ends a pause at once
 	once   sync.Once
 
@@ -69,6 +74,7 @@ func New(ln net.Listener, cfg Config) *Listener {
 		name:     cfg.Name,
 		log:      cfg.Logger,
 		errors:   newCounter(cfg.Registerer, cfg.Name),
+		sweep:    cfg.Sweeper,
 		closed:   make(chan struct{}),
 		now:      time.Now,
 		after:    time.After,
@@ -102,6 +108,9 @@ func (l *Listener) Accept() (net.Conn, error) {
 		c, err := l.Listener.Accept()
 		if err == nil {
 			l.succeeded()
+			if l.sweep != nil {
+				c = l.sweep.Wrap(c)
+			}
 			return c, nil
 		}
 		select {

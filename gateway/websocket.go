@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -53,6 +54,12 @@ func (srv *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 			conn.Close()
 		}
 		return
+	}
+	if nc, ok := conn.(interface{ NetConn() net.Conn }); ok {
+		// The socket itself, under a wrapper of the HTTP server's
+		// (accept.Sweeper, which gave it exact deadlines at the
+		// hijack): the session polls its descriptor and writes to it.
+		conn = nc.NetConn()
 	}
 	var prefix []byte
 	if n := rw.Reader.Buffered(); n > 0 {

@@ -102,7 +102,7 @@ func (h *Handler) messageQuery(w http.ResponseWriter, r *http.Request, q params,
 		if err != nil {
 			return true, err
 		}
-		msgs, err = h.chat.Changed(r.Context(), u, r.PathValue("id"), after, limit)
+		msgs, err = h.chat.Changed(r.Context(), u, pathRoomID(r), after, limit)
 		if err != nil {
 			return true, err
 		}
@@ -113,7 +113,7 @@ func (h *Handler) messageQuery(w http.ResponseWriter, r *http.Request, q params,
 				return true, err
 			}
 		}
-		msgs, err = h.chat.SearchRoom(r.Context(), u, r.PathValue("id"), q.Get("q"), before, limit)
+		msgs, err = h.chat.SearchRoom(r.Context(), u, pathRoomID(r), q.Get("q"), before, limit)
 		if err != nil {
 			return true, err
 		}

@@ -67,15 +67,19 @@ type memo struct {
 	bytes int // the cost of the entries held
 }
 
-func (m *memo) roomList(k roomsKey, views []roomEntryView, next string) *memoBody {
+// roomList returns the memo of k if it was encoded from rooms and next,
+// each direct room with the peer that peer returns (a group room's peer
+// is nil), else nil. It compares the entries as the store returned them:
+// a hit builds no views.
+func (m *memo) roomList(k roomsKey, rooms []parley.RoomEntry, next string, peer func(*parley.Room) *parley.User) *memoBody {
 	m.mu.Lock()
 	e := m.rooms[k]
 	m.mu.Unlock()
-	if e == nil || e.next != next || len(e.views) != len(views) {
+	if e == nil || e.next != next || len(e.views) != len(rooms) {
 		return nil
 	}
-	for i := range views {
-		if !roomEntryEqual(&e.views[i], &views[i]) {
+	for i := range rooms {
+		if !roomEntryEqual(&e.views[i], &rooms[i], peer) {
 			return nil
 		}
 	}
@@ -186,9 +190,14 @@ var (
 // The equalities compare every field the encoders write, times by ==
 // (the same instant in the same location encodes alike).
 
-func roomEntryEqual(a, b *roomEntryView) bool {
-	return a.Unread == b.Unread && a.Room.Room == b.Room.Room &&
-		optUserEqual(a.Room.Peer, b.Room.Peer) && optMessageEqual(a.LastMessage, b.LastMessage)
+func roomEntryEqual(a *roomEntryView, b *parley.RoomEntry, peer func(*parley.Room) *parley.User) bool {
+	if a.Unread != b.Unread || a.Room.Room != b.Room || !optMessageEqual(a.LastMessage, b.LastMessage) {
+		return false
+	}
+	if b.Room.Kind != parley.KindDirect {
+		return a.Room.Peer == nil
+	}
+	return optUserEqual(a.Room.Peer, peer(&b.Room))
 }
 
 func optUserEqual(a, b *parley.User) bool {

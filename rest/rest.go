@@ -139,11 +139,11 @@ type Handler struct {
 	deviceKey   []byte
 	now         func() time.Time
 	mux         *http.ServeMux
-	// roomListRoute is the route of roomListPattern, which ServeHTTP
-	// calls without asking mux.
-	roomListRoute http.HandlerFunc
-	memo          memo     // of the room lists and history pages last sent
-	patterns      []string // of every route, in the order registered
+	// roomListRoute and messagesRoute are the routes of roomListPattern
+	// and messagesPattern, which ServeHTTP calls without asking mux.
+	roomListRoute, messagesRoute http.HandlerFunc
+	memo                         memo     // of the room lists and history pages last sent
+	patterns                     []string // of every route, in the order registered
 
 	requests     *prometheus.CounterVec
 	latency      *prometheus.HistogramVec
@@ -228,7 +228,7 @@ func (h *Handler) routes() {
 	h.handle("GET /api/rooms/{id}", h.authed(h.room))
 	h.handle("POST /api/rooms/{id}/members", h.authed(h.join))
 	h.handle("DELETE /api/rooms/{id}/members/me", h.authed(h.leave))
-	h.handle("GET /api/rooms/{id}/messages", h.authedUser(h.messages))
+	h.handle(messagesPattern, h.authedUser(h.messages))
 	h.handle("POST /api/rooms/{id}/messages", h.authed(h.limited(h.send)))
 	h.handle("PUT /api/rooms/{id}/read", h.authed(h.markRead))
 	h.changeRoutes()
@@ -246,13 +246,22 @@ func (h *Handler) routes() {
 
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// The room list, the hottest route, without the mux's lookup: a clean
-	// path with nothing escaped is the one the mux would match it by, and
-	// the route has no path values to set.
-	if r.Method == http.MethodGet && r.URL.Path == roomListPath && r.URL.RawPath == "" && h.roomListRoute != nil {
-		r.Pattern = roomListPattern // as the mux sets it
-		h.roomListRoute(w, r)
-		return
+	// The room list and history pages, the hottest routes, without the
+	// mux's lookup: a clean path with nothing escaped is the one the mux
+	// would match them by. The room list has no path values; a history
+	// page's room id is read from the path again by pathRoomID (setting
+	// it as a path value would allocate a map).
+	if r.Method == http.MethodGet && r.URL.RawPath == "" {
+		if r.URL.Path == roomListPath && h.roomListRoute != nil {
+			r.Pattern = roomListPattern // as the mux sets it
+			h.roomListRoute(w, r)
+			return
+		}
+		if _, ok := messagesPathID(r.URL.Path); ok && h.messagesRoute != nil {
+			r.Pattern = messagesPattern
+			h.messagesRoute(w, r)
+			return
+		}
 	}
 	h.mux.ServeHTTP(w, r)
 }
@@ -260,7 +269,34 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 const (
 	roomListPath    = "/api/me/rooms"
 	roomListPattern = "GET " + roomListPath
+	messagesPattern = "GET /api/rooms/{id}/messages"
 )
+
+// messagesPathID returns the {id} of messagesPattern in a path the mux
+// would route there unchanged: a clean one (no empty, "." or ".."
+// segment, which the mux would redirect) whose id is one segment.
+func messagesPathID(path string) (string, bool) {
+	const prefix, suffix = "/api/rooms/", "/messages"
+	if len(path) <= len(prefix)+len(suffix) || path[:len(prefix)] != prefix || path[len(path)-len(suffix):] != suffix {
+		return "", false
+	}
+	id := path[len(prefix) : len(path)-len(suffix)]
+	if id == "." || id == ".." || strings.IndexByte(id, '/') >= 0 {
+		return "", false
+	}
+	return id, true
+}
+
+// pathRoomID returns the {id} of a request to messagesPattern: its path
+// value when the mux routed it, else (ServeHTTP's direct call) the id in
+// its path.
+func pathRoomID(r *http.Request) string {
+	if id := r.PathValue("id"); id != "" {
+		return id
+	}
+	id, _ := messagesPathID(r.URL.Path)
+	return id
+}
 
 // handlerFunc is a route that returns its error instead of writing it.
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
@@ -283,8 +319,11 @@ func (h *Handler) handle(pattern string, f handlerFunc) {
 		latency.Observe(time.Since(start).Seconds())
 	}
 	h.mux.HandleFunc(pattern, route)
-	if pattern == roomListPattern {
+	switch pattern {
+	case roomListPattern:
 		h.roomListRoute = route
+	case messagesPattern:
+		h.messagesRoute = route
 	}
 }
 

@@ -149,20 +149,27 @@ func (h *Handler) roomList(r *http.Request, u parley.User) (*memoBody, error) {
 	if err != nil {
 		return nil, err
 	}
+	peer := func(room *parley.Room) *parley.User {
+		if room.Kind != parley.KindDirect {
+			return nil // Chat.Peer's answer for a group room, without copying the room
+		}
+		return h.chat.Peer(r.Context(), u, *room)
+	}
+	k := roomsKey{user: u.ID, cursor: cursor, limit: limit}
+	if m := h.memo.roomList(k, rooms, next, peer); m != nil {
+		return m, nil
+	}
 	vp := viewsPool.Get().(*[]roomEntryView)
 	defer func() {
 		clear(*vp) // let go of what the views point to
 		viewsPool.Put(vp)
 	}()
 	views := (*vp)[:0]
-	for _, e := range rooms {
-		views = append(views, roomEntryView{Room: roomView{Room: e.Room, Peer: h.chat.Peer(r.Context(), u, e.Room)}, LastMessage: e.LastMessage, Unread: e.Unread})
+	for i := range rooms {
+		e := &rooms[i]
+		views = append(views, roomEntryView{Room: roomView{Room: e.Room, Peer: peer(&e.Room)}, LastMessage: e.LastMessage, Unread: e.Unread})
 	}
 	*vp = views
-	k := roomsKey{user: u.ID, cursor: cursor, limit: limit}
-	if m := h.memo.roomList(k, views, next); m != nil {
-		return m, nil
-	}
 	return h.memo.putRoomList(k, views, next, encode(func(b []byte) []byte { return appendRoomList(b, views, next) })), nil
 }
 
@@ -202,7 +209,7 @@ func (h *Handler) historyPage(r *http.Request, u parley.User, q params) (*memoBo
 			return nil, err
 		}
 	}
-	room := r.PathValue("id")
+	room := pathRoomID(r)
 	msgs, err := h.chat.Messages(r.Context(), u, room, p)
 	if err != nil {
 		return nil, err

@@ -190,7 +190,8 @@ type Main struct {
 	lock     *dirlock.Lock // of the data directory, in single-node mode
 	store    parley.Store
 	http     *http.Server
-	ops      []*opsServer // /metrics and pprof, when --metrics-addr or --debug-addr is set
+	sweeper  *accept.Sweeper // the HTTP connections' deadlines
+	ops      []*opsServer    // /metrics and pprof, when --metrics-addr or --debug-addr is set
 	hub      *hub.Hub
 	events   *hub.Events // room events (events.go)
 	gateway  *gateway.Server
@@ -512,6 +513,7 @@ func (m *Main) listen(mux http.Handler, metrics http.Handler) error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	m.http = newHTTPServer(cfg, mux)
+	m.sweeper = newSweeper(cfg)
 	if cfg.StompAddr != "" {
 		if m.stompLn, err = net.Listen("tcp", cfg.StompAddr); err != nil {
 			return fmt.Errorf("listen stomp: %w", err)
@@ -529,23 +531,45 @@ func (m *Main) listen(mux http.Handler, metrics http.Handler) error {
 		return err
 	}
 	m.served = make(chan error, 1)
-	hl := accept.New(m.ln, accept.Config{Name: "http", Registerer: m.registry})
+	hl := accept.New(m.ln, accept.Config{Name: "http", Registerer: m.registry, Sweeper: m.sweeper})
 	go func() { m.served <- m.http.Serve(hl) }()
 	return nil
 }
 
+// The public HTTP server's timeouts but --http-read-timeout and
+// --http-write-timeout.
+const (
+	httpHeaderTimeout = 10 * time.Second
+	httpIdleTimeout   = 2 * time.Minute
+)
+
 // newHTTPServer returns the public HTTP server of handler. Its read and
 // write timeouts bound every request but /ws: a hijacked connection has
 // its deadlines cleared (net/http does it), and the gateway sets its own.
+// Served on connections of newSweeper's (accept.Config.Sweeper), the
+// timeouts fire up to a sweep period late (a sixteenth of the shortest)
+// and cost no timer per request; a hijacked connection gets exact
+// deadlines back (accept.Exact).
 func newHTTPServer(cfg Config, handler http.Handler) *http.Server {
 	return &http.Server{
 		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: httpHeaderTimeout,
 		ReadTimeout:       cfg.HTTPReadTimeout,
 		WriteTimeout:      cfg.HTTPWriteTimeout,
-		IdleTimeout:       2 * time.Minute,
+		IdleTimeout:       httpIdleTimeout,
 		ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn),
+		ConnState: func(c net.Conn, s http.ConnState) {
+			if s == http.StateHijacked {
+				accept.Exact(c)
+			}
+		},
 	}
+}
+
+// newSweeper returns the sweeper of the public HTTP server's
+// connections' deadlines.
+func newSweeper(cfg Config) *accept.Sweeper {
+	return accept.NewSweeper(accept.SweepPeriod(httpHeaderTimeout, httpIdleTimeout, cfg.HTTPReadTimeout, cfg.HTTPWriteTimeout))
 }
 
 // Addr returns the HTTP address the node listens on.
@@ -596,6 +620,9 @@ func (m *Main) Close(ctx context.Context) error {
 		} else if m.ln != nil {
 			m.ln.Close()
 		}
+	}
+	if m.sweeper != nil { // after the HTTP server: its requests kept their timeouts
+		m.sweeper.Close()
 	}
 	if err := <-gatewayDone; err != nil {
 		errs = append(errs, fmt.Errorf("stomp shutdown: %w", err))

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"parley/accept"
 )
 
 // TestHTTPReadTimeout: a client that sends a request body slowly is cut
@@ -87,12 +89,15 @@ func TestHTTPWriteTimeout(t *testing.T) {
 			}
 		}
 	})
-	srv := newHTTPServer(Config{HTTPWriteTimeout: timeout}, handler)
+	cfg := Config{HTTPWriteTimeout: timeout}
+	srv := newHTTPServer(cfg, handler)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	go srv.Serve(ln)
+	sw := newSweeper(cfg) // as listen serves it: the sweeps enforce the timeout
+	defer sw.Close()
+	go srv.Serve(accept.New(ln, accept.Config{Sweeper: sw}))
 	defer srv.Close()
 
 	conn, err := net.Dial("tcp", ln.Addr().String())
