@@ -145,19 +145,24 @@ func (s *session) startWriterLocked() {
 // (no raw connection), for a server without a pool (Config.Writers < 0)
 // and once the pool is closed.
 func (s *session) launch() {
-	if p := s.srv.writers; p != nil && s.rc != nil && p.push(s) {
-		return
+	if !s.pooled() {
+		go s.writeFn()
 	}
-	go s.writeFn()
 }
 
 // delayed is the write delay's timer function (armDelayLocked): the
-// writer starts.
+// writer starts, on the timer's goroutine when the pool does not take it.
 func (s *session) delayed() {
-	if p := s.srv.writers; p != nil && s.rc != nil && p.push(s) {
-		return
+	if !s.pooled() {
+		s.writeLoop()
 	}
-	s.writeLoop()
+}
+
+// pooled puts s in the writer pool's line, if the server has a pool that
+// is open and s a raw connection the pool can write without waiting.
+func (s *session) pooled() bool {
+	p := s.srv.writers
+	return p != nil && s.rc != nil && p.push(s)
 }
 
 // startWriterSoonLocked starts the writer for a MESSAGE unless it runs or

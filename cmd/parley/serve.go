@@ -233,7 +233,7 @@ func (m *Main) Open(ctx context.Context) error {
 		return fmt.Errorf("--typing-max-members %d: want 1 or more", cfg.TypingMaxMembers)
 	}
 	if cfg.PGWriters < 0 {
-		return fmt.Errorf("--pg-writers %d: want 1 or more", cfg.PGWriters)
+		return fmt.Errorf("--pg-writers %d: want 1 or more (0: the default)", cfg.PGWriters)
 	}
 	// The store reports each commit, in order, to the sinks. They are set
 	// once, below, before the listeners start: only a listener can cause
