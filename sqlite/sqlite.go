@@ -37,8 +37,8 @@
 //   - full (the default): every commit's WAL pages are fsynced before any
 //     write of the batch returns or its events reach OnCommit. A write that
 //     returned survives a crash of the process, a crash of the OS and a
-//     power loss (on a disk that honours fsync). The fsync runs on the
-//     group-commit flusher while the writer commits the next batch (the
+//     power loss (on a disk that honours fsync). The fsync (fdatasync on
+//     Linux, walsync_linux.go) runs on the group-commit flusher while the writer commits the next batch (the
 //     connection itself runs synchronous=NORMAL), so a reader may see a
 //     commit up to one fsync before it is durable; a power loss in that
 //     window loses it, and it was never reported as done.
@@ -214,7 +214,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		s.wal = f
 		gc.Flush = func() error {
 			start := time.Now()
-			err := f.Sync()
+			err := walSync(f)
 			s.m.fsync.Observe(time.Since(start).Seconds())
 			return err
 		}
