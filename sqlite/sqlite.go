@@ -38,7 +38,7 @@
 //     write of the batch returns or its events reach OnCommit. A write that
 //     returned survives a crash of the process, a crash of the OS and a
 //     power loss (on a disk that honours fsync). The fsync (fdatasync on
-//     Linux, walsync_linux.go) runs on the group-commit flusher while the writer commits the next batch (the
+//     Linux, walsync.go) runs on the group-commit flusher while the writer commits the next batch (the
 //     connection itself runs synchronous=NORMAL), so a reader may see a
 //     commit up to one fsync before it is durable; a power loss in that
 //     window loses it, and it was never reported as done.
@@ -212,10 +212,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 			return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
 		}
 		s.wal = f
+		ws := newWALSyncer(f)
 		gc.Flush = func() error {
-			start := time.Now()
-			err := walSync(f)
-			s.m.fsync.Observe(time.Since(start).Seconds())
+			took, err := ws.sync()
+			s.m.fsync.Observe(took.Seconds())
 			return err
 		}
 	}

@@ -4,27 +4,32 @@ import (
 	"os"
 	"runtime"
 	"syscall"
+	"time"
 )
 
-// walSync makes the WAL's data durable with fdatasync(2), as SQLite itself
-// syncs on Linux (the data and the size, not the times).
-//
-// With two or more Ps it is issued as a raw system call: the flusher's
-// goroutine keeps its P while the disk works, instead of handing it over
-// and then queueing for one again behind every runnable goroutine of a busy
-// node. That queueing was most of a commit's fsync stage under load (p50
-// 0.8-1.6 ms against 0.4 raw; BENCHMARKS.md, "The WAL's fsync as a raw
-// system call"). The cost: one P is busy for the length of each fsync, and
-// a stop-the-world pause of the garbage collector waits for it to return.
-// With one P that would stall the whole node for every fsync, so it then
-// goes through the scheduler like any system call.
-func walSync(f *os.File) error {
-	if runtime.GOMAXPROCS(0) < 2 {
-		return f.Sync()
+// newWALSyncer returns the WAL's syncer: fdatasync(2), as SQLite itself
+// syncs on Linux (the data and the size, not the times), raw while there
+// are two Ps or more (with one, a raw sync would stall the node).
+func newWALSyncer(f *os.File) *walSyncer {
+	return &walSyncer{
+		f:      f,
+		raw:    func(f *os.File) error { return fdatasync(f, true) },
+		sched:  func(f *os.File) error { return fdatasync(f, false) },
+		rawOK:  func() bool { return runtime.GOMAXPROCS(0) >= 2 },
+		sample: time.Now,
 	}
+}
+
+// fdatasync syncs f's data, as a raw system call if raw.
+func fdatasync(f *os.File, raw bool) error {
 	fd := f.Fd()
 	for {
-		_, _, e := syscall.RawSyscall(syscall.SYS_FDATASYNC, fd, 0, 0)
+		var e syscall.Errno
+		if raw {
+			_, _, e = syscall.RawSyscall(syscall.SYS_FDATASYNC, fd, 0, 0)
+		} else {
+			_, _, e = syscall.Syscall(syscall.SYS_FDATASYNC, fd, 0, 0)
+		}
 		switch e {
 		case 0:
 			return nil

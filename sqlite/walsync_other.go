@@ -2,7 +2,12 @@
 
 package sqlite
 
-import "os"
+import (
+	"os"
+	"time"
+)
 
-// walSync makes the WAL's data durable.
-func walSync(f *os.File) error { return f.Sync() }
+// newWALSyncer returns the WAL's syncer: File.Sync, through the scheduler.
+func newWALSyncer(f *os.File) *walSyncer {
+	return &walSyncer{f: f, sched: (*os.File).Sync, rawOK: func() bool { return false }, sample: time.Now}
+}
