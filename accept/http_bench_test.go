@@ -4,9 +4,10 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"syscall"
 	"testing"
 	"time"
+
+	"parley/loadgen"
 )
 
 // BenchmarkHTTPKeepAlive: GETs of an 11 KB answer over keep-alive
@@ -49,7 +50,7 @@ func BenchmarkHTTPKeepAlive(b *testing.B) {
 			defer tr.CloseIdleConnections()
 			client := &http.Client{Transport: tr}
 			b.SetParallelism(8)
-			cpu0 := processCPU()
+			cpu0 := loadgen.OwnCPU()
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
@@ -62,15 +63,7 @@ func BenchmarkHTTPKeepAlive(b *testing.B) {
 					resp.Body.Close()
 				}
 			})
-			b.ReportMetric(float64(processCPU()-cpu0)/1e3/float64(b.N), "cpu-µs/op")
+			b.ReportMetric(float64((loadgen.OwnCPU()-cpu0).Nanoseconds())/1e3/float64(b.N), "cpu-µs/op")
 		})
 	}
-}
-
-// processCPU returns the CPU time the process has used (user and
-// system), in ns.
-func processCPU() int64 {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return ru.Utime.Nano() + ru.Stime.Nano()
 }

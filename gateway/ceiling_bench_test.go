@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"parley/loadgen"
 )
 
 // BenchmarkWriteCeiling is the floor of a big room's fan-out on this
@@ -107,7 +109,7 @@ func benchmarkWriteCeiling(b *testing.B, n int) {
 	}()
 
 	done := make([]byte, 1)
-	cpu0, child0 := cpuTime(), processCPU(cmd.Process.Pid)
+	cpu0, child0 := cpuTime(), loadgen.ProcessCPU(cmd.Process.Pid)
 	b.ResetTimer()
 	t0 := time.Now()
 	for range b.N {
@@ -120,32 +122,13 @@ func benchmarkWriteCeiling(b *testing.B, n int) {
 	}
 	elapsed := time.Since(t0)
 	b.StopTimer()
-	cpu, child := cpuTime()-cpu0, processCPU(cmd.Process.Pid)-child0
+	cpu, child := cpuTime()-cpu0, loadgen.ProcessCPU(cmd.Process.Pid)-child0
 	writes := float64(b.N) * float64(n)
 	b.ReportMetric(float64(elapsed.Microseconds())/1000/float64(b.N), "ms/pass")
 	b.ReportMetric(float64(elapsed.Nanoseconds())/1000/writes, "µs/write")
 	b.ReportMetric(float64(cpu.Nanoseconds())/1000/writes, "server-CPU-µs/write")
-	b.ReportMetric(float64(child.Nanoseconds())/1000/writes, "client-CPU-µs/write")
+	b.ReportMetric(child*1e6/writes, "client-CPU-µs/write")
 	b.ReportMetric(0, "ns/op")
-}
-
-// processCPU is the user and system time of process pid so far, from
-// /proc (0 where it cannot be read).
-func processCPU(pid int) time.Duration {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	// The fields after the command's closing parenthesis: utime and stime
-	// are the 14th and 15th of the line, the 12th and 13th after it.
-	s := string(data)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * (time.Second / 100) // USER_HZ
 }
 
 // TestWriteCeilingClient is the client process of BenchmarkWriteCeiling:

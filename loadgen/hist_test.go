@@ -132,10 +132,10 @@ func TestProcCPU(t *testing.T) {
 	deadline := time.Now().Add(20 * time.Millisecond)
 	for time.Now().Before(deadline) {
 	}
-	if got := procCPU(os.Getpid()); got <= 0 {
-		t.Errorf("procCPU(self) = %v, want > 0", got)
+	if got := ProcessCPU(os.Getpid()); got <= 0 {
+		t.Errorf("ProcessCPU(self) = %v, want > 0", got)
 	}
-	if got := procCPU(-5); got != -1 {
-		t.Errorf("procCPU(-5) = %v, want -1", got)
+	if got := ProcessCPU(-5); got != -1 {
+		t.Errorf("ProcessCPU(-5) = %v, want -1", got)
 	}
 }

@@ -35,9 +35,9 @@ type usageSample struct {
 }
 
 func (r *run) sampleUsage() usageSample {
-	s := usageSample{at: time.Now(), client: ownCPU(), server: -1, load1: loadAvg()}
+	s := usageSample{at: time.Now(), client: OwnCPU(), server: -1, load1: loadAvg()}
 	if r.o.ServerPID > 0 {
-		s.server = procCPU(r.o.ServerPID)
+		s.server = ProcessCPU(r.o.ServerPID)
 	} else if r.o.Target == TargetParley {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
@@ -64,7 +64,8 @@ func (s usageSample) until(e usageSample) Resources {
 	return res
 }
 
-func ownCPU() time.Duration {
+// OwnCPU returns the CPU time, user and system, this process has used.
+func OwnCPU() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
@@ -86,9 +87,9 @@ func loadAvg() float64 {
 	return v
 }
 
-// procCPU reads the user + system CPU seconds of a local process from
+// ProcessCPU reads the user + system CPU seconds of a local process from
 // /proc/PID/stat (Linux); -1 when it cannot.
-func procCPU(pid int) float64 {
+func ProcessCPU(pid int) float64 {
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return -1
