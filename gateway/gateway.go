@@ -18,8 +18,9 @@
 // is takes everything queued, encodes it into the worker's buffer and
 // writes it with one system call, without waiting for the client; a
 // socket that does not take it all gets the rest written by a goroutine of
-// the session's own, so no client holds up another. A message is encoded once per frame shape (destination,
-// protocol version, ack mode) and shared by every recipient of that shape;
+// the session's own, so no client holds up another. A message is encoded
+// once per frame shape (destination, protocol version, ack mode) and
+// shared by every recipient of that shape;
 // only the subscription header is written per recipient. A full queue closes
 // the session with ERROR "slow consumer" (slowConsumerLocked, the one place that
 // decides it), so nothing is dropped silently: the client reconnects and

@@ -44,9 +44,13 @@ func putQueue(q *queue) {
 	if q == nil {
 		return
 	}
-	clear(q.items)
-	q.items, q.bytes = q.items[:0], 0
-	queuePool.Put(q)
+	queuePool.Put(recycle(q))
+}
+
+// putBuf gives a write buffer back to bufPool, emptied.
+func putBuf(bp *[]byte) {
+	*bp = (*bp)[:0]
+	bufPool.Put(bp)
 }
 
 // maxWrite is the size past which a batch is written in more than one
@@ -315,9 +319,8 @@ func (s *session) writeOwn(bp *[]byte, b out) {
 			batch, next := s.take(spare, wrote, false)
 			if batch == nil {
 				putQueue(spare)
-				*bp = (*bp)[:0]
-				bufPool.Put(bp)
-				s.end(next)
+				putBuf(bp)
+				s.end(next) // which may linger: the buffers are back first
 				return
 			}
 			spare = nil
@@ -328,10 +331,9 @@ func (s *session) writeOwn(bp *[]byte, b out) {
 		spare = recycle(b.q)
 		b = out{}
 		if err != nil {
-			s.writeFailed(err)
 			putQueue(spare)
-			*bp = (*bp)[:0]
-			bufPool.Put(bp)
+			putBuf(bp)
+			s.writeFailed(err)
 			return
 		}
 	}
@@ -689,8 +691,7 @@ func closeWSFrame(dst []byte, start int) []byte {
 func (s *session) dropQueueLocked() {
 	if s.q != nil {
 		s.queued -= len(s.q.items)
-		clear(s.q.items)
-		s.q.items, s.q.bytes = s.q.items[:0], 0
+		recycle(s.q)
 	}
 }
 

@@ -96,8 +96,7 @@ func (p *writerPool) run() {
 		s.writeTurn(w)
 	}
 	putQueue(w.spare)
-	*w.bp = (*w.bp)[:0]
-	bufPool.Put(w.bp)
+	putBuf(w.bp)
 }
 
 // close stops the workers once the sessions in line have had their turn,
