@@ -36,28 +36,30 @@ func read(c net.Conn) <-chan error {
 	return done
 }
 
-func wantTimeout(t *testing.T, what string, done <-chan error) {
+// outcome waits at most 10 s for a read or write's result on done.
+func outcome(t *testing.T, what string, done <-chan error) error {
 	t.Helper()
 	select {
 	case err := <-done:
-		if !errors.Is(err, os.ErrDeadlineExceeded) {
-			t.Errorf("%s: %v, want a deadline error", what, err)
-		}
+		return err
 	case <-time.After(10 * time.Second):
-		t.Fatalf("%s: still blocked after 10 s, want a deadline error", what)
+		t.Fatalf("%s: still blocked after 10 s", what)
+		return nil
+	}
+}
+
+func wantTimeout(t *testing.T, what string, done <-chan error) {
+	t.Helper()
+	if err := outcome(t, what, done); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("%s: %v, want a deadline error", what, err)
 	}
 }
 
 func wantByte(t *testing.T, what string, peer net.Conn, done <-chan error) {
 	t.Helper()
 	go peer.Write([]byte{1}) // fails once the test closes the pipe, if unread
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("%s: %v, want the byte the peer wrote", what, err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s: still blocked after 10 s, want the byte the peer wrote", what)
+	if err := outcome(t, what, done); err != nil {
+		t.Errorf("%s: %v, want the byte the peer wrote", what, err)
 	}
 }
 

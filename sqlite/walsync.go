@@ -20,13 +20,13 @@ import (
 // through the scheduler while that average is rawSyncMax or more, with one
 // raw sync in rawProbeEvery to notice when the disk is fast again.
 type walSyncer struct {
-	f      *os.File
-	raw    func(*os.File) error // a raw sync, nil where there is none
-	sched  func(*os.File) error // a sync through the scheduler
-	rawOK  func() bool          // whether a raw sync may run now (enough Ps)
-	avg    time.Duration        // moving average of the raw syncs (1/8 weight)
-	skips  int                  // scheduled syncs since the last raw one
-	sample func() time.Time     // the clock (tests)
+	f     *os.File
+	raw   func(*os.File) error // a raw sync, nil where there is none
+	sched func(*os.File) error // a sync through the scheduler
+	rawOK func() bool          // whether a raw sync may run now (enough Ps)
+	avg   time.Duration        // moving average of the raw syncs (1/8 weight)
+	skips int                  // scheduled syncs since the last raw one
+	now   func() time.Time     // the clock (tests)
 }
 
 const (
@@ -36,17 +36,18 @@ const (
 
 // sync syncs the WAL and returns how long it took.
 func (w *walSyncer) sync() (time.Duration, error) {
-	start := w.sample()
-	if w.raw == nil || !w.rawOK() || w.avg >= rawSyncMax && w.skips < rawProbeEvery-1 {
-		if w.raw != nil && w.avg >= rawSyncMax {
-			w.skips++
-		}
-		err := w.sched(w.f)
-		return w.sample().Sub(start), err
+	start := w.now()
+	slow := w.avg >= rawSyncMax
+	if w.raw != nil && w.rawOK() && (!slow || w.skips >= rawProbeEvery-1) {
+		err := w.raw(w.f)
+		d := w.now().Sub(start)
+		w.avg += (d - w.avg) / 8
+		w.skips = 0
+		return d, err
 	}
-	err := w.raw(w.f)
-	d := w.sample().Sub(start)
-	w.avg += (d - w.avg) / 8
-	w.skips = 0
-	return d, err
+	if slow {
+		w.skips++
+	}
+	err := w.sched(w.f)
+	return w.now().Sub(start), err
 }

@@ -12,11 +12,11 @@ import (
 // are two Ps or more (with one, a raw sync would stall the node).
 func newWALSyncer(f *os.File) *walSyncer {
 	return &walSyncer{
-		f:      f,
-		raw:    func(f *os.File) error { return fdatasync(f, true) },
-		sched:  func(f *os.File) error { return fdatasync(f, false) },
-		rawOK:  func() bool { return runtime.GOMAXPROCS(0) >= 2 },
-		sample: time.Now,
+		f:     f,
+		raw:   func(f *os.File) error { return fdatasync(f, true) },
+		sched: func(f *os.File) error { return fdatasync(f, false) },
+		rawOK: func() bool { return runtime.GOMAXPROCS(0) >= 2 },
+		now:   time.Now,
 	}
 }
 

@@ -41,10 +41,10 @@ func TestWALSyncerSlowDisk(t *testing.T) {
 	rawTakes := 10 * time.Millisecond
 	raws, scheds := 0, 0
 	ws := &walSyncer{
-		raw:    func(*os.File) error { raws++; now = now.Add(rawTakes); return nil },
-		sched:  func(*os.File) error { scheds++; now = now.Add(rawTakes); return nil },
-		rawOK:  func() bool { return true },
-		sample: func() time.Time { return now },
+		raw:   func(*os.File) error { raws++; now = now.Add(rawTakes); return nil },
+		sched: func(*os.File) error { scheds++; now = now.Add(rawTakes); return nil },
+		rawOK: func() bool { return true },
+		now:   func() time.Time { return now },
 	}
 	for range 2 {
 		ws.sync()
