@@ -13,7 +13,10 @@ import (
 // in parleytest runs against every implementation.
 //
 // Results may be shared between callers (the cache hands out the same
-// slices and messages to every reader): treat them as read-only.
+// slices and messages to every reader): treat them as read-only. A store
+// never changes a result once returned either, so a caller may keep one
+// and, handed the same slice again, know it holds the same (the rest
+// package's memo relies on it).
 //
 // All methods are safe for concurrent use. Writes that return without error
 // are committed and durable per the implementation's sync setting. Errors a

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"weak"
 
 	"parley"
 )
@@ -22,6 +23,15 @@ import (
 // The output is a pure function of the compared values, so a hit sends
 // exactly what encoding them would. Entries are never changed once
 // stored; a miss replaces its key's entry.
+//
+// A store never changes a result it has returned (parley.Store), and the
+// cache hands every reader the same slice while a page stays as it was.
+// A read that returns the very slice an entry was encoded from therefore
+// returns what it was encoded from, and the memo serves it without
+// comparing; only a direct room's peer, which the room list looks up
+// apart from the store's answer, is compared still. The entry keeps a
+// weak pointer to that slice: a strong one would keep alive the arrays
+// the store has let go, past the bounds of its own memory.
 
 // memoMaxBytes bounds the memory the memo holds, over both kinds, as
 // counted by memoBody.cost.
@@ -44,7 +54,8 @@ type roomsKey struct {
 }
 
 type roomsMemo struct {
-	views []roomEntryView // deep copies: nothing they point to is shared
+	src   origin[parley.RoomEntry] // the store's answer they were made from
+	views []roomEntryView          // deep copies: nothing they point to is shared
 	next  string
 	memoBody
 }
@@ -55,8 +66,30 @@ type pageKey struct {
 }
 
 type pageMemo struct {
-	msgs []parley.Message // deep copies
+	src  origin[parley.Message] // the store's answer they were copied from
+	msgs []parley.Message       // deep copies
 	memoBody
+}
+
+// origin identifies a slice a store returned: by its first element's
+// address and its length, which together name the same elements.
+type origin[T any] struct {
+	first weak.Pointer[T]
+	n     int
+}
+
+func originOf[T any](s []T) origin[T] {
+	if len(s) == 0 {
+		return origin[T]{}
+	}
+	return origin[T]{first: weak.Make(&s[0]), n: len(s)}
+}
+
+// is reports whether s is that slice. A weak pointer's Value is nil once
+// its array is collected, so an array allocated later at the same address
+// is never taken for it.
+func (o origin[T]) is(s []T) bool {
+	return len(s) > 0 && len(s) == o.n && o.first.Value() == &s[0]
 }
 
 // memo is the memo of one Handler; the zero value is ready.
@@ -78,16 +111,22 @@ func (m *memo) roomList(k roomsKey, rooms []parley.RoomEntry, next string, peer 
 	if e == nil || e.next != next || len(e.views) != len(rooms) {
 		return nil
 	}
+	same := e.src.is(rooms)
 	for i := range rooms {
-		if !roomEntryEqual(&e.views[i], &rooms[i], peer) {
+		r := &rooms[i]
+		if same && r.Room.Kind != parley.KindDirect {
+			continue
+		}
+		if !roomEntryEqual(&e.views[i], r, peer) {
 			return nil
 		}
 	}
 	return &e.memoBody
 }
 
-func (m *memo) putRoomList(k roomsKey, views []roomEntryView, next string, b []byte) *memoBody {
-	e := &roomsMemo{views: make([]roomEntryView, len(views)), next: next, memoBody: newMemoBody(b, len(views))}
+// putRoomList stores the encoding b of views, made from rooms.
+func (m *memo) putRoomList(k roomsKey, rooms []parley.RoomEntry, views []roomEntryView, next string, b []byte) *memoBody {
+	e := &roomsMemo{src: originOf(rooms), views: make([]roomEntryView, len(views)), next: next, memoBody: newMemoBody(b, len(views))}
 	for i := range views {
 		e.views[i] = copyRoomEntry(&views[i])
 	}
@@ -104,6 +143,9 @@ func (m *memo) page(k pageKey, msgs []parley.Message) *memoBody {
 	if e == nil || len(e.msgs) != len(msgs) {
 		return nil
 	}
+	if e.src.is(msgs) {
+		return &e.memoBody
+	}
 	for i := range msgs {
 		if !messageEqual(&e.msgs[i], &msgs[i]) {
 			return nil
@@ -113,7 +155,7 @@ func (m *memo) page(k pageKey, msgs []parley.Message) *memoBody {
 }
 
 func (m *memo) putPage(k pageKey, msgs []parley.Message, b []byte) *memoBody {
-	e := &pageMemo{msgs: make([]parley.Message, len(msgs)), memoBody: newMemoBody(b, len(msgs))}
+	e := &pageMemo{src: originOf(msgs), msgs: make([]parley.Message, len(msgs)), memoBody: newMemoBody(b, len(msgs))}
 	for i := range msgs {
 		e.msgs[i] = copyMessage(&msgs[i])
 	}

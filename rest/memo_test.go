@@ -3,6 +3,7 @@ package rest
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,7 +43,8 @@ func entriesOf(vs []roomEntryView) ([]parley.RoomEntry, func(*parley.Room) *parl
 
 // TestMemoPageMissesOnAnyChange: a history page is served from the memo
 // only when every field encoded is what it was encoded from, also when
-// the caller changes, in place, the messages it handed over.
+// what the messages point to changed in place since (the memo keeps deep
+// copies).
 func TestMemoPageMissesOnAnyChange(t *testing.T) {
 	later := time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC)
 	changes := map[string]func(ms []parley.Message){
@@ -68,7 +70,8 @@ func TestMemoPageMissesOnAnyChange(t *testing.T) {
 		if got := m.page(k, memoMessages()); got != put {
 			t.Fatalf("%s: an equal page missed the memo", name)
 		}
-		change(ms) // in place, on what was handed to putPage
+		ms = slices.Clone(ms) // another slice: the memo compares it
+		change(ms)            // a pointed-to time in place, for "edited at"
 		if name == "one more" {
 			ms = append(ms, ms[0])
 		}
@@ -105,7 +108,8 @@ func TestMemoRoomListMissesOnAnyChange(t *testing.T) {
 		var m memo
 		k := roomsKey{user: "u1", limit: 50}
 		vs := memoRooms()
-		put := m.putRoomList(k, vs, "", appendRoomList(nil, vs, ""))
+		src, _ := entriesOf(vs)
+		put := m.putRoomList(k, src, vs, "", appendRoomList(nil, vs, ""))
 		ee, peer := entriesOf(memoRooms())
 		if got := m.roomList(k, ee, "", peer); got != put {
 			t.Fatalf("%s: an equal room list missed the memo", name)
@@ -121,6 +125,47 @@ func TestMemoRoomListMissesOnAnyChange(t *testing.T) {
 		if got := m.roomList(k, es, "", peer); got != nil {
 			t.Errorf("%s: a changed room list hit the memo", name)
 		}
+	}
+}
+
+// TestMemoSameSlice: handed the very slice an entry was encoded from, the
+// memo trusts it (a store never changes what it returned, parley.Store)
+// and serves the entry without comparing, except a direct room's peer,
+// which comes from elsewhere; another slice is compared as before. The
+// in-place changes below break that rule on purpose, to tell the two
+// paths apart.
+func TestMemoSameSlice(t *testing.T) {
+	var m memo
+	pk := pageKey{room: "r", page: parley.Newest(50)}
+	ms := memoMessages()
+	put := m.putPage(pk, ms, appendMessages(nil, ms))
+	ms[0].Body = "changed behind the memo's back"
+	if got := m.page(pk, ms); got != put {
+		t.Error("the same slice of messages was compared, not trusted")
+	}
+	if got := m.page(pk, slices.Clone(ms)); got != nil {
+		t.Error("another slice of changed messages hit the memo")
+	}
+	if got := m.page(pk, ms[:1]); got != nil {
+		t.Error("a shorter slice from the same first message hit the memo")
+	}
+
+	rk := roomsKey{user: "u1", limit: 50}
+	vs := memoRooms()
+	es, peer := entriesOf(vs)
+	rput := m.putRoomList(rk, es, vs, "", appendRoomList(nil, vs, ""))
+	es[0].Room.Title = "changed behind the memo's back" // a group room
+	if got := m.roomList(rk, es, "", peer); got != rput {
+		t.Error("the same slice of rooms was compared, not trusted")
+	}
+	renamed := func(r *parley.Room) *parley.User {
+		if u := peer(r); u != nil {
+			return &parley.User{ID: u.ID, Name: "bobby"}
+		}
+		return nil
+	}
+	if got := m.roomList(rk, es, "", renamed); got != nil {
+		t.Error("a direct room's renamed peer hit the memo through the same slice")
 	}
 }
 
@@ -148,7 +193,7 @@ func TestMemoBounded(t *testing.T) {
 		if i%2 == 0 {
 			m.putPage(pageKey{room: "r", page: parley.Page{Before: int64(i), Limit: 50}}, ms, body)
 		} else {
-			m.putRoomList(roomsKey{user: fmt.Sprint(i)}, vs, "", body)
+			m.putRoomList(roomsKey{user: fmt.Sprint(i)}, nil, vs, "", body)
 		}
 		if i%1000 == 0 {
 			m.putPage(pageKey{room: "r", page: parley.Page{Before: 0, Limit: 50}}, ms, body) // a replaced entry

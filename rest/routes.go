@@ -170,7 +170,7 @@ func (h *Handler) roomList(r *http.Request, u parley.User) (*memoBody, error) {
 		views = append(views, roomEntryView{Room: roomView{Room: e.Room, Peer: peer(&e.Room)}, LastMessage: e.LastMessage, Unread: e.Unread})
 	}
 	*vp = views
-	return h.memo.putRoomList(k, views, next, encode(func(b []byte) []byte { return appendRoomList(b, views, next) })), nil
+	return h.memo.putRoomList(k, rooms, views, next, encode(func(b []byte) []byte { return appendRoomList(b, views, next) })), nil
 }
 
 // viewsPool holds the room list views of myRooms, which the memo copies
