@@ -90,7 +90,7 @@ func (s *Store) tryBatch(reqs []*groupcommit.Request[writeOp, result], grouped b
 	if err != nil {
 		return nil, wholeBatch, fmt.Errorf("begin: %w", err)
 	}
-	w := &wtx{s: s, tx: tx, stmts: make([]*sql.Stmt, s.nwq), args: s.args}
+	w := &wtx{s: s, tx: tx, stmts: make([]*sql.Stmt, s.nwq), args: s.args, events: make([]parley.Event, 0, sends(reqs))}
 	defer func() { clear(w.args); s.args = w.args[:0] }()
 	fail := func(blame int, err error) ([]parley.Event, int, error) {
 		s.wq.rollback.count()
@@ -137,6 +137,19 @@ func (s *Store) tryBatch(reqs []*groupcommit.Request[writeOp, result], grouped b
 		return nil, wholeBatch, fmt.Errorf("commit: %w", err)
 	}
 	return w.events, 0, nil
+}
+
+// sends counts the Sends of a batch: each stored one emits one event, so
+// the batch's events are allocated once rather than grown by doubling
+// (the largest allocation per message otherwise).
+func sends(reqs []*groupcommit.Request[writeOp, result]) int {
+	n := 0
+	for _, r := range reqs {
+		if r.In.send != nil {
+			n++
+		}
+	}
+	return n
 }
 
 // wtx is the writer's view of the batch's transaction.
