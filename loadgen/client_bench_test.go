@@ -56,7 +56,8 @@ func BenchmarkReadSTOMPMessage(b *testing.B) {
 	c := &stompConn{}
 	src := &replay{data: data}
 	wr := &wsutil.Reader{Source: bufio.NewReaderSize(src, busyBuffer), State: ws.StateClientSide}
-	c.rd = stomp.NewReader(bufio.NewReaderSize(&wsStream{r: wr, c: c}, busyBuffer), readLimits)
+	c.br = bufio.NewReaderSize(&wsStream{r: wr, c: c}, busyBuffer)
+	c.rd = stomp.NewReader(c.br, readLimits)
 	c.rd.SetVersion(stomp.V12)
 	b.SetBytes(int64(len(data) / 1000))
 	b.ReportAllocs()
