@@ -207,8 +207,9 @@ var errClosed = errors.New("websocket closed by server")
 var readLimits = stomp.Limits{MaxBody: 16 << 20, MaxFrame: 16<<20 + 64<<10}
 
 // readFrame reads the next STOMP frame into c.cmd, c.receiptID, c.errMsg
-// and c.body (valid until the next call), skipping heart-beats. Header
-// values are unescaped by the codec, as the STOMP version requires.
+// and c.body (valid until the next call), skipping heart-beats. A
+// delivery is scanned by readMessage; every other frame is decoded by the
+// codec, its header values unescaped as the STOMP version requires.
 func (c *stompConn) readFrame() error {
 	if ok, err := c.readMessage(); ok || err != nil {
 		return err
