@@ -3,10 +3,12 @@ package rest
 import (
 	"bytes"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"parley"
 )
@@ -227,4 +229,40 @@ func TestNewRequestID(t *testing.T) {
 		}
 		seen[id] = true
 	}
+}
+
+// TestMemoSameAddressLater: once the slice an entry was encoded from is
+// collected, a new slice that the allocator puts at the same address is
+// not taken for it (the entry's pointer is weak, and a weak pointer knows
+// its object is gone): it is compared, and differs.
+func TestMemoSameAddressLater(t *testing.T) {
+	var m memo
+	k := pageKey{room: "r", page: parley.Newest(50)}
+	put := func() uintptr {
+		ms := memoMessages()
+		m.putPage(k, ms, appendMessages(nil, ms))
+		return uintptr(unsafe.Pointer(&ms[0]))
+	}
+	old := put()
+	for range 3 {
+		runtime.GC()
+	}
+	var keep [][]parley.Message // held, so that the allocator moves on through its free slots
+	for i := range 200_000 {
+		ms := make([]parley.Message, 2)
+		if uintptr(unsafe.Pointer(&ms[0])) != old {
+			keep = append(keep, ms)
+			if i%5000 == 4999 {
+				keep = nil
+				runtime.GC()
+			}
+			continue
+		}
+		ms[0].Body, ms[1].Body = "not", "the same"
+		if m.page(k, ms) != nil {
+			t.Fatal("a new slice at a collected slice's address hit the memo")
+		}
+		return
+	}
+	t.Skip("the allocator never reused the address; nothing to check")
 }
