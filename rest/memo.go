@@ -21,7 +21,8 @@ import (
 // nanoseconds where encoding is 10-20 µs.
 //
 // The output is a pure function of the compared values, so a hit sends
-// exactly what encoding them would. Entries are never changed once
+// exactly what encoding them would (or, on the identity path below, of
+// values that cannot have changed). Entries are never changed once
 // stored; a miss replaces its key's entry.
 //
 // A store never changes a result it has returned (parley.Store), and the

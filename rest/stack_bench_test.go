@@ -5,42 +5,23 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 
 	"parley"
-	"parley/cache"
 	"parley/chat"
-	"parley/history"
-	"parley/rest"
-	"parley/sqlite"
 )
 
 // BenchmarkServeStack serves the hot reads of scripts/bench-rest.sh (the
 // room list of a member of 20 rooms, the newest history page of 50 and an
 // older one) through the read path cmd/parley wires: rest over chat over
-// history over cache over SQLite. It measures what Parley adds per
+// history over cache over SQLite (openStack). It measures what Parley adds per
 // request in its own code, without net/http's reading and writing (the
 // response writer only counts bytes): in-process and allocation-exact, so
 // that a change of a few percent shows with benchstat where the loopback
 // comparison's noise hides it.
 func BenchmarkServeStack(b *testing.B) {
 	ctx := context.Background()
-	var c *cache.Store
-	db, err := sqlite.Open(ctx, sqlite.Config{
-		Path:     filepath.Join(b.TempDir(), "parley.db"),
-		Sync:     sqlite.SyncOff,
-		OnCommit: func(events []parley.Event) { c.Apply(events) },
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	c = cache.New(db, cache.Config{})
-	defer c.Close()
-	svc := chat.New(chat.Config{Store: history.New(c, history.Config{}), KDF: chat.KDF{Time: 1, Memory: 64, Threads: 1}})
-	h := rest.New(rest.Config{Chat: svc})
-
+	svc, h := openStack(b)
 	u, err := svc.Register(ctx, "bench", "bench-password-1")
 	if err != nil {
 		b.Fatal(err)
