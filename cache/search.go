@@ -390,13 +390,13 @@ func (s *Store) readIndex(ctx context.Context, roomID string) (*roomIndex, error
 			return nil, err
 		}
 		for i := range page {
-			m := &page[i]
+			m := page[i] // a copy: the store's results are read-only (parley.Store)
 			if m.Seq != int64(len(ix.recs))+1 || m.Seq > maxSeq {
 				ix.release()
 				return nil, errors.New("cache: history with a hole")
 			}
 			m.RoomID = roomID // one string for the room's messages
-			ix.add(m)
+			ix.add(&m)
 		}
 		ix.flush()
 		if ix.bytes+ix.pbytes > s.search.budget {
