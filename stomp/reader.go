@@ -39,8 +39,12 @@ type Reader struct {
 
 // NewReader returns a Reader decoding frames from rd at version 1.2, with the
 // limits lim (zero fields take their defaults). If rd is a *bufio.Reader the
-// Reader reads through it and nothing else should read from it; otherwise the
-// Reader wraps rd in a bufio.Reader of its own.
+// Reader reads through it; otherwise the Reader wraps rd in a bufio.Reader
+// of its own. Read consumes exactly one frame (a heart-beat's line, or up to
+// and including its NUL) and keeps no stream state between frames (only its
+// first error, which every later Read returns), so the owner of a
+// *bufio.Reader may itself read whole frames from it between two Reads (the
+// load generator does); within a frame nothing else may read from it.
 func NewReader(rd io.Reader, lim Limits) *Reader {
 	r := &Reader{lim: lim.withDefaults(), version: V12}
 	r.Reset(rd)

@@ -570,3 +570,30 @@ func TestReadOneMessageAtATime(t *testing.T) {
 		}
 	}
 }
+
+// TestReadConsumesOneFrame: Read takes exactly one frame (a heart-beat's
+// line, a frame up to its NUL, with or without content-length) from the
+// caller's bufio.Reader and nothing after it, so that the caller may read
+// from it between frames (NewReader's doc).
+func TestReadConsumesOneFrame(t *testing.T) {
+	frames := []string{
+		"\n",
+		"MESSAGE\nseq:1\ncontent-length:3\n\na\x00b\x00",
+		"RECEIPT\nreceipt-id:7\n\n\x00",
+		"\r\n",
+		"MESSAGE\r\nseq:2\r\n\r\nno length\x00",
+	}
+	stream := strings.Join(frames, "")
+	br := bufio.NewReader(strings.NewReader(stream))
+	r := stomp.NewReader(br, stomp.Limits{})
+	rest := stream
+	for _, f := range frames {
+		if _, err := r.Read(); err != nil {
+			t.Fatalf("read %q: %v", f, err)
+		}
+		rest = rest[len(f):]
+		if got, _ := br.Peek(br.Buffered()); string(got) != rest {
+			t.Fatalf("after %q the buffer holds %q, want %q", f, got, rest)
+		}
+	}
+}
