@@ -289,7 +289,7 @@ func (c *stompConn) readMessage() (bool, error) {
 		switch line[0] {
 		case 's':
 			if v, ok := bytes.CutPrefix(line, []byte("seq:")); ok && !seen {
-				seq, seen = max(digits(v), 0), true // not a number: 0, as readFrame takes it from the codec
+				seq, seen = max(digits(v), 0), true // not an unsigned number: 0 (the gateway writes only those)
 			}
 		case 'e':
 			if bytes.HasPrefix(line, []byte("event:")) {
