@@ -35,6 +35,11 @@ func FuzzDecode(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	h := &Handler{maxBytes: 4 << 10}
+	// Encoding a value again may take more bytes than the client's body
+	// did (encoding/json writes & as \u0026, a backspace as \u0008), so
+	// a body near the limit could not come back under it: the value's
+	// round trip is checked without the limit.
+	unlimited := &Handler{maxBytes: 1 << 30}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		v, err := fuzzDecode(h, data)
 		if err != nil {
@@ -48,7 +53,7 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			t.Fatalf("decode(%q) = %+v, which does not encode: %v", data, v, err)
 		}
-		w, err := fuzzDecode(h, again)
+		w, err := fuzzDecode(unlimited, again)
 		if err != nil {
 			t.Fatalf("decode(%q) = %+v, encoded %s, and that is refused: %v", data, v, again, err)
 		}
