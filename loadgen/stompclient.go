@@ -289,7 +289,8 @@ func (c *stompConn) readMessage() (bool, error) {
 		switch line[0] {
 		case 's':
 			if v, ok := bytes.CutPrefix(line, []byte("seq:")); ok && !seen {
-				seq, seen = max(digits(v), 0), true // not an unsigned number: 0 (the gateway writes only those)
+				n, _ := stomp.ParseLength(v) // not an unsigned number: 0 (the gateway writes only those)
+				seq, seen = int64(n), true
 			}
 		case 'e':
 			if bytes.HasPrefix(line, []byte("event:")) {
@@ -297,9 +298,11 @@ func (c *stompConn) readMessage() (bool, error) {
 			}
 		case 'c':
 			if v, ok := bytes.CutPrefix(line, []byte("content-length:")); ok && length < 0 {
-				if length = digits(v); length < 0 {
+				n, ok := stomp.ParseLength(v)
+				if !ok {
 					return false, nil
 				}
+				length = int64(n)
 			}
 		}
 	}
@@ -313,22 +316,6 @@ func (c *stompConn) readMessage() (bool, error) {
 	}
 	c.br.Discard(i + int(length) + 1)
 	return true, nil
-}
-
-// digits returns the value of a non-empty run of at most 18 decimal
-// digits, or -1.
-func digits(v []byte) int64 {
-	if len(v) == 0 || len(v) > 18 {
-		return -1
-	}
-	var n int64
-	for _, d := range v {
-		if d < '0' || d > '9' {
-			return -1
-		}
-		n = n*10 + int64(d-'0')
-	}
-	return n
 }
 
 // wsStream reads the payloads of the server's WebSocket data messages as

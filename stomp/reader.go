@@ -212,7 +212,7 @@ func (r *Reader) readBody(f *Frame) error {
 	}
 
 	if cl, ok := f.Lookup("content-length"); ok {
-		n, ok := parseLength(cl)
+		n, ok := ParseLength(cl)
 		if !ok {
 			return malformed("content-length %q is not a length", truncate(cl))
 		}
@@ -318,8 +318,9 @@ func trimCR(b []byte) []byte {
 	return b
 }
 
-// parseLength parses a content-length value: decimal digits only.
-func parseLength(b []byte) (int, bool) {
+// ParseLength parses a content-length value as the codec does: one to 18
+// decimal digits, nothing else.
+func ParseLength(b []byte) (int, bool) {
 	if len(b) == 0 || len(b) > 18 {
 		return 0, false
 	}

@@ -50,7 +50,7 @@ headers:
 		}
 	}
 	if cl, ok := f.Lookup("content-length"); ok {
-		if n, ok := parseLength(cl); !ok || n != len(f.Body) {
+		if n, ok := ParseLength(cl); !ok || n != len(f.Body) {
 			return dst[:start], invalid("content-length %q for a body of %d octets", cl, len(f.Body))
 		}
 	} else if len(f.Body) > 0 {
