@@ -22,14 +22,7 @@ import (
 func BenchmarkServeStack(b *testing.B) {
 	ctx := context.Background()
 	svc, h := openStack(b)
-	u, err := svc.Register(ctx, "bench", "bench-password-1")
-	if err != nil {
-		b.Fatal(err)
-	}
-	tok, _, err := svc.Login(ctx, "bench", "bench-password-1")
-	if err != nil {
-		b.Fatal(err)
-	}
+	u, tok := signUp(b, svc, "bench")
 	var hist parley.Room
 	for i := range 20 {
 		r, _, err := svc.CreateRoom(ctx, u, chat.NewRoom{Kind: parley.KindGroup, Title: fmt.Sprintf("Room number %d of the bench", i+1)})

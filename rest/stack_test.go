@@ -42,6 +42,21 @@ func openStack(tb testing.TB) (*chat.Service, *rest.Handler) {
 	return svc, rest.New(rest.Config{Chat: svc})
 }
 
+// signUp registers name and logs it in: the user and a token.
+func signUp(tb testing.TB, svc *chat.Service, name string) (parley.User, string) {
+	tb.Helper()
+	ctx := context.Background()
+	u, err := svc.Register(ctx, name, "password-of-"+name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tok, _, err := svc.Login(ctx, name, "password-of-"+name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return u, tok
+}
+
 // must fails the test on the error a call returned last: must(t)(f()).
 func must(tb testing.TB) func(...any) {
 	return func(results ...any) {
@@ -62,22 +77,8 @@ func must(tb testing.TB) func(...any) {
 func TestMemoOverTheCaches(t *testing.T) {
 	ctx := context.Background()
 	svc, h := openStack(t)
-	ann, err := svc.Register(ctx, "ann", "password-ann-1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bob, err := svc.Register(ctx, "bob", "password-bob-1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tokA, _, err := svc.Login(ctx, "ann", "password-ann-1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tokB, _, err := svc.Login(ctx, "bob", "password-bob-1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ann, tokA := signUp(t, svc, "ann")
+	bob, tokB := signUp(t, svc, "bob")
 	room, _, err := svc.CreateRoom(ctx, ann, chat.NewRoom{Kind: parley.KindGroup, Title: "t"})
 	if err != nil {
 		t.Fatal(err)
