@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"unsafe"
 
 	"parley"
 	"parley/cache"
@@ -406,4 +408,57 @@ func (c *totalSearches) SearchRoom(ctx context.Context, roomID string, q parley.
 func (c *totalSearches) Search(ctx context.Context, userID string, q parley.Query, cursor string, limit int) ([]parley.SearchHit, string, error) {
 	c.n.Add(1)
 	return c.Store.Search(ctx, userID, q, cursor, limit)
+}
+
+// pageKeeper remembers every history page the cache read from the store
+// under it, and where each message's RoomID pointed when it was handed
+// over.
+type pageKeeper struct {
+	parley.Store
+	mu    sync.Mutex
+	pages [][]parley.Message
+	rooms [][]*byte
+}
+
+func (k *pageKeeper) Messages(ctx context.Context, roomID string, p parley.Page) ([]parley.Message, error) {
+	page, err := k.Store.Messages(ctx, roomID, p)
+	ptrs := make([]*byte, len(page))
+	for i := range page {
+		ptrs[i] = unsafe.StringData(page[i].RoomID)
+	}
+	k.mu.Lock()
+	k.pages, k.rooms = append(k.pages, page), append(k.rooms, ptrs)
+	k.mu.Unlock()
+	return page, err
+}
+
+// TestSearchBuildLeavesStorePagesAlone: building a room's index reads its
+// history from the store and leaves the pages as the store returned them
+// (parley.Store's results are read-only: a store may share them).
+func TestSearchBuildLeavesStorePagesAlone(t *testing.T) {
+	var kept *pageKeeper
+	c, _ := openCachedSQLite(t, cache.Config{}, nil, func(s parley.Store) parley.Store {
+		kept = &pageKeeper{Store: s}
+		return kept
+	})
+	a := parleytest.MustCreateUsers(t, c, "u", 1)[0]
+	r := parleytest.MustCreateRoom(t, c, a, "one", 0)
+	for _, body := range []string{"red apple", "green apple", "apple pie"} {
+		parleytest.MustSend(t, c, r, a, body)
+	}
+	if msgs, err := c.SearchRoom(ctx, r.ID, parleytest.MustQuery(t, "apple"), 0, 10); err != nil || len(msgs) != 3 {
+		t.Fatalf("SearchRoom(apple) = %d messages, %v; want 3", len(msgs), err)
+	}
+	kept.mu.Lock()
+	defer kept.mu.Unlock()
+	if len(kept.pages) == 0 {
+		t.Fatal("the index was not read from the store's pages")
+	}
+	for i, page := range kept.pages {
+		for j := range page {
+			if unsafe.StringData(page[j].RoomID) != kept.rooms[i][j] {
+				t.Fatalf("page %d, message %d: its RoomID was written after the store returned it", i, j)
+			}
+		}
+	}
 }
