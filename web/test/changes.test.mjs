@@ -280,24 +280,36 @@ test('an edit and a deletion whose answers are lost are sent again with their cl
   // The first PATCH and the first DELETE reach the server, which commits
   // them, but their answers never reach the page.
   const keys = { PATCH: [], DELETE: [] };
-  const resent = {}; // method -> a promise settled when its second request arrives, within 10 s
-  const arrived = {};
+  // resent[m] settles when the second request of method m has had its
+  // answer handed to the page, within 10 s. The test waits for it, not
+  // for the request's arrival: the page may show the change from the live
+  // event before the answer, and a handler still running when the test
+  // unroutes would answer a request that is no longer routed.
+  const resent = {};
+  const answered = {};
   for (const m of Object.keys(keys)) {
     resent[m] = new Promise((ok, fail) => {
-      arrived[m] = ok;
-      setTimeout(() => fail(new Error(`no second ${m} within 10 s: the request whose answer was lost was not sent again`)), 10000).unref();
+      answered[m] = ok;
+      setTimeout(() => fail(new Error(`no second ${m} answered within 10 s: the request whose answer was lost was not sent again`)), 10000).unref();
     });
   }
+  const handling = new Set(); // handler calls still running
   const url = `**/api/rooms/*/messages/${seq}`;
-  await alice.page.route(url, async (route) => {
+  const handler = async (route) => {
     const req = route.request();
     const sent = keys[req.method()];
     if (!sent) return route.continue();
     sent.push(JSON.parse(req.postData() || '{}').client_id);
-    if (sent.length === 2) arrived[req.method()]();
+    const n = sent.length;
     const res = await route.fetch();
-    if (sent.length === 1) await route.abort('connectionreset');
+    if (n === 1) await route.abort('connectionreset');
     else await route.fulfill({ response: res });
+    if (n === 2) answered[req.method()]();
+  };
+  await alice.page.route(url, (route) => {
+    const call = handler(route);
+    handling.add(call);
+    return call.finally(() => handling.delete(call));
   });
   try {
     await alice.page.click(`${li(seq)} .msg-edit`);
@@ -323,6 +335,7 @@ test('an edit and a deletion whose answers are lost are sent again with their cl
     assert.equal(await alice.page.evaluate((sel) => document.querySelector(sel + ' .msg-status')?.textContent || '', li(seq)), '',
       'no failure is shown: the second answer was the server’s');
   } finally {
+    await Promise.allSettled([...handling]);
     await alice.page.unroute(url);
   }
 });
