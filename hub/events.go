@@ -368,11 +368,14 @@ func NewEvents(cfg EventsConfig) *Events {
 }
 
 // Apply takes this node's committed events (a parley.EventSink): it never
-// blocks and keeps nothing of evs but copies.
+// blocks and keeps nothing of evs but copies. What can make no event is
+// left out here, so that the messages of a big room (every one moves its
+// sender's read position) neither wake the dispatcher on each commit nor
+// fill its queue.
 func (e *Events) Apply(evs []parley.Event) {
 	var keep []parley.Event
 	for i := range evs {
-		if eventKind(evs[i].Kind) {
+		if eventKind(evs[i].Kind) && !e.noReadEvents(&evs[i]) {
 			keep = append(keep, evs[i])
 		}
 	}
@@ -401,6 +404,17 @@ func (e *Events) ApplyRemote(ev parley.Event) {
 // EventJoin); Events.commit decides.
 func eventKind(k parley.EventKind) bool {
 	return k != parley.EventRoom
+}
+
+// noReadEvents reports whether ev is a read position, or a message (which
+// moves its sender's), of a room too big for read events: Events.commit
+// would pass it to read, which drops it for the same member count.
+func (e *Events) noReadEvents(ev *parley.Event) bool {
+	switch ev.Kind {
+	case parley.EventMessage, parley.EventRead, parley.EventReads:
+		return ev.Room.MemberCount > e.cfg.ReadMaxMembers
+	}
+	return false
 }
 
 // Typing takes a typing signal of a member on this node (the caller has

@@ -548,3 +548,51 @@ func TestEventsReadsForwarded(t *testing.T) {
 		t.Fatalf("forwarded %v, want alice's PUT read alone, once", forwarded)
 	}
 }
+
+// gatedRecorder is an evRecorder whose first delivery holds the dispatcher
+// until open is closed; entered is closed when it begins.
+type gatedRecorder struct {
+	evRecorder
+	once    sync.Once
+	entered chan struct{}
+	open    chan struct{}
+}
+
+func (r *gatedRecorder) DeliverEvents(evs []*RoomEvent) {
+	r.once.Do(func() {
+		close(r.entered)
+		<-r.open
+	})
+	r.evRecorder.DeliverEvents(evs)
+}
+
+// TestEventsBigRoomMessagesStayOut: the messages of a room too big for read
+// events never reach the bounded queue, so a burst of them while the
+// dispatcher is busy cannot overflow it and drop every event subscription.
+func TestEventsBigRoomMessagesStayOut(t *testing.T) {
+	env := newEvEnv(t, EventsConfig{MaxQueue: 4})
+	env.rooms.members["r1"] = []string{"alice", "bob"}
+	gate := &gatedRecorder{entered: make(chan struct{}), open: make(chan struct{})}
+	bob := &evRecorder{}
+	env.ev.Subscribe(&EventSub{To: gate, UserID: "alice", RoomID: "r1"})
+	env.ev.Subscribe(&EventSub{To: bob, UserID: "bob", RoomID: "r1"})
+	small := parley.Room{ID: "r1", MemberCount: 2}
+	env.ev.Apply([]parley.Event{{Kind: parley.EventRoomInfo, Room: small, ActorID: "alice"}})
+	<-gate.entered // the dispatcher is held in the first delivery
+
+	big := parley.Room{ID: "big", MemberCount: 101}
+	for seq := int64(1); seq <= 20; seq++ {
+		env.ev.Apply([]parley.Event{{Kind: parley.EventMessage, Room: big, Message: parley.Message{RoomID: "big", SenderID: "carol", Seq: seq}}})
+		env.ev.Apply([]parley.Event{{Kind: parley.EventRead, Room: big, UserID: "dave", ReadSeq: seq}})
+	}
+	env.ev.Apply([]parley.Event{{Kind: parley.EventRole, Room: small, UserID: "bob", Role: parley.RoleAdmin, ActorID: "alice"}})
+	close(gate.open)
+	env.sync(t)
+
+	bob.mu.Lock()
+	lagged := bob.lagged
+	bob.mu.Unlock()
+	if got := bob.kinds(); lagged != 0 || !equal(got, []string{"member:alice:room", "member:bob:role"}) {
+		t.Fatalf("bob got %v, lagged %d times: want both member events and no lag", got, lagged)
+	}
+}
