@@ -26,6 +26,15 @@
 // the work of the next instead of stalling the writer. A Flush covers the
 // batches whose commit returned before it began, never one after.
 //
+// Config.FlushInline lets the writer run the Flush itself, right after its
+// commit, while the flusher has nothing to do: no hand-off to the flusher
+// and back to the writer, each of which is a goroutine waking and waiting
+// for a free P on a busy node. The price is the overlap of the Flush with
+// the next commit, which matters on a disk whose syncs are slow; on one
+// that syncs in under a millisecond, the hand-offs cost more
+// (BENCHMARKS.md, "Session 11": a lower p99 at high load, the same
+// throughput within the noise).
+//
 // Config.MaxUnflushed is how many committed batches may wait for the next
 // Flush. With the default, 1, the writer holds a committed batch until the
 // flusher is free and lets the next requests gather behind it, so that
@@ -95,8 +104,10 @@ type Config struct {
 	// blocks (back-pressure). Default 4 × MaxBatch.
 	QueueSize int
 	// Flush, when set, is the second stage of every commit (an fsync): see
-	// the package doc. It is called from the flusher goroutine only, and
-	// covers every batch whose commit function returned before the call. An
+	// the package doc. It is called by one goroutine at a time (the
+	// flusher, or the writer with FlushInline, each call ordered after the
+	// last), and covers every batch whose commit function returned before
+	// the call. An
 	// error fails the batches it covered and breaks the Writer: every later
 	// request fails with it too.
 	Flush func() error
@@ -109,6 +120,12 @@ type Config struct {
 	// flusher before it takes the next batch, so that requests gather into
 	// one batch. Default DefaultMaxUnflushed (1). See the package doc.
 	MaxUnflushed int
+	// FlushInline, when set with Flush, is asked by the writer after each
+	// commit while no Flush runs or waits: true, and the writer calls
+	// Flush itself and completes the batch, instead of handing it to the
+	// flusher (see the package doc). It is never called while Flush runs,
+	// so it may read what Flush keeps. Nil: always the flusher.
+	FlushInline func() bool
 	// OnTiming, when set, is called once for each request of a batch that
 	// committed (and flushed), with where its time went, before its caller
 	// wakes, from the writer or the flusher goroutine (metrics hook). It
@@ -163,6 +180,7 @@ func (s Stats) MeanCommit() time.Duration {
 type Writer[In, Out any] struct {
 	commit       CommitFunc[In, Out]
 	flush        func() error
+	flushInline  func() bool
 	maxBatch     int
 	onBatch      func(int, time.Duration, error)
 	onTiming     func(Timing)
@@ -171,11 +189,12 @@ type Writer[In, Out any] struct {
 	stopped      chan struct{}         // closed when the writer (and flusher) have returned
 	broken       atomic.Pointer[error] // the Flush error that broke the Writer
 
-	fmu     sync.Mutex           // guards the following fields
-	flushq  []committed[In, Out] // batches committed, waiting for a Flush, in commit order
-	fclosed bool                 // the writer has returned: the flusher ends once flushq is empty
-	fwake   chan struct{}        // capacity 1: flushq became non-empty, or fclosed was set
-	room    sync.Cond            // on fmu: signalled when the flusher takes flushq
+	fmu      sync.Mutex           // guards the following fields
+	flushq   []committed[In, Out] // batches committed, waiting for a Flush, in commit order
+	flushing bool                 // the flusher took batches it has not completed yet
+	fclosed  bool                 // the writer has returned: the flusher ends once flushq is empty
+	fwake    chan struct{}        // capacity 1: flushq became non-empty, or fclosed was set
+	room     sync.Cond            // on fmu: signalled when the flusher takes flushq
 
 	mu     sync.RWMutex // guards closed; held for reading while sending to queue
 	closed bool
@@ -205,6 +224,7 @@ func New[In, Out any](commit CommitFunc[In, Out], cfg Config) *Writer[In, Out] {
 	w := &Writer[In, Out]{
 		commit:       commit,
 		flush:        cfg.Flush,
+		flushInline:  cfg.FlushInline,
 		maxBatch:     cfg.MaxBatch,
 		onBatch:      cfg.OnBatch,
 		onTiming:     cfg.OnTiming,
@@ -362,11 +382,35 @@ func (w *Writer[In, Out]) runBatch(batch []*Request[In, Out]) {
 		w.complete(c, end, end, err)
 		return
 	}
-	c.batch = slices.Clone(batch)
 	w.fmu.Lock()
+	if w.flushInline != nil && len(w.flushq) == 0 && !w.flushing {
+		// The flusher has completed every batch before this one, and
+		// only this goroutine gives it more: Flush is not running.
+		w.fmu.Unlock()
+		if w.flushInline() {
+			w.flushNow(c)
+			return
+		}
+		w.fmu.Lock()
+	}
+	c.batch = slices.Clone(batch)
 	w.flushq = append(w.flushq, c)
 	w.fmu.Unlock()
 	w.wakeFlusher()
+}
+
+// flushNow flushes the committed batch c on the writer and completes it
+// (Config.FlushInline).
+func (w *Writer[In, Out]) flushNow(c committed[In, Out]) {
+	start := time.Now()
+	err := w.safeFlush()
+	end := time.Now()
+	w.flushes.Add(1)
+	w.flushNanos.Add(uint64(end.Sub(start)))
+	if err != nil {
+		w.broken.CompareAndSwap(nil, &err)
+	}
+	w.complete(c, start, end, err)
 }
 
 // awaitRoom waits, with Config.Flush, until fewer than MaxUnflushed
@@ -401,6 +445,7 @@ func (w *Writer[In, Out]) runFlusher(stopped chan<- struct{}) {
 		pending := w.flushq
 		w.flushq = spare[:0]
 		closed := w.fclosed
+		w.flushing = len(pending) > 0 // until the next turn: pending completed
 		w.room.Signal()
 		w.fmu.Unlock()
 		if len(pending) == 0 {

@@ -3,7 +3,9 @@ package groupcommit_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -449,3 +451,127 @@ func (h *heldFlush) flush() error {
 }
 
 func (h *heldFlush) releaseFlush() { h.once.Do(func() { close(h.release) }) }
+
+// goid returns the calling goroutine's id, from the first line of its
+// stack trace ("goroutine N [running]:").
+func goid() string {
+	var buf [64]byte
+	n := runtime.Stack(buf[:], false)
+	f := strings.Fields(string(buf[:n]))
+	if len(f) < 2 {
+		return ""
+	}
+	return f[1]
+}
+
+// TestFlushInline: with FlushInline true the writer runs each Flush
+// itself, right after the commit it covers, and every caller still
+// returns only after it, done in commit order.
+func TestFlushInline(t *testing.T) {
+	var mu sync.Mutex
+	var committer string     // the goroutine that ran the last commit
+	var order []int          // batch numbers, as done runs
+	var elsewhere int        // Flush calls on another goroutine than the commit's
+	var early []int          // batches whose done ran before a Flush covered them
+	batchNo, flushed := 0, 0 // the last batch committed; the last a Flush covered
+	commit := func(batch []*groupcommit.Request[int, int]) (func(), error) {
+		double(batch)
+		mu.Lock()
+		defer mu.Unlock()
+		committer = goid()
+		batchNo++
+		n := batchNo
+		return func() {
+			mu.Lock()
+			defer mu.Unlock()
+			order = append(order, n)
+			if flushed < n {
+				early = append(early, n)
+			}
+		}, nil
+	}
+	flush := func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if goid() != committer {
+			elsewhere++
+		}
+		flushed = batchNo
+		return nil
+	}
+	w := groupcommit.New(commit, groupcommit.Config{MaxBatch: 8, Flush: flush, FlushInline: func() bool { return true }})
+	var wg sync.WaitGroup
+	for i := range 200 {
+		wg.Go(func() {
+			got, err := w.Do(context.Background(), 2*i)
+			if err != nil || got != 4*i {
+				t.Errorf("Do(%d) = %d, %v, want %d", 2*i, got, err, 4*i)
+			}
+		})
+	}
+	wg.Wait()
+	w.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if elsewhere != 0 {
+		t.Errorf("%d Flush calls ran on another goroutine than the writer's", elsewhere)
+	}
+	if len(early) > 0 {
+		t.Errorf("batches %v completed before a Flush covered them", early)
+	}
+	for i, n := range order {
+		if n != i+1 {
+			t.Fatalf("done order = %v, want commit order", order)
+		}
+	}
+	if st := w.Stats(); st.Flushes != st.Batches || st.Batches == 0 {
+		t.Errorf("Stats() = %+v, want one Flush per batch", st)
+	}
+}
+
+// TestFlushInlineWaitsForTheFlusher: a batch committed while the flusher
+// runs a Flush goes to the flusher too, whatever FlushInline says, so that
+// batches complete in commit order and Flush never runs twice at once.
+func TestFlushInlineWaitsForTheFlusher(t *testing.T) {
+	h := newHeldFlush(nil)
+	var mu sync.Mutex
+	var order []int
+	commit := func(batch []*groupcommit.Request[int, int]) (func(), error) {
+		h.commit(batch)
+		n := batch[0].In
+		return func() {
+			mu.Lock()
+			order = append(order, n)
+			mu.Unlock()
+		}, nil
+	}
+	var asked atomic.Int64
+	inline := func() bool { return asked.Add(1) > 1 } // the first batch goes to the flusher
+	w := groupcommit.New(commit, groupcommit.Config{Flush: h.flush, FlushInline: inline})
+	defer w.Close()
+	defer h.releaseFlush()
+	errs := make(chan error, 2)
+	go func() { _, err := w.Do(context.Background(), 2); errs <- err }()
+	<-h.entered // the flusher holds the first Flush
+	<-h.committed
+	go func() { _, err := w.Do(context.Background(), 4); errs <- err }()
+	select {
+	case <-h.committed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second request was not committed after 10 s while a Flush runs")
+	}
+	h.releaseFlush()
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Errorf("Do() error = %v", err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(order) != "[2 4]" {
+		t.Errorf("done order %v, want [2 4]: the second batch went around the running Flush", order)
+	}
+	if n := h.calls.Load(); n != 2 {
+		t.Errorf("Flush called %d times, want 2", n)
+	}
+}
