@@ -38,8 +38,10 @@
 //     write of the batch returns or its events reach OnCommit. A write that
 //     returned survives a crash of the process, a crash of the OS and a
 //     power loss (on a disk that honours fsync). The fsync (fdatasync on
-//     Linux, walsync.go) runs on the group-commit flusher while the writer commits the next batch (the
-//     connection itself runs synchronous=NORMAL), so a reader may see a
+//     Linux, walsync.go) runs on the group-commit writer right after its
+//     commit while the disk syncs fast, else on the flusher while the
+//     writer commits the next batch (the connection itself runs
+//     synchronous=NORMAL), so a reader may see a
 //     commit up to one fsync before it is durable; a power loss in that
 //     window loses it, and it was never reported as done.
 //   - normal: synchronous=NORMAL. Every commit is written to the WAL (the
@@ -218,6 +220,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 			s.m.fsync.Observe(took.Seconds())
 			return err
 		}
+		gc.FlushInline = ws.fast
 	}
 	s.w = groupcommit.New(s.commit, gc)
 	go s.ck.run()

@@ -5,8 +5,9 @@ import (
 	"time"
 )
 
-// walSyncer makes the WAL durable for the group-commit flusher (sync=full),
-// which alone calls it.
+// walSyncer makes the WAL durable for the group-commit Writer (sync=full):
+// its flusher, or its writer while the syncs are fast (fast), one at a
+// time.
 //
 // Where the system allows (walsync_linux.go) a sync is a raw system call:
 // the flusher keeps its P while the disk works instead of giving it away
@@ -33,6 +34,16 @@ const (
 	rawSyncMax    = 2 * time.Millisecond
 	rawProbeEvery = 16
 )
+
+// fast reports whether the WAL's syncs are fast: the raw syncs' moving
+// average under rawSyncMax (none measured yet counts as fast). While they
+// are, the group-commit writer syncs a batch itself right after committing
+// it instead of handing it to the flusher (groupcommit.Config.FlushInline):
+// the overlap of a sync with the next commit saves less than the two
+// goroutine hand-offs cost on a busy node (BENCHMARKS.md, "Session 11").
+// On a slow disk the flusher overlaps them. The group-commit Writer calls
+// it only while no sync runs.
+func (w *walSyncer) fast() bool { return w.avg < rawSyncMax }
 
 // sync syncs the WAL and returns how long it took.
 func (w *walSyncer) sync() (time.Duration, error) {

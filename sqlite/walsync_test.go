@@ -59,6 +59,9 @@ func TestWALSyncerSlowDisk(t *testing.T) {
 	if raws != 10 || scheds != 10*(rawProbeEvery-1) {
 		t.Errorf("slow disk: %d raw, %d scheduled of %d syncs; want one raw in %d", raws, scheds, 10*rawProbeEvery, rawProbeEvery)
 	}
+	if ws.fast() {
+		t.Error("slow disk: fast() = true, want the flusher to sync beside the writer")
+	}
 	rawTakes = 100 * time.Microsecond // the disk is fast again
 	for range 40 * rawProbeEvery {
 		ws.sync()
@@ -69,6 +72,9 @@ func TestWALSyncerSlowDisk(t *testing.T) {
 	}
 	if raws != 100 {
 		t.Errorf("fast disk again: %d raw, %d scheduled of 100 syncs; want all raw", raws, scheds)
+	}
+	if !ws.fast() {
+		t.Error("fast disk again: fast() = false, want the writer to sync its own commits")
 	}
 
 	// With one P no sync is raw, fast disk or not.
