@@ -26,10 +26,10 @@ func newMetrics() *metrics {
 			Name: "parley_store_queries_total",
 			Help: "Statements sent to SQLite, by kind (begin and commit included).",
 		}, []string{"kind"}),
-		batch: groupcommit.NewMetrics("Time of one group-commit batch in the writer: begin, the writes and commit (under sync=full the fsync follows on the flusher)."),
+		batch: groupcommit.NewMetrics("Time of one group-commit batch in the writer: begin, the writes and commit (under sync=full the fsync follows, on the writer or the flusher)."),
 		fsync: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "parley_store_fsync_seconds",
-			Help:    "Time of one fsync of the WAL by the group-commit flusher (sync=full), which covers every batch committed before it.",
+			Help:    "Time of one fsync of the WAL (sync=full), by the group-commit writer after its commit or by the flusher, which covers every batch committed before it.",
 			Buckets: prometheus.ExponentialBuckets(50e-6, 2, 14), // 50µs to 0.4s
 		}),
 		ckErrors: prometheus.NewCounter(prometheus.CounterOpts{

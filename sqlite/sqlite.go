@@ -161,7 +161,7 @@ type Store struct {
 	m        *metrics
 	w        *groupcommit.Writer[writeOp, result]
 	onCommit parley.EventSink
-	wal      *os.File // the WAL, fsynced by the flusher under SyncFull
+	wal      *os.File // the WAL, fsynced by the group-commit Writer under SyncFull
 	wq       writeQueries
 	rq       readQueries
 	noIndex  bool // Config.NoSearchIndex
