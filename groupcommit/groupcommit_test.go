@@ -233,17 +233,7 @@ func TestFlush(t *testing.T) {
 		return nil
 	}
 	w := groupcommit.New(commit, groupcommit.Config{MaxBatch: 8, Flush: flush})
-	var wg sync.WaitGroup
-	for i := range 300 {
-		wg.Go(func() {
-			got, err := w.Do(context.Background(), 2*i)
-			if err != nil || got != 4*i {
-				t.Errorf("Do(%d) = %d, %v, want %d", 2*i, got, err, 4*i)
-			}
-		})
-	}
-	wg.Wait()
-	w.Close()
+	doAll(t, w, 300)
 	mu.Lock()
 	defer mu.Unlock()
 	if flushedN != 300 {
@@ -258,6 +248,23 @@ func TestFlush(t *testing.T) {
 	if st.Flushes == 0 || st.Flushes > st.Batches {
 		t.Errorf("Stats() = %+v, want 1 to %d flushes", st, st.Batches)
 	}
+}
+
+// doAll calls Do(2i) for each i < n from n goroutines at once, checks
+// each result, and closes w once all have returned.
+func doAll(t *testing.T, w *groupcommit.Writer[int, int], n int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			got, err := w.Do(context.Background(), 2*i)
+			if err != nil || got != 4*i {
+				t.Errorf("Do(%d) = %d, %v, want %d", 2*i, got, err, 4*i)
+			}
+		})
+	}
+	wg.Wait()
+	w.Close()
 }
 
 func TestFlushError(t *testing.T) {
@@ -500,17 +507,7 @@ func TestFlushInline(t *testing.T) {
 		return nil
 	}
 	w := groupcommit.New(commit, groupcommit.Config{MaxBatch: 8, Flush: flush, FlushInline: func() bool { return true }})
-	var wg sync.WaitGroup
-	for i := range 200 {
-		wg.Go(func() {
-			got, err := w.Do(context.Background(), 2*i)
-			if err != nil || got != 4*i {
-				t.Errorf("Do(%d) = %d, %v, want %d", 2*i, got, err, 4*i)
-			}
-		})
-	}
-	wg.Wait()
-	w.Close()
+	doAll(t, w, 200)
 	mu.Lock()
 	defer mu.Unlock()
 	if elsewhere != 0 {
