@@ -179,6 +179,12 @@ func (c *client) expect(cmd string, headers ...string) *stomp.Frame {
 	if err != nil {
 		c.t.Fatalf("expecting %s: %v", cmd, err)
 	}
+	return c.check(f, cmd, headers...)
+}
+
+// check checks f's command and headers as expect does, and returns f.
+func (c *client) check(f *stomp.Frame, cmd string, headers ...string) *stomp.Frame {
+	c.t.Helper()
 	if f.Command.String() != cmd {
 		c.t.Fatalf("got %v, want %s", f, cmd)
 	}
