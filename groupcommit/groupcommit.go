@@ -107,9 +107,8 @@ type Config struct {
 	// the package doc. It is called by one goroutine at a time (the
 	// flusher, or the writer with FlushInline, each call ordered after the
 	// last), and covers every batch whose commit function returned before
-	// the call. An
-	// error fails the batches it covered and breaks the Writer: every later
-	// request fails with it too.
+	// the call. An error fails the batches it covered and breaks the
+	// Writer: every later request fails with it too.
 	Flush func() error
 	// OnBatch, when set, is called by the writer after each batch with its
 	// size, the time the commit function took and its error (metrics hook).
