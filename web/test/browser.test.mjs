@@ -192,7 +192,7 @@ test('bob joins by the link; the room is then full for carol', async () => {
   await newConversation(page);
   await page.fill('#join-link', inviteLink);
   await page.click('#join-form button[type=submit]');
-  await until(page, 'join preview', () => !document.getElementById('join-button').hidden);
+  await until(page, 'join preview', () => !document.getElementById('join-view').hidden && !document.getElementById('join-button').hidden);
   assert.equal(await page.textContent('#join-title'), `Join “${roomTitle}”`);
   await page.click('#join-button');
   await until(page, 'room open after join', (id) => location.hash === '#/room/' + id && !document.getElementById('chat-view').hidden, roomId);
