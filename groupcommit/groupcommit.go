@@ -381,35 +381,45 @@ func (w *Writer[In, Out]) runBatch(batch []*Request[In, Out]) {
 		w.complete(c, end, end, err)
 		return
 	}
-	w.fmu.Lock()
-	if w.flushInline != nil && len(w.flushq) == 0 && !w.flushing {
-		// The flusher has completed every batch before this one, and
-		// only this goroutine gives it more: Flush is not running.
-		w.fmu.Unlock()
-		if w.flushInline() {
-			w.flushNow(c)
-			return
-		}
-		w.fmu.Lock()
+	if w.flushInline != nil && w.flusherIdle() && w.flushInline() {
+		start, end, err := w.flushOnce()
+		w.complete(c, start, end, err)
+		return
 	}
 	c.batch = slices.Clone(batch)
+	w.fmu.Lock()
 	w.flushq = append(w.flushq, c)
 	w.fmu.Unlock()
 	w.wakeFlusher()
 }
 
-// flushNow flushes the committed batch c on the writer and completes it
-// (Config.FlushInline).
-func (w *Writer[In, Out]) flushNow(c committed[In, Out]) {
-	start := time.Now()
-	err := w.safeFlush()
-	end := time.Now()
-	w.flushes.Add(1)
-	w.flushNanos.Add(uint64(end.Sub(start)))
+// flusherIdle reports, to the writer, whether the flusher has completed
+// every batch handed to it. It stays so until the writer hands it more:
+// only the writer does.
+func (w *Writer[In, Out]) flusherIdle() bool {
+	w.fmu.Lock()
+	defer w.fmu.Unlock()
+	return len(w.flushq) == 0 && !w.flushing
+}
+
+// flushOnce runs one Flush, for the flusher or (Config.FlushInline) the
+// writer, and returns when it began and ended and its error, or the error
+// that broke the Writer without flushing: batches committed after a failed
+// Flush are not made durable by a later one that succeeds.
+func (w *Writer[In, Out]) flushOnce() (start, end time.Time, err error) {
+	start = time.Now()
+	if broken := w.broken.Load(); broken != nil {
+		err = *broken
+	} else {
+		err = w.safeFlush()
+		w.flushes.Add(1)
+		w.flushNanos.Add(uint64(time.Since(start)))
+	}
+	end = time.Now()
 	if err != nil {
 		w.broken.CompareAndSwap(nil, &err)
 	}
-	w.complete(c, start, end, err)
+	return start, end, err
 }
 
 // awaitRoom waits, with Config.Flush, until fewer than MaxUnflushed
@@ -455,21 +465,7 @@ func (w *Writer[In, Out]) runFlusher(stopped chan<- struct{}) {
 			spare = pending
 			continue
 		}
-		start := time.Now()
-		var err error
-		if broken := w.broken.Load(); broken != nil {
-			// Committed before the writer saw the failed Flush: a later
-			// Flush that succeeds does not make them durable.
-			err = *broken
-		} else {
-			err = w.safeFlush()
-			w.flushes.Add(1)
-			w.flushNanos.Add(uint64(time.Since(start)))
-		}
-		end := time.Now()
-		if err != nil {
-			w.broken.CompareAndSwap(nil, &err)
-		}
+		start, end, err := w.flushOnce()
 		for _, c := range pending {
 			w.complete(c, start, end, err)
 		}
