@@ -2,8 +2,10 @@ package rest
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 
 	"parley"
@@ -57,5 +59,22 @@ func logError(r *http.Request, rid, route string, err error) {
 	}
 	if slog.Default().Enabled(context.Background(), slog.LevelDebug) {
 		slog.Debug("http refusal", "request_id", rid, "route", route, "path", r.URL.Path, "code", code, "message", parley.ErrorMessage(err))
+	}
+}
+
+// logCut logs the error of a request whose answer had begun when it
+// failed. A failed write to the connection (the client hung up, or stopped
+// reading past the write deadline) is the client's doing: debug level, so
+// that a thousand clients dropping at once do not flood the log with
+// errors. Anything else after the status was sent is a bug of the route's,
+// logged at error level.
+func logCut(r *http.Request, rid, route string, err error) {
+	var ne *net.OpError
+	if !errors.As(err, &ne) {
+		slog.Error("http error after the response began", "request_id", rid, "route", route, "path", r.URL.Path, "err", err)
+		return
+	}
+	if slog.Default().Enabled(context.Background(), slog.LevelDebug) {
+		slog.Debug("http response cut short", "request_id", rid, "route", route, "path", r.URL.Path, "err", err)
 	}
 }

@@ -312,8 +312,14 @@ func (h *Handler) handle(pattern string, f handlerFunc) {
 		st.rid[0] = requestID(r)
 		w.Header()["X-Request-Id"] = st.rid[:]
 		if err := f(&st.statusWriter, r); err != nil {
-			logError(r, st.rid[0], pattern, err)
-			writeError(&st.statusWriter, err)
+			if st.code != 0 {
+				// The answer has begun: its status is on its way, so
+				// no error response can follow it.
+				logCut(r, st.rid[0], pattern, err)
+			} else {
+				logError(r, st.rid[0], pattern, err)
+				writeError(&st.statusWriter, err)
+			}
 		}
 		requests.of(st.status()).Inc()
 		latency.Observe(time.Since(start).Seconds())
