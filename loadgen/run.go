@@ -110,11 +110,14 @@ func (r *run) report(now time.Time) {
 	r.tickMu.Lock()
 	last := r.lastPoint
 	r.tickMu.Unlock()
+	// now is when the ticker's tick fired, which can precede a phase
+	// that began while the tick waited to run.
+	elapsed := max(now.Sub(time.Unix(0, r.phaseStart.Load())), 0)
 	r.o.Progress(Progress{
 		Phase:   phase,
 		Done:    r.done.Load(),
 		Total:   r.total.Load(),
-		Elapsed: now.Sub(time.Unix(0, r.phaseStart.Load())),
+		Elapsed: elapsed,
 		Limit:   time.Duration(r.phaseLimit.Load()),
 		Errors:  errs,
 		Last:    last,
