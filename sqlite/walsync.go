@@ -48,7 +48,7 @@ func (w *walSyncer) fast() bool { return w.avg < rawSyncMax }
 // sync syncs the WAL and returns how long it took.
 func (w *walSyncer) sync() (time.Duration, error) {
 	start := w.now()
-	slow := w.avg >= rawSyncMax
+	slow := !w.fast()
 	if w.raw != nil && w.rawOK() && (!slow || w.skips >= rawProbeEvery-1) {
 		err := w.raw(w.f)
 		d := w.now().Sub(start)
