@@ -1,8 +1,6 @@
 package rest_test
 
 import (
-	"bytes"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"parley/rest"
 )
 
 // TestResponseCutShort: a client that goes away while its answer is being
@@ -17,8 +17,7 @@ import (
 // the write fail. That answer has begun, so no error response follows it
 // (net/http would log "superfluous response.WriteHeader call" for each),
 // and the hang-up is the client's, not a server error: it is logged at
-// debug level, never at error. Not parallel: it replaces slog's default
-// logger.
+// debug level, never at error. Not parallel (CaptureLogs).
 func TestResponseCutShort(t *testing.T) {
 	e := newEnv(t, nil)
 	ann := e.mustSignUp("ann")
@@ -26,10 +25,7 @@ func TestResponseCutShort(t *testing.T) {
 	e.mustExpect(e.do("POST", "/api/rooms", ann, map[string]any{"kind": "group", "title": "Cut"}), "create", http.StatusCreated, &room)
 	e.mustExpect(e.do("POST", "/api/rooms/"+room.ID+"/messages", ann, map[string]any{"body": "hello"}), "send", http.StatusCreated, nil)
 
-	var logs bytes.Buffer
-	prev := slog.Default()
-	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	t.Cleanup(func() { slog.SetDefault(prev) })
+	logs := rest.CaptureLogs(t)
 
 	// The memo's routes, one written through writeEncoded, one through
 	// writeJSON.

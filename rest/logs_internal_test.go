@@ -1,9 +1,7 @@
 package rest
 
 import (
-	"bytes"
 	"errors"
-	"log/slog"
 	"net"
 	"net/http/httptest"
 	"os"
@@ -14,12 +12,9 @@ import (
 
 // TestLogCut: once an answer has begun, a failed write to the connection
 // is the client's doing (debug level), and any other error is a route's
-// bug (error level). Not parallel: it replaces slog's default logger.
+// bug (error level). Not parallel (CaptureLogs).
 func TestLogCut(t *testing.T) {
-	var logs bytes.Buffer
-	prev := slog.Default()
-	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	t.Cleanup(func() { slog.SetDefault(prev) })
+	logs := CaptureLogs(t)
 	r := httptest.NewRequest("GET", "/api/me", nil)
 	for _, tt := range []struct {
 		err  error
