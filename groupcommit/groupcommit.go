@@ -46,6 +46,20 @@
 // commit more to pay). BENCHMARKS.md ("Where a delivery's time goes")
 // has what each setting measured.
 //
+// Callers that send again as soon as they are answered (a closed loop: a
+// client that pipelines its messages, each session's sends one after the
+// other) would otherwise settle into halves: the writer takes its next
+// batch the moment it has woken the callers of the last one, so that batch
+// holds only those who queued while the last one ran, and the callers just
+// woken queue behind it. Each commit then pays for its rooms' pages with
+// half the messages it could carry (BENCHMARKS.md, "Session 13"). So after
+// waking at least YieldAfter callers itself, the writer yields its
+// goroutine (Config.Yield, runtime.Gosched) before it takes the next batch,
+// again while each turn added to the queue, at most yieldTurns times: the
+// callers it woke run first and join that batch. No time is waited for, so
+// light loads (batches under YieldAfter) never yield, and an open load only
+// lets goroutines that were runnable anyway run first.
+//
 // A request whose caller's context ends while it is still queued is dropped:
 // it never reaches the commit function and Do returns the context's error.
 // Once the writer has taken a request into a batch, Do waits for the batch's
@@ -58,6 +72,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -125,6 +140,10 @@ type Config struct {
 	// flusher (see the package doc). It is never called while Flush runs,
 	// so it may read what Flush keeps. Nil: always the flusher.
 	FlushInline func() bool
+	// Yield, when set, replaces runtime.Gosched as the writer's way to let
+	// the callers it just woke run before it takes its next batch (see the
+	// package doc); tests set it.
+	Yield func()
 	// OnTiming, when set, is called once for each request of a batch that
 	// committed (and flushed), with where its time went, before its caller
 	// wakes, from the writer or the flusher goroutine (metrics hook). It
@@ -148,6 +167,13 @@ const DefaultMaxBatch = 256
 // DefaultMaxUnflushed is the default Config.MaxUnflushed.
 const DefaultMaxUnflushed = 1
 
+// YieldAfter is the number of callers the writer must have woken itself
+// after a batch before it yields to them (see the package doc).
+const YieldAfter = 64
+
+// yieldTurns bounds the writer's yields before one batch.
+const yieldTurns = 8
+
 // Stats are a Writer's counters since New.
 type Stats struct {
 	Batches    uint64        // batches committed or failed
@@ -156,6 +182,7 @@ type Stats struct {
 	CommitTime time.Duration // total time spent in the commit function
 	Flushes    uint64        // calls of Config.Flush
 	FlushTime  time.Duration // total time spent in Config.Flush
+	Yields     uint64        // the writer's yields to the callers it woke
 }
 
 // MeanBatch is the mean number of requests per batch.
@@ -183,6 +210,7 @@ type Writer[In, Out any] struct {
 	maxBatch     int
 	onBatch      func(int, time.Duration, error)
 	onTiming     func(Timing)
+	yield        func()
 	maxUnflushed int
 	queue        chan *Request[In, Out]
 	stopped      chan struct{}         // closed when the writer (and flusher) have returned
@@ -198,7 +226,11 @@ type Writer[In, Out any] struct {
 	mu     sync.RWMutex // guards closed; held for reading while sending to queue
 	closed bool
 
-	batches, requests, failed, commitNanos, flushes, flushNanos atomic.Uint64
+	batches, requests, failed, commitNanos, flushes, flushNanos, yields atomic.Uint64
+
+	// The writer's own: the callers it woke itself after its last batch,
+	// and how many requests were queued then.
+	woke, backlog int
 }
 
 // committed is a batch whose commit function returned, waiting for a Flush.
@@ -227,9 +259,13 @@ func New[In, Out any](commit CommitFunc[In, Out], cfg Config) *Writer[In, Out] {
 		maxBatch:     cfg.MaxBatch,
 		onBatch:      cfg.OnBatch,
 		onTiming:     cfg.OnTiming,
+		yield:        cfg.Yield,
 		maxUnflushed: cfg.MaxUnflushed,
 		queue:        make(chan *Request[In, Out], cfg.QueueSize),
 		stopped:      make(chan struct{}),
+	}
+	if w.yield == nil {
+		w.yield = runtime.Gosched
 	}
 	if w.flush != nil {
 		w.fwake = make(chan struct{}, 1)
@@ -320,6 +356,7 @@ func (w *Writer[In, Out]) Stats() Stats {
 		CommitTime: time.Duration(w.commitNanos.Load()),
 		Flushes:    w.flushes.Load(),
 		FlushTime:  time.Duration(w.flushNanos.Load()),
+		Yields:     w.yields.Load(),
 	}
 }
 
@@ -329,6 +366,7 @@ func (w *Writer[In, Out]) run() {
 	buf := make([]*Request[In, Out], 0, w.maxBatch)
 	for r := range w.queue {
 		w.awaitRoom()
+		w.yieldToWoken()
 		batch := buf[:0]
 		if r.state.CompareAndSwap(queued, taken) {
 			batch = append(batch, r)
@@ -378,12 +416,16 @@ func (w *Writer[In, Out]) runBatch(batch []*Request[In, Out]) {
 	}
 	c := committed[In, Out]{batch: batch, done: done, start: start, end: end}
 	if err != nil || w.flush == nil {
+		backlog := len(w.queue) // before any of the callers is back
 		w.complete(c, end, end, err)
+		w.woke, w.backlog = len(batch), backlog
 		return
 	}
 	if w.flushInline != nil && w.flusherIdle() && w.flushInline() {
 		start, end, err := w.flushOnce()
+		backlog := len(w.queue) // before any of the callers is back
 		w.complete(c, start, end, err)
+		w.woke, w.backlog = len(batch), backlog
 		return
 	}
 	c.batch = slices.Clone(batch)
@@ -391,6 +433,33 @@ func (w *Writer[In, Out]) runBatch(batch []*Request[In, Out]) {
 	w.flushq = append(w.flushq, c)
 	w.fmu.Unlock()
 	w.wakeFlusher()
+}
+
+// yieldToWoken lets the callers the writer woke after its last batch, when
+// they are YieldAfter or more, run before it takes the next batch (see the
+// package doc). It yields until the queue holds all of them again or a
+// full batch, or a turn added nothing, at most yieldTurns times.
+func (w *Writer[In, Out]) yieldToWoken() {
+	woke := w.woke
+	w.woke = 0
+	if woke < YieldAfter {
+		return
+	}
+	// All of them back, or a full batch, besides the request the writer
+	// holds already.
+	want := min(w.backlog+woke, w.maxBatch) - 1
+	n := len(w.queue)
+	for range yieldTurns {
+		if n >= want {
+			return
+		}
+		w.yield()
+		w.yields.Add(1)
+		before := n
+		if n = len(w.queue); n == before {
+			return // none came back this turn: the rest are not about to
+		}
+	}
 }
 
 // flusherIdle reports, to the writer, whether the flusher has completed

@@ -26,7 +26,7 @@ func NewMetrics(commitHelp string) *Metrics {
 		BatchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "parley_store_batch_size",
 			Help:    "Writes per group-commit transaction.",
-			Buckets: prometheus.ExponentialBuckets(1, 2, 10), // 1 to 512
+			Buckets: prometheus.ExponentialBuckets(1, 2, 11), // 1 to 1,024 (the SQLite writer's default MaxBatch)
 		}),
 		Commit: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "parley_store_commit_seconds",

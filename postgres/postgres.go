@@ -288,7 +288,7 @@ func (s *Store) Ping(ctx context.Context) error {
 func (s *Store) Queries() uint64 { return s.m.total.Load() }
 
 // BatchStats returns the group-commit writers' counters, summed: batches,
-// writes, and time spent committing.
+// writes, time spent committing and the writers' yields.
 func (s *Store) BatchStats() groupcommit.Stats {
 	var sum groupcommit.Stats
 	for _, w := range s.w {
@@ -297,6 +297,7 @@ func (s *Store) BatchStats() groupcommit.Stats {
 		sum.Requests += st.Requests
 		sum.Failed += st.Failed
 		sum.CommitTime += st.CommitTime
+		sum.Yields += st.Yields
 	}
 	return sum
 }

@@ -99,6 +99,7 @@ func benchmarkSendParallel(b *testing.B, noIndex bool) {
 	b.ReportMetric(float64(after.Flushes-before.Flushes)/secs, "fsyncs/s")
 	b.ReportMetric(float64(after.Requests-before.Requests)/float64(max(batches, 1)), "msgs/commit")
 	b.ReportMetric(float64(after.CommitTime-before.CommitTime)/float64(max(batches, 1))/1e3, "µs/commit")
+	b.ReportMetric(float64(after.Yields-before.Yields)/float64(max(batches, 1)), "yields/commit")
 	b.ReportMetric(float64(s.Queries()-q0)/float64(b.N), "queries/op")
 	b.ReportMetric((cpuTime()-cpu0).Seconds()*1e6/float64(b.N), "cpu-µs/op")
 }
