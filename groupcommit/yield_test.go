@@ -21,10 +21,12 @@ type closedLoop struct {
 	sizes []int // guarded by mu
 	held  chan struct{}
 	hold  chan struct{}
+	taken chan struct{} // closed when a batch holds a request 4
+	once  sync.Once
 }
 
 func newClosedLoop(cfg groupcommit.Config) *closedLoop {
-	c := &closedLoop{held: make(chan struct{}), hold: make(chan struct{})}
+	c := &closedLoop{held: make(chan struct{}), hold: make(chan struct{}), taken: make(chan struct{})}
 	c.w = groupcommit.New(func(batch []*groupcommit.Request[int, int]) (func(), error) {
 		if batch[0].In == 0 {
 			close(c.held)
@@ -33,6 +35,9 @@ func newClosedLoop(cfg groupcommit.Config) *closedLoop {
 		c.mu.Lock()
 		c.sizes = append(c.sizes, len(batch))
 		c.mu.Unlock()
+		if batch[0].In == 4 {
+			c.once.Do(func() { close(c.taken) })
+		}
 		return double(batch)
 	}, cfg)
 	return c
@@ -84,26 +89,55 @@ func waitQueued(w *groupcommit.Writer[int, int], n int) error {
 // TestYieldToWokenCallers: once the writer has woken YieldAfter callers or
 // more itself, it yields before its next batch until they are back in the
 // queue, so that a closed loop of callers keeps committing in whole
-// batches instead of settling into halves.
+// batches instead of settling into halves. The callers' second sends wait
+// on a gate that the writer's Yield opens (as the scheduler would let them
+// run); a batch taken while the gate is closed opens it too, so that the
+// test ends either way and the batch sizes tell.
 func TestYieldToWokenCallers(t *testing.T) {
 	const n = groupcommit.YieldAfter + 6
+	gate := make(chan struct{})
+	var gateOnce sync.Once
+	open := func() { gateOnce.Do(func() { close(gate) }) }
 	yields := 0
 	var c *closedLoop
 	c = newClosedLoop(groupcommit.Config{MaxBatch: 256, Yield: func() {
-		// The callers just woken run now: the scheduler would let them
-		// run in turn; the test waits for them instead.
 		yields++
+		open()
 		if err := waitQueued(c.w, n-1); err != nil { // the writer holds one already
 			t.Error(err)
 		}
 	}})
 	defer c.w.Close()
-	c.run(t, n, 3)
-	if got := c.batchSizes(); len(got) != 3 || got[0] != n || got[1] != n || got[2] != n {
-		t.Errorf("batch sizes after the held one = %v, want [%d %d %d]", got, n, n, n)
+	var wg sync.WaitGroup
+	wg.Go(func() { c.w.Do(context.Background(), 0) })
+	<-c.held
+	for i := range n {
+		wg.Go(func() {
+			if _, err := c.w.Do(context.Background(), 2); err != nil {
+				t.Errorf("Do() error = %v", err)
+				return
+			}
+			if i > 0 { // one comes back at once, to start the next batch
+				select {
+				case <-gate:
+				case <-c.taken:
+				}
+			}
+			if _, err := c.w.Do(context.Background(), 4); err != nil {
+				t.Errorf("Do() error = %v", err)
+			}
+		})
 	}
-	if st := c.w.Stats(); yields != 2 || st.Yields != 2 {
-		t.Errorf("Yield called %d times, Stats().Yields = %d, want 2 (after each of the first two rounds)", yields, st.Yields)
+	if err := waitQueued(c.w, n); err != nil {
+		t.Fatal(err)
+	}
+	close(c.hold)
+	wg.Wait()
+	if got := c.batchSizes(); len(got) != 2 || got[0] != n || got[1] != n {
+		t.Errorf("batch sizes after the held one = %v, want [%d %d]", got, n, n)
+	}
+	if st := c.w.Stats(); yields != 1 || st.Yields != 1 {
+		t.Errorf("Yield called %d times, Stats().Yields = %d, want 1", yields, st.Yields)
 	}
 }
 
