@@ -53,12 +53,15 @@
 // holds only those who queued while the last one ran, and the callers just
 // woken queue behind it. Each commit then pays for its rooms' pages with
 // half the messages it could carry (BENCHMARKS.md, "Session 13"). So after
-// waking at least YieldAfter callers itself, the writer yields its
-// goroutine (Config.Yield, runtime.Gosched) before it takes the next batch,
-// again while each turn added to the queue, at most yieldTurns times: the
-// callers it woke run first and join that batch. No time is waited for, so
-// light loads (batches under YieldAfter) never yield, and an open load only
-// lets goroutines that were runnable anyway run first.
+// waking at least YieldAfter callers itself (an inline Flush, or none), the
+// writer yields its goroutine (Config.Yield, runtime.Gosched) before it
+// takes the next batch, until they are all queued again (or a full batch
+// is), a turn adds nothing, or yieldTurns turns have passed: the callers it
+// woke sit on its own P's run queue, run first and join that batch. No time
+// is waited for, so light loads (batches under YieldAfter) never yield, and
+// an open load only lets goroutines that were runnable anyway run first.
+// Batches the flusher completes are not waited for: the writer has already
+// moved on to the next one, which is the overlap the flusher is for.
 //
 // A request whose caller's context ends while it is still queued is dropped:
 // it never reaches the commit function and Do returns the context's error.
