@@ -55,13 +55,16 @@
 // half the messages it could carry (BENCHMARKS.md, "Session 13"). So after
 // waking at least YieldAfter callers itself (an inline Flush, or none), the
 // writer yields its goroutine (Config.Yield, runtime.Gosched) before it
-// takes the next batch, until they are all queued again (or a full batch
-// is), a turn adds nothing, or yieldTurns turns have passed: the callers it
-// woke sit on its own P's run queue, run first and join that batch. No time
-// is waited for, so light loads (batches under YieldAfter) never yield, and
-// an open load only lets goroutines that were runnable anyway run first.
-// Batches the flusher completes are not waited for: the writer has already
-// moved on to the next one, which is the overlap the flusher is for.
+// takes the next batch, until the queue holds as many requests as it woke
+// plus those queued before it woke them (or a full batch), a turn adds
+// nothing, or yieldTurns turns have passed. The callers it woke mostly sit
+// on its own P's run queue and usually run first, joining that batch; the
+// scheduler promises nothing, hence the bounds. No time is waited for, so
+// light loads (batches under YieldAfter, and every batch when MaxBatch is
+// smaller) never yield, and an open load only lets goroutines that were
+// runnable anyway run first. Batches the flusher completes are not waited
+// for: the writer has already moved on to the next one, which is the
+// overlap the flusher is for.
 //
 // A request whose caller's context ends while it is still queued is dropped:
 // it never reaches the commit function and Do returns the context's error.
@@ -448,9 +451,9 @@ func (w *Writer[In, Out]) yieldToWoken() {
 	if woke < YieldAfter {
 		return
 	}
-	// All of them back, or a full batch, besides the request the writer
-	// holds already.
-	want := min(w.backlog+woke, w.maxBatch) - 1
+	// All of them back, or a full batch (or queue), besides the request
+	// the writer holds already.
+	want := min(w.backlog+woke, w.maxBatch, cap(w.queue)+1) - 1
 	n := len(w.queue)
 	for range yieldTurns {
 		if n >= want {
