@@ -11,70 +11,93 @@ import (
 	"parley/groupcommit"
 )
 
-// closedLoop is a writer whose first batch (the request 0 of a caller of
-// its own) is held until n closed-loop callers have queued behind it; each
-// caller sends again as soon as it is answered, rounds times. It records
-// the batches' sizes.
-type closedLoop struct {
-	w     *groupcommit.Writer[int, int]
+// Requests of the yield tests, by their input.
+const (
+	blocker  = 0 // the first request: its batch is held until the callers queue
+	first    = 2 // each caller's first request
+	second   = 4 // a caller's request after its first was answered
+	oneShot  = 6 // a request of a caller that never comes back
+	nCallers = groupcommit.YieldAfter + 6
+)
+
+// heldWriter is a Writer whose commit records each batch's size and holds
+// a batch that hold picks (one whose first request is the blocker, or any
+// of first requests while holdFirst is set) until the test releases it.
+// Cleanup releases every hold and gate before it closes the Writer, so
+// that a test that fails half-way does not hang.
+type heldWriter struct {
+	w         *groupcommit.Writer[int, int]
+	holdFirst bool          // set before the Writer starts
+	held      chan struct{} // a held batch began: one send each
+	release   chan struct{} // closed by Cleanup; one receive per held batch otherwise
+	released  sync.Once
+	flood     chan struct{} // closed once a batch of second or one-shot requests committed, or by Cleanup
+	flooded   sync.Once
+
 	mu    sync.Mutex
 	sizes []int // guarded by mu
-	held  chan struct{}
-	hold  chan struct{}
-	taken chan struct{} // closed when a batch holds a request 4
-	once  sync.Once
 }
 
-func newClosedLoop(cfg groupcommit.Config) *closedLoop {
-	c := &closedLoop{held: make(chan struct{}), hold: make(chan struct{}), taken: make(chan struct{})}
-	c.w = groupcommit.New(func(batch []*groupcommit.Request[int, int]) (func(), error) {
-		if batch[0].In == 0 {
-			close(c.held)
-			<-c.hold
+func newHeldWriter(t *testing.T, cfg groupcommit.Config, holdFirst bool) *heldWriter {
+	h := &heldWriter{holdFirst: holdFirst, held: make(chan struct{}), release: make(chan struct{}), flood: make(chan struct{})}
+	h.w = groupcommit.New(func(batch []*groupcommit.Request[int, int]) (func(), error) {
+		if in := batch[0].In; in == blocker || in == first && h.holdFirst {
+			select {
+			case h.held <- struct{}{}:
+			case <-h.release:
+			}
+			<-h.release
 		}
-		c.mu.Lock()
-		c.sizes = append(c.sizes, len(batch))
-		c.mu.Unlock()
-		if batch[0].In == 4 {
-			c.once.Do(func() { close(c.taken) })
+		h.mu.Lock()
+		h.sizes = append(h.sizes, len(batch))
+		h.mu.Unlock()
+		if in := batch[0].In; in == second || in == oneShot {
+			h.openFlood() // the batch after the callers' first
 		}
 		return double(batch)
 	}, cfg)
-	return c
+	t.Cleanup(func() { h.w.Close() })
+	t.Cleanup(func() { // runs first
+		h.released.Do(func() { close(h.release) })
+		h.openFlood()
+	})
+	return h
 }
 
-// run holds the writer on a first request, queues n callers behind it,
-// lets them go and returns once each has done rounds requests.
-func (c *closedLoop) run(t *testing.T, n, rounds int) {
+func (h *heldWriter) openFlood() { h.flooded.Do(func() { close(h.flood) }) }
+
+// letGo lets the held batch commit.
+func (h *heldWriter) letGo() { h.release <- struct{}{} }
+
+// batchSizes returns the sizes of the batches committed so far.
+func (h *heldWriter) batchSizes() []int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]int(nil), h.sizes...)
+}
+
+// do calls Do on a goroutine of wg, reporting an error.
+func (h *heldWriter) do(t *testing.T, wg *sync.WaitGroup, in int, then func()) {
+	wg.Go(func() {
+		if _, err := h.w.Do(context.Background(), in); err != nil {
+			t.Errorf("Do(%d) error = %v", in, err)
+			return
+		}
+		if then != nil {
+			then()
+		}
+	})
+}
+
+// awaitQueued waits until at least n requests are queued for the writer, from
+// the test's goroutine.
+func awaitQueued(t *testing.T, w *groupcommit.Writer[int, int], n int) {
 	t.Helper()
-	var wg sync.WaitGroup
-	wg.Go(func() { c.w.Do(context.Background(), 0) })
-	<-c.held
-	for range n {
-		wg.Go(func() {
-			for range rounds {
-				if _, err := c.w.Do(context.Background(), 2); err != nil {
-					t.Errorf("Do() error = %v", err)
-					return
-				}
-			}
-		})
-	}
-	if err := waitQueued(c.w, n); err != nil {
-		t.Fatal(err)
-	}
-	close(c.hold)
-	wg.Wait()
+	waitFor(t, fmt.Sprint(n, " queued"), func() bool { return w.Queued() >= n })
 }
 
-// batchSizes returns the sizes of the batches after the held one.
-func (c *closedLoop) batchSizes() []int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.sizes[1:]
-}
-
-// waitQueued waits until at least n requests are queued for the writer.
+// waitQueued waits until at least n requests are queued for the writer,
+// from any goroutine (the writer's, in a Yield).
 func waitQueued(w *groupcommit.Writer[int, int], n int) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for w.Queued() < n {
@@ -87,73 +110,112 @@ func waitQueued(w *groupcommit.Writer[int, int], n int) error {
 }
 
 // TestYieldToWokenCallers: once the writer has woken YieldAfter callers or
-// more itself, it yields before its next batch until they are back in the
-// queue, so that a closed loop of callers keeps committing in whole
-// batches instead of settling into halves. The callers' second sends wait
-// on a gate that the writer's Yield opens (as the scheduler would let them
-// run); a batch taken while the gate is closed opens it too, so that the
-// test ends either way and the batch sizes tell.
+// more itself, it yields before its next batch until as many requests are
+// queued as it woke (plus those queued before it woke them), a turn adds
+// nothing, or eight turns have passed, so that a closed loop of callers
+// keeps committing in whole batches instead of settling into halves.
+//
+// nCallers callers send twice. Their second sends wait for tokens that the
+// test's Yield hands out, perTurn a call, as the scheduler would let them
+// run; one caller (none with a backlog) comes back at once, to start the
+// next batch. The batch after the callers' first opens the gates of the
+// rest, so that the test ends whatever the writer did, and the batch sizes
+// tell.
 func TestYieldToWokenCallers(t *testing.T) {
-	const n = groupcommit.YieldAfter + 6
-	gate := make(chan struct{})
-	var gateOnce sync.Once
-	open := func() { gateOnce.Do(func() { close(gate) }) }
-	yields := 0
-	var c *closedLoop
-	c = newClosedLoop(groupcommit.Config{MaxBatch: 256, Yield: func() {
-		yields++
-		open()
-		if err := waitQueued(c.w, n-1); err != nil { // the writer holds one already
-			t.Error(err)
-		}
-	}})
-	defer c.w.Close()
-	var wg sync.WaitGroup
-	wg.Go(func() { c.w.Do(context.Background(), 0) })
-	<-c.held
-	for i := range n {
-		wg.Go(func() {
-			if _, err := c.w.Do(context.Background(), 2); err != nil {
-				t.Errorf("Do() error = %v", err)
-				return
+	inline := groupcommit.Config{Flush: func() error { return nil }, FlushInline: func() bool { return true }}
+	cases := []struct {
+		name       string
+		cfg        groupcommit.Config
+		perTurn    int
+		backlog    int // one-shot requests queued while the callers' batch commits
+		wantYields int
+		wantBatch  int // the batch after the callers' first
+	}{
+		{"all in one turn", groupcommit.Config{}, nCallers, 0, 1, nCallers},
+		// 17, 34, 51, 68 of the 69 back after four turns: one more.
+		{"17 a turn", groupcommit.Config{}, 17, 0, 5, nCallers},
+		{"17 a turn, inline flush", inline, 17, 0, 5, nCallers},
+		{"five a turn: eight turns at most", groupcommit.Config{}, 5, 0, 8, 1 + 8*5},
+		{"behind a backlog", groupcommit.Config{}, nCallers, nCallers, 1, 2 * nCallers},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tokens := make(chan struct{}, nCallers)
+			handed := 0
+			yields := 0
+			var h *heldWriter
+			tc.cfg.MaxBatch = 256
+			gated, queued := nCallers-1, 0 // the callers who wait for a token; the backlog's still queued
+			if tc.backlog > 0 {
+				// The writer holds the backlog's first request.
+				gated, queued = nCallers, tc.backlog-1
 			}
-			if i > 0 { // one comes back at once, to start the next batch
-				select {
-				case <-gate:
-				case <-c.taken:
+			tc.cfg.Yield = func() {
+				yields++
+				for range min(tc.perTurn, gated-handed) {
+					tokens <- struct{}{}
+					handed++
+				}
+				if err := waitQueued(h.w, queued+handed); err != nil {
+					t.Error(err)
 				}
 			}
-			if _, err := c.w.Do(context.Background(), 4); err != nil {
-				t.Errorf("Do() error = %v", err)
+			h = newHeldWriter(t, tc.cfg, tc.backlog > 0)
+			var wg sync.WaitGroup
+			h.do(t, &wg, blocker, nil)
+			<-h.held
+			for i := range nCallers {
+				h.do(t, &wg, first, func() {
+					if i > 0 || tc.backlog > 0 {
+						select {
+						case <-tokens:
+						case <-h.flood:
+						}
+					}
+					h.do(t, &wg, second, nil)
+				})
+			}
+			awaitQueued(t, h.w, nCallers)
+			h.letGo()
+			if tc.backlog > 0 {
+				<-h.held // the callers' batch
+				for range tc.backlog {
+					h.do(t, &wg, oneShot, nil)
+				}
+				awaitQueued(t, h.w, tc.backlog)
+				h.letGo()
+			}
+			wg.Wait()
+			got := h.batchSizes()
+			if len(got) < 3 || got[1] != nCallers || got[2] != tc.wantBatch {
+				t.Errorf("batch sizes = %v, want [1 %d %d ...]", got, nCallers, tc.wantBatch)
+			}
+			if st := h.w.Stats(); yields != tc.wantYields || st.Yields != uint64(tc.wantYields) {
+				t.Errorf("Yield called %d times, Stats().Yields = %d, want %d", yields, st.Yields, tc.wantYields)
 			}
 		})
-	}
-	if err := waitQueued(c.w, n); err != nil {
-		t.Fatal(err)
-	}
-	close(c.hold)
-	wg.Wait()
-	if got := c.batchSizes(); len(got) != 2 || got[0] != n || got[1] != n {
-		t.Errorf("batch sizes after the held one = %v, want [%d %d]", got, n, n)
-	}
-	if st := c.w.Stats(); yields != 1 || st.Yields != 1 {
-		t.Errorf("Yield called %d times, Stats().Yields = %d, want 1", yields, st.Yields)
 	}
 }
 
 // TestYieldStopsWhenNobodyComesBack: a turn that adds nothing to the queue
 // ends the yields: callers that do not send again are not waited for.
 func TestYieldStopsWhenNobodyComesBack(t *testing.T) {
-	const n = groupcommit.YieldAfter
 	yields := 0
-	c := newClosedLoop(groupcommit.Config{MaxBatch: 256, Yield: func() { yields++ }})
-	defer c.w.Close()
-	c.run(t, n, 1) // each caller once: none comes back
-	if _, err := c.w.Do(context.Background(), 4); err != nil {
+	h := newHeldWriter(t, groupcommit.Config{MaxBatch: 256, Yield: func() { yields++ }}, false)
+	var wg sync.WaitGroup
+	h.do(t, &wg, blocker, nil)
+	<-h.held
+	for range groupcommit.YieldAfter {
+		h.do(t, &wg, oneShot, nil)
+	}
+	awaitQueued(t, h.w, groupcommit.YieldAfter)
+	h.letGo()
+	wg.Wait()
+	if _, err := h.w.Do(context.Background(), second); err != nil {
 		t.Fatalf("Do() error = %v", err)
 	}
 	if yields != 1 {
-		t.Errorf("Yield called %d times before the batch after %d callers who did not come back, want 1", yields, n)
+		t.Errorf("Yield called %d times before the batch after %d callers who did not come back, want 1", yields, groupcommit.YieldAfter)
 	}
 }
 
@@ -166,18 +228,32 @@ func TestNoYield(t *testing.T) {
 		n    int
 		cfg  groupcommit.Config
 	}{
-		{"small batches", groupcommit.YieldAfter - 1, groupcommit.Config{MaxBatch: 256}},
-		{"the flusher's batches", groupcommit.YieldAfter + 6, groupcommit.Config{MaxBatch: 256, Flush: func() error { return nil }}},
+		{"small batches", groupcommit.YieldAfter - 1, groupcommit.Config{}},
+		{"the flusher's batches", nCallers, groupcommit.Config{Flush: func() error { return nil }}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			yields := 0
+			tc.cfg.MaxBatch = 256
 			tc.cfg.Yield = func() { yields++ }
-			c := newClosedLoop(tc.cfg)
-			defer c.w.Close()
-			c.run(t, tc.n, 3)
-			if yields != 0 || c.w.Stats().Yields != 0 {
-				t.Errorf("Yield called %d times (batches %v), want 0", yields, c.batchSizes())
+			h := newHeldWriter(t, tc.cfg, false)
+			var wg sync.WaitGroup
+			h.do(t, &wg, blocker, nil)
+			<-h.held
+			for range tc.n {
+				h.do(t, &wg, first, func() {
+					for range 2 {
+						if _, err := h.w.Do(context.Background(), second); err != nil {
+							t.Errorf("Do() error = %v", err)
+						}
+					}
+				})
+			}
+			awaitQueued(t, h.w, tc.n)
+			h.letGo()
+			wg.Wait()
+			if yields != 0 || h.w.Stats().Yields != 0 {
+				t.Errorf("Yield called %d times (batches %v), want 0", yields, h.batchSizes())
 			}
 		})
 	}
