@@ -345,7 +345,7 @@ func (s *Store) Queries() uint64 { return s.m.total.Load() }
 func (s *Store) Reads() uint64 { return s.m.reads.Load() }
 
 // BatchStats returns the group-commit writer's counters: batches, writes,
-// and time spent committing.
+// time spent committing and syncing, and the writer's yields.
 func (s *Store) BatchStats() groupcommit.Stats { return s.w.Stats() }
 
 // Driver names the SQLite driver compiled in.
