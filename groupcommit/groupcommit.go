@@ -234,9 +234,10 @@ type Writer[In, Out any] struct {
 
 	batches, requests, failed, commitNanos, flushes, flushNanos, yields atomic.Uint64
 
-	// The writer's own: the callers it woke itself after its last batch,
-	// and how many requests were queued then.
-	woke, backlog int
+	// expect is the writer's own: the queue length its next batch waits
+	// for (yieldToWoken), set when it woke YieldAfter callers or more
+	// itself; 0: none.
+	expect int
 }
 
 // committed is a batch whose commit function returned, waiting for a Flush.
@@ -422,16 +423,12 @@ func (w *Writer[In, Out]) runBatch(batch []*Request[In, Out]) {
 	}
 	c := committed[In, Out]{batch: batch, done: done, start: start, end: end}
 	if err != nil || w.flush == nil {
-		backlog := len(w.queue) // before any of the callers is back
-		w.complete(c, end, end, err)
-		w.woke, w.backlog = len(batch), backlog
+		w.completeHere(c, end, end, err)
 		return
 	}
 	if w.flushInline != nil && w.flusherIdle() && w.flushInline() {
 		start, end, err := w.flushOnce()
-		backlog := len(w.queue) // before any of the callers is back
-		w.complete(c, start, end, err)
-		w.woke, w.backlog = len(batch), backlog
+		w.completeHere(c, start, end, err)
 		return
 	}
 	c.batch = slices.Clone(batch)
@@ -441,19 +438,26 @@ func (w *Writer[In, Out]) runBatch(batch []*Request[In, Out]) {
 	w.wakeFlusher()
 }
 
-// yieldToWoken lets the callers the writer woke after its last batch, when
-// they are YieldAfter or more, run before it takes the next batch (see the
-// package doc). It yields until the queue holds all of them again or a
-// full batch, or a turn added nothing, at most yieldTurns times.
-func (w *Writer[In, Out]) yieldToWoken() {
-	woke := w.woke
-	w.woke = 0
-	if woke < YieldAfter {
-		return
+// completeHere completes a batch on the writer goroutine and, when that
+// woke YieldAfter callers or more, sets what the next batch waits for:
+// all of them back besides those queued before they were woken, or a full
+// batch (or queue), less the request the writer will hold already.
+func (w *Writer[In, Out]) completeHere(c committed[In, Out], flushStart, flushEnd time.Time, err error) {
+	backlog := len(w.queue) // before any of the callers is back
+	w.complete(c, flushStart, flushEnd, err)
+	w.expect = 0
+	if n := len(c.batch); n >= YieldAfter {
+		w.expect = min(backlog+n, w.maxBatch, cap(w.queue)+1) - 1
 	}
-	// All of them back, or a full batch (or queue), besides the request
-	// the writer holds already.
-	want := min(w.backlog+woke, w.maxBatch, cap(w.queue)+1) - 1
+}
+
+// yieldToWoken lets the callers that completeHere woke run before the
+// writer takes the next batch (see the package doc): it yields until the
+// queue holds what completeHere expects, or a turn added nothing, at most
+// yieldTurns times.
+func (w *Writer[In, Out]) yieldToWoken() {
+	want := w.expect // 0, or the queue is long enough: no turn
+	w.expect = 0
 	n := len(w.queue)
 	for range yieldTurns {
 		if n >= want {
