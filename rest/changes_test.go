@@ -198,8 +198,7 @@ func containsID(ids []string, id string) bool {
 func TestChangeRoutes(t *testing.T) {
 	e := newEnv(t, nil)
 	alice, bob, carol := e.mustSignUp("alice"), e.mustSignUp("bob"), e.mustSignUp("carol")
-	var room struct{ ID string }
-	e.mustExpect(e.do("POST", "/api/rooms", alice, map[string]any{"kind": "group", "title": "g"}), "create", http.StatusCreated, &room)
+	room := e.mustCreateRoom(alice, "g")
 	e.mustExpect(e.do("POST", "/api/rooms/"+room.ID+"/members", bob, nil), "join", http.StatusCreated, nil)
 	for _, body := range []string{"hello world", "bob here", "world peace"} {
 		who := alice
@@ -265,8 +264,7 @@ func TestChangeRoutes(t *testing.T) {
 func TestChangeRoutesClientID(t *testing.T) {
 	e := newEnv(t, nil)
 	alice := e.mustSignUp("alice")
-	var room struct{ ID string }
-	e.mustExpect(e.do("POST", "/api/rooms", alice, map[string]any{"kind": "group", "title": "g"}), "create", http.StatusCreated, &room)
+	room := e.mustCreateRoom(alice, "g")
 	for _, body := range []string{"one", "two", "three"} {
 		e.mustExpect(e.do("POST", "/api/rooms/"+room.ID+"/messages", alice, map[string]string{"body": body}), "send", http.StatusCreated, nil)
 	}

@@ -21,8 +21,7 @@ import (
 func TestResponseCutShort(t *testing.T) {
 	e := newEnv(t, nil)
 	ann := e.mustSignUp("ann")
-	var room struct{ ID string }
-	e.mustExpect(e.do("POST", "/api/rooms", ann, map[string]any{"kind": "group", "title": "Cut"}), "create", http.StatusCreated, &room)
+	room := e.mustCreateRoom(ann, "Cut")
 	e.mustExpect(e.do("POST", "/api/rooms/"+room.ID+"/messages", ann, map[string]any{"body": "hello"}), "send", http.StatusCreated, nil)
 
 	logs := rest.CaptureLogs(t)

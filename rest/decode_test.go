@@ -14,8 +14,7 @@ import (
 func TestDecodeSurrogates(t *testing.T) {
 	e := newEnv(t, nil)
 	alice := e.mustSignUp("alice")
-	var room struct{ ID string }
-	e.mustExpect(e.do("POST", "/api/rooms", alice, map[string]any{"kind": "group", "title": "general"}), "create room", http.StatusCreated, &room)
+	room := e.mustCreateRoom(alice, "general")
 	for _, tt := range []struct {
 		name string
 		json string // the value of "body"

@@ -13,8 +13,7 @@ import (
 func TestHotRoutesAsMux(t *testing.T) {
 	e := newEnv(t, nil)
 	ann, bob, gone := e.mustSignUp("ann"), e.mustSignUp("bob"), e.mustSignUp("cyd")
-	var room struct{ ID string }
-	e.mustExpect(e.do("POST", "/api/rooms", ann, map[string]any{"kind": "group", "title": "Hot"}), "create", http.StatusCreated, &room)
+	room := e.mustCreateRoom(ann, "Hot")
 	for i := range 3 {
 		e.mustExpect(e.do("POST", "/api/rooms/"+room.ID+"/messages", ann, map[string]any{"body": "hello " + string(rune('a'+i))}), "send", http.StatusCreated, nil)
 	}
@@ -49,8 +48,7 @@ func TestHotRoutesAsMux(t *testing.T) {
 func TestHotRoutesRevokedToken(t *testing.T) {
 	e := newEnv(t, nil)
 	ann := e.mustSignUp("ann")
-	var room struct{ ID string }
-	e.mustExpect(e.do("POST", "/api/rooms", ann, map[string]any{"kind": "group", "title": "Hot"}), "create", http.StatusCreated, &room)
+	room := e.mustCreateRoom(ann, "Hot")
 	e.mustExpect(e.do("POST", "/api/rooms/"+room.ID+"/messages", ann, map[string]any{"body": "hello"}), "send", http.StatusCreated, nil)
 	paths := []string{"/api/me/rooms", "/api/rooms/" + room.ID + "/messages"}
 	for _, p := range paths {

@@ -81,6 +81,17 @@ func (e *env) mustSignUp(name string) string {
 	return tok.Token
 }
 
+// roomRef is what a test keeps of a room it created.
+type roomRef struct{ ID string }
+
+// mustCreateRoom creates a group room titled title as token's user.
+func (e *env) mustCreateRoom(token, title string) roomRef {
+	e.t.Helper()
+	var room roomRef
+	e.mustExpect(e.do("POST", "/api/rooms", token, map[string]any{"kind": "group", "title": title}), "create room "+title, http.StatusCreated, &room)
+	return room
+}
+
 type errorBody struct {
 	Error struct {
 		Code    string `json:"code"`
@@ -109,8 +120,7 @@ func TestSendLimit(t *testing.T) {
 	e := newEnv(t, ratelimit.New(ratelimit.Config{Rate: 1, Burst: 3, Now: c.Now}))
 	alice, bob := e.mustSignUp("alice"), e.mustSignUp("bob")
 
-	var room struct{ ID string }
-	e.mustExpect(e.do("POST", "/api/rooms", alice, map[string]any{"kind": "group", "title": "general"}), "alice creates a room", http.StatusCreated, &room)
+	room := e.mustCreateRoom(alice, "general")
 	e.mustExpect(e.do("POST", "/api/rooms/"+room.ID+"/members", bob, nil), "bob joins", http.StatusCreated, nil)
 	send := "/api/rooms/" + room.ID + "/messages"
 	for range 2 {
@@ -155,8 +165,7 @@ func TestSendLimitRetryAfter(t *testing.T) {
 			c := &clock{t: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
 			e := newEnv(t, ratelimit.New(ratelimit.Config{Rate: tt.rate, Burst: 1, Now: c.Now}))
 			alice := e.mustSignUp("alice")
-			var room struct{ ID string }
-			e.mustExpect(e.do("POST", "/api/rooms", alice, map[string]any{"kind": "group", "title": "general"}), "create room", http.StatusCreated, &room)
+			room := e.mustCreateRoom(alice, "general")
 			e.expectLimited(e.do("POST", "/api/rooms/"+room.ID+"/messages", alice, map[string]string{"body": "hi"}), "send", tt.retryAfter)
 		})
 	}
@@ -171,8 +180,7 @@ func TestReadLimit(t *testing.T) {
 		SendLimit: ratelimit.New(ratelimit.Config{Rate: 1000, Now: c.Now}),
 		ReadLimit: ratelimit.New(ratelimit.Config{Rate: 1, Burst: 2, Now: c.Now})})}
 	alice, bob := e.mustSignUp("alice"), e.mustSignUp("bob")
-	var room struct{ ID string }
-	e.mustExpect(e.do("POST", "/api/rooms", alice, map[string]any{"kind": "group", "title": "general"}), "alice creates a room", http.StatusCreated, &room)
+	room := e.mustCreateRoom(alice, "general")
 	e.mustExpect(e.do("POST", "/api/rooms/"+room.ID+"/members", bob, nil), "bob joins", http.StatusCreated, nil)
 	send, read := "/api/rooms/"+room.ID+"/messages", "/api/rooms/"+room.ID+"/read"
 	for i := int64(1); i <= 10; i++ { // five times the burst, at no time apart

@@ -15,8 +15,7 @@ import (
 func TestHotReadsFollowChanges(t *testing.T) {
 	e := newEnv(t, nil)
 	ann, bob := e.mustSignUp("ann"), e.mustSignUp("bob")
-	var room struct{ ID string }
-	e.mustExpect(e.do("POST", "/api/rooms", ann, map[string]any{"kind": "group", "title": "t"}), "create", http.StatusCreated, &room)
+	room := e.mustCreateRoom(ann, "t")
 	e.mustExpect(e.do("POST", "/api/rooms/"+room.ID+"/members", bob, nil), "bob joins", http.StatusCreated, nil)
 	history := "/api/rooms/" + room.ID + "/messages"
 
@@ -105,7 +104,7 @@ func TestHotReadsFollowChanges(t *testing.T) {
 func TestRoomListFastPath(t *testing.T) {
 	e := newEnv(t, nil)
 	ann := e.mustSignUp("ann")
-	e.mustExpect(e.do("POST", "/api/rooms", ann, map[string]any{"kind": "group", "title": "t"}), "create", http.StatusCreated, nil)
+	e.mustCreateRoom(ann, "t")
 	plain := e.do("GET", "/api/me/rooms", ann, nil)
 	escaped := e.do("GET", "/api/me/r%6Foms", ann, nil)
 	if plain.Code != http.StatusOK || plain.Body.String() != escaped.Body.String() || plain.Header().Get("X-Request-Id") == "" {
