@@ -325,12 +325,14 @@ func TestRoomsPositions(t *testing.T) {
 		}, map[string]Position{"r1": {0, 0}}},
 		{"live-only with nothing yet", func(t *testing.T, h *Hub, r *room) {
 			r.send("old")
+			dispatched(t, h) // else "old" may still reach alice, live
 			startSub(t, h, r, "alice", -1)
 		}, map[string]Position{}},
 		{"live-only started at the room's last seq", func(t *testing.T, h *Hub, r *room) {
 			for range 3 {
 				r.send("old")
 			}
+			dispatched(t, h)
 			s := &Sub{To: newRecorder(), UserID: "alice", RoomID: r.id}
 			h.Subscribe(s)
 			h.LiveAfter(s, 3)
@@ -400,6 +402,21 @@ func TestRoomsPositions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// dispatched returns once h has dispatched every event applied before the
+// call: the dispatcher takes events in the order they were queued, so a
+// marker handed to a personal queue of its own (Deliver, after them) comes
+// out after all of them. The marker's user and room are nobody else's.
+func dispatched(t *testing.T, h *Hub) {
+	t.Helper()
+	rec := newRecorder()
+	q := &Sub{To: rec, UserID: "dispatched-marker"}
+	h.Subscribe(q)
+	h.Start(context.Background(), q, -1, nil, nil)
+	h.Deliver(parley.Message{RoomID: "dispatched-marker-room", Seq: 1}, []string{q.UserID})
+	rec.waitFor(t, 1)
+	h.Unsubscribe(q)
 }
 
 // startSub subscribes user to r's topic from since (-1: live only) and
