@@ -41,6 +41,8 @@ type fakeChat struct {
 	changeKeys map[[3]string]parley.ChangeKey
 	// changedHook, when set, is called by Changed before it reads.
 	changedHook func(roomID string, after int64)
+	// messagesHook, when set, is called by Messages before it reads.
+	messagesHook func(roomID string, p parley.Page)
 }
 
 func newFakeChat() *fakeChat {
@@ -184,6 +186,12 @@ func (c *fakeChat) Send(ctx context.Context, u parley.User, roomID, body, client
 }
 
 func (c *fakeChat) Messages(ctx context.Context, u parley.User, roomID string, p parley.Page) ([]parley.Message, error) {
+	c.mu.Lock()
+	hook := c.messagesHook
+	c.mu.Unlock()
+	if hook != nil {
+		hook(roomID, p)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, err := c.authorizeLocked(u, roomID); err != nil {

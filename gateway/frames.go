@@ -370,7 +370,12 @@ func (s *session) catchUp(sub *subscription, since int64) {
 		return s.srv.chat.Messages(ctx, u, sub.RoomID, parley.Page{After: after, Limit: parley.MaxPageLimit})
 	}
 	err := s.srv.hub.Start(sub.ctx, &sub.Sub, since, history, sub.deliverWait)
-	if err != nil && sub.ctx.Err() == nil {
+	// A subscription the hub dropped meanwhile (its user left the room,
+	// was removed, or it lagged) has been dealt with: the hub told it
+	// (Evicted, Lagged) or a plain leave needs no word. Whatever the
+	// catch-up failed with then (the drop itself, or a history read the
+	// user may no longer make) is not the session's fault.
+	if err != nil && sub.ctx.Err() == nil && !sub.Removed() {
 		s.refuse(err, nil)
 	}
 }

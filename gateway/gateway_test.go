@@ -6,9 +6,11 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"parley"
 	"parley/hub"
 	"parley/stomp"
 
@@ -472,4 +474,55 @@ func TestLiveSubscriptionPosition(t *testing.T) {
 	if got, ok := e.hub.Room("r1"); !ok || got != (hub.Position{Low: 3, High: 3}) {
 		t.Errorf("after a live-only SUBSCRIBE to a room at seq 3: hub.Room = %v, %v, want {3 3}, true", got, ok)
 	}
+}
+
+// TestLeaveDuringCatchUp: a member who leaves a room while one of their
+// sessions catches up on it (since-seq) loses that subscription, as a
+// leave drops the room's subscriptions, and nothing more: the session is
+// not refused (it used to get an ERROR "internal" when the catch-up found
+// its subscription gone), and its other subscriptions go on.
+func TestLeaveDuringCatchUp(t *testing.T) {
+	forEachTransport(t, Config{}, func(t *testing.T, e *env, tr string) {
+		alice, bob := e.chat.addUser("alice"), e.chat.addUser("bob")
+		e.chat.addRoom("r1", alice, bob)
+		e.chat.addRoom("r2", alice, bob)
+		for range 3 {
+			if _, _, err := e.chat.Send(t.Context(), alice, "r1", "old", ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The catch-up's first read of r1's history waits until bob has
+		// left r1 and the hub has dropped his subscription there.
+		reading, proceed := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		e.chat.mu.Lock()
+		e.chat.messagesHook = func(roomID string, p parley.Page) {
+			if roomID == "r1" && p.Forward() {
+				once.Do(func() {
+					close(reading)
+					<-proceed
+				})
+			}
+		}
+		e.chat.mu.Unlock()
+		b := e.dial(t, tr)
+		b.connect("bob")
+		b.send(frame("SUBSCRIBE", "", "id:s2", "destination:/topic/rooms.r2", "receipt:s2"))
+		b.expect("RECEIPT", "receipt-id:s2")
+		b.send(frame("SUBSCRIBE", "", "id:s1", "destination:/topic/rooms.r1", "since-seq:0", "receipt:s1"))
+		b.expect("RECEIPT", "receipt-id:s1")
+		<-reading
+		e.chat.leave("r1", bob)
+		waitFor(t, "the hub to drop the subscription", func() bool {
+			return gaugeSum(t, e, "parley_hub_pending_events") == 0
+		})
+		close(proceed)
+		if _, _, err := e.chat.Send(t.Context(), alice, "r2", "still here", ""); err != nil {
+			t.Fatal(err)
+		}
+		if f := b.expect("MESSAGE", "subscription:s2"); string(f.Body) != "still here" {
+			t.Errorf("MESSAGE body = %q, want %q", f.Body, "still here")
+		}
+		b.expectAlive()
+	})
 }
