@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -85,43 +86,40 @@ func (r *recorder) Lagged() {
 	r.got <- struct{}{}
 }
 
-// waitLagged waits until r has been told it lagged.
-func (r *recorder) waitLagged(t *testing.T) {
+// await waits until done, called with r.mu held, reports true; want
+// names what was awaited in the failure.
+func (r *recorder) await(t *testing.T, want string, done func() bool) {
 	t.Helper()
 	timeout := time.After(10 * time.Second)
 	for {
 		r.mu.Lock()
-		lagged := r.lagged
+		ok := done()
+		seqs, lagged := slices.Clone(r.seqs), r.lagged
 		r.mu.Unlock()
-		if lagged {
+		if ok {
 			return
 		}
 		select {
 		case <-r.got:
 		case <-timeout:
-			t.Fatal("never told it lagged")
+			t.Fatalf("got %v (lagged %v), want %s", seqs, lagged, want)
 		}
 	}
+}
+
+// waitLagged waits until r has been told it lagged.
+func (r *recorder) waitLagged(t *testing.T) {
+	t.Helper()
+	r.await(t, "a lag notice", func() bool { return r.lagged })
 }
 
 // waitFor waits until r has n seqs and returns them.
 func (r *recorder) waitFor(t *testing.T, n int) []int64 {
 	t.Helper()
-	timeout := time.After(10 * time.Second)
-	for {
-		r.mu.Lock()
-		if len(r.seqs) >= n {
-			s := append([]int64(nil), r.seqs...)
-			r.mu.Unlock()
-			return s
-		}
-		r.mu.Unlock()
-		select {
-		case <-r.got:
-		case <-timeout:
-			t.Fatalf("got %v, want %d messages", r.seqs, n)
-		}
-	}
+	r.await(t, fmt.Sprint(n, " messages"), func() bool { return len(r.seqs) >= n })
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.seqs)
 }
 
 func newTestHub(t *testing.T, cfg Config) (*Hub, *room) {
