@@ -89,11 +89,12 @@ func (h *heldWriter) do(t *testing.T, wg *sync.WaitGroup, in int, then func()) {
 	})
 }
 
-// awaitQueued waits until at least n requests are queued for the writer, from
-// the test's goroutine.
+// awaitQueued is waitQueued from the test's goroutine.
 func awaitQueued(t *testing.T, w *groupcommit.Writer[int, int], n int) {
 	t.Helper()
-	waitFor(t, fmt.Sprint(n, " queued"), func() bool { return w.Queued() >= n })
+	if err := waitQueued(w, n); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // waitQueued waits until at least n requests are queued for the writer,
