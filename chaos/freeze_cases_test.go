@@ -298,7 +298,7 @@ func finishFreeze(t *testing.T, e *env, st *stream, room string, fault, heal tim
 // go on being receipted and delivered, about as fast as before.
 func testFreezeRedis(t *testing.T) {
 	e := newEnv(t, false, false)
-	st, _, _, room, _ := freezeLoad(t, e, 50)
+	st, a, b, room, _ := freezeLoad(t, e, 50)
 	settled := time.Now()
 	time.Sleep(2 * time.Second) // the latencies before the freeze
 
@@ -318,6 +318,11 @@ func testFreezeRedis(t *testing.T) {
 	}
 	t.Logf("Redis frozen %v: %d receipts during it (%d from %v on); send p99 before %v, during (from %v) %v: %.1f×; longest time with no receipt %v; longest subscriber silence %v (%s)",
 		ms(back.Sub(down)), len(sendLatencies(st.l, down, back)), len(during), freezeDetect, ms(p99(before)), freezeDetect, ms(p99(during)), ratio, ms(gap), ms(quiet), who)
+	for _, n := range []*node{a, b} {
+		for _, l := range n.logLines("level=WARN") {
+			t.Logf("node %s: %s", n.name, l)
+		}
+	}
 	// The bounds are loose (the machine is shared); the 2× is
 	// reported above.
 	if len(during) == 0 {

@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -37,6 +38,14 @@ type HotConfig struct {
 	// and the wait for every node's acknowledgement of it, and how long
 	// NewHotStore waits for the revocation subscription. Default 2 s.
 	Timeout time.Duration
+	// Health, when not nil, puts a breaker on rdb (NewHealth, with this
+	// config), which the HotStore closes: while it holds Redis down
+	// nothing waits for Redis (Await returns at once; every call on rdb,
+	// the presence's and the relay's too, fails at once, so reads go to
+	// the inner store), and when Redis answers again the hot data
+	// recovers (recoverRedis) before Redis is marked up. Without it a
+	// hung Redis costs each wait up to Timeout.
+	Health *HealthConfig
 	// Logger logs Redis failures. Default slog.Default().
 	Logger *slog.Logger
 	// Registerer receives parley_hot_requests_total (hits and misses by
@@ -125,6 +134,7 @@ type HotStore struct {
 	log *slog.Logger
 	m   hotMetrics
 	acc accounts // this node's users and tokens (accounts.go)
+	hl  *Health  // the breaker (HotConfig.Health), or nil
 	rv  revoker  // the revocations between nodes (revoke.go)
 
 	retries  sync.WaitGroup // the retry goroutine (retryLoop), once started
@@ -139,10 +149,11 @@ type HotStore struct {
 	replayDue atomic.Bool // the retry goroutine asks the applier to replay owed
 
 	// The applier (hotapply.go): Apply queues, applyLoop writes.
-	queued  atomic.Uint64 // the mark of the newest batch queued; moved under amu
-	written atomic.Uint64 // every batch through this mark is written (or failed); moved under wmu
-	awake   chan struct{} // wakes the applier (cap 1)
-	applied chan struct{} // closed when the applier has returned (after Close)
+	queued     atomic.Uint64   // the mark of the newest batch queued; moved under amu
+	written    atomic.Uint64   // every batch through this mark is written (or failed); moved under wmu
+	awake      chan struct{}   // wakes the applier (cap 1)
+	recovering chan recoverReq // Health's recovery step for the applier
+	applied    chan struct{}   // closed when the applier has returned (after Close)
 
 	amu    sync.Mutex       // guards the following field
 	aqueue [][]parley.Event // the batches queued for the applier, in commit order
@@ -174,7 +185,11 @@ func NewHotStore(inner parley.Store, rdb *goredis.Client, cfg HotConfig) *HotSto
 		cfg.Logger = slog.Default()
 	}
 	h := &HotStore{Store: inner, rdb: rdb, cfg: cfg, log: cfg.Logger, m: newHotMetrics(cfg.Registerer), stop: make(chan struct{}),
-		awake: make(chan struct{}, 1), applied: make(chan struct{}), wch: make(chan struct{})}
+		awake: make(chan struct{}, 1), recovering: make(chan recoverReq), applied: make(chan struct{}), wch: make(chan struct{})}
+	if cfg.Health != nil {
+		h.hl = NewHealth(rdb, *cfg.Health)
+		h.hl.OnRecover(h.recoverRedis)
+	}
 	go h.applyLoop()
 	h.startRevocations(cfg.Registerer)
 	return h
@@ -187,7 +202,14 @@ func (h *HotStore) windowKey(id string) string { return h.cfg.Prefix + "hot:w:" 
 func (h *HotStore) userKey(id string) string   { return h.cfg.Prefix + "hot:u:" + id }
 func (h *HotStore) userGen(id string) string   { return h.cfg.Prefix + "hot:g:u:" + id }
 func (h *HotStore) ttlArg() string             { return strconv.FormatInt(h.cfg.TTL.Milliseconds(), 10) }
-func (h *HotStore) warn(op string, err error)  { h.log.Warn("redis hot data", "op", op, "err", err) }
+
+// warn logs a Redis failure, but not the calls refused while Redis is
+// down: Health logs the spell once.
+func (h *HotStore) warn(op string, err error) {
+	if !errors.Is(err, ErrDown) {
+		h.log.Warn("redis hot data", "op", op, "err", err)
+	}
+}
 func genOf(cmd *goredis.StringCmd) (string, bool) {
 	return cmd.Val(), cmd.Err() == nil || isNil(cmd.Err())
 }

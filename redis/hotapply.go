@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strconv"
 	"time"
@@ -115,8 +116,15 @@ func (h *HotStore) Mark() uint64 { return h.queued.Load() }
 // Await returns once the applier is done with every batch through mark,
 // written or failed (each round trip is bounded by HotConfig.Timeout, so
 // it waits at most about two of them), or when ctx ends, or at once after
-// Close.
+// Close, or at once while the breaker (HotConfig.Health) holds Redis down (not up, or
+// recovering): then nothing waits for Redis, the batch is written (or
+// owed) later, and the reads of this node go to the inner store
+// meanwhile.
 func (h *HotStore) Await(ctx context.Context, mark uint64) {
+	if h.written.Load() >= mark {
+		return
+	}
+	down := h.hl.Down() // nil without a breaker: never ready
 	for h.written.Load() < mark {
 		h.wmu.Lock()
 		ch, done := h.wch, h.written.Load() >= mark
@@ -127,6 +135,8 @@ func (h *HotStore) Await(ctx context.Context, mark uint64) {
 		select {
 		case <-ch:
 		case <-ctx.Done():
+			return
+		case <-down:
 			return
 		}
 	}
@@ -144,17 +154,65 @@ func (h *HotStore) applyLoop() {
 	for {
 		select {
 		case <-h.awake:
+		case req := <-h.recovering:
+			req.done <- h.recoverDrain(req.ctx)
+			continue
 		case <-h.stop:
-			h.drain()
+			h.drain(context.Background())
 			return
 		}
-		h.drain()
+		h.drain(context.Background())
 	}
 }
 
+// recoverReq is Health's recovery step handed to the applier: ctx lets
+// its calls through while Redis is recovering; done hears the outcome.
+type recoverReq struct {
+	ctx  context.Context
+	done chan error
+}
+
+// recoverRedis is the hot data's recovery step (the breaker's): when
+// Redis answers again after a spell down, and before any read is served
+// from it, the applier runs every pending invalidation (the joins,
+// leaves and changes whose invalidations were lost), replays what the
+// failed writes owe (last messages, read positions, changes) and writes
+// what is queued. The applier does it, so no batch is written between.
+func (h *HotStore) recoverRedis(ctx context.Context) error {
+	req := recoverReq{ctx: ctx, done: make(chan error, 1)}
+	select {
+	case h.recovering <- req:
+	case <-h.applied:
+		return nil // closed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-req.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// recoverDrain is recoverRedis on the applier's goroutine.
+func (h *HotStore) recoverDrain(ctx context.Context) error {
+	if !h.invalidate(ctx) {
+		return errors.New("recover hot data: invalidations failed")
+	}
+	h.replayDue.Store(true)
+	if !h.drain(ctx) {
+		return errors.New("recover hot data: replay failed")
+	}
+	return nil
+}
+
 // drain writes the queued batches, a round trip for all of those queued
-// at once, until the queue is empty, moving the written mark after each.
-func (h *HotStore) drain() {
+// at once, until the queue is empty, moving the written mark after each;
+// each round trip is bounded by HotConfig.Timeout within base. It
+// reports whether every write succeeded.
+func (h *HotStore) drain(base context.Context) bool {
+	ok := true
 	replay := h.replayDue.Swap(false)
 	for {
 		h.amu.Lock()
@@ -164,12 +222,12 @@ func (h *HotStore) drain() {
 		h.amu.Unlock()
 		if len(batches) == 0 {
 			if replay {
-				h.write(nil) // only what failed writes owe (hotowed.go)
+				ok = h.write(base, nil) && ok // only what failed writes owe (hotowed.go)
 			}
-			return
+			return ok
 		}
 		replay = false // the write replays it
-		h.write(batches)
+		ok = h.write(base, batches) && ok
 		h.wmu.Lock()
 		h.written.Store(mark)
 		close(h.wch)
@@ -180,9 +238,10 @@ func (h *HotStore) drain() {
 
 // write brings the hot data up to date with batches of committed events,
 // in commit order, in one round trip: the one place that says what each
-// kind of event changes in Redis.
-func (h *HotStore) write(batches [][]parley.Event) {
-	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.Timeout)
+// kind of event changes in Redis. It reports whether Redis took it (or
+// there was nothing to write).
+func (h *HotStore) write(base context.Context, batches [][]parley.Event) bool {
+	ctx, cancel := context.WithTimeout(base, h.cfg.Timeout)
 	defer cancel()
 	ttl := h.ttlArg()
 	pipe := h.rdb.Pipeline()
@@ -231,7 +290,7 @@ func (h *HotStore) write(batches [][]parley.Event) {
 		scriptWindow.Eval(ctx, pipe, []string{h.windowKey(room)}, h.windowArgs(false, ms)...)
 	}
 	if pipe.Len() == 0 {
-		return
+		return true
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
 		h.warn("apply", err)
@@ -243,11 +302,12 @@ func (h *HotStore) write(batches [][]parley.Event) {
 		}
 		replay.add(batches)
 		h.oweLater(replay)
-		return
+		return false
 	}
 	if !replay.empty() {
 		h.m.replayed.Add(float64(len(replay.last) + len(replay.raises) + len(replay.changes)))
 	}
+	return true
 }
 
 // retryLater adds invalidations to the set the retry goroutine runs
@@ -288,12 +348,12 @@ func (h *HotStore) retryLoop() {
 	for {
 		select {
 		case <-h.stop:
-			h.invalidatePending()
+			h.invalidate(context.Background())
 			return
 		case <-h.kick:
 		case <-time.After(pause):
 		}
-		done := h.invalidatePending()
+		done := h.invalidate(context.Background())
 		if h.replayOwed() {
 			done = false
 		}
@@ -305,9 +365,9 @@ func (h *HotStore) retryLoop() {
 	}
 }
 
-// invalidatePending runs the pending invalidations; true when none is
-// left pending.
-func (h *HotStore) invalidatePending() bool {
+// invalidate runs the pending invalidations, in one round trip bounded
+// by HotConfig.Timeout within base; true when none is left pending.
+func (h *HotStore) invalidate(base context.Context) bool {
 	h.rmu.Lock()
 	batch := make([][2]string, 0, len(h.pending))
 	for kg := range h.pending {
@@ -317,7 +377,7 @@ func (h *HotStore) invalidatePending() bool {
 	if len(batch) == 0 {
 		return true
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(base, h.cfg.Timeout)
 	defer cancel()
 	pipe := h.rdb.Pipeline()
 	for _, kg := range batch {
@@ -345,5 +405,8 @@ func (h *HotStore) Close() error {
 	<-h.applied
 	h.retries.Wait()
 	h.stopRevocations()
+	if h.hl != nil {
+		h.hl.Close() // the hook stays: calls fail at once if Redis was down
+	}
 	return err
 }

@@ -86,9 +86,13 @@ func dialRedis(ctx context.Context, cfg Config) (*goredis.Client, error) {
 
 // openHot puts the shared hot data in Redis (redis.HotStore) in front of
 // the PostgreSQL store. Its Apply must be installed as a sink of db;
-// onRevoke hears every node's token revocations.
+// onRevoke hears every node's token revocations. It puts the breaker on
+// rdb (redis.Health, its defaults: a ping every 250 ms, down after 1 s
+// unanswered), so that a hung Redis stops no call of the node's, the
+// presence's and the relay's included, for longer than that.
 func openHot(cfg Config, db parley.Store, rdb *goredis.Client, reg prometheus.Registerer, onRevoke func(userID string, tokenHash []byte)) *redis.HotStore {
-	return redis.NewHotStore(db, rdb, redis.HotConfig{Prefix: cfg.RedisPrefix, Registerer: reg, OnRevoke: onRevoke})
+	return redis.NewHotStore(db, rdb, redis.HotConfig{Prefix: cfg.RedisPrefix, Registerer: reg, OnRevoke: onRevoke,
+		Health: &redis.HealthConfig{Registerer: reg}})
 }
 
 // openCluster connects to RabbitMQ and starts the relay, with rdb (from
