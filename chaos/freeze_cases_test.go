@@ -17,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"parley/servicetest"
 	"parley/stomp"
 )
 
@@ -33,9 +34,41 @@ import (
 // enough for CI.
 const freezeHold = 8 * time.Second
 
-// freezeDetect is the time a node may take to notice a hung service and
+// freezeDetect is the time a node may take to notice a hung Redis and
 // stop waiting for it: what the issue allows ("a second or two").
 const freezeDetect = 2 * time.Second
+
+// pgDetect is the time a node may take to notice a hung PostgreSQL: its
+// liveness probe's two unanswered pings of 1 s, and the pause before.
+const pgDetect = 3 * time.Second
+
+// loggedAt is the time of the first line of n's log with every one of
+// words (slog's time=…), and whether there is one.
+func loggedAt(n *node, words ...string) (time.Time, bool) {
+	for _, l := range n.logLines(words...) {
+		f := strings.Fields(l)
+		if len(f) > 0 && strings.HasPrefix(f[0], "time=") {
+			if at, err := time.Parse(time.RFC3339Nano, strings.TrimPrefix(f[0], "time=")); err == nil {
+				return at, true
+			}
+		}
+	}
+	return time.Time{}, false
+}
+
+// detected is how long after down each node logged the line with words,
+// as "a 1.2s, b 1.3s" ("never" for a node that did not).
+func detected(down time.Time, words string, nodes ...*node) string {
+	var parts []string
+	for _, n := range nodes {
+		d := "never"
+		if at, ok := loggedAt(n, words); ok {
+			d = ms(at.Sub(down))
+		}
+		parts = append(parts, n.name+" "+d)
+	}
+	return strings.Join(parts, ", ")
+}
 
 // TestChaosFreeze runs the three freezes in turn.
 func TestChaosFreeze(t *testing.T) {
@@ -272,8 +305,13 @@ func receiptedAfter(l *ledger, at time.Time) bool {
 // finishFreeze waits for the load to go on after the thaw, stops it and
 // checks that nothing was lost, duplicated or delivered out of order; it
 // returns the recovery figure of recoveryCheck.
-func finishFreeze(t *testing.T, e *env, st *stream, room string, fault, heal time.Time) (string, storeVerdict, int) {
+func finishFreeze(t *testing.T, e *env, st *stream, room string, fault, heal time.Time, nodes ...*node) (string, storeVerdict, int) {
 	t.Helper()
+	for _, n := range nodes {
+		if n.Addr() == "" {
+			t.Fatalf("node %s died during the freeze (%v):\n%s", n.name, n.wait(), servicetest.LastLines(readFile(n.log), 15))
+		}
+	}
 	// Until a message first tried after heal+recoverBound+1s is
 	// receipted: the sends recoveryCheck measures.
 	deadline := time.Now().Add(60 * time.Second)
@@ -318,11 +356,8 @@ func testFreezeRedis(t *testing.T) {
 	}
 	t.Logf("Redis frozen %v: %d receipts during it (%d from %v on); send p99 before %v, during (from %v) %v: %.1f×; longest time with no receipt %v; longest subscriber silence %v (%s)",
 		ms(back.Sub(down)), len(sendLatencies(st.l, down, back)), len(during), freezeDetect, ms(p99(before)), freezeDetect, ms(p99(during)), ratio, ms(gap), ms(quiet), who)
-	for _, n := range []*node{a, b} {
-		for _, l := range n.logLines("level=WARN") {
-			t.Logf("node %s: %s", n.name, l)
-		}
-	}
+	hung := detected(down, "redis is not answering", a, b)
+	t.Logf("Redis frozen: the nodes marked it down %s after the freeze", hung)
 	// The bounds are loose (the machine is shared); the issue's 2× is
 	// reported above.
 	if len(during) == 0 {
@@ -337,11 +372,11 @@ func testFreezeRedis(t *testing.T) {
 	if p := p99(during); p > 2*time.Second {
 		t.Errorf("send p99 while Redis was frozen (after %v) %v, want far below the send timeout (before: %v)", freezeDetect, ms(p), ms(p99(before)))
 	}
-	rec, v, bad := finishFreeze(t, e, st, room, down, back)
+	rec, v, bad := finishFreeze(t, e, st, room, down, back, a, b)
 	report(t, result{name: fmt.Sprintf("7a Redis frozen (SIGSTOP) %v, senders on 2 nodes", freezeHold), v: v, subs: len(st.subs), subFaults: bad,
 		recovery: rec + " after thaw",
-		notes: fmt.Sprintf("send p99 %s before, %s frozen (%.1f×); no receipt for %s at most, subscriber silence %s; refusals: %s",
-			ms(p99(before)), ms(p99(during)), ratio, ms(gap), ms(quiet), st.l.refusalSummary())})
+		notes: fmt.Sprintf("detected: %s; send p99 %s before, %s frozen (%.1f×); no receipt for %s at most, subscriber silence %s; refusals: %s",
+			hung, ms(p99(before)), ms(p99(during)), ratio, ms(gap), ms(quiet), st.l.refusalSummary())})
 }
 
 // testFreezeRabbitMQ: the private RabbitMQ is SIGSTOPped for freezeHold
@@ -349,7 +384,7 @@ func testFreezeRedis(t *testing.T) {
 // (the relay fills its gaps), so no subscriber is silent for long.
 func testFreezeRabbitMQ(t *testing.T) {
 	e := newEnv(t, true, false)
-	st, _, _, room, _ := freezeLoad(t, e, 50)
+	st, a, b, room, _ := freezeLoad(t, e, 50)
 	pids := rabbitProcs(t, e.rabbit.URL())
 	f := freeze(t, "rabbitmq", pids)
 	down := time.Now()
@@ -366,7 +401,7 @@ func testFreezeRabbitMQ(t *testing.T) {
 	if quiet > freezeDetect+2*time.Second {
 		t.Errorf("subscriber %s read nothing for %v while RabbitMQ was frozen, want under %v", who, ms(quiet), freezeDetect+2*time.Second)
 	}
-	rec, v, bad := finishFreeze(t, e, st, room, down, back)
+	rec, v, bad := finishFreeze(t, e, st, room, down, back, a, b)
 	report(t, result{name: fmt.Sprintf("7b RabbitMQ frozen (SIGSTOP) %v, senders on 2 nodes", freezeHold), v: v, subs: len(st.subs), subFaults: bad,
 		recovery: rec + " after thaw",
 		notes:    fmt.Sprintf("no receipt for %s at most, subscriber silence %s; refusals: %s", ms(gap), ms(quiet), st.l.refusalSummary())})
@@ -460,7 +495,7 @@ func (p *sendProbe) attempts() []attempt {
 // send timeout; after the thaw everything heals by itself.
 func testFreezePostgres(t *testing.T) {
 	e := newEnv(t, false, true)
-	st, a, _, room, owner := freezeLoad(t, e, 20)
+	st, a, b, room, owner := freezeLoad(t, e, 20)
 	pids := postgresProcs(t, e.pg.AdminURL())
 	probe := newSendProbe(t, a, owner, room, st.l, int((freezeHold+time.Second)/(400*time.Millisecond)))
 	stop := make(chan struct{})
@@ -479,7 +514,7 @@ func testFreezePostgres(t *testing.T) {
 	var refused []time.Duration
 	var wrong []string
 	for _, at := range probe.attempts() {
-		if at.at.Before(down.Add(freezeDetect)) || !at.at.Before(back) {
+		if at.at.Before(down.Add(pgDetect)) || !at.at.Before(back) {
 			continue
 		}
 		by := at.at.Add(refuseBound)
@@ -497,15 +532,16 @@ func testFreezePostgres(t *testing.T) {
 	if len(refused) > 0 {
 		worst = refused[len(refused)-1]
 	}
+	t.Logf("PostgreSQL frozen: the nodes logged the store unreachable %s after the freeze", detected(down, "store unreachable", a, b))
 	t.Logf("PostgreSQL (%d processes) frozen %v: of the sends begun from %v on, %d refused as unavailable while frozen (p50 %v, max %v), %d not: %s",
-		len(pids), ms(back.Sub(down)), freezeDetect, len(refused), ms(quantile(refused, 0.5)), ms(worst), len(wrong), strings.Join(wrong[:min(len(wrong), 5)], ", "))
+		len(pids), ms(back.Sub(down)), pgDetect, len(refused), ms(quantile(refused, 0.5)), ms(worst), len(wrong), strings.Join(wrong[:min(len(wrong), 5)], ", "))
 	if len(wrong) > 0 || len(refused) == 0 {
 		t.Errorf("sends begun %v after PostgreSQL froze: %d refused as unavailable within %v (and before the thaw), %d not",
-			freezeDetect, len(refused), refuseBound, len(wrong))
+			pgDetect, len(refused), refuseBound, len(wrong))
 	}
-	rec, v, bad := finishFreeze(t, e, st, room, down, back)
+	rec, v, bad := finishFreeze(t, e, st, room, down, back, a, b)
 	report(t, result{name: fmt.Sprintf("7c PostgreSQL frozen (SIGSTOP) %v, senders on 2 nodes", freezeHold), v: v, subs: len(st.subs), subFaults: bad,
 		recovery: rec + " after thaw",
-		notes: fmt.Sprintf("sends refused while frozen (from %s on) in %s p50, %s max; refusals: %s",
-			freezeDetect, ms(quantile(refused, 0.5)), ms(worst), st.l.refusalSummary())})
+		notes: fmt.Sprintf("detected: %s; sends refused while frozen (from %s on) in %s p50, %s max; refusals: %s",
+			detected(down, "store unreachable", a, b), pgDetect, ms(quantile(refused, 0.5)), ms(worst), st.l.refusalSummary())})
 }

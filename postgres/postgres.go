@@ -139,6 +139,14 @@ type Config struct {
 	// connection: its writes fail, and may have been committed. Default
 	// 30s.
 	WriteTimeout time.Duration
+	// LivenessTimeout is the liveness probe's deadline: a ping on a
+	// connection of its own every LivenessTimeout/2, and two in a row
+	// unanswered within it mark the store down, so that new writes and
+	// reads are refused at once as unavailable (the calls in flight keep
+	// their wait) until a ping is answered again. A store slow under load
+	// is not refused: only the probe decides, never a slow commit.
+	// Negative: no probe. Default 1s.
+	LivenessTimeout time.Duration
 	// Registerer, when set, gets the store's metrics.
 	Registerer prometheus.Registerer
 	// Logger logs the start and the end of an outage (PostgreSQL
@@ -190,6 +198,7 @@ type Store struct {
 	closed    atomic.Bool
 	closeOnce sync.Once
 	out       outage
+	live      *liveness // the liveness probe (liveness.go), or nil
 }
 
 var _ parley.Store = (*Store)(nil)
@@ -218,6 +227,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.LivenessTimeout == 0 {
+		cfg.LivenessTimeout = time.Second
+	}
 	pc, err := pgxpool.ParseConfig(cfg.URL)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
@@ -241,6 +253,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	for range cfg.Writers {
 		s.w = append(s.w, groupcommit.New(s.commit, groupcommit.Config{MaxBatch: cfg.MaxBatch, OnBatch: m.batch.Observe, OnTiming: m.batch.ObserveTiming}))
+	}
+	if cfg.LivenessTimeout > 0 {
+		s.live = newLiveness(pc.ConnConfig, cfg.LivenessTimeout)
+		go s.live.run(func(err error) { s.out.failed(fmt.Errorf("%w: %w", errNoAnswer, err), true) }, s.out.ok)
 	}
 	return s, nil
 }
@@ -267,6 +283,9 @@ func (s *Store) Close() error {
 		s.closed.Store(true)
 		for _, w := range s.w {
 			w.Close()
+		}
+		if s.live != nil {
+			s.live.close()
 		}
 		s.pool.Close()
 	})

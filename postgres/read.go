@@ -13,12 +13,23 @@ import (
 
 // queryRow runs q on the pool and counts it.
 func (s *Store) queryRow(ctx context.Context, q *query, args ...any) pgx.Row {
+	if s.live.isDown() {
+		return errRow{errNoAnswer} // refused at once (liveness.go)
+	}
 	q.count()
 	return s.pool.QueryRow(ctx, q.text, args...)
 }
 
+// errRow is a row whose query was not sent.
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
+
 // query runs q on the pool and counts it.
 func (s *Store) query(ctx context.Context, q *query, args ...any) (pgx.Rows, error) {
+	if s.live.isDown() {
+		return nil, errNoAnswer // refused at once (liveness.go)
+	}
 	q.count()
 	return s.pool.Query(ctx, q.text, args...)
 }

@@ -61,6 +61,11 @@ const (
 // write runs op in the next batch of its writer and waits until it is
 // committed.
 func (s *Store) write(ctx context.Context, op writeOp) (result, error) {
+	if s.live.isDown() && !s.closed.Load() {
+		// The store does not answer (liveness.go): refused at once
+		// rather than after WriteTimeout.
+		return result{}, s.out.failed(errNoAnswer, true)
+	}
 	res, err := s.w[s.writerOf(op.shard())].Do(ctx, op)
 	var pe *parley.Error
 	switch {
