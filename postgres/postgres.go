@@ -255,10 +255,16 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		s.w = append(s.w, groupcommit.New(s.commit, groupcommit.Config{MaxBatch: cfg.MaxBatch, OnBatch: m.batch.Observe, OnTiming: m.batch.ObserveTiming}))
 	}
 	if cfg.LivenessTimeout > 0 {
-		s.live = newLiveness(pc.ConnConfig, cfg.LivenessTimeout)
-		go s.live.run(func(err error) { s.out.failed(fmt.Errorf("%w: %w", errNoAnswer, err), true) }, s.out.ok)
+		s.startLiveness(newLiveness(pc.ConnConfig, cfg.LivenessTimeout))
 	}
 	return s, nil
+}
+
+// startLiveness starts the store's liveness probe l (liveness.go), which
+// Close stops: its verdicts go to the outage's log.
+func (s *Store) startLiveness(l *liveness) {
+	s.live = l
+	go l.run(func(err error) { s.out.failed(fmt.Errorf("%w: %w", errNoAnswer, err), true) }, s.out.ok)
 }
 
 func (s *Store) init(ctx context.Context, cfg Config) error {

@@ -96,12 +96,15 @@ func NewHealth(rdb *goredis.Client, cfg HealthConfig) *Health {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	opt := *rdb.Options()
-	opt.PoolSize, opt.MinIdleConns, opt.MaxIdleConns = 1, 0, 1
-	opt.MaxRetries = -1 // one ping is one try
-	opt.ContextTimeoutEnabled = true
+	o := rdb.Options()
+	probe := &goredis.Options{ // the same server, as the same user; one connection, one try a ping
+		Network: o.Network, Addr: o.Addr, Username: o.Username, Password: o.Password, CredentialsProvider: o.CredentialsProvider,
+		DB: o.DB, TLSConfig: o.TLSConfig, Protocol: o.Protocol, ClientName: o.ClientName,
+		DialTimeout: cfg.Timeout, ReadTimeout: cfg.Timeout, WriteTimeout: cfg.Timeout,
+		PoolSize: 1, MaxRetries: -1, ContextTimeoutEnabled: true,
+	}
 	h := &Health{
-		probe: goredis.NewClient(&opt),
+		probe: goredis.NewClient(probe),
 		cfg:   cfg,
 		log:   cfg.Logger,
 		m:     newHealthMetrics(cfg.Registerer),
