@@ -357,7 +357,11 @@ func testFreezeRedis(t *testing.T) {
 	t.Logf("Redis frozen %v: %d receipts during it (%d from %v on); send p99 before %v, during (from %v) %v: %.1f×; longest time with no receipt %v; longest subscriber silence %v (%s)",
 		ms(back.Sub(down)), len(sendLatencies(st.l, down, back)), len(during), freezeDetect, ms(p99(before)), freezeDetect, ms(p99(during)), ratio, ms(gap), ms(quiet), who)
 	hung := detected(down, "redis is not answering", a, b)
-	t.Logf("Redis frozen: the nodes marked it down %s after the freeze", hung)
+	errs, warns := len(a.logLines("level=ERROR"))+len(b.logLines("level=ERROR")), len(a.logLines("level=WARN"))+len(b.logLines("level=WARN"))
+	t.Logf("Redis frozen: the nodes marked it down %s after the freeze; %d ERROR and %d WARN log lines on the two nodes", hung, errs, warns)
+	if errs > 20 {
+		t.Errorf("%d ERROR log lines on two nodes for one freeze; want it logged once, and its end", errs)
+	}
 	// The bounds are loose (the machine is shared); the 2× is
 	// reported above.
 	if len(during) == 0 {

@@ -71,6 +71,12 @@
 // gone: the relay drops that node's presence entries (at most once a
 // second per node).
 //
+// A hung Redis is the same failure, sooner: cmd/parley puts a breaker on
+// the Redis client (redis.Health) that fails presence reads, head writes
+// and the hot data's wait (Config.Written) at once while Redis does not
+// answer, so the relay publishes without waiting and routes to every
+// known node; a failed presence read is logged once a spell.
+//
 // While routes are unsure (for Config.Settle after presence could not be
 // read or was reset: PresenceReset) a message goes to every known node,
 // those seen in a route or listed live by Config.Nodes, rather than to the
@@ -233,12 +239,13 @@ type Relay struct {
 	sigWake    chan struct{} // a signal is queued
 	sigDone    chan struct{} // closed when the signal goroutine has returned
 
-	headsDown atomic.Bool   // the last read or write of Heads failed
-	fromStore atomic.Bool   // the next head check reads the store, not Heads (a node died)
-	headsWake chan struct{} // a head is pending
-	checkWake chan struct{} // CheckHeads was called
-	stop      chan struct{} // closed by Close: the keeper returns
-	keepDone  chan struct{} // closed when the keeper has returned
+	headsDown    atomic.Bool   // the last read or write of Heads failed
+	presenceDown atomic.Bool   // the last presence read of a route failed (logged once a spell)
+	fromStore    atomic.Bool   // the next head check reads the store, not Heads (a node died)
+	headsWake    chan struct{} // a head is pending
+	checkWake    chan struct{} // CheckHeads was called
+	stop         chan struct{} // closed by Close: the keeper returns
+	keepDone     chan struct{} // closed when the keeper has returned
 
 	reads sync.WaitGroup // the gap reads on their way (readGap); Close waits for them
 
@@ -638,12 +645,17 @@ func (r *Relay) route(roomID string) *route {
 	nodes, oldest, err := r.nodesOf(ctx, ml.ids)
 	if err != nil {
 		r.m.routeErrors.Inc()
-		r.log.Error("cluster: presence", "room", roomID, "err", err)
+		if !r.presenceDown.Swap(true) { // once a spell: a hung Redis fails every message's read
+			r.log.Error("cluster: presence unreachable; messages go to every known node until it answers", "room", roomID, "err", err)
+		}
 		r.routes.setUnsure()
 		if rt != nil {
 			return rt
 		}
 		return r.routes.fallback(roomID, ml.ids)
+	}
+	if r.presenceDown.Swap(false) {
+		r.log.Info("cluster: presence reachable again")
 	}
 	// The route lives RouteTTL from its oldest presence read, as if it
 	// had read them all then.

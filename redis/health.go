@@ -7,6 +7,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -192,9 +193,23 @@ func (h *Health) DialHook(next goredis.DialHook) goredis.DialHook {
 		h.cmu.Lock()
 		h.conns[tc] = struct{}{}
 		h.cmu.Unlock()
+		if sc, ok := c.(syscall.Conn); ok {
+			// The client checks an idle connection through its socket
+			// before it uses it again: keep that.
+			return &trackedSysConn{trackedConn: tc, sc: sc}, nil
+		}
 		return tc, nil
 	}
 }
+
+// trackedSysConn is a trackedConn over a connection with a socket.
+type trackedSysConn struct {
+	*trackedConn
+	sc syscall.Conn
+}
+
+// SyscallConn implements syscall.Conn.
+func (c *trackedSysConn) SyscallConn() (syscall.RawConn, error) { return c.sc.SyscallConn() }
 
 // trackedConn is a connection of the client, known to its Health until
 // it is closed.

@@ -126,6 +126,17 @@ type HotConfig struct {
 // stale (a member who left may still pass a membership check; one who
 // joined never fails it: a negative answer is confirmed by the inner
 // store), for at most one TTL.
+//
+// A Redis that hangs rather than fails (nothing answers) is the breaker's
+// (HotConfig.Health, health.go): once it marks Redis down nothing here
+// waits for it, every Redis call fails at once (reads go to the inner
+// store, writes are owed), and before Redis is marked up again the
+// applier runs the pending invalidations and replays what is owed, so
+// that what a spell left stale in Redis is not read as truth after it. A
+// message committed during the spell and heard of on another node may
+// still be missing from that node's Redis reads until this node has
+// replayed it; so may everything this node wrote while only it could not
+// reach Redis.
 type HotStore struct {
 	parley.Store // the inner store: writes and everything not cached
 
