@@ -377,7 +377,7 @@ func testFreezeRedis(t *testing.T) {
 		t.Errorf("send p99 while Redis was frozen (after %v) %v, want far below the send timeout (before: %v)", freezeDetect, ms(p), ms(p99(before)))
 	}
 	rec, v, bad := finishFreeze(t, e, st, room, down, back, a, b)
-	report(t, result{name: fmt.Sprintf("7a Redis frozen (SIGSTOP) %v, senders on 2 nodes", freezeHold), v: v, subs: len(st.subs), subFaults: bad,
+	report(t, result{name: fmt.Sprintf("9a Redis frozen (SIGSTOP) %v, senders on 2 nodes", freezeHold), v: v, subs: len(st.subs), subFaults: bad,
 		recovery: rec + " after thaw",
 		notes: fmt.Sprintf("detected: %s; send p99 %s before, %s frozen (%.1f×); no receipt for %s at most, subscriber silence %s; refusals: %s",
 			hung, ms(p99(before)), ms(p99(during)), ratio, ms(gap), ms(quiet), st.l.refusalSummary())})
@@ -406,7 +406,7 @@ func testFreezeRabbitMQ(t *testing.T) {
 		t.Errorf("subscriber %s read nothing for %v while RabbitMQ was frozen, want under %v", who, ms(quiet), freezeDetect+2*time.Second)
 	}
 	rec, v, bad := finishFreeze(t, e, st, room, down, back, a, b)
-	report(t, result{name: fmt.Sprintf("7b RabbitMQ frozen (SIGSTOP) %v, senders on 2 nodes", freezeHold), v: v, subs: len(st.subs), subFaults: bad,
+	report(t, result{name: fmt.Sprintf("9b RabbitMQ frozen (SIGSTOP) %v, senders on 2 nodes", freezeHold), v: v, subs: len(st.subs), subFaults: bad,
 		recovery: rec + " after thaw",
 		notes:    fmt.Sprintf("no receipt for %s at most, subscriber silence %s; refusals: %s", ms(gap), ms(quiet), st.l.refusalSummary())})
 }
@@ -544,7 +544,7 @@ func testFreezePostgres(t *testing.T) {
 			pgDetect, len(refused), refuseBound, len(wrong))
 	}
 	rec, v, bad := finishFreeze(t, e, st, room, down, back, a, b)
-	report(t, result{name: fmt.Sprintf("7c PostgreSQL frozen (SIGSTOP) %v, senders on 2 nodes", freezeHold), v: v, subs: len(st.subs), subFaults: bad,
+	report(t, result{name: fmt.Sprintf("9c PostgreSQL frozen (SIGSTOP) %v, senders on 2 nodes", freezeHold), v: v, subs: len(st.subs), subFaults: bad,
 		recovery: rec + " after thaw",
 		notes: fmt.Sprintf("detected: %s; sends refused while frozen (from %s on) in %s p50, %s max; refusals: %s",
 			detected(down, "store unreachable", a, b), pgDetect, ms(quantile(refused, 0.5)), ms(worst), st.l.refusalSummary())})
