@@ -64,9 +64,9 @@ func TestLivenessRefusesAStoreThatDoesNotAnswer(t *testing.T) {
 	var answer atomic.Bool
 	var pings atomic.Int64
 	answer.Store(true)
-	l := newLiveness(nil, 100*time.Millisecond)
+	l := newLiveness(nil, 400*time.Millisecond)
 	l.connect = func(context.Context) (pinger, error) {
-		return fakePinger{answer: &answer, delay: 60 * time.Millisecond, pings: &pings}, nil
+		return fakePinger{answer: &answer, delay: 100 * time.Millisecond, pings: &pings}, nil
 	}
 	s.startLiveness(l)
 	n := 0

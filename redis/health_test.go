@@ -53,7 +53,7 @@ func TestHealthCutsAHungRedis(t *testing.T) {
 	rdb := goredis.NewClient(opt)
 	defer rdb.Close()
 	reg := prometheus.NewRegistry()
-	h := redis.NewHealth(rdb, redis.HealthConfig{Interval: 50 * time.Millisecond, Timeout: 300 * time.Millisecond, Registerer: reg})
+	h := redis.NewHealth(rdb, redis.HealthConfig{Interval: 50 * time.Millisecond, Timeout: 500 * time.Millisecond, Registerer: reg})
 	defer h.Close()
 	type stepRun struct{ own, other error }
 	steps := make(chan stepRun, 10)
@@ -123,7 +123,7 @@ func TestHotStoreWhileRedisHangs(t *testing.T) {
 	srv, rdb := privateClient(t)
 	reg := prometheus.NewRegistry()
 	cfg := redis.HotConfig{Prefix: "parleytest:" + parley.NewID()[:8] + ":", Timeout: time.Minute, Registerer: reg,
-		Health: &redis.HealthConfig{Interval: 50 * time.Millisecond, Timeout: 300 * time.Millisecond, Registerer: reg}}
+		Health: &redis.HealthConfig{Interval: 50 * time.Millisecond, Timeout: 500 * time.Millisecond, Registerer: reg}}
 	n := openNodeWith(t, pgtest.Schema(t), rdb, cfg, nil)
 	ctx := context.Background()
 	ann := parleytest.MustCreateUser(t, n.hot, "ann")
