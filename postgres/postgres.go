@@ -186,7 +186,8 @@ type Store struct {
 	rq       *readQueries
 
 	writeTimeout time.Duration
-	minSendBatch int // the smallest batch of sends that takes trySends
+	live         *liveness // the liveness probe (liveness.go), or nil
+	minSendBatch int       // the smallest batch of sends that takes trySends
 	// afterCommit, when set (tests), is called by the writer with a
 	// committed batch's events, before they go to the sequencer.
 	afterCommit func([]parley.Event)
@@ -198,7 +199,6 @@ type Store struct {
 	closed    atomic.Bool
 	closeOnce sync.Once
 	out       outage
-	live      *liveness // the liveness probe (liveness.go), or nil
 }
 
 var _ parley.Store = (*Store)(nil)
