@@ -26,6 +26,7 @@ type Postgres struct {
 	name    string
 	port    int
 	data    string // the data directory
+	log     string // the server's log
 	procs   procs
 }
 
@@ -49,12 +50,12 @@ func StartPostgres(t testing.TB) *Postgres {
 	c.procs = procs{name: "postgres " + c.name, root: c.postmaster}
 	// The postgres user must reach the data directory.
 	dir := t.TempDir()
-	c.data = filepath.Join(dir, "data")
+	c.data, c.log = filepath.Join(dir, "data"), filepath.Join(dir, "postgresql.log")
 	for d := dir; d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
 		os.Chmod(d, 0o755)
 	}
 	out, err := exec.Command("pg_createcluster", c.version, c.name, "-p", strconv.Itoa(c.port),
-		"-d", c.data, "-l", filepath.Join(dir, "postgresql.log"),
+		"-d", c.data, "-l", c.log,
 		"--", "--auth=trust").CombinedOutput()
 	if err != nil {
 		t.Fatalf("pg_createcluster: %v: %s", err, LastLines(string(out), 5))
@@ -93,7 +94,7 @@ func (c *Postgres) ctl(action string, extra ...string) {
 	args := append([]string{"--skip-systemctl-redirect"}, extra...)
 	args = append(args, c.version, c.name, action)
 	if out, err := exec.Command("pg_ctlcluster", args...).CombinedOutput(); err != nil {
-		c.t.Fatalf("pg_ctlcluster %s %s: %v: %s", c.name, action, err, out)
+		c.t.Fatalf("pg_ctlcluster %s %s: %v: %s\n%s", c.name, action, err, out, LastLines(readFile(c.log), 10))
 	}
 }
 
@@ -119,20 +120,8 @@ func (c *Postgres) Stop() {
 // starts it again, with crash recovery.
 func (c *Postgres) Kill() {
 	c.t.Helper()
-	pids := c.procs.pids()
-	c.procs.kill()
-	deadline := time.Now().Add(30 * time.Second)
-	for _, pid := range pids {
-		for {
-			p, err := readProc(pid)
-			if err != nil || p.state == 'Z' || p.state == 'X' {
-				break
-			}
-			if time.Now().After(deadline) {
-				c.t.Fatalf("postgres %s: process %d still there 30 s after SIGKILL", c.name, pid)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+	if err := c.procs.kill(); err != nil {
+		c.t.Fatal(err)
 	}
 }
 

@@ -186,15 +186,31 @@ func (s *procs) isFrozen() bool {
 	return len(s.frozen) > 0
 }
 
-// kill thaws the instance and sends SIGKILL to each of its processes; it
-// does not wait for them.
-func (s *procs) kill() {
+// kill thaws the instance, sends SIGKILL to each of its processes and
+// waits, at most 30 s, until they are gone, not even zombies: a
+// postmaster's lock file names its pid, and a zombie's pid still answers
+// kill(pid, 0), so a new postmaster would refuse to start.
+func (s *procs) kill() error {
 	s.mu.Lock()
 	s.thawLocked() // a stopped process dies of SIGKILL too, but not its pending SIGCONT waits
 	s.mu.Unlock()
-	for _, p := range s.list() {
+	list := s.list()
+	for _, p := range list {
 		syscall.Kill(p.pid, syscall.SIGKILL)
 	}
+	deadline := time.Now().Add(30 * time.Second)
+	for _, p := range list {
+		for {
+			if _, err := readProc(p.pid); err != nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("kill %s: process %d (%s) still there 30 s after SIGKILL", s.name, p.pid, p.comm)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	return nil
 }
 
 // waitState waits, at most d, until every live process of pids is

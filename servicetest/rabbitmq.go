@@ -185,7 +185,9 @@ func (n *Rabbit) Stop() {
 // started for it, every process of the node and its epmd, which Start
 // starts again.
 func (n *Rabbit) Kill() {
-	n.procs.kill() // epmd too, also after Stop
+	if err := n.procs.kill(); err != nil { // epmd too, also after Stop
+		n.t.Error(err)
+	}
 	if n.cmd == nil {
 		return
 	}

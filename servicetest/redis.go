@@ -95,7 +95,9 @@ func (r *Redis) Kill() {
 	if r.cmd == nil {
 		return
 	}
-	r.procs.kill()
+	if err := r.procs.kill(); err != nil {
+		r.t.Error(err)
+	}
 	<-r.exited
 	r.cmd = nil
 }
