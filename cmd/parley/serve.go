@@ -115,7 +115,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.CacheSearch, "cache-search-mib", cache.DefaultSearchBytes>>20, "MiB of search indexes kept in memory (each searched room's messages and words), over all rooms, least recently searched dropped first; a search whose rooms do not fit uses the store's index (0: always the store's; one node only)")
 	fs.StringVar(&c.DebugAddr, "debug-addr", "", "serve Go's pprof profiles at http://ADDR/debug/pprof/ (keep it on loopback; empty: off)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve /metrics at this address instead of on --addr, apart from the public endpoints (may equal --debug-addr; empty: on --addr)")
-	fs.DurationVar(&c.HTTPReadTimeout, "http-read-timeout", 10*time.Second, "most time a client may take to send an HTTP request, headers and body, else its connection is closed (not /ws sessions; 0: no limit)")
+	fs.DurationVar(&c.HTTPReadTimeout, "http-read-timeout", 10*time.Second, "most time a client may take to send an HTTP request's body, from when the server begins to read it (headers: 10 s), else its connection is closed (not /ws sessions; 0: no limit)")
 	fs.DurationVar(&c.HTTPWriteTimeout, "http-write-timeout", 30*time.Second, "most time from the end of an HTTP request's headers to the end of its response, else its connection is closed (not /ws sessions; 0: no limit)")
 	fs.StringVar(&c.AllowedOrigins, "allowed-origins", "", "comma-separated Origins allowed to open /ws, or * (empty: the same host)")
 	fs.DurationVar(&c.StompHeartBeat, "stomp-heartbeat", 10*time.Second, "STOMP heart-beat interval the server offers both ways")
