@@ -14,7 +14,7 @@ import (
 // clock (afterBeats): a heart-beat is queued at most once per tick of the
 // session's timer, every heartBeat/2.
 const (
-	frameTimeout = 200 * time.Millisecond
+	frameTimeout = 300 * time.Millisecond
 	heartBeat    = frameTimeout / 4
 )
 
@@ -125,7 +125,6 @@ func TestServerPauseIsNotFrameTime(t *testing.T) {
 		c.afterBeats() // a frame timeout after the last frame was read
 		c.send(pipelined(n+1, 1, 10))
 		c.expect("RECEIPT", "receipt-id:r"+strconv.Itoa(n+1))
-		c.afterBeats()
 		c.expectAlive()
 	})
 }
