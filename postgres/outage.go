@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"parley"
 )
@@ -114,4 +115,94 @@ func (o *outage) ok() {
 	o.down.Store(false)
 	o.mu.Unlock()
 	o.log.Warn("postgres: store reachable again", "down", time.Since(since).Round(time.Millisecond), "refused", fails)
+}
+
+// errWriteFull is what a write gets while PostgreSQL's disk is full
+// (SQLSTATE 53100, disk_full): its transaction was rolled back, and the
+// client-id makes sending it again safe.
+var errWriteFull = parley.Errorf(parley.CodeUnavailable,
+	"the server's storage is full; send again later with the same client-id")
+
+// errReadFull is what a read gets that PostgreSQL could not answer for a
+// full disk (a sort or a hash spilling to a temporary file).
+var errReadFull = parley.Errorf(parley.CodeUnavailable, "the server's storage is full; try again later")
+
+// diskFull reports whether err is PostgreSQL's disk_full (SQLSTATE 53100):
+// a file could not be extended or written for want of room.
+func diskFull(err error) bool { return pgCode(err) == "53100" }
+
+// fullState logs when writes start failing for a full disk, once, and when
+// a write is committed again, once, however many are refused in between;
+// it counts the refusals (parley_store_full_total) and shows the state
+// (parley_store_full) and, through Store.StorageFull, /readyz. It is the
+// sqlite store's (sqlite/full.go), for the other SQLSTATE.
+type fullState struct {
+	log     *slog.Logger
+	refused prometheus.Counter // parley_store_full_total
+	gauge   prometheus.Gauge   // parley_store_full
+	down    atomic.Bool        // set while since is not zero: ok's fast path
+
+	mu    sync.Mutex // guards the following fields
+	since time.Time  // zero while writes succeed
+	fails uint64     // writes refused since
+}
+
+func newFullState(log *slog.Logger) *fullState {
+	return &fullState{
+		log: log,
+		refused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_store_full_total",
+			Help: "Writes refused as unavailable because the store's storage was full (SQLSTATE 53100).",
+		}),
+		gauge: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "parley_store_full",
+			Help: "1 while the store refuses writes because its storage is full, else 0.",
+		}),
+	}
+}
+
+// refuse records a write that failed with err, a disk_full, and returns
+// the error its caller gets: errWriteFull, wrapping err.
+func (f *fullState) refuse(err error) error {
+	f.refused.Inc()
+	f.mu.Lock()
+	first := f.since.IsZero()
+	if first {
+		f.since = time.Now()
+		f.down.Store(true)
+		f.gauge.Set(1)
+	}
+	f.fails++
+	f.mu.Unlock()
+	if first {
+		f.log.Error("postgres: storage full; refusing writes as unavailable until there is room again", "err", err)
+	}
+	return fmt.Errorf("%w: %w", errWriteFull, err)
+}
+
+// ok records a write that was committed.
+func (f *fullState) ok() {
+	if !f.down.Load() {
+		return
+	}
+	f.mu.Lock()
+	if f.since.IsZero() {
+		f.mu.Unlock()
+		return
+	}
+	since, fails := f.since, f.fails
+	f.since, f.fails = time.Time{}, 0
+	f.down.Store(false)
+	f.gauge.Set(0)
+	f.mu.Unlock()
+	f.log.Warn("postgres: storage has room again; writes resume", "full", time.Since(since).Round(time.Millisecond), "refused", fails)
+}
+
+// StorageFull reports whether the store refuses writes because
+// PostgreSQL's disk is full: since when (zero when it does not), and how
+// many it refused since. The first write that is committed again ends it.
+func (s *Store) StorageFull() (since time.Time, refused uint64) {
+	s.full.mu.Lock()
+	defer s.full.mu.Unlock()
+	return s.full.since, s.full.fails
 }
