@@ -44,12 +44,19 @@ type errorBody struct {
 	} `json:"error"`
 }
 
-// writeError writes err as the JSON error shape. Internal errors reach
-// the client without detail (logError logs them).
+// retryUnavailable is the Retry-After of a 503 unavailable, in seconds: a
+// store outage, a full disk, a shutdown (the gateway's /ws says the same).
+const retryUnavailable = "5"
+
+// writeError writes err as the JSON error shape, a 503 with Retry-After.
+// Internal errors reach the client without detail (logError logs them).
 func writeError(w http.ResponseWriter, err error) {
 	var body errorBody
 	body.Error.Code = parley.ErrorCode(err)
 	body.Error.Message = parley.ErrorMessage(err)
+	if body.Error.Code == parley.CodeUnavailable {
+		w.Header().Set("Retry-After", retryUnavailable)
+	}
 	writeJSON(w, errorStatus(body.Error.Code), body)
 }
 
