@@ -189,6 +189,7 @@ type Main struct {
 	registry *prometheus.Registry
 	lock     *dirlock.Lock // of the data directory, in single-node mode
 	store    parley.Store
+	durable  parley.Store // the store of record under store's read path (/readyz asks it if its storage is full)
 	http     *http.Server
 	sweeper  *accept.Sweeper // the HTTP connections' deadlines
 	ops      []*opsServer    // /metrics and pprof, when --metrics-addr or --debug-addr is set
@@ -247,7 +248,7 @@ func (m *Main) Open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m.store = db // Close closes it; the hot-data layer takes it over below
+	m.store, m.durable = db, db // Close closes store; the hot-data layer takes it over below
 	// A revocation ends the live sessions of its tokens on this node: the
 	// chat service calls endSessions for its own logouts, and in cluster
 	// mode the hot store for every node's. The gateway comes later.
