@@ -1,10 +1,12 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -104,12 +106,18 @@ func TestStorageFullIsUnavailable(t *testing.T) {
 	if refusedID == "" {
 		t.Fatal("1,000 sends of 8 KB fitted in the store: max_page_count did not fill it")
 	}
+	// Concurrent senders: their batches fail whole, and the writer goes on.
 	const more = 20
+	errs := make([]error, more)
+	var wg sync.WaitGroup
 	for i := range more {
-		_, _, err := send(big, refusedID)
+		wg.Go(func() { _, _, errs[i] = send(big, fmt.Sprintf("p%d", i)) })
+	}
+	wg.Wait()
+	for i, err := range errs {
 		msg := parley.ErrorMessage(err)
 		if parley.ErrorCode(err) != parley.CodeUnavailable || !strings.Contains(msg, "storage is full") || !strings.Contains(msg, "same client-id") {
-			t.Fatalf("Send() %d on a full store = %v, want unavailable saying the storage is full, to send again with the same client-id", i, err)
+			t.Fatalf("Send(p%d) on a full store = %v, want unavailable saying the storage is full, to send again with the same client-id", i, err)
 		}
 	}
 	// Any write that needs room (a row that fits in a page already there
@@ -149,6 +157,26 @@ func TestStorageFullIsUnavailable(t *testing.T) {
 		t.Errorf("Send() after space is freed: seq %d, want %d (the next, no hole)", m.Seq, want)
 	}
 	stored = append(stored, m)
+	// The concurrent senders send again with their client-ids: each is
+	// stored once, at the seqs that follow.
+	resent := make([]parley.Message, more)
+	for i := range more {
+		wg.Go(func() {
+			var created bool
+			resent[i], created, errs[i] = send(big, fmt.Sprintf("p%d", i))
+			if errs[i] == nil && !created {
+				errs[i] = fmt.Errorf("not created")
+			}
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("Send(p%d) after space is freed: %v", i, err)
+		}
+	}
+	slices.SortFunc(resent, func(a, b parley.Message) int { return cmp.Compare(a.Seq, b.Seq) })
+	stored = append(stored, resent...)
 	again, created, err := send("before", "c0")
 	if err != nil || created || again.ID != first.ID {
 		t.Errorf("repeat of c0 = %v (created %v), %v; want the original %v", again.ID, created, err, first.ID)
