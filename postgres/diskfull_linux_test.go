@@ -80,6 +80,8 @@ func TestDiskFullOnRealPostgres(t *testing.T) {
 		t.Fatalf("Open() error = %v", err)
 	}
 	t.Cleanup(func() { s.Close() })
+	clock := parleytest.NewClock()
+	postgres.SetFullClock(s, clock.Now)
 	alice := parleytest.MustCreateUser(t, s, "alice")
 	r := parleytest.MustCreateRoom(t, s, alice, "full", 0)
 	send := func(body, clientID string) (parley.Message, bool, error) {
@@ -146,6 +148,7 @@ func TestDiskFullOnRealPostgres(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
+	clock.Advance(postgres.FullQuiet)
 	m, created, err := send(body, refusedID)
 	if err != nil || !created {
 		t.Fatalf("Send() after space is freed = %v, %v; want a new message", created, err)

@@ -12,18 +12,22 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"parley"
+	"parley/parleytest"
 )
 
 // TestDiskFullIsUnavailable: a write that PostgreSQL fails with disk_full
 // (SQLSTATE 53100), however wrapped, goes through the store's translation
 // of a write's error (Store.write's) as unavailable, "the server's storage
 // is full", to send again with the same client-id; the state is logged
-// once when it starts and once when a write succeeds again, counted, and
+// once when it starts and once when a write succeeds fullQuiet after the
+// last refusal, counted, and
 // shown by StorageFull. Other statement failures keep their own code.
 func TestDiskFullIsUnavailable(t *testing.T) {
 	ctx := context.Background()
 	logs := &recordLog{}
 	s := &Store{out: outage{log: slog.New(logs)}, full: newFullState(slog.New(logs))}
+	clock := parleytest.NewClock()
+	s.full.now = clock.Now
 	full := fmt.Errorf("commit: %w", &pgconn.PgError{Code: "53100", Message: "could not extend file"})
 	const n = 5
 	for i := range n {
@@ -48,6 +52,15 @@ func TestDiskFullIsUnavailable(t *testing.T) {
 	if got := logs.all(); len(got) != 1 || !strings.Contains(got[0], "storage full") {
 		t.Errorf("log while full = %q, want one line", got)
 	}
+	// A write committed within fullQuiet of the last refusal (an update
+	// that fit in its page) does not end it; one after does.
+	if err := s.writeErr(ctx, nil); err != nil {
+		t.Fatalf("a committed write = %v", err)
+	}
+	if since, _ := s.StorageFull(); since.IsZero() {
+		t.Errorf("StorageFull() ended by a write committed right after a refusal, want it to last %v", fullQuiet)
+	}
+	clock.Advance(fullQuiet)
 	if err := s.writeErr(ctx, nil); err != nil {
 		t.Fatalf("a committed write = %v", err)
 	}

@@ -94,8 +94,8 @@
 // call reaches the store again (outage.go). A write that fails with
 // disk_full (SQLSTATE 53100) was rolled back: it fails with CodeUnavailable,
 // "the server's storage is full", to be sent again with the same client-id,
-// logged once when it starts and once when a write is committed again, and
-// shown by Store.StorageFull.
+// logged once when it starts and once at the first write committed 5 s
+// after the last refusal, and shown by Store.StorageFull.
 package postgres
 
 import (

@@ -21,29 +21,38 @@ import (
 var errFull = parley.Errorf(parley.CodeUnavailable,
 	"the server's storage is full; send again later with the same client-id")
 
+// fullQuiet is how long writes must go without a refusal for a committed
+// one to end the full state: the Retry-After that clients are told.
+const fullQuiet = 5 * time.Second
+
 // fullState logs when writes start failing for a full storage, once, and
 // when a write succeeds again, once, however many are refused in between;
 // it counts the refusals (parley_store_full_total) and shows the state
 // (parley_store_full) and, through Store.StorageFull, /readyz.
 //
-// A commit that succeeds ends the state: it found room. On a disk with
-// only a little room (a WAL rewound by a checkpoint overwrites its own
-// file) small writes may succeed while larger ones are refused, and the
-// state then starts and ends with them; each is a write that did succeed.
+// A write committed once none was refused for fullQuiet ends the state.
+// Until then a committed write does not: on a disk with a little room,
+// writes that fit in pages the database has already (a read mark, an
+// update) succeed while those that need new ones (a message) are refused,
+// and ending the state at each would log two lines per alternation, the
+// flood the state is for.
 type fullState struct {
 	log     *slog.Logger
 	refused prometheus.Counter // parley_store_full_total
 	gauge   prometheus.Gauge   // parley_store_full
 	down    atomic.Bool        // set while since is not zero: ok's fast path
+	now     func() time.Time   // time.Now; a test's clock
 
 	mu    sync.Mutex // guards the following fields
 	since time.Time  // zero while writes succeed
+	last  time.Time  // the latest refusal
 	fails uint64     // writes refused since
 }
 
 func newFullState(log *slog.Logger) *fullState {
 	return &fullState{
 		log: log,
+		now: time.Now,
 		refused: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_store_full_total",
 			Help: "Writes refused as unavailable because the store's storage was full.",
@@ -59,13 +68,15 @@ func newFullState(log *slog.Logger) *fullState {
 // the error its caller gets: errFull, wrapping err.
 func (f *fullState) refuse(err error) error {
 	f.refused.Inc()
+	now := f.now()
 	f.mu.Lock()
 	first := f.since.IsZero()
 	if first {
-		f.since = time.Now()
+		f.since = now
 		f.down.Store(true)
 		f.gauge.Set(1)
 	}
+	f.last = now
 	f.fails++
 	f.mu.Unlock()
 	if first {
@@ -74,22 +85,24 @@ func (f *fullState) refuse(err error) error {
 	return fmt.Errorf("%w: %w", errFull, err)
 }
 
-// ok records a write that was committed.
+// ok records a write that was committed: it ends the state once no
+// write was refused for fullQuiet.
 func (f *fullState) ok() {
 	if !f.down.Load() {
 		return
 	}
+	now := f.now()
 	f.mu.Lock()
-	if f.since.IsZero() {
+	if f.since.IsZero() || now.Sub(f.last) < fullQuiet {
 		f.mu.Unlock()
 		return
 	}
 	since, fails := f.since, f.fails
-	f.since, f.fails = time.Time{}, 0
+	f.since, f.last, f.fails = time.Time{}, time.Time{}, 0
 	f.down.Store(false)
 	f.gauge.Set(0)
 	f.mu.Unlock()
-	f.log.Warn("sqlite: storage has room again; writes resume", "full", time.Since(since).Round(time.Millisecond), "refused", fails)
+	f.log.Warn("sqlite: storage has room again; writes resume", "full", now.Sub(since).Round(time.Millisecond), "refused", fails)
 }
 
 // state returns when the storage was found full, zero if it is not, and
@@ -102,8 +115,8 @@ func (f *fullState) state() (since time.Time, refused uint64) {
 
 // StorageFull reports whether the store refuses writes because its storage
 // is full: since when (zero when it does not), and how many it refused
-// since. Reads are served meanwhile. The first write that is committed
-// again ends it.
+// since. Reads are served meanwhile. The first write committed after 5 s
+// without a refusal ends it.
 func (s *Store) StorageFull() (since time.Time, refused uint64) { return s.full.state() }
 
 // writeErr translates the error of a write from the group-commit writer:

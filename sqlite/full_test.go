@@ -55,10 +55,11 @@ func setMaxPages(t *testing.T, s *Store, n int64) {
 // writer) and checks what the issue asks of a full disk: each write is
 // refused as unavailable with a message that says the storage is full and
 // to send again with the same client-id, reads keep working, the log has
-// one line when it starts and one when it ends, the metrics count the
-// refusals, and once there is room again sends resume at the next seq with
-// no hole, a refused client-id stored once and an earlier one returning
-// its original.
+// one line when it starts and one when it ends (a write committed
+// fullQuiet after the last refusal), the metrics count the refusals, and
+// once there is room again sends resume at the next seq with no hole, a
+// refused client-id stored once and an earlier one returning its
+// original.
 func TestStorageFullIsUnavailable(t *testing.T) {
 	ctx := context.Background()
 	logs := &lineLog{}
@@ -68,6 +69,8 @@ func TestStorageFullIsUnavailable(t *testing.T) {
 		t.Fatalf("Open() error = %v", err)
 	}
 	defer s.Close()
+	clock := parleytest.NewClock()
+	s.full.now = clock.Now
 	u := parleytest.MustCreateUser(t, s, "u")
 	r := parleytest.MustCreateRoom(t, s, u, "r", 0)
 	send := func(body, clientID string) (parley.Message, bool, error) {
@@ -157,6 +160,16 @@ func TestStorageFullIsUnavailable(t *testing.T) {
 		t.Errorf("Send() after space is freed: seq %d, want %d (the next, no hole)", m.Seq, want)
 	}
 	stored = append(stored, m)
+	// Within fullQuiet of the last refusal, a committed write does not end
+	// the state (on a disk with a little room, some writes fit and others
+	// do not: no pair of lines for each).
+	if got := testutil.ToFloat64(s.full.gauge); got != 1 {
+		t.Errorf("parley_store_full = %v right after the last refusal, want 1 until %v pass", got, fullQuiet)
+	}
+	if lines := logs.all(); len(lines) != 1 {
+		t.Errorf("log right after the last refusal = %q, want the start line only", lines)
+	}
+	clock.Advance(fullQuiet)
 	// The concurrent senders send again with their client-ids: each is
 	// stored once, at the seqs that follow.
 	resent := make([]parley.Message, more)

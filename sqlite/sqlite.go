@@ -81,8 +81,8 @@
 // max_page_count) was rolled back whole: its batch fails with CodeUnavailable,
 // "the server's storage is full", and the client sends again with the same
 // client-id. Reads go on. The state is logged once when it starts and once
-// when the first write is committed again (full.go); seqs resume at the
-// next one, since the failed transactions took none. A failed fsync is
+// at the first write committed 5 s after the last refusal (full.go); seqs
+// resume at the next one, since the failed transactions took none. A failed fsync is
 // another matter: the group-commit writer stops at it (package groupcommit),
 // since what was written may not be durable, and the node must restart.
 //
