@@ -97,7 +97,12 @@ func (rs *readState) arm() {
 
 // connReader reads a session's socket: once without waiting right after a
 // wake (errIdle when there is nothing), then, inside a frame, blocking until
-// the rest arrives or the frame timeout passes.
+// the rest arrives or the frame timeout passes. The frame timeout counts
+// only the time the reader waits for octets it is ready to read: from its
+// first wait for the rest of a frame to the frame's end. Neither the time
+// the session spends acting on a frame (a SEND waiting for the store)
+// while the next one's octets sit in its buffers, nor the time between
+// frames, counts.
 type connReader struct {
 	s        *session
 	nonblock bool
@@ -110,7 +115,9 @@ type connReader struct {
 
 	// frameStart is when the reader first waited for the rest of the
 	// current frame: the frame timeout runs from there, so a client that
-	// trickles a frame byte by byte cannot hold the reader for ever.
+	// trickles a frame byte by byte cannot hold the reader for ever. Zero
+	// between frames (set back when a frame ends and at each read
+	// between frames).
 	frameStart time.Time
 }
 
@@ -125,8 +132,25 @@ func (c *connReader) Read(p []byte) (int, error) {
 		c.nonblock = false
 		return n, nil
 	}
-	if c.nonblock && !c.blocking && s.rc != nil {
+	if c.nonblock {
+		// Between frames: no frame has begun, so no frame timeout runs.
+		// The deadline a frame before this one left on the socket goes:
+		// it would fail this read once it passed (a non-blocking read
+		// checks it too), a frame timeout after that frame, however
+		// whole the frames since.
 		c.nonblock = false
+		c.frameStart = time.Time{}
+		if s.readDeadline {
+			s.conn.SetReadDeadline(time.Time{})
+			s.readDeadline = false
+		}
+		if c.blocking || s.rc == nil {
+			// A blocking reader waits for the first octets of the next
+			// frame as long as they take: the connect timeout and the
+			// heart-beats bound a silent client, as they do when the
+			// poller waits.
+			return s.conn.Read(p)
+		}
 		c.p = p
 		err := s.rc.Read(c.readFn)
 		c.p = nil
@@ -147,6 +171,7 @@ func (c *connReader) Read(p []byte) (int, error) {
 		c.frameStart = time.Now()
 	}
 	s.conn.SetReadDeadline(c.frameStart.Add(s.frameTimeout()))
+	s.readDeadline = true
 	return s.conn.Read(p)
 }
 

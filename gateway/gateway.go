@@ -145,8 +145,12 @@ type Config struct {
 	WriteTimeout time.Duration
 	// SendTimeout bounds the wait for a SEND's commit. Default 10 s.
 	SendTimeout time.Duration
-	// FrameTimeout bounds the time from the first octets of a frame to
-	// its end, whatever heart-beat the client asked for. Default 30 s.
+	// FrameTimeout bounds the time the server waits for the rest of a
+	// frame it has begun to read, from its first wait to the frame's end,
+	// whatever heart-beat the client asked for. The time the session
+	// spends on an earlier frame (a SEND waiting for the store) while
+	// this one's first octets sit in its buffers does not count, nor the
+	// time between frames. Default 30 s.
 	FrameTimeout time.Duration
 	// MaxHeartBeat caps both intervals of a client's heart-beat header:
 	// a larger value is taken as MaxHeartBeat, so that a client cannot

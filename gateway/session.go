@@ -35,6 +35,10 @@ type session struct {
 	// it over): the client's current WebSocket message has had a frame
 	// without FIN, so continuation frames follow (RFC 6455 §5.4).
 	wsFragmented bool
+	// readDeadline is owned by the reader, as wsFragmented: the socket
+	// has the read deadline of a frame, which the next read between
+	// frames takes away (connReader.Read).
+	readDeadline bool
 
 	reading  atomic.Bool        // a reader goroutine runs
 	lastRead atomic.Int64       // unix nanoseconds of the last frame read

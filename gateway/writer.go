@@ -620,7 +620,7 @@ const lingerBytes = 256 << 10
 //
 // The bound is a timer that closes the socket, not the read deadline
 // alone: a reader still in the middle of a frame moves the socket's read
-// deadline to its own frame timeout.
+// deadline to its own frame timeout, and one between frames clears it.
 func (s *session) lingerClose() {
 	hc, ok := s.conn.(interface{ CloseWrite() error })
 	s.mu.Lock()

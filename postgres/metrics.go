@@ -31,8 +31,8 @@ func newMetrics() *metrics {
 	}
 }
 
-func (m *metrics) register(r prometheus.Registerer) error {
-	return m.batch.Register(r, m.queries, m.retries)
+func (m *metrics) register(r prometheus.Registerer, more ...prometheus.Collector) error {
+	return m.batch.Register(r, append([]prometheus.Collector{m.queries, m.retries}, more...)...)
 }
 
 // query is one SQL statement and its counter. pgx prepares and caches each

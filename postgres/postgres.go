@@ -84,6 +84,18 @@
 // PostgreSQL (Store.Queries is its sum), parley_store_batch_size the writes
 // per transaction, parley_store_commit_seconds the time of each batch and
 // parley_store_batch_retries_total the batches run again.
+// parley_store_full_total counts the writes refused for a full disk and
+// parley_store_full is 1 while they are (as in package sqlite).
+//
+// # Outages and a full disk
+//
+// While PostgreSQL cannot be reached, writes and reads fail with
+// CodeUnavailable; the outage is logged once when it starts and once when a
+// call reaches the store again (outage.go). A write that fails with
+// disk_full (SQLSTATE 53100) was rolled back: it fails with CodeUnavailable,
+// "the server's storage is full", to be sent again with the same client-id,
+// logged once when it starts and once at the first write committed 5 s
+// after the last refusal, and shown by Store.StorageFull.
 package postgres
 
 import (
@@ -150,7 +162,8 @@ type Config struct {
 	// Registerer, when set, gets the store's metrics.
 	Registerer prometheus.Registerer
 	// Logger logs the start and the end of an outage (PostgreSQL
-	// unreachable), once each. Default slog.Default().
+	// unreachable) and of a full disk (writes refused with SQLSTATE
+	// 53100), once each. Default slog.Default().
 	Logger *slog.Logger
 	// NoSearchIndex stores new messages without their search vector: only
 	// for measuring what the index costs (BENCHMARKS.md); search misses
@@ -199,6 +212,7 @@ type Store struct {
 	closed    atomic.Bool
 	closeOnce sync.Once
 	out       outage
+	full      *fullState // writes refused for a full disk (outage.go)
 }
 
 var _ parley.Store = (*Store)(nil)
@@ -241,7 +255,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 
 	m := newMetrics()
 	s := &Store{m: m, seq: newSequencer(), onCommit: cfg.OnCommit, wq: newWriteQueries(m, !cfg.NoSearchIndex), rq: newReadQueries(m),
-		writeTimeout: cfg.WriteTimeout, minSendBatch: minSendBatch, out: outage{log: cfg.Logger}}
+		writeTimeout: cfg.WriteTimeout, minSendBatch: minSendBatch, out: outage{log: cfg.Logger}, full: newFullState(cfg.Logger)}
 	s.pool, err = pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
@@ -275,7 +289,7 @@ func (s *Store) init(ctx context.Context, cfg Config) error {
 		return err
 	}
 	if cfg.Registerer != nil {
-		if err := s.m.register(cfg.Registerer); err != nil {
+		if err := s.m.register(cfg.Registerer, s.full.refused, s.full.gauge); err != nil {
 			return err
 		}
 	}
@@ -341,6 +355,9 @@ func (s *Store) readErr(op string, err error) error {
 	}
 	if unreachable(err) {
 		return s.out.failed(err, false)
+	}
+	if diskFull(err) {
+		return fmt.Errorf("%s: %w: %w", op, errReadFull, err)
 	}
 	if strings.HasPrefix(pgCode(err), "22") {
 		// Data exceptions: an argument PostgreSQL cannot take as text (a

@@ -67,18 +67,30 @@ func (s *Store) write(ctx context.Context, op writeOp) (result, error) {
 		return result{}, s.out.failed(errNoAnswer, true)
 	}
 	res, err := s.w[s.writerOf(op.shard())].Do(ctx, op)
+	return res, s.writeErr(ctx, err)
+}
+
+// writeErr translates the error of a write from its group-commit writer:
+// errClosed once closed, unavailable while PostgreSQL is unreachable
+// (outage) or its disk is full (fullState). A nil error or a write's own
+// *parley.Error means its batch was committed.
+func (s *Store) writeErr(ctx context.Context, err error) error {
 	var pe *parley.Error
 	switch {
 	case err == nil, errors.As(err, &pe):
 		s.out.ok()
+		s.full.ok()
 	case errors.Is(err, groupcommit.ErrClosed), s.closed.Load():
-		return res, errClosed
+		return errClosed
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
 		// The caller went away.
+	case diskFull(err):
+		s.out.ok() // it answered
+		return s.full.refuse(err)
 	default:
-		return res, s.out.failed(err, true)
+		return s.out.failed(err, true)
 	}
-	return res, err
+	return err
 }
 
 // writerOf returns the index of the writer of the writes whose shard is

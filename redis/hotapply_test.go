@@ -84,13 +84,8 @@ func TestHotApplyDoesNotHoldWriters(t *testing.T) {
 		<-applied
 	}
 
-	srv.Pause()
-	resumed := false
-	defer func() {
-		if !resumed {
-			srv.Resume()
-		}
-	}()
+	srv.Freeze()
+	defer srv.Thaw() // no-op once thawed below
 	first := make(chan struct{})
 	go func() {
 		defer close(first)
@@ -115,11 +110,10 @@ func TestHotApplyDoesNotHoldWriters(t *testing.T) {
 	}
 	select {
 	case <-first:
-		t.Error("Send returned before its commit was in Redis (Redis is paused)")
+		t.Error("Send returned before its commit was in Redis (Redis is frozen)")
 	default:
 	}
-	srv.Resume()
-	resumed = true
+	srv.Thaw()
 	if !waitDone(first, 30*time.Second) {
 		t.Fatal("Send did not return 30 s after Redis came back")
 	}
@@ -142,13 +136,9 @@ func TestHotAwaitEndsWhileRedisIsDown(t *testing.T) {
 	r := parleytest.MustCreateRoom(t, n.hot, ann, "room", 0)
 	parleytest.MustRoom(t, n.hot, r.ID) // in Redis now: one member
 
-	srv.Pause()
-	resumed := false
-	defer func() {
-		if !resumed {
-			srv.Resume()
-		}
-	}()
+	srv.Freeze()
+	defer srv.Thaw() // no-op once thawed below
+
 	if _, _, err := n.pg.Join(context.Background(), r.ID, bob.ID); err != nil { // the inner store: no wait
 		t.Fatal(err)
 	}
@@ -158,8 +148,7 @@ func TestHotAwaitEndsWhileRedisIsDown(t *testing.T) {
 	if !waitDone(done, 10*time.Second) {
 		t.Fatal("Await of a commit did not end 10 s into a Redis outage (the write's timeout is 200 ms)")
 	}
-	srv.Resume()
-	resumed = true
+	srv.Thaw()
 	deadline := time.Now().Add(20 * time.Second)
 	for retried(t, reg) < 2 { // the room's and bob's invalidations
 		if time.Now().After(deadline) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"time"
 	"unicode/utf8"
 
 	"parley"
@@ -43,12 +44,19 @@ type errorBody struct {
 	} `json:"error"`
 }
 
-// writeError writes err as the JSON error shape. Internal errors reach
-// the client without detail (logError logs them).
+// retryUnavailable is the Retry-After of a 503 unavailable, in seconds: a
+// store outage, a full disk, a shutdown (the gateway's /ws says the same).
+const retryUnavailable = "5"
+
+// writeError writes err as the JSON error shape, a 503 with Retry-After.
+// Internal errors reach the client without detail (logError logs them).
 func writeError(w http.ResponseWriter, err error) {
 	var body errorBody
 	body.Error.Code = parley.ErrorCode(err)
 	body.Error.Message = parley.ErrorMessage(err)
+	if body.Error.Code == parley.CodeUnavailable {
+		w.Header().Set("Retry-After", retryUnavailable)
+	}
 	writeJSON(w, errorStatus(body.Error.Code), body)
 }
 
@@ -61,7 +69,18 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 
 // decode reads exactly one JSON object into v: the body capped, unknown
 // fields rejected, trailing data rejected, every failure a parley.Error.
+//
+// The body has the server's whole ReadTimeout (--http-read-timeout) from
+// here: a route may wait before it reads it (a token check on a store that
+// stalls), and that wait is the server's, not the client's. Without this,
+// the deadline set when the request began would pass while the body sat
+// unread, and the read would fail a client that had sent it all in time.
 func (h *Handler) decode(w http.ResponseWriter, r *http.Request, v any) error {
+	if srv, ok := r.Context().Value(http.ServerContextKey).(*http.Server); ok && srv.ReadTimeout > 0 {
+		// Best effort: a writer that cannot move the deadline keeps the
+		// server's.
+		http.NewResponseController(w).SetReadDeadline(time.Now().Add(srv.ReadTimeout))
+	}
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBytes))
 	if err != nil {
 		return decodeError(err)

@@ -449,6 +449,10 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
+// Unwrap returns the writer underneath, for http.ResponseController
+// (decode moves the read deadline through it).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 func (w *statusWriter) status() int {
 	if w.code == 0 {
 		return http.StatusOK

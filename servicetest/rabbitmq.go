@@ -14,15 +14,19 @@ import (
 	"time"
 )
 
-// Rabbit is a private RabbitMQ node with its own name, ports, data and
-// log directories, cookie and no plugins.
+// Rabbit is a private RabbitMQ node with its own name, ports, epmd (the
+// Erlang port mapper, on a port of its own), data and log directories,
+// cookie and no plugins. Its processes are the rabbitmq-server script,
+// beam.smp and its helpers (erl_child_setup, inet_gethost) and its epmd.
 type Rabbit struct {
-	t    testing.TB
-	name string // chaosN@localhost
-	port int
-	dir  string
-	env  []string
-	cmd  *exec.Cmd
+	t     testing.TB
+	name  string // chaosN@localhost
+	port  int
+	epmd  int // the port of the node's own epmd
+	dir   string
+	env   []string
+	procs procs
+	cmd   *exec.Cmd
 	// exited receives the process's end once it has been started.
 	exited chan error
 }
@@ -46,7 +50,7 @@ func fileExists(p string) bool {
 }
 
 // StartRabbit starts a private RabbitMQ node and waits until it has
-// booted; it is killed at the end of the test.
+// booted; it is thawed and killed, with its epmd, at the end of the test.
 func StartRabbit(t testing.TB) *Rabbit {
 	t.Helper()
 	NeedTools(t, "rabbitmq-server", "rabbitmqctl")
@@ -54,8 +58,15 @@ func StartRabbit(t testing.TB) *Rabbit {
 		t:    t,
 		name: fmt.Sprintf("chaos%d_%d@localhost", os.Getpid(), rabbitCount.Add(1)),
 		port: FreePort(t),
+		epmd: FreePort(t),
 		dir:  t.TempDir(),
 	}
+	epmdEnv := "ERL_EPMD_PORT=" + strconv.Itoa(n.epmd)
+	n.procs = procs{name: "rabbitmq " + n.name, root: n.pid, extra: func(pid int, comm string) bool {
+		// epmd left the tree (it runs as a daemon); the node's CLI
+		// processes share its variable but are no epmd.
+		return comm == "epmd" && environHas(pid, epmdEnv)
+	}}
 	dist := FreePort(t)
 	home := filepath.Join(n.dir, "home")
 	plugins := filepath.Join(n.dir, "enabled_plugins")
@@ -79,6 +90,9 @@ func StartRabbit(t testing.TB) *Rabbit {
 		"RABBITMQ_LOG_BASE="+filepath.Join(n.dir, "log"),
 		"RABBITMQ_ENABLED_PLUGINS_FILE="+plugins,
 		"RABBITMQ_CONFIG_FILE="+conf,
+		// An epmd of its own: the shared one (port 4369) is the shared
+		// RabbitMQ's, never frozen or killed here.
+		epmdEnv,
 	)
 	n.Start()
 	t.Cleanup(n.Kill)
@@ -144,12 +158,21 @@ func (n *Rabbit) Start() {
 	}
 }
 
-// Stop stops the node with rabbitmqctl stop and waits for its process.
+func (n *Rabbit) pid() int {
+	if n.cmd == nil {
+		return 0
+	}
+	return n.cmd.Process.Pid
+}
+
+// Stop thaws the node, stops it with rabbitmqctl stop and waits for its
+// process; its epmd stays, for Start.
 func (n *Rabbit) Stop() {
 	n.t.Helper()
 	if n.cmd == nil {
 		return
 	}
+	n.procs.thaw(n.t)
 	if err := n.ctl(60*time.Second, "stop"); err != nil {
 		n.t.Logf("stop %s: %v; killing it", n.name, err)
 		syscall.Kill(-n.cmd.Process.Pid, syscall.SIGKILL)
@@ -158,8 +181,13 @@ func (n *Rabbit) Stop() {
 	n.cmd = nil
 }
 
-// Kill ends the node: SIGKILL to the process group started for it.
+// Kill ends the node: SIGKILL (after a thaw) to the process group
+// started for it, every process of the node and its epmd, which Start
+// starts again.
 func (n *Rabbit) Kill() {
+	if err := n.procs.kill(); err != nil { // epmd too, also after Stop
+		n.t.Error(err)
+	}
 	if n.cmd == nil {
 		return
 	}
@@ -167,3 +195,24 @@ func (n *Rabbit) Kill() {
 	<-n.exited
 	n.cmd = nil
 }
+
+// Restart stops the node and starts it again, on the same ports and data
+// directory (its queues and vhosts are kept).
+func (n *Rabbit) Restart() {
+	n.t.Helper()
+	n.Stop()
+	n.Start()
+}
+
+// Freeze stops (SIGSTOP) every process of the node, beam.smp, its
+// helpers and its epmd, and waits until they are stopped: the
+// connections and ports stay open, nothing answers until Thaw.
+func (n *Rabbit) Freeze() { n.t.Helper(); n.procs.freeze(n.t) }
+
+// Thaw continues a frozen node (SIGCONT) and waits until every process
+// runs; it does nothing when the node is not frozen.
+func (n *Rabbit) Thaw() { n.t.Helper(); n.procs.thaw(n.t) }
+
+// PIDs returns the pids of the node's processes, the rabbitmq-server
+// script first, for a test that checks them.
+func (n *Rabbit) PIDs() []int { return n.procs.pids() }

@@ -34,3 +34,12 @@ func isBusy(err error) bool {
 	var e sqlite3.Error
 	return errors.As(err, &e) && e.Code == sqlite3.ErrBusy
 }
+
+// isFull reports whether err is SQLite's SQLITE_FULL: a write found the
+// disk full (ENOSPC, or a short write) or the database at its
+// max_page_count. SQLite undid the statement, and at a COMMIT the whole
+// transaction.
+func isFull(err error) bool {
+	var e sqlite3.Error
+	return errors.As(err, &e) && e.Code == sqlite3.ErrFull
+}

@@ -36,3 +36,9 @@ func isBusy(err error) bool {
 	var e *msqlite.Error
 	return errors.As(err, &e) && e.Code()&0xff == 5 // SQLITE_BUSY
 }
+
+// isFull reports whether err is SQLite's SQLITE_FULL (see driver_mattn.go).
+func isFull(err error) bool {
+	var e *msqlite.Error
+	return errors.As(err, &e) && e.Code()&0xff == 13 // SQLITE_FULL
+}

@@ -39,8 +39,8 @@ func newMetrics() *metrics {
 	}
 }
 
-func (m *metrics) register(r prometheus.Registerer) error {
-	return m.batch.Register(r, m.queries, m.fsync, m.ckErrors)
+func (m *metrics) register(r prometheus.Registerer, more ...prometheus.Collector) error {
+	return m.batch.Register(r, append([]prometheus.Collector{m.queries, m.fsync, m.ckErrors}, more...)...)
 }
 
 // query is one prepared statement and its counter.

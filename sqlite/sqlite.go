@@ -71,7 +71,20 @@
 // writer, parley_store_fsync_seconds each fsync of the WAL (sync=full),
 // parley_store_write_stage_seconds{stage} where each write's time went
 // (package groupcommit's Timing) and parley_store_checkpoint_errors_total
-// the failed checkpoints.
+// the failed checkpoints. parley_store_full_total counts the writes refused
+// because the storage was full and parley_store_full is 1 while they are.
+//
+// # A full disk
+//
+// A write that SQLite fails with SQLITE_FULL (no room on the disk for the
+// WAL, the database file or a temporary file; or the database at its
+// max_page_count) was rolled back whole: its batch fails with CodeUnavailable,
+// "the server's storage is full", and the client sends again with the same
+// client-id. Reads go on. The state is logged once when it starts and once
+// at the first write committed 5 s after the last refusal (full.go); seqs
+// resume at the next one, since the failed transactions took none. A failed fsync is
+// another matter: the group-commit writer stops at it (package groupcommit),
+// since what was written may not be durable, and the node must restart.
 //
 // # Driver
 //
@@ -85,6 +98,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -122,6 +136,9 @@ type Config struct {
 	CacheKiB int
 	// Registerer, when set, gets the store's metrics.
 	Registerer prometheus.Registerer
+	// Logger logs when writes start being refused for a full storage and
+	// when they succeed again, once each. Default slog.Default().
+	Logger *slog.Logger
 	// NoSearchIndex leaves new messages out of the full-text index: only
 	// for measuring what the index costs (BENCHMARKS.md), on a database
 	// that is thrown away after; search misses those messages, and editing
@@ -151,6 +168,9 @@ func (c *Config) defaults() {
 	if c.CacheKiB <= 0 {
 		c.CacheKiB = 16384
 	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
 }
 
 // Store is the SQLite parley.Store. It is safe for concurrent use; Close
@@ -159,6 +179,7 @@ type Store struct {
 	wdb, rdb *sql.DB // the writer's single connection; the readers' pool
 	ck       *checkpointer
 	m        *metrics
+	full     *fullState // writes refused for a full storage (full.go)
 	w        *groupcommit.Writer[writeOp, result]
 	onCommit parley.EventSink
 	wal      *os.File // the WAL, fsynced by the group-commit Writer under SyncFull
@@ -198,7 +219,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		}
 	}
 
-	s := &Store{m: newMetrics(), onCommit: cfg.OnCommit, noIndex: cfg.NoSearchIndex}
+	s := &Store{m: newMetrics(), full: newFullState(cfg.Logger), onCommit: cfg.OnCommit, noIndex: cfg.NoSearchIndex}
 	s.wdb = openDB(cfg.Path, 1, true, cfg)
 	if err := s.init(ctx, cfg); err != nil {
 		s.closeDBs()
@@ -285,7 +306,7 @@ func (s *Store) init(ctx context.Context, cfg Config) error {
 		return err
 	}
 	if cfg.Registerer != nil {
-		if err := s.m.register(cfg.Registerer); err != nil {
+		if err := s.m.register(cfg.Registerer, s.full.refused, s.full.gauge); err != nil {
 			return err
 		}
 	}

@@ -36,10 +36,7 @@ type result struct {
 // write runs f in the next batch and waits until it is committed.
 func (s *Store) write(ctx context.Context, f writeFunc) (result, error) {
 	res, err := s.w.Do(ctx, writeOp{f: f})
-	if errors.Is(err, groupcommit.ErrClosed) {
-		return res, errClosed
-	}
-	return res, err
+	return res, s.writeErr(err)
 }
 
 // commit is the group-commit function: it runs the batch in one
@@ -407,10 +404,7 @@ func (s *Store) Leave(ctx context.Context, roomID, userID string) (parley.Room, 
 // read position moves to the message's seq with it (no EventRead).
 func (s *Store) Send(ctx context.Context, m parley.NewMessage) (parley.Message, bool, error) {
 	res, err := s.w.Do(ctx, writeOp{send: &m})
-	if errors.Is(err, groupcommit.ErrClosed) {
-		err = errClosed
-	}
-	return res.msg, res.ok, err
+	return res.msg, res.ok, s.writeErr(err)
 }
 
 // MarkRead implements parley.Store.

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"net"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -13,26 +15,38 @@ import (
 
 // TestOpenFailureClosesRedis: when a cluster node's Open fails after it
 // dialled Redis, Close closes the Redis client: the node's connections to
-// Redis end, whichever later step failed.
+// Redis end, whichever later step failed, before or after the cluster
+// node took the client over.
 func TestOpenFailureClosesRedis(t *testing.T) {
 	env := needCluster(t)
-	srv := servicetest.StartRedis(t)
-	env.redis = srv.URL()
-	opt, err := goredis.ParseURL(srv.URL())
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	admin := goredis.NewClient(opt)
-	defer admin.Close()
+	defer busy.Close()
+	taken := busy.Addr().String()
 	tests := []struct {
 		name string
 		bad  func(*Config)
 	}{
 		{"login device key too short", func(c *Config) { c.LoginDeviceKey = "short" }},
 		{"broker URL unusable", func(c *Config) { c.Broker = "amqp://127.0.0.1:notaport/" }},
+		// After the cluster node took the client over.
+		{"listen address taken", func(c *Config) { c.Addr = taken }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			// A Redis of each case's own: one case's leak is not
+			// counted in the next.
+			srv := servicetest.StartRedis(t)
+			env := env
+			env.redis = srv.URL()
+			opt, err := goredis.ParseURL(srv.URL())
+			if err != nil {
+				t.Fatal(err)
+			}
+			admin := goredis.NewClient(opt)
+			defer admin.Close()
 			m := &Main{Config: clusterConfig(t, env, "leak")}
 			tc.bad(&m.Config)
 			if err := m.Open(context.Background()); err == nil {
@@ -58,6 +72,10 @@ func TestOpenFailureClosesRedis(t *testing.T) {
 				}
 				time.Sleep(20 * time.Millisecond)
 			}
+			// A leaked client's sockets are closed when the garbage
+			// collector frees them: m holds the client until here, so
+			// that only Close can end its connections.
+			runtime.KeepAlive(m)
 		})
 	}
 }

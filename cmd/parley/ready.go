@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -19,10 +20,42 @@ type readyCheck struct {
 	ping func(ctx context.Context) error
 }
 
+// storageFull is a store that may refuse writes for a full storage
+// (sqlite.Store, postgres.Store).
+type storageFull interface {
+	StorageFull() (since time.Time, refused uint64)
+}
+
+// degraded is a check's answer for a dependency that serves, but not
+// wholly: /readyz names it and still answers 200.
+type degraded string
+
+func (d degraded) Error() string { return string(d) }
+
 // readyChecks are the node's dependencies: the store, and in cluster mode
 // the broker and Redis.
+//
+// A store whose storage is full answers reads and refuses writes as
+// unavailable until a write is committed again: the store check names it
+// ("store: degraded: storage full since ...") and /readyz stays 200. A 503
+// would take the node out of a load balancer's rotation, where no write
+// could reach it to find that there is room again, and would stop the
+// reads it still serves; on PostgreSQL every node has the same disk.
 func (m *Main) readyChecks(svc *chat.Service) []readyCheck {
-	checks := []readyCheck{{"store", svc.Ping}}
+	ping := svc.Ping
+	if f, ok := m.durable.(storageFull); ok {
+		ping = func(ctx context.Context) error {
+			if err := svc.Ping(ctx); err != nil {
+				return err
+			}
+			if since, refused := f.StorageFull(); !since.IsZero() {
+				return degraded(fmt.Sprintf("degraded: storage full since %s, %d writes refused as unavailable; reads are served",
+					since.UTC().Format(time.RFC3339), refused))
+			}
+			return nil
+		}
+	}
+	checks := []readyCheck{{"store", ping}}
 	if m.cluster != nil {
 		checks = append(checks, m.cluster.checks()...)
 	}
@@ -30,8 +63,9 @@ func (m *Main) readyChecks(svc *chat.Service) []readyCheck {
 }
 
 // readyHandler answers /readyz: it runs every check at once, each with its
-// own deadline of timeout, and answers 200 when all pass, else 503, with
-// one line per dependency ("store: ok", "redis: <why>"). A check that does
+// own deadline of timeout, and answers 200 when all pass (a degraded
+// answer passes), else 503, with one line per dependency ("store: ok",
+// "redis: <why>", "store: degraded: <why>"). A check that does
 // not return by its deadline (a client that ignores its context, a server
 // that accepts and never answers) is reported as timed out and left to
 // finish on its own: it holds nothing but its goroutine, which the
@@ -68,7 +102,10 @@ func readyHandler(timeout time.Duration, checks []readyCheck) http.Handler {
 					err = fmt.Errorf("no answer within %v", timeout)
 				}
 			}
-			if err != nil {
+			var d degraded
+			if errors.As(err, &d) {
+				fmt.Fprintf(&b, "%s: %v\n", c.name, d)
+			} else if err != nil {
 				status = http.StatusServiceUnavailable
 				fmt.Fprintf(&b, "%s: %v\n", c.name, err)
 			} else {

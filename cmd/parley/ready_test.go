@@ -66,6 +66,8 @@ func TestReadyzAnswersWhenADependencyHangs(t *testing.T) {
 			[]string{"store: no answer", "broker: ok\n", "redis: ok\n"}},
 		{"store fails", []readyCheck{{"store", func(context.Context) error { return errors.New("connection refused") }},
 			{"broker", ok}}, 503, []string{"store: connection refused\n", "broker: ok\n"}},
+		{"store degraded (storage full)", []readyCheck{{"store", func(context.Context) error { return degraded("degraded: storage full since then") }},
+			{"broker", ok}}, 200, []string{"store: degraded: storage full since then\n", "broker: ok\n"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

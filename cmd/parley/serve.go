@@ -115,7 +115,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.CacheSearch, "cache-search-mib", cache.DefaultSearchBytes>>20, "MiB of search indexes kept in memory (each searched room's messages and words), over all rooms, least recently searched dropped first; a search whose rooms do not fit uses the store's index (0: always the store's; one node only)")
 	fs.StringVar(&c.DebugAddr, "debug-addr", "", "serve Go's pprof profiles at http://ADDR/debug/pprof/ (keep it on loopback; empty: off)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve /metrics at this address instead of on --addr, apart from the public endpoints (may equal --debug-addr; empty: on --addr)")
-	fs.DurationVar(&c.HTTPReadTimeout, "http-read-timeout", 10*time.Second, "most time a client may take to send an HTTP request, headers and body, else its connection is closed (not /ws sessions; 0: no limit)")
+	fs.DurationVar(&c.HTTPReadTimeout, "http-read-timeout", 10*time.Second, "most time a client may take to send an HTTP request's body, from when the server begins to read it (headers: 10 s), else its connection is closed (not /ws sessions; 0: no limit)")
 	fs.DurationVar(&c.HTTPWriteTimeout, "http-write-timeout", 30*time.Second, "most time from the end of an HTTP request's headers to the end of its response, else its connection is closed (not /ws sessions; 0: no limit)")
 	fs.StringVar(&c.AllowedOrigins, "allowed-origins", "", "comma-separated Origins allowed to open /ws, or * (empty: the same host)")
 	fs.DurationVar(&c.StompHeartBeat, "stomp-heartbeat", 10*time.Second, "STOMP heart-beat interval the server offers both ways")
@@ -133,7 +133,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.StompWriters, "stomp-writers", 0, "writer goroutines that write the STOMP connections' queued frames, each connection in turn, never waiting for a client (one that does not take a write at once gets a goroutine of its own for the rest); 0: one per core (GOMAXPROCS); -1: a goroutine per connection with frames queued")
 	fs.DurationVar(&c.StompWriteDelay, "stomp-write-delay", 0, "how long a STOMP connection's writer waits after a MESSAGE is queued for it, so that the messages queued meanwhile share one socket write (any other frame is written at once); 0: no wait")
 	fs.IntVar(&c.StompQueue, "stomp-queue", 1024, "outbound frames queued per STOMP connection before it is closed as a slow consumer")
-	fs.DurationVar(&c.StompFrameTimeout, "stomp-frame-timeout", 30*time.Second, "most time a STOMP frame may take from its first octet to its end, whatever the client's heart-beat, else ERROR")
+	fs.DurationVar(&c.StompFrameTimeout, "stomp-frame-timeout", 30*time.Second, "most time the server waits for the rest of a STOMP frame it has begun to read (its own stalls not counted), whatever the client's heart-beat, else ERROR")
 	fs.IntVar(&c.StompMaxUserConns, "stomp-max-conns-per-user", 32, "STOMP connections one user may hold open on this node; the next CONNECT gets ERROR rate_limited")
 	fs.IntVar(&c.StompMaxConns, "stomp-max-conns", 10000, "STOMP connections this node holds, signed in or not; over it /ws answers 503 and raw TCP gets ERROR unavailable")
 	fs.IntVar(&c.StompMaxSubs, "stomp-max-subscriptions", 256, "subscriptions one STOMP connection may hold; the next SUBSCRIBE gets ERROR invalid")
@@ -189,6 +189,7 @@ type Main struct {
 	registry *prometheus.Registry
 	lock     *dirlock.Lock // of the data directory, in single-node mode
 	store    parley.Store
+	durable  parley.Store // the store of record under store's read path (/readyz asks it if its storage is full)
 	http     *http.Server
 	sweeper  *accept.Sweeper // the HTTP connections' deadlines
 	ops      []*opsServer    // /metrics and pprof, when --metrics-addr or --debug-addr is set
@@ -247,7 +248,7 @@ func (m *Main) Open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m.store = db // Close closes it; the hot-data layer takes it over below
+	m.store, m.durable = db, db // Close closes store; the hot-data layer takes it over below
 	// A revocation ends the live sessions of its tokens on this node: the
 	// chat service calls endSessions for its own logouts, and in cluster
 	// mode the hot store for every node's. The gateway comes later.

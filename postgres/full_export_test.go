@@ -1,0 +1,11 @@
+package postgres
+
+import "time"
+
+// SetFullClock sets the clock of the store's full-disk state (fullQuiet
+// counts by it). Call it before the store's first write.
+func SetFullClock(s *Store, now func() time.Time) { s.full.now = now }
+
+// FullQuiet is how long writes must go without a refusal for a committed
+// one to end the full-disk state.
+const FullQuiet = fullQuiet
