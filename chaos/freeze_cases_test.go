@@ -1,30 +1,22 @@
 package chaos
 
 import (
-	"bytes"
-	"context"
 	"fmt"
-	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"parley/servicetest"
 	"parley/stomp"
 )
 
 // The freezes of issue 27 (defect 3): a service's processes are
-// SIGSTOPped under load and SIGCONTed after freezeHold. Its sockets stay
-// open and nothing answers, as with a hung or swapping server or a
-// network black hole. Redis holds caches and presence only, so while it
+// SIGSTOPped under load (servicetest's Freeze) and SIGCONTed after
+// freezeHold (Thaw). Its sockets stay open and nothing answers, as with a
+// hung or swapping server or a network black hole. Redis holds caches and presence only, so while it
 // hangs sends must go on committing and reaching subscribers; RabbitMQ's
 // gaps are filled from the store; a frozen PostgreSQL, the store of
 // record, is refused as unavailable within a couple of seconds.
@@ -88,120 +80,6 @@ func TestChaosFreeze(t *testing.T) {
 			t.Logf("case freeze/%s took %v", c.name, time.Since(start).Round(100*time.Millisecond))
 		})
 	}
-}
-
-// frozen is a set of processes stopped with SIGSTOP; thaw continues them.
-// (The small part to swap for package servicetest's Freeze.)
-type frozen struct {
-	t    *testing.T
-	pids []int
-	once sync.Once
-}
-
-// freeze SIGSTOPs pids, in order, and SIGCONTs them at the end of the
-// test at the latest, so that a failed case leaves nothing stopped.
-func freeze(t *testing.T, what string, pids []int) *frozen {
-	t.Helper()
-	if len(pids) == 0 {
-		t.Fatalf("freeze %s: no process found", what)
-	}
-	f := &frozen{t: t, pids: pids}
-	t.Cleanup(f.thaw)
-	for _, p := range pids {
-		if err := syscall.Kill(p, syscall.SIGSTOP); err != nil && err != syscall.ESRCH {
-			t.Errorf("SIGSTOP %s process %d: %v", what, p, err)
-		}
-	}
-	return f
-}
-
-// thaw SIGCONTs the processes, in the reverse order.
-func (f *frozen) thaw() {
-	f.once.Do(func() {
-		for i := len(f.pids) - 1; i >= 0; i-- {
-			syscall.Kill(f.pids[i], syscall.SIGCONT)
-		}
-	})
-}
-
-// procs lists the processes of /proc for which keep returns true, given
-// the pid and a reader of one of its files.
-func procs(keep func(pid int, read func(name string) []byte) bool) []int {
-	ents, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		read := func(name string) []byte {
-			b, _ := os.ReadFile(filepath.Join("/proc", e.Name(), name))
-			return b
-		}
-		if keep(pid, read) {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
-
-// parentOf is a process's parent pid from /proc/{pid}/stat.
-func parentOf(stat []byte) int {
-	// pid (comm) state ppid …: comm may hold spaces, so parse after ')'.
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(stat[i+1:]))
-	if len(f) < 2 {
-		return 0
-	}
-	p, _ := strconv.Atoi(f[1])
-	return p
-}
-
-// rabbitProcs is every process of the private RabbitMQ node listening on
-// the port of amqpURL (the Erlang VM and its helpers, which all carry the
-// node's RABBITMQ_NODE_PORT), but epmd, which other nodes may share.
-func rabbitProcs(t *testing.T, amqpURL string) []int {
-	t.Helper()
-	u, err := url.Parse(amqpURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []byte("RABBITMQ_NODE_PORT=" + u.Port() + "\x00")
-	return procs(func(pid int, read func(string) []byte) bool {
-		return pid != os.Getpid() && !bytes.HasPrefix(read("comm"), []byte("epmd")) && bytes.Contains(read("environ"), want)
-	})
-}
-
-// postgresProcs is the postmaster of the private cluster and its children
-// (the backends and auxiliary processes), postmaster first: from the
-// postmaster.pid of its data directory.
-func postgresProcs(t *testing.T, adminURL string) []int {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, adminURL)
-	if err != nil {
-		t.Fatalf("connect %s: %v", adminURL, err)
-	}
-	defer conn.Close(ctx)
-	var dir string
-	if err := conn.QueryRow(ctx, "SHOW data_directory").Scan(&dir); err != nil {
-		t.Fatalf("data_directory: %v", err)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "postmaster.pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	master, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0]))
-	if err != nil {
-		t.Fatalf("postmaster.pid: %v", err)
-	}
-	conn.Close(ctx) // its backend ends: not one to stop
-	kids := procs(func(pid int, read func(string) []byte) bool { return parentOf(read("stat")) == master })
-	return append([]int{master}, kids...)
 }
 
 // freezeLoad is the load of the freezes: two senders and two subscribers
@@ -340,10 +218,10 @@ func testFreezeRedis(t *testing.T) {
 	settled := time.Now()
 	time.Sleep(2 * time.Second) // the latencies before the freeze
 
-	e.redis.Pause()
+	e.redis.Freeze()
 	down := time.Now()
 	time.Sleep(freezeHold) // the freeze itself
-	e.redis.Resume()
+	e.redis.Thaw()
 	back := time.Now()
 
 	before := sendLatencies(st.l, settled, down)
@@ -389,11 +267,11 @@ func testFreezeRedis(t *testing.T) {
 func testFreezeRabbitMQ(t *testing.T) {
 	e := newEnv(t, true, false)
 	st, a, b, room, _ := freezeLoad(t, e, 50)
-	pids := rabbitProcs(t, e.rabbit.URL())
-	f := freeze(t, "rabbitmq", pids)
+	pids := e.rabbit.PIDs()
+	e.rabbit.Freeze()
 	down := time.Now()
 	time.Sleep(freezeHold)
-	f.thaw()
+	e.rabbit.Thaw()
 	back := time.Now()
 	gap := receiptGap(st.l, down, back)
 	quiet, who := silence(st.subs, down, back)
@@ -500,16 +378,16 @@ func (p *sendProbe) attempts() []attempt {
 func testFreezePostgres(t *testing.T) {
 	e := newEnv(t, false, true)
 	st, a, b, room, owner := freezeLoad(t, e, 20)
-	pids := postgresProcs(t, e.pg.AdminURL())
+	pids := e.pg.PIDs()
 	probe := newSendProbe(t, a, owner, room, st.l, int((freezeHold+time.Second)/(400*time.Millisecond)))
 	stop := make(chan struct{})
 	probe.run(stop)
 	time.Sleep(time.Second) // a few probes before
-	f := freeze(t, "postgres", pids)
+	e.pg.Freeze()
 	down := time.Now()
 	time.Sleep(freezeHold)
 	close(stop)
-	f.thaw()
+	e.pg.Thaw()
 	back := time.Now()
 
 	// A send begun once the freeze is detected must be refused as

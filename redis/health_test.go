@@ -66,8 +66,8 @@ func TestHealthCutsAHungRedis(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	srv.Pause()
-	defer srv.Resume()
+	srv.Freeze()
+	defer srv.Thaw() // no-op once thawed below
 	hung := make(chan error, 1)
 	go func() {
 		cctx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -97,7 +97,7 @@ func TestHealthCutsAHungRedis(t *testing.T) {
 		t.Error("Up() while down")
 	}
 
-	srv.Resume()
+	srv.Thaw()
 	waitGauge(t, reg, "parley_redis_up", 1, 30*time.Second)
 	select {
 	case run := <-steps:
@@ -136,8 +136,8 @@ func TestHotStoreWhileRedisHangs(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	srv.Pause()
-	defer srv.Resume()
+	srv.Freeze()
+	defer srv.Thaw() // no-op once thawed below
 	waitGauge(t, reg, "parley_redis_up", 0, 30*time.Second)
 	done := make(chan error, 2)
 	go func() {
@@ -162,7 +162,7 @@ func TestHotStoreWhileRedisHangs(t *testing.T) {
 		t.Errorf("Member of bob after his leave, Redis down: %v, want not found (from the store)", err)
 	}
 
-	srv.Resume()
+	srv.Thaw()
 	waitGauge(t, reg, "parley_redis_up", 1, 30*time.Second)
 	if m, err := n.hot.Member(ctx, r.ID, bob.ID); parley.ErrorCode(err) != parley.CodeNotFound {
 		t.Errorf("Member of bob as soon as Redis is back: %+v, %v, want not found (his leave's invalidation was lost in the freeze)", m, err)
