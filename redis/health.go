@@ -128,9 +128,9 @@ func recoveryTime(timeout time.Duration) time.Duration { return max(5*timeout, 5
 
 // OnRecover adds a recovery step: it runs after Redis answers again and
 // before it is marked up, on the probe's goroutine, with a context
-// (bounded by recoveryTime) whose calls go through. An error keeps Redis down; the step
-// runs again with the others after the next good ping. Steps are added
-// before the first spell (at start-up).
+// (bounded by recoveryTime) whose calls go through. An error keeps Redis
+// down; the step runs again with the others after the next good ping.
+// Steps are added before the first spell (at start-up).
 func (h *Health) OnRecover(step func(ctx context.Context) error) {
 	h.mu.Lock()
 	h.recover = append(h.recover, step)

@@ -116,10 +116,10 @@ func (h *HotStore) Mark() uint64 { return h.queued.Load() }
 // Await returns once the applier is done with every batch through mark,
 // written or failed (each round trip is bounded by HotConfig.Timeout, so
 // it waits at most about two of them), or when ctx ends, or at once after
-// Close, or at once while the breaker (HotConfig.Health) holds Redis down (not up, or
-// recovering): then nothing waits for Redis, the batch is written (or
-// owed) later, and the reads of this node go to the inner store
-// meanwhile.
+// Close, or at once while the breaker (HotConfig.Health) holds Redis
+// down (not up, or recovering): then nothing waits for Redis, the batch
+// is written (or owed) later, and the reads of this node go to the inner
+// store meanwhile.
 func (h *HotStore) Await(ctx context.Context, mark uint64) {
 	if h.written.Load() >= mark {
 		return
