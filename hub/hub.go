@@ -45,6 +45,7 @@ import (
 	"time"
 
 	"parley"
+	"parley/subindex"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -82,10 +83,10 @@ type Hub struct {
 	wake    chan struct{} // signalled when queue becomes non-empty
 	done    chan struct{} // closed when the dispatch goroutine returns
 
-	mu    sync.Mutex        // guards the following fields and every Sub's hub state
-	rooms map[string][]*Sub // room id -> subscriptions to its topic
-	users map[string][]*Sub // user id -> subscriptions to the personal queue
-	nsubs [2]int            // room and user subscriptions, for the gauge
+	mu    sync.Mutex           // guards the following fields and every Sub's hub state
+	rooms subindex.Index[*Sub] // room id -> subscriptions to its topic
+	users subindex.Index[*Sub] // user id -> subscriptions to the personal queue
+	nsubs [2]int               // room and user subscriptions, for the gauge
 
 	spare []item     // the previous batch, reused by run
 	run1  []*Message // the messages of the run being dispatched, reused
@@ -116,8 +117,8 @@ func New(cfg Config) *Hub {
 		m:           newMetrics(cfg.Registerer),
 		wake:        make(chan struct{}, 1),
 		done:        make(chan struct{}),
-		rooms:       map[string][]*Sub{},
-		users:       map[string][]*Sub{},
+		rooms:       subindex.Index[*Sub]{},
+		users:       subindex.Index[*Sub]{},
 	}
 	go h.run()
 	return h
