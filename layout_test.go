@@ -89,8 +89,9 @@ var testSupport = map[string]bool{"parley/servicetest": true}
 // subscription index below them (subindex, which imports nothing of the
 // project), and neither imports the other.
 var fanOut = map[string]map[string]bool{
-	"parley/hub":      {"parley": true, "parley/subindex": true},
-	"parley/subindex": {},
+	"parley/hub":        {"parley": true, "parley/subindex": true},
+	"parley/roomevents": {"parley": true, "parley/subindex": true},
+	"parley/subindex":   {},
 }
 
 // TestImportDirections enforces the layout of the house style.

@@ -32,6 +32,10 @@
 // Start merges its history with the buffer by seq, so a resumed subscriber
 // sees no gap and no duplicate.
 //
+// Room events (member, typing, read, presence, edited and deleted) are not
+// messages: package roomevents fans them out, beside the hub and with its
+// own queue. Both keep their subscriptions in a subindex.Index.
+//
 // # Locks
 //
 // Hub.mu is taken before any receiver's lock: Receiver methods are called
