@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -82,6 +83,17 @@ var backends = map[string]bool{
 // helper never drags a backend into the package under test.
 var testSupport = map[string]bool{"parley/servicetest": true}
 
+// fanOut are the packages of the hub's layer that hand committed events
+// to this node's subscribers, with the only project packages each may
+// import: the hub and the room events are peers that share the
+// subscription index below them (subindex, which imports nothing of the
+// project), and neither imports the other.
+var fanOut = map[string]map[string]bool{
+	"parley/hub":        {"parley": true, "parley/subindex": true},
+	"parley/roomevents": {"parley": true, "parley/subindex": true},
+	"parley/subindex":   {},
+}
+
 // TestImportDirections enforces the layout of the house style.
 func TestImportDirections(t *testing.T) {
 	for dir, p := range loadPackages(t) {
@@ -100,11 +112,23 @@ func TestImportDirections(t *testing.T) {
 				t.Errorf("%s imports backend %s: only cmd/parley wires backends", path, imp)
 			case testSupport[imp]:
 				t.Errorf("%s imports %s outside its tests: it is test support", path, imp)
+			case fanOut[path] != nil && project && !fanOut[path][imp]:
+				t.Errorf("%s imports %s: it may import only %v of the project", path, imp, keys(fanOut[path]))
 			case testSupport[path] && project && imp != "parley":
 				t.Errorf("test support %s imports %s: it may import only the root package of the project", path, imp)
 			}
 		}
 	}
+}
+
+// keys returns m's keys, sorted.
+func keys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func TestMain(m *testing.M) {

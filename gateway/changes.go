@@ -7,7 +7,7 @@ import (
 	"strconv"
 
 	"parley"
-	"parley/hub"
+	"parley/roomevents"
 	"parley/stomp"
 )
 
@@ -37,7 +37,7 @@ import (
 // edited or deleted event per changed message, at its latest change, in
 // change order: a message edited then deleted while the client was away
 // comes once, deleted), read from the store page by page, then goes live.
-// The subscription is held (hub.EventSub.Hold) from its registration on,
+// The subscription is held (roomevents.Sub.Hold) from its registration on,
 // and StartAfter drops the live changes at or below the last one
 // replayed: no gap, no duplicate, as since-seq for messages.
 
@@ -171,7 +171,7 @@ func (s *session) replay(sub *subscription, after int64) error {
 			if sub.Removed() {
 				return nil // the user left: Events dropped it (and said so for a removal)
 			}
-			if err := sub.deliverEventWait(sub.ctx, hub.ChangeEvent(&page[i])); err != nil {
+			if err := sub.deliverEventWait(sub.ctx, roomevents.ChangeEvent(&page[i])); err != nil {
 				return err
 			}
 			after = page[i].Change
@@ -187,6 +187,6 @@ func (s *session) replay(sub *subscription, after int64) error {
 
 // deliverEventWait queues a replayed event, waiting while the queue is
 // over half full (as deliverWait does for history).
-func (sub *subscription) deliverEventWait(ctx context.Context, ev *hub.RoomEvent) error {
+func (sub *subscription) deliverEventWait(ctx context.Context, ev *roomevents.RoomEvent) error {
 	return sub.enqueueWait(ctx, outItem{ev: ev, sub: sub}, sub.encodedEvent(ev).size)
 }

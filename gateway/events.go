@@ -8,13 +8,14 @@ import (
 
 	"parley"
 	"parley/hub"
+	"parley/roomevents"
 	"parley/stomp"
 )
 
 // Room events (design §4): SUBSCRIBE /topic/rooms.{id}.events (members
 // only, refused like a room subscription) and /user/queue/events (every
 // room of the user); an empty SEND to /app/rooms.{id}.typing from a member
-// is a typing signal. The events come from hub.Events and go through the
+// is a typing signal. The events come from roomevents.Events and go through the
 // session's one bounded outbound queue, beside its messages: a client that
 // does not keep up is a slow consumer whatever it fell behind on.
 
@@ -45,7 +46,7 @@ func isTypingDest(dest []byte) bool {
 // subscribeEvents registers an event subscription (subscribe has parsed
 // its id and ack mode): members only for a room's events, checked after
 // the registration so that a leave committed in between drops it. Until
-// the check passes, hub.Events holds the room's events back (Hold), so a
+// the check passes, roomevents.Events holds the room's events back (Hold), so a
 // non-member gets none of them before its ERROR; a member gets them after
 // its RECEIPT.
 func (s *session) subscribeEvents(f *stomp.Frame, sub *subscription, dest string) error {
@@ -70,7 +71,7 @@ func (s *session) subscribeEvents(f *stomp.Frame, sub *subscription, dest string
 	u := s.user
 	sub.UserID = u.ID
 	sub.shape = shapeOf(sub.user, s.version, sub.ack)
-	sub.ev = hub.EventSub{To: sub, UserID: u.ID, RoomID: sub.RoomID, Hold: sub.RoomID != ""}
+	sub.ev = roomevents.Sub{To: sub, UserID: u.ID, RoomID: sub.RoomID, Hold: sub.RoomID != ""}
 	err = s.addSubLocked(sub)
 	s.mu.Unlock()
 	if err != nil {
@@ -109,7 +110,7 @@ func (s *session) subscribeEvents(f *stomp.Frame, sub *subscription, dest string
 
 // typing handles an empty SEND to /app/rooms.{id}.typing: a member's
 // typing signal, never stored. Signals over the throttle are absorbed by
-// hub.Events, not refused, and before the membership check: only a
+// roomevents.Events, not refused, and before the membership check: only a
 // signal that passed a check can start the throttle, and one it absorbs
 // has no effect, so a flood costs one check per room every 2 s.
 func (s *session) typing(f *stomp.Frame) error {
@@ -139,13 +140,13 @@ func (s *session) typing(f *stomp.Frame) error {
 	return nil
 }
 
-var _ hub.EventReceiver = (*subscription)(nil)
+var _ roomevents.Receiver = (*subscription)(nil)
 var _ hub.Evicter = (*subscription)(nil)
 
-// DeliverEvents queues room events; hub.Events calls it with its lock
+// DeliverEvents queues room events; roomevents.Events calls it with its lock
 // held. They are queued under one lock, so the writer takes them in one
 // write.
-func (sub *subscription) DeliverEvents(evs []*hub.RoomEvent) {
+func (sub *subscription) DeliverEvents(evs []*roomevents.RoomEvent) {
 	s := sub.s
 	s.mu.Lock()
 	for _, ev := range evs {
@@ -157,13 +158,13 @@ func (sub *subscription) DeliverEvents(evs []*hub.RoomEvent) {
 
 // Evicted ends the session with ERROR forbidden: its user was removed or
 // banned from the room of this subscription (a room topic or its events).
-// The hub and hub.Events call it with their lock held.
+// The hub and roomevents.Events call it with their lock held.
 func (sub *subscription) Evicted(roomID, reason string) {
 	sub.s.refuse(parley.Errorf(parley.CodeForbidden, "you were %s from room %s", reason, roomID), nil)
 }
 
 // appendEvent appends the MESSAGE frame of ev for this subscription.
-func (sub *subscription) appendEvent(dst []byte, ev *hub.RoomEvent) []byte {
+func (sub *subscription) appendEvent(dst []byte, ev *roomevents.RoomEvent) []byte {
 	e := sub.encodedEvent(ev)
 	if sub.ack {
 		dst, _ = e.p.Append(dst, sub.id, ev.ID)
@@ -174,15 +175,15 @@ func (sub *subscription) appendEvent(dst []byte, ev *hub.RoomEvent) []byte {
 }
 
 // encodedEvent returns ev's encoding for this subscription's shape.
-func (sub *subscription) encodedEvent(ev *hub.RoomEvent) *encodedMessage {
-	return ev.Encoded(sub.shape, func(ev *hub.RoomEvent) any {
+func (sub *subscription) encodedEvent(ev *roomevents.RoomEvent) *encodedMessage {
+	return ev.Encoded(sub.shape, func(ev *roomevents.RoomEvent) any {
 		return prepareEvent(ev, sub.shape)
 	}).(*encodedMessage)
 }
 
 // prepareEvent encodes ev for a shape: a MESSAGE with the event header and
 // a JSON body (design §4 "Room events").
-func prepareEvent(ev *hub.RoomEvent, shape int) *encodedMessage {
+func prepareEvent(ev *roomevents.RoomEvent, shape int) *encodedMessage {
 	v := stomp.V10 + stomp.Version(shape/4)
 	dest := userEvents
 	if shape&2 == 0 {

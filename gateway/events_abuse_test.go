@@ -103,7 +103,7 @@ func TestEventsPersonalQueueStopsAtLeave(t *testing.T) {
 
 // TestSubscriptionsEndWithTheirSession: a session that ends while its
 // SUBSCRIBE frames are handled leaves no registration behind, in the hub
-// nor in hub.Events. The session's table took each subscription before
+// nor in roomevents.Events. The session's table took each subscription before
 // its registration, so a close that ran in between unregistered nothing
 // and the registration that followed stayed for good: a dead session's
 // subscription kept in memory and handed every event of the user. Each

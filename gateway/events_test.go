@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"parley"
-	"parley/hub"
+	"parley/roomevents"
 )
 
-// Memberships serves hub.Events (presence events).
+// Memberships serves roomevents.Events (presence events).
 func (c *fakeChat) Memberships(ctx context.Context, userID string) ([]parley.Member, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -52,7 +52,7 @@ func (c *fakeChat) remove(roomID string, u parley.User, reason, actor string) {
 // probe is an event receiver that signals each delivery.
 type probe chan struct{}
 
-func (p probe) DeliverEvents([]*hub.RoomEvent) {
+func (p probe) DeliverEvents([]*roomevents.RoomEvent) {
 	select {
 	case p <- struct{}{}:
 	default:
@@ -67,7 +67,7 @@ func (e *env) settleEvents(t *testing.T) {
 	t.Helper()
 	p := make(probe, 1)
 	id := parley.NewID()
-	sub := &hub.EventSub{To: p, UserID: "probe", RoomID: "probe-" + id}
+	sub := &roomevents.Sub{To: p, UserID: "probe", RoomID: "probe-" + id}
 	e.events.Subscribe(sub)
 	defer e.events.Unsubscribe(sub)
 	e.events.Apply([]parley.Event{{Kind: parley.EventRoomInfo, Room: parley.Room{ID: "probe-" + id}}})

@@ -92,6 +92,7 @@ import (
 	"parley"
 	"parley/hub"
 	"parley/ratelimit"
+	"parley/roomevents"
 	"parley/stomp"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -222,7 +223,7 @@ type Config struct {
 	Sessions Sessions
 	// Events, when set, serves the room event destinations and typing
 	// (events.go); without it they are refused as not found.
-	Events *hub.Events
+	Events *roomevents.Events
 	// OnPresence, when set, hears that a user's first session on this node
 	// opened or their last one closed (one node: Events.PresenceChanged).
 	// It is called with no lock held and must not block.

@@ -16,6 +16,7 @@ import (
 	"parley"
 	"parley/hub"
 	"parley/parleytest"
+	"parley/roomevents"
 	"parley/stomp"
 
 	"github.com/coder/websocket"
@@ -30,7 +31,7 @@ type env struct {
 	http    *httptest.Server
 	tcpAddr string
 	reg     *prometheus.Registry
-	events  *hub.Events
+	events  *roomevents.Events
 	clock   *parleytest.Clock // the room events' clock
 	// presenceCalls counts the gateway's OnPresence calls.
 	presenceCalls atomic.Int64
@@ -51,7 +52,7 @@ func newEnv(t testing.TB, cfg Config) *env {
 	e := &env{chat: newFakeChat(), reg: prometheus.NewRegistry(), clock: parleytest.NewClock()}
 	e.hub = hub.New(hub.Config{Members: e.chat, Registerer: e.reg})
 	// Room events run on a fake clock (events_test.go moves it).
-	e.events = hub.NewEvents(hub.EventsConfig{
+	e.events = roomevents.New(roomevents.Config{
 		Rooms: e.chat, Seen: (*lazySeen)(e), Now: e.clock.Now, AfterFunc: e.clock.AfterFunc, Registerer: e.reg,
 	})
 	e.chat.sink = func(evs []parley.Event) { e.hub.Apply(evs); e.events.Apply(evs) }

@@ -5,18 +5,19 @@ import (
 
 	"parley"
 	"parley/hub"
+	"parley/roomevents"
 )
 
 // subscription is one SUBSCRIBE of a session; it receives from the hub.
 type subscription struct {
 	hub.Sub
 	s      *session
-	id     string       // the client's subscription id
-	user   bool         // the personal queue, not a room topic
-	ack    bool         // client or client-individual: MESSAGE frames carry ack
-	shape  int          // the frame shape of its MESSAGE frames (see shapeOf)
-	events bool         // a room event destination (events.go), not messages
-	ev     hub.EventSub // its registration with hub.Events, when events
+	id     string         // the client's subscription id
+	user   bool           // the personal queue, not a room topic
+	ack    bool           // client or client-individual: MESSAGE frames carry ack
+	shape  int            // the frame shape of its MESSAGE frames (see shapeOf)
+	events bool           // a room event destination (events.go), not messages
+	ev     roomevents.Sub // its registration with roomevents.Events, when events
 
 	ctx    context.Context // ends with the subscription: stops a catch-up
 	cancel context.CancelFunc
@@ -95,7 +96,7 @@ func (sub *subscription) stop() {
 	}
 }
 
-// Removed reports whether the hub, or hub.Events for an event
+// Removed reports whether the hub, or roomevents.Events for an event
 // subscription, dropped the subscription on its own.
 func (sub *subscription) Removed() bool {
 	return sub.Sub.Removed() || sub.ev.Removed()

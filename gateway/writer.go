@@ -10,6 +10,7 @@ import (
 
 	"parley"
 	"parley/hub"
+	"parley/roomevents"
 	"parley/stomp"
 
 	"github.com/gobwas/ws"
@@ -19,7 +20,7 @@ import (
 // frame encoded already (raw).
 type outItem struct {
 	msg   *hub.Message
-	ev    *hub.RoomEvent // a room event for sub (events.go)
+	ev    *roomevents.RoomEvent // a room event for sub (events.go)
 	sub   *subscription
 	raw   []byte
 	cmd   stomp.Command // of raw, for the metrics

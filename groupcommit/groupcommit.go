@@ -32,7 +32,7 @@
 // for a free P on a busy node. The price is the overlap of the Flush with
 // the next commit, which matters on a disk whose syncs are slow; on one
 // that syncs in under a millisecond, the hand-offs cost more
-// (BENCHMARKS.md, "Session 11": a lower p99 at high load, the same
+// (docs/perf-log.md, "Session 11": a lower p99 at high load, the same
 // throughput within the noise).
 //
 // Config.MaxUnflushed is how many committed batches may wait for the next
@@ -43,7 +43,7 @@
 // for the rest of the running fsync and two more. With 2 or more such a
 // request is committed at once and the next Flush covers it with the
 // other batches committed meanwhile (one fsync less to wait for, one
-// commit more to pay). BENCHMARKS.md ("Where a delivery's time goes")
+// commit more to pay). docs/perf-log.md ("Where a delivery's time goes")
 // has what each setting measured.
 //
 // Callers that send again as soon as they are answered (a closed loop: a
@@ -52,7 +52,7 @@
 // batch the moment it has woken the callers of the last one, so that batch
 // holds only those who queued while the last one ran, and the callers just
 // woken queue behind it. Each commit then pays for its rooms' pages with
-// half the messages it could carry (BENCHMARKS.md, "Session 13"). So after
+// half the messages it could carry (docs/perf-log.md, "Session 13"). So after
 // waking at least YieldAfter callers itself (an inline Flush, or none), the
 // writer yields its goroutine (Config.Yield, runtime.Gosched) before it
 // takes the next batch, until the queue holds as many requests as it woke

@@ -32,6 +32,10 @@
 // Start merges its history with the buffer by seq, so a resumed subscriber
 // sees no gap and no duplicate.
 //
+// Room events (member, typing, read, presence, edited and deleted) are not
+// messages: package roomevents fans them out, beside the hub and with its
+// own queue. Both keep their subscriptions in a subindex.Index.
+//
 // # Locks
 //
 // Hub.mu is taken before any receiver's lock: Receiver methods are called
@@ -45,6 +49,7 @@ import (
 	"time"
 
 	"parley"
+	"parley/subindex"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -82,10 +87,10 @@ type Hub struct {
 	wake    chan struct{} // signalled when queue becomes non-empty
 	done    chan struct{} // closed when the dispatch goroutine returns
 
-	mu    sync.Mutex        // guards the following fields and every Sub's hub state
-	rooms map[string][]*Sub // room id -> subscriptions to its topic
-	users map[string][]*Sub // user id -> subscriptions to the personal queue
-	nsubs [2]int            // room and user subscriptions, for the gauge
+	mu    sync.Mutex           // guards the following fields and every Sub's hub state
+	rooms subindex.Index[*Sub] // room id -> subscriptions to its topic
+	users subindex.Index[*Sub] // user id -> subscriptions to the personal queue
+	nsubs [2]int               // room and user subscriptions, for the gauge
 
 	spare []item     // the previous batch, reused by run
 	run1  []*Message // the messages of the run being dispatched, reused
@@ -116,8 +121,8 @@ func New(cfg Config) *Hub {
 		m:           newMetrics(cfg.Registerer),
 		wake:        make(chan struct{}, 1),
 		done:        make(chan struct{}),
-		rooms:       map[string][]*Sub{},
-		users:       map[string][]*Sub{},
+		rooms:       subindex.Index[*Sub]{},
+		users:       subindex.Index[*Sub]{},
 	}
 	go h.run()
 	return h

@@ -68,12 +68,10 @@ func (h *Hub) Subscribe(s *Sub) {
 	s.placed = false
 	s.from = -1
 	if s.RoomID != "" {
-		s.idx = len(h.rooms[s.RoomID])
-		h.rooms[s.RoomID] = append(h.rooms[s.RoomID], s)
+		h.rooms.Add(s.RoomID, s, subPos)
 		h.nsubs[0]++
 	} else {
-		s.idx = len(h.users[s.UserID])
-		h.users[s.UserID] = append(h.users[s.UserID], s)
+		h.users.Add(s.UserID, s, subPos)
 		h.nsubs[1]++
 	}
 	h.updateGaugesLocked()
@@ -86,27 +84,18 @@ func (h *Hub) Unsubscribe(s *Sub) {
 	h.removeLocked(s)
 }
 
-// removeLocked takes s out of its list by swapping the last one into its
-// place.
+// subPos is a Sub's position in its subindex list.
+func subPos(s *Sub) *int { return &s.idx }
+
+// removeLocked takes s out of its list (subindex.Index.Remove).
 func (h *Hub) removeLocked(s *Sub) {
 	m, key, kind := h.rooms, s.RoomID, 0
 	if s.RoomID == "" {
 		m, key, kind = h.users, s.UserID, 1
 	}
-	list := m[key]
-	if s.idx < 0 || s.idx >= len(list) || list[s.idx] != s {
+	if !m.Remove(key, s, subPos) {
 		return
 	}
-	last := len(list) - 1
-	list[s.idx] = list[last]
-	list[s.idx].idx = s.idx
-	list[last] = nil
-	if last == 0 {
-		delete(m, key)
-	} else {
-		m[key] = list[:last]
-	}
-	s.idx = -1
 	s.buf = nil
 	h.nsubs[kind]--
 	h.updateGaugesLocked()

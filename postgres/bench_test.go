@@ -46,7 +46,7 @@ func init() {
 // writer, two and four.
 // BenchmarkSendParallel runs with the search vector (index=on, the store
 // as it serves) and without (index=off, Config.NoSearchIndex), for one and
-// two writers: what the search index costs each send (BENCHMARKS.md).
+// two writers: what the search index costs each send (docs/perf-log.md).
 func BenchmarkSendParallel(b *testing.B) {
 	for _, index := range []string{"on", "off"} {
 		for _, writers := range []int{1, 2, 4} {

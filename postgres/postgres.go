@@ -166,7 +166,7 @@ type Config struct {
 	// 53100), once each. Default slog.Default().
 	Logger *slog.Logger
 	// NoSearchIndex stores new messages without their search vector: only
-	// for measuring what the index costs (BENCHMARKS.md); search misses
+	// for measuring what the index costs (docs/perf-log.md); search misses
 	// those messages.
 	NoSearchIndex bool
 }
@@ -180,7 +180,7 @@ const DefaultWriters = 1
 // message, and with 1,024 senders over 100 rooms one writer's batches of
 // up to 1,024 (about 550) sent 1.2-2.1× the messages a second of batches
 // of 256, for a fifth less of PostgreSQL's CPU a message, and more than
-// two writers with batches of 256 (BENCHMARKS.md, "PostgreSQL writers").
+// two writers with batches of 256 (docs/perf-log.md, "PostgreSQL writers").
 const DefaultMaxBatch = 1024
 
 // Store is the PostgreSQL parley.Store. It is safe for concurrent use;

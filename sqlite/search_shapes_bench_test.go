@@ -30,7 +30,7 @@ import (
 // Each runs on the index as written (as many FTS5 segments as its merges
 // left) and then after 'optimize' (one segment): FTS5 looks a term up in
 // every segment, so the cost of shape=room grows with terms × segments and
-// that of shape=word with the word's postings (BENCHMARKS.md).
+// that of shape=word with the word's postings (docs/perf-log.md).
 func BenchmarkSearchShapes(b *testing.B) {
 	const nRooms, userRooms, perTx = 1000, 20, 60
 	history := benchShapesHistory

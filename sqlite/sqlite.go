@@ -151,7 +151,7 @@ type Config struct {
 // heavy load; there, a commit costs per room it touches (a leaf of
 // messages each, and its rooms and members rows) more than per message, and
 // 1,024 senders over 100 rooms cost a fifth to a third less CPU per
-// message than with batches of 256 (issue 16, BENCHMARKS.md "Store").
+// message than with batches of 256 (issue 16, docs/perf-log.md "Store").
 const DefaultMaxBatch = 1024
 
 // defaults fills in the zero fields of c.

@@ -13,7 +13,7 @@ import (
 // the flusher keeps its P while the disk works instead of giving it away
 // and queueing for one again behind every runnable session goroutine of a
 // busy node, which was most of a commit's fsync stage under load
-// (BENCHMARKS.md, "The WAL's fsync as a raw system call"). The price is a
+// (docs/perf-log.md, "The WAL's fsync as a raw system call"). The price is a
 // P busy for the sync's length, and a stop-the-world pause of the garbage
 // collector that waits for a running sync: fine for a disk that syncs in a
 // fraction of a millisecond, a stall of the whole node for one that takes
@@ -40,7 +40,7 @@ const (
 // are, the group-commit writer syncs a batch itself right after committing
 // it instead of handing it to the flusher (groupcommit.Config.FlushInline):
 // the overlap of a sync with the next commit saves less than the two
-// goroutine hand-offs cost on a busy node (BENCHMARKS.md, "Session 11").
+// goroutine hand-offs cost on a busy node (docs/perf-log.md, "Session 11").
 // On a slow disk the flusher overlaps them. The group-commit Writer calls
 // it only while no sync runs.
 func (w *walSyncer) fast() bool { return w.avg < rawSyncMax }

@@ -18,6 +18,7 @@ import (
 	"parley/hub"
 	"parley/rabbitmq"
 	"parley/redis"
+	"parley/roomevents"
 )
 
 // clusterNode is the cluster side of a node (design §6): the relay between
@@ -102,7 +103,7 @@ func openHot(cfg Config, db parley.Store, rdb *goredis.Client, reg prometheus.Re
 // publishes wait for; events is the node's room events. changes, when not
 // nil, takes the edits and deletions of every node (the history cache's
 // Apply).
-func openCluster(cfg Config, rdb *goredis.Client, store parley.Store, written cluster.Watermark, h *hub.Hub, events *hub.Events, changes parley.EventSink, reg prometheus.Registerer) (*clusterNode, error) {
+func openCluster(cfg Config, rdb *goredis.Client, store parley.Store, written cluster.Watermark, h *hub.Hub, events *roomevents.Events, changes parley.EventSink, reg prometheus.Registerer) (*clusterNode, error) {
 	node := cfg.NodeID
 	if node == "" {
 		node = defaultNodeID(cfg.Addr)

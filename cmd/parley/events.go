@@ -4,10 +4,10 @@ import (
 	"context"
 
 	"parley"
-	"parley/hub"
+	"parley/roomevents"
 )
 
-// Room events (design §4): hub.Events fans them out to this node's event
+// Room events (design §4): roomevents.Events fans them out to this node's event
 // subscriptions. It hears this node's commits (the last commit callback),
 // the gateway's typing signals, and presence changes: from the gateway on
 // one node (its first and last session of each user), from Redis in
@@ -19,7 +19,7 @@ import (
 // cluster, and reads m.gateway and m.cluster lazily (they are set before
 // the listeners start, and only a listener can cause an event).
 func (m *Main) openEvents(clustered bool, reads parley.Store) {
-	cfg := hub.EventsConfig{Rooms: reads, Seen: seenOf{m}, TypingMaxMembers: m.Config.TypingMaxMembers, Registerer: m.registry}
+	cfg := roomevents.Config{Rooms: reads, Seen: seenOf{m}, TypingMaxMembers: m.Config.TypingMaxMembers, Registerer: m.registry}
 	if clustered {
 		cfg.OnTyping = func(roomID, userID string) {
 			m.cluster.relay.Signal(parley.Event{Kind: parley.EventTyping, Room: parley.Room{ID: roomID}, UserID: userID})
@@ -28,7 +28,7 @@ func (m *Main) openEvents(clustered bool, reads parley.Store) {
 			m.cluster.relay.Signal(parley.Event{Kind: parley.EventReads, Room: parley.Room{ID: roomID}, Reads: reads})
 		}
 	}
-	m.events = hub.NewEvents(cfg)
+	m.events = roomevents.New(cfg)
 }
 
 // Seen is who is online and when they were last seen (chat.Seen): the
@@ -41,7 +41,7 @@ func (m *Main) Seen(ctx context.Context, userIDs []string) (map[string]parley.Se
 }
 
 // shownSeen is the member listing's presence (chat.Config.Seen): the
-// node's Seen as the room events have announced it (hub.Events.Seen), so
+// node's Seen as the room events have announced it (roomevents.Events.Seen), so
 // that a user in a presence quiet period is listed as the last online or
 // offline event said. It reads m.events lazily (the chat service is made
 // before it; only a listener can ask).
@@ -51,7 +51,7 @@ func (s shownSeen) Seen(ctx context.Context, userIDs []string) (map[string]parle
 	return s.m.events.Seen(ctx, userIDs)
 }
 
-// seenOf is the node's Seen as hub.Events's lookup.
+// seenOf is the node's Seen as roomevents.Events's lookup.
 type seenOf struct{ m *Main }
 
 func (s seenOf) Seen(ctx context.Context, userIDs []string) (map[string]parley.Seen, error) {

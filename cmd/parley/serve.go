@@ -28,6 +28,7 @@ import (
 	"parley/postgres"
 	"parley/ratelimit"
 	"parley/rest"
+	"parley/roomevents"
 	"parley/sqlite"
 	"parley/stomp"
 	"parley/web"
@@ -138,7 +139,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.StompMaxConns, "stomp-max-conns", 10000, "STOMP connections this node holds, signed in or not; over it /ws answers 503 and raw TCP gets ERROR unavailable")
 	fs.IntVar(&c.StompMaxSubs, "stomp-max-subscriptions", 256, "subscriptions one STOMP connection may hold; the next SUBSCRIBE gets ERROR invalid")
 	fs.IntVar(&c.StompMaxHeaders, "stomp-max-headers", 64, "headers one STOMP frame from a client may carry, else ERROR too_large")
-	fs.IntVar(&c.TypingMaxMembers, "typing-max-members", hub.DefaultTypingMaxMembers, "rooms with more members than this have no typing events (signals are accepted and absorbed), so one typist costs at most this many deliveries every 2 s")
+	fs.IntVar(&c.TypingMaxMembers, "typing-max-members", roomevents.DefaultTypingMaxMembers, "rooms with more members than this have no typing events (signals are accepted and absorbed), so one typist costs at most this many deliveries every 2 s")
 	fs.IntVar(&c.StompSendBuffer, "stomp-send-buffer", 64<<10, "kernel send buffer (SO_SNDBUF) of each STOMP connection in bytes, so that a client that stops reading is found by --stomp-queue (-1: the system's autotuned buffer)")
 	fs.DurationVar(&c.StompMaxHeartBeat, "stomp-max-heartbeat", time.Minute, "largest heart-beat interval accepted from a STOMP client, either way (a larger one is taken as this)")
 	fs.StringVar(&c.Store, "store", "", "store: empty for SQLite in --data, or postgres://user@host:port/db (cluster mode)")
@@ -194,7 +195,7 @@ type Main struct {
 	sweeper  *accept.Sweeper // the HTTP connections' deadlines
 	ops      []*opsServer    // /metrics and pprof, when --metrics-addr or --debug-addr is set
 	hub      *hub.Hub
-	events   *hub.Events // room events (events.go)
+	events   *roomevents.Events // room events (events.go)
 	gateway  *gateway.Server
 	stompLn  net.Listener
 	stompRun chan error // the STOMP accept loop's result, once it ends

@@ -1,4 +1,4 @@
-package hub
+package roomevents
 
 import (
 	"context"
@@ -59,7 +59,7 @@ func (f *fakeRooms) setOnline(u string, on bool) {
 	f.online[u] = on
 }
 
-// evRecorder is an EventReceiver that records what it gets.
+// evRecorder is a Receiver that records what it gets.
 type evRecorder struct {
 	mu      sync.Mutex
 	got     []*RoomEvent
@@ -111,12 +111,12 @@ type evEnv struct {
 	mu    sync.Mutex
 }
 
-func newEvEnv(t *testing.T, cfg EventsConfig) *evEnv {
+func newEvEnv(t *testing.T, cfg Config) *evEnv {
 	t.Helper()
 	env := &evEnv{clock: parleytest.NewClock(), rooms: &fakeRooms{members: map[string][]string{}, online: map[string]bool{}}}
 	cfg.Rooms, cfg.Seen = env.rooms, env.rooms
 	cfg.Now, cfg.AfterFunc = env.clock.Now, env.clock.AfterFunc
-	env.ev = NewEvents(cfg)
+	env.ev = New(cfg)
 	t.Cleanup(func() { env.ev.Close() })
 	return env
 }
@@ -125,7 +125,7 @@ func newEvEnv(t *testing.T, cfg EventsConfig) *evEnv {
 func (env *evEnv) sync(t *testing.T) {
 	t.Helper()
 	probe := &evRecorder{}
-	s := &EventSub{To: probe, UserID: "probe", RoomID: "sync-room"}
+	s := &Sub{To: probe, UserID: "probe", RoomID: "sync-room"}
 	env.ev.Subscribe(s)
 	defer env.ev.Unsubscribe(s)
 	// A room change of the probe's room goes through the queue after
@@ -161,12 +161,12 @@ func equal(a, b []string) bool {
 // TestEventsTypingBatch: a room's typing events wait 100 ms for more and
 // reach each subscriber in one hand-off, without the subscriber's own.
 func TestEventsTypingBatch(t *testing.T) {
-	env := newEvEnv(t, EventsConfig{})
+	env := newEvEnv(t, Config{})
 	env.rooms.members["r1"] = []string{"alice", "bob"}
 	bobRoom, bobAll, alice := &evRecorder{}, &evRecorder{}, &evRecorder{}
-	env.ev.Subscribe(&EventSub{To: bobRoom, UserID: "bob", RoomID: "r1"})
-	env.ev.Subscribe(&EventSub{To: bobAll, UserID: "bob"})
-	env.ev.Subscribe(&EventSub{To: alice, UserID: "alice", RoomID: "r1"})
+	env.ev.Subscribe(&Sub{To: bobRoom, UserID: "bob", RoomID: "r1"})
+	env.ev.Subscribe(&Sub{To: bobAll, UserID: "bob"})
+	env.ev.Subscribe(&Sub{To: alice, UserID: "alice", RoomID: "r1"})
 	for range 3 {
 		env.ev.Typing("r1", "alice")
 	}
@@ -199,12 +199,12 @@ func TestEventsTypingBatch(t *testing.T) {
 // TestEventsTypingThrottle: at most one typing event per user per room
 // every 2 s (here without the batch's wait).
 func TestEventsTypingThrottle(t *testing.T) {
-	env := newEvEnv(t, EventsConfig{TypingBatch: -1})
+	env := newEvEnv(t, Config{TypingBatch: -1})
 	env.rooms.members["r1"] = []string{"alice", "bob"}
 	bobRoom, bobAll, alice := &evRecorder{}, &evRecorder{}, &evRecorder{}
-	env.ev.Subscribe(&EventSub{To: bobRoom, UserID: "bob", RoomID: "r1"})
-	env.ev.Subscribe(&EventSub{To: bobAll, UserID: "bob"})
-	env.ev.Subscribe(&EventSub{To: alice, UserID: "alice", RoomID: "r1"})
+	env.ev.Subscribe(&Sub{To: bobRoom, UserID: "bob", RoomID: "r1"})
+	env.ev.Subscribe(&Sub{To: bobAll, UserID: "bob"})
+	env.ev.Subscribe(&Sub{To: alice, UserID: "alice", RoomID: "r1"})
 	for range 3 {
 		env.ev.Typing("r1", "alice")
 	}
@@ -236,7 +236,7 @@ func TestEventsTypingThrottle(t *testing.T) {
 // default) members has no typing events, here nor on other nodes (no
 // OnTyping); a room at the cap has them.
 func TestEventsTypingRoomCap(t *testing.T) {
-	env := newEvEnv(t, EventsConfig{TypingBatch: -1})
+	env := newEvEnv(t, Config{TypingBatch: -1})
 	env.ev.cfg.OnTyping = func(roomID, userID string) {
 		env.mu.Lock()
 		env.typed = append(env.typed, roomID+":"+userID)
@@ -253,8 +253,8 @@ func TestEventsTypingRoomCap(t *testing.T) {
 		env.rooms.members[room.id] = ids
 	}
 	small, big := &evRecorder{}, &evRecorder{}
-	env.ev.Subscribe(&EventSub{To: small, UserID: "bob", RoomID: "small"})
-	env.ev.Subscribe(&EventSub{To: big, UserID: "bob", RoomID: "big"})
+	env.ev.Subscribe(&Sub{To: small, UserID: "bob", RoomID: "small"})
+	env.ev.Subscribe(&Sub{To: big, UserID: "bob", RoomID: "big"})
 	env.ev.Typing("small", "alice")
 	env.ev.Typing("big", "alice")
 	env.ev.ApplyRemote(parley.Event{Kind: parley.EventTyping, Room: parley.Room{ID: "big"}, UserID: "u7"})
@@ -274,10 +274,10 @@ func TestEventsTypingRoomCap(t *testing.T) {
 }
 
 func TestEventsReadCoalescing(t *testing.T) {
-	env := newEvEnv(t, EventsConfig{})
+	env := newEvEnv(t, Config{})
 	env.rooms.members["r1"] = []string{"alice", "bob", "carol"}
 	bob := &evRecorder{}
-	env.ev.Subscribe(&EventSub{To: bob, UserID: "bob", RoomID: "r1"})
+	env.ev.Subscribe(&Sub{To: bob, UserID: "bob", RoomID: "r1"})
 	room := parley.Room{ID: "r1", MemberCount: 3}
 	read := func(u string, seq int64) parley.Event {
 		return parley.Event{Kind: parley.EventRead, Room: room, UserID: u, ReadSeq: seq}
@@ -327,12 +327,12 @@ func TestEventsReadCoalescing(t *testing.T) {
 }
 
 func TestEventsPresenceDebounce(t *testing.T) {
-	env := newEvEnv(t, EventsConfig{})
+	env := newEvEnv(t, Config{})
 	env.rooms.members["r1"] = []string{"alice", "bob"}
 	env.rooms.members["r2"] = []string{"alice", "bob"}
 	bobRoom, bobAll := &evRecorder{}, &evRecorder{}
-	env.ev.Subscribe(&EventSub{To: bobRoom, UserID: "bob", RoomID: "r1"})
-	env.ev.Subscribe(&EventSub{To: bobAll, UserID: "bob"})
+	env.ev.Subscribe(&Sub{To: bobRoom, UserID: "bob", RoomID: "r1"})
+	env.ev.Subscribe(&Sub{To: bobAll, UserID: "bob"})
 
 	env.rooms.setOnline("alice", true)
 	env.ev.PresenceChanged("alice")
@@ -380,10 +380,10 @@ func TestEventsPresenceDebounce(t *testing.T) {
 // events never disagree: no flip for a quick reconnect in either, and a
 // new state in both once it is announced.
 func TestEventsSeenFollowsAnnouncements(t *testing.T) {
-	env := newEvEnv(t, EventsConfig{})
+	env := newEvEnv(t, Config{})
 	env.rooms.members["r1"] = []string{"alice", "bob"}
 	bob := &evRecorder{}
-	env.ev.Subscribe(&EventSub{To: bob, UserID: "bob", RoomID: "r1"})
+	env.ev.Subscribe(&Sub{To: bob, UserID: "bob", RoomID: "r1"})
 	listed := func(what string, want bool) {
 		t.Helper()
 		got, err := env.ev.Seen(context.Background(), []string{"alice", "bob"})
@@ -442,12 +442,12 @@ func TestEventsSeenFollowsAnnouncements(t *testing.T) {
 // offline, as before, so nothing is announced, and the state is read once
 // per user, not once per change.
 func TestEventsPresenceChurn(t *testing.T) {
-	env := newEvEnv(t, EventsConfig{})
+	env := newEvEnv(t, Config{})
 	bob := &evRecorder{}
 	for i := range 1000 {
 		env.rooms.members[fmt.Sprint("r", i)] = []string{fmt.Sprint("u", i), "bob"}
 	}
-	env.ev.Subscribe(&EventSub{To: bob, UserID: "bob"})
+	env.ev.Subscribe(&Sub{To: bob, UserID: "bob"})
 	for i := range 1000 {
 		u := fmt.Sprint("u", i)
 		env.rooms.setOnline(u, true)
@@ -479,13 +479,13 @@ func TestEventsPresenceChurn(t *testing.T) {
 }
 
 func TestEventsMemberAndRemoval(t *testing.T) {
-	env := newEvEnv(t, EventsConfig{})
+	env := newEvEnv(t, Config{})
 	env.rooms.members["r1"] = []string{"alice", "bob"}
 	alice, bob, bobAll := &evRecorder{}, &evRecorder{}, &evRecorder{}
-	env.ev.Subscribe(&EventSub{To: alice, UserID: "alice", RoomID: "r1"})
-	bobSub := &EventSub{To: bob, UserID: "bob", RoomID: "r1"}
+	env.ev.Subscribe(&Sub{To: alice, UserID: "alice", RoomID: "r1"})
+	bobSub := &Sub{To: bob, UserID: "bob", RoomID: "r1"}
 	env.ev.Subscribe(bobSub)
-	env.ev.Subscribe(&EventSub{To: bobAll, UserID: "bob"})
+	env.ev.Subscribe(&Sub{To: bobAll, UserID: "bob"})
 	room := parley.Room{ID: "r1", Title: "t", MemberCount: 2}
 	env.ev.Apply([]parley.Event{{Kind: parley.EventRole, Room: room, UserID: "bob", Role: parley.RoleAdmin, ActorID: "alice"}})
 	env.sync(t)
@@ -529,7 +529,7 @@ func TestEventsMemberAndRemoval(t *testing.T) {
 func TestEventsReadsForwarded(t *testing.T) {
 	var mu sync.Mutex
 	var forwarded [][]parley.Read
-	env := newEvEnv(t, EventsConfig{OnReads: func(room string, reads []parley.Read) {
+	env := newEvEnv(t, Config{OnReads: func(room string, reads []parley.Read) {
 		mu.Lock()
 		defer mu.Unlock()
 		forwarded = append(forwarded, reads)
@@ -570,12 +570,12 @@ func (r *gatedRecorder) DeliverEvents(evs []*RoomEvent) {
 // events never reach the bounded queue, so a burst of them while the
 // dispatcher is busy cannot overflow it and drop every event subscription.
 func TestEventsBigRoomMessagesStayOut(t *testing.T) {
-	env := newEvEnv(t, EventsConfig{MaxQueue: 4})
+	env := newEvEnv(t, Config{MaxQueue: 4})
 	env.rooms.members["r1"] = []string{"alice", "bob"}
 	gate := &gatedRecorder{entered: make(chan struct{}), open: make(chan struct{})}
 	bob := &evRecorder{}
-	env.ev.Subscribe(&EventSub{To: gate, UserID: "alice", RoomID: "r1"})
-	env.ev.Subscribe(&EventSub{To: bob, UserID: "bob", RoomID: "r1"})
+	env.ev.Subscribe(&Sub{To: gate, UserID: "alice", RoomID: "r1"})
+	env.ev.Subscribe(&Sub{To: bob, UserID: "bob", RoomID: "r1"})
 	small := parley.Room{ID: "r1", MemberCount: 2}
 	env.ev.Apply([]parley.Event{{Kind: parley.EventRoomInfo, Room: small, ActorID: "alice"}})
 	<-gate.entered // the dispatcher is held in the first delivery

@@ -1,4 +1,4 @@
-package hub
+package roomevents
 
 import (
 	"encoding/json"
@@ -22,12 +22,12 @@ func changeEv(room string, seq, change int64, deleted bool) parley.Event {
 // of the room (its subscribers and its members' personal queues), header
 // change and seq, body the message in its new version.
 func TestEventsChanges(t *testing.T) {
-	env := newEvEnv(t, EventsConfig{})
+	env := newEvEnv(t, Config{})
 	env.rooms.members["r1"] = []string{"alice", "bob"}
 	room, all, other := &evRecorder{}, &evRecorder{}, &evRecorder{}
-	env.ev.Subscribe(&EventSub{To: room, UserID: "bob", RoomID: "r1"})
-	env.ev.Subscribe(&EventSub{To: all, UserID: "bob"})
-	env.ev.Subscribe(&EventSub{To: other, UserID: "carol"})
+	env.ev.Subscribe(&Sub{To: room, UserID: "bob", RoomID: "r1"})
+	env.ev.Subscribe(&Sub{To: all, UserID: "bob"})
+	env.ev.Subscribe(&Sub{To: other, UserID: "carol"})
 	env.ev.Apply([]parley.Event{changeEv("r1", 3, 1, false), changeEv("r1", 3, 2, true)})
 	env.sync(t)
 	for name, r := range map[string]*evRecorder{"room": room, "personal": all} {
@@ -57,10 +57,10 @@ func TestEventsChanges(t *testing.T) {
 // the held changes above 2 and none at or below, then live ones above 2
 // only; other events pass.
 func TestEventsStartAfter(t *testing.T) {
-	env := newEvEnv(t, EventsConfig{})
+	env := newEvEnv(t, Config{})
 	env.rooms.members["r1"] = []string{"alice", "bob"}
 	r := &evRecorder{}
-	s := &EventSub{To: r, UserID: "bob", RoomID: "r1", Hold: true}
+	s := &Sub{To: r, UserID: "bob", RoomID: "r1", Hold: true}
 	env.ev.Subscribe(s)
 	env.ev.Apply([]parley.Event{changeEv("r1", 1, 1, false), changeEv("r1", 1, 3, false),
 		{Kind: parley.EventRoomInfo, Room: parley.Room{ID: "r1"}, ActorID: "alice"}})

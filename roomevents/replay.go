@@ -1,4 +1,4 @@
-package hub
+package roomevents
 
 // Edited and deleted events (design §4 "Room events"): each edit or
 // deletion the store commits (parley.EventEdited, parley.EventDeleted) is
@@ -39,7 +39,7 @@ func (e *RoomEvent) Change() int64 { return e.change }
 // every later one, the edited and deleted events at or below after are
 // dropped (they were committed before the read and reached Events after
 // it). The other events are untouched.
-func (e *Events) StartAfter(s *EventSub, after int64) {
+func (e *Events) StartAfter(s *Sub, after int64) {
 	e.mu.Lock()
 	s.floor = after
 	if s.idx >= 0 && s.holding {
@@ -51,7 +51,7 @@ func (e *Events) StartAfter(s *EventSub, after int64) {
 
 // filterLocked returns evs without the changes at or below s.floor,
 // reusing evs' array when something is dropped.
-func (s *EventSub) filterLocked(evs []*RoomEvent) []*RoomEvent {
+func (s *Sub) filterLocked(evs []*RoomEvent) []*RoomEvent {
 	if s.floor <= 0 {
 		return evs
 	}

@@ -1,4 +1,4 @@
-package hub
+package roomevents
 
 import (
 	"context"
@@ -34,16 +34,16 @@ func (g *gatedRooms) Members(ctx context.Context, roomID string) ([]string, erro
 // misbehaviour never reaches another user). The dispatcher is held in a
 // slow member lookup meanwhile, as a Redis round trip would hold it.
 func TestEventsFloodStaysWithItsUser(t *testing.T) {
-	env := newEvEnv(t, EventsConfig{MaxQueue: 16, TypingBatch: -1})
+	env := newEvEnv(t, Config{MaxQueue: 16, TypingBatch: -1})
 	rooms := &gatedRooms{fakeRooms: env.rooms, entered: make(chan struct{}), gate: make(chan struct{})}
 	env.ev.Close()
-	env.ev = NewEvents(EventsConfig{MaxQueue: 16, TypingBatch: -1, Rooms: rooms, Seen: env.rooms,
+	env.ev = New(Config{MaxQueue: 16, TypingBatch: -1, Rooms: rooms, Seen: env.rooms,
 		Now: env.clock.Now, AfterFunc: env.clock.AfterFunc})
 	env.rooms.members["slow"] = []string{"alice", "carol"}
 	env.rooms.members["r1"] = []string{"mallory", "carol"}
 	carolAll, carolRoom := &evRecorder{}, &evRecorder{}
-	all := &EventSub{To: carolAll, UserID: "carol"}
-	room := &EventSub{To: carolRoom, UserID: "carol", RoomID: "r1"}
+	all := &Sub{To: carolAll, UserID: "carol"}
+	room := &Sub{To: carolRoom, UserID: "carol", RoomID: "r1"}
 	env.ev.Subscribe(all)
 	env.ev.Subscribe(room)
 
@@ -69,14 +69,14 @@ func TestEventsFloodStaysWithItsUser(t *testing.T) {
 // many users at once: past it every event subscription is dropped as
 // lagged, so nobody misses an event unknowingly.
 func TestEventsOverflowOfManyUsers(t *testing.T) {
-	env := newEvEnv(t, EventsConfig{MaxQueue: 16, TypingBatch: -1})
+	env := newEvEnv(t, Config{MaxQueue: 16, TypingBatch: -1})
 	rooms := &gatedRooms{fakeRooms: env.rooms, entered: make(chan struct{}), gate: make(chan struct{})}
 	env.ev.Close()
-	env.ev = NewEvents(EventsConfig{MaxQueue: 16, TypingBatch: -1, Rooms: rooms, Seen: env.rooms,
+	env.ev = New(Config{MaxQueue: 16, TypingBatch: -1, Rooms: rooms, Seen: env.rooms,
 		Now: env.clock.Now, AfterFunc: env.clock.AfterFunc})
 	env.rooms.members["slow"] = []string{"alice", "carol"}
 	rec := &evRecorder{}
-	s := &EventSub{To: rec, UserID: "carol"}
+	s := &Sub{To: rec, UserID: "carol"}
 	env.ev.Subscribe(s)
 	env.ev.Typing("slow", "alice")
 	<-rooms.entered
@@ -101,7 +101,7 @@ func TestEventsOverflowOfManyUsers(t *testing.T) {
 func settleRetry(t *testing.T, ev *Events) {
 	t.Helper()
 	probe := &evRecorder{}
-	s := &EventSub{To: probe, UserID: "probe", RoomID: "sync-room"}
+	s := &Sub{To: probe, UserID: "probe", RoomID: "sync-room"}
 	ev.Subscribe(s)
 	defer func() { ev.Unsubscribe(s) }()
 	deadline := time.Now().Add(10 * time.Second)
@@ -115,7 +115,7 @@ func settleRetry(t *testing.T, ev *Events) {
 				return
 			}
 			if s.Removed() { // dropped by an overflow: register again
-				s = &EventSub{To: probe, UserID: "probe", RoomID: "sync-room"}
+				s = &Sub{To: probe, UserID: "probe", RoomID: "sync-room"}
 				ev.Subscribe(s)
 				break
 			}
@@ -131,11 +131,11 @@ func settleRetry(t *testing.T, ev *Events) {
 // nothing until Start (its membership is being checked), then what came
 // meanwhile, in order; one removed meanwhile gets nothing at all.
 func TestEventsHeldUntilStart(t *testing.T) {
-	env := newEvEnv(t, EventsConfig{TypingBatch: -1})
+	env := newEvEnv(t, Config{TypingBatch: -1})
 	env.rooms.members["r1"] = []string{"alice", "bob"}
 	rec, gone := &evRecorder{}, &evRecorder{}
-	s := &EventSub{To: rec, UserID: "bob", RoomID: "r1", Hold: true}
-	g := &EventSub{To: gone, UserID: "bob", RoomID: "r1", Hold: true}
+	s := &Sub{To: rec, UserID: "bob", RoomID: "r1", Hold: true}
+	g := &Sub{To: gone, UserID: "bob", RoomID: "r1", Hold: true}
 	env.ev.Subscribe(s)
 	env.ev.Subscribe(g)
 	env.ev.Typing("r1", "alice")
@@ -164,9 +164,9 @@ func TestEventsHeldUntilStart(t *testing.T) {
 // TestEventsHeldOverflow: a held subscription that would hold more than
 // maxHeld events is dropped as lagged at Start, not handed a partial run.
 func TestEventsHeldOverflow(t *testing.T) {
-	env := newEvEnv(t, EventsConfig{TypingBatch: -1})
+	env := newEvEnv(t, Config{TypingBatch: -1})
 	rec := &evRecorder{}
-	s := &EventSub{To: rec, UserID: "bob", RoomID: "r1", Hold: true}
+	s := &Sub{To: rec, UserID: "bob", RoomID: "r1", Hold: true}
 	env.ev.Subscribe(s)
 	for i := range maxHeld + 1 {
 		env.ev.Typing("r1", fmt.Sprint("user", i))
