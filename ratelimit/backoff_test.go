@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -9,10 +10,10 @@ import (
 )
 
 // step is one move of a Backoff script: advance the clock, then act on
-// the key "k" and check what Attempt answers.
+// the key "k" and check what Begin answers.
 type step struct {
 	advance time.Duration
-	op      string        // "fail": an Attempt that fails; "ok": one that succeeds (Undo); "reset"
+	op      string        // "fail": an attempt that fails; "ok": one that succeeds; "reset"
 	want    time.Duration // for fail and ok: 0 if the attempt is let through, else the wait it is refused with
 }
 
@@ -84,12 +85,12 @@ func TestBackoff(t *testing.T) {
 					b.Reset("k")
 					continue
 				}
-				ok, wait := b.Attempt("k")
-				if s.want == 0 && !ok || s.want != 0 && (ok || wait != s.want) {
-					t.Fatalf("step %d (%s after %v): Attempt = %v, %v; want %v, %v", i, s.op, s.advance, ok, wait, s.want == 0, s.want)
+				end, wait := mustBegin(t, b, "k")
+				if ok := end != nil; s.want == 0 && !ok || s.want != 0 && (ok || wait != s.want) {
+					t.Fatalf("step %d (%s after %v): Begin = %v, %v; want %v, %v", i, s.op, s.advance, ok, wait, s.want == 0, s.want)
 				}
-				if ok && s.op == "ok" {
-					b.Undo("k")
+				if end != nil {
+					end(s.op == "fail")
 				}
 			}
 		})
@@ -98,27 +99,34 @@ func TestBackoff(t *testing.T) {
 
 func TestBackoffKeysAreIndependent(t *testing.T) {
 	b := NewBackoff(BackoffConfig{Free: 1, Now: newClock().Now})
-	b.Attempt("a")
-	if ok, _ := b.Attempt("a"); ok {
-		t.Errorf("Attempt(a) after its free failure = true, want false")
+	mustFail(t, b, "a")
+	if end, _ := mustBegin(t, b, "a"); end != nil {
+		t.Errorf("Begin(a) after its free failure let it through, want a wait")
 	}
-	if ok, _ := b.Attempt("b"); !ok {
-		t.Errorf("Attempt(b) = false, want true: a's failures are a's")
+	if end, _ := mustBegin(t, b, "b"); end == nil {
+		t.Errorf("Begin(b) = a wait, want it let through: a's failures are a's")
 	}
 }
 
 // TestBackoffConcurrent: attempts that all begin before any outcome is
-// known still get no more than the free ones.
+// known still get no more than the free ones; the others wait for them
+// until their deadline (here: once the free ones are in).
 func TestBackoffConcurrent(t *testing.T) {
 	b := NewBackoff(BackoffConfig{Free: 5, Now: newClock().Now})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	var allowed atomic.Int64
 	var wg sync.WaitGroup
 	for range 100 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if ok, _ := b.Attempt("k"); ok {
-				allowed.Add(1)
+			end, _, err := b.Begin(ctx, "k")
+			if end != nil && allowed.Add(1) == 5 {
+				cancel()
+			}
+			if end == nil && err == nil {
+				t.Errorf("Begin refused a key with no failure")
 			}
 		}()
 	}
@@ -133,7 +141,7 @@ func TestBackoffForgets(t *testing.T) {
 	b := NewBackoff(BackoffConfig{Free: 3, Base: time.Second, Max: time.Minute, Now: c.Now})
 	for i := range 1000 {
 		for range 3 {
-			b.Attempt(fmt.Sprint("key", i))
+			mustFail(t, b, fmt.Sprint("key", i))
 		}
 	}
 	if got := b.Len(); got != 1000 {
@@ -149,8 +157,8 @@ func TestBackoffForgets(t *testing.T) {
 	if got := b.Len(); got != 0 {
 		t.Errorf("Len() = %d once every failure is forgiven, want 0", got)
 	}
-	if ok, _ := b.Attempt("key1"); !ok {
-		t.Errorf("Attempt(key1) after it was forgotten = false, want true")
+	if end, _ := mustBegin(t, b, "key1"); end == nil {
+		t.Errorf("Begin(key1) after it was forgotten = a wait, want it let through")
 	}
 }
 
@@ -159,11 +167,11 @@ func TestBackoffForgets(t *testing.T) {
 func TestBackoffSweepKeepsWaits(t *testing.T) {
 	c := newClock()
 	b := NewBackoff(BackoffConfig{Free: 1, Base: time.Hour, Max: time.Hour, Decay: time.Second, Now: c.Now})
-	b.Attempt("k")
+	mustFail(t, b, "k")
 	c.Advance(time.Minute)
 	b.sweepAll()
-	if ok, wait := b.Attempt("k"); ok || wait != 59*time.Minute {
-		t.Errorf("Attempt(k) a minute into an hour's wait = %v, %v; want false, 59m", ok, wait)
+	if end, wait := mustBegin(t, b, "k"); end != nil || wait != 59*time.Minute {
+		t.Errorf("Begin(k) a minute into an hour's wait = %v, %v; want a wait of 59m", end != nil, wait)
 	}
 }
 
@@ -175,4 +183,28 @@ func (b *Backoff) sweepAll() {
 		b.sweepLocked(s, now)
 		s.mu.Unlock()
 	}
+}
+
+// mustBegin begins an attempt of key that must not wait for others in
+// flight (there are none in these tests): it returns its end, or nil and
+// the wait it was refused with.
+func mustBegin(t *testing.T, b *Backoff, key string) (func(failed bool), time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // nothing is in flight: Begin decides without waiting
+	end, wait, err := b.Begin(ctx, key)
+	if err != nil {
+		t.Fatalf("Begin(%s) = %v with nothing in flight", key, err)
+	}
+	return end, wait
+}
+
+// mustFail counts a failed attempt of key, which must be let through.
+func mustFail(t *testing.T, b *Backoff, key string) {
+	t.Helper()
+	end, wait := mustBegin(t, b, key)
+	if end == nil {
+		t.Fatalf("Begin(%s) = a wait of %v, want it let through", key, wait)
+	}
+	end(true)
 }

@@ -2,7 +2,10 @@
 // millions of keys in bounded memory: a bucket left alone long enough to
 // fill up again is indistinguishable from a new one, so it is forgotten.
 // Backoff keeps, the same way, a count of failures per key and makes each
-// attempt after a few wait exponentially longer.
+// attempt after a few wait exponentially longer; only failures count, and
+// the attempts in flight hold reservations so that concurrent ones cannot
+// slip past the count together (Backoff.Begin waits, with no lock held,
+// for those in flight to end).
 //
 // Concurrency: a Limiter is safe for concurrent use. Its keys are spread
 // over a fixed array of shards by a seeded hash; each shard has its own

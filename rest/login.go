@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -25,7 +26,8 @@ import (
 //     429 rate_limited with Retry-After, before the password is checked,
 //     so a guess costs the server nothing and tells the guesser nothing.
 //     Names are counted whether or not they exist: an unknown name and a
-//     wrong password keep the same answer.
+//     wrong password keep the same answer. Only failures count (OWASP):
+//     a success, however many arrive at once, makes nobody wait.
 //   - Device cookies (OWASP's "Slow Down Online Guessing Attacks with
 //     Device Cookies"): a successful login sets an HttpOnly cookie that
 //     says "this browser logged in as this name". A login for that name
@@ -33,9 +35,40 @@ import (
 //     the name or the address, so an attacker who keeps a name waiting
 //     (or shares its owner's address) cannot lock the owner out of a
 //     browser they used before. A device that fails waits like a name.
+//   - Concurrent password checks: each key's limit lets an attempt check
+//     its password only while the key's failures on record plus its
+//     checks in flight leave room under its free failures (one check at
+//     a time once the key has waited), so parallel guesses cannot slip
+//     past the count; and at most LoginConcurrency checks run at once on
+//     the node. An attempt with no room waits in line, up to LoginWait;
+//     past it the answer is 503 unavailable "server busy" with
+//     Retry-After, which names the real reason and counts no failure.
 //
-// An attempt is counted as a failure when it begins and taken back when
-// it succeeds, so concurrent guesses cannot slip past the count together.
+// The line is a wait, not a refusal: 100 users behind one address who
+// all log in at once with the right password all get in, one free slot
+// of the address after another.
+
+// FailureLimit slows down the failed logins of a key (an address, a name,
+// a device): ratelimit.Backoff counts them on one node, the Redis one
+// across a cluster. It is safe for concurrent use.
+type FailureLimit interface {
+	// Begin starts a login attempt of key. If key is waiting for its
+	// failures it returns a nil end and the time left (rate_limited).
+	// Otherwise it returns end, to call exactly once with the outcome: a
+	// failure is counted, a success counts nothing. While the attempts in
+	// flight leave no room it waits for them until ctx is done, then
+	// returns an error and reserves nothing (server busy).
+	Begin(ctx context.Context, key string) (end func(failed bool), retryAfter time.Duration, err error)
+	// Reset forgets key's failures (a name's after its owner logged in).
+	Reset(key string)
+}
+
+// DefaultLoginWait is how long a login may wait in line for its turn to
+// check a password before it is answered "server busy".
+const DefaultLoginWait = 10 * time.Second
+
+// busyRetry is the Retry-After of a login refused as busy.
+const busyRetry = time.Second
 
 // deviceCookie is the name of the device cookie.
 const deviceCookie = "parley_device"
@@ -44,7 +77,7 @@ const deviceCookie = "parley_device"
 const DeviceCookieTTL = 30 * 24 * time.Hour
 
 // limitReasons label parley_http_limited_total.
-var limitReasons = []string{"signup", "login_address", "login_name", "login_device"}
+var limitReasons = []string{"signup", "login_address", "login_name", "login_device", "login_busy"}
 
 // refuse answers 429 rate_limited with Retry-After in whole seconds,
 // rounded up, and counts the refusal under reason.
@@ -53,6 +86,15 @@ func (h *Handler) refuse(w http.ResponseWriter, reason string, wait time.Duratio
 	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
 	h.limitedTotal.WithLabelValues(reason).Inc()
 	return parley.Errorf(parley.CodeRateLimited, format, secs)
+}
+
+// busy answers 503 unavailable with Retry-After: the login waited its
+// whole LoginWait in line for its turn to check its password.
+func (h *Handler) busy(w http.ResponseWriter) error {
+	secs := int64(busyRetry / time.Second)
+	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+	h.limitedTotal.WithLabelValues("login_busy").Inc()
+	return parley.Errorf(parley.CodeUnavailable, "server busy: too many logins at once; retry in %d s", secs)
 }
 
 // allowSignup takes a token from the client address's sign-up bucket.
@@ -66,63 +108,96 @@ func (h *Handler) allowSignup(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// loginAttempt is one login counted against its limits.
+// loginAttempt is one login let through its limits to check a password:
+// the reservations it holds and the node's check slot.
 type loginAttempt struct {
-	addrKey string // the key counted in loginByAddr; "" for none
-	nameKey string // the key counted in loginByName (a name or a device); "" for none
+	endAddr func(failed bool) // the address's reservation; nil for none
+	endName func(failed bool) // the name's or the device's; nil for none
+	nameKey string            // the key of endName in loginByName
 }
 
-// beginLogin counts a login for name against its limits, or refuses it
-// with rate_limited.
+// beginLogin lets a login for name through its limits and takes one of
+// the node's check slots, waiting in line up to LoginWait, or refuses it
+// with rate_limited (its key is waiting for failures) or unavailable
+// (the wait in line is over).
 func (h *Handler) beginLogin(w http.ResponseWriter, r *http.Request, name string) (*loginAttempt, error) {
+	h.loginsWaiting.Inc()
+	defer h.loginsWaiting.Dec()
+	ctx, cancel := context.WithTimeout(r.Context(), h.loginWait)
+	defer cancel()
 	a := &loginAttempt{}
 	if h.loginByName != nil {
 		if nonce, ok := h.device(r, name); ok {
-			key := "device\x00" + nonce
-			if ok, wait := h.loginByName.Attempt(key); !ok {
+			a.nameKey = "device\x00" + nonce
+			end, wait, err := h.loginByName.Begin(ctx, a.nameKey)
+			switch {
+			case err != nil:
+				return nil, h.busy(w)
+			case end == nil:
 				return nil, h.refuse(w, "login_device", wait, "too many failed logins from this browser; retry in %d s")
 			}
-			a.nameKey = key
-			return a, nil
+			a.endName = end
+			return a, h.takeSlot(ctx, w, a)
 		}
 	}
 	if h.loginByAddr != nil {
-		key := addrKey(h.clientAddr(r))
-		if ok, wait := h.loginByAddr.Attempt(key); !ok {
+		end, wait, err := h.loginByAddr.Begin(ctx, addrKey(h.clientAddr(r)))
+		switch {
+		case err != nil:
+			return nil, h.busy(w)
+		case end == nil:
 			return nil, h.refuse(w, "login_address", wait, "too many failed logins from this address; retry in %d s")
 		}
-		a.addrKey = key
+		a.endAddr = end
 	}
 	if h.loginByName != nil {
-		key := "name\x00" + name
-		if ok, wait := h.loginByName.Attempt(key); !ok {
-			if a.addrKey != "" {
-				h.loginByAddr.Undo(a.addrKey) // nothing was checked
-			}
+		a.nameKey = "name\x00" + name
+		end, wait, err := h.loginByName.Begin(ctx, a.nameKey)
+		switch {
+		case err != nil:
+			a.end(false) // nothing was checked
+			return nil, h.busy(w)
+		case end == nil:
+			a.end(false)
 			return nil, h.refuse(w, "login_name", wait, "too many failed logins for this name; retry in %d s")
 		}
-		a.nameKey = key
+		a.endName = end
 	}
-	return a, nil
+	return a, h.takeSlot(ctx, w, a)
 }
 
-// endLogin settles an attempt with the login's outcome: a wrong name or
-// password stays counted; a success clears the name's (or device's)
-// failures and takes back the address's count; any other outcome (the
-// store unavailable) checked nothing and is taken back.
+// takeSlot takes one of the node's password-check slots for a, waiting
+// until ctx is done; then it ends a's reservations, counting nothing, and
+// answers busy.
+func (h *Handler) takeSlot(ctx context.Context, w http.ResponseWriter, a *loginAttempt) error {
+	select {
+	case h.loginSlots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		a.end(false)
+		return h.busy(w)
+	}
+}
+
+// end ends a's reservations: failed counts a failure on each.
+func (a *loginAttempt) end(failed bool) {
+	if a.endAddr != nil {
+		a.endAddr(failed)
+	}
+	if a.endName != nil {
+		a.endName(failed)
+	}
+}
+
+// endLogin settles an attempt with the login's outcome and frees its
+// check slot: a wrong name or password counts a failure; a success
+// counts none and clears the name's (or device's) failures, but not the
+// address's; any other outcome (the store unavailable) counts nothing.
 func (h *Handler) endLogin(a *loginAttempt, err error) {
-	if parley.ErrorCode(err) == parley.CodeUnauthorized {
-		return
-	}
-	if a.addrKey != "" {
-		h.loginByAddr.Undo(a.addrKey)
-	}
-	if a.nameKey != "" {
-		if err == nil {
-			h.loginByName.Reset(a.nameKey)
-		} else {
-			h.loginByName.Undo(a.nameKey)
-		}
+	<-h.loginSlots
+	a.end(parley.ErrorCode(err) == parley.CodeUnauthorized)
+	if err == nil && a.nameKey != "" {
+		h.loginByName.Reset(a.nameKey)
 	}
 }
 

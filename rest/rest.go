@@ -10,6 +10,7 @@ import (
 	"crypto/rand"
 	"net/http"
 	"net/netip"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -111,7 +112,15 @@ type Config struct {
 	// LoginByAddress and LoginByName, when set, slow down failed logins
 	// per client address and per name (see login.go); LoginByName also
 	// sets and honours device cookies. Nil: no limit.
-	LoginByAddress, LoginByName *ratelimit.Backoff
+	LoginByAddress, LoginByName FailureLimit
+	// LoginConcurrency bounds the logins of the node checking a password
+	// at once (each hashes it). Default: twice GOMAXPROCS.
+	LoginConcurrency int
+	// LoginWait is how long a login may wait in line for its turn to
+	// check a password (its limits' room, then a LoginConcurrency slot)
+	// before it is answered 503 unavailable "server busy". Default
+	// DefaultLoginWait.
+	LoginWait time.Duration
 	// DeviceKey signs device cookies. Nodes that share it honour each
 	// other's cookies. Default: random, so a restart forgets them.
 	DeviceKey []byte
@@ -133,12 +142,15 @@ type Handler struct {
 	readLimit *ratelimit.Limiter // read marks that move nothing; nil: no limit
 	trusted   []netip.Prefix     // proxies whose X-Forwarded-For is believed
 
-	signupLimit *ratelimit.Limiter // nil: no limit
-	loginByAddr *ratelimit.Backoff // nil: no limit
-	loginByName *ratelimit.Backoff // nil: no limit, and no device cookies
-	deviceKey   []byte
-	now         func() time.Time
-	mux         *http.ServeMux
+	signupLimit   *ratelimit.Limiter // nil: no limit
+	loginByAddr   FailureLimit       // nil: no limit
+	loginByName   FailureLimit       // nil: no limit, and no device cookies
+	loginSlots    chan struct{}      // one token per password check running; capacity LoginConcurrency
+	loginWait     time.Duration      // the longest wait in line for a check
+	loginsWaiting prometheus.Gauge   // logins in beginLogin
+	deviceKey     []byte
+	now           func() time.Time
+	mux           *http.ServeMux
 	// roomListRoute and messagesRoute are the routes of roomListPattern
 	// and messagesPattern, which ServeHTTP calls without asking mux.
 	roomListRoute, messagesRoute http.HandlerFunc
@@ -162,6 +174,12 @@ func New(cfg Config) *Handler {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.LoginConcurrency <= 0 {
+		cfg.LoginConcurrency = 2 * runtime.GOMAXPROCS(0)
+	}
+	if cfg.LoginWait <= 0 {
+		cfg.LoginWait = DefaultLoginWait
+	}
 	h := &Handler{
 		chat:        cfg.Chat,
 		maxBytes:    cfg.MaxRequestBytes,
@@ -171,9 +189,15 @@ func New(cfg Config) *Handler {
 		signupLimit: cfg.SignupLimit,
 		loginByAddr: cfg.LoginByAddress,
 		loginByName: cfg.LoginByName,
-		deviceKey:   cfg.DeviceKey,
-		now:         cfg.Now,
-		mux:         http.NewServeMux(),
+		loginSlots:  make(chan struct{}, cfg.LoginConcurrency),
+		loginWait:   cfg.LoginWait,
+		loginsWaiting: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "parley_http_logins_waiting",
+			Help: "Logins waiting in line for their turn to check a password (their limits' room, then a slot of the node).",
+		}),
+		deviceKey: cfg.DeviceKey,
+		now:       cfg.Now,
+		mux:       http.NewServeMux(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_http_requests_total",
 			Help: "HTTP API requests by route and status.",
@@ -185,25 +209,25 @@ func New(cfg Config) *Handler {
 		}, []string{"route"}),
 		limitedTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_http_limited_total",
-			Help: "Sign-ups and logins refused with 429 by the per-address, per-name and per-device limits, by limit.",
+			Help: "Sign-ups and logins refused with 429 by the per-address, per-name and per-device limits, and logins refused with 503 after their wait in line (login_busy), by limit.",
 		}, []string{"limit"}),
 	}
 	for _, l := range limitReasons {
 		h.limitedTotal.WithLabelValues(l)
 	}
 	if cfg.Registerer != nil {
-		cfg.Registerer.MustRegister(h.requests, h.latency, h.limitedTotal)
+		cfg.Registerer.MustRegister(h.requests, h.latency, h.limitedTotal, h.loginsWaiting)
 		if l := cfg.SignupLimit; l != nil {
 			cfg.Registerer.MustRegister(gauge("parley_http_signup_limit_addresses",
 				"Addresses the sign-up limit holds a bucket for: those that signed up in the last few minutes.", l.Len))
 		}
-		if l := cfg.LoginByAddress; l != nil {
+		if l, ok := cfg.LoginByAddress.(interface{ Len() int }); ok {
 			cfg.Registerer.MustRegister(gauge("parley_http_login_failing_addresses",
-				"Addresses with failed logins on record, not yet forgiven.", l.Len))
+				"Addresses with failed logins on record, not yet forgiven, or logins in flight, on this node.", l.Len))
 		}
-		if l := cfg.LoginByName; l != nil {
+		if l, ok := cfg.LoginByName.(interface{ Len() int }); ok {
 			cfg.Registerer.MustRegister(gauge("parley_http_login_failing_names",
-				"Names and device cookies with failed logins on record, not yet forgiven.", l.Len))
+				"Names and device cookies with failed logins on record, not yet forgiven, or logins in flight, on this node.", l.Len))
 		}
 		if l := cfg.SendLimit; l != nil {
 			cfg.Registerer.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
