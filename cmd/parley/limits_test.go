@@ -125,3 +125,32 @@ func TestStompConnectionLimitFlags(t *testing.T) {
 	sc.send(frame.String())
 	sc.expect("ERROR", "code:too_large")
 }
+
+// TestClusterLoginLimits: in cluster mode a name's failed logins are
+// counted in Redis, so a guesser spread over three nodes gets one budget,
+// not three.
+func TestClusterLoginLimits(t *testing.T) {
+	env := needCluster(t)
+	var nodes []*Main
+	for _, name := range []string{"a", "b", "c"} {
+		nodes = append(nodes, startNode(t, env, name, func(c *Config) {
+			c.LoginNameFree, c.LoginAddrFree, c.LoginMaxWait = 2, 10, time.Minute
+		}))
+	}
+	mustSignUp(t, nodes[0].Addr(), "alice")
+	for i, tt := range []struct {
+		node   *Main
+		status int
+	}{
+		{nodes[0], http.StatusUnauthorized},
+		{nodes[1], http.StatusUnauthorized},
+		{nodes[2], http.StatusTooManyRequests}, // per node it would be the first failure
+		{nodes[0], http.StatusTooManyRequests},
+	} {
+		resp := newClient(t, tt.node.Addr()).post("/api/tokens", map[string]string{"name": "alice", "password": "wrong password"})
+		resp.Body.Close()
+		if resp.StatusCode != tt.status {
+			t.Errorf("login %d = %d, want %d", i+1, resp.StatusCode, tt.status)
+		}
+	}
+}

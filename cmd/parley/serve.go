@@ -27,6 +27,7 @@ import (
 	"parley/hub"
 	"parley/postgres"
 	"parley/ratelimit"
+	"parley/redis"
 	"parley/rest"
 	"parley/roomevents"
 	"parley/sqlite"
@@ -272,6 +273,9 @@ func (m *Main) Open(ctx context.Context) error {
 	limits, err := cfg.loginLimits()
 	if err != nil {
 		return err
+	}
+	if rdb != nil {
+		cfg.clusterLogins(&limits, rdb)
 	}
 	limits.Chat, limits.SendLimit, limits.ReadLimit, limits.Registerer = svc, sendLimit, readLimit, m.registry
 	api := rest.New(limits)
@@ -666,6 +670,24 @@ func (m *Main) Close(ctx context.Context) error {
 		m.events.Close()
 	}
 	return errors.Join(errs...)
+}
+
+// clusterLogins counts the failed logins of limits across the cluster, in
+// Redis, with the node's own counts as the fallback while Redis is
+// unreachable (redis/loginlimit.go says why).
+func (c *Config) clusterLogins(limits *rest.Config, rdb *goredis.Client) {
+	wrap := func(l rest.FailureLimit, name string) rest.FailureLimit {
+		local, ok := l.(*ratelimit.Backoff)
+		if !ok {
+			return l
+		}
+		return redis.NewLoginLimit(redis.LoginConfig{
+			Client: rdb, Prefix: c.RedisPrefix, Name: name,
+			Free: local.Free(), Base: time.Second, Max: c.LoginMaxWait, Fallback: local,
+		})
+	}
+	limits.LoginByAddress = wrap(limits.LoginByAddress, "addr")
+	limits.LoginByName = wrap(limits.LoginByName, "name")
 }
 
 // loginLimits returns the sign-up and login limits and the trusted
