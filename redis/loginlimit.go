@@ -215,13 +215,12 @@ func (l *LoginLimit) Begin(ctx context.Context, key string) (end func(failed boo
 		}
 		id := l.node + ":" + strconv.FormatInt(l.seq.Add(1), 36)
 		args := append(l.args(l.cfg.Now()), id, l.cfg.Lease.Milliseconds())
-		rctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
+		// Not bounded by ctx: a script cut short might have reserved an
+		// attempt that nobody would end.
+		rctx, cancel := context.WithTimeout(context.Background(), l.cfg.Timeout)
 		res, err := scriptLoginBegin.Run(rctx, l.cfg.Client, keys, args...).Int64Slice()
 		cancel()
-		switch {
-		case ctx.Err() != nil:
-			return nil, 0, fmt.Errorf("wait for the attempts in flight: %w", ctx.Err())
-		case err != nil || len(res) == 0:
+		if err != nil || len(res) == 0 {
 			l.failed(fmt.Errorf("login limit begin: %w", err))
 			continue // the fallback answers
 		}

@@ -162,3 +162,34 @@ func TestLoginLimitRedisDown(t *testing.T) {
 		t.Errorf("Begin after 3 failures with Redis down = %v, %v; want the node's own wait of 1s", end != nil, wait)
 	}
 }
+
+// TestLoginLimitBusy: an attempt with no room, because of attempts in
+// flight on another node, waits for them until its context is done and
+// then reserves nothing.
+func TestLoginLimitBusy(t *testing.T) {
+	rdb, prefix := testClient(t)
+	nodes := loginNodes(rdb, prefix, parleytest.NewClock(), 2)
+	var held []func(bool)
+	for range 3 {
+		end, _ := begin(t, nodes[0], "alice")
+		if end == nil {
+			t.Fatal("a free attempt was not let through")
+		}
+		held = append(held, end)
+	}
+	// The three held attempts never end while it waits: the outcome does
+	// not depend on how long the deadline is.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if end, wait, err := nodes[1].Begin(ctx, "alice"); end != nil || wait != 0 || err == nil {
+		t.Errorf("Begin on b with 3 in flight on a = %v, %v, %v; want no reservation, no wait, an error", end != nil, wait, err)
+	}
+	for _, end := range held {
+		end(false)
+	}
+	if end, _ := begin(t, nodes[1], "alice"); end == nil {
+		t.Errorf("Begin on b once a's attempts succeeded = a wait, want it let through")
+	} else {
+		end(false)
+	}
+}
