@@ -67,8 +67,9 @@ type FailureLimit interface {
 // check a password before it is answered "server busy".
 const DefaultLoginWait = 10 * time.Second
 
-// busyRetry is the Retry-After of a login refused as busy.
-const busyRetry = time.Second
+// busyRetry is the Retry-After of a login refused as busy: that of every
+// 503 unavailable of the API.
+const busyRetry = 5 * time.Second
 
 // deviceCookie is the name of the device cookie.
 const deviceCookie = "parley_device"
