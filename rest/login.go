@@ -138,7 +138,7 @@ func (h *Handler) beginLogin(w http.ResponseWriter, r *http.Request, name string
 				return nil, h.refuse(w, "login_device", wait, "too many failed logins from this browser; retry in %d s")
 			}
 			a.endName = end
-			return a, h.takeSlot(ctx, w, a)
+			return h.takeSlot(ctx, w, a)
 		}
 	}
 	if h.loginByAddr != nil {
@@ -164,19 +164,19 @@ func (h *Handler) beginLogin(w http.ResponseWriter, r *http.Request, name string
 		}
 		a.endName = end
 	}
-	return a, h.takeSlot(ctx, w, a)
+	return h.takeSlot(ctx, w, a)
 }
 
-// takeSlot takes one of the node's password-check slots for a, waiting
-// until ctx is done; then it ends a's reservations, counting nothing, and
-// answers busy.
-func (h *Handler) takeSlot(ctx context.Context, w http.ResponseWriter, a *loginAttempt) error {
+// takeSlot takes one of the node's password-check slots for a and
+// returns a, waiting until ctx is done; then it ends a's reservations,
+// counting nothing, and answers busy.
+func (h *Handler) takeSlot(ctx context.Context, w http.ResponseWriter, a *loginAttempt) (*loginAttempt, error) {
 	select {
 	case h.loginSlots <- struct{}{}:
-		return nil
+		return a, nil
 	case <-ctx.Done():
 		a.end(false)
-		return h.busy(w)
+		return nil, h.busy(w)
 	}
 }
 

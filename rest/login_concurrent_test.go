@@ -247,3 +247,26 @@ func TestLoginBusy(t *testing.T) {
 	// The 6 failed; the busy one counted nothing: the address now waits.
 	want(t, "after 6 failures", e.login(&client{addr: "203.0.113.7:100"}, "alice", password), tooMany, "1")
 }
+
+// TestLoginNodeSlots: however many addresses log in at once, no more than
+// LoginConcurrency passwords are checked at once on the node; the others
+// wait their turn and get in.
+func TestLoginNodeSlots(t *testing.T) {
+	e := newConcurrentEnv(t, rest.Config{LoginConcurrency: 2})
+	var cs []*client
+	var names []string
+	for i := range 10 {
+		name := fmt.Sprintf("user%03d", i)
+		if _, err := e.chat.Register(context.Background(), name, password); err != nil {
+			t.Fatal(err)
+		}
+		cs = append(cs, &client{addr: fmt.Sprintf("198.51.100.%d:1", i+1)})
+		names = append(names, name)
+	}
+	for i, a := range e.loginAll(cs, names, password) {
+		want(t, fmt.Sprint("login ", i+1), a, created, "")
+	}
+	if n := e.chat.mostHeld.Load(); n > 2 {
+		t.Errorf("%d passwords checked at once, want at most LoginConcurrency (2)", n)
+	}
+}
