@@ -5,7 +5,9 @@
 // attempt after a few wait exponentially longer; only failures count, and
 // the attempts in flight hold reservations so that concurrent ones cannot
 // slip past the count together (Backoff.Begin waits, with no lock held,
-// for those in flight to end).
+// for those in flight to end). Shared is a Limiter over a cluster: each
+// node leases tokens from a bucket a Source keeps for all of them
+// (shared.go).
 //
 // Concurrency: a Limiter is safe for concurrent use. Its keys are spread
 // over a fixed array of shards by a seeded hash; each shard has its own
