@@ -176,7 +176,15 @@ func (s *session) authenticate(ctx context.Context, token string) (parley.User, 
 	if err != nil {
 		return u, tok, err
 	}
+	if uc := s.srv.cfg.UserConns; uc != nil {
+		if !uc.Acquire(ctx, u.ID, s.id, s.srv.cfg.MaxConnsPerUser) {
+			return u, tok, s.srv.overUserLimit()
+		}
+	}
 	recheck, err := s.srv.register(s, u, tok.Hash, revoked)
+	if err != nil && s.srv.cfg.UserConns != nil {
+		s.srv.cfg.UserConns.Release(u.ID, s.id) // register did not count it: remove will not release it
+	}
 	if err == nil && recheck {
 		_, _, err = s.srv.chat.AuthenticateToken(ctx, token)
 	}

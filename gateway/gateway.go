@@ -201,10 +201,19 @@ type Config struct {
 	// bursts of SendBurst. Default 20/s, burst 40.
 	SendRate  float64
 	SendBurst int
+	// SendLimit, when set, counts the SEND frames instead of the per-node
+	// limit of SendRate and SendBurst (cluster mode passes one shared by
+	// the cluster, of the same rate); SendRate still names the rate in
+	// refusals.
+	SendLimit SendLimiter
 	// MaxConnsPerUser bounds the authenticated connections of one user
 	// on this node: a CONNECT over it gets ERROR rate_limited and the
 	// connection closes. Default 32.
 	MaxConnsPerUser int
+	// UserConns, when set, also counts each user's connections over the
+	// cluster: a CONNECT over MaxConnsPerUser connections of its user on
+	// all nodes together is refused as one over the per-node limit is.
+	UserConns UserConns
 	// MaxConns bounds the connections of this node, authenticated or
 	// not: a WebSocket upgrade over it gets 503, a TCP connection ERROR
 	// unavailable then the close. Default 10,000.
@@ -247,6 +256,25 @@ type Sessions interface {
 	Opened(ctx context.Context, userID string)
 	// Closed is called when the session of an Opened user ends.
 	Closed(userID string)
+}
+
+// SendLimiter is a token bucket per user id: *ratelimit.Limiter (one
+// node) and *ratelimit.Shared (cluster) are.
+type SendLimiter interface {
+	// Allow takes one token of key's bucket; false, with how long until
+	// one is there, when it is empty.
+	Allow(key string) (ok bool, retryAfter time.Duration)
+}
+
+// UserConns counts each user's connections over the cluster.
+type UserConns interface {
+	// Acquire counts session, a new connection of userID, unless the
+	// user has max connections already (false). It returns within a
+	// short bound of its own, true when it cannot tell.
+	Acquire(ctx context.Context, userID, session string, max int) bool
+	// Release stops counting a connection Acquire counted; it must not
+	// block.
+	Release(userID, session string)
 }
 
 func (c *Config) setDefaults() {
@@ -331,7 +359,7 @@ type Server struct {
 	afterFunc func(d time.Duration, f func()) (stop func() bool)
 	// sendLimit is the SEND budget of each user, by user id, shared by
 	// the user's connections.
-	sendLimit *ratelimit.Limiter
+	sendLimit SendLimiter
 
 	mu        sync.Mutex // guards the following fields
 	sessions  map[*session]struct{}
@@ -387,7 +415,10 @@ func New(cfg Config) (*Server, error) {
 	if cfg.afterFunc != nil {
 		srv.afterFunc = cfg.afterFunc
 	}
-	srv.sendLimit = ratelimit.New(ratelimit.Config{Rate: cfg.SendRate, Burst: cfg.SendBurst, Now: srv.now})
+	srv.sendLimit = cfg.SendLimit
+	if srv.sendLimit == nil {
+		srv.sendLimit = ratelimit.New(ratelimit.Config{Rate: cfg.SendRate, Burst: cfg.SendBurst, Now: srv.now})
+	}
 	srv.ctx, srv.cancel = context.WithCancel(context.Background())
 	srv.sendCtx, srv.abortSends = context.WithCancel(context.Background())
 	go p.run()
@@ -520,6 +551,9 @@ func (srv *Server) queuedFrames() int64 {
 // remove forgets a closed session.
 func (srv *Server) remove(s *session) {
 	user, last := srv.removeSession(s)
+	if user != "" && srv.cfg.UserConns != nil {
+		srv.cfg.UserConns.Release(user, s.id)
+	}
 	if last && srv.cfg.OnPresence != nil {
 		srv.cfg.OnPresence(user)
 	}

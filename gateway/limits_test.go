@@ -1,9 +1,11 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -177,4 +179,62 @@ func TestNodeConnCap(t *testing.T) {
 	a.expectClosed()
 	waitFor(t, "the session to close", func() bool { return testutil.ToFloat64(e.srv.m.connections) == 2 })
 	e.dial(t, "tcp").connect("alice")
+}
+
+// fakeUserConns is a UserConns that two gateways share, as nodes share
+// Redis.
+type fakeUserConns struct {
+	mu   sync.Mutex                 // guards open
+	open map[string]map[string]bool // user -> sessions
+}
+
+func (f *fakeUserConns) Acquire(ctx context.Context, userID, session string, max int) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.open[userID]) >= max {
+		return false
+	}
+	if f.open[userID] == nil {
+		f.open[userID] = map[string]bool{}
+	}
+	f.open[userID][session] = true
+	return true
+}
+
+func (f *fakeUserConns) Release(userID, session string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.open[userID], session)
+}
+
+func (f *fakeUserConns) count(userID string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.open[userID])
+}
+
+// TestConnsPerUserOverTheCluster: with UserConns, MaxConnsPerUser holds
+// over two gateways together; the refusal is the per-node one, and a
+// closed session is released.
+func TestConnsPerUserOverTheCluster(t *testing.T) {
+	shared := &fakeUserConns{open: map[string]map[string]bool{}}
+	a := newEnv(t, Config{MaxConnsPerUser: 2, UserConns: shared})
+	b := newEnv(t, Config{MaxConnsPerUser: 2, UserConns: shared})
+	for _, e := range []*env{a, b} {
+		e.chat.addUser("alice")
+	}
+	first := a.dial(t, "tcp")
+	first.connect("alice")
+	b.dial(t, "websocket").connect("alice")
+	c := b.dial(t, "tcp")
+	c.send(connectFrame)
+	c.expectRefused(parley.CodeRateLimited, "over 2 connections for this user: close one first")
+	if got := testutil.ToFloat64(b.srv.m.connRefusals[refusedUserLimit]); got != 1 {
+		t.Errorf("user_limit refusals on b = %v, want 1", got)
+	}
+	first.send(frame("DISCONNECT", "", "receipt:bye"))
+	first.expect("RECEIPT")
+	first.expectClosed()
+	waitFor(t, "the closed session's release", func() bool { return shared.count("u-alice") == 1 })
+	b.dial(t, "tcp").connect("alice")
 }

@@ -9,7 +9,8 @@ import (
 
 // The sessions of each user: Revoke ends those a revoked token opened, a
 // token that expires ends its own session (expire), and a user has at most
-// MaxConnsPerUser of them (register).
+// MaxConnsPerUser of them (register), on this node and, with
+// Config.UserConns, over the cluster (authenticate).
 
 // errRevoked and errExpired are the refusals of sessions whose token
 // stopped working while they were open.
@@ -69,8 +70,7 @@ func (srv *Server) register(s *session, u parley.User, tokenHash []byte, revoked
 	}
 	m := srv.users[u.ID]
 	if len(m) >= srv.cfg.MaxConnsPerUser {
-		srv.m.connRefusals[refusedUserLimit].Inc()
-		return false, parley.Errorf(parley.CodeRateLimited, "over %d connections for this user: close one first", srv.cfg.MaxConnsPerUser)
+		return false, srv.overUserLimit()
 	}
 	if m == nil {
 		m = map[*session][]byte{}
@@ -80,6 +80,14 @@ func (srv *Server) register(s *session, u parley.User, tokenHash []byte, revoked
 	m[s] = tokenHash
 	s.regUser = u.ID
 	return srv.revocations != revoked, nil
+}
+
+// overUserLimit counts and returns the refusal of a connection over
+// MaxConnsPerUser, on this node (register) or over the cluster
+// (Config.UserConns).
+func (srv *Server) overUserLimit() error {
+	srv.m.connRefusals[refusedUserLimit].Inc()
+	return parley.Errorf(parley.CodeRateLimited, "over %d connections for this user: close one first", srv.cfg.MaxConnsPerUser)
 }
 
 // unregisterLocked forgets s's entry in users, if it has one, and reports

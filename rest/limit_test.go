@@ -37,7 +37,7 @@ type env struct {
 	h *rest.Handler
 }
 
-func newEnv(t *testing.T, limit *ratelimit.Limiter) *env {
+func newEnv(t *testing.T, limit rest.Limiter) *env {
 	t.Helper()
 	return &env{t: t, h: rest.New(rest.Config{Chat: newFakeChat(), SendLimit: limit})}
 }

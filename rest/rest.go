@@ -19,7 +19,6 @@ import (
 
 	"parley"
 	"parley/chat"
-	"parley/ratelimit"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -90,6 +89,20 @@ type Chat interface {
 	Bans(ctx context.Context, u parley.User, roomID string) ([]parley.Ban, error)
 }
 
+// Limiter is a token bucket per key (a user id, an address):
+// *ratelimit.Limiter counts on one node, *ratelimit.Shared over a
+// cluster.
+type Limiter interface {
+	// Allow takes one token of key's bucket; false, with how long until
+	// one is there, when it is empty.
+	Allow(key string) (ok bool, retryAfter time.Duration)
+	// Rate and Burst are the budget of each key, for refusals.
+	Rate() float64
+	Burst() int
+	// Len is the keys the limiter holds an entry for, for metrics.
+	Len() int
+}
+
 // Config configures a Handler. Zero fields take the documented defaults.
 type Config struct {
 	// Chat runs the operations (required).
@@ -100,15 +113,15 @@ type Config struct {
 	// SendLimit, when set, limits each user's message sends and room
 	// creations together (see limited); a refusal is 429 rate_limited
 	// with Retry-After. Nil: no limit.
-	SendLimit *ratelimit.Limiter
+	SendLimit Limiter
 	// ReadLimit, when set, limits each user's read marks (PUT
 	// .../read) that move no read position (see markRead); a refusal
 	// is 429 rate_limited with Retry-After. Nil: no limit.
-	ReadLimit *ratelimit.Limiter
+	ReadLimit Limiter
 	// SignupLimit, when set, limits account creations per client address
 	// (see login.go); a refusal is 429 rate_limited with Retry-After.
 	// Nil: no limit.
-	SignupLimit *ratelimit.Limiter
+	SignupLimit Limiter
 	// LoginByAddress and LoginByName, when set, slow down failed logins
 	// per client address and per name (see login.go); LoginByName also
 	// sets and honours device cookies. Nil: no limit.
@@ -138,16 +151,16 @@ type Config struct {
 type Handler struct {
 	chat      Chat
 	maxBytes  int64
-	sendLimit *ratelimit.Limiter // nil: no limit
-	readLimit *ratelimit.Limiter // read marks that move nothing; nil: no limit
-	trusted   []netip.Prefix     // proxies whose X-Forwarded-For is believed
+	sendLimit Limiter        // nil: no limit
+	readLimit Limiter        // read marks that move nothing; nil: no limit
+	trusted   []netip.Prefix // proxies whose X-Forwarded-For is believed
 
-	signupLimit   *ratelimit.Limiter // nil: no limit
-	loginByAddr   FailureLimit       // nil: no limit
-	loginByName   FailureLimit       // nil: no limit, and no device cookies
-	loginSlots    chan struct{}      // one token per password check running; capacity LoginConcurrency
-	loginWait     time.Duration      // the longest wait in line for a check
-	loginsWaiting prometheus.Gauge   // logins in beginLogin
+	signupLimit   Limiter          // nil: no limit
+	loginByAddr   FailureLimit     // nil: no limit
+	loginByName   FailureLimit     // nil: no limit, and no device cookies
+	loginSlots    chan struct{}    // one token per password check running; capacity LoginConcurrency
+	loginWait     time.Duration    // the longest wait in line for a check
+	loginsWaiting prometheus.Gauge // logins in beginLogin
 	deviceKey     []byte
 	now           func() time.Time
 	mux           *http.ServeMux
