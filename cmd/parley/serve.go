@@ -121,11 +121,11 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.HTTPWriteTimeout, "http-write-timeout", 30*time.Second, "most time from the end of an HTTP request's headers to the end of its response, else its connection is closed (not /ws sessions; 0: no limit)")
 	fs.StringVar(&c.AllowedOrigins, "allowed-origins", "", "comma-separated Origins allowed to open /ws, or * (empty: the same host)")
 	fs.DurationVar(&c.StompHeartBeat, "stomp-heartbeat", 10*time.Second, "STOMP heart-beat interval the server offers both ways")
-	fs.Float64Var(&c.StompSendRate, "stomp-send-rate", 20, "SEND frames per second a user may sustain over all of the user's STOMP connections to this node (bursts of twice that)")
-	fs.Float64Var(&c.RestSendRate, "rest-send-rate", 20, "messages plus new rooms per second a user may sustain over the HTTP API (bursts of twice that), else 429 with Retry-After; counted per node; 0: no limit")
-	fs.Float64Var(&c.RestReadRate, "rest-read-rate", 20, "read marks (PUT /api/rooms/{id}/read) that move no read position a user may sustain per second (bursts of twice that), else 429 with Retry-After; one that moves a position is never limited; counted per node; 0: no limit")
+	fs.Float64Var(&c.StompSendRate, "stomp-send-rate", 20, "SEND frames per second a user may sustain over all of the user's STOMP connections (bursts of twice that); counted per node, or over the cluster in cluster mode")
+	fs.Float64Var(&c.RestSendRate, "rest-send-rate", 20, "messages plus new rooms per second a user may sustain over the HTTP API (bursts of twice that), else 429 with Retry-After; counted per node, or over the cluster in cluster mode; 0: no limit")
+	fs.Float64Var(&c.RestReadRate, "rest-read-rate", 20, "read marks (PUT /api/rooms/{id}/read) that move no read position a user may sustain per second (bursts of twice that), else 429 with Retry-After; one that moves a position is never limited; counted per node, or over the cluster in cluster mode; 0: no limit")
 	fs.StringVar(&c.TrustedProxies, "trusted-proxies", "", "comma-separated IPs and CIDRs of reverse proxies whose X-Forwarded-For tells the client address (empty: the socket peer is the client)")
-	fs.Float64Var(&c.SignupRate, "signup-rate", 2, "sign-ups a minute a client address may sustain (bursts of --signup-burst), else 429 with Retry-After; counted per node; 0: no limit")
+	fs.Float64Var(&c.SignupRate, "signup-rate", 2, "sign-ups a minute a client address may sustain (bursts of --signup-burst), else 429 with Retry-After; counted per node, or over the cluster in cluster mode; 0: no limit")
 	fs.IntVar(&c.SignupBurst, "signup-burst", 10, "sign-ups a client address may make at once")
 	fs.IntVar(&c.LoginNameFree, "login-name-failures", 5, "failed logins a name (or a device cookie) may have before each attempt waits 1 s, doubling up to --login-max-wait")
 	fs.IntVar(&c.LoginAddrFree, "login-address-failures", 20, "failed logins a client address may have before each attempt waits 1 s, doubling up to --login-max-wait")
@@ -136,7 +136,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.StompWriteDelay, "stomp-write-delay", 0, "how long a STOMP connection's writer waits after a MESSAGE is queued for it, so that the messages queued meanwhile share one socket write (any other frame is written at once); 0: no wait")
 	fs.IntVar(&c.StompQueue, "stomp-queue", 1024, "outbound frames queued per STOMP connection before it is closed as a slow consumer")
 	fs.DurationVar(&c.StompFrameTimeout, "stomp-frame-timeout", 30*time.Second, "most time the server waits for the rest of a STOMP frame it has begun to read (its own stalls not counted), whatever the client's heart-beat, else ERROR")
-	fs.IntVar(&c.StompMaxUserConns, "stomp-max-conns-per-user", 32, "STOMP connections one user may hold open on this node; the next CONNECT gets ERROR rate_limited")
+	fs.IntVar(&c.StompMaxUserConns, "stomp-max-conns-per-user", 32, "STOMP connections one user may hold open (on this node, or over the cluster in cluster mode); the next CONNECT gets ERROR rate_limited")
 	fs.IntVar(&c.StompMaxConns, "stomp-max-conns", 10000, "STOMP connections this node holds, signed in or not; over it /ws answers 503 and raw TCP gets ERROR unavailable")
 	fs.IntVar(&c.StompMaxSubs, "stomp-max-subscriptions", 256, "subscriptions one STOMP connection may hold; the next SUBSCRIBE gets ERROR invalid")
 	fs.IntVar(&c.StompMaxHeaders, "stomp-max-headers", 64, "headers one STOMP frame from a client may carry, else ERROR too_large")
@@ -207,6 +207,9 @@ type Main struct {
 	// hands it to the cluster node (nil then): Close closes it if Open
 	// failed in between.
 	rdb *goredis.Client
+	// conns counts each user's STOMP connections over the cluster, in
+	// cluster mode (limits.go); closed after the gateway, before rdb.
+	conns *redis.Conns
 }
 
 // Open opens the stores and starts listening. It returns once the node
@@ -274,10 +277,12 @@ func (m *Main) Open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if rdb != nil {
+	limits.Chat, limits.Registerer = svc, m.registry
+	restLimits(&limits, sendLimit, readLimit)
+	if rdb != nil { // cluster mode: over the cluster (limits.go)
 		cfg.clusterLogins(&limits, rdb)
+		shareRestLimits(&limits, rdb, cfg.RedisPrefix)
 	}
-	limits.Chat, limits.SendLimit, limits.ReadLimit, limits.Registerer = svc, sendLimit, readLimit, m.registry
 	api := rest.New(limits)
 	fanout, sessions, err := m.openFanout(clustered, rdb, rp)
 	if err != nil {
@@ -456,8 +461,7 @@ func (m *Main) openGateway(svc *chat.Service, sessions gateway.Sessions) error {
 	if m.cluster == nil {
 		onPresence = m.events.PresenceChanged
 	}
-	var err error
-	m.gateway, err = gateway.New(gateway.Config{
+	gcfg := gateway.Config{
 		Chat: svc, Hub: m.hub, AllowedOrigins: origins,
 		HeartBeat: stomp.HeartBeat{Send: cfg.StompHeartBeat, Receive: cfg.StompHeartBeat},
 		SendRate:  cfg.StompSendRate, SendBurst: int(2 * cfg.StompSendRate), QueueFrames: cfg.StompQueue,
@@ -467,8 +471,12 @@ func (m *Main) openGateway(svc *chat.Service, sessions gateway.Sessions) error {
 		Writers: cfg.StompWriters,
 		Server:  "parley/" + version, Registerer: m.registry, Sessions: sessions,
 		Events: m.events, OnPresence: onPresence,
-	})
-	if err != nil {
+	}
+	if m.cluster != nil {
+		m.shareGatewayLimits(&gcfg) // limits.go
+	}
+	var err error
+	if m.gateway, err = gateway.New(gcfg); err != nil {
 		return fmt.Errorf("stomp gateway: %w", err)
 	}
 	return nil
@@ -637,6 +645,9 @@ func (m *Main) Close(ctx context.Context) error {
 		if err := <-m.stompRun; err != nil {
 			errs = append(errs, fmt.Errorf("stomp listener: %w", err))
 		}
+	}
+	if m.conns != nil { // after the gateway's sessions, before the Redis client
+		m.conns.Close()
 	}
 	for _, s := range m.ops {
 		if err := s.Close(); err != nil {
