@@ -67,7 +67,10 @@ type SharedConfig struct {
 //
 // Concurrency: as Limiter, one shard lock per call, never held during a
 // Take; concurrent callers of one key whose lease is spent wait for the
-// one Take under way for it rather than start their own.
+// one Take under way for it rather than start their own. After an
+// outage's Retry one decision at a time tries the Source (probing); the
+// others count per node meanwhile, so a Source that still hangs holds up
+// one decision per Retry, for Timeout.
 type Shared struct {
 	rate, burst float64
 	src         Source
@@ -134,13 +137,16 @@ func NewShared(cfg SharedConfig) *Shared {
 // Allow takes one token of key's budget, as Limiter.Allow does: false,
 // with how long until a token is there, when the budget is spent.
 func (l *Shared) Allow(key string) (ok bool, retryAfter time.Duration) {
+	switch l.state() {
+	case away:
+		return l.local.Allow(key)
+	case probe:
+		defer l.probing.Store(false)
+	}
 	h := maphash.String(l.seed, key)
 	s := &l.shards[h%shards]
 	for range 3 { // the Take of another caller, then our own, then our own again
 		now := l.nanos()
-		if l.away(now) {
-			return l.local.Allow(key)
-		}
 		s.mu.Lock()
 		if now-s.swept >= l.leaseTTL {
 			s.sweepLocked(now, func(e lease) bool { return e.inFlight == nil && now >= e.expires && now >= e.refused })
@@ -198,25 +204,34 @@ func (l *Shared) take(key string) (int, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
 	defer cancel()
 	taken, wait, err := l.src.Take(ctx, key, l.lease, l.rate, int(l.burst))
-	if err == nil && l.down.Swap(false) {
+	if err != nil {
+		return 0, 0, err
+	}
+	l.downUntil.Store(0)
+	if l.down.Swap(false) {
 		l.log.Info("rate limit: the shared budget is back; counting over the cluster again", "limit", l.name)
 	}
 	return taken, wait, err
 }
 
-// away reports whether decisions at now skip the Source: an outage's Retry
-// has not passed, or has and another decision is trying the Source.
-func (l *Shared) away(now int64) bool {
+// The states of the Source for a decision.
+const (
+	up    = iota // ask it
+	away         // an outage's Retry has not passed, or another decision is trying it: count per node
+	probe        // the outage's Retry has passed: this decision tries it, the others count per node
+)
+
+// state returns the Source's state for a decision now; the caller of a
+// probe clears probing when it returns.
+func (l *Shared) state() int {
 	until := l.downUntil.Load()
-	if until == 0 {
-		return false
+	switch {
+	case until == 0:
+		return up
+	case l.nanos() < until || !l.probing.CompareAndSwap(false, true):
+		return away
 	}
-	if now < until || !l.probing.CompareAndSwap(false, true) {
-		return true
-	}
-	l.downUntil.Store(0) // this decision tries; fail sets it again
-	l.probing.Store(false)
-	return false
+	return probe
 }
 
 // fail starts or extends an outage at now.

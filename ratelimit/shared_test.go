@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -135,4 +136,30 @@ func TestSharedSourceDown(t *testing.T) {
 	if got != 5 {
 		t.Errorf("Source back: 2 nodes allowed carol %d, want 5 (one budget)", got)
 	}
+}
+
+// grantAll is a Source that grants every Take in full at once.
+type grantAll struct{}
+
+func (grantAll) Take(ctx context.Context, key string, n int, rate float64, burst int) (int, time.Duration, error) {
+	return n, 0, nil
+}
+
+// BenchmarkSharedAllow is BenchmarkAllow for a Shared limiter whose
+// leases are large: the cost of a decision that spends a leased token,
+// as most do.
+func BenchmarkSharedAllow(b *testing.B) {
+	l := NewShared(SharedConfig{Rate: 1e9, Lease: 1 << 20, Source: grantAll{}})
+	keys := make([]string, 1<<16)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("user%d", i)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			l.Allow(keys[i&(len(keys)-1)])
+			i++
+		}
+	})
 }
