@@ -21,11 +21,12 @@ func TestClusterLimitsOneBudget(t *testing.T) {
 		sendRate    = 10 // SENDs a second, bursts of 20, leases of 2
 		sendBurst   = 2 * sendRate
 		sendLease   = 2
+		restRate    = 10 // REST sends a second, bursts of 20, leases of 2
 		userConns   = 3
 		signupBurst = 3 // at 1 a minute, leases of 1
 	)
 	limits := func(c *Config) {
-		c.StompSendRate, c.StompMaxUserConns = sendRate, userConns
+		c.StompSendRate, c.StompMaxUserConns, c.RestSendRate = sendRate, userConns, restRate
 		c.SignupRate, c.SignupBurst, c.TrustedProxies = 1, signupBurst, "127.0.0.1/32"
 	}
 	var nodes []*Main
@@ -78,6 +79,29 @@ func TestClusterLimitsOneBudget(t *testing.T) {
 		if receipted < sendBurst || receipted > most {
 			t.Errorf("%d SENDs receipted over 3 nodes in %v, want %d to %d (one budget of %d, not %d)",
 				receipted, elapsed, sendBurst, most, sendBurst, 3*sendBurst)
+		}
+	})
+
+	t.Run("REST sends", func(t *testing.T) {
+		start := time.Now()
+		created := 0
+		for i := range 6 * restRate { // round-robin: three bursts' worth
+			var msg message
+			body := map[string]string{"body": fmt.Sprint("rest ", i), "client_id": fmt.Sprint("rest-", i)}
+			switch st := on(alice, nodes[i%3]).do("POST", "/api/rooms/"+r.ID+"/messages", body, &msg); st {
+			case http.StatusCreated:
+				created++
+			case http.StatusTooManyRequests:
+			default:
+				t.Fatalf("REST send %d: %d", i, st)
+			}
+		}
+		elapsed := time.Since(start)
+		t.Logf("%d REST sends created over 3 nodes in %v", created, elapsed)
+		most := 2*restRate + int(math.Ceil(restRate*elapsed.Seconds())) + 3*sendLease
+		if created < 2*restRate || created > most {
+			t.Errorf("%d REST sends over 3 nodes in %v, want %d to %d (one budget of %d, not %d)",
+				created, elapsed, 2*restRate, most, 2*restRate, 6*restRate)
 		}
 	})
 
