@@ -45,10 +45,12 @@ type ConnsConfig struct {
 //
 // Acquire is one round trip (a script that drops expired members, counts
 // and adds); Release is queued and written by the heartbeat goroutine at
-// once, or by the user's next Acquire on this node, whichever comes
-// first. When Redis does not answer within Timeout, Acquire allows the
-// connection (the gateway's per-node limit still holds), and the
-// heartbeat writes it once Redis is back, so the count heals by itself.
+// once (only that goroutine writes a node's members back or removes them,
+// so a release is never undone by a heartbeat), and until then the user's
+// next Acquire on this node does not count it. When Redis does not answer
+// within Timeout, Acquire allows the connection (the gateway's per-node
+// limit still holds), and the heartbeat writes it once Redis is back, so
+// the count heals by itself.
 type Conns struct {
 	rdb     *goredis.Client
 	prefix  string
@@ -66,6 +68,7 @@ type Conns struct {
 	mu       sync.Mutex          // guards the following fields
 	open     map[string]string   // member ("{node}/{session}") -> user, of this node's counted connections
 	released map[string][]string // user -> members to remove from Redis
+	flushing map[string][]string // user -> members being removed by flush
 }
 
 // NewConns returns a running Conns; Close stops its heartbeat.
@@ -98,16 +101,21 @@ func NewConns(cfg ConnsConfig) *Conns {
 	return c
 }
 
-// acquireConn removes ARGV[4..] and the members whose score passed from
-// KEYS[1], then adds ARGV[1] scored now + ARGV[3] ms unless the set holds
-// ARGV[2] members already: 1 when added (or there already), 0 when full.
+// acquireConn removes the members whose score passed from KEYS[1], then
+// adds ARGV[1] scored now + ARGV[3] ms unless the set holds ARGV[2]
+// members already, not counting those of ARGV[4..] (released, and about to
+// be removed by the heartbeat goroutine): 1 when added (or there
+// already), 0 when full.
 var acquireConn = goredis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-for i = 4, #ARGV do redis.call('ZREM', KEYS[1], ARGV[i]) end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then
-  if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
+  local n = redis.call('ZCARD', KEYS[1])
+  for i = 4, #ARGV do
+    if redis.call('ZSCORE', KEYS[1], ARGV[i]) then n = n - 1 end
+  end
+  if n >= tonumber(ARGV[2]) then return 0 end
   redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[1])
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
@@ -120,12 +128,15 @@ return 1`)
 func (c *Conns) Acquire(ctx context.Context, userID, session string, max int) bool {
 	member := c.node + "/" + session
 	c.mu.Lock()
-	gone := c.released[userID]
-	delete(c.released, userID)
+	// Appended to or replaced, never changed in place: safe to read unlocked.
+	gone, going := c.released[userID], c.flushing[userID]
 	c.mu.Unlock()
-	args := make([]any, 0, 3+len(gone))
+	args := make([]any, 0, 3+len(gone)+len(going))
 	args = append(args, member, max, c.ttl.Milliseconds())
 	for _, g := range gone {
+		args = append(args, g)
+	}
+	for _, g := range going {
 		args = append(args, g)
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
@@ -134,7 +145,6 @@ func (c *Conns) Acquire(ctx context.Context, userID, session string, max int) bo
 	if err != nil {
 		c.fail(err)
 		c.mu.Lock()
-		c.released[userID] = append(c.released[userID], gone...) // the heartbeat removes them
 		added = 1
 	} else {
 		c.ok()
@@ -193,15 +203,21 @@ func (c *Conns) heartbeat() {
 }
 
 // flush removes the released connections from Redis; on failure they stay
-// queued for the next try.
+// queued for the next try. Only the heartbeat goroutine (and Close, after
+// it) calls it.
 func (c *Conns) flush() {
 	c.mu.Lock()
 	gone := c.released
-	c.released = map[string][]string{}
+	c.released, c.flushing = map[string][]string{}, gone
 	c.mu.Unlock()
 	if len(gone) == 0 {
 		return
 	}
+	defer func() {
+		c.mu.Lock()
+		c.flushing = nil
+		c.mu.Unlock()
+	}()
 	ctx, cancel := context.WithTimeout(context.Background(), c.wait())
 	defer cancel()
 	_, err := c.rdb.Pipelined(ctx, func(pipe goredis.Pipeliner) error {
@@ -220,6 +236,7 @@ func (c *Conns) flush() {
 		for u, members := range gone {
 			c.released[u] = append(c.released[u], members...)
 		}
+		c.flushing = nil // in one step: Acquire must not see a member twice
 		c.mu.Unlock()
 		return
 	}
