@@ -40,7 +40,10 @@ type SharedConfig struct {
 	Lease int
 	// LeaseTTL is how long leased tokens stay spendable. Default 1 s.
 	LeaseTTL time.Duration
-	// Timeout bounds one Source.Take. Default 25 ms.
+	// Timeout bounds one Source.Take (a round trip, two for a Redis that
+	// has not seen the script yet). Default 100 ms: a healthy Redis answers
+	// in well under 1 ms, but a loaded machine must not pass for a hung
+	// Redis, and after the first failure only one decision per Retry waits.
 	Timeout time.Duration
 	// Retry is how long, after a failed Take, every decision of this node
 	// uses the per-node bucket (a Limiter of Rate and Burst) without
@@ -114,7 +117,7 @@ func NewShared(cfg SharedConfig) *Shared {
 		cfg.LeaseTTL = time.Second
 	}
 	if cfg.Timeout <= 0 {
-		cfg.Timeout = 25 * time.Millisecond
+		cfg.Timeout = 100 * time.Millisecond
 	}
 	if cfg.Retry <= 0 {
 		cfg.Retry = time.Second

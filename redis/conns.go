@@ -25,7 +25,7 @@ type ConnsConfig struct {
 	// its node: a node killed without Close stops counting after it.
 	// Default 15 s.
 	TTL time.Duration
-	// Timeout bounds each Acquire's round trip. Default 50 ms.
+	// Timeout bounds each Acquire's round trip. Default 100 ms.
 	Timeout time.Duration
 	// Registerer, when set, registers the metrics.
 	Registerer prometheus.Registerer
@@ -80,7 +80,7 @@ func NewConns(cfg ConnsConfig) *Conns {
 		cfg.TTL = 15 * time.Second
 	}
 	if cfg.Timeout <= 0 {
-		cfg.Timeout = 50 * time.Millisecond
+		cfg.Timeout = 100 * time.Millisecond
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
