@@ -81,11 +81,11 @@ func TestConnsRedisFrozen(t *testing.T) {
 	defer a.Close()
 	b := redis.NewConns(redis.ConnsConfig{Client: rdb, Prefix: "t:", Node: "b", TTL: time.Minute})
 	defer b.Close()
-	srv.Pause()
+	srv.Freeze()
 	if !a.Acquire(ctx, "alice", "s1", 1) {
 		t.Errorf("Acquire with Redis frozen = false, want true (fails open to the per-node limit)")
 	}
-	srv.Resume()
+	srv.Thaw()
 	// a's heartbeat (every 200 ms) writes s1 back: then b is refused.
 	deadline := time.Now().Add(10 * time.Second)
 	for b.Acquire(ctx, "alice", "s2", 1) {

@@ -113,8 +113,8 @@ func TestBucketsRedisUnreachable(t *testing.T) {
 		if got := allowedOf(nodes, "alice", 2); got != 2 {
 			t.Fatalf("allowed %d of 2 with Redis up, want 2", got)
 		}
-		srv.Pause()
-		defer srv.Resume()
+		srv.Freeze()
+		defer srv.Thaw()
 		// The node's own bucket is full: 5 more, then refused.
 		if got := allowedOf(nodes, "alice", 10); got != 5 {
 			t.Errorf("allowed %d of 10 with Redis frozen, want the node's own 5", got)
