@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cluster.sh starts N Parley nodes on one machine against local PostgreSQL,
-# RabbitMQ and Redis (README, "Cluster mode"), and stops them again.
+# RabbitMQ and Redis (docs/cluster.md), and stops them again.
 #
 #   scripts/cluster.sh start [N] [serve flags...]
 #                                  build, then start N nodes (default 3) on

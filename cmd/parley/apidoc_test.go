@@ -36,7 +36,7 @@ func checkAPIDoc(t testing.TB, req *http.Request, resp *http.Response, body []by
 	}
 }
 
-// TestAPIDocExamples makes the responses the web client and the README
+// TestAPIDocExamples makes the responses the web client and docs/api.md
 // rely on, through the real node, each checked against rest/openapi.yaml
 // by client.do: the routes that the other end-to-end tests reach too, and
 // those that only this test does (config, the document itself, logouts,

@@ -18,7 +18,7 @@ import (
 
 const benchUsage = `usage: parley bench <scenario> [flags]
 
-scenarios (README, "Load tests: parley bench"):
+scenarios (docs/load-tests.md):
   direct        seed 000: users in 1:1 rooms, send → peer receives
   roomlist      seed 001: room list in a loop
   history       seed 001: paging older messages

@@ -87,7 +87,7 @@ func TestBenchREST(t *testing.T) {
 	}
 }
 
-// benchServer is how a server under load is started (README, Load tests):
+// benchServer is how a server under load is started (docs/load-tests.md):
 // the set-up signs up every user from one address.
 func benchServer(c *Config) { c.SignupRate = 0 }
 

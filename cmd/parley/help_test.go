@@ -53,7 +53,7 @@ func TestVersionFlags(t *testing.T) {
 	}
 }
 
-// TestHelpNamesNoOutsideDocument: the help points at the README, not at a
+// TestHelpNamesNoOutsideDocument: the help points at the repository's docs, not at a
 // design document the repository does not hold.
 func TestHelpNamesNoOutsideDocument(t *testing.T) {
 	for name, text := range map[string]string{"usage": usage, "benchUsage": benchUsage, "serveUsage": serveUsage} {

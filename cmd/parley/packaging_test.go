@@ -18,7 +18,7 @@ import (
 )
 
 // TestComposeFile checks what can be checked of deploy/compose.yaml
-// without a Docker engine: it parses, has the services of the README's
+// without a Docker engine: it parses, has the services of docs/operations.md's
 // Packaging section, and every file it names exists.
 func TestComposeFile(t *testing.T) {
 	data, err := os.ReadFile("../../deploy/compose.yaml")

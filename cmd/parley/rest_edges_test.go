@@ -76,7 +76,7 @@ func TestClientIDMismatch(t *testing.T) {
 }
 
 // TestMarkReadPastLastSeq: a read mark past the room's last seq is taken
-// as the last seq (README, "A walk through the API"): nothing is unread,
+// as the last seq (docs/api.md, "A walk through the API"): nothing is unread,
 // and the next message is.
 func TestMarkReadPastLastSeq(t *testing.T) {
 	m := MustOpenMain(t)

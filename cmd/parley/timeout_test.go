@@ -116,7 +116,7 @@ func TestHTTPWriteTimeout(t *testing.T) {
 	}
 }
 
-// TestHardeningFlagDefaults: the defaults README documents for the HTTP
+// TestHardeningFlagDefaults: the defaults docs/configuration.md documents for the HTTP
 // timeouts and the metrics address.
 func TestHardeningFlagDefaults(t *testing.T) {
 	var c Config

@@ -1,4 +1,4 @@
-// Edits and deletions of messages (README, "Edit, delete and search"): the
+// Edits and deletions of messages (docs/api.md, "Edit, delete and search"): the
 // Edit and Delete controls of a message, "edited" and "message deleted"
 // shown in place, and keeping the open room's copy current. A change
 // arrives as a live `edited`/`deleted` event when the server sends them,

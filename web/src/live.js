@@ -1,4 +1,4 @@
-// The live connection: STOMP 1.2 over WebSocket (README, "Real time") with
+// The live connection: STOMP 1.2 over WebSocket (docs/stomp.md, "Real time") with
 // @stomp/stompjs. It reconnects by itself; on every (re)connect it
 // subscribes to the personal queue and resumes each open room with
 // since-seq, so nothing is missed across a drop, then resends the messages
