@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -17,8 +18,19 @@ import (
 )
 
 // TestMain lets a test run this binary as the real server: with
-// PARLEY_TEST_EXEC_SERVE set, the test binary is `parley serve`.
+// PARLEY_TEST_EXEC_SERVE set, the test binary is `parley serve`; with
+// PARLEY_TEST_EXEC_CLI set, it is `parley` (the docs test's commands).
 func TestMain(m *testing.M) {
+	if os.Getenv("PARLEY_TEST_EXEC_CLI") == "1" {
+		ctx, stop := signalContext()
+		defer stop()
+		err := run(ctx, os.Args[1:], os.Stdout, os.Stderr) // as main does
+		if err != nil && !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "parley:", err)
+		}
+		stop()
+		os.Exit(exitCode(err))
+	}
 	if os.Getenv("PARLEY_TEST_EXEC_SERVE") == "1" {
 		ctx, stop := signalContext()
 		defer stop()
