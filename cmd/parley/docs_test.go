@@ -399,3 +399,15 @@ func TestDocsTestCommand(t *testing.T) {
 		t.Error(".ci/run does not run the README's go test ./... (with -race)")
 	}
 }
+
+// TestDocsREADMEShort: the README stays one a newcomer finishes (issue
+// 28: at most 250 lines); reference text belongs in docs/.
+func TestDocsREADMEShort(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(readme, []byte("\n")); n > 250 {
+		t.Errorf("README.md has %d lines, want at most 250: move reference text into docs/", n)
+	}
+}
