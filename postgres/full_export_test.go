@@ -1,11 +1,15 @@
 package postgres
 
-import "time"
+import (
+	"time"
 
-// SetFullClock sets the clock of the store's full-disk state (fullQuiet
+	"parley/storagefull"
+)
+
+// SetFullClock sets the clock of the store's full-disk state (storagefull.Quiet
 // counts by it). Call it before the store's first write.
-func SetFullClock(s *Store, now func() time.Time) { s.full.now = now }
+func SetFullClock(s *Store, now func() time.Time) { s.full.Now = now }
 
 // FullQuiet is how long writes must go without a refusal for a committed
 // one to end the full-disk state.
-const FullQuiet = fullQuiet
+const FullQuiet = storagefull.Quiet

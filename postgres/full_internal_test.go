@@ -13,21 +13,22 @@ import (
 
 	"parley"
 	"parley/parleytest"
+	"parley/storagefull"
 )
 
 // TestDiskFullIsUnavailable: a write that PostgreSQL fails with disk_full
 // (SQLSTATE 53100), however wrapped, goes through the store's translation
 // of a write's error (Store.write's) as unavailable, "the server's storage
 // is full", to send again with the same client-id; the state is logged
-// once when it starts and once when a write succeeds fullQuiet after the
+// once when it starts and once when a write succeeds storagefull.Quiet after the
 // last refusal, counted, and
 // shown by StorageFull. Other statement failures keep their own code.
 func TestDiskFullIsUnavailable(t *testing.T) {
 	ctx := context.Background()
 	logs := &recordLog{}
-	s := &Store{out: outage{log: slog.New(logs)}, full: newFullState(slog.New(logs))}
+	s := &Store{out: outage{log: slog.New(logs)}, full: storagefull.New("postgres", slog.New(logs), "")}
 	clock := parleytest.NewClock()
-	s.full.now = clock.Now
+	s.full.Now = clock.Now
 	full := fmt.Errorf("commit: %w", &pgconn.PgError{Code: "53100", Message: "could not extend file"})
 	const n = 5
 	for i := range n {
@@ -40,10 +41,10 @@ func TestDiskFullIsUnavailable(t *testing.T) {
 	if err := s.writeErr(ctx, &pgconn.PgError{Code: "42P01"}); parley.ErrorCode(err) != parley.CodeInternal {
 		t.Errorf("write failing with 42P01 = %v, want internal", err)
 	}
-	if got := testutil.ToFloat64(s.full.refused); got != n {
+	if got := testutil.ToFloat64(s.full.Counter()); got != n {
 		t.Errorf("parley_store_full_total = %v, want %d", got, n)
 	}
-	if got := testutil.ToFloat64(s.full.gauge); got != 1 {
+	if got := testutil.ToFloat64(s.full.Gauge()); got != 1 {
 		t.Errorf("parley_store_full = %v while full, want 1", got)
 	}
 	if since, refused := s.StorageFull(); since.IsZero() || refused != n {
@@ -52,22 +53,22 @@ func TestDiskFullIsUnavailable(t *testing.T) {
 	if got := logs.all(); len(got) != 1 || !strings.Contains(got[0], "storage full") {
 		t.Errorf("log while full = %q, want one line", got)
 	}
-	// A write committed within fullQuiet of the last refusal (an update
+	// A write committed within storagefull.Quiet of the last refusal (an update
 	// that fit in its page) does not end it; one after does.
 	if err := s.writeErr(ctx, nil); err != nil {
 		t.Fatalf("a committed write = %v", err)
 	}
 	if since, _ := s.StorageFull(); since.IsZero() {
-		t.Errorf("StorageFull() ended by a write committed right after a refusal, want it to last %v", fullQuiet)
+		t.Errorf("StorageFull() ended by a write committed right after a refusal, want it to last %v", storagefull.Quiet)
 	}
-	clock.Advance(fullQuiet)
+	clock.Advance(storagefull.Quiet)
 	if err := s.writeErr(ctx, nil); err != nil {
 		t.Fatalf("a committed write = %v", err)
 	}
 	if since, _ := s.StorageFull(); !since.IsZero() {
 		t.Errorf("StorageFull() after a committed write = %v, want zero", since)
 	}
-	if got := testutil.ToFloat64(s.full.gauge); got != 0 {
+	if got := testutil.ToFloat64(s.full.Gauge()); got != 0 {
 		t.Errorf("parley_store_full = %v after a committed write, want 0", got)
 	}
 	if got := logs.all(); len(got) != 2 || !strings.Contains(got[1], "room again") {

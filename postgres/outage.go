@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"parley"
 )
@@ -117,107 +116,18 @@ func (o *outage) ok() {
 	o.log.Warn("postgres: store reachable again", "down", time.Since(since).Round(time.Millisecond), "refused", fails)
 }
 
-// errWriteFull is what a write gets while PostgreSQL's disk is full
-// (SQLSTATE 53100, disk_full): its transaction was rolled back, and the
-// client-id makes sending it again safe.
-var errWriteFull = parley.Errorf(parley.CodeUnavailable,
-	"the server's storage is full; send again later with the same client-id")
-
 // errReadFull is what a read gets that PostgreSQL could not answer for a
 // full disk (a sort or a hash spilling to a temporary file).
 var errReadFull = parley.Errorf(parley.CodeUnavailable, "the server's storage is full; try again later")
 
-// fullQuiet is how long writes must go without a refusal for a committed
-// one to end the full state: the Retry-After that clients are told.
-const fullQuiet = 5 * time.Second
-
 // diskFull reports whether err is PostgreSQL's disk_full (SQLSTATE 53100):
 // a file could not be extended or written for want of room.
 func diskFull(err error) bool { return pgCode(err) == "53100" }
-
-// fullState logs when writes start failing for a full disk, once, and when
-// a write is committed again, once, however many are refused in between;
-// it counts the refusals (parley_store_full_total) and shows the state
-// (parley_store_full) and, through Store.StorageFull, /readyz. A write
-// committed once none was refused for fullQuiet ends it: a full disk
-// still takes updates that fit in their pages while inserts that extend a
-// table are refused, and each alternation would otherwise log two lines.
-// It is the sqlite store's (sqlite/full.go), for the other SQLSTATE.
-type fullState struct {
-	log     *slog.Logger
-	refused prometheus.Counter // parley_store_full_total
-	gauge   prometheus.Gauge   // parley_store_full
-	down    atomic.Bool        // set while since is not zero: ok's fast path
-	now     func() time.Time   // time.Now; a test's clock
-
-	mu    sync.Mutex // guards the following fields
-	since time.Time  // zero while writes succeed
-	last  time.Time  // the latest refusal
-	fails uint64     // writes refused since
-}
-
-func newFullState(log *slog.Logger) *fullState {
-	return &fullState{
-		log: log,
-		now: time.Now,
-		refused: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "parley_store_full_total",
-			Help: "Writes refused as unavailable because the store's storage was full (SQLSTATE 53100).",
-		}),
-		gauge: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "parley_store_full",
-			Help: "1 while the store refuses writes because its storage is full, else 0.",
-		}),
-	}
-}
-
-// refuse records a write that failed with err, a disk_full, and returns
-// the error its caller gets: errWriteFull, wrapping err.
-func (f *fullState) refuse(err error) error {
-	f.refused.Inc()
-	now := f.now()
-	f.mu.Lock()
-	first := f.since.IsZero()
-	if first {
-		f.since = now
-		f.down.Store(true)
-		f.gauge.Set(1)
-	}
-	f.last = now
-	f.fails++
-	f.mu.Unlock()
-	if first {
-		f.log.Error("postgres: storage full; refusing writes as unavailable until there is room again", "err", err)
-	}
-	return fmt.Errorf("%w: %w", errWriteFull, err)
-}
-
-// ok records a write that was committed: it ends the state once no
-// write was refused for fullQuiet.
-func (f *fullState) ok() {
-	if !f.down.Load() {
-		return
-	}
-	now := f.now()
-	f.mu.Lock()
-	if f.since.IsZero() || now.Sub(f.last) < fullQuiet {
-		f.mu.Unlock()
-		return
-	}
-	since, fails := f.since, f.fails
-	f.since, f.last, f.fails = time.Time{}, time.Time{}, 0
-	f.down.Store(false)
-	f.gauge.Set(0)
-	f.mu.Unlock()
-	f.log.Warn("postgres: storage has room again; writes resume", "full", now.Sub(since).Round(time.Millisecond), "refused", fails)
-}
 
 // StorageFull reports whether the store refuses writes because
 // PostgreSQL's disk is full: since when (zero when it does not), and how
 // many it refused since. The first write committed after 5 s without a
 // refusal ends it.
 func (s *Store) StorageFull() (since time.Time, refused uint64) {
-	s.full.mu.Lock()
-	defer s.full.mu.Unlock()
-	return s.full.since, s.full.fails
+	return s.full.State()
 }

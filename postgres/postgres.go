@@ -114,6 +114,7 @@ import (
 
 	"parley"
 	"parley/groupcommit"
+	"parley/storagefull"
 )
 
 // Config configures Open. Zero fields take the documented defaults.
@@ -212,7 +213,7 @@ type Store struct {
 	closed    atomic.Bool
 	closeOnce sync.Once
 	out       outage
-	full      *fullState // writes refused for a full disk (outage.go)
+	full      *storagefull.State // writes refused for a full disk (outage.go)
 }
 
 var _ parley.Store = (*Store)(nil)
@@ -255,7 +256,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 
 	m := newMetrics()
 	s := &Store{m: m, seq: newSequencer(), onCommit: cfg.OnCommit, wq: newWriteQueries(m, !cfg.NoSearchIndex), rq: newReadQueries(m),
-		writeTimeout: cfg.WriteTimeout, minSendBatch: minSendBatch, out: outage{log: cfg.Logger}, full: newFullState(cfg.Logger)}
+		writeTimeout: cfg.WriteTimeout, minSendBatch: minSendBatch, out: outage{log: cfg.Logger}, full: storagefull.New("postgres", cfg.Logger, " (SQLSTATE 53100)")}
 	s.pool, err = pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
@@ -289,7 +290,7 @@ func (s *Store) init(ctx context.Context, cfg Config) error {
 		return err
 	}
 	if cfg.Registerer != nil {
-		if err := s.m.register(cfg.Registerer, s.full.refused, s.full.gauge); err != nil {
+		if err := s.m.register(cfg.Registerer, s.full.Collectors()...); err != nil {
 			return err
 		}
 	}

@@ -72,21 +72,21 @@ func (s *Store) write(ctx context.Context, op writeOp) (result, error) {
 
 // writeErr translates the error of a write from its group-commit writer:
 // errClosed once closed, unavailable while PostgreSQL is unreachable
-// (outage) or its disk is full (fullState). A nil error or a write's own
+// (outage) or its disk is full (storagefull.State). A nil error or a write's own
 // *parley.Error means its batch was committed.
 func (s *Store) writeErr(ctx context.Context, err error) error {
 	var pe *parley.Error
 	switch {
 	case err == nil, errors.As(err, &pe):
 		s.out.ok()
-		s.full.ok()
+		s.full.OK()
 	case errors.Is(err, groupcommit.ErrClosed), s.closed.Load():
 		return errClosed
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
 		// The caller went away.
 	case diskFull(err):
 		s.out.ok() // it answered
-		return s.full.refuse(err)
+		return s.full.Refuse(err)
 	default:
 		return s.out.failed(err, true)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"parley"
 	"parley/parleytest"
+	"parley/storagefull"
 )
 
 // lineLog records the messages of the log records it handles.
@@ -56,7 +57,7 @@ func setMaxPages(t *testing.T, s *Store, n int64) {
 // refused as unavailable with a message that says the storage is full and
 // to send again with the same client-id, reads keep working, the log has
 // one line when it starts and one when it ends (a write committed
-// fullQuiet after the last refusal), the metrics count the refusals, and
+// storagefull.Quiet after the last refusal), the metrics count the refusals, and
 // once there is room again sends resume at the next seq with no hole, a
 // refused client-id stored once and an earlier one returning its
 // original.
@@ -70,7 +71,7 @@ func TestStorageFullIsUnavailable(t *testing.T) {
 	}
 	defer s.Close()
 	clock := parleytest.NewClock()
-	s.full.now = clock.Now
+	s.full.Now = clock.Now
 	u := parleytest.MustCreateUser(t, s, "u")
 	r := parleytest.MustCreateRoom(t, s, u, "r", 0)
 	send := func(body, clientID string) (parley.Message, bool, error) {
@@ -129,10 +130,10 @@ func TestStorageFullIsUnavailable(t *testing.T) {
 		t.Errorf("CreateUser() on a full store = %v, want unavailable", err)
 	}
 	refused := float64(1 + more + 1)
-	if got := testutil.ToFloat64(s.full.refused); got != refused {
+	if got := testutil.ToFloat64(s.full.Counter()); got != refused {
 		t.Errorf("parley_store_full_total = %v, want %v", got, refused)
 	}
-	if got := testutil.ToFloat64(s.full.gauge); got != 1 {
+	if got := testutil.ToFloat64(s.full.Gauge()); got != 1 {
 		t.Errorf("parley_store_full = %v while full, want 1", got)
 	}
 	if since, n := s.StorageFull(); since.IsZero() || n != uint64(refused) {
@@ -160,16 +161,16 @@ func TestStorageFullIsUnavailable(t *testing.T) {
 		t.Errorf("Send() after space is freed: seq %d, want %d (the next, no hole)", m.Seq, want)
 	}
 	stored = append(stored, m)
-	// Within fullQuiet of the last refusal, a committed write does not end
+	// Within storagefull.Quiet of the last refusal, a committed write does not end
 	// the state (on a disk with a little room, some writes fit and others
 	// do not: no pair of lines for each).
-	if got := testutil.ToFloat64(s.full.gauge); got != 1 {
-		t.Errorf("parley_store_full = %v right after the last refusal, want 1 until %v pass", got, fullQuiet)
+	if got := testutil.ToFloat64(s.full.Gauge()); got != 1 {
+		t.Errorf("parley_store_full = %v right after the last refusal, want 1 until %v pass", got, storagefull.Quiet)
 	}
 	if lines := logs.all(); len(lines) != 1 {
 		t.Errorf("log right after the last refusal = %q, want the start line only", lines)
 	}
-	clock.Advance(fullQuiet)
+	clock.Advance(storagefull.Quiet)
 	// The concurrent senders send again with their client-ids: each is
 	// stored once, at the seqs that follow.
 	resent := make([]parley.Message, more)
@@ -210,7 +211,7 @@ func TestStorageFullIsUnavailable(t *testing.T) {
 	if len(lines) != 2 || !strings.Contains(lines[1], "room again") {
 		t.Errorf("log after space is freed = %q, want the start line and one end line", lines)
 	}
-	if got := testutil.ToFloat64(s.full.gauge); got != 0 {
+	if got := testutil.ToFloat64(s.full.Gauge()); got != 0 {
 		t.Errorf("parley_store_full = %v after space is freed, want 0", got)
 	}
 	if since, _ := s.StorageFull(); !since.IsZero() {

@@ -110,6 +110,7 @@ import (
 
 	"parley"
 	"parley/groupcommit"
+	"parley/storagefull"
 )
 
 // Config configures Open. Zero fields take the documented defaults.
@@ -179,7 +180,7 @@ type Store struct {
 	wdb, rdb *sql.DB // the writer's single connection; the readers' pool
 	ck       *checkpointer
 	m        *metrics
-	full     *fullState // writes refused for a full storage (full.go)
+	full     *storagefull.State // writes refused for a full storage (full.go)
 	w        *groupcommit.Writer[writeOp, result]
 	onCommit parley.EventSink
 	wal      *os.File // the WAL, fsynced by the group-commit Writer under SyncFull
@@ -219,7 +220,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		}
 	}
 
-	s := &Store{m: newMetrics(), full: newFullState(cfg.Logger), onCommit: cfg.OnCommit, noIndex: cfg.NoSearchIndex}
+	s := &Store{m: newMetrics(), full: storagefull.New("sqlite", cfg.Logger, ""), onCommit: cfg.OnCommit, noIndex: cfg.NoSearchIndex}
 	s.wdb = openDB(cfg.Path, 1, true, cfg)
 	if err := s.init(ctx, cfg); err != nil {
 		s.closeDBs()
@@ -306,7 +307,7 @@ func (s *Store) init(ctx context.Context, cfg Config) error {
 		return err
 	}
 	if cfg.Registerer != nil {
-		if err := s.m.register(cfg.Registerer, s.full.refused, s.full.gauge); err != nil {
+		if err := s.m.register(cfg.Registerer, s.full.Collectors()...); err != nil {
 			return err
 		}
 	}
