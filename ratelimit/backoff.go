@@ -73,8 +73,10 @@ type failure struct {
 	settled  chan struct{} // closed when an attempt ends or the key is reset; nil while nobody waits
 }
 
-// NewBackoff returns a Backoff.
-func NewBackoff(cfg BackoffConfig) *Backoff {
+// WithDefaults returns cfg with its zero fields set to their documented
+// defaults (and Max raised to Base if below it): the settings a Backoff
+// runs with, and those a limit kept elsewhere (redis.LoginLimit) follows.
+func (cfg BackoffConfig) WithDefaults() BackoffConfig {
 	if cfg.Free <= 0 {
 		cfg.Free = 5
 	}
@@ -91,6 +93,12 @@ func NewBackoff(cfg BackoffConfig) *Backoff {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	return cfg
+}
+
+// NewBackoff returns a Backoff.
+func NewBackoff(cfg BackoffConfig) *Backoff {
+	cfg = cfg.WithDefaults()
 	b := &Backoff{
 		free: cfg.Free, base: int64(cfg.Base), max: int64(cfg.Max), decay: int64(cfg.Decay),
 		now: cfg.Now, start: cfg.Now(), seed: maphash.MakeSeed(),

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"parley/ratelimit"
+
 	goredis "github.com/redis/go-redis/v9"
 )
 
@@ -154,19 +156,8 @@ func NewLoginLimit(cfg LoginConfig) *LoginLimit {
 	if cfg.Prefix == "" {
 		cfg.Prefix = DefaultPrefix
 	}
-	if cfg.Free <= 0 {
-		cfg.Free = 5
-	}
-	if cfg.Base <= 0 {
-		cfg.Base = time.Second
-	}
-	if cfg.Max <= 0 {
-		cfg.Max = 15 * time.Minute
-	}
-	cfg.Max = max(cfg.Max, cfg.Base)
-	if cfg.Decay <= 0 {
-		cfg.Decay = cfg.Max
-	}
+	b := ratelimit.BackoffConfig{Free: cfg.Free, Base: cfg.Base, Max: cfg.Max, Decay: cfg.Decay, Now: cfg.Now}.WithDefaults()
+	cfg.Free, cfg.Base, cfg.Max, cfg.Decay, cfg.Now = b.Free, b.Base, b.Max, b.Decay, b.Now
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 500 * time.Millisecond
 	}
@@ -175,9 +166,6 @@ func NewLoginLimit(cfg LoginConfig) *LoginLimit {
 	}
 	if cfg.Lease <= 0 {
 		cfg.Lease = time.Minute
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
