@@ -16,7 +16,7 @@ import (
 type pkgInfo struct {
 	dir     string          // relative to the module root, "." for the root
 	imports map[string]bool // non-test imports
-	doc     bool            // a non-test file has a package comment
+	docs    []string        // the non-test files with a package comment
 }
 
 func loadPackages(t *testing.T) map[string]*pkgInfo {
@@ -47,7 +47,7 @@ func loadPackages(t *testing.T) map[string]*pkgInfo {
 			pkgs[dir] = p
 		}
 		if f.Doc != nil && strings.TrimSpace(f.Doc.Text()) != "" {
-			p.doc = true
+			p.docs = append(p.docs, filepath.Base(path))
 		}
 		for _, imp := range f.Imports {
 			path, _ := strconv.Unquote(imp.Path.Value)
@@ -61,11 +61,12 @@ func loadPackages(t *testing.T) map[string]*pkgInfo {
 	return pkgs
 }
 
-// TestPackageDocs checks that every package says what it is for.
+// TestPackageDocs checks that every package says what it is for, in one
+// place a reader can find: its doc.go, and no other file.
 func TestPackageDocs(t *testing.T) {
 	for dir, p := range loadPackages(t) {
-		if !p.doc {
-			t.Errorf("package %s has no package comment", dir)
+		if len(p.docs) != 1 || p.docs[0] != "doc.go" {
+			t.Errorf("package %s has its package comment in %v, want doc.go only", dir, p.docs)
 		}
 	}
 }
