@@ -2,23 +2,15 @@
 // pages of rooms' histories, the pages past the newest ones that the cache
 // and redis packages keep (seed 001's history paging).
 //
-// Seqs are contiguous, so a full block of BlockSize messages (seqs
-// k·BlockSize+1 to (k+1)·BlockSize) read once holds them for good, except
-// that an edit or a deletion changes one: Apply, fed this node's commits
-// and the changes other nodes relay, forgets the block that holds it
-// (changes.go). That is the only coordination it needs, as correct in
-// front of a PostgreSQL shared by a cluster as in front of SQLite. A page whose seqs
-// lie in full blocks is answered from memory; any other page (the newest,
-// one reaching past the last full block, an unknown room) goes to the
-// inner store, as do all other methods.
+// A full block of Config.BlockSize messages is read once and kept, least
+// recently used first out past Config.MaxBytes; a page inside full blocks
+// is served from memory, every other call goes to the inner store.
 //
-// A block is read only once the room's last seq (Store.Room, which the
-// cache and redis packages serve without the database) shows it full, so a
-// page near the newest end costs the inner store no more than it did
-// without this cache. Blocks are kept newest first, so that a newest-first
-// page inside one block is a shared sub-slice (read-only, as parley.Store
-// results are). The memory they take is bounded by Config.MaxBytes (an
-// estimate per message: its strings plus a fixed overhead); past it the
-// least recently used block goes. Concurrent misses of one block wait for
-// one load.
+// Invariants: Apply (this node's commits, and the edits and deletions
+// other nodes relay) forgets the block of every changed message, so a
+// cached page is never stale, in front of SQLite or a shared PostgreSQL;
+// results are shared and must not be modified; concurrent misses of one
+// block wait for one load.
+//
+// It imports only the domain package.
 package history
