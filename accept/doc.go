@@ -5,4 +5,6 @@
 // doubling to 1 s, as net/http does), logs each burst of failures once and
 // counts every failure, and returns only the errors that do not pass,
 // such as its own Close.
+//
+// It imports nothing of the project.
 package accept

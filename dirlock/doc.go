@@ -3,4 +3,6 @@
 // process (the kernel releases it on a crash, so a stale lock never needs
 // cleaning up), and records the holder's pid there so that a second
 // process is told who has it.
+//
+// It imports nothing of the project.
 package dirlock

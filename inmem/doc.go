@@ -4,4 +4,6 @@
 // and are the reference the conformance suites in parleytest are checked
 // against. Single-node mode uses neither: with one node every recipient is
 // local, so cmd/parley wires the store's events straight to the hub.
+//
+// It imports only the domain package.
 package inmem

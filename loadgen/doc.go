@@ -11,4 +11,7 @@
 //
 // Run is the entry point; WriteText, WriteJSON and WriteHTML render a
 // Result. cmd/parley's bench command only parses flags and prints.
+//
+// It imports the stomp codec and no other package of the project: it
+// talks to a server over the network only.
 package loadgen

@@ -19,4 +19,7 @@
 // each created or refreshed by a call since, so its cost is spread over
 // those calls. A shard that no call reaches keeps its entries until one
 // does: never more than it held when the calls stopped.
+//
+// It imports nothing of the project: the Redis half of Shared is a Source
+// that package redis implements (Buckets).
 package ratelimit

@@ -20,4 +20,6 @@
 // boundary and the session should answer with an ERROR frame and close.
 // Errors can be told apart with errors.Is (ErrMalformed, ErrUnknownCommand,
 // ErrBadEscape, ErrTooLarge) and errors.As (*LimitError).
+//
+// It imports nothing of the project.
 package stomp

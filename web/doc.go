@@ -7,4 +7,6 @@
 // are cached for a year and a new build is fetched at once; the page
 // itself is revalidated on every load. Every response carries a
 // Content-Security-Policy that allows nothing but this origin.
+//
+// It imports nothing of the project.
 package web
