@@ -8,8 +8,9 @@
 // each batch one pipelined transaction that first locks the rooms it
 // changes. Reads, search and Changed run on the pool. Migrate and Open
 // apply the embedded schema under an advisory lock; StorageFull reports a
-// full disk; an unreachable server is an outage, logged at its start and
-// end.
+// full disk. An unreachable server, or one a probe of its own finds not
+// answering (Config.LivenessTimeout), is an outage: new calls fail as
+// unavailable, logged at its start and end.
 //
 // Invariants: PostgreSQL's room locks and unique indexes keep the nodes'
 // writes apart (seqs contiguous, capacity and client_id respected);
