@@ -194,6 +194,9 @@ var benchFlagScenarios = map[string][]loadgen.Scenario{
 	"connections":       {loadgen.Connections},
 	"loops":             {loadgen.Direct, loadgen.Group, loadgen.BigRoom, loadgen.RoomList, loadgen.History, loadgen.Open, loadgen.Seats, loadgen.Search},
 	"ramp-up":           {loadgen.Direct, loadgen.Group, loadgen.BigRoom, loadgen.RoomList, loadgen.History, loadgen.Open, loadgen.Seats, loadgen.Search},
+	"events":            {loadgen.Group},
+	"typing":            {loadgen.Group},
+	"read-after-send":   {loadgen.Group},
 }
 
 // benchFlagApplies reports whether a flag changes scenario scn.
@@ -214,7 +217,11 @@ func refuseOtherFlags(args []string, scn loadgen.Scenario) error {
 		if benchFlagApplies(name, scn) {
 			continue
 		}
-		msg := fmt.Sprintf("bench: --%s does not apply to %s (it is a flag of %v)", name, scn, benchFlagScenarios[name])
+		var of []string
+		for _, s := range benchFlagScenarios[name] {
+			of = append(of, string(s))
+		}
+		msg := fmt.Sprintf("bench: --%s does not apply to %s (it is a flag of %s)", name, scn, strings.Join(of, ", "))
 		if name == "target" {
 			msg += "; " + string(scn) + " runs only against parley"
 		}

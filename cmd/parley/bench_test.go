@@ -270,3 +270,40 @@ func TestParseInterval(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchScenarioFlags: a scenario's -h lists only its own flags, and a
+// flag of another scenario is refused, naming the scenarios it belongs to
+// (seats listed and took group's --events, --typing, --read-after-send).
+func TestBenchScenarioFlags(t *testing.T) {
+	ctx := context.Background()
+	groupOnly := []string{"--events", "--typing", "--read-after-send"}
+	help := func(scn string) string {
+		var stdout, stderr bytes.Buffer
+		if err := run(ctx, []string{"bench", scn, "-h"}, &stdout, &stderr); err == nil {
+			t.Errorf("bench %s -h: no error, want flag.ErrHelp", scn)
+		}
+		return stderr.String()
+	}
+	seats, group := help("seats"), help("group")
+	for _, f := range groupOnly {
+		if strings.Contains(seats, f+" ") || strings.Contains(seats, f+"\n") {
+			t.Errorf("bench seats -h lists %s, a flag of group only:\n%s", f, seats)
+		}
+		if !strings.Contains(group, f) {
+			t.Errorf("bench group -h does not list %s:\n%s", f, group)
+		}
+	}
+	for _, args := range [][]string{
+		{"bench", "seats", "--typing", "1s"},
+		{"bench", "seats", "--events"},
+		{"bench", "seats", "--read-after-send=true"},
+	} {
+		var stdout, stderr bytes.Buffer
+		err := run(ctx, append(args, "--url", "http://127.0.0.1:1", "--progress", "off"), &stdout, &stderr)
+		name := strings.SplitN(strings.TrimLeft(args[2], "-"), "=", 2)[0]
+		want := "--" + name + " does not apply to seats (it is a flag of group)"
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("run(%q) = %v, want an error with %q", args, err, want)
+		}
+	}
+}
