@@ -28,7 +28,7 @@ func (r *run) connections(ctx context.Context) error {
 		return err
 	}
 	topic := "/topic/rooms." + rooms[0].ID
-	r.setPhase("settle", 0, settleLimit)
+	r.setPhaseUnits("settle", 0, settleLimit, phaseUnits{upTo: true})
 	before, err := r.settle(ctx, accs, rooms[0].ID)
 	if err != nil {
 		return err

@@ -241,6 +241,17 @@ type Progress struct {
 	// Waits counts the set-up requests that waited on the server's
 	// per-user limit (429 rate_limited, --rest-send-rate) so far.
 	Waits int64
+	// DoneUnit says what Done and Total count where the phase label does
+	// not: "sent" (messages, in a messaging measurement, whose rate
+	// counts deliveries), "requests", "deliveries in" (drain); "" in the
+	// set-up, whose label says it.
+	DoneUnit string
+	// RateUnit says what Last.Rate counts ("deliveries/s", "requests/s");
+	// "" before the measurement.
+	RateUnit string
+	// UpTo marks a Limit that is a most: the phase ends as soon as its
+	// work is done (drain, settle).
+	UpTo bool
 }
 
 // Measuring reports whether the phase is past the set-up: its progress

@@ -476,10 +476,13 @@ func (m *msgRun) measure(ctx context.Context) error {
 	side.Wait()
 
 	// Drain: wait for the outstanding receipts and deliveries.
-	r.setPhase("drain", 0, o.Drain)
+	r.setPhaseUnits("drain", m.expected.Load(), o.Drain, phaseUnits{done: "deliveries in", rate: "deliveries/s", upTo: true})
 	drainStart := time.Now()
 	drainEnd := drainStart.Add(o.Drain)
 	for time.Now().Before(drainEnd) && ctx.Err() == nil {
+		// Receipts still coming in add to the deliveries expected.
+		r.total.Store(m.expected.Load())
+		r.done.Store(m.received())
 		if m.pendingReceipts() == 0 && m.received() >= m.expected.Load() {
 			break
 		}

@@ -27,6 +27,7 @@ type run struct {
 	phaseLimit atomic.Int64 // nanoseconds, 0 for none
 	done       atomic.Int64
 	total      atomic.Int64
+	units      atomic.Pointer[phaseUnits]
 	extra      func() int64 // Extra of each timeline point; nil for none
 
 	usage usageSample // at the start of the measurement
@@ -56,8 +57,20 @@ func newRun(s Scenario, o Options) *run {
 // node returns the node of user i.
 func (r *run) node(i int) *api { return r.nodes[i%len(r.nodes)] }
 
-// setPhase starts a phase for Progress.
+// phaseUnits says what a phase's numbers count, for Progress.
+type phaseUnits struct {
+	done, rate string // Progress.DoneUnit, RateUnit
+	upTo       bool   // Progress.UpTo
+}
+
+// setPhase starts a phase for Progress whose label says what it counts.
 func (r *run) setPhase(name string, total int64, limit time.Duration) {
+	r.setPhaseUnits(name, total, limit, phaseUnits{})
+}
+
+// setPhaseUnits starts a phase for Progress, saying what it counts.
+func (r *run) setPhaseUnits(name string, total int64, limit time.Duration, u phaseUnits) {
+	r.units.Store(&u)
 	r.done.Store(0)
 	r.total.Store(total)
 	r.phaseLimit.Store(int64(limit))
@@ -73,8 +86,23 @@ func (r *run) startMeasure(total int64) time.Time {
 	now := time.Now()
 	r.res.SetupTime = now.Sub(r.setupStart).Seconds()
 	r.rec.Restart(now)
-	r.setPhase("measure", total, r.o.Duration)
+	u := phaseUnits{done: plural(r.res.Unit), rate: plural(r.res.Unit) + "/s"}
+	if r.res.Unit == "delivery" {
+		u.done = "sent" // messaging counts its sends; the rate, deliveries
+	}
+	r.setPhaseUnits("measure", total, r.o.Duration, u)
 	return now
+}
+
+// plural is the plural of a Result.Unit.
+func plural(unit string) string {
+	switch {
+	case strings.HasSuffix(unit, "y"):
+		return strings.TrimSuffix(unit, "y") + "ies"
+	case strings.HasSuffix(unit, "ch"):
+		return unit + "es"
+	}
+	return unit + "s"
 }
 
 // ticker closes a timeline point every second while measuring and reports
@@ -113,15 +141,19 @@ func (r *run) report(now time.Time) {
 	// now is when the ticker's tick fired, which can precede a phase
 	// that began while the tick waited to run.
 	elapsed := max(now.Sub(time.Unix(0, r.phaseStart.Load())), 0)
+	u := r.units.Load()
 	r.o.Progress(Progress{
-		Phase:   phase,
-		Done:    r.done.Load(),
-		Total:   r.total.Load(),
-		Elapsed: elapsed,
-		Limit:   time.Duration(r.phaseLimit.Load()),
-		Errors:  errs,
-		Last:    last,
-		Waits:   r.waits(),
+		DoneUnit: u.done,
+		RateUnit: u.rate,
+		UpTo:     u.upTo,
+		Phase:    phase,
+		Done:     r.done.Load(),
+		Total:    r.total.Load(),
+		Elapsed:  elapsed,
+		Limit:    time.Duration(r.phaseLimit.Load()),
+		Errors:   errs,
+		Last:     last,
+		Waits:    r.waits(),
 	})
 }
 

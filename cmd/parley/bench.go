@@ -289,14 +289,31 @@ func progressBar(w io.Writer) func(loadgen.Progress) {
 		n := int(frac * width)
 		bar := strings.Repeat("=", n) + strings.Repeat(" ", width-n)
 		line := fmt.Sprintf("%-7s [%s] %3.0f%%  %s", p.Phase, bar, 100*frac, p.Elapsed.Truncate(100*time.Millisecond))
-		switch {
-		case byTime && p.Limit > 0:
-			line += "  of " + p.Limit.String() + ", " + strconv.FormatInt(p.Done, 10) + " done"
-		case p.Total > 0:
-			line += "  " + strconv.FormatInt(p.Done, 10) + "/" + strconv.FormatInt(p.Total, 10)
+		var parts []string // each number with what it counts
+		if byTime && p.Limit > 0 {
+			bound := "of "
+			if p.UpTo {
+				bound = "of at most "
+			}
+			parts = append(parts, bound+p.Limit.String())
 		}
-		if p.Measuring() {
-			line += fmt.Sprintf("  %.0f/s  p99 %.2f ms", p.Last.Rate, p.Last.P99)
+		done, total := strconv.FormatInt(p.Done, 10), strconv.FormatInt(p.Total, 10)
+		switch {
+		case p.Total > 0 && (!byTime || p.UpTo) && p.DoneUnit != "":
+			parts = append(parts, done+" of "+total+" "+p.DoneUnit)
+		case p.Total > 0 && (!byTime || p.UpTo):
+			parts = append(parts, done+"/"+total) // the set-up step's label says what
+		case p.DoneUnit != "":
+			parts = append(parts, done+" "+p.DoneUnit)
+		}
+		if p.RateUnit != "" {
+			parts = append(parts, fmt.Sprintf("%.0f %s", p.Last.Rate, p.RateUnit))
+		}
+		if len(parts) > 0 {
+			line += "  " + strings.Join(parts, ", ")
+		}
+		if p.RateUnit != "" {
+			line += fmt.Sprintf("  p99 %.2f ms", p.Last.P99)
 		} else if p.Waits > 0 {
 			line += "  (slowed by the server's --rest-send-rate: 429 ×" + strconv.FormatInt(p.Waits, 10) + ")"
 		}

@@ -75,3 +75,37 @@ func TestBenchSaysSendRateSlowsSetUp(t *testing.T) {
 		t.Errorf("notes %q; summary:\n%s\nwant a note that the server's --rest-send-rate slowed the set-up", res.Notes, out)
 	}
 }
+
+// TestBenchProgressUnits: each number on the progress line says what it
+// counts. A messaging run's measure line read "92 done 190/s" (messages
+// sent beside deliveries a second) and its drain line "of 10s, 0 done".
+func TestBenchProgressUnits(t *testing.T) {
+	m := MustOpenMain(t, benchServer)
+	gatewayUp(t, m)
+	args := []string{"bench", "group", "--url", "http://" + m.Addr(), "--users", "4", "--interval", "50ms",
+		"--duration", "1500ms", "--drain", "5s", "--progress", "on", "--setup-concurrency", "4"}
+	var stdout, stderr bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := run(ctx, args, &stdout, &stderr); err != nil {
+		t.Fatalf("parley %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	measure := regexp.MustCompile(`\d+ sent, \d+ deliveries/s `)
+	drain := regexp.MustCompile(`of at most 5s, \d+ of \d+ deliveries in`)
+	seen := map[string]int{}
+	for _, l := range strings.Split(stderr.String(), "\r\033[K") {
+		phase, _, _ := strings.Cut(l, " ")
+		switch {
+		case strings.Contains(l, " done"):
+			t.Errorf("%s line says \"done\" without saying what: %q", phase, l)
+		case phase == "measure" && !measure.MatchString(l):
+			t.Errorf("measure line %q, want %q", l, measure)
+		case phase == "drain" && !drain.MatchString(l):
+			t.Errorf("drain line %q, want %q", l, drain)
+		}
+		seen[phase]++
+	}
+	if seen["measure"] == 0 || seen["drain"] == 0 {
+		t.Errorf("phases seen %v, want measure and drain lines\n%q", seen, stderr.String())
+	}
+}
