@@ -2,9 +2,12 @@ package main
 
 import (
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 
 	"parley/rest"
 	"parley/rest/openapi"
@@ -59,6 +62,7 @@ func TestAPIDocExamples(t *testing.T) {
 	anon.do("POST", "/api/users", map[string]string{"name": "x", "password": "short"}, nil) // 400
 	anon.do("POST", "/api/users", map[string]string{"name": "alice", "password": "correct horse"}, nil)
 	anon.do("DELETE", "/api/me", nil, nil) // 405
+	anon.do("PUT", "/api/me", nil, nil)    // 405
 	var g room
 	alice.do("POST", "/api/rooms", map[string]any{"kind": "group", "title": "doc", "capacity": 2}, &g)
 	alice.do("GET", "/api/rooms/"+g.ID, nil, nil)
@@ -81,4 +85,72 @@ func TestAPIDocExamples(t *testing.T) {
 	bob.do("DELETE", "/api/rooms/"+g.ID+"/members/me", nil, nil)
 	bob.do("DELETE", "/api/tokens/current", nil, nil)
 	alice.do("DELETE", "/api/tokens", nil, nil)
+}
+
+// TestAPIDocOperationIDs: every operation of rest/openapi.yaml has an
+// operationId, unique and in lowerCamelCase, so that a generated client
+// names its methods after them and a reader can cite one.
+func TestAPIDocOperationIDs(t *testing.T) {
+	var doc struct {
+		Paths map[string]map[string]any `yaml:"paths"`
+	}
+	if err := yaml.Unmarshal(rest.OpenAPI, &doc); err != nil {
+		t.Fatal(err)
+	}
+	camel := regexp.MustCompile(`^[a-z][a-zA-Z0-9]*$`)
+	seen := map[string]string{}
+	n := 0
+	for path, item := range doc.Paths {
+		for method, v := range item {
+			op, isOp := v.(map[string]any)
+			if !isOp || !strings.Contains("get put post delete patch", method) {
+				continue // summary, description, parameters
+			}
+			n++
+			where := strings.ToUpper(method) + " " + path
+			switch id, _ := op["operationId"].(string); {
+			case id == "":
+				t.Errorf("%s has no operationId", where)
+			case !camel.MatchString(id):
+				t.Errorf("%s: operationId %q is not lowerCamelCase", where, id)
+			case seen[id] != "":
+				t.Errorf("%s: operationId %q is %s's too", where, id, seen[id])
+			default:
+				seen[id] = where
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no operations in rest/openapi.yaml")
+	}
+}
+
+// TestAPIDocMeIsReadOnly: PUT /api/me, which a client changing its
+// profile would try, answers 405 with Allow: GET, HEAD, and the document says
+// so on the path (it described GET alone and left the 405 unsaid).
+func TestAPIDocMeIsReadOnly(t *testing.T) {
+	m := MustOpenMain(t)
+	req, err := http.NewRequest("PUT", "http://"+m.Addr()+"/api/me", strings.NewReader(`{"name":"bob"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed || !strings.HasPrefix(resp.Header.Get("Allow"), "GET") {
+		t.Errorf("PUT /api/me = %d Allow %q, want 405 Allow GET, HEAD", resp.StatusCode, resp.Header.Get("Allow"))
+	}
+	var doc struct {
+		Paths map[string]struct {
+			Description string `yaml:"description"`
+		} `yaml:"paths"`
+	}
+	if err := yaml.Unmarshal(rest.OpenAPI, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if d := doc.Paths["/api/me"].Description; !strings.Contains(d, "PUT") || !strings.Contains(d, "405") {
+		t.Errorf("rest/openapi.yaml /api/me description %q: want it to say that PUT answers 405", d)
+	}
 }
