@@ -26,5 +26,9 @@ ENV PARLEY_ADDR=0.0.0.0:8080 \
     PARLEY_LOG_FORMAT=json
 EXPOSE 8080
 VOLUME ["/data"]
+# No shell in the image: the binary checks itself (GET /healthz on
+# PARLEY_ADDR, exit 0 or 1).
+HEALTHCHECK --interval=10s --timeout=5s --start-period=10s --retries=3 \
+  CMD ["/usr/local/bin/parley", "healthcheck", "--timeout", "3s"]
 ENTRYPOINT ["/usr/local/bin/parley"]
 CMD ["serve"]

@@ -4,6 +4,7 @@
 //	                 in-process fan-out, HTTP and WebSocket on 127.0.0.1:8080)
 //	parley migrate   apply the store's pending schema migrations
 //	parley bench     drive a running server with a load scenario
+//	parley healthcheck  exit 0 when the node on --addr answers /healthz
 //	parley version   print the version
 //
 // Every flag of a subcommand can also be set with an environment variable:

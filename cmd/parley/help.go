@@ -9,10 +9,14 @@ import (
 )
 
 // exitCode is the process's exit status for run's result: 0 for success
-// and for a help request (-h, --help), 2 for anything else.
+// and for a help request (-h, --help), 1 for a failed health check
+// (parley healthcheck), 2 for anything else.
 func exitCode(err error) int {
 	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return 0
+	}
+	if isUnhealthy(err) {
+		return 1
 	}
 	return 2
 }

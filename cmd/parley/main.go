@@ -56,6 +56,7 @@ commands:
   serve     start a Parley node
   migrate   apply the store's pending schema migrations (--dry-run: report them)
   bench     drive a running server with a load scenario (parley bench -h)
+  healthcheck  exit 0 if the node on --addr is healthy, 1 if not (--ready: /readyz)
   version   print the version (also --version, -v)
 
 Run 'parley <command> -h' for the flags of a command.
@@ -73,6 +74,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runMigrate(ctx, args[1:], stdout, stderr)
 	case "bench":
 		return runBench(ctx, args[1:], stdout, stderr)
+	case "healthcheck":
+		return runHealthcheck(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version", "-v":
 		fmt.Fprintln(stdout, "parley", versionString())
 		return nil

@@ -30,7 +30,8 @@ func TestComposeFile(t *testing.T) {
 			Image   string
 			Build   *struct{ Context, Dockerfile string }
 			Volumes []string
-			Env     map[string]string `yaml:"environment"`
+			Env     map[string]string        `yaml:"environment"`
+			Health  *struct{ Test []string } `yaml:"healthcheck"`
 		}
 		Volumes map[string]any
 	}
@@ -49,6 +50,9 @@ func TestComposeFile(t *testing.T) {
 	for name, s := range c.Services {
 		if s.Image == "" && s.Build == nil {
 			t.Errorf("service %s has neither image nor build", name)
+		}
+		if s.Build != nil && (s.Health == nil || len(s.Health.Test) < 3 || !slices.Equal(s.Health.Test[:3], []string{"CMD", "/usr/local/bin/parley", "healthcheck"})) {
+			t.Errorf("node %s: health check %+v, want [CMD /usr/local/bin/parley healthcheck ...] (no shell in the image)", name, s.Health)
 		}
 		if s.Build != nil {
 			if _, err := os.Stat(filepath.Join("../../deploy", s.Build.Context, s.Build.Dockerfile)); err != nil {
@@ -187,6 +191,10 @@ func TestDockerfile(t *testing.T) {
 	}
 	if _, err := os.Stat("../../.dockerignore"); err != nil {
 		t.Error(err)
+	}
+	// The image has no shell: its health check is the binary itself.
+	if !regexp.MustCompile(`(?m)^HEALTHCHECK (?:.*\\\n)*.*CMD \["/usr/local/bin/parley", "healthcheck"`).MatchString(text) {
+		t.Error(`no HEALTHCHECK ... CMD ["/usr/local/bin/parley", "healthcheck", ...] (exec form: distroless has no shell)`)
 	}
 }
 
