@@ -284,3 +284,65 @@ func TestStaticBinary(t *testing.T) {
 		got[sc.read().Command.String()] = true
 	}
 }
+
+// TestSystemdInstall runs the install lines of parley.service's header,
+// as written, into a temporary root holding what a systemd machine has
+// (/usr/local/bin, /etc/systemd/system): a directory Parley brings,
+// /etc/parley, must be made by the command (install -D), not assumed.
+func TestSystemdInstall(t *testing.T) {
+	install, err := exec.LookPath("install")
+	if err != nil {
+		t.Skip("no install(1) on this machine")
+	}
+	data, err := os.ReadFile("../../deploy/systemd/parley.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, root := t.TempDir(), t.TempDir()
+	// The commands run where the README builds: a checkout with the
+	// binary beside deploy/.
+	if err := os.WriteFile(filepath.Join(src, "parley"), []byte("#!/bin/true\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	deploy, _ := filepath.Abs("../../deploy")
+	if err := os.Symlink(deploy, filepath.Join(src, "deploy")); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"/usr/local/bin", "/etc/systemd/system"} {
+		if err := os.MkdirAll(root+d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var dests []string
+	for _, line := range strings.Split(string(data), "\n") {
+		cmd, ok := strings.CutPrefix(line, "#   install ")
+		if !ok {
+			continue
+		}
+		cmd, _, _ = strings.Cut(cmd, "#") // a trailing comment
+		args := strings.Fields(cmd)
+		dest := args[len(args)-1]
+		if !strings.HasPrefix(dest, "/") {
+			t.Fatalf("install line %q: its destination is not absolute", line)
+		}
+		args[len(args)-1] = root + dest
+		c := exec.Command(install, args...)
+		c.Dir = src
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Errorf("install %s: %v\n%s", cmd, err, out)
+		}
+		if strings.HasSuffix(dest, "/") {
+			dest += filepath.Base(args[len(args)-2])
+		}
+		dests = append(dests, dest)
+	}
+	want := []string{"/usr/local/bin/parley", "/etc/systemd/system/parley.service", "/etc/parley/parley.env"}
+	if !slices.Equal(dests, want) {
+		t.Errorf("install lines put %q, want %q", dests, want)
+	}
+	for _, d := range want {
+		if _, err := os.Stat(root + d); err != nil {
+			t.Errorf("after the install lines: %v", err)
+		}
+	}
+}
