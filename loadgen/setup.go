@@ -69,6 +69,9 @@ feed:
 // signUp registers and logs in n users, SetupConcurrency at a time (each
 // costs the server two password hashes), user i on node i mod nodes.
 func (r *run) signUp(ctx context.Context, n int) ([]account, error) {
+	if err := r.checkSignupLimit(ctx, n); err != nil {
+		return nil, err
+	}
 	prefix := "b" + runID() + "-"
 	accs := make([]account, n)
 	r.setPhase("sign-up", int64(n), 0)
@@ -183,4 +186,25 @@ func payload(n int) string {
 		b[i] = 'a' + byte(i%26)
 	}
 	return string(b)
+}
+
+// checkSignupLimit refuses, before any sign-up, a set-up of n users
+// against a node that limits sign-ups per client address: the run would
+// stop at the limit, having spent the address's sign-ups, and a person
+// signing up from it would then be told "too many sign-ups". A node too
+// old to say (no signups_limited in GET /api/config) is tried as before.
+func (r *run) checkSignupLimit(ctx context.Context, n int) error {
+	for _, node := range r.nodes {
+		var cfg struct {
+			SignupsLimited *bool `json:"signups_limited"`
+		}
+		if _, err := node.call(ctx, "GET", "/api/config", "", nil, &cfg); err != nil {
+			return fmt.Errorf("read the server's limits: %w", err)
+		}
+		if cfg.SignupsLimited != nil && *cfg.SignupsLimited {
+			return fmt.Errorf("%s limits sign-ups per client address, and the set-up signs up %d users from this one: "+
+				"restart it with --signup-rate 0 (PARLEY_SIGNUP_RATE=0) to load it; nothing was signed up", node.base, n)
+		}
+	}
+	return nil
 }

@@ -28,5 +28,8 @@ func (h *Handler) clientConfig(w http.ResponseWriter, r *http.Request) error {
 		MaxBody     int `json:"max_body"`
 		MaxClientID int `json:"max_client_id"`
 		MaxPage     int `json:"max_page"`
-	}{h.chat.MaxBody(), parley.MaxClientID, parley.MaxPageLimit})
+		// SignupsLimited: sign-ups are limited per client address, which
+		// parley bench checks before it spends any of them.
+		SignupsLimited bool `json:"signups_limited"`
+	}{h.chat.MaxBody(), parley.MaxClientID, parley.MaxPageLimit, h.signupLimit != nil})
 }

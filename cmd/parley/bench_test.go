@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -103,6 +104,14 @@ func TestBenchSignupLimit(t *testing.T) {
 	err := run(ctx, args, &stdout, &stderr)
 	if err == nil || !strings.Contains(err.Error(), "--signup-rate 0") {
 		t.Errorf("parley %s: %v, want an error naming --signup-rate 0", strings.Join(args, " "), err)
+	}
+	// The refused run spent none of the address's sign-ups: a person
+	// signing up from it in a browser is not told "too many sign-ups".
+	anon := newClient(t, m.Addr())
+	for i := range 3 {
+		if st := anon.do("POST", "/api/users", map[string]string{"name": "person" + strconv.Itoa(i), "password": "correct horse"}, nil); st != http.StatusCreated {
+			t.Errorf("sign-up %d of the burst of 3 after the refused bench: %d, want 201", i+1, st)
+		}
 	}
 }
 
