@@ -23,8 +23,9 @@ func WriteHTML(w io.Writer, res *loadgen.Result) error {
 		Summary string
 		Charts  []chart
 	}{
-		Title:   fmt.Sprintf("parley bench %s — %s", res.Scenario, res.Target),
-		Summary: summary.String(),
+		Title: fmt.Sprintf("parley bench: %s against %s (%s)", res.Scenario, res.Target, strings.Join(res.URLs, ", ")),
+		// The summary's first line names the run, as the heading does.
+		Summary: summary.String()[strings.IndexByte(summary.String(), '\n')+1:],
 		Charts:  charts(res),
 	}
 	return reportTemplate.Execute(w, data)

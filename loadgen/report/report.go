@@ -34,8 +34,8 @@ func WriteText(w io.Writer, res *loadgen.Result) error {
 	}
 	row("throughput", "%s %s/s", num(res.Throughput), plural(res.Unit))
 	l := res.Latency
-	row("latency (ms)", "p50 %s  p90 %s  p95 %s  p99 %s  p99.9 %s  max %s  (n=%d)",
-		ms(l.P50), ms(l.P90), ms(l.P95), ms(l.P99), ms(l.P999), ms(l.Max), l.Count)
+	row("latency (ms)", "p50 %s  p90 %s  p95 %s  p99 %s  p99.9 %s  max %s  (%s)",
+		ms(l.P50), ms(l.P90), ms(l.P95), ms(l.P99), ms(l.P999), ms(l.Max), samplesText(res))
 	row("errors", "%d (%.3f%%)", res.ErrorCount, 100*res.ErrorRate)
 	for _, k := range sortedKeys(res.Errors) {
 		row("", "%6d  %s", res.Errors[k], k)
@@ -215,3 +215,15 @@ func optNum(v *float64) string {
 }
 
 func mib(b float64) string { return fmt.Sprintf("%.1f MiB", b/(1<<20)) }
+
+// samplesText says what the latency percentiles are of. A messaging run
+// delivers each message to its sender too (it is a member of the room),
+// and that copy is counted as a delivery but not timed: the latency is
+// of the deliveries to the others.
+func samplesText(res *loadgen.Result) string {
+	n := res.Latency.Count
+	if res.Messaging != nil && res.Ops > n {
+		return fmt.Sprintf("%d latency samples of %d %s (a sender's copy of its own message is not timed)", n, res.Ops, plural(res.Unit))
+	}
+	return fmt.Sprintf("%d latency samples", n)
+}

@@ -186,3 +186,37 @@ func TestLogTicks(t *testing.T) {
 		t.Errorf("logTicks(-3, 3): %d ticks, want the 7 powers of ten", got)
 	}
 }
+
+// TestLatencySamplesExplained: the latency row says what its count is
+// and, for messaging, why it is fewer than the deliveries ("n=1767" of
+// 1,860 deliveries was unexplained: a sender's own copy is not timed).
+func TestLatencySamplesExplained(t *testing.T) {
+	res := sampleResult()
+	res.Ops, res.Messaging.Received = 1075, 1075 // 1000 timed, 75 copies to their senders
+	var b bytes.Buffer
+	if err := WriteText(&b, res); err != nil {
+		t.Fatal(err)
+	}
+	want := "1000 latency samples of 1075 deliveries (a sender's copy of its own message is not timed)"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("summary lacks %q:\n%s", want, b.String())
+	}
+}
+
+// TestHTMLTitleOnce: the report names its run once, in its heading; the
+// summary under it does not say it again ("parley bench group — parley"
+// above "group against parley (...)").
+func TestHTMLTitleOnce(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteHTML(&b, sampleResult()); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	h1 := regexp.MustCompile(`<h1>([^<]*)</h1>`).FindStringSubmatch(out)
+	if h1 == nil || !strings.Contains(h1[1], "group against parley") {
+		t.Fatalf("heading %q, want the run's scenario against its target", h1)
+	}
+	if n := strings.Count(out, "group against parley"); n != 2 { // <title> and <h1>
+		t.Errorf("the run is named %d times, want twice (title and heading):\n%s", n, out)
+	}
+}
