@@ -6,7 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -71,8 +71,48 @@ func TestPackageDocs(t *testing.T) {
 	}
 }
 
+// layers is the whole layer table of the tree, lowest first (the house
+// style's layout, as Tailscale's tstest/deptest declares it): a package
+// imports only from layers below its own, and from its own layer only
+// the pairs in sameLayer. Every package of the tree is in exactly one
+// layer or in testSupport: a new package fails TestLayerTable until it
+// is placed.
+var layers = []struct {
+	name string
+	pkgs []string
+}{
+	{"ground: the domain, codecs and small utilities", []string{
+		"parley", "parley/stomp", "parley/schema", "parley/groupcommit", "parley/ratelimit",
+		"parley/accept", "parley/dirlock", "parley/subindex",
+	}},
+	{"stores, caches and history (backends among them)", []string{
+		"parley/sqlite", "parley/postgres", "parley/inmem", "parley/redis", "parley/rabbitmq",
+		"parley/cache", "parley/history",
+	}},
+	{"fan-out and chat: hub, room events, cluster relay, chat", []string{
+		"parley/hub", "parley/roomevents", "parley/cluster", "parley/chat",
+	}},
+	{"edges: gateway, REST, the web client", []string{
+		"parley/gateway", "parley/rest", "parley/web",
+	}},
+	{"tools that drive a server", []string{
+		"parley/loadgen", "parley/loadgen/report",
+	}},
+	{"commands and whole-system tests", []string{
+		"parley/cmd/parley", "parley/cmd/httpmirror", "parley/chaos",
+	}},
+}
+
+// sameLayer lists the imports allowed inside one layer, importer to
+// imported. The hub and the room events are peers that share the
+// subscription index below them (subindex, ground), and neither imports
+// the other.
+var sameLayer = map[string][]string{
+	"parley/loadgen/report": {"parley/loadgen"},
+}
+
 // backends wrap one dependency each; they never import each other, and
-// only cmd/parley (the wiring point) imports them.
+// only the commands (the wiring point) import them.
 var backends = map[string]bool{
 	"parley/sqlite": true, "parley/postgres": true, "parley/rabbitmq": true,
 	"parley/redis": true, "parley/inmem": true,
@@ -82,54 +122,90 @@ var backends = map[string]bool{
 // several packages' tests can share them): no non-test file imports them,
 // and they import no project package but the root one, so that a test
 // helper never drags a backend into the package under test.
-var testSupport = map[string]bool{"parley/servicetest": true}
-
-// fanOut are the packages of the hub's layer that hand committed events
-// to this node's subscribers, with the only project packages each may
-// import: the hub and the room events are peers that share the
-// subscription index below them (subindex, which imports nothing of the
-// project), and neither imports the other.
-var fanOut = map[string]map[string]bool{
-	"parley/hub":        {"parley": true, "parley/subindex": true},
-	"parley/roomevents": {"parley": true, "parley/subindex": true},
-	"parley/subindex":   {},
+var testSupport = map[string]bool{
+	"parley/parleytest": true, "parley/servicetest": true, "parley/postgres/pgtest": true,
+	"parley/rest/openapi": true,
 }
 
-// TestImportDirections enforces the layout of the house style.
-func TestImportDirections(t *testing.T) {
-	for dir, p := range loadPackages(t) {
-		path := "parley"
-		if dir != "." {
-			path = "parley/" + dir
+// layerOf maps each package of the table to its layer's index.
+func layerOf(t *testing.T) map[string]int {
+	t.Helper()
+	at := map[string]int{}
+	for i, l := range layers {
+		for _, p := range l.pkgs {
+			if j, dup := at[p]; dup || testSupport[p] {
+				t.Errorf("%s is placed twice (layers %d and %d, or also test support)", p, j, i)
+			}
+			at[p] = i
 		}
+	}
+	return at
+}
+
+// importPath is the import path of a package directory of the tree.
+func importPath(dir string) string {
+	if dir == "." {
+		return "parley"
+	}
+	return "parley/" + dir
+}
+
+// TestLayerTable: every package of the tree is in the table, and the
+// table names no package that is gone.
+func TestLayerTable(t *testing.T) {
+	at := layerOf(t)
+	pkgs := loadPackages(t)
+	for dir := range pkgs {
+		if p := importPath(dir); !testSupport[p] {
+			if _, ok := at[p]; !ok {
+				t.Errorf("package %s is in no layer of layout_test.go: place it in layers (or testSupport)", p)
+			}
+		}
+	}
+	tree := map[string]bool{}
+	for dir := range pkgs {
+		tree[importPath(dir)] = true
+	}
+	for p := range at {
+		if !tree[p] {
+			t.Errorf("layers names %s, which is no package of the tree", p)
+		}
+	}
+}
+
+// TestImportDirections enforces the layer table and the house style's
+// other import rules.
+func TestImportDirections(t *testing.T) {
+	at := layerOf(t)
+	for dir, p := range loadPackages(t) {
+		path := importPath(dir)
 		for imp := range p.imports {
 			project := imp == "parley" || strings.HasPrefix(imp, "parley/")
+			from, placed := at[path]
+			to, impPlaced := at[imp]
 			switch {
 			case path == "parley" && (project || strings.Contains(imp, ".")):
 				t.Errorf("root package imports %s: it may import only the standard library", imp)
 			case path == "parley/stomp" && (project || strings.Contains(imp, ".") || imp == "net" || strings.HasPrefix(imp, "net/")):
 				t.Errorf("stomp imports %s: the codec uses the standard library only, and no net", imp)
-			case backends[imp] && path != "parley/cmd/parley" && !strings.HasPrefix(path, "parley/cmd/"):
-				t.Errorf("%s imports backend %s: only cmd/parley wires backends", path, imp)
 			case testSupport[imp]:
 				t.Errorf("%s imports %s outside its tests: it is test support", path, imp)
-			case fanOut[path] != nil && project && !fanOut[path][imp]:
-				t.Errorf("%s imports %s: it may import only %v of the project", path, imp, keys(fanOut[path]))
 			case testSupport[path] && project && imp != "parley":
 				t.Errorf("test support %s imports %s: it may import only the root package of the project", path, imp)
+			case !project || testSupport[path] || !placed || !impPlaced:
+				// not of the project, or test support (above), or not in
+				// the table (TestLayerTable says so)
+			case backends[path] && backends[imp]:
+				t.Errorf("backend %s imports backend %s: backends never import each other", path, imp)
+			case backends[imp] && !strings.HasPrefix(path, "parley/cmd/"):
+				t.Errorf("%s imports backend %s: only the commands wire backends", path, imp)
+			case to > from:
+				t.Errorf("%s (%s) imports %s, a layer above it (%s)", path, layers[from].name, imp, layers[to].name)
+			case to == from && !slices.Contains(sameLayer[path], imp):
+				t.Errorf("%s imports %s of its own layer (%s): allowed only for the pairs in sameLayer", path, imp, layers[from].name)
 			}
 		}
 	}
-}
-
-// keys returns m's keys, sorted.
-func keys(m map[string]bool) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func TestMain(m *testing.M) {
