@@ -290,7 +290,8 @@ func progressBar(w io.Writer) func(loadgen.Progress) {
 		bar := strings.Repeat("=", n) + strings.Repeat(" ", width-n)
 		line := fmt.Sprintf("%-7s [%s] %3.0f%%  %s", p.Phase, bar, 100*frac, p.Elapsed.Truncate(100*time.Millisecond))
 		var parts []string // each number with what it counts
-		if byTime && p.Limit > 0 {
+		// A bound that is a most is worth knowing even when the count leads.
+		if p.Limit > 0 && (byTime || p.UpTo) {
 			bound := "of "
 			if p.UpTo {
 				bound = "of at most "
