@@ -85,6 +85,9 @@ var layers = []struct {
 		"parley", "parley/stomp", "parley/schema", "parley/groupcommit", "parley/ratelimit",
 		"parley/accept", "parley/dirlock", "parley/subindex",
 	}},
+	{"what the stores share", []string{
+		"parley/storagefull",
+	}},
 	{"stores, caches and history (backends among them)", []string{
 		"parley/sqlite", "parley/postgres", "parley/inmem", "parley/redis", "parley/rabbitmq",
 		"parley/cache", "parley/history",
