@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"slices"
 	"sync"
 	"time"
@@ -324,4 +325,84 @@ func (c *routeCache) addKnown(out map[string][]string, members []string) {
 	for node := range c.known {
 		out[node] = members
 	}
+}
+
+// route returns where a room's members are, from the cache or from the
+// store and presence. On failure it returns the cached route, expired; or,
+// when presence fails, the last route it built for the room (dropped
+// since) cut to the current members; or an empty route.
+func (r *Relay) route(roomID string) *route {
+	rt, ml, gen, mgen := r.routes.lookup(roomID)
+	if rt != nil && time.Since(rt.at) < r.cfg.RouteTTL {
+		return rt
+	}
+	r.m.routeMisses.Inc()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if ml == nil || time.Since(ml.at) >= 3*r.cfg.RouteTTL {
+		ids, err := r.cfg.Store.Members(ctx, roomID)
+		if err != nil {
+			r.m.routeErrors.Inc()
+			r.log.Error("cluster: members", "room", roomID, "err", err)
+			if rt != nil {
+				return rt
+			}
+			return &route{}
+		}
+		ml = &memberList{ids: ids, at: time.Now()}
+	}
+	nodes, oldest, err := r.nodesOf(ctx, ml.ids)
+	if err != nil {
+		r.m.routeErrors.Inc()
+		if !r.presenceDown.Swap(true) { // once a spell: a hung Redis fails every message's read
+			r.log.Error("cluster: presence unreachable; messages go to every known node until it answers", "room", roomID, "err", err)
+		}
+		r.routes.setUnsure()
+		if rt != nil {
+			return rt
+		}
+		return r.routes.fallback(roomID, ml.ids)
+	}
+	if r.presenceDown.Swap(false) {
+		r.log.Info("cluster: presence reachable again")
+	}
+	// The route lives RouteTTL from its oldest presence read, as if it
+	// had read them all then.
+	fresh := &route{members: ml.ids, nodes: map[string][]string{}, at: oldest}
+	for _, u := range ml.ids {
+		for _, node := range nodes[u] {
+			fresh.nodes[node] = append(fresh.nodes[node], u)
+		}
+	}
+	r.routes.keep(roomID, fresh, ml, gen, mgen)
+	return fresh
+}
+
+// nodesOf returns the nodes of users: those remembered (for less than
+// RouteTTL) from memory, the others read from presence in one call and
+// remembered, but for the users a presence change named during the read
+// (all of them after a change of everything); oldest is when the oldest
+// of them was read. Only the run goroutine calls it.
+func (r *Relay) nodesOf(ctx context.Context, users []string) (nodes map[string][]string, oldest time.Time, err error) {
+	now := time.Now()
+	out, missing, oldest, rd := r.routes.remembered(users, now)
+	if len(missing) == 0 {
+		return out, oldest, nil
+	}
+	r.m.presenceLookups.Add(float64(len(missing)))
+	found, err := r.presence.Nodes(ctx, missing)
+	r.routes.remember(rd, missing, found, err == nil, now)
+	if err != nil {
+		return nil, oldest, err
+	}
+	for _, u := range missing {
+		out[u] = found[u]
+	}
+	return out, oldest, nil
+}
+
+// Nodes returns the nodes of a room's route as the relay sees it now
+// (tests and diagnostics).
+func (r *Relay) Nodes(roomID string) []string {
+	return r.routes.routeNodes(roomID)
 }
