@@ -122,34 +122,7 @@ func (s *Store) trySends(reqs []*groupcommit.Request[writeOp, result], ops []*se
 	defer cancel()
 	q := s.wq.sends
 
-	// What the reads ask for: the rooms, the pairs, the keys.
-	roomIDs := make([]string, 0, len(ops))
-	pairs := make(map[sendPair]int, len(ops)) // index in pr, pu, named
-	var pr, pu []string
-	var named []bool
-	keys := map[sendKey]int{} // index in kr, ks, kc
-	var kr, ks, kc []string
-	for _, o := range ops {
-		o.setMessage(s.now())
-		m := o.m
-		roomIDs = append(roomIDs, m.RoomID)
-		p := sendPair{m.RoomID, m.SenderID}
-		i, ok := pairs[p]
-		if !ok {
-			i = len(pr)
-			pairs[p] = i
-			pr, pu, named = append(pr, p.room), append(pu, p.sender), append(named, false)
-		}
-		named[i] = named[i] || m.SenderName == ""
-		if k := (sendKey{m.RoomID, m.SenderID, m.ClientID}); m.ClientID != "" {
-			if _, ok := keys[k]; !ok {
-				keys[k] = len(kr)
-				kr, ks, kc = append(kr, k.room), append(ks, k.sender), append(kc, k.clientID)
-			}
-		}
-	}
-	slices.Sort(roomIDs)
-	roomIDs = slices.Compact(roomIDs)
+	rd := s.sendReadsOf(ops)
 
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
@@ -160,12 +133,12 @@ func (s *Store) trySends(reqs []*groupcommit.Request[writeOp, result], ops []*se
 	s.wq.begin.count()
 	b.BeginTx(pgx.TxOptions{})
 	q.lockRead.count()
-	b.Queue(q.lockRead.text, roomIDs)
+	b.Queue(q.lockRead.text, rd.roomIDs)
 	q.members.count()
-	b.Queue(q.members.text, pr, pu, named)
-	if len(kr) > 0 {
+	b.Queue(q.members.text, rd.pr, rd.pu, rd.named)
+	if len(rd.kr) > 0 {
 		q.keys.count()
-		b.Queue(q.keys.text, kr, ks, kc)
+		b.Queue(q.keys.text, rd.kr, rd.ks, rd.kc)
 	}
 	br := conn.SendBatch(ctx, b)
 	tx := br.Tx()
@@ -175,7 +148,7 @@ func (s *Store) trySends(reqs []*groupcommit.Request[writeOp, result], ops []*se
 		tx.Rollback(ctx)
 		return tried{failed: failedBatch, ticket: noTicket}, err
 	}
-	rooms, names, olds, err := readSendChecks(br, len(pr), len(kr))
+	rooms, names, olds, err := readSendChecks(br, len(rd.pr), len(rd.kr))
 	if err != nil {
 		return fail(err)
 	}
@@ -194,28 +167,108 @@ func (s *Store) trySends(reqs []*groupcommit.Request[writeOp, result], ops []*se
 			}
 		}
 	}()
-	first := map[sendKey]parley.Message{} // the new message of each key
-	ins := newInsertCols(len(ops))
-	top := make(map[string]int, len(rooms))       // room → index in ur, us, ua
-	ur := make([]string, 0, len(rooms))           // the rooms' update: each room,
-	us := make([]int64, 0, len(rooms))            // its last seq
-	ua := make([]time.Time, 0, len(rooms))        // and the time of its last message
-	reads := make(map[sendPair]int64, len(pairs)) // each pair's last seq
+	w, ok := sendOutcomes(reqs, ops, rd, rooms, names, olds, &tr)
+	if !ok {
+		// The general path tells which check failed.
+		return fail(errSendChecks)
+	}
+
+	// The ticket is taken under the rooms' locks, before the COMMIT goes
+	// out with the writes.
+	tr.ticket = s.seq.ticket()
+	if err := s.writeSends(ctx, tx, w.ins, w.ur, w.us, w.ua, w.reads); err != nil {
+		s.wq.rollback.count()
+		tx.Rollback(ctx) // when the COMMIT ran, a no-op
+		return tried{failed: failedBatch, ticket: tr.ticket}, err
+	}
+	committed = true
+	return tr, nil
+}
+
+// sendReads is what the first round trip of trySends asks for: the
+// rooms to lock, each room and sender pair and each idempotency key, as
+// the queries' argument arrays.
+type sendReads struct {
+	roomIDs    []string
+	pairs      map[sendPair]int // index in pr, pu, named
+	pr, pu     []string
+	named      []bool
+	keys       map[sendKey]int // index in kr, ks, kc
+	kr, ks, kc []string
+}
+
+// sendReadsOf sets each op's message and gathers what the checks of the
+// batch read.
+func (s *Store) sendReadsOf(ops []*send) *sendReads {
+	rd := &sendReads{
+		roomIDs: make([]string, 0, len(ops)),
+		pairs:   make(map[sendPair]int, len(ops)),
+		keys:    map[sendKey]int{},
+	}
+	for _, o := range ops {
+		o.setMessage(s.now())
+		m := o.m
+		rd.roomIDs = append(rd.roomIDs, m.RoomID)
+		p := sendPair{m.RoomID, m.SenderID}
+		i, ok := rd.pairs[p]
+		if !ok {
+			i = len(rd.pr)
+			rd.pairs[p] = i
+			rd.pr, rd.pu, rd.named = append(rd.pr, p.room), append(rd.pu, p.sender), append(rd.named, false)
+		}
+		rd.named[i] = rd.named[i] || m.SenderName == ""
+		if k := (sendKey{m.RoomID, m.SenderID, m.ClientID}); m.ClientID != "" {
+			if _, ok := rd.keys[k]; !ok {
+				rd.keys[k] = len(rd.kr)
+				rd.kr, rd.ks, rd.kc = append(rd.kr, k.room), append(rd.ks, k.sender), append(rd.kc, k.clientID)
+			}
+		}
+	}
+	slices.Sort(rd.roomIDs)
+	rd.roomIDs = slices.Compact(rd.roomIDs)
+	return rd
+}
+
+// sendWrites is what trySends writes: the new messages, the rooms' update
+// (each room in ur, its last seq in us and the time of its last message
+// in ua) and each pair's last seq.
+type sendWrites struct {
+	ins   *insertCols
+	ur    []string
+	us    []int64
+	ua    []time.Time
+	reads map[sendPair]int64
+}
+
+// sendOutcomes gives each send of the batch its outcome, in order, as the
+// general path's decodeSends gives it: it sets each request's Out, adds
+// the events to tr and returns what to write. It returns false when a
+// send failed its checks.
+func sendOutcomes(reqs []*groupcommit.Request[writeOp, result], ops []*send, rd *sendReads,
+	rooms map[string]*parley.Room, names map[int]string, olds map[int]parley.Message, tr *tried) (sendWrites, bool) {
+	first := map[sendKey]parley.Message{}   // the new message of each key
+	top := make(map[string]int, len(rooms)) // room → index in w.ur, w.us, w.ua
+	w := sendWrites{
+		ins:   newInsertCols(len(ops)),
+		ur:    make([]string, 0, len(rooms)),
+		us:    make([]int64, 0, len(rooms)),
+		ua:    make([]time.Time, 0, len(rooms)),
+		reads: make(map[sendPair]int64, len(rd.pairs)),
+	}
 	for i, o := range ops {
 		m := o.m
 		k := sendKey{m.RoomID, m.SenderID, m.ClientID}
 		if m.ClientID != "" {
-			if old, ok := olds[keys[k]]; ok { // a repeat of a client id stored before
+			if old, ok := olds[rd.keys[k]]; ok { // a repeat of a client id stored before
 				old.RoomID, old.SenderID, old.ClientID = m.RoomID, m.SenderID, m.ClientID
 				reqs[i].Out = result{msg: old}
 				continue
 			}
 		}
 		room := rooms[m.RoomID]
-		name, member := names[pairs[sendPair{m.RoomID, m.SenderID}]]
+		name, member := names[rd.pairs[sendPair{m.RoomID, m.SenderID}]]
 		if room == nil || !member || m.SenderName == "" && name == "" {
-			// The general path tells which check failed.
-			return fail(errSendChecks)
+			return sendWrites{}, false
 		}
 		if m.ClientID != "" {
 			if msg, ok := first[k]; ok { // a repeat of a client id earlier in the batch
@@ -235,29 +288,19 @@ func (s *Store) trySends(reqs []*groupcommit.Request[writeOp, result], ops []*se
 		if msg.ClientID != "" {
 			first[k] = msg
 		}
-		ins.add(msg)
+		w.ins.add(msg)
 		j, ok := top[m.RoomID]
 		if !ok {
-			j = len(ur)
+			j = len(w.ur)
 			top[m.RoomID] = j
-			ur, us, ua = append(ur, m.RoomID), append(us, 0), append(ua, time.Time{})
+			w.ur, w.us, w.ua = append(w.ur, m.RoomID), append(w.us, 0), append(w.ua, time.Time{})
 		}
-		us[j], ua[j] = msg.Seq, msg.SentAt
-		reads[sendPair{m.RoomID, m.SenderID}] = msg.Seq
+		w.us[j], w.ua[j] = msg.Seq, msg.SentAt
+		w.reads[sendPair{m.RoomID, m.SenderID}] = msg.Seq
 		reqs[i].Out = result{msg: msg, ok: true}
 		tr.events = append(tr.events, parley.Event{Kind: parley.EventMessage, Room: *room, UserID: msg.SenderID, Message: msg})
 	}
-
-	// The ticket is taken under the rooms' locks, before the COMMIT goes
-	// out with the writes.
-	tr.ticket = s.seq.ticket()
-	if err := s.writeSends(ctx, tx, ins, ur, us, ua, reads); err != nil {
-		s.wq.rollback.count()
-		tx.Rollback(ctx) // when the COMMIT ran, a no-op
-		return tried{failed: failedBatch, ticket: tr.ticket}, err
-	}
-	committed = true
-	return tr, nil
+	return w, true
 }
 
 // readSendChecks reads the results of trySends' first round trip: the
