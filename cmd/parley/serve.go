@@ -223,23 +223,9 @@ func (m *Main) Open(ctx context.Context) error {
 	m.registry = prometheus.NewRegistry()
 	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	clustered, err := cfg.clustered()
+	clustered, sendLimit, readLimit, err := cfg.checkOpen()
 	if err != nil {
 		return err
-	}
-	sendLimit, err := cfg.restSendLimit()
-	if err != nil {
-		return err
-	}
-	readLimit, err := rateLimit("--rest-read-rate", cfg.RestReadRate)
-	if err != nil {
-		return err
-	}
-	if cfg.TypingMaxMembers < 0 {
-		return fmt.Errorf("--typing-max-members %d: want 1 or more", cfg.TypingMaxMembers)
-	}
-	if cfg.PGWriters < 0 {
-		return fmt.Errorf("--pg-writers %d: want 1 or more (0: the default)", cfg.PGWriters)
 	}
 	// The store reports each commit, in order, to the sinks. They are set
 	// once, below, before the listeners start: only a listener can cause
@@ -273,17 +259,10 @@ func (m *Main) Open(ctx context.Context) error {
 		Store: rp.reads, TokenTTL: cfg.TokenTTL, MaxBody: cfg.MaxBody, KDF: cfg.KDF, Registerer: m.registry,
 		OnRevoke: endSessions, Seen: shownSeen{m},
 	})
-	limits, err := cfg.loginLimits()
+	api, err := m.openAPI(svc, rdb, sendLimit, readLimit)
 	if err != nil {
 		return err
 	}
-	limits.Chat, limits.Registerer = svc, m.registry
-	restLimits(&limits, sendLimit, readLimit)
-	if rdb != nil { // cluster mode: over the cluster (limits.go)
-		cfg.clusterLogins(&limits, rdb)
-		shareRestLimits(&limits, rdb, cfg.RedisPrefix)
-	}
-	api := rest.New(limits)
 	fanout, sessions, err := m.openFanout(clustered, rdb, rp)
 	if err != nil {
 		return err
@@ -309,6 +288,49 @@ func (m *Main) Open(ctx context.Context) error {
 	revokeOn.Store(m.gateway)
 	mux, metrics := m.routes(api, svc)
 	return m.listen(mux, metrics)
+}
+
+// checkOpen reads the settings Open checks before it opens anything:
+// whether the node is clustered, the REST send and read limits, and the
+// bounds of --typing-max-members and --pg-writers.
+func (c *Config) checkOpen() (clustered bool, sendLimit, readLimit *ratelimit.Limiter, err error) {
+	clustered, err = c.clustered()
+	if err != nil {
+		return false, nil, nil, err
+	}
+	sendLimit, err = c.restSendLimit()
+	if err != nil {
+		return false, nil, nil, err
+	}
+	readLimit, err = rateLimit("--rest-read-rate", c.RestReadRate)
+	if err != nil {
+		return false, nil, nil, err
+	}
+	if c.TypingMaxMembers < 0 {
+		return false, nil, nil, fmt.Errorf("--typing-max-members %d: want 1 or more", c.TypingMaxMembers)
+	}
+	if c.PGWriters < 0 {
+		return false, nil, nil, fmt.Errorf("--pg-writers %d: want 1 or more (0: the default)", c.PGWriters)
+	}
+	return clustered, sendLimit, readLimit, nil
+}
+
+// openAPI returns the REST API over svc with the login limits and the
+// send and read limits; in cluster mode (rdb not nil) the limits are
+// counted over the cluster (limits.go).
+func (m *Main) openAPI(svc *chat.Service, rdb *goredis.Client, sendLimit, readLimit *ratelimit.Limiter) (*rest.Handler, error) {
+	cfg := m.Config
+	limits, err := cfg.loginLimits()
+	if err != nil {
+		return nil, err
+	}
+	limits.Chat, limits.Registerer = svc, m.registry
+	restLimits(&limits, sendLimit, readLimit)
+	if rdb != nil { // cluster mode: over the cluster (limits.go)
+		cfg.clusterLogins(&limits, rdb)
+		shareRestLimits(&limits, rdb, cfg.RedisPrefix)
+	}
+	return rest.New(limits), nil
 }
 
 // restSendLimit returns the REST send limit of --rest-send-rate, nil for
