@@ -30,6 +30,8 @@ type metrics struct {
 	signalsDropped  prometheus.Counter
 }
 
+// newMetrics returns the relay's collectors, registered with reg unless it
+// is nil.
 func newMetrics(reg prometheus.Registerer) *metrics {
 	c := func(name, help string) prometheus.Counter {
 		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
@@ -93,6 +95,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		signalsDropped: c("parley_cluster_signals_dropped_total", "Typing and read signals dropped because the signal queue was full (messages are never dropped)."),
 	}
+	m.initLabels()
+	if reg != nil {
+		m.register(reg)
+	}
+	return m
+}
+
+// initLabels creates the labelled series that are known in advance, so
+// that they read 0 before their first event.
+func (m *metrics) initLabels() {
 	for _, how := range []string{"local", "remote", "held", "store"} {
 		m.delivery.WithLabelValues(how)
 	}
@@ -104,10 +116,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	for _, reason := range []string{"timer", "local", "remote", "head"} {
 		m.fills.WithLabelValues(reason)
 	}
-	if reg != nil {
-		reg.MustRegister(m.queued, m.unpublished, m.held, m.holds, m.holdTime, m.publishWait, m.delivery, m.messages, m.batches, m.duplicates, m.beforeStart, m.filled, m.fills, m.skipped,
-			m.routeMisses, m.presenceLookups, m.routeErrors, m.publishErrors, m.gone,
-			m.headChecks, m.headErrors, m.broadcasts, m.signalsQueued, m.signalsDropped)
-	}
-	return m
+}
+
+// register registers every collector with reg.
+func (m *metrics) register(reg prometheus.Registerer) {
+	reg.MustRegister(m.queued, m.unpublished, m.held, m.holds, m.holdTime, m.publishWait, m.delivery, m.messages, m.batches, m.duplicates, m.beforeStart, m.filled, m.fills, m.skipped,
+		m.routeMisses, m.presenceLookups, m.routeErrors, m.publishErrors, m.gone,
+		m.headChecks, m.headErrors, m.broadcasts, m.signalsQueued, m.signalsDropped)
 }
