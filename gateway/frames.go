@@ -202,20 +202,9 @@ func capHeartBeat(hb stomp.HeartBeat, limit time.Duration) stomp.HeartBeat {
 // a catch-up from history when since-seq is given.
 func (s *session) subscribe(f *stomp.Frame) error {
 	dest := string(f.Get("destination"))
-	id, ok := f.Lookup("id")
-	if !ok {
-		if s.readVersion() >= stomp.V11 {
-			return parley.Errorf(parley.CodeInvalid, "SUBSCRIBE needs an id header")
-		}
-		id = []byte(dest) // STOMP 1.0: the id is optional
-	}
-	sub := &subscription{s: s, id: string(id)}
-	switch string(f.Get("ack")) {
-	case "", "auto":
-	case "client", "client-individual":
-		sub.ack = true
-	default:
-		return parley.Errorf(parley.CodeInvalid, "ack must be auto, client or client-individual")
+	sub, err := s.newSubscription(f, dest)
+	if err != nil {
+		return err
 	}
 	since := int64(-1)
 	switch {
@@ -244,7 +233,7 @@ func (s *session) subscribe(f *stomp.Frame) error {
 	sub.To = sub
 	sub.shape = shapeOf(sub.user, s.version, sub.ack)
 	sub.ctx, sub.cancel = context.WithCancel(s.srv.ctx)
-	err := s.addSubLocked(sub)
+	err = s.addSubLocked(sub)
 	s.mu.Unlock()
 	if err != nil {
 		sub.cancel()
@@ -283,6 +272,27 @@ func (s *session) subscribe(f *stomp.Frame) error {
 	}
 	go s.catchUp(sub, since)
 	return nil
+}
+
+// newSubscription returns the subscription of a SUBSCRIBE to dest, with
+// the frame's id (dest for a STOMP 1.0 frame without one) and ack mode.
+func (s *session) newSubscription(f *stomp.Frame, dest string) (*subscription, error) {
+	id, ok := f.Lookup("id")
+	if !ok {
+		if s.readVersion() >= stomp.V11 {
+			return nil, parley.Errorf(parley.CodeInvalid, "SUBSCRIBE needs an id header")
+		}
+		id = []byte(dest) // STOMP 1.0: the id is optional
+	}
+	sub := &subscription{s: s, id: string(id)}
+	switch string(f.Get("ack")) {
+	case "", "auto":
+	case "client", "client-individual":
+		sub.ack = true
+	default:
+		return nil, parley.Errorf(parley.CodeInvalid, "ack must be auto, client or client-individual")
+	}
+	return sub, nil
 }
 
 // liveFrom returns the room's last seq for a live-only subscription, read
