@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"math"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -71,4 +73,76 @@ func (m *Main) shareGatewayLimits(cfg *gateway.Config) {
 		Client: c.rdb, Prefix: m.Config.RedisPrefix, Node: c.node, TTL: ttl, Registerer: m.registry,
 	})
 	cfg.UserConns = m.conns
+}
+
+// restSendLimit returns the REST send limit of --rest-send-rate, nil for
+// none.
+func (c *Config) restSendLimit() (*ratelimit.Limiter, error) {
+	return rateLimit("--rest-send-rate", c.RestSendRate)
+}
+
+// rateLimit returns a per-user limiter of r a second with bursts of twice
+// that, nil for r 0 (no limit); flag names the setting in errors.
+func rateLimit(flag string, r float64) (*ratelimit.Limiter, error) {
+	switch {
+	case r > 0 && !math.IsInf(r, 1):
+		return ratelimit.New(ratelimit.Config{Rate: r}), nil // Burst: twice the rate
+	case r != 0:
+		return nil, fmt.Errorf("%s %g: want a positive rate, or 0 for no limit", flag, r)
+	}
+	return nil, nil
+}
+
+// clusterLogins counts the failed logins of limits across the cluster, in
+// Redis, with the node's own counts as the fallback while Redis is
+// unreachable (redis/loginlimit.go says why).
+func (c *Config) clusterLogins(limits *rest.Config, rdb *goredis.Client) {
+	wrap := func(l rest.FailureLimit, name string) rest.FailureLimit {
+		local, ok := l.(*ratelimit.Backoff)
+		if !ok {
+			return l
+		}
+		return redis.NewLoginLimit(redis.LoginConfig{
+			Client: rdb, Prefix: c.RedisPrefix, Name: name,
+			Free: local.Free(), Base: time.Second, Max: c.LoginMaxWait, Fallback: local,
+		})
+	}
+	limits.LoginByAddress = wrap(limits.LoginByAddress, "addr")
+	limits.LoginByName = wrap(limits.LoginByName, "name")
+}
+
+// loginLimits returns the sign-up and login limits and the trusted
+// proxies of the REST API (the rest of rest.Config is for the caller).
+func (c *Config) loginLimits() (rest.Config, error) {
+	var out rest.Config
+	var err error
+	if out.TrustedProxies, err = rest.ParseTrustedProxies(c.TrustedProxies); err != nil {
+		return out, fmt.Errorf("--trusted-proxies: %w", err)
+	}
+	switch r := c.SignupRate; {
+	case r > 0 && !math.IsInf(r, 1):
+		if c.SignupBurst < 1 {
+			return out, fmt.Errorf("--signup-burst %d: want at least 1", c.SignupBurst)
+		}
+		out.SignupLimit = ratelimit.New(ratelimit.Config{Rate: r / 60, Burst: c.SignupBurst})
+	case r != 0:
+		return out, fmt.Errorf("--signup-rate %g: want a positive rate, or 0 for no limit", r)
+	}
+	switch {
+	case c.LoginMaxWait < 0:
+		return out, fmt.Errorf("--login-max-wait %v: want a positive duration, or 0 for no login limits", c.LoginMaxWait)
+	case c.LoginMaxWait > 0:
+		if c.LoginNameFree < 1 || c.LoginAddrFree < 1 {
+			return out, fmt.Errorf("--login-name-failures and --login-address-failures: want at least 1")
+		}
+		out.LoginByName = ratelimit.NewBackoff(ratelimit.BackoffConfig{Free: c.LoginNameFree, Base: time.Second, Max: c.LoginMaxWait})
+		out.LoginByAddress = ratelimit.NewBackoff(ratelimit.BackoffConfig{Free: c.LoginAddrFree, Base: time.Second, Max: c.LoginMaxWait})
+	}
+	if k := c.LoginDeviceKey; k != "" {
+		if len(k) < 16 {
+			return out, fmt.Errorf("--login-device-key: want at least 16 characters")
+		}
+		out.DeviceKey = []byte(k)
+	}
+	return out, nil
 }

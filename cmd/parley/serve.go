@@ -7,12 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -20,7 +17,6 @@ import (
 	"parley/accept"
 	"parley/cache"
 	"parley/chat"
-	"parley/cluster"
 	"parley/dirlock"
 	"parley/gateway"
 	"parley/history"
@@ -30,13 +26,9 @@ import (
 	"parley/redis"
 	"parley/rest"
 	"parley/roomevents"
-	"parley/sqlite"
-	"parley/stomp"
-	"parley/web"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	goredis "github.com/redis/go-redis/v9"
 )
 
@@ -333,281 +325,6 @@ func (m *Main) openAPI(svc *chat.Service, rdb *goredis.Client, sendLimit, readLi
 	return rest.New(limits), nil
 }
 
-// restSendLimit returns the REST send limit of --rest-send-rate, nil for
-// none.
-func (c *Config) restSendLimit() (*ratelimit.Limiter, error) {
-	return rateLimit("--rest-send-rate", c.RestSendRate)
-}
-
-// rateLimit returns a per-user limiter of r a second with bursts of twice
-// that, nil for r 0 (no limit); flag names the setting in errors.
-func rateLimit(flag string, r float64) (*ratelimit.Limiter, error) {
-	switch {
-	case r > 0 && !math.IsInf(r, 1):
-		return ratelimit.New(ratelimit.Config{Rate: r}), nil // Burst: twice the rate
-	case r != 0:
-		return nil, fmt.Errorf("%s %g: want a positive rate, or 0 for no limit", flag, r)
-	}
-	return nil, nil
-}
-
-// openStore opens the durable store, where commits happen: PostgreSQL in
-// cluster mode, else SQLite in the data directory, which it locks
-// (m.lock). The store calls onCommit after each commit.
-func (m *Main) openStore(ctx context.Context, onCommit parley.EventSink) (parley.Store, error) {
-	cfg := m.Config
-	switch {
-	case isPostgres(cfg.Store):
-		db, err := postgres.Open(ctx, postgres.Config{URL: cfg.Store, OnCommit: onCommit, Registerer: m.registry,
-			Writers: cfg.PGWriters})
-		if err != nil {
-			return nil, fmt.Errorf("open store: %w", err)
-		}
-		return db, nil
-	case cfg.Store == "":
-		if err := os.MkdirAll(cfg.Data, 0o750); err != nil {
-			return nil, fmt.Errorf("data directory: %w", err)
-		}
-		// One process at a time: a second server's commits would be
-		// invisible to the first one's caches.
-		var err error
-		if m.lock, err = dirlock.Acquire(cfg.Data); err != nil {
-			return nil, fmt.Errorf("data directory: %w: is another parley serve or migrate running on it?", err)
-		}
-		sync, err := sqlite.ParseSync(cfg.Sync)
-		if err != nil {
-			return nil, err
-		}
-		db, err := sqlite.Open(ctx, sqlite.Config{
-			Path: filepath.Join(cfg.Data, "parley.db"), Sync: sync, OnCommit: onCommit, Registerer: m.registry,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("open store: %w", err)
-		}
-		return db, nil
-	default:
-		return nil, fmt.Errorf("--store %q: want empty (SQLite) or postgres://…", cfg.Store)
-	}
-}
-
-// hotLayer is the hot-data layer in front of the durable store, kept
-// current by its Apply, the first commit callback.
-type hotLayer interface {
-	parley.Store
-	Apply(events []parley.Event)
-}
-
-// readPath is the stores in front of the durable one, from the bottom up:
-// each reads through the one before it.
-type readPath struct {
-	// hot is the hot-data layer: cache.Store (memory) on one node,
-	// redis.HotStore (shared in Redis) in cluster mode. It is m.store,
-	// the layer Close closes, which closes the durable store under it.
-	hot hotLayer
-	// reads is what the services read: the history cache in front of hot
-	// when --cache-history-mib is set, else hot itself.
-	reads parley.Store
-	// changes is the history cache's Apply, which forgets the blocks that
-	// edits and deletions change; nil without the history cache.
-	changes parley.EventSink
-	// written is how far hot has written this node's commits to Redis, in
-	// cluster mode: the relay publishes a commit once it is there.
-	written cluster.Watermark
-}
-
-// openReadPath puts the hot-data layer and the history cache in front of
-// db. In cluster mode it also dials Redis and returns its client, which
-// openFanout hands to the cluster node (Close closes it, m.rdb, if Open
-// fails before).
-func (m *Main) openReadPath(ctx context.Context, clustered bool, db parley.Store, endSessions func(userID string, tokenHash []byte)) (readPath, *goredis.Client, error) {
-	cfg := m.Config
-	var rp readPath
-	var rdb *goredis.Client // cluster mode's Redis, owned by m.cluster once it opens
-	if clustered {
-		// Every node keeps the shared hot data in Redis current with its
-		// own commits, and reads what all the nodes wrote.
-		var err error
-		if rdb, err = dialRedis(ctx, cfg); err != nil {
-			return rp, nil, fmt.Errorf("cluster: %w", err)
-		}
-		m.rdb = rdb
-		h := openHot(cfg, db, rdb, m.registry, endSessions)
-		rp.hot, rp.written = h, h
-	} else {
-		// The in-memory cache is kept current by this node's commits only,
-		// so it fronts the store only when no other node writes to it.
-		// So is its search index: in cluster mode searches go to the store.
-		search := int64(cfg.CacheSearch) << 20
-		if cfg.CacheSearch <= 0 {
-			search = -1 // off
-		}
-		rp.hot = cache.New(db, cache.Config{RecentMessages: cfg.CacheRecent, SearchBytes: search, Registerer: m.registry})
-	}
-	rp.reads = rp.hot
-	if cfg.CacheHistory > 0 {
-		// Older pages never change: every node keeps its own copy.
-		h := history.New(rp.hot, history.Config{MaxBytes: cfg.CacheHistory << 20, Registerer: m.registry})
-		rp.reads, rp.changes = h, h.Apply
-	}
-	return rp, rdb, nil
-}
-
-// openFanout makes the hub (m.hub) and, in cluster mode, the cluster node
-// (m.cluster, which takes over rdb). It returns the fan-out's commit
-// callback, and the gateway's Sessions hook (nil on one node).
-func (m *Main) openFanout(clustered bool, rdb *goredis.Client, rp readPath) (parley.EventSink, gateway.Sessions, error) {
-	reads := rp.reads
-	m.hub = hub.New(hub.Config{Members: reads, Registerer: m.registry})
-	m.openEvents(clustered, reads)
-	if !clustered {
-		return m.hub.Apply, nil, nil
-	}
-	var err error
-	m.rdb = nil // the cluster node owns it from now on, also on failure
-	if m.cluster, err = openCluster(m.Config, rdb, reads, rp.written, m.hub, m.events, rp.changes, m.registry); err != nil {
-		return nil, nil, fmt.Errorf("cluster: %w", err)
-	}
-	return m.cluster.relay.Apply, m.cluster, nil
-}
-
-// openGateway makes the STOMP gateway (m.gateway).
-func (m *Main) openGateway(svc *chat.Service, sessions gateway.Sessions) error {
-	cfg := m.Config
-	var origins []string
-	for _, o := range strings.Split(cfg.AllowedOrigins, ",") {
-		if o = strings.TrimSpace(o); o != "" {
-			origins = append(origins, o)
-		}
-	}
-	var onPresence func(string) // one node: the gateway knows every session
-	if m.cluster == nil {
-		onPresence = m.events.PresenceChanged
-	}
-	gcfg := gateway.Config{
-		Chat: svc, Hub: m.hub, AllowedOrigins: origins,
-		HeartBeat: stomp.HeartBeat{Send: cfg.StompHeartBeat, Receive: cfg.StompHeartBeat},
-		SendRate:  cfg.StompSendRate, SendBurst: int(2 * cfg.StompSendRate), QueueFrames: cfg.StompQueue,
-		FrameTimeout: cfg.StompFrameTimeout, MaxHeartBeat: cfg.StompMaxHeartBeat,
-		MaxConnsPerUser: cfg.StompMaxUserConns, MaxConns: cfg.StompMaxConns, SendBuffer: cfg.StompSendBuffer,
-		MaxSubscriptions: cfg.StompMaxSubs, MaxHeaders: cfg.StompMaxHeaders, WriteDelay: cfg.StompWriteDelay, PackWebSocket: cfg.StompWSPack,
-		Writers: cfg.StompWriters,
-		Server:  "parley/" + version, Registerer: m.registry, Sessions: sessions,
-		Events: m.events, OnPresence: onPresence,
-	}
-	if m.cluster != nil {
-		m.shareGatewayLimits(&gcfg) // limits.go
-	}
-	var err error
-	if m.gateway, err = gateway.New(gcfg); err != nil {
-		return fmt.Errorf("stomp gateway: %w", err)
-	}
-	return nil
-}
-
-// routes returns the public HTTP handler, and the /metrics handler (on
-// it, unless --metrics-addr serves it apart).
-func (m *Main) routes(api http.Handler, svc *chat.Service) (http.Handler, http.Handler) {
-	mux := http.NewServeMux()
-	mux.Handle("/api/", api)
-	mux.Handle("GET /ws", m.gateway)
-	mux.Handle("/", web.Handler()) // the browser client; no method in the pattern, which "/api/" would conflict with
-	metrics := promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
-	if m.Config.MetricsAddr == "" {
-		mux.Handle("GET /metrics", metrics)
-	}
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		w.Write([]byte("ok\n"))
-	})
-	mux.Handle("GET /readyz", readyHandler(readyTimeout, m.readyChecks(svc)))
-	return apiFirst{api: api, mux: mux}, metrics
-}
-
-// apiFirst hands a request under /api/ straight to the API, whose own
-// ServeMux cleans the path (redirecting an unclean one) as mux's "/api/"
-// route would before it; the rest go to mux. One mux lookup, not two, on
-// every API request.
-type apiFirst struct {
-	api http.Handler
-	mux *http.ServeMux
-}
-
-func (h apiFirst) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if strings.HasPrefix(r.URL.Path, "/api/") && r.Method != http.MethodConnect {
-		h.api.ServeHTTP(w, r)
-		return
-	}
-	h.mux.ServeHTTP(w, r)
-}
-
-// listen opens the listeners and serves on them: HTTP (mux), raw TCP
-// STOMP when --stomp-addr is set, and the ops servers.
-func (m *Main) listen(mux http.Handler, metrics http.Handler) error {
-	cfg := m.Config
-	var err error
-	m.ln, err = net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	m.http = newHTTPServer(cfg, mux)
-	m.sweeper = newSweeper(cfg)
-	if cfg.StompAddr != "" {
-		if m.stompLn, err = net.Listen("tcp", cfg.StompAddr); err != nil {
-			return fmt.Errorf("listen stomp: %w", err)
-		}
-		m.stompRun = make(chan error, 1)
-		go func() {
-			err := m.gateway.Serve(m.stompLn)
-			if err != nil {
-				slog.Error("stomp listener stopped", "addr", m.stompLn.Addr().String(), "err", err)
-			}
-			m.stompRun <- err
-		}()
-	}
-	if m.ops, err = serveOps(cfg, metrics, m.registry); err != nil {
-		return err
-	}
-	m.served = make(chan error, 1)
-	hl := accept.New(m.ln, accept.Config{Name: "http", Registerer: m.registry, Sweeper: m.sweeper})
-	go func() { m.served <- m.http.Serve(hl) }()
-	return nil
-}
-
-// The public HTTP server's timeouts but --http-read-timeout and
-// --http-write-timeout.
-const (
-	httpHeaderTimeout = 10 * time.Second
-	httpIdleTimeout   = 2 * time.Minute
-)
-
-// newHTTPServer returns the public HTTP server of handler. Its read and
-// write timeouts bound every request but /ws: a hijacked connection has
-// its deadlines cleared (net/http does it), and the gateway sets its own.
-// Served on connections of newSweeper's (accept.Config.Sweeper), the
-// timeouts fire up to a sweep period late (a sixteenth of the shortest)
-// and cost no timer per request; a hijacked connection gets exact
-// deadlines back (accept.Exact).
-func newHTTPServer(cfg Config, handler http.Handler) *http.Server {
-	return &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: httpHeaderTimeout,
-		ReadTimeout:       cfg.HTTPReadTimeout,
-		WriteTimeout:      cfg.HTTPWriteTimeout,
-		IdleTimeout:       httpIdleTimeout,
-		ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn),
-		ConnState: func(c net.Conn, s http.ConnState) {
-			if s == http.StateHijacked {
-				accept.Exact(c)
-			}
-		},
-	}
-}
-
-// newSweeper returns the sweeper of the public HTTP server's
-// connections' deadlines.
-func newSweeper(cfg Config) *accept.Sweeper {
-	return accept.NewSweeper(accept.SweepPeriod(httpHeaderTimeout, httpIdleTimeout, cfg.HTTPReadTimeout, cfg.HTTPWriteTimeout))
-}
-
 // Addr returns the HTTP address the node listens on.
 func (m *Main) Addr() string { return m.ln.Addr().String() }
 
@@ -703,58 +420,4 @@ func (m *Main) Close(ctx context.Context) error {
 		m.events.Close()
 	}
 	return errors.Join(errs...)
-}
-
-// clusterLogins counts the failed logins of limits across the cluster, in
-// Redis, with the node's own counts as the fallback while Redis is
-// unreachable (redis/loginlimit.go says why).
-func (c *Config) clusterLogins(limits *rest.Config, rdb *goredis.Client) {
-	wrap := func(l rest.FailureLimit, name string) rest.FailureLimit {
-		local, ok := l.(*ratelimit.Backoff)
-		if !ok {
-			return l
-		}
-		return redis.NewLoginLimit(redis.LoginConfig{
-			Client: rdb, Prefix: c.RedisPrefix, Name: name,
-			Free: local.Free(), Base: time.Second, Max: c.LoginMaxWait, Fallback: local,
-		})
-	}
-	limits.LoginByAddress = wrap(limits.LoginByAddress, "addr")
-	limits.LoginByName = wrap(limits.LoginByName, "name")
-}
-
-// loginLimits returns the sign-up and login limits and the trusted
-// proxies of the REST API (the rest of rest.Config is for the caller).
-func (c *Config) loginLimits() (rest.Config, error) {
-	var out rest.Config
-	var err error
-	if out.TrustedProxies, err = rest.ParseTrustedProxies(c.TrustedProxies); err != nil {
-		return out, fmt.Errorf("--trusted-proxies: %w", err)
-	}
-	switch r := c.SignupRate; {
-	case r > 0 && !math.IsInf(r, 1):
-		if c.SignupBurst < 1 {
-			return out, fmt.Errorf("--signup-burst %d: want at least 1", c.SignupBurst)
-		}
-		out.SignupLimit = ratelimit.New(ratelimit.Config{Rate: r / 60, Burst: c.SignupBurst})
-	case r != 0:
-		return out, fmt.Errorf("--signup-rate %g: want a positive rate, or 0 for no limit", r)
-	}
-	switch {
-	case c.LoginMaxWait < 0:
-		return out, fmt.Errorf("--login-max-wait %v: want a positive duration, or 0 for no login limits", c.LoginMaxWait)
-	case c.LoginMaxWait > 0:
-		if c.LoginNameFree < 1 || c.LoginAddrFree < 1 {
-			return out, fmt.Errorf("--login-name-failures and --login-address-failures: want at least 1")
-		}
-		out.LoginByName = ratelimit.NewBackoff(ratelimit.BackoffConfig{Free: c.LoginNameFree, Base: time.Second, Max: c.LoginMaxWait})
-		out.LoginByAddress = ratelimit.NewBackoff(ratelimit.BackoffConfig{Free: c.LoginAddrFree, Base: time.Second, Max: c.LoginMaxWait})
-	}
-	if k := c.LoginDeviceKey; k != "" {
-		if len(k) < 16 {
-			return out, fmt.Errorf("--login-device-key: want at least 16 characters")
-		}
-		out.DeviceKey = []byte(k)
-	}
-	return out, nil
 }
