@@ -96,8 +96,10 @@ type Store interface {
 	// CodeNotFound when the user is not a member.
 	MarkRead(ctx context.Context, roomID, userID string, seq int64) (Member, error)
 
-	// Message changes and search (changes.go).
+	// Message edits and deletions (edits.go).
 	MessageChanges
+	// Message search (search.go).
+	MessageSearch
 	// PeopleStore: the member listing, roles, room info, removals and
 	// bans (people.go).
 	PeopleStore

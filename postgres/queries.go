@@ -27,7 +27,7 @@ const msgCols = `id, room_id, seq, sender_id, sender_name, body, client_id, sent
 type writeQueries struct {
 	lockRooms, insertUser, insertToken, deleteToken, deleteTokens, createGroup, createDirect,
 	join, leave, send, sendMany, markRead, begin, commit, rollback *query
-	// The edits and deletions (changes.go).
+	// The edits and deletions (edits.go).
 	changes changeWrites
 	people  *peopleWriteQueries // people.go
 	sends   *sendBatchQueries   // a batch of sends only (sendbatch.go)
@@ -208,7 +208,7 @@ type readQueries struct {
 	ping, userByName, user, tokenUser, room, roomExists,
 	member, members, memberships,
 	messagesBefore, messagesAfter, roomsFirst, roomsAfter *query
-	// changed_after and search (changes.go).
+	// changed_after (edits.go) and search (search.go).
 	changes changeReads
 	people  *peopleReadQueries // people.go
 }

@@ -15,7 +15,7 @@ type writeQueries struct {
 	people peopleWriteQueries // people.go
 	// The grouped statements of Send, one per chunk size (chunkSizes).
 	clientMessages, senderMembers, nextSeqs, insertMessages, senderReads [len(chunkSizes)]*query
-	// The edits, deletions and the full-text index (changes.go, search.go).
+	// The edits, deletions and the full-text index (edits.go, search.go).
 	changes changeWrites
 }
 
@@ -98,7 +98,7 @@ type readQueries struct {
 	ping, userByName, user, tokenUser, room, roomExists,
 	member, members, memberships,
 	messagesBefore, messagesAfter, roomsFirst, roomsAfter *query
-	// changed_after and search (changes.go, search.go).
+	// changed_after and search (edits.go, search.go).
 	changes changeReads
 	people  peopleReadQueries // people.go
 }

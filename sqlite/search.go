@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"math"
+	"strings"
 
 	"parley"
 )
@@ -69,7 +70,7 @@ func (s *Store) SearchRoom(ctx context.Context, roomID string, q parley.Query, b
 	}
 	sq := s.rq.changes.searchRoom
 	sq.count()
-	rows, err := sq.stmt.QueryContext(ctx, roomID, q.FTS(), ftsKey(num, 0), ftsKey(num, before), limit)
+	rows, err := sq.stmt.QueryContext(ctx, roomID, ftsQuery(q.Terms), ftsKey(num, 0), ftsKey(num, before), limit)
 	if err != nil {
 		return nil, s.readErr("search", err)
 	}
@@ -96,7 +97,7 @@ func (s *Store) Search(ctx context.Context, userID string, q parley.Query, curso
 	}
 	sq := s.rq.changes.search
 	sq.count()
-	rows, err := sq.stmt.QueryContext(ctx, userID, q.FTS(), at, room, seq, limit+1)
+	rows, err := sq.stmt.QueryContext(ctx, userID, ftsQuery(q.Terms), at, room, seq, limit+1)
 	if err != nil {
 		return nil, "", s.readErr("search", err)
 	}
@@ -126,4 +127,19 @@ func (s *Store) Search(ctx context.Context, userID string, q parley.Query, curso
 		next = parley.CursorAfter(hits[limit-1].Message).String()
 	}
 	return hits, next, nil
+}
+
+// ftsQuery returns the words of a parsed query in FTS5's query syntax:
+// each word a quoted string, all of them required.
+func ftsQuery(terms []string) string {
+	var b strings.Builder
+	for i, t := range terms {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteByte('"')
+		b.WriteString(strings.ReplaceAll(t, `"`, `""`)) // never needed: words hold no quote
+		b.WriteByte('"')
+	}
+	return b.String()
 }
