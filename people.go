@@ -71,6 +71,34 @@ type RoomUpdate struct {
 	Capacity *int
 }
 
+// CheckRoomUpdate is the rule UpdateRoom applies before it reads the room,
+// the one both stores call: CodeInvalid for an update that changes
+// nothing, an empty title or a negative capacity.
+func CheckRoomUpdate(u RoomUpdate) error {
+	switch {
+	case u.Title == nil && u.Capacity == nil:
+		return Errorf(CodeInvalid, "nothing to change")
+	case u.Title != nil && *u.Title == "":
+		return Errorf(CodeInvalid, "empty title")
+	case u.Capacity != nil && *u.Capacity < 0:
+		return Errorf(CodeInvalid, "negative capacity")
+	}
+	return nil
+}
+
+// Applied returns the title and capacity of r after u: u's where it sets
+// them, r's where it does not.
+func (u RoomUpdate) Applied(r Room) (title string, capacity int) {
+	title, capacity = r.Title, r.Capacity
+	if u.Title != nil {
+		title = *u.Title
+	}
+	if u.Capacity != nil {
+		capacity = *u.Capacity
+	}
+	return title, capacity
+}
+
 // Ban keeps a user out of a room: their joins fail with CodeForbidden.
 // ActorID banned them at BannedAt; Name is the banned user's.
 type Ban struct {

@@ -159,13 +159,8 @@ func (s *Store) Bans(ctx context.Context, roomID string) ([]parley.Ban, error) {
 
 // UpdateRoom implements parley.Store.
 func (s *Store) UpdateRoom(ctx context.Context, roomID, actorID string, u parley.RoomUpdate) (parley.Room, error) {
-	switch {
-	case u.Title == nil && u.Capacity == nil:
-		return parley.Room{}, parley.Errorf(parley.CodeInvalid, "nothing to change")
-	case u.Title != nil && *u.Title == "":
-		return parley.Room{}, parley.Errorf(parley.CodeInvalid, "empty title")
-	case u.Capacity != nil && *u.Capacity < 0:
-		return parley.Room{}, parley.Errorf(parley.CodeInvalid, "negative capacity")
+	if err := parley.CheckRoomUpdate(u); err != nil {
+		return parley.Room{}, err
 	}
 	res, err := s.write(ctx, &updateRoom{roomID: roomID, actorID: actorID, u: u})
 	return res.room, err
@@ -202,13 +197,7 @@ func (o *updateRoom) decode(row pgx.Row) (result, []parley.Event, error) {
 	if after.ID != "" {
 		return result{room: after}, []parley.Event{{Kind: parley.EventRoomInfo, Room: after, ActorID: o.actorID}}, nil
 	}
-	title, capacity := before.Title, before.Capacity
-	if o.u.Title != nil {
-		title = *o.u.Title
-	}
-	if o.u.Capacity != nil {
-		capacity = *o.u.Capacity
-	}
+	title, capacity := o.u.Applied(before)
 	if title == before.Title && capacity == before.Capacity {
 		return result{room: before}, nil, nil
 	}

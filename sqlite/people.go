@@ -182,13 +182,8 @@ func (s *Store) Bans(ctx context.Context, roomID string) ([]parley.Ban, error) {
 
 // UpdateRoom implements parley.Store.
 func (s *Store) UpdateRoom(ctx context.Context, roomID, actorID string, u parley.RoomUpdate) (parley.Room, error) {
-	switch {
-	case u.Title == nil && u.Capacity == nil:
-		return parley.Room{}, parley.Errorf(parley.CodeInvalid, "nothing to change")
-	case u.Title != nil && *u.Title == "":
-		return parley.Room{}, parley.Errorf(parley.CodeInvalid, "empty title")
-	case u.Capacity != nil && *u.Capacity < 0:
-		return parley.Room{}, parley.Errorf(parley.CodeInvalid, "negative capacity")
+	if err := parley.CheckRoomUpdate(u); err != nil {
+		return parley.Room{}, err
 	}
 	res, err := s.write(ctx, func(w *wtx) (result, error) {
 		r, actor, err := w.moderated(roomID, actorID)
@@ -198,13 +193,7 @@ func (s *Store) UpdateRoom(ctx context.Context, roomID, actorID string, u parley
 		if !parley.MayModerate(actor.Role) {
 			return result{}, errNotModerator()
 		}
-		title, capacity := r.Title, r.Capacity
-		if u.Title != nil {
-			title = *u.Title
-		}
-		if u.Capacity != nil {
-			capacity = *u.Capacity
-		}
+		title, capacity := u.Applied(r)
 		if title == r.Title && capacity == r.Capacity {
 			return result{room: r}, nil
 		}
