@@ -151,6 +151,10 @@ const MaxClientID = 64
 // than MaxClientID or is not text: invalid UTF-8 or a control character. The
 // key goes back out in the client-id header of every MESSAGE of its message,
 // to every member, so every transport refuses the same keys.
+//
+// It runs once per request, in package chat (Send, EditMessage,
+// DeleteMessage): the one place the STOMP gateway and the REST handlers
+// both pass a received client-id through, so neither edge checks it again.
 func CheckClientID(id string) error {
 	ok := len(id) <= MaxClientID && utf8.ValidString(id)
 	for _, r := range id {

@@ -74,10 +74,7 @@ func (s *session) change(f *stomp.Frame) (parley.Message, error) {
 	if del && len(f.Body) > 0 {
 		return parley.Message{}, parley.Errorf(parley.CodeInvalid, "a SEND with delete-seq has an empty body")
 	}
-	clientID := string(f.Get("client-id"))
-	if err := parley.CheckClientID(clientID); err != nil {
-		return parley.Message{}, err
-	}
+	clientID := string(f.Get("client-id")) // checked by EditMessage/DeleteMessage
 	u := s.readUser()
 	if allowed, _ := s.srv.sendLimit.Allow(u.ID); !allowed {
 		return parley.Message{}, parley.Errorf(parley.CodeRateLimited, "over %g messages a second", s.srv.cfg.SendRate)

@@ -43,6 +43,10 @@ type fakeChat struct {
 	changedHook func(roomID string, after int64)
 	// messagesHook, when set, is called by Messages before it reads.
 	messagesHook func(roomID string, p parley.Page)
+	// rawKeys, set before any session sends, makes Send store a client
+	// id that parley.CheckClientID refuses, as a store holding one from
+	// before the check; unset, Send refuses it as chat.Service does.
+	rawKeys bool
 }
 
 func newFakeChat() *fakeChat {
@@ -152,6 +156,9 @@ func (c *fakeChat) Send(ctx context.Context, u parley.User, roomID, body, client
 	}
 	if len(body) > c.MaxBody() {
 		return parley.Message{}, false, parley.Errorf(parley.CodeTooLarge, "body too large")
+	}
+	if err := parley.CheckClientID(clientID); err != nil && !c.rawKeys { // as chat.Service
+		return parley.Message{}, false, err
 	}
 	c.mu.Lock()
 	held, release := c.held, c.release
@@ -272,6 +279,9 @@ func (c *fakeChat) EditMessage(ctx context.Context, u parley.User, roomID string
 	if body == "" || !utf8.ValidString(body) {
 		return parley.Message{}, parley.Errorf(parley.CodeInvalid, "bad body")
 	}
+	if err := parley.CheckClientID(clientID); err != nil { // as chat.Service
+		return parley.Message{}, err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if m, ok, err := c.repeatLocked(u, roomID, seq, false, body, clientID); ok {
@@ -296,6 +306,9 @@ func (c *fakeChat) EditMessage(ctx context.Context, u parley.User, roomID string
 }
 
 func (c *fakeChat) DeleteMessage(ctx context.Context, u parley.User, roomID string, seq int64, clientID string) (parley.Message, error) {
+	if err := parley.CheckClientID(clientID); err != nil { // as chat.Service
+		return parley.Message{}, err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if m, ok, err := c.repeatLocked(u, roomID, seq, true, "", clientID); ok {

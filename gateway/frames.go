@@ -441,10 +441,7 @@ func (s *session) send(f *stomp.Frame) (parley.Message, error) {
 	if _, ok := f.Lookup("transaction"); ok {
 		return parley.Message{}, parley.Errorf(parley.CodeInvalid, "transactions are not supported")
 	}
-	clientID := string(f.Get("client-id")) // one copy, checked here and stored by Send
-	if err := parley.CheckClientID(clientID); err != nil {
-		return parley.Message{}, err
-	}
+	clientID := string(f.Get("client-id")) // one copy, checked and stored by Send
 	u := s.readUser()
 	if allowed, _ := s.srv.sendLimit.Allow(u.ID); !allowed {
 		return parley.Message{}, parley.Errorf(parley.CodeRateLimited, "over %g messages a second", s.srv.cfg.SendRate)

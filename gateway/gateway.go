@@ -29,7 +29,10 @@ type Chat interface {
 	// room, parley.CodeForbidden for a non-member.
 	Authorize(ctx context.Context, u parley.User, roomID string) (parley.Member, error)
 	// Send stores a message and returns it once committed; created is
-	// false for an idempotent repeat of clientID.
+	// false for an idempotent repeat of clientID. It refuses a clientID
+	// that parley.CheckClientID refuses (CodeInvalid): the gateway passes
+	// the client-id header on unchecked, here and to EditMessage and
+	// DeleteMessage, which refuse it alike.
 	Send(ctx context.Context, u parley.User, roomID, body, clientID string) (m parley.Message, created bool, err error)
 	// Messages returns a page of a room's history to a member.
 	Messages(ctx context.Context, u parley.User, roomID string, p parley.Page) ([]parley.Message, error)

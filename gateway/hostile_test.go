@@ -315,6 +315,7 @@ func TestClientIDRefused(t *testing.T) {
 
 	t.Run("stored with a NUL elsewhere", func(t *testing.T) {
 		e := newEnv(t, Config{})
+		e.chat.rawKeys = true
 		alice := e.chat.addUser("alice")
 		e.chat.addRoom("r1", alice)
 		for _, tr := range transports {
