@@ -139,7 +139,7 @@ func (s *Store) loadNewest(ctx context.Context, roomID string, n int) bool {
 
 // loadOlder extends the window of a room downwards from its lowest seq lo to
 // seq from. The loaded run is added if the window still starts at lo, with
-// the edits and deletions committed meanwhile replayed on it (changes.go).
+// the edits and deletions committed meanwhile replayed on it (edits.go).
 // It reports whether the window grew.
 func (s *Store) loadOlder(ctx context.Context, roomID string, lo, from int64) bool {
 	n := int(min(lo-from, parley.MaxPageLimit))

@@ -58,7 +58,7 @@ func (w *window) oldestFirst(from, to int64) []parley.Message {
 
 // apply updates the window for a committed event, keeping at most max
 // messages. It is idempotent: a message at or below hi is dropped, and a
-// change no newer than the version held (changes.go).
+// change no newer than the version held (edits.go).
 func (w *window) apply(ev *parley.Event, max int) {
 	switch {
 	case ev.Kind == parley.EventRoom:

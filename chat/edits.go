@@ -6,8 +6,9 @@ import (
 	"parley"
 )
 
-// Edits, deletions and search (design §3a), for members of the room only:
-// a user who left a room can neither change nor search its messages. The
+// Edits and deletions (design §3a), for members of the room only: a user
+// who left a room can no longer change its messages (nor search them:
+// search.go). The
 // store checks who may change a message in the change's own transaction
 // (the sender; for a deletion also the room's owner or an admin, which
 // this service tells it from the caller's membership).
@@ -66,36 +67,4 @@ func (s *Service) Changed(ctx context.Context, u parley.User, roomID string, aft
 		return nil, err
 	}
 	return s.store.Changed(ctx, roomID, after, limit)
-}
-
-// SearchRoom returns the messages of a room that hold every word of q,
-// newest first, below seq before (0: from the newest), to a member.
-func (s *Service) SearchRoom(ctx context.Context, u parley.User, roomID, q string, before int64, limit int) ([]parley.Message, error) {
-	if err := checkLimit(limit); err != nil {
-		return nil, err
-	}
-	query, err := parley.ParseQuery(q)
-	if err != nil {
-		return nil, err
-	}
-	if before < 0 {
-		return nil, parley.Errorf(parley.CodeInvalid, "before must be a positive seq")
-	}
-	if _, err := s.Authorize(ctx, u, roomID); err != nil {
-		return nil, err
-	}
-	return s.store.SearchRoom(ctx, roomID, query, before, limit)
-}
-
-// Search returns the messages that hold every word of q in every room u is
-// a member of, newest first, a page after cursor, and the next cursor.
-func (s *Service) Search(ctx context.Context, u parley.User, q, cursor string, limit int) ([]parley.SearchHit, string, error) {
-	if err := checkLimit(limit); err != nil {
-		return nil, "", err
-	}
-	query, err := parley.ParseQuery(q)
-	if err != nil {
-		return nil, "", err
-	}
-	return s.store.Search(ctx, u.ID, query, cursor, limit)
 }

@@ -60,7 +60,7 @@ func (s *session) subscribeEvents(f *stomp.Frame, sub *subscription, dest string
 	} else {
 		sub.RoomID = dest[len(topicPrefix) : len(dest)-len(eventsSuffix)]
 	}
-	since, err := sinceChange(f, sub.RoomID) // changes.go
+	since, err := sinceChange(f, sub.RoomID) // edits.go
 	if err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func (s *session) subscribeEvents(f *stomp.Frame, sub *subscription, dest string
 		s.receipt(r, nil)
 	}
 	if since >= 0 {
-		go s.replayChanges(sub, since) // changes.go
+		go s.replayChanges(sub, since) // edits.go
 		return nil
 	}
 	events.Start(&sub.ev)

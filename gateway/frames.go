@@ -62,7 +62,7 @@ func (s *session) handleFrame(f *stomp.Frame, rs *readState, connected bool) boo
 	case f.Command == stomp.Send && isChangeSend(f):
 		var m parley.Message
 		if m, err = s.change(f); err == nil && receipt != nil {
-			s.changeReceipt(receipt, &m) // changes.go
+			s.changeReceipt(receipt, &m) // edits.go
 			receipt = nil
 		}
 	case f.Command == stomp.Send:

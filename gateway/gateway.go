@@ -41,7 +41,7 @@ type Chat interface {
 	// Room returns a room's info (its LastChange for since-change).
 	Room(ctx context.Context, u parley.User, roomID string) (parley.Room, error)
 	// EditMessage, DeleteMessage and Changed edit, delete and list the
-	// changes of a room's messages, as chat.Service does (changes.go);
+	// changes of a room's messages, as chat.Service does (edits.go);
 	// clientID is the change's idempotency key, "" for none.
 	EditMessage(ctx context.Context, u parley.User, roomID string, seq int64, body, clientID string) (parley.Message, error)
 	DeleteMessage(ctx context.Context, u parley.User, roomID string, seq int64, clientID string) (parley.Message, error)

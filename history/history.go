@@ -56,7 +56,7 @@ type Store struct {
 	bytes   int        // the blocks' estimated size
 	loading map[blockKey]*load
 	known   map[string]int64 // room -> a seq known to be committed (its last seq, when read)
-	changes uint64           // edits and deletions applied (changes.go)
+	changes uint64           // edits and deletions applied (edits.go)
 }
 
 var _ parley.Store = (*Store)(nil)

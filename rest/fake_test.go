@@ -39,7 +39,7 @@ type fakeRoom struct {
 	msgs    []parley.Message
 	roles   map[string]string           // user id -> role other than member (fake_people_test.go)
 	bans    map[string]parley.Ban       // by user id
-	keys    map[string]parley.ChangeKey // by user id + "\x00" + client_id (changes_test.go)
+	keys    map[string]parley.ChangeKey // by user id + "\x00" + client_id (edits_test.go)
 }
 
 var _ rest.Chat = (*fakeChat)(nil)

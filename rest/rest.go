@@ -61,8 +61,10 @@ type Chat interface {
 	Peer(ctx context.Context, u parley.User, r parley.Room) *parley.User
 	// MaxBody is the largest message body, in bytes.
 	MaxBody() int
-	// Changes are the edits, deletions and searches (changes.go).
+	// Changes are the edits and deletions (edits.go).
 	Changes
+	// Searcher is the searches (search.go).
+	Searcher
 
 	// People and moderation (chat/people.go): to anyone but a member the
 	// room is unknown (parley.CodeNotFound); a member without the role,

@@ -179,7 +179,7 @@ var viewsPool = sync.Pool{New: func() any { return new([]roomEntryView) }}
 
 func (h *Handler) messages(w http.ResponseWriter, r *http.Request, u parley.User) error {
 	q := paramsOf(r.URL)
-	if handled, err := h.messageQuery(w, r, q, u); handled { // changed_after, q (changes.go)
+	if handled, err := h.messageQuery(w, r, q, u); handled { // changed_after (edits.go), q (search.go)
 		return err
 	}
 	b, err := h.historyPage(r, u, q)

@@ -202,7 +202,7 @@ func TestClusterStompChangeClientID(t *testing.T) {
 	b.send("SEND\n" + dest + "edit-seq:1\nreceipt:e2\n\nhello, twice\x00")
 	b.expect("RECEIPT", "receipt-id:e2", "change:2")
 	// Changes 1 and 2 were committed on two nodes and reach node three
-	// on two paths, in either order (cluster/changes.go: a change carries
+	// on two paths, in either order (cluster/edits.go: a change carries
 	// its number, and a receiver keeps the newest): each once.
 	var got []int64
 	for range 2 {
