@@ -87,12 +87,6 @@ func (q *changeReads) all() []*query {
 	return []*query{q.changed, q.roomNum, q.searchRoom, q.search}
 }
 
-// seqMask keeps the seq of a full-text key (num << 36 | seq).
-const seqMask = "68719476735"
-
-// ftsKey is the full-text key of message seq of room number num.
-func ftsKey(num, seq int64) int64 { return num<<36 + seq }
-
 func msgColsOf(a string) string {
 	return a + ".id, " + a + ".room_id, " + a + ".seq, " + a + ".sender_id, " + a + ".sender_name, " + a + ".body, " +
 		a + ".client_id, " + a + ".sent_at, " + a + ".edited_at, " + a + ".deleted_at, " + a + ".change"

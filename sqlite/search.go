@@ -16,6 +16,12 @@ import (
 // is a range of the index read newest first, and a search over a user's
 // rooms keeps the matches whose room number is one of theirs.
 
+// seqMask keeps the seq of a full-text key (num << 36 | seq).
+const seqMask = "68719476735"
+
+// ftsKey is the full-text key of message seq of room number num.
+func ftsKey(num, seq int64) int64 { return num<<36 + seq }
+
 // indexMessages adds new messages to the full-text index, one grouped
 // statement per chunk, in the send's transaction.
 func (w *wtx) indexMessages(stored []*sendItem) error {
