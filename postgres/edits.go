@@ -83,9 +83,9 @@ var (
 			FROM (VALUES (1)) AS one LEFT JOIN old ON true LEFT JOIN r ON true LEFT JOIN k ON true`
 )
 
-// changeReads are the readers' statements of changed_after and search.
+// changeReads are the readers' statements of changed_after.
 type changeReads struct {
-	changed, searchRoom, search *query
+	changed *query
 }
 
 func newChangeReads(m *metrics) changeReads {
@@ -94,19 +94,8 @@ func newChangeReads(m *metrics) changeReads {
 		// messages_change.
 		changed: &query{kind: "changed", text: `SELECT ` + msgCols + ` FROM messages
 			WHERE room_id = $1 AND change > 0 AND change > $2 ORDER BY change LIMIT $3`},
-		// plainto_tsquery ANDs the words and knows no operators: the
-		// user's words cannot be a query of their own.
-		searchRoom: &query{kind: "search_room", text: `SELECT ` + msgCols + ` FROM messages
-			WHERE room_id = $1 AND tsv @@ plainto_tsquery('simple', $2) AND seq < $3
-			ORDER BY seq DESC LIMIT $4`},
-		search: &query{kind: "search", text: `SELECT ` + msgColsOf("m") + `, ` + roomOut("r") + `
-			FROM messages m
-			JOIN members mb ON mb.room_id = m.room_id AND mb.user_id = $1
-			JOIN rooms r ON r.id = m.room_id
-			WHERE m.tsv @@ plainto_tsquery('simple', $2) AND (m.sent_at, m.room_id, m.seq) < ($3, $4, $5)
-			ORDER BY m.sent_at DESC, m.room_id DESC, m.seq DESC LIMIT $6`},
 	}
-	bind(m, q.changed, q.searchRoom, q.search)
+	bind(m, q.changed)
 	return q
 }
 

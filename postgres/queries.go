@@ -208,8 +208,8 @@ type readQueries struct {
 	ping, userByName, user, tokenUser, room, roomExists,
 	member, members, memberships,
 	messagesBefore, messagesAfter, roomsFirst, roomsAfter *query
-	// changed_after (edits.go) and search (search.go).
-	changes changeReads
+	changes changeReads        // changed_after (edits.go)
+	search  searchReads        // search.go
 	people  *peopleReadQueries // people.go
 }
 
@@ -248,6 +248,7 @@ func newReadQueries(m *metrics) *readQueries {
 	bind(m, q.ping, q.userByName, q.user, q.tokenUser, q.room, q.roomExists, q.member, q.members,
 		q.memberships, q.messagesBefore, q.messagesAfter, q.roomsFirst, q.roomsAfter)
 	q.changes = newChangeReads(m)
+	q.search = newSearchReads(m)
 	q.people = newPeopleReadQueries(m)
 	return q
 }

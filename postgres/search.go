@@ -22,6 +22,29 @@ func tsvOf(index bool) func(body string) string {
 	return func(body string) string { return "to_tsvector('simple', " + body + ")" }
 }
 
+// searchReads are the readers' statements of search.
+type searchReads struct {
+	searchRoom, search *query
+}
+
+func newSearchReads(m *metrics) searchReads {
+	q := searchReads{
+		// plainto_tsquery ANDs the words and knows no operators: the
+		// user's words cannot be a query of their own.
+		searchRoom: &query{kind: "search_room", text: `SELECT ` + msgCols + ` FROM messages
+			WHERE room_id = $1 AND tsv @@ plainto_tsquery('simple', $2) AND seq < $3
+			ORDER BY seq DESC LIMIT $4`},
+		search: &query{kind: "search", text: `SELECT ` + msgColsOf("m") + `, ` + roomOut("r") + `
+			FROM messages m
+			JOIN members mb ON mb.room_id = m.room_id AND mb.user_id = $1
+			JOIN rooms r ON r.id = m.room_id
+			WHERE m.tsv @@ plainto_tsquery('simple', $2) AND (m.sent_at, m.room_id, m.seq) < ($3, $4, $5)
+			ORDER BY m.sent_at DESC, m.room_id DESC, m.seq DESC LIMIT $6`},
+	}
+	bind(m, q.searchRoom, q.search)
+	return q
+}
+
 // SearchRoom implements parley.Store.
 func (s *Store) SearchRoom(ctx context.Context, roomID string, q parley.Query, before int64, limit int) ([]parley.Message, error) {
 	limit = parley.ClampPageLimit(limit)
@@ -31,7 +54,7 @@ func (s *Store) SearchRoom(ctx context.Context, roomID string, q parley.Query, b
 	if before <= 0 {
 		before = math.MaxInt64
 	}
-	rows, err := s.query(ctx, s.rq.changes.searchRoom, roomID, tsText(q.Terms), before, limit)
+	rows, err := s.query(ctx, s.rq.search.searchRoom, roomID, tsText(q.Terms), before, limit)
 	if err != nil {
 		return nil, s.readErr("search", err)
 	}
@@ -63,7 +86,7 @@ func (s *Store) Search(ctx context.Context, userID string, q parley.Query, curso
 	if !ok {
 		c = parley.SearchCursor{At: noCursor}
 	}
-	rows, err := s.query(ctx, s.rq.changes.search, userID, tsText(q.Terms), c.At, c.RoomID, c.Seq, limit+1)
+	rows, err := s.query(ctx, s.rq.search.search, userID, tsText(q.Terms), c.At, c.RoomID, c.Seq, limit+1)
 	if err != nil {
 		return nil, "", s.readErr("search", err)
 	}
