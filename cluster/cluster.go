@@ -41,7 +41,7 @@ type Config struct {
 	// (EventEdited, EventDeleted), this node's and other nodes', one at a
 	// time, on the relay's goroutine: it must not block. The relay
 	// publishes each change of this node to every other known node
-	// (changes.go).
+	// (edits.go).
 	ApplyChanges func(evs []parley.Event)
 	// Events, when set, takes the room events other nodes send: joins,
 	// leaves, role and room changes, unbans, edits and deletions, typing and

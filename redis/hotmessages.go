@@ -26,7 +26,7 @@ func (h *HotStore) Messages(ctx context.Context, roomID string, p parley.Page) (
 		return msgs, nil
 	}
 	h.m.miss(kindMessages)
-	gen, genOK := h.readWindowGen(ctx, roomID) // an edit moves it (hotchanges.go)
+	gen, genOK := h.readWindowGen(ctx, roomID) // an edit moves it (hotedits.go)
 	loaded, err := h.Store.Messages(ctx, roomID, parley.Newest(h.cfg.RecentMessages))
 	if err != nil {
 		return nil, err
