@@ -82,7 +82,7 @@ func (s *Service) Login(ctx context.Context, name, password string) (string, par
 	secret := make([]byte, 32)
 	rand.Read(secret)
 	token := "pt_" + base64.RawURLEncoding.EncodeToString(secret)
-	now := parley.Now()
+	now := s.now()
 	err = s.store.CreateToken(ctx, parley.Token{
 		Hash: tokenHash(token), UserID: u.ID, CreatedAt: now, ExpiresAt: now.Add(s.tokenTTL),
 	})
@@ -98,7 +98,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (parley.User, 
 	if token == "" {
 		return parley.User{}, parley.Errorf(parley.CodeUnauthorized, "missing access token")
 	}
-	u, _, err := s.store.TokenUser(ctx, tokenHash(token), parley.Now())
+	u, _, err := s.store.TokenUser(ctx, tokenHash(token), s.now())
 	return u, err
 }
 

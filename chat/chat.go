@@ -17,6 +17,10 @@ type Config struct {
 	Store parley.Store
 	// TokenTTL is how long an access token lives. Default 7 days.
 	TokenTTL time.Duration
+	// Now is the clock of token issue and expiry: a token issued at Now
+	// expires TokenTTL later, and is refused once Now reaches that.
+	// Default parley.Now.
+	Now func() time.Time
 	// MaxBody is the largest message body in bytes. Default 4096.
 	MaxBody int
 	// KDF sets the password hashing cost. Default DefaultKDF.
@@ -37,6 +41,7 @@ type Config struct {
 type Service struct {
 	store    parley.Store
 	tokenTTL time.Duration
+	now      func() time.Time // clock of token issue and expiry
 	maxBody  int
 	kdf      KDF
 	kdfSlots chan struct{} // bounds concurrent password hashing (memory-hard)
@@ -51,6 +56,9 @@ func New(cfg Config) *Service {
 	if cfg.TokenTTL <= 0 {
 		cfg.TokenTTL = 7 * 24 * time.Hour
 	}
+	if cfg.Now == nil {
+		cfg.Now = parley.Now
+	}
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = 4096
 	}
@@ -60,6 +68,7 @@ func New(cfg Config) *Service {
 	s := &Service{
 		store:    cfg.Store,
 		tokenTTL: cfg.TokenTTL,
+		now:      cfg.Now,
 		maxBody:  cfg.MaxBody,
 		kdf:      cfg.KDF,
 		kdfSlots: make(chan struct{}, kdfConcurrency()),

@@ -14,7 +14,7 @@ func (s *Service) AuthenticateToken(ctx context.Context, token string) (parley.U
 	if token == "" {
 		return parley.User{}, parley.Token{}, parley.Errorf(parley.CodeUnauthorized, "missing access token")
 	}
-	u, t, err := s.store.TokenUser(ctx, tokenHash(token), parley.Now())
+	u, t, err := s.store.TokenUser(ctx, tokenHash(token), s.now())
 	if err != nil {
 		return parley.User{}, parley.Token{}, err
 	}
