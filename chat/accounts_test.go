@@ -8,6 +8,7 @@ import (
 
 	"parley"
 	"parley/chat"
+	"parley/parleytest"
 	"parley/sqlite"
 )
 
@@ -57,7 +58,7 @@ func TestLoginAfterCostChange(t *testing.T) {
 // TestTokenExpiry checks that a token is accepted until its TTL has
 // passed on the service's clock, and refused from then on.
 func TestTokenExpiry(t *testing.T) {
-	clock := newFakeClock()
+	clock := parleytest.NewClock()
 	svc := chat.New(chat.Config{Store: mustOpenStore(t), KDF: cheap, TokenTTL: time.Hour, Now: clock.Now})
 	if _, err := svc.Register(ctx, "bob_1", "longenough"); err != nil {
 		t.Fatal(err)

@@ -7,13 +7,14 @@ import (
 
 	"parley"
 	"parley/chat"
+	"parley/parleytest"
 )
 
 // TestAuthenticateToken checks that AuthenticateToken names the owner and
 // the stored token (one hash per token, the expiry the TTL gave it), and
 // refuses what Authenticate refuses.
 func TestAuthenticateToken(t *testing.T) {
-	clock := newFakeClock()
+	clock := parleytest.NewClock()
 	svc := chat.New(chat.Config{Store: mustOpenStore(t), KDF: cheap, TokenTTL: time.Hour, Now: clock.Now})
 	want, err := svc.Register(ctx, "carol", "longenough")
 	if err != nil {
