@@ -14,6 +14,7 @@ import (
 	"parley"
 	"parley/cluster"
 	"parley/inmem"
+	"parley/parleytest"
 )
 
 // fakeStore holds one room's members and messages.
@@ -151,30 +152,19 @@ func newNodesWith(t *testing.T, store *fakeStore, wrap func(parley.Presence) par
 
 func waitSeqs(t *testing.T, l *fakeLocal, user string, n int) []int64 {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		got := l.seqs(user)
-		if len(got) >= n || time.Now().After(deadline) {
-			return got
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	var got []int64
+	parleytest.Poll(5*time.Second, func() bool { got = l.seqs(user); return len(got) >= n })
+	return got
 }
 
 // waitSeq waits until user has been delivered seq, and returns their seqs.
 func waitSeq(t *testing.T, l *fakeLocal, user string, seq int64) []int64 {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		got := l.seqs(user)
-		if slices.Contains(got, seq) {
-			return got
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never got seq %d: got %d seqs", user, seq, len(got))
-		}
-		time.Sleep(5 * time.Millisecond)
+	var got []int64
+	if !parleytest.Poll(5*time.Second, func() bool { got = l.seqs(user); return slices.Contains(got, seq) }) {
+		t.Fatalf("%s never got seq %d: got %d seqs", user, seq, len(got))
 	}
+	return got
 }
 
 func wantSeqs(n int) []int64 {
@@ -323,19 +313,11 @@ func TestLeaveReachesOtherNodes(t *testing.T) {
 	nodes := newNodes(t, store, "a", "b")
 	nodes["b"].presence.Add(context.Background(), "y")
 	nodes["a"].relay.Apply([]parley.Event{{Kind: parley.EventLeave, Room: parley.Room{ID: "r"}, UserID: "y"}})
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	parleytest.Eventually(t, 5*time.Second, func() bool {
 		nodes["b"].local.mu.Lock()
-		left := slices.Clone(nodes["b"].local.left)
-		nodes["b"].local.mu.Unlock()
-		if slices.Contains(left, "y") {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("node b never applied y's leave")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		defer nodes["b"].local.mu.Unlock()
+		return slices.Contains(nodes["b"].local.left, "y")
+	}, "node b never applied y's leave")
 }
 
 // TestReceiveReturnsAfterDelivery: the broker acknowledges a batch when
@@ -371,22 +353,18 @@ func TestReceiveReturnsAfterDelivery(t *testing.T) {
 // waitGauge waits until the gauge name in reg reads want.
 func waitGauge(t *testing.T, reg *prometheus.Registry, name string, want float64) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	parleytest.Eventually(t, 5*time.Second, func() bool {
 		mfs, err := reg.Gather()
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, mf := range mfs {
 			if mf.GetName() == name && len(mf.GetMetric()) == 1 && mf.GetMetric()[0].GetGauge().GetValue() == want {
-				return
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never reached %v", name, want)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return false
+	}, "%s never reached %v", name, want)
 }
 
 // countingPresence counts the users looked up.

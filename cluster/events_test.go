@@ -12,6 +12,7 @@ import (
 	"parley"
 	"parley/cluster"
 	"parley/inmem"
+	"parley/parleytest"
 )
 
 // eventLog records what a relay hands to its node's hub (leaves) and room
@@ -37,19 +38,11 @@ func (l *eventLog) onEvent(ev parley.Event) {
 // await waits until pred holds for the log.
 func (l *eventLog) await(t *testing.T, what string, pred func(l *eventLog) bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	parleytest.Eventually(t, 5*time.Second, func() bool {
 		l.mu.Lock()
-		ok := pred(l)
-		l.mu.Unlock()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("never: %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		defer l.mu.Unlock()
+		return pred(l)
+	}, "never: %s", what)
 }
 
 func hasKind(evs []parley.Event, k parley.EventKind, user string) bool {

@@ -12,6 +12,7 @@ import (
 	"parley/cluster"
 	"parley/hub"
 	"parley/inmem"
+	"parley/parleytest"
 )
 
 // memHeads is a cluster.Heads in memory, shared by the nodes of a test.
@@ -179,12 +180,8 @@ func roomOnTwoNodes(t *testing.T) (*fakeStore, *memHeads, *headNode, *headNode) 
 
 func waitHead(t *testing.T, heads *memHeads, room string, seq int64) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for heads.head(room) < seq {
-		if time.Now().After(deadline) {
-			t.Fatalf("head of %s = %d, want %d", room, heads.head(room), seq)
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !parleytest.Poll(5*time.Second, func() bool { return heads.head(room) >= seq }) {
+		t.Fatalf("head of %s = %d, want %d", room, heads.head(room), seq)
 	}
 }
 
@@ -366,11 +363,9 @@ func (r *seqRecorder) get() []int64 {
 // wait waits until r has n seqs, and returns them.
 func (r *seqRecorder) wait(t *testing.T, name string, n int) []int64 {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for len(r.get()) < n && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	return r.get()
+	var got []int64
+	parleytest.Poll(5*time.Second, func() bool { got = r.get(); return len(got) >= n })
+	return got
 }
 
 // TestHeadCheckFillsARoomNeverDelivered: a quiet room whose subscribers on

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"parley"
+	"parley/parleytest"
 	"parley/roomevents"
 )
 
@@ -81,12 +82,8 @@ func (e *env) settleEvents(t *testing.T) {
 // awaitPresenceCalls waits until the gateway has made n OnPresence calls.
 func awaitPresenceCalls(t *testing.T, e *env, n int64) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for e.presenceCalls.Load() < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d presence changes, want %d", e.presenceCalls.Load(), n)
-		}
-		time.Sleep(time.Millisecond)
+	if !parleytest.Poll(10*time.Second, func() bool { return e.presenceCalls.Load() >= n }) {
+		t.Fatalf("%d presence changes, want %d", e.presenceCalls.Load(), n)
 	}
 }
 

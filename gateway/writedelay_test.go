@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"parley/parleytest"
 	"parley/stomp"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -80,22 +81,14 @@ func awaitWritersIdle(t *testing.T, e *env) {
 		}
 		return false
 	}
-	for deadline := time.Now().Add(10 * time.Second); busy(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("a writer still runs")
-		}
-	}
+	parleytest.Eventually(t, 10*time.Second, func() bool { return !busy() }, "a writer still runs")
 }
 
 // awaitQueued waits (at most 10 s) until n frames are queued on the node.
 func awaitQueued(t *testing.T, e *env, n int64) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for e.srv.queuedFrames() != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d frames queued, want %d", e.srv.queuedFrames(), n)
-		}
-		time.Sleep(time.Millisecond)
+	if !parleytest.Poll(10*time.Second, func() bool { return e.srv.queuedFrames() == n }) {
+		t.Fatalf("%d frames queued, want %d", e.srv.queuedFrames(), n)
 	}
 }
 

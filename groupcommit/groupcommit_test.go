@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"parley/groupcommit"
+	"parley/parleytest"
 )
 
 // double commits each request by doubling it; odd inputs fail on their own.
@@ -167,11 +168,7 @@ func TestCancelQueued(t *testing.T) {
 // waitFor polls cond until it holds, failing the test after 10 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("not %s after 10 s", what)
-		}
-	}
+	parleytest.Eventually(t, 10*time.Second, cond, "not %s after 10 s", what)
 }
 
 func TestCloseDrains(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"parley"
+	"parley/parleytest"
 )
 
 // room is a fake store of one room's messages that reports its commits to a
@@ -238,10 +239,7 @@ func TestCatchUpLag(t *testing.T) {
 		for range 3 {
 			r.send("live")
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for !s.Removed() && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
-		}
+		parleytest.Poll(10*time.Second, s.Removed)
 		return r.history(ctx, after)
 	}
 	err := h.Start(context.Background(), s, 0, stall, directSend(s))

@@ -131,19 +131,11 @@ func (env *evEnv) sync(t *testing.T) {
 	// A room change of the probe's room goes through the queue after
 	// everything before it.
 	env.ev.Apply([]parley.Event{{Kind: parley.EventRoomInfo, Room: parley.Room{ID: "sync-room"}}})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	parleytest.Eventually(t, 10*time.Second, func() bool {
 		probe.mu.Lock()
-		n := len(probe.got)
-		probe.mu.Unlock()
-		if n > 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("events did not settle")
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer probe.mu.Unlock()
+		return len(probe.got) > 0
+	}, "events did not settle")
 }
 
 func equal(a, b []string) bool {
