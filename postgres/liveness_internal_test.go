@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"parley"
+	"parley/parleytest"
 	"parley/postgres/pgtest"
 )
 
@@ -39,13 +40,7 @@ func (fakePinger) Close(context.Context) error { return nil }
 // waitFor waits, at most 10 s, until cond holds.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10 s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	parleytest.Eventually(t, 10*time.Second, cond, "%s: not within 10 s", what)
 }
 
 // TestLivenessRefusesAStoreThatDoesNotAnswer: a store whose pings are

@@ -86,11 +86,7 @@ func testSendBatchOutcomes(t *testing.T, minBatch int, stranger bool) {
 	}
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s", what)
-			}
-		}
+		parleytest.Eventually(t, 10*time.Second, cond, "timed out waiting for %s", what)
 	}
 	blocker := send(parley.NewMessage{RoomID: room.ID, SenderID: bob.ID, SenderName: bob.Name, Body: "blocker"})
 	waitFor("the blocker to wait for the room's lock", func() bool {

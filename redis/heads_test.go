@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"parley/parleytest"
 	"parley/redis"
 )
 
@@ -68,19 +69,15 @@ func TestLiveNodes(t *testing.T) {
 	a := redis.NewPresence(redis.PresenceConfig{Client: rdb, Prefix: prefix, Node: "a", TTL: 3 * time.Second})
 	b := redis.NewPresence(redis.PresenceConfig{Client: rdb, Prefix: prefix, Node: "b", TTL: 3 * time.Second})
 	defer a.Close()
-	deadline := time.Now().Add(10 * time.Second)
 	var nodes []string
-	for { // each registers on its heartbeat goroutine
+	parleytest.Poll(10*time.Second, func() bool { // each registers on its heartbeat goroutine
 		var err error
 		if nodes, err = a.LiveNodes(ctx); err != nil {
 			t.Fatal(err)
 		}
 		slices.Sort(nodes)
-		if slices.Equal(nodes, []string{"a", "b"}) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return slices.Equal(nodes, []string{"a", "b"})
+	})
 	if !slices.Equal(nodes, []string{"a", "b"}) {
 		t.Fatalf("LiveNodes() = %v, want [a b]", nodes)
 	}

@@ -18,22 +18,18 @@ import (
 // waitGauge waits, at most d, until the gauge name of reg is want.
 func waitGauge(t *testing.T, reg *prometheus.Registry, name string, want float64, d time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
+	parleytest.Eventually(t, d, func() bool {
 		mfs, err := reg.Gather()
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, mf := range mfs {
 			if mf.GetName() == name && mf.GetMetric()[0].GetGauge().GetValue() == want {
-				return
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not reach %v in %v", name, want, d)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return false
+	}, "%s did not reach %v in %v", name, want, d)
 }
 
 // TestHealthCutsAHungRedis: once Redis stops answering (SIGSTOP: its

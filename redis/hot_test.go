@@ -364,16 +364,12 @@ func TestHotStoreLostInvalidation(t *testing.T) {
 	if _, err := n.hot.Member(context.Background(), two.ID, bob.ID); err != nil {
 		t.Errorf("Member(two) after a join whose invalidation was lost: %v, want a member", err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		_, err := n.hot.Member(context.Background(), one.ID, bob.ID)
-		if parley.ErrorCode(err) == parley.CodeNotFound {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Member(one) 10 s after a leave whose invalidation was lost: %v, want not_found", err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var err error
+	if !parleytest.Poll(10*time.Second, func() bool {
+		_, err = n.hot.Member(context.Background(), one.ID, bob.ID)
+		return parley.ErrorCode(err) == parley.CodeNotFound
+	}) {
+		t.Fatalf("Member(one) 10 s after a leave whose invalidation was lost: %v, want not_found", err)
 	}
 }
 

@@ -91,16 +91,9 @@ func TestPresenceFlushed(t *testing.T) {
 		t.Fatalf("after the flush Nodes = %v, want none", got)
 	}
 	// The heartbeat (every ttl/3) restores the entries: poll for them.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		got := parleytest.NodesOf(t, b, "u1")
-		if got["u1"] == "[a]" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("5 s (many heartbeats) after the flush Nodes = %v, want u1 on [a]", got)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var got map[string]string
+	if !parleytest.Poll(5*time.Second, func() bool { got = parleytest.NodesOf(t, b, "u1"); return got["u1"] == "[a]" }) {
+		t.Fatalf("5 s (many heartbeats) after the flush Nodes = %v, want u1 on [a]", got)
 	}
 	select {
 	case u := <-changed:

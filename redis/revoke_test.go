@@ -170,11 +170,8 @@ func TestRevocationSubscriptionLost(t *testing.T) {
 	}
 
 	srv.Kill()
-	for deadline := time.Now().Add(20 * time.Second); revocationEvents(t, n.reg, "resync") < 1; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the node did not notice in 20 s that Redis died")
-		}
-	}
+	parleytest.Eventually(t, 20*time.Second, func() bool { return revocationEvents(t, n.reg, "resync") >= 1 },
+		"the node did not notice in 20 s that Redis died")
 	// Another node revokes it, and its message cannot reach this one.
 	if err := n.pg.RevokeToken(context.Background(), lost); err != nil {
 		t.Fatal(err)
@@ -244,10 +241,7 @@ func TestRevocationPublishRetried(t *testing.T) {
 	}
 	// A counts the retry once its publish returns, which waits for B's
 	// acknowledgement: after B heard of it.
-	deadline := time.Now().Add(10 * time.Second)
-	for revocationEvents(t, a.reg, "retried") < 1 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	parleytest.Poll(10*time.Second, func() bool { return revocationEvents(t, a.reg, "retried") >= 1 })
 	if n := revocationEvents(t, a.reg, "retried"); n != 1 {
 		t.Errorf("node A retried %v publishes, want 1", n)
 	}
@@ -340,11 +334,8 @@ func TestRevocationReplayedAfterFault(t *testing.T) {
 	}
 
 	proxy.cut()
-	for deadline := time.Now().Add(20 * time.Second); revocationEvents(t, b.reg, "resync") < 1; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("node B did not notice in 20 s that it lost Redis")
-		}
-	}
+	parleytest.Eventually(t, 20*time.Second, func() bool { return revocationEvents(t, b.reg, "resync") >= 1 },
+		"node B did not notice in 20 s that it lost Redis")
 	if err := a.hot.RevokeToken(context.Background(), tok); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"parley"
+	"parley/parleytest"
 	"parley/ratelimit"
 	"parley/rest"
 )
@@ -125,13 +126,11 @@ func (e *concurrentEnv) loginAll(cs []*client, names []string, password string) 
 			answered.Add(1)
 		}()
 	}
-	deadline := time.Now().Add(time.Minute)
-	for e.chat.inside.Load()+int64(e.metric("parley_http_logins_waiting", ""))+answered.Load() < int64(len(cs)) {
-		if time.Now().After(deadline) {
-			e.t.Fatalf("logins never all arrived: %d held, %v waiting, %d answered of %d",
-				e.chat.inside.Load(), e.metric("parley_http_logins_waiting", ""), answered.Load(), len(cs))
-		}
-		time.Sleep(time.Millisecond) // polls the metric; the outcome does not depend on how long
+	if !parleytest.Poll(time.Minute, func() bool {
+		return e.chat.inside.Load()+int64(e.metric("parley_http_logins_waiting", ""))+answered.Load() >= int64(len(cs))
+	}) {
+		e.t.Fatalf("logins never all arrived: %d held, %v waiting, %d answered of %d",
+			e.chat.inside.Load(), e.metric("parley_http_logins_waiting", ""), answered.Load(), len(cs))
 	}
 	e.chat.open()
 	wg.Wait()
@@ -232,8 +231,8 @@ func TestLoginBusy(t *testing.T) {
 			want(t, "a held wrong password", e.login(c, fmt.Sprint("user", i), wrong), denied, "")
 		}()
 	}
-	for e.chat.inside.Load() < 6 {
-		time.Sleep(time.Millisecond) // polls until the 6 are held; the outcome does not depend on how long
+	if !parleytest.Poll(time.Minute, func() bool { return e.chat.inside.Load() >= 6 }) {
+		t.Fatalf("%d logins held at the gate, want 6", e.chat.inside.Load())
 	}
 	a := e.login(&client{addr: "203.0.113.7:99"}, "alice", password)
 	if a.status != http.StatusServiceUnavailable || a.code != "unavailable" || a.retryAfter != "5" {
