@@ -190,7 +190,9 @@ func TestCloseDrains(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(5 * time.Millisecond)
+	// Close while requests are in flight: after the first batch, with
+	// most of the hundred still queued or on their way.
+	waitFor(t, "a batch committed", func() bool { return committed.Load() > 0 })
 	w.Close()
 	wg.Wait()
 	if committed.Load() != ok.Load() {
