@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"parley/parleytest"
 )
 
 // startServerProcess runs this test binary as `parley serve` on dataDir and
@@ -89,16 +91,11 @@ func TestDurabilityAfterKill(t *testing.T) {
 		}()
 	}
 	// Kill once a good number of messages are acknowledged.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	parleytest.Poll(20*time.Second, func() bool {
 		mu.Lock()
-		n := len(acked)
-		mu.Unlock()
-		if n >= 500 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		defer mu.Unlock()
+		return len(acked) >= 500
+	})
 	if err := srv.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatalf("kill: %v", err)
 	}

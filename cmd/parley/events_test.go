@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"parley/parleytest"
 )
 
 // TestRoomEventsOneNode checks the wiring of room events on one node: a
@@ -125,13 +127,8 @@ func TestTypingRoomCapFlag(t *testing.T) {
 	b := dialStomp(t, m, "websocket", bob.token)
 	b.send("SEND\ndestination:/app/rooms." + big.ID + ".typing\nreceipt:t\n\n\x00")
 	b.expect("RECEIPT", "receipt-id:t")
-	deadline := time.Now().Add(10 * time.Second)
-	for metric(t, m, "parley_room_events_typing_capped_total") != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("the typing signal in a room of 3 was never capped")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	parleytest.Eventually(t, 10*time.Second, func() bool { return metric(t, m, "parley_room_events_typing_capped_total") == 1 },
+		"the typing signal in a room of 3 was never capped")
 	b.send("SEND\ndestination:/app/rooms." + small.ID + ".typing\n\n\x00")
 	if f := nextEvent(t, sc, "typing", bu.ID); string(f.Get("room")) != small.ID {
 		t.Fatalf("typing event %v, want the small room's only", f)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"parley/parleytest"
 )
 
 // memberJSON is one member of GET /api/rooms/{id}/members.
@@ -312,32 +314,23 @@ func TestMembersShowPresence(t *testing.T) {
 	}
 	sc := dialStomp(t, m, "websocket", zed.token)
 	var list membersJSON
-	deadline := time.Now().Add(15 * time.Second) // the presence quiet period is 5 s
-	for {
+	if !parleytest.Poll(15*time.Second, func() bool { // the presence quiet period is 5 s
 		if st := owner.do("GET", "/api/rooms/"+g.ID+"/members", nil, &list); st != http.StatusOK || len(list.Members) != 2 {
 			t.Fatalf("members = %d %+v", st, list)
 		}
 		// zed sorts after olga by name, but online members come first.
-		if first := list.Members[0]; first.User == zedUser && first.Online {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("members = %+v, want zed first and online", list.Members)
-		}
-		time.Sleep(10 * time.Millisecond)
+		first := list.Members[0]
+		return first.User == zedUser && first.Online
+	}) {
+		t.Fatalf("members = %+v, want zed first and online", list.Members)
 	}
 	sc.conn.Close()
-	deadline = time.Now().Add(15 * time.Second)
-	for {
+	if !parleytest.Poll(15*time.Second, func() bool {
 		owner.do("GET", "/api/rooms/"+g.ID+"/members", nil, &list)
 		z := list.Members[len(list.Members)-1]
-		if z.User == zedUser && !z.Online && z.LastSeenAt != nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("members = %+v 15 s after zed's session closed, want zed offline with last_seen_at", list.Members)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return z.User == zedUser && !z.Online && z.LastSeenAt != nil
+	}) {
+		t.Fatalf("members = %+v 15 s after zed's session closed, want zed offline with last_seen_at", list.Members)
 	}
 }
 
@@ -372,17 +365,10 @@ func TestMembersAgreeWithPresenceEvents(t *testing.T) {
 	}
 	zedLive := func(want bool) { // the gateway's instant state
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+		parleytest.Eventually(t, 10*time.Second, func() bool {
 			seen, _ := m.gateway.Seen(context.Background(), []string{zedUser.ID})
-			if seen[zedUser.ID].Online == want {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the gateway never had zed online %v", want)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+			return seen[zedUser.ID].Online == want
+		}, "the gateway never had zed online %v", want)
 	}
 	z := dialStomp(t, m, "websocket", zed.token)
 	zedLive(true)
