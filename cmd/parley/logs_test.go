@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"parley/parleytest"
 )
 
 // jsonLogProcess is `parley serve --log-format json --log-level debug`
@@ -70,25 +72,23 @@ func startJSONLogProcess(t *testing.T) *jsonLogProcess {
 // await waits until n lines have msg, and returns every line so far.
 func (p *jsonLogProcess) await(t *testing.T, msg string, n int) []map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	var logs []map[string]any
+	count := 0
+	if !parleytest.Poll(20*time.Second, func() bool {
 		p.mu.Lock()
-		logs := append([]map[string]any(nil), p.logs...)
+		logs = append([]map[string]any(nil), p.logs...)
 		p.mu.Unlock()
-		count := 0
+		count = 0
 		for _, l := range logs {
 			if l["msg"] == msg {
 				count++
 			}
 		}
-		if count >= n {
-			return logs
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d %q lines after 20 s; log:\n%s", count, n, msg, strings.Join(p.raw, "\n"))
-		}
-		time.Sleep(10 * time.Millisecond) // polling a log with a deadline: no timing is asserted
+		return count >= n
+	}) {
+		t.Fatalf("%d of %d %q lines after 20 s; log:\n%s", count, n, msg, strings.Join(p.raw, "\n"))
 	}
+	return logs
 }
 
 // TestLogsOfASession runs a scripted session against a real process that
