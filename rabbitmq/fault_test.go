@@ -84,29 +84,20 @@ func TestPrefetchAndManualAck(t *testing.T) {
 		parleytest.MustPublish(t, a, parleytest.MessageBatch("b", "r", int64(i+1)))
 	}
 	queue := rabbitmq.QueueName(exchange, "b")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ready, unacked := queueCounts(t, url, queue)
-		if ready == n-prefetch && unacked == prefetch {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("queue %s has %d ready, %d unacknowledged; want %d, %d", queue, ready, unacked, n-prefetch, prefetch)
-		}
-		time.Sleep(200 * time.Millisecond)
+	var ready, unacked int
+	if !parleytest.Poll(10*time.Second, func() bool {
+		ready, unacked = queueCounts(t, url, queue)
+		return ready == n-prefetch && unacked == prefetch
+	}) {
+		t.Fatalf("queue %s has %d ready, %d unacknowledged; want %d, %d", queue, ready, unacked, n-prefetch, prefetch)
 	}
 	close(release)
 	in.WaitFor(t, n, 10*time.Second)
-	deadline = time.Now().Add(10 * time.Second)
-	for {
-		ready, unacked := queueCounts(t, url, queue)
-		if ready == 0 && unacked == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after handling: %d ready, %d unacknowledged; want 0, 0", ready, unacked)
-		}
-		time.Sleep(200 * time.Millisecond)
+	if !parleytest.Poll(10*time.Second, func() bool {
+		ready, unacked = queueCounts(t, url, queue)
+		return ready == 0 && unacked == 0
+	}) {
+		t.Fatalf("after handling: %d ready, %d unacknowledged; want 0, 0", ready, unacked)
 	}
 }
 
@@ -135,15 +126,11 @@ func TestReconnectRepublish(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	})
-	for published.Load() < n/4 {
-		time.Sleep(10 * time.Millisecond)
-	}
+	parleytest.Eventually(t, time.Minute, func() bool { return published.Load() >= n/4 }, "the publisher never reached %d batches", n/4)
 	if closeConnections(t, ra) == 0 {
 		t.Fatalf("no connection of node ra found")
 	}
-	for published.Load() < n/2 {
-		time.Sleep(10 * time.Millisecond)
-	}
+	parleytest.Eventually(t, time.Minute, func() bool { return published.Load() >= n/2 }, "the publisher never reached %d batches", n/2)
 	if closeConnections(t, rb) == 0 {
 		t.Fatalf("no connection of node rb found")
 	}
