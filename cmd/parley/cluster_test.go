@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"parley"
+	"parley/parleytest"
 	"parley/postgres/pgtest"
 	"parley/redis"
 	"parley/stomp"
@@ -113,21 +114,19 @@ func closeNode(t *testing.T, m *Main) {
 // waitReady waits until /readyz reports every dependency ok.
 func waitReady(t *testing.T, m *Main) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get("http://" + m.Addr() + "/readyz")
-		var body []byte
-		if err == nil {
-			body, _ = io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
+	var err error
+	var body []byte
+	if !parleytest.Poll(60*time.Second, func() bool {
+		var resp *http.Response
+		body = nil
+		if resp, err = http.Get("http://" + m.Addr() + "/readyz"); err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("node %s not ready: %v %s", m.Config.NodeID, err, body)
-		}
-		time.Sleep(50 * time.Millisecond)
+		body, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}) {
+		t.Fatalf("node %s not ready: %v %s", m.Config.NodeID, err, body)
 	}
 }
 
@@ -308,12 +307,8 @@ func oneAddress(c *Config) { c.SignupRate, c.LoginMaxWait = 0, 0 }
 // min.
 func awaitMetric(t *testing.T, m *Main, name string, min float64) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for metric(t, m, name) < min {
-		if time.Now().After(deadline) {
-			t.Fatalf("node %s: %s = %g after 30 s, want at least %g", m.Config.NodeID, name, metric(t, m, name), min)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !parleytest.Poll(30*time.Second, func() bool { return metric(t, m, name) >= min }) {
+		t.Fatalf("node %s: %s = %g after 30 s, want at least %g", m.Config.NodeID, name, metric(t, m, name), min)
 	}
 }
 
@@ -578,13 +573,8 @@ func TestClusterBrokerConnectionClosed(t *testing.T) {
 		t.Fatalf("%d receipts, want %d", len(receipted), n)
 	}
 	for _, m := range nodes[:2] {
-		deadline := time.Now().Add(15 * time.Second)
-		for metric(t, m, "parley_broker_reconnects_total") < 1 {
-			if time.Now().After(deadline) {
-				t.Fatalf("node %s did not reconnect", m.Config.NodeID)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		parleytest.Eventually(t, 15*time.Second, func() bool { return metric(t, m, "parley_broker_reconnects_total") >= 1 },
+			"node %s did not reconnect", m.Config.NodeID)
 	}
 }
 
