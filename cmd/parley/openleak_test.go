@@ -10,6 +10,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"parley/parleytest"
 	"parley/servicetest"
 )
 
@@ -58,19 +59,15 @@ func TestOpenFailureClosesRedis(t *testing.T) {
 			if err := m.Close(ctx); err != nil {
 				t.Logf("Close() after the failed Open: %v", err)
 			}
-			deadline := time.Now().Add(10 * time.Second)
-			for {
-				n, err := otherClients(admin)
-				if err != nil {
+			var n int
+			if !parleytest.Poll(10*time.Second, func() bool {
+				var err error
+				if n, err = otherClients(admin); err != nil {
 					t.Fatal(err)
 				}
-				if n == 0 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("%d connections to Redis still open 10 s after Close of a node whose Open failed", n)
-				}
-				time.Sleep(20 * time.Millisecond)
+				return n == 0
+			}) {
+				t.Fatalf("%d connections to Redis still open 10 s after Close of a node whose Open failed", n)
 			}
 			// A leaked client's sockets are closed when the garbage
 			// collector frees them: m holds the client until here, so
