@@ -187,6 +187,8 @@ func (d *Doc) Validate(ref string, v any) []string {
 	return errs
 }
 
+// validate appends to errs, each prefixed with the path at, the ways v
+// breaks schema.
 func (d *Doc) validate(schema any, v any, at string, errs *[]string) {
 	s := d.deref(schema)
 	if s == nil {
@@ -194,29 +196,13 @@ func (d *Doc) validate(schema any, v any, at string, errs *[]string) {
 	}
 	fail := func(format string, args ...any) { *errs = append(*errs, at+": "+fmt.Sprintf(format, args...)) }
 	if alts, ok := s["oneOf"].([]any); ok {
-		n := 0
-		for _, alt := range alts {
-			var sub []string
-			d.validate(alt, v, at, &sub)
-			if len(sub) == 0 {
-				n++
-			}
-		}
-		if n != 1 {
+		if n := d.fits(alts, v, at); n != 1 {
 			fail("fits %d of oneOf's %d schemas, want 1", n, len(alts))
 		}
 		return
 	}
 	if t, ok := s["type"]; ok {
-		var types []string
-		switch t := t.(type) {
-		case string:
-			types = []string{t}
-		case []any:
-			for _, x := range t {
-				types = append(types, fmt.Sprint(x))
-			}
-		}
+		types := schemaTypes(t)
 		if !slices.Contains(types, typeOf(v)) && !(typeOf(v) == "integer" && slices.Contains(types, "number")) {
 			fail("is %s %v, want %s", typeOf(v), short(v), strings.Join(types, " or "))
 			return
@@ -267,6 +253,34 @@ func (d *Doc) validate(schema any, v any, at string, errs *[]string) {
 			fail("%v is above %v", v, hi)
 		}
 	}
+}
+
+// fits counts the schemas of alts (a oneOf) that v satisfies.
+func (d *Doc) fits(alts []any, v any, at string) int {
+	n := 0
+	for _, alt := range alts {
+		var sub []string
+		d.validate(alt, v, at, &sub)
+		if len(sub) == 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// schemaTypes lists the names a schema's "type" allows: one string or a
+// list of them.
+func schemaTypes(t any) []string {
+	var types []string
+	switch t := t.(type) {
+	case string:
+		types = []string{t}
+	case []any:
+		for _, x := range t {
+			types = append(types, fmt.Sprint(x))
+		}
+	}
+	return types
 }
 
 func typeOf(v any) string {
