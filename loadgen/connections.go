@@ -43,18 +43,8 @@ func (r *run) connections(ctx context.Context) error {
 		if !time.Now().Before(deadline) {
 			return nil
 		}
-		a := accs[i%len(accs)]
 		t0 := time.Now()
-		url := wsURLOf(a.node.base)
-		c, err := dialSTOMP(ctx, url, connectParams{host: hostOf(url), passcode: a.Token, bearer: a.Token}, r.o.Timeout, idleBuffer)
-		if err == nil {
-			if err = c.subscribe("0", "/user/queue/messages", r.o.Timeout); err == nil {
-				err = c.subscribe("1", topic, r.o.Timeout)
-			}
-			if err != nil {
-				c.nc.Close()
-			}
-		}
+		c, err := r.openIdle(ctx, accs[i%len(accs)], topic)
 		r.done.Add(1)
 		if err != nil {
 			r.rec.Error(i, connectKind(err))
@@ -67,9 +57,48 @@ func (r *run) connections(ctx context.Context) error {
 	})
 	openTime := time.Since(start)
 
-	// Keep reading, so that pings are answered and a server's close is
-	// seen, while the connections are held.
 	var closing atomic.Bool
+	wg := r.keepReading(conns, &closing)
+	after, err := r.settle(ctx, accs, rooms[0].ID)
+	sleepUntil(ctx, deadline, deadline.Add(time.Nanosecond))
+	r.stopMeasure(start)
+	r.res.Elapsed = openTime.Seconds()
+
+	closing.Store(true)
+	for _, c := range conns {
+		if c != nil {
+			c.nc.Close()
+		}
+	}
+	wg.Wait()
+	if err != nil {
+		return err
+	}
+	r.connectionsResult(opened.Load(), before, after)
+	return nil
+}
+
+// openIdle dials a's node as a, subscribes to a's user queue and to topic,
+// and closes the connection again when a step fails.
+func (r *run) openIdle(ctx context.Context, a account, topic string) (*stompConn, error) {
+	url := wsURLOf(a.node.base)
+	c, err := dialSTOMP(ctx, url, connectParams{host: hostOf(url), passcode: a.Token, bearer: a.Token}, r.o.Timeout, idleBuffer)
+	if err == nil {
+		if err = c.subscribe("0", "/user/queue/messages", r.o.Timeout); err == nil {
+			err = c.subscribe("1", topic, r.o.Timeout)
+		}
+		if err != nil {
+			c.nc.Close()
+		}
+	}
+	return c, err
+}
+
+// keepReading reads every open connection of conns in a goroutine of its
+// own, so that pings are answered and a server's close is seen while the
+// connections are held; a read error counts as a lost connection unless
+// closing is set. The returned group is done when every reader has ended.
+func (r *run) keepReading(conns []*stompConn, closing *atomic.Bool) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	for i, c := range conns {
 		if c == nil {
@@ -88,23 +117,14 @@ func (r *run) connections(ctx context.Context) error {
 			}
 		}()
 	}
-	after, err := r.settle(ctx, accs, rooms[0].ID)
-	sleepUntil(ctx, deadline, deadline.Add(time.Nanosecond))
-	r.stopMeasure(start)
-	r.res.Elapsed = openTime.Seconds()
+	return &wg
+}
 
-	closing.Store(true)
-	for _, c := range conns {
-		if c != nil {
-			c.nc.Close()
-		}
-	}
-	wg.Wait()
-	if err != nil {
-		return err
-	}
+// connectionsResult sets the run's result from the opened count and the
+// servers' metrics before and after the connections were opened.
+func (r *run) connectionsResult(opened int64, before, after map[string]float64) {
 	res := &ConnectionsResult{
-		Opened:     opened.Load(),
+		Opened:     opened,
 		RSSBefore:  before[metricRSS],
 		RSSAfter:   after[metricRSS],
 		HeapBefore: before[metricHeap],
@@ -122,7 +142,6 @@ func (r *run) connections(ctx context.Context) error {
 	}
 	r.res.Connections = res
 	r.res.Ops = res.Opened
-	return nil
 }
 
 // Settling: the memory of a Go server is read after its garbage collector
