@@ -40,21 +40,9 @@ Run 'parley bench <scenario> -h' for the flags of a scenario and their defaults.
 // runBench is the bench command: it parses flags, runs a loadgen scenario
 // and prints its result.
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		fmt.Fprint(stderr, benchUsage)
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
-			return flag.ErrHelp
-		}
-		return errors.New("bench: no scenario")
-	}
-	scn := loadgen.Scenario(args[0])
-	known := false
-	for _, s := range loadgen.Scenarios {
-		known = known || s == scn
-	}
-	if !known {
-		fmt.Fprint(stderr, benchUsage)
-		return fmt.Errorf("bench: unknown scenario %q", args[0])
+	scn, err := benchScenario(args, stderr)
+	if err != nil {
+		return err
 	}
 
 	o := loadgen.Defaults(scn)
@@ -107,7 +95,53 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := parseFlags(fs, args[1:], os.Getenv); err != nil {
 		return err
 	}
+	if err := applyBenchFlags(&o, benchArgs{urlFlag, nodes, interval, progress, rate}, stderr); err != nil {
+		return err
+	}
 
+	res, err := loadgen.Run(ctx, scn, o)
+	if o.Progress != nil {
+		fmt.Fprint(stderr, "\r\033[K")
+	}
+	if err != nil {
+		return err
+	}
+	return writeBenchResult(res, stdout, jsonPath, htmlPath)
+}
+
+// benchScenario returns the scenario args names first, or prints the usage
+// and fails when args names none or an unknown one.
+func benchScenario(args []string, stderr io.Writer) (loadgen.Scenario, error) {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		fmt.Fprint(stderr, benchUsage)
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
+			return "", flag.ErrHelp
+		}
+		return "", errors.New("bench: no scenario")
+	}
+	scn := loadgen.Scenario(args[0])
+	known := false
+	for _, s := range loadgen.Scenarios {
+		known = known || s == scn
+	}
+	if !known {
+		fmt.Fprint(stderr, benchUsage)
+		return "", fmt.Errorf("bench: unknown scenario %q", args[0])
+	}
+	return scn, nil
+}
+
+// benchArgs holds the bench flags that do not go straight into
+// loadgen.Options; applyBenchFlags turns them into options.
+type benchArgs struct {
+	url, nodes, interval, progress string
+	rate                           float64
+}
+
+// applyBenchFlags sets o's URLs, send interval and progress bar from b
+// and checks that every loop is bounded.
+func applyBenchFlags(o *loadgen.Options, b benchArgs, stderr io.Writer) error {
+	urlFlag, nodes, interval, progress, rate := b.url, b.nodes, b.interval, b.progress, b.rate
 	switch {
 	case nodes != "":
 		for _, u := range strings.Split(nodes, ",") {
@@ -146,14 +180,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	default:
 		return fmt.Errorf("bench: --progress must be auto, on or off, not %q", progress)
 	}
+	return nil
+}
 
-	res, err := loadgen.Run(ctx, scn, o)
-	if o.Progress != nil {
-		fmt.Fprint(stderr, "\r\033[K")
-	}
-	if err != nil {
-		return err
-	}
+// writeBenchResult prints res as text to stdout, writes the JSON and HTML
+// reports asked for, and fails when seats were oversold.
+func writeBenchResult(res *loadgen.Result, stdout io.Writer, jsonPath, htmlPath string) error {
 	if err := report.WriteText(stdout, res); err != nil {
 		return err
 	}
