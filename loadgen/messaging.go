@@ -137,78 +137,17 @@ func (r *run) group(ctx context.Context) error {
 func (m *msgRun) setup(ctx context.Context, makeRooms func(context.Context, []account) ([]string, error)) error {
 	r := m.r
 	tag := runID()
-	var accs []account
-	dests := make([]string, len(m.subs))
-	sendDests := make([]string, len(m.subs))
-	if r.o.Target == TargetParley {
-		var err error
-		n := len(m.cls)
-		if m.accounts > 0 {
-			n = min(m.accounts, n)
-		}
-		if accs, err = r.signUp(ctx, n); err != nil {
-			return err
-		}
-		ids, err := makeRooms(ctx, accs)
-		if err != nil {
-			return err
-		}
-		m.roomIDs = ids
-		for i := n; i < len(m.cls); i++ {
-			accs = append(accs, accs[i%n])
-		}
-		for i, id := range ids {
-			dests[i], sendDests[i] = "/topic/rooms."+id, "/app/rooms."+id
-		}
-	} else {
-		for i := range dests {
-			dests[i] = "/topic/bench." + tag + "." + string(r.scn) + "." + strconv.Itoa(i)
-			sendDests[i] = dests[i]
-		}
+	accs, dests, sendDests, err := m.destinations(ctx, makeRooms, tag)
+	if err != nil {
+		return err
 	}
 	r.setPhase("connect", int64(len(m.cls)), 0)
-	err := parallel(ctx, len(m.cls), r.o.SetupConcurrency*4, func(ctx context.Context, i int) error {
+	err = parallel(ctx, len(m.cls), r.o.SetupConcurrency*4, func(ctx context.Context, i int) error {
 		c := m.cls[i]
 		if r.o.Target == TargetCentrifugo {
 			return m.connectCentrifugo(ctx, c, dests[c.room])
 		}
-		var (
-			url string
-			p   connectParams
-		)
-		if r.o.Target == TargetParley {
-			url = wsURLOf(accs[i].node.base)
-			p = connectParams{host: hostOf(url), passcode: accs[i].Token, bearer: accs[i].Token}
-			c.clientID = tag + "-" + strconv.Itoa(i) + "-"
-		} else {
-			url = r.o.URLs[i%len(r.o.URLs)]
-			p = connectParams{host: "/", login: r.o.Login, passcode: r.o.Passcode}
-		}
-		conn, err := dialSTOMP(ctx, url, p, r.o.Timeout, m.bufSize())
-		if err != nil {
-			return fmt.Errorf("user %d: %w", i, err)
-		}
-		c.conn = conn
-		if err := conn.subscribe("0", dests[c.room], r.o.Timeout); err != nil {
-			return fmt.Errorf("user %d: %w", i, err)
-		}
-		if r.o.Target == TargetParley {
-			c.acc, c.roomID = accs[i], m.roomIDs[c.room]
-			if r.o.ReadAfterSend {
-				c.readReq = make(chan struct{}, 1)
-			}
-			if r.o.Events {
-				if err := conn.subscribe("1", dests[c.room]+".events", r.o.Timeout); err != nil {
-					return fmt.Errorf("user %d: %w", i, err)
-				}
-			}
-		}
-		c.sendDest = sendDests[c.room]
-		c.pending = map[int64]int64{}
-		c.acked = make(chan struct{}, 1)
-		c.last = make([]int32, m.senderCount())
-		r.done.Add(1)
-		return nil
+		return m.connectSTOMP(ctx, i, accs, dests, sendDests, tag)
 	})
 	for _, c := range m.cls {
 		if c.conn != nil || c.cf != nil {
@@ -223,6 +162,87 @@ func (m *msgRun) setup(ctx context.Context, makeRooms func(context.Context, []ac
 		m.readers.Add(1)
 		go m.read(c)
 	}
+	return nil
+}
+
+// destinations signs up the users and makes the rooms (Parley) or names
+// topics tagged with tag (RabbitMQ, Centrifugo), and returns the accounts
+// of the clients (Parley), the destination every room's clients subscribe
+// to and the one they send to.
+func (m *msgRun) destinations(ctx context.Context, makeRooms func(context.Context, []account) ([]string, error), tag string) (accs []account, dests, sendDests []string, err error) {
+	r := m.r
+	dests = make([]string, len(m.subs))
+	sendDests = make([]string, len(m.subs))
+	if r.o.Target == TargetParley {
+		n := len(m.cls)
+		if m.accounts > 0 {
+			n = min(m.accounts, n)
+		}
+		if accs, err = r.signUp(ctx, n); err != nil {
+			return nil, nil, nil, err
+		}
+		ids, err := makeRooms(ctx, accs)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		m.roomIDs = ids
+		for i := n; i < len(m.cls); i++ {
+			accs = append(accs, accs[i%n])
+		}
+		for i, id := range ids {
+			dests[i], sendDests[i] = "/topic/rooms."+id, "/app/rooms."+id
+		}
+	} else {
+		for i := range dests {
+			dests[i] = "/topic/bench." + tag + "." + string(r.scn) + "." + strconv.Itoa(i)
+			sendDests[i] = dests[i]
+		}
+	}
+	return accs, dests, sendDests, nil
+}
+
+// connectSTOMP connects client i over STOMP (as its account accs[i] on
+// Parley), subscribes it to its room's destination in dests and readies
+// its send state.
+func (m *msgRun) connectSTOMP(ctx context.Context, i int, accs []account, dests, sendDests []string, tag string) error {
+	r := m.r
+	c := m.cls[i]
+	var (
+		url string
+		p   connectParams
+	)
+	if r.o.Target == TargetParley {
+		url = wsURLOf(accs[i].node.base)
+		p = connectParams{host: hostOf(url), passcode: accs[i].Token, bearer: accs[i].Token}
+		c.clientID = tag + "-" + strconv.Itoa(i) + "-"
+	} else {
+		url = r.o.URLs[i%len(r.o.URLs)]
+		p = connectParams{host: "/", login: r.o.Login, passcode: r.o.Passcode}
+	}
+	conn, err := dialSTOMP(ctx, url, p, r.o.Timeout, m.bufSize())
+	if err != nil {
+		return fmt.Errorf("user %d: %w", i, err)
+	}
+	c.conn = conn
+	if err := conn.subscribe("0", dests[c.room], r.o.Timeout); err != nil {
+		return fmt.Errorf("user %d: %w", i, err)
+	}
+	if r.o.Target == TargetParley {
+		c.acc, c.roomID = accs[i], m.roomIDs[c.room]
+		if r.o.ReadAfterSend {
+			c.readReq = make(chan struct{}, 1)
+		}
+		if r.o.Events {
+			if err := conn.subscribe("1", dests[c.room]+".events", r.o.Timeout); err != nil {
+				return fmt.Errorf("user %d: %w", i, err)
+			}
+		}
+	}
+	c.sendDest = sendDests[c.room]
+	c.pending = map[int64]int64{}
+	c.acked = make(chan struct{}, 1)
+	c.last = make([]int32, m.senderCount())
+	r.done.Add(1)
 	return nil
 }
 
