@@ -260,7 +260,6 @@ func (m *msgRun) measure(ctx context.Context) error {
 	r.res.Unit = "delivery"
 	start := r.startMeasure(int64(len(m.cls) * o.Loops))
 	deadline := start.Add(o.Duration)
-	closedLoop := o.MaxInterval <= 0
 	var wg sync.WaitGroup
 	sideCtx, stopSide := context.WithCancel(ctx)
 	defer stopSide()
@@ -269,36 +268,7 @@ func (m *msgRun) measure(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var head, body []byte
-			var err error
-			rng := rand.New(rand.NewPCG(uint64(c.idx), uint64(start.UnixNano())))
-			next := start
-			if o.RampUp > 0 {
-				next = next.Add(time.Duration(int64(o.RampUp) * int64(c.idx) / int64(len(m.cls))))
-			}
-			if !closedLoop {
-				// A random phase: with a fixed interval, users that all
-				// started at once would otherwise send in lockstep bursts.
-				next = next.Add(interval(rng, 0, o.MaxInterval))
-			}
-			for n := 1; n <= o.Loops; n++ {
-				if !sleepUntil(ctx, next, deadline) {
-					return
-				}
-				if head, body, err = m.send(c, n, head, body); err != nil {
-					r.rec.Error(c.idx, "send: "+errKind(err))
-					return
-				}
-				r.done.Add(1)
-				if closedLoop {
-					if !m.awaitReceipt(ctx, c, o.Timeout) {
-						return
-					}
-					next = time.Now()
-				} else {
-					next = next.Add(interval(rng, o.MinInterval, o.MaxInterval))
-				}
-			}
+			m.sendLoop(ctx, c, start, deadline)
 		}()
 	}
 	wg.Wait()
@@ -306,7 +276,60 @@ func (m *msgRun) measure(ctx context.Context) error {
 	stopSide()
 	side.Wait()
 
-	// Drain: wait for the outstanding receipts and deliveries.
+	drainStart := m.drainAll(ctx)
+	r.stopMeasure(start)
+	// The measurement lasts until the last send; the drain is apart.
+	r.res.Elapsed = sendEnd.Sub(start).Seconds()
+	drain := time.Since(drainStart)
+	m.closeAll()
+	m.messagingResult(start, drain)
+	return nil
+}
+
+// sendLoop sends client c's Loops messages from start (plus its share of
+// the ramp-up) until deadline: at random intervals, or each when the last
+// is receipted in a closed loop.
+func (m *msgRun) sendLoop(ctx context.Context, c *msgClient, start, deadline time.Time) {
+	r := m.r
+	o := r.o
+	closedLoop := o.MaxInterval <= 0
+	var head, body []byte
+	var err error
+	rng := rand.New(rand.NewPCG(uint64(c.idx), uint64(start.UnixNano())))
+	next := start
+	if o.RampUp > 0 {
+		next = next.Add(time.Duration(int64(o.RampUp) * int64(c.idx) / int64(len(m.cls))))
+	}
+	if !closedLoop {
+		// A random phase: with a fixed interval, users that all
+		// started at once would otherwise send in lockstep bursts.
+		next = next.Add(interval(rng, 0, o.MaxInterval))
+	}
+	for n := 1; n <= o.Loops; n++ {
+		if !sleepUntil(ctx, next, deadline) {
+			return
+		}
+		if head, body, err = m.send(c, n, head, body); err != nil {
+			r.rec.Error(c.idx, "send: "+errKind(err))
+			return
+		}
+		r.done.Add(1)
+		if closedLoop {
+			if !m.awaitReceipt(ctx, c, o.Timeout) {
+				return
+			}
+			next = time.Now()
+		} else {
+			next = next.Add(interval(rng, o.MinInterval, o.MaxInterval))
+		}
+	}
+}
+
+// drainAll waits up to Drain for the outstanding receipts and deliveries
+// and returns when the drain started.
+func (m *msgRun) drainAll(ctx context.Context) time.Time {
+	r := m.r
+	o := r.o
 	r.setPhaseUnits("drain", m.expected.Load(), o.Drain, phaseUnits{done: "deliveries in", rate: "deliveries/s", upTo: true})
 	drainStart := time.Now()
 	drainEnd := drainStart.Add(o.Drain)
@@ -319,12 +342,14 @@ func (m *msgRun) measure(ctx context.Context) error {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	r.stopMeasure(start)
-	// The measurement lasts until the last send; the drain is apart.
-	r.res.Elapsed = sendEnd.Sub(start).Seconds()
-	drain := time.Since(drainStart)
-	m.closeAll()
+	return drainStart
+}
 
+// messagingResult sets the run's result from the counters, the
+// measurement's start and the drain's length, and counts a missing
+// receipt as an error.
+func (m *msgRun) messagingResult(start time.Time, drain time.Duration) {
+	r := m.r
 	res := &MessagingResult{
 		Sent: m.sent.Load(), Accepted: m.accepted.Load(), Expected: m.expected.Load(),
 		Received: m.received(), Duplicates: m.dups.Load(),
@@ -359,7 +384,6 @@ func (m *msgRun) measure(ctx context.Context) error {
 	r.res.Messaging = res
 	r.res.Ops = res.Received
 	r.res.Throughput = res.Deliveries
-	return nil
 }
 
 // senderCount is how many clients send: the first ones.
