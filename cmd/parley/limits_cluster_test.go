@@ -98,10 +98,13 @@ func TestClusterLimitsOneBudget(t *testing.T) {
 		}
 		elapsed := time.Since(start)
 		t.Logf("%d REST sends created over 3 nodes in %v", created, elapsed)
+		// Alice's new room took one token of this budget (REST sends and
+		// new rooms share it), and the bucket may not have refilled it yet.
+		least := 2*restRate - 1
 		most := 2*restRate + int(math.Ceil(restRate*elapsed.Seconds())) + 3*sendLease
-		if created < 2*restRate || created > most {
+		if created < least || created > most {
 			t.Errorf("%d REST sends over 3 nodes in %v, want %d to %d (one budget of %d, not %d)",
-				created, elapsed, 2*restRate, most, 2*restRate, 6*restRate)
+				created, elapsed, least, most, 2*restRate, 6*restRate)
 		}
 	})
 
