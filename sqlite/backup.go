@@ -1,0 +1,357 @@
+package sqlite
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"parley/schema"
+)
+
+// Backups. Backup copies a database, live or not, into one file with
+// VACUUM INTO on a read-only connection: SQLite writes the copy from one
+// read transaction, so it is a consistent snapshot of the last commit
+// before it began, and the writer goes on committing meanwhile (a reader
+// never blocks it in WAL mode; the checkpointer cannot restart the WAL
+// until the copy ends, so the WAL grows for that long). Both drivers run
+// it the same way, where SQLite's online backup API is reachable through
+// neither database/sql driver alike. Restore puts a snapshot back, into a
+// data directory no process has open: it checks the file first (Inspect),
+// copies it beside the database, then replaces the database in one rename.
+
+// Errors of Inspect and Restore, wrapped with the file they are about.
+var (
+	// ErrNotDatabase: the file is not a SQLite database.
+	ErrNotDatabase = errors.New("not a SQLite database")
+	// ErrNotParley: a SQLite database, but not one of Parley's.
+	ErrNotParley = errors.New("not a Parley database")
+	// ErrNewerSchema: a Parley database of a schema newer than this
+	// program's.
+	ErrNewerSchema = errors.New("schema newer than this program's")
+	// ErrCorrupt: PRAGMA integrity_check found the database damaged.
+	ErrCorrupt = errors.New("database damaged")
+)
+
+// BackupInfo says what a snapshot holds.
+type BackupInfo struct {
+	Version  int   // the snapshot's schema version
+	Latest   int   // this program's newest schema version
+	Users    int64 // rows of users
+	Rooms    int64 // rows of rooms
+	Messages int64 // rows of messages, deleted ones included
+	Bytes    int64 // the file's size
+	Took     time.Duration
+}
+
+// String reports bi in one line, as parley backup and restore print it.
+func (bi BackupInfo) String() string {
+	s := fmt.Sprintf("schema version %d, %d users, %d rooms, %d messages, %d bytes", bi.Version, bi.Users, bi.Rooms, bi.Messages, bi.Bytes)
+	if bi.Took > 0 {
+		s += fmt.Sprintf(" in %v", bi.Took.Round(time.Millisecond))
+	}
+	return s
+}
+
+// Backup writes a consistent snapshot of the database at dbPath, which a
+// running Store may have open, to dest, which must not exist: into a
+// temporary file beside dest, fsynced, then renamed to dest and the
+// directory fsynced, so that dest is either absent or whole. It takes no
+// lock and writes nothing to dbPath's directory but SQLite's shared-memory
+// file of a WAL database. The snapshot is one file in rollback-journal
+// mode, with no -wal beside it.
+func Backup(ctx context.Context, dbPath, dest string) (BackupInfo, error) {
+	start := time.Now()
+	if _, err := os.Lstat(dest); err == nil {
+		return BackupInfo{}, fmt.Errorf("backup to %s: %w", dest, fs.ErrExist)
+	}
+	if _, err := os.Stat(dbPath); err != nil {
+		return BackupInfo{}, fmt.Errorf("backup %s: %w", dbPath, err)
+	}
+	if err := checkHeader(dbPath); err != nil {
+		return BackupInfo{}, fmt.Errorf("backup %s: %w", dbPath, err)
+	}
+	tmp, err := snapshot(ctx, dbPath, dest)
+	if err != nil {
+		return BackupInfo{}, fmt.Errorf("backup %s: %w", dbPath, err)
+	}
+	defer os.Remove(tmp) // after the link below, or after a failure
+	bi, err := inspect(ctx, tmp, false)
+	if err != nil {
+		return BackupInfo{}, fmt.Errorf("backup %s: %w", dbPath, err)
+	}
+	// A hard link, unlike a rename, never replaces a dest created since
+	// the check above.
+	if err := os.Link(tmp, dest); err != nil {
+		return BackupInfo{}, fmt.Errorf("backup to %s: %w", dest, err)
+	}
+	if err := syncDir(filepath.Dir(dest)); err != nil {
+		return BackupInfo{}, fmt.Errorf("backup to %s: %w", dest, err)
+	}
+	bi.Took = time.Since(start)
+	return bi, nil
+}
+
+// Inspect checks that the file at path is a whole Parley database whose
+// schema this program can open (it may be older: Open and Migrate upgrade
+// it) and reports what it holds. It opens the file read-only and runs
+// PRAGMA integrity_check, which reads every page. It fails with
+// ErrNotDatabase, ErrCorrupt, ErrNotParley or ErrNewerSchema, wrapped.
+func Inspect(ctx context.Context, path string) (BackupInfo, error) {
+	if err := checkHeader(path); err != nil {
+		return BackupInfo{}, fmt.Errorf("%s: %w", path, err)
+	}
+	bi, err := inspect(ctx, path, true)
+	if err != nil {
+		return BackupInfo{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return bi, nil
+}
+
+// Restore replaces the database at dbPath with a copy of the snapshot at
+// src, after Inspect has accepted src. No process may have dbPath open:
+// the caller holds its data directory's lock (package dirlock). The copy
+// is written beside dbPath and fsynced; then the old database's -wal and
+// -shm files are removed (a WAL left beside the new file would be replayed
+// into it) and the copy renamed over dbPath, each step made durable by an
+// fsync of the directory. A failure before the removal leaves dbPath as
+// it was.
+func Restore(ctx context.Context, src, dbPath string) (BackupInfo, error) {
+	start := time.Now()
+	bi, err := Inspect(ctx, src)
+	if err != nil {
+		return BackupInfo{}, fmt.Errorf("restore %w", err)
+	}
+	tmp, err := snapshot(ctx, src, dbPath)
+	if err != nil {
+		return BackupInfo{}, fmt.Errorf("restore %s: %w", src, err)
+	}
+	defer os.Remove(tmp) // after a failure; gone by the rename otherwise
+	got, err := inspect(ctx, tmp, false)
+	if err != nil {
+		return BackupInfo{}, fmt.Errorf("restore %s: copy: %w", src, err)
+	}
+	if got.Version != bi.Version || got.Users != bi.Users || got.Rooms != bi.Rooms || got.Messages != bi.Messages {
+		return BackupInfo{}, fmt.Errorf("restore %s: the copy holds %v, the file %v", src, got, bi)
+	}
+	dir := filepath.Dir(dbPath)
+	for _, suffix := range []string{"-wal", "-shm", "-journal"} {
+		if err := os.Remove(dbPath + suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return BackupInfo{}, fmt.Errorf("restore %s: %w", src, err)
+		}
+	}
+	if err := syncDir(dir); err != nil {
+		return BackupInfo{}, fmt.Errorf("restore %s: %w", src, err)
+	}
+	if err := os.Rename(tmp, dbPath); err != nil {
+		return BackupInfo{}, fmt.Errorf("restore %s: %w", src, err)
+	}
+	if err := syncDir(dir); err != nil {
+		return BackupInfo{}, fmt.Errorf("restore %s: %w", src, err)
+	}
+	got.Took = time.Since(start)
+	return got, nil
+}
+
+// snapshot copies the database at src with VACUUM INTO into a new
+// temporary file beside dest, in rollback-journal mode and fsynced, and
+// returns its path. It removes the file when it fails.
+func snapshot(ctx context.Context, src, dest string) (tmp string, err error) {
+	f, err := os.CreateTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".*.tmp")
+	if err != nil {
+		return "", err
+	}
+	tmp = f.Name()
+	f.Close() // VACUUM INTO writes into an empty file
+	defer func() {
+		if err != nil {
+			os.Remove(tmp)
+		}
+	}()
+	db := openReadOnly(src)
+	_, err = db.ExecContext(ctx, "VACUUM INTO ?", tmp)
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", fmt.Errorf("vacuum into %s: %w", tmp, err)
+	}
+	// The copy of a WAL database says WAL in its header; make it one
+	// self-contained file (Open puts it back in WAL mode).
+	db = sql.OpenDB(&connector{drv: newDriver(), dsn: tmp, pragmas: []string{"PRAGMA busy_timeout = 5000"}})
+	var mode string
+	err = db.QueryRowContext(ctx, "PRAGMA journal_mode = DELETE").Scan(&mode)
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", fmt.Errorf("copy %s: journal mode: %w", tmp, err)
+	}
+	if err := syncFile(tmp); err != nil {
+		return "", err
+	}
+	return tmp, nil
+}
+
+// openReadOnly opens one read-only connection to the database at path:
+// it never creates the file, and cannot write to it.
+func openReadOnly(path string) *sql.DB {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		abs = path
+	}
+	u := url.URL{Scheme: "file", Path: abs, RawQuery: "mode=ro"}
+	db := sql.OpenDB(&connector{drv: newDriver(), dsn: u.String(), pragmas: []string{"PRAGMA busy_timeout = 5000"}})
+	db.SetMaxOpenConns(1)
+	return db
+}
+
+// sqliteHeader is the first 16 bytes of every SQLite 3 database file.
+var sqliteHeader = []byte("SQLite format 3\x00")
+
+// checkHeader fails with ErrNotDatabase unless the file at path starts as
+// a SQLite database does.
+func checkHeader(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	head := make([]byte, len(sqliteHeader))
+	if _, err := io.ReadFull(f, head); err != nil || !bytes.Equal(head, sqliteHeader) {
+		return ErrNotDatabase
+	}
+	return nil
+}
+
+// inspect reads what the database at path holds, read-only, with a full
+// integrity check first when check is set.
+func inspect(ctx context.Context, path string, check bool) (BackupInfo, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return BackupInfo{}, err
+	}
+	bi := BackupInfo{Bytes: st.Size()}
+	db := openReadOnly(path)
+	defer db.Close()
+	if check {
+		if err := integrityCheck(ctx, db); err != nil {
+			return bi, err
+		}
+	}
+	if bi.Version, bi.Latest, err = parleyVersion(ctx, db); err != nil {
+		return bi, err
+	}
+	for _, c := range []struct {
+		table string
+		n     *int64
+	}{{"users", &bi.Users}, {"rooms", &bi.Rooms}, {"messages", &bi.Messages}} {
+		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM "+c.table).Scan(c.n); err != nil {
+			return bi, fmt.Errorf("count %s: %w: %v", c.table, ErrNotParley, err)
+		}
+	}
+	return bi, nil
+}
+
+// integrityCheck runs PRAGMA integrity_check, which answers one row "ok"
+// or up to 100 rows saying what is wrong, or fails outright on damage it
+// cannot read past: either is ErrCorrupt.
+func integrityCheck(ctx context.Context, db *sql.DB) error {
+	rows, err := db.QueryContext(ctx, "PRAGMA integrity_check")
+	if err != nil {
+		return fmt.Errorf("%w: integrity check: %w", ErrCorrupt, err)
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return fmt.Errorf("%w: integrity check: %w", ErrCorrupt, err)
+		}
+		if s != "ok" && len(problems) < 3 {
+			problems = append(problems, s)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("%w: integrity check: %w", ErrCorrupt, err)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%w: integrity check: %q", ErrCorrupt, problems)
+	}
+	return nil
+}
+
+// parleyVersion returns the schema version of db and this program's
+// newest. A Parley database has a schema_migrations table whose rows name
+// this program's migration files, version by version.
+func parleyVersion(ctx context.Context, db *sql.DB) (version, latest int, err error) {
+	ms, err := schema.Load(migrations, "migrations/*.sql")
+	if err != nil {
+		return 0, 0, err
+	}
+	latest = ms[len(ms)-1].Version
+	rows, err := db.QueryContext(ctx, "SELECT version, name FROM schema_migrations ORDER BY version")
+	if err != nil {
+		return 0, latest, fmt.Errorf("%w (no schema_migrations table: %v)", ErrNotParley, err)
+	}
+	defer rows.Close()
+	names := map[int]string{}
+	for _, m := range ms {
+		names[m.Version] = m.Name
+	}
+	for rows.Next() {
+		var v int
+		var name string
+		if err := rows.Scan(&v, &name); err != nil {
+			return 0, latest, fmt.Errorf("%w (schema_migrations: %v)", ErrNotParley, err)
+		}
+		if want, ok := names[v]; v <= latest && (!ok || name != want) {
+			return 0, latest, fmt.Errorf("%w (its migration %d is %q, this program's %q)", ErrNotParley, v, name, want)
+		}
+		version = v
+	}
+	if err := rows.Err(); err != nil {
+		return 0, latest, fmt.Errorf("schema_migrations: %w", err)
+	}
+	if version == 0 {
+		return 0, latest, fmt.Errorf("%w (no migration applied)", ErrNotParley)
+	}
+	if version > latest {
+		return version, latest, fmt.Errorf("%w: version %d, this program's %d: use a newer parley", ErrNewerSchema, version, latest)
+	}
+	return version, latest, nil
+}
+
+// syncFile fsyncs the file at path.
+func syncFile(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// syncDir fsyncs a directory, making the names created, renamed or removed
+// in it durable.
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
