@@ -55,6 +55,8 @@ const usage = `usage: parley <command> [flags]
 commands:
   serve     start a Parley node
   migrate   apply the store's pending schema migrations (--dry-run: report them)
+  backup    write a consistent snapshot of a running node's SQLite database to a new file
+  restore   check a snapshot and make it the database of a stopped data directory
   bench     drive a running server with a load scenario (parley bench -h)
   healthcheck  exit 0 if the node on --addr is healthy, 1 if not (--ready: /readyz)
   version   print the version (also --version, -v)
@@ -72,6 +74,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runServe(ctx, args[1:], stderr)
 	case "migrate":
 		return runMigrate(ctx, args[1:], stdout, stderr)
+	case "backup":
+		return runBackup(ctx, args[1:], stdout, stderr)
+	case "restore":
+		return runRestore(ctx, args[1:], stdout, stderr)
 	case "bench":
 		return runBench(ctx, args[1:], stdout, stderr)
 	case "healthcheck":

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"parley/dirlock"
+	"parley/sqlite"
+)
+
+// postgresBackupAdvice is why parley backup and restore refuse PostgreSQL.
+const postgresBackupAdvice = "the PostgreSQL store is backed up with PostgreSQL's own tools, which take a consistent snapshot of a live database that every node shares: " +
+	"pg_dump -Fc (a logical dump, restored with pg_restore) or pg_basebackup (a physical base backup, with WAL archiving for point-in-time recovery); see docs/operations.md"
+
+// runBackup is `parley backup DEST`: a consistent snapshot of the SQLite
+// database in --data, taken beside a running server (it takes no lock).
+func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fl := flag.NewFlagSet("parley backup", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	var store, data string
+	fl.StringVar(&store, "store", "", "store: empty for SQLite in --data; postgres://… is refused (use pg_dump or pg_basebackup)")
+	fl.StringVar(&data, "data", "./data", "data directory of the embedded SQLite store")
+	fl.String("config", "", configHelp)
+	setUsage(fl, stderr, "usage: parley backup [flags] DEST\n\nWrite a consistent snapshot of the SQLite database in --data to the new file DEST,\nwhile the server runs or not. DEST must not exist.\nEvery flag can also be set by the environment variable named beside it.\n\n")
+	dest, err := parseWithArg(fl, args, "DEST")
+	if err != nil {
+		return err
+	}
+	switch {
+	case isPostgres(store):
+		return errors.New("backup: " + postgresBackupAdvice)
+	case store != "":
+		return fmt.Errorf("--store %q: want empty (SQLite) or postgres://…", store)
+	}
+	db := filepath.Join(data, "parley.db")
+	if _, err := os.Stat(db); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("backup: no database in %s (%s does not exist)", data, db)
+	}
+	bi, err := sqlite.Backup(ctx, db, dest)
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("backup: %s exists: choose a new file", dest)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "backed up %s to %s: %v\n", db, dest, bi)
+	return nil
+}
+
+// runRestore is `parley restore SRC`: it replaces the SQLite database of a
+// stopped data directory with the snapshot SRC, after checking it.
+func runRestore(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	fl := flag.NewFlagSet("parley restore", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	var store, data string
+	var force bool
+	fl.StringVar(&store, "store", "", "store: empty for SQLite in --data; postgres://… is refused (use pg_restore or the base backup)")
+	fl.StringVar(&data, "data", "./data", "data directory of the embedded SQLite store; no server may be running on it")
+	fl.BoolVar(&force, "force", false, "replace a data directory's database that holds data")
+	fl.String("config", "", configHelp)
+	setUsage(fl, stderr, "usage: parley restore [flags] SRC\n\nCheck the snapshot SRC (from parley backup) and make it the SQLite database of --data,\nwhich no server may be running on. Refuses a database that holds data unless --force.\nEvery flag can also be set by the environment variable named beside it.\n\n")
+	src, err := parseWithArg(fl, args, "SRC")
+	if err != nil {
+		return err
+	}
+	switch {
+	case isPostgres(store):
+		return errors.New("restore: " + postgresBackupAdvice)
+	case store != "":
+		return fmt.Errorf("--store %q: want empty (SQLite) or postgres://…", store)
+	}
+	if _, err := os.Stat(src); err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	// A directory this call creates is removed again when it fails, so
+	// that a refused restore leaves nothing behind.
+	if _, err := os.Stat(data); errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(data, 0o750); err != nil {
+			return fmt.Errorf("data directory: %w", err)
+		}
+		defer func() {
+			if err != nil {
+				os.Remove(filepath.Join(data, dirlock.FileName))
+				os.Remove(data)
+			}
+		}()
+	}
+	lock, err := dirlock.Acquire(data)
+	if err != nil {
+		return fmt.Errorf("restore: data directory: %w: stop the server first", err)
+	}
+	defer lock.Close()
+	db := filepath.Join(data, "parley.db")
+	if !force {
+		for _, p := range []string{db, db + "-wal"} {
+			if st, err := os.Stat(p); err == nil && st.Size() > 0 {
+				return fmt.Errorf("restore: %s holds a database (%d bytes): restore into an empty data directory, or pass --force to replace it", p, st.Size())
+			}
+		}
+	}
+	bi, err := sqlite.Restore(ctx, src, db)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "restored %s into %s: %v\n", src, db, bi)
+	if bi.Version < bi.Latest {
+		fmt.Fprintf(stdout, "its schema is version %d of this program's %d: parley serve (or parley migrate) will upgrade it\n", bi.Version, bi.Latest)
+	}
+	return nil
+}
+
+// parseWithArg parses a command's flags, given before or after its one
+// argument (named name in the errors), as parseFlags does, and returns
+// the argument.
+func parseWithArg(fl *flag.FlagSet, args []string, name string) (string, error) {
+	var flags, rest []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			rest = append(rest, args[i+1:]...)
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			rest = append(rest, a)
+			continue
+		}
+		flags = append(flags, a)
+		fname := strings.TrimLeft(a, "-")
+		if strings.Contains(fname, "=") {
+			continue
+		}
+		if f := fl.Lookup(fname); f != nil && !isBoolFlag(f) && i+1 < len(args) {
+			i++
+			flags = append(flags, args[i])
+		}
+	}
+	if err := parseFlags(fl, flags, os.Getenv); err != nil {
+		return "", err
+	}
+	if len(rest) != 1 {
+		fl.Usage()
+		if len(rest) == 0 {
+			return "", fmt.Errorf("no %s given", name)
+		}
+		return "", fmt.Errorf("want one %s, got %q", name, rest)
+	}
+	return rest[0], nil
+}
+
+// isBoolFlag reports whether f takes no value (--force, not --force true).
+func isBoolFlag(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
