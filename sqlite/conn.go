@@ -51,8 +51,14 @@ func openDB(path string, n int, write bool, cfg Config) *sql.DB {
 	}
 	if write {
 		// After a checkpoint resets the WAL, cut it back to 64 MiB.
+		// secure_delete (a setting of the connection, not of the file):
+		// what a write deletes or replaces, the old text of a message
+		// too, is overwritten with zeros in its page, and a page it
+		// frees is zeroed, so the page images it writes hold no deleted
+		// bytes (checkpoint.go erases the WAL's older ones).
 		pragmas = append(pragmas, "PRAGMA journal_size_limit = 67108864",
-			fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", writerAutoCheckpoint))
+			fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", writerAutoCheckpoint),
+			"PRAGMA secure_delete = ON")
 	} else {
 		pragmas = append(pragmas, "PRAGMA query_only = ON")
 	}
