@@ -23,15 +23,35 @@ import (
 // when readers hold it up; a later round tries again). The writer keeps
 // SQLite's automatic checkpoint as a last resort, at writerAutoCheckpoint
 // pages.
+//
+// A commit that erased text (a deletion, an edit: the writer's pages hold
+// no deleted bytes, conn.go, but the WAL's older frames still hold the
+// pages as they were) asks for a TRUNCATE checkpoint instead: a RESTART
+// that then cuts the WAL to nothing, taken under Store.txMu like a RESTART.
+// One runs at most every eraseEvery, at the first round after it is asked
+// for, so the erased text leaves the WAL within EraseBound of its commit
+// and the writer is held back at most once a second, for as long as a
+// RESTART holds it (checkpointBusy at worst); when readers hold the WAL
+// past checkpointBusy, it tries again eraseEvery later. The first round
+// after Open erases too: a crash may have left erased text in the WAL.
 const (
 	checkpointBusy       = 200 * time.Millisecond
 	writerAutoCheckpoint = 65536 // pages
 )
 
+// EraseBound is how long after its commit the text of a deleted message,
+// or the old text of an edited one, may stay in the database's files: its
+// own pages are overwritten by the commit itself, and the WAL's older
+// frames are gone by the next TRUNCATE checkpoint (eraseEvery plus a round
+// and its busy wait, with room to spare), unless a reader holds the WAL
+// longer than that (readers run single queries).
+const EraseBound = 2 * time.Second
+
 // Variables for the tests.
 var (
 	checkpointEvery = 100 * time.Millisecond
 	walRestartAt    = 4096 // pages: 16 MiB at 4 KiB
+	eraseEvery      = time.Second
 )
 
 // checkpointer is the checkpoint goroutine's state.
@@ -43,11 +63,25 @@ type checkpointer struct {
 	stop    chan struct{}
 	done    chan struct{}
 	errs    func(error) // reports a failed checkpoint
-	txMu    *sync.Mutex // the writer's: held by RESTART
+	txMu    *sync.Mutex // the writer's: held by RESTART and TRUNCATE
 
-	maxLog   atomic.Int64  // the longest WAL a checkpoint found, in pages
-	restarts atomic.Uint64 // RESTART checkpoints run
+	// erase is set by a write that erased text, in its batch (under
+	// txMu), and cleared by the TRUNCATE checkpoint that erases it from
+	// the WAL, under txMu too: so a TRUNCATE that clears it comes after
+	// the commit that set it.
+	erase     atomic.Bool
+	lastErase time.Time // the last TRUNCATE checkpoint; owned by run
+
+	maxLog     atomic.Int64  // the longest WAL a checkpoint found, in pages
+	restarts   atomic.Uint64 // RESTART checkpoints run
+	erases     atomic.Uint64 // TRUNCATE checkpoints that emptied the WAL
+	erasesHeld atomic.Uint64 // TRUNCATE checkpoints that readers held up
 }
+
+// erased tells the checkpointer that the running batch erases text: a
+// TRUNCATE checkpoint is due within EraseBound of its commit. The writer
+// calls it (under txMu).
+func (c *checkpointer) erased() { c.erase.Store(true) }
 
 // wrote tells the checkpointer that the WAL grew. It never blocks.
 func (c *checkpointer) wrote() {
@@ -57,14 +91,24 @@ func (c *checkpointer) wrote() {
 	}
 }
 
-// run checkpoints every checkpointEvery after a write, until stop.
+// run checkpoints every checkpointEvery after a write, until stop. Its
+// first round erases: a crash may have left erased text in the WAL, which
+// SQLite recovered at Open.
 func (c *checkpointer) run() {
 	defer close(c.done)
+	c.erased()
+	c.wrote()
 	t := time.NewTicker(checkpointEvery)
 	defer t.Stop()
 	for {
 		select {
 		case <-c.stop:
+			if c.erase.Load() { // the writer is closed: nothing waits
+				c.lastErase = time.Time{}
+				if err := c.checkpoint(); err != nil && c.errs != nil {
+					c.errs(err)
+				}
+			}
 			return
 		case <-t.C:
 		}
@@ -79,8 +123,9 @@ func (c *checkpointer) run() {
 	}
 }
 
-// checkpoint runs one PASSIVE checkpoint, then a RESTART one when the WAL
-// is long enough.
+// checkpoint runs one PASSIVE checkpoint, then a TRUNCATE one when text
+// was erased and eraseEvery has passed since the last, else a RESTART one
+// when the WAL is long enough.
 func (c *checkpointer) checkpoint() error {
 	ctx := context.Background()
 	var busy, log, done int
@@ -91,6 +136,12 @@ func (c *checkpointer) checkpoint() error {
 	if int64(log) > c.maxLog.Load() {
 		c.maxLog.Store(int64(log))
 	}
+	if c.erase.Load() {
+		if time.Since(c.lastErase) >= eraseEvery {
+			return c.truncate(ctx)
+		}
+		c.wrote() // come back next round
+	}
 	if log < walRestartAt {
 		return nil
 	}
@@ -100,6 +151,32 @@ func (c *checkpointer) checkpoint() error {
 	defer c.txMu.Unlock()
 	if err := c.restart.stmt.QueryRowContext(ctx).Scan(&busy, &log, &done); err != nil {
 		return fmt.Errorf("checkpoint (restart): %w", err)
+	}
+	return nil
+}
+
+// truncate runs a TRUNCATE checkpoint for the erased text: every frame
+// copied into the database file and the WAL cut to nothing. When readers
+// keep it from finishing, the erase stays due for the next round.
+func (c *checkpointer) truncate(ctx context.Context) error {
+	var busy, log, done int
+	c.restart.count() // kind "checkpoint"; run at most once a second, so not prepared
+	c.txMu.Lock()
+	defer c.txMu.Unlock()
+	c.erase.Store(false) // every commit that set it is over
+	c.lastErase = time.Now()
+	err := c.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &log, &done)
+	if err != nil || busy != 0 {
+		c.erase.Store(true)
+		c.wrote()
+	}
+	if err != nil {
+		return fmt.Errorf("checkpoint (truncate): %w", err)
+	}
+	if busy != 0 {
+		c.erasesHeld.Add(1)
+	} else {
+		c.erases.Add(1)
 	}
 	return nil
 }

@@ -13,7 +13,8 @@ import (
 // batch's transaction: the room's last_change moves by one (UPDATE ...
 // RETURNING) in the same transaction that changes the message and its
 // entry in the full-text index, so change numbers have no holes and a
-// committed edit is searchable at once. A keyed change reads its key
+// committed edit is searchable at once. The old text leaves the files
+// within EraseBound (checkpoint.go). A keyed change reads its key
 // (change_keys) first and stores it in the same transaction: the writer is
 // the only one, so a repeat in the same batch or a later one finds it.
 
@@ -188,6 +189,7 @@ func (s *Store) EditMessage(ctx context.Context, e parley.Edit) (parley.Message,
 		if err := w.reindex(num, m.Seq, old.Body, m.Body); err != nil {
 			return result{}, fmt.Errorf("edit: index: %w", err)
 		}
+		w.s.ck.erased() // the old text: edits keep no history
 		if err := w.putChangeKey(e.RoomID, e.EditorID, e.ClientID, parley.ChangeKey{Seq: m.Seq, Change: m.Change}); err != nil {
 			return result{}, fmt.Errorf("edit: key: %w", err)
 		}
@@ -230,6 +232,7 @@ func (s *Store) DeleteMessage(ctx context.Context, d parley.Deletion) (parley.Me
 		if err := w.reindex(num, m.Seq, old.Body, ""); err != nil {
 			return result{}, fmt.Errorf("delete: index: %w", err)
 		}
+		w.s.ck.erased()
 		if err := w.putChangeKey(d.RoomID, d.ActorID, d.ClientID, parley.ChangeKey{Seq: m.Seq, Deleted: true, Change: m.Change}); err != nil {
 			return result{}, fmt.Errorf("delete: key: %w", err)
 		}
