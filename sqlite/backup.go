@@ -64,9 +64,9 @@ func (bi BackupInfo) String() string {
 // running Store may have open, to dest, which must not exist: into a
 // temporary file beside dest, fsynced, then renamed to dest and the
 // directory fsynced, so that dest is either absent or whole. It takes no
-// lock and writes nothing to dbPath's directory but SQLite's shared-memory
-// file of a WAL database. The snapshot is one file in rollback-journal
-// mode, with no -wal beside it.
+// lock, and writes nothing beside dbPath but the -wal and -shm files SQLite
+// keeps for a WAL database (empty ones, when no Store has it open). The
+// snapshot is one file in rollback-journal mode, with no -wal beside it.
 func Backup(ctx context.Context, dbPath, dest string) (BackupInfo, error) {
 	start := time.Now()
 	if _, err := os.Lstat(dest); err == nil {
