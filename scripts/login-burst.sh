@@ -29,20 +29,17 @@ for i in $(seq -w 1 "$N"); do
 	[ "$code" = 201 ] || { echo "sign-up of burst$i: $code" >&2; exit 1; }
 done
 
-# Every login waits at the start line until all N are launched.
-mkfifo "$out/start"
+# One curl process makes all N logins at once (--parallel, one transfer
+# per user, --parallel-immediate: every connection is opened at the start).
+args=()
 for i in $(seq -w 1 "$N"); do
-	(
-		read -r _ <"$out/start" || true
-		curl -s -o /dev/null -w '%{http_code}\n' -H 'Content-Type: application/json' \
-			-d "{\"name\":\"burst$i\",\"password\":\"correct horse\"}" "$base/api/tokens" >"$out/login.$i"
-	) &
+	[ ${#args[@]} -eq 0 ] || args+=(--next)
+	args+=(-s -o /dev/null -w '%{http_code}\n' -H 'Content-Type: application/json'
+		-d "{\"name\":\"burst$i\",\"password\":\"correct horse\"}" "$base/api/tokens")
 done
 start=$(date +%s.%N)
-exec 3>"$out/start" # opens the line for every reader at once
-exec 3>&-
-wait $(jobs -p | grep -vx "$pid")
+curl --no-progress-meter --parallel --parallel-immediate --parallel-max "$N" "${args[@]}" >"$out/logins"
 end=$(date +%s.%N)
-cat "$out"/login.* | sort | uniq -c | awk '{ print $1 " × " $2 }'
+sort "$out/logins" | uniq -c | awk '{ print $1 " × " $2 }'
 awk -v n="$N" -v s="$start" -v e="$end" 'BEGIN { printf "%d logins in %.2f s\n", n, e - s }'
 curl -s "$base/metrics" | grep -E '^parley_http_limited_total\{limit="login' || true
