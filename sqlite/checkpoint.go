@@ -30,9 +30,11 @@ import (
 // that then cuts the WAL to nothing, taken under Store.txMu like a RESTART.
 // One runs at most every eraseEvery, at the first round after it is asked
 // for, so the erased text leaves the WAL within EraseBound of its commit
-// and the writer is held back at most once a second, for as long as a
-// RESTART holds it (checkpointBusy at worst); when readers hold the WAL
-// past checkpointBusy, it tries again eraseEvery later. The first round
+// and the writer is held back at most once a second: as a RESTART holds
+// it (checkpointBusy at worst while readers finish), plus the ftruncate of
+// the WAL, which costs more than the copy on a busy disk (docs/operations.md
+// has the measurements); when readers hold the WAL past checkpointBusy, it
+// tries again eraseEvery later. The first round
 // after Open erases too: a crash may have left erased text in the WAL.
 const (
 	checkpointBusy       = 200 * time.Millisecond

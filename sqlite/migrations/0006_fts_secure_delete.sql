@@ -10,7 +10,8 @@
 -- zeroes the bytes the index's pages no longer hold.
 --
 -- Words of messages deleted before this migration stay in the old segments
--- until FTS5 merges them: it is run on a database as it is, not rebuilt
--- (docs/architecture.md, "Deleted means deleted").
+-- until FTS5 merges them: the index is not rebuilt here, which would
+-- rewrite all of it at start (docs/operations.md, "Deleted means deleted",
+-- has the command to run offline).
 
 INSERT INTO messages_fts (messages_fts, rank) VALUES ('secure-delete', 1);
