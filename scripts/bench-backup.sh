@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# bench-backup.sh measures `parley backup` against a node under load
+# (issue 29): how fast it copies (MB/s and messages/s of the snapshot),
+# and what it costs the sends: the receipt p99 of `parley bench direct`
+# while backups run back to back, against the same load without them.
+#
+# A fresh data directory is seeded (below), then one `parley serve
+# --signup-rate 0` runs on it (SQLite, --sync full, its defaults
+# otherwise, but for the send limits, out of the load's way). Then ROUNDS
+# pairs of rounds alternate: each runs the same `parley bench direct
+# --users USERS --rate RATE --duration DURATION`, the second of a pair
+# with `parley backup` run back to back (each snapshot removed after it)
+# from the load's start to its end, at most 1,000 times. Each round prints
+# the receipt p99 and p50 (send to durable commit) and the delivery p99;
+# each backup its bytes, messages and time.
+#
+# Pinning: the server and the backups on CPU 0, the load generator on CPU
+# 1 (taskset), unless PIN=0. BACKUP_WRAP runs each backup under a command,
+# for example "nice -n 19 ionice -c 3" (lowest CPU priority, idle I/O);
+# BACKUP_DIR is where the snapshots go (default: beside the data, on the
+# same disk; /dev/shm tells the disk's share of the cost from the CPU's).
+#
+# Needs the sqlite3 shell with FTS5 (3.42 or later once the schema sets
+# the index's secure-delete option) and python3.
+#
+# Usage: scripts/bench-backup.sh [output-dir]
+# Environment: ROUNDS (5), USERS (40), RATE (10 messages/s per user),
+# DURATION (15s), SEED_ROOMS (20), SEED_MESSAGES (10000 per room),
+# PARLEY_PORT (8096), PIN (1), PARLEY_BIN (a prebuilt binary
+# instead of building ./cmd/parley), PARLEY_REPO (the checkout to build
+# from; default: the one holding the script).
+set -euo pipefail
+
+cd "${PARLEY_REPO:-$(dirname "$0")/..}"
+out=$(realpath -m "${1:-bench-results}")
+rounds=${ROUNDS:-5}
+users=${USERS:-40}
+rate=${RATE:-10}
+duration=${DURATION:-15s}
+seed_rooms=${SEED_ROOMS:-20}
+seed_msgs=${SEED_MESSAGES:-10000}
+port=${PARLEY_PORT:-8096}
+pin=${PIN:-1}
+read -r -a backup_wrap <<<"${BACKUP_WRAP:-}"
+backup_dir=${BACKUP_DIR:-}
+mkdir -p "$out"
+
+tmp=$(mktemp -d)
+backup_dir=${backup_dir:-$tmp}
+server_pid=
+cleanup() {
+	if [ -n "$server_pid" ]; then
+		kill "$server_pid" 2>/dev/null || true
+		wait "$server_pid" 2>/dev/null || true
+	fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+if [ -n "${PARLEY_BIN:-}" ]; then
+	bin=$PARLEY_BIN
+else
+	echo "== building parley"
+	bin=$tmp/parley
+	GOFLAGS="${GOFLAGS:--tags=sqlite_fts5}" go build -o "$bin" ./cmd/parley
+fi
+server_cpu=() load_cpu=()
+if [ "$pin" = 1 ]; then
+	server_cpu=(taskset -c 0) load_cpu=(taskset -c 1)
+fi
+
+# The seed: SEED_ROOMS rooms of SEED_MESSAGES messages each (~200-byte
+# bodies), written with the sqlite3 shell into a database `parley
+# migrate` created, and the full-text index rebuilt: what a node that has
+# served for a while holds, in seconds instead of an hour of load.
+echo "== seeding: $seed_rooms rooms × $seed_msgs messages"
+"$bin" migrate --data "$tmp/data" >/dev/null
+sqlite3 "$tmp/data/parley.db" <<SQL
+INSERT INTO users (id, name, password_hash, created_at) VALUES ('seeduser00000000000000000a', 'seeder', x'00', 1700000000000000);
+WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM r WHERE n < $seed_rooms)
+INSERT INTO rooms (id, kind, title, capacity, member_count, last_seq, last_activity_at, created_at, last_change, num)
+SELECT printf('seedroom%018d', n), 'group', 'seed ' || n, 0, 1, $seed_msgs, 1700000000000000, 1700000000000000, 0, n FROM r;
+INSERT INTO members (room_id, user_id, read_seq, joined_at, role)
+SELECT id, 'seeduser00000000000000000a', 0, 1700000000000000, 'owner' FROM rooms;
+WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM s WHERE n < $seed_msgs)
+INSERT INTO messages (room_id, seq, id, sender_id, sender_name, body, client_id, sent_at, change)
+SELECT r.id, s.n, printf('seedmsg%05d%014d', r.num, s.n), 'seeduser00000000000000000a', 'seeder',
+	printf('message %d of room %d about topic%d, word%d and term%d; ref %s: ', s.n, r.num, s.n % 97, (s.n * 7919) % 1013, (s.n * 104729) % 4999, lower(hex(randomblob(8))))
+	|| 'the quick brown fox jumps over the lazy dog while the team ships the release',
+	'', 1700000000000000 + s.n, 0
+FROM rooms r, s ORDER BY r.id, s.n;
+INSERT INTO messages_fts (messages_fts) VALUES ('rebuild');
+SQL
+ls -l "$tmp/data/parley.db" | awk '{printf "seed database: %.1f MB\n", $5 / 1e6}'
+
+url=http://127.0.0.1:$port
+"${server_cpu[@]}" "$bin" serve --addr "127.0.0.1:$port" --data "$tmp/data" \
+	--signup-rate 0 --stomp-send-rate 1000 --rest-send-rate 0 2>"$out/serve.log" &
+server_pid=$!
+for _ in $(seq 100); do
+	"$bin" healthcheck --addr "127.0.0.1:$port" --ready >/dev/null 2>&1 && break
+	sleep 0.1
+done
+
+# backups runs parley backup back to back while the process $1 lives,
+# appending each one's line to $2.
+backups() {
+	for i in $(seq 1000); do
+		kill -0 "$1" 2>/dev/null || return 0
+		"${server_cpu[@]}" "${backup_wrap[@]}" "$bin" backup --data "$tmp/data" "$backup_dir/snap.db" >>"$2"
+		rm -f "$backup_dir/snap.db"
+	done
+}
+
+# p99 of a JSON report: receipt p99, receipt p50, delivery p99 (ms).
+figures() {
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); r=d["messaging"]["receipt_latency"]; print("%.2f %.2f %.2f %d" % (r["p99_ms"], r["p50_ms"], d["latency"]["p99_ms"], d["error_count"]))' "$1"
+}
+
+printf '%-8s %-6s %12s %12s %13s %6s %s\n' round backup receipt_p99 receipt_p50 delivery_p99 errors backups
+for r in $(seq "$rounds"); do
+	for mode in none backup; do
+		json=$out/round-$r-$mode.json
+		"${load_cpu[@]}" "$bin" bench direct --url "$url" --users "$users" --rate "$rate" --loops 1000000 \
+			--duration "$duration" --ramp-up 1s --progress off --json "$json" >"$out/round-$r-$mode.txt" 2>&1 &
+		load_pid=$!
+		n=0
+		if [ "$mode" = backup ]; then
+			: >"$out/round-$r-backups.txt"
+			backups "$load_pid" "$out/round-$r-backups.txt"
+			n=$(wc -l <"$out/round-$r-backups.txt")
+		fi
+		wait "$load_pid"
+		read -r p99 p50 d99 errs < <(figures "$json")
+		printf '%-8s %-6s %12s %12s %13s %6s %s\n' "$r" "$mode" "$p99" "$p50" "$d99" "$errs" "$n"
+	done
+done
+
+echo "== backups (bytes, messages, seconds → MB/s, messages/s)"
+cat "$out"/round-*-backups.txt | python3 -c '
+import re, statistics, sys
+rows = []
+for line in sys.stdin:
+    m = re.search(r"(\d+) messages, (\d+) bytes in ([\d.]+)(ms|s)\b", line)
+    if m:
+        secs = float(m.group(3)) / (1000 if m.group(4) == "ms" else 1)
+        rows.append((int(m.group(1)), int(m.group(2)), secs))
+mbs = [b / 1e6 / s for _, b, s in rows]
+mps = [n / s for n, _, s in rows]
+print("%d backups of %d-%d messages, %.1f-%.1f MB" % (len(rows), min(r[0] for r in rows), max(r[0] for r in rows), min(r[1] for r in rows) / 1e6, max(r[1] for r in rows) / 1e6))
+print("MB/s median %.1f (min %.1f, max %.1f); messages/s median %.0f (min %.0f, max %.0f); time median %.2f s" % (
+    statistics.median(mbs), min(mbs), max(mbs), statistics.median(mps), min(mps), max(mps), statistics.median(r[2] for r in rows)))
+'
