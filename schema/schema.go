@@ -97,14 +97,23 @@ func (st *Status) Done(m Migration, applied bool) {
 	st.Pending = st.Pending[1:]
 }
 
-// String reports st in one line, as parley migrate prints it.
+// String reports st in one line, as parley migrate prints it: the
+// version (of the newest, while some are pending), what this call applied
+// and what is still pending, by file name. A dry run's line is the plan; a
+// migration that failed half-way leaves both lists.
 func (st Status) String() string {
-	switch {
-	case len(st.Pending) > 0:
-		return fmt.Sprintf("schema at version %d of %d; pending: %s", st.Version, st.Latest, strings.Join(st.Pending, ", "))
-	case len(st.Applied) > 0:
-		return fmt.Sprintf("schema at version %d; applied: %s", st.Version, strings.Join(st.Applied, ", "))
-	default:
+	if len(st.Applied)+len(st.Pending) == 0 {
 		return fmt.Sprintf("schema at version %d: up to date", st.Version)
 	}
+	s := fmt.Sprintf("schema at version %d", st.Version)
+	if len(st.Pending) > 0 {
+		s += fmt.Sprintf(" of %d", st.Latest)
+	}
+	if len(st.Applied) > 0 {
+		s += "; applied: " + strings.Join(st.Applied, ", ")
+	}
+	if len(st.Pending) > 0 {
+		s += "; pending: " + strings.Join(st.Pending, ", ")
+	}
+	return s
 }
