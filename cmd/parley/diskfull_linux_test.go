@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"parley/stomp"
 )
 
 // mountTmpfs mounts a tmpfs of size bytes on a new directory and returns
@@ -110,6 +112,17 @@ func getText(t *testing.T, url string) (int, string) {
 	return resp.StatusCode, string(data)
 }
 
+// refusedCount returns parley_store_full_total, the writes a full storage
+// refused, from a /metrics text.
+func refusedCount(metrics string) float64 { return metricValue(metrics, "parley_store_full_total") }
+
+// metricsOf returns the /metrics text of the server at addr.
+func metricsOf(t *testing.T, addr string) string {
+	t.Helper()
+	_, text := getText(t, "http://"+addr+"/metrics")
+	return text
+}
+
 // metricValue returns the value of the sample name (no labels) in a
 // Prometheus text exposition, -1 if absent.
 func metricValue(text, name string) float64 {
@@ -176,49 +189,71 @@ func TestDiskFullEndToEnd(t *testing.T) {
 	}
 
 	filler := fill(t, small)
-	// The WAL may have room left in its own file: send until refused.
+	// The WAL may have room left in its own file, and a checkpoint that
+	// copies all of it lets SQLite write the WAL from its start again: so
+	// a full disk refuses some writes and takes others. Send until refused,
+	// keeping what was accepted.
 	body := strings.Repeat("z", 4000)
-	var refusedID string
-	for i := 0; refusedID == "" && i < 3000; i++ {
-		id := fmt.Sprintf("f%d", i)
-		st, retry, m, e := restSend(t, alice, r.ID, body, id)
-		switch st {
-		case http.StatusCreated:
-			accepted = append(accepted, m)
-		case http.StatusServiceUnavailable:
-			if e.Error.Code != "unavailable" || !strings.Contains(e.Error.Message, "storage is full") || !strings.Contains(e.Error.Message, "same client-id") {
-				t.Fatalf("send on a full disk: %+v, want unavailable saying the storage is full, to send again with the same client-id", e)
+	sent := 0
+	sendUntilRefused := func() string {
+		t.Helper()
+		for ; sent < 3000; sent++ {
+			id := fmt.Sprintf("f%d", sent)
+			st, retry, m, e := restSend(t, alice, r.ID, body, id)
+			switch st {
+			case http.StatusCreated:
+				accepted = append(accepted, m)
+			case http.StatusServiceUnavailable:
+				if e.Error.Code != "unavailable" || !strings.Contains(e.Error.Message, "storage is full") || !strings.Contains(e.Error.Message, "same client-id") {
+					t.Fatalf("send on a full disk: %+v, want unavailable saying the storage is full, to send again with the same client-id", e)
+				}
+				if retry == "" {
+					t.Errorf("send on a full disk: 503 without Retry-After")
+				}
+				sent++
+				return id
+			default:
+				t.Fatalf("send on a full disk: %d %+v, want 201 or 503", st, e)
 			}
-			if retry == "" {
-				t.Errorf("send on a full disk: 503 without Retry-After")
-			}
-			refusedID = id
-		default:
-			t.Fatalf("send on a full disk: %d %+v, want 201 or 503", st, e)
 		}
+		t.Fatalf("%d sends of 4 KB on a full 8 MiB tmpfs, and %v of them refused", sent, refusedCount(metricsOf(t, p.addr)))
+		return ""
 	}
-	if refusedID == "" {
-		t.Fatalf("3,000 sends of 4 KB fitted on a full 8 MiB tmpfs")
-	}
+	refusedID := sendUntilRefused()
 	t.Logf("%d sends accepted after the filler, until %s was refused", len(accepted)-3, refusedID)
 	const more = 50
 	for range more {
-		if st, _, _, e := restSend(t, alice, r.ID, body, refusedID); st != http.StatusServiceUnavailable || e.Error.Code != "unavailable" {
-			t.Fatalf("send again on a full disk: %d %+v, want 503 unavailable", st, e)
-		}
+		refusedID = sendUntilRefused()
 	}
+	t.Logf("%d sends in all after the filler, %d accepted", sent, len(accepted)-3)
+	// A STOMP SEND with a receipt: a RECEIPT while the WAL has room, an
+	// ERROR code:unavailable (which ends the session) once it has none.
 	sc := dialStompAt(t, "tcp", p.stompAddr, alice.token)
-	sc.send("SEND\ndestination:/app/rooms." + r.ID + "\nclient-id:s0\nreceipt:r0\n\n" + body + "\x00")
-	ef := sc.expect("ERROR", "code:unavailable", "receipt-id:r0")
-	if !strings.Contains(string(ef.Body), "storage is full") {
-		t.Errorf("STOMP ERROR on a full disk: body %q, want it to say the storage is full", ef.Body)
+	for i := 0; ; i++ {
+		if i == 3000 {
+			t.Fatalf("3,000 STOMP sends of 4 KB on a full 8 MiB tmpfs, none refused")
+		}
+		sc.send(fmt.Sprintf("SEND\ndestination:/app/rooms.%s\nclient-id:s%d\nreceipt:r%d\n\n%s\x00", r.ID, i, i, body))
+		f := sc.read()
+		if f.Command == stomp.Receipt {
+			seq, _ := strconv.ParseInt(string(f.Get("seq")), 10, 64)
+			accepted = append(accepted, message{ID: string(f.Get("message-id")), Seq: seq})
+			continue
+		}
+		if f.Command != stomp.Error || string(f.Get("code")) != "unavailable" || string(f.Get("receipt-id")) != fmt.Sprint("r", i) {
+			t.Fatalf("STOMP SEND on a full disk: %s %q, want RECEIPT or ERROR code:unavailable receipt-id:r%d", f.Command, f.Body, i)
+		}
+		if !strings.Contains(string(f.Body), "storage is full") {
+			t.Errorf("STOMP ERROR on a full disk: body %q, want it to say the storage is full", f.Body)
+		}
+		break
 	}
 
 	if st, text := getText(t, "http://"+p.addr+"/readyz"); st != http.StatusOK || !strings.Contains(text, "store: degraded: storage full") {
 		t.Errorf("/readyz on a full disk = %d %q, want 200 naming the full storage", st, text)
 	}
 	_, metrics := getText(t, "http://"+p.addr+"/metrics")
-	if got, want := metricValue(metrics, "parley_store_full_total"), float64(1+more+1); got != want {
+	if got, want := refusedCount(metrics), float64(1+more+1); got != want {
 		t.Errorf("parley_store_full_total = %v, want %v (every refused write)", got, want)
 	}
 	if got := metricValue(metrics, "parley_store_full"); got != 1 {
