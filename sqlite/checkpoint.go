@@ -20,7 +20,11 @@ import (
 // batches: SQLite's busy wait alone would starve against a writer that is
 // never idle) just long enough to copy the rest and let the next commit
 // start the WAL from its beginning again (giving up after checkpointBusy
-// when readers hold it up; a later round tries again). The writer keeps
+// when readers hold it up; a later round tries again). A round whose
+// PASSIVE checkpoint could not copy every frame, because a reader holds an
+// older snapshot (a long query, `parley backup`'s VACUUM INTO), takes
+// neither a RESTART nor a TRUNCATE: either would hold the writer for as
+// long as that reader reads; the next round looks again. The writer keeps
 // SQLite's automatic checkpoint as a last resort, at writerAutoCheckpoint
 // pages.
 //
@@ -78,6 +82,7 @@ type checkpointer struct {
 	restarts   atomic.Uint64 // RESTART checkpoints run
 	erases     atomic.Uint64 // TRUNCATE checkpoints that emptied the WAL
 	erasesHeld atomic.Uint64 // TRUNCATE checkpoints that readers held up
+	deferred   atomic.Uint64 // rounds that put off a RESTART or TRUNCATE for a reader's snapshot
 }
 
 // erased tells the checkpointer that the running batch erases text: a
@@ -125,9 +130,10 @@ func (c *checkpointer) run() {
 	}
 }
 
-// checkpoint runs one PASSIVE checkpoint, then a TRUNCATE one when text
-// was erased and eraseEvery has passed since the last, else a RESTART one
-// when the WAL is long enough.
+// checkpoint runs one PASSIVE checkpoint, then, when that copied every
+// frame (no reader holds an older snapshot), a TRUNCATE one when text was
+// erased and eraseEvery has passed since the last, else a RESTART one when
+// the WAL is long enough.
 func (c *checkpointer) checkpoint() error {
 	ctx := context.Background()
 	var busy, log, done int
@@ -137,6 +143,17 @@ func (c *checkpointer) checkpoint() error {
 	}
 	if int64(log) > c.maxLog.Load() {
 		c.maxLog.Store(int64(log))
+	}
+	if done < log {
+		// A reader's snapshot (a long query, a backup's VACUUM INTO)
+		// keeps frames from being copied: a RESTART or TRUNCATE would hold
+		// the writer back (txMu) while it waits for that reader, so wait
+		// for it without the writer's lock, a round at a time.
+		if c.erase.Load() || log >= walRestartAt {
+			c.deferred.Add(1)
+			c.wrote()
+		}
+		return nil
 	}
 	if c.erase.Load() {
 		if time.Since(c.lastErase) >= eraseEvery {

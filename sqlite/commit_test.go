@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -148,4 +149,52 @@ func TestCheckpointBoundsWAL(t *testing.T) {
 	if got := s.ck.maxLog.Load(); got > int64(walRestartAt)+2000 {
 		t.Errorf("longest WAL = %d pages, want near %d", got, walRestartAt)
 	}
+}
+
+// TestCheckpointLeavesTheWriterToReaders: while a reader holds an older
+// snapshot (as `parley backup`'s VACUUM INTO does), a WAL past
+// walRestartAt gets no RESTART, which would hold the writer back until the
+// reader ends; once it ends, the next rounds restart the WAL.
+func TestCheckpointLeavesTheWriterToReaders(t *testing.T) {
+	defer func(every time.Duration, at int) { checkpointEvery, walRestartAt = every, at }(checkpointEvery, walRestartAt)
+	checkpointEvery, walRestartAt = 5*time.Millisecond, 64
+	ctx := context.Background()
+	s, err := Open(ctx, Config{Path: filepath.Join(t.TempDir(), "p.db"), Sync: SyncOff})
+	if err != nil {
+		t.Fatalf("Open() error = %v", err)
+	}
+	defer s.Close()
+	u := parleytest.MustCreateUser(t, s, "u")
+	room := parleytest.MustCreateRoom(t, s, u, "r", 0)
+	parleytest.Eventually(t, 10*time.Second, func() bool { return s.ck.erases.Load() == 1 }, "no TRUNCATE checkpoint at Open")
+
+	conn, err := s.rdb.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var n int
+	if _, err := conn.ExecContext(ctx, `BEGIN DEFERRED`); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM messages`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	before := s.ck.restarts.Load()
+	for i := 0; s.ck.deferred.Load() < 3 && s.ck.restarts.Load() == before; i++ {
+		if i == 10_000 {
+			t.Fatalf("%d sends, %d rounds put off for the reader, want 3", i, s.ck.deferred.Load())
+		}
+		parleytest.MustSend(t, s, room, u, strings.Repeat("a message to fill the WAL with ", 40))
+	}
+	if got := s.ck.restarts.Load(); got != before {
+		t.Errorf("%d RESTART checkpoints while a reader held its snapshot, want none", got-before)
+	}
+	if _, err := conn.ExecContext(ctx, `COMMIT`); err != nil {
+		t.Fatal(err)
+	}
+	parleytest.Eventually(t, 10*time.Second, func() bool {
+		parleytest.MustSend(t, s, room, u, "one more")
+		return s.ck.restarts.Load() > before
+	}, "no RESTART checkpoint after the reader ended")
 }
