@@ -13,6 +13,8 @@ type writeQueries struct {
 	markRead,
 	begin, commit, rollback *query
 	people peopleWriteQueries // people.go
+	// Account deletion (accounts.go).
+	accounts accountWriteQueries
 	// The grouped statements of Send, one per chunk size (chunkSizes).
 	clientMessages, senderMembers, nextSeqs, insertMessages, senderReads [len(chunkSizes)]*query
 	// The edits, deletions and the full-text index (edits.go, search.go).
@@ -85,6 +87,7 @@ func (q *writeQueries) all() []*query {
 		q.member, q.insertMember, q.deleteMember, q.joinCount, q.leaveCount,
 		q.markRead, q.begin, q.commit, q.rollback}
 	qs = append(qs, q.people.all()...)
+	qs = append(qs, q.accounts.all()...)
 	qs = append(qs, q.clientMessages[:]...)
 	qs = append(qs, q.senderMembers[:]...)
 	qs = append(qs, q.nextSeqs[:]...)

@@ -247,6 +247,12 @@ func (s *Store) CreateUser(ctx context.Context, nu parley.NewUser) (parley.User,
 	}
 	res, err := s.write(ctx, func(w *wtx) (result, error) {
 		now := w.now()
+		if held, err := w.nameHeld(nu.Name, now); err != nil || held {
+			if err == nil {
+				err = parley.Errorf(parley.CodeNameTaken, "name %q is taken", nu.Name)
+			}
+			return result{}, err
+		}
 		u := parley.User{ID: parley.NewID(), Name: nu.Name, CreatedAt: fromMicro(now)}
 		_, err := w.exec(w.s.wq.insertUser, u.ID, u.Name, hash, now)
 		if isConstraint(err) { // the unique name; the statement was undone

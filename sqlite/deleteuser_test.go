@@ -1,0 +1,11 @@
+package sqlite_test
+
+import (
+	"testing"
+
+	"parley/parleytest"
+)
+
+func TestDeleteUser(t *testing.T) {
+	parleytest.RunDeleteUserTests(t, newStore)
+}
