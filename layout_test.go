@@ -93,7 +93,7 @@ var layers = []struct {
 		"parley/cache", "parley/history",
 	}},
 	{"fan-out and chat: hub, room events, cluster relay, chat", []string{
-		"parley/hub", "parley/roomevents", "parley/cluster", "parley/chat",
+		"parley/hub", "parley/roomevents", "parley/cluster", "parley/chat", "parley/retention",
 	}},
 	{"edges: gateway, REST, the web client", []string{
 		"parley/gateway", "parley/rest", "parley/web",

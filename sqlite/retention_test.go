@@ -1,0 +1,11 @@
+package sqlite_test
+
+import (
+	"testing"
+
+	"parley/parleytest"
+)
+
+func TestExpiry(t *testing.T) {
+	parleytest.RunExpiryTests(t, newStore)
+}
