@@ -1,0 +1,13 @@
+package postgres_test
+
+import (
+	"testing"
+
+	"parley/parleytest"
+	"parley/postgres/pgtest"
+)
+
+func TestDeleteUser(t *testing.T) {
+	pgtest.URL(t)
+	parleytest.RunDeleteUserTests(t, newStore)
+}
