@@ -35,6 +35,12 @@ type Config struct {
 	// others were last seen (people.go). Nil: nobody is online and
 	// nobody's last_seen_at is known.
 	Seen Seen
+	// Accounts, when set, deletes accounts (DeleteAccount); nil: account
+	// deletion is unavailable.
+	Accounts Accounts
+	// NameHold is how long a deleted account's name is refused to a new
+	// sign-up. Default DefaultNameHold.
+	NameHold time.Duration
 }
 
 // Service implements the chat operations. It is safe for concurrent use.
@@ -46,7 +52,9 @@ type Service struct {
 	kdf      KDF
 	kdfSlots chan struct{} // bounds concurrent password hashing (memory-hard)
 	onRevoke func(userID string, tokenHash []byte)
-	seen     Seen // nil: nobody online
+	seen     Seen     // nil: nobody online
+	accounts Accounts // nil: no account deletion
+	nameHold time.Duration
 
 	accepted prometheus.Counter
 }
@@ -62,6 +70,9 @@ func New(cfg Config) *Service {
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = 4096
 	}
+	if cfg.NameHold <= 0 {
+		cfg.NameHold = DefaultNameHold
+	}
 	if cfg.KDF == (KDF{}) {
 		cfg.KDF = DefaultKDF
 	}
@@ -74,6 +85,8 @@ func New(cfg Config) *Service {
 		kdfSlots: make(chan struct{}, kdfConcurrency()),
 		onRevoke: cfg.OnRevoke,
 		seen:     cfg.Seen,
+		accounts: cfg.Accounts,
+		nameHold: cfg.NameHold,
 		accepted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_messages_accepted_total",
 			Help: "Messages stored, from every transport (idempotent repeats excluded).",
