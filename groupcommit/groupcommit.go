@@ -280,6 +280,14 @@ func (w *Writer[In, Out]) Close() error {
 // not yet taken into a batch. Tests wait on it instead of sleeping.
 func (w *Writer[In, Out]) Queued() int { return len(w.queue) }
 
+// Unflushed returns how many committed batches wait for the flusher to
+// take them into a Flush. Tests wait on it instead of sleeping.
+func (w *Writer[In, Out]) Unflushed() int {
+	w.fmu.Lock()
+	defer w.fmu.Unlock()
+	return len(w.flushq)
+}
+
 // Stats returns the counters so far.
 func (w *Writer[In, Out]) Stats() Stats {
 	return Stats{

@@ -385,6 +385,9 @@ func TestFlushNoWait(t *testing.T) {
 	if n := returned.Load(); n != 0 {
 		t.Errorf("%d callers returned before their Flush", n)
 	}
+	// A batch is handed to the flusher just after its commit returns:
+	// wait until both are, so that one Flush can take them together.
+	parleytest.Eventually(t, 10*time.Second, func() bool { return w.Unflushed() == 2 }, "%d batches wait for the flusher, want 2", w.Unflushed())
 	h.releaseFlush()
 	wg.Wait()
 	if st := w.Stats(); st.Batches != 3 || st.Flushes != 2 {
