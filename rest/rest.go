@@ -257,6 +257,8 @@ func (h *Handler) routes() {
 	h.handle("DELETE /api/tokens", h.authed(h.logoutAll))
 	h.handle("GET /api/users/{name}", h.authed(h.userByName))
 	h.handle("GET /api/me", h.authed(h.me))
+	h.handle("GET /api/me/export", h.authed(h.exportMe))
+	h.handle("DELETE /api/me", h.authed(h.deleteMe))
 	h.handle(roomListPattern, h.authedUser(h.myRooms))
 	h.handle("POST /api/rooms", h.authed(h.limited(h.createRoom)))
 	h.handle("GET /api/rooms/{id}", h.authed(h.room))

@@ -1,0 +1,118 @@
+package rest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"parley"
+	"parley/chat"
+)
+
+// Account is what the routes of a user's own data need (*chat.Service
+// implements it): GET /api/me/export and DELETE /api/me. A Config.Chat
+// that implements it serves them; without, they answer 503 unavailable.
+type Account interface {
+	// ExportRooms returns the user's rooms with the membership.
+	ExportRooms(ctx context.Context, u parley.User) ([]chat.ExportedRoom, error)
+	// ExportMessages calls each with every message the user sent in the
+	// room, oldest first, reading the history a page at a time.
+	ExportMessages(ctx context.Context, u parley.User, roomID string, each func(*parley.Message) error) error
+	// DeleteAccount deletes the user's account once password is theirs:
+	// parley.CodeForbidden for a wrong one, and nothing changes.
+	DeleteAccount(ctx context.Context, u parley.User, password string) error
+}
+
+// exportLine is one line of GET /api/me/export (docs/api.md, "Your own
+// data"): its type says which of the other fields it carries.
+type exportLine struct {
+	Type       string          `json:"type"` // account, room, message, end or error
+	Version    int             `json:"version,omitempty"`
+	User       *parley.User    `json:"user,omitempty"`
+	Room       *parley.Room    `json:"room,omitempty"`
+	Membership *exportMember   `json:"membership,omitempty"`
+	Message    *parley.Message `json:"message,omitempty"`
+	Error      *exportError    `json:"error,omitempty"`
+}
+
+// exportError is the error that cut an export short.
+type exportError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// exportMember is the caller's membership of a room, in an export.
+type exportMember struct {
+	Role     string `json:"role"`
+	ReadSeq  int64  `json:"read_seq"`
+	JoinedAt string `json:"joined_at"`
+}
+
+// exportVersion is the version of the export's format, on its first line.
+const exportVersion = 1
+
+// exportMe streams the caller's own data (GET /api/me/export) as a JSON
+// Lines download: the account, then each room with the membership
+// followed by the caller's messages in it, then an end line. The
+// messages are read and written a page at a time, so the handler's memory
+// does not grow with them. A failure after the first line can no longer
+// change the status: it ends the download with an error line instead of
+// the end line.
+func (h *Handler) exportMe(w http.ResponseWriter, r *http.Request) error {
+	a, ok := h.chat.(Account)
+	if !ok {
+		return parley.Errorf(parley.CodeUnavailable, "the export is not available")
+	}
+	u := userOf(r)
+	rooms, err := a.ExportRooms(r.Context(), u)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="parley-%s.jsonl"`, u.Name))
+	w.WriteHeader(http.StatusOK)
+	enc := json.NewEncoder(w)
+	err = enc.Encode(exportLine{Type: "account", Version: exportVersion, User: &u})
+	for i := 0; i < len(rooms) && err == nil; i++ {
+		m := rooms[i].Member
+		err = enc.Encode(exportLine{Type: "room", Room: &rooms[i].Room, Membership: &exportMember{
+			Role: m.Role, ReadSeq: m.ReadSeq, JoinedAt: m.JoinedAt.UTC().Format("2006-01-02T15:04:05.999999Z07:00")}})
+		if err == nil {
+			err = a.ExportMessages(r.Context(), u, rooms[i].Room.ID, func(m *parley.Message) error {
+				return enc.Encode(exportLine{Type: "message", Message: m})
+			})
+		}
+	}
+	if err != nil {
+		pe, ok := err.(*parley.Error)
+		if !ok {
+			pe = parley.Errorf(parley.CodeInternal, "export failed")
+		}
+		enc.Encode(exportLine{Type: "error", Error: &exportError{pe.Code, pe.Message}})
+		return nil
+	}
+	enc.Encode(exportLine{Type: "end"})
+	return nil
+}
+
+// deleteMe deletes the caller's account (DELETE /api/me) once the body's
+// password proves it theirs: 204; 403 forbidden for a wrong password.
+func (h *Handler) deleteMe(w http.ResponseWriter, r *http.Request) error {
+	a, ok := h.chat.(Account)
+	if !ok {
+		return parley.Errorf(parley.CodeUnavailable, "account deletion is not available")
+	}
+	var req struct {
+		Password string `json:"password"`
+	}
+	if err := h.decode(w, r, &req); err != nil {
+		return err
+	}
+	if err := a.DeleteAccount(r.Context(), userOf(r), req.Password); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

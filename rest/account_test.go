@@ -1,0 +1,185 @@
+package rest_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"parley"
+	"parley/cache"
+	"parley/chat"
+	"parley/rest"
+	"parley/sqlite"
+)
+
+// openAccountStack is rest over chat over the cache over SQLite, with
+// account deletion wired as cmd/parley does.
+func openAccountStack(t *testing.T) (*chat.Service, *rest.Handler) {
+	t.Helper()
+	var c *cache.Store
+	db, err := sqlite.Open(context.Background(), sqlite.Config{
+		Path: filepath.Join(t.TempDir(), "parley.db"), Sync: sqlite.SyncOff,
+		OnCommit: func(events []parley.Event) { c.Apply(events) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = cache.New(db, cache.Config{})
+	t.Cleanup(func() { c.Close() })
+	svc := chat.New(chat.Config{Store: c, Accounts: db, KDF: chat.KDF{Time: 1, Memory: 64, Threads: 1}})
+	return svc, rest.New(rest.Config{Chat: svc})
+}
+
+func serveAccount(h *rest.Handler, method, path, tok, body string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	return w
+}
+
+// exportLine is one line of GET /api/me/export.
+type exportLine struct {
+	Type       string          `json:"type"`
+	User       *parley.User    `json:"user"`
+	Room       *parley.Room    `json:"room"`
+	Membership *parley.Member  `json:"membership"`
+	Message    *parley.Message `json:"message"`
+}
+
+// TestExportMe: GET /api/me/export is a JSON Lines download of the
+// caller's account (no secret), rooms with the membership, and every
+// message the caller sent, edited and deleted ones as they are now, and
+// nobody else's.
+func TestExportMe(t *testing.T) {
+	ctx := context.Background()
+	svc, h := openAccountStack(t)
+	ann, tokA := signUp(t, svc, "ann")
+	bob, _ := signUp(t, svc, "bob")
+	room, _, err := svc.CreateRoom(ctx, ann, chat.NewRoom{Kind: parley.KindGroup, Title: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t)(svc.Join(ctx, bob, room.ID))
+	m1, _, _ := svc.Send(ctx, ann, room.ID, "first", "c-1")
+	must(t)(svc.Send(ctx, bob, room.ID, "bob's", ""))
+	m3, _, _ := svc.Send(ctx, ann, room.ID, "to edit", "")
+	m4, _, _ := svc.Send(ctx, ann, room.ID, "to delete", "")
+	must(t)(svc.EditMessage(ctx, ann, room.ID, m3.Seq, "edited", ""))
+	must(t)(svc.DeleteMessage(ctx, ann, room.ID, m4.Seq, ""))
+
+	w := serveAccount(h, "GET", "/api/me/export", tokA, "")
+	if w.Code != http.StatusOK || !strings.HasPrefix(w.Header().Get("Content-Disposition"), "attachment") ||
+		w.Header().Get("Content-Type") != "application/x-ndjson" {
+		t.Fatalf("GET /api/me/export = %d %q %q, want 200, an attachment of application/x-ndjson", w.Code,
+			w.Header().Get("Content-Type"), w.Header().Get("Content-Disposition"))
+	}
+	if bytes.Contains(w.Body.Bytes(), []byte("password")) {
+		t.Errorf("the export says password: %s", w.Body)
+	}
+	body := w.Body.String()
+	var lines []exportLine
+	sc := bufio.NewScanner(strings.NewReader(body))
+	for sc.Scan() {
+		var l exportLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		lines = append(lines, l)
+	}
+	if len(lines) != 6 || lines[0].Type != "account" || lines[0].User.ID != ann.ID || lines[0].User.Name != "ann" || lines[5].Type != "end" {
+		t.Fatalf("export = %s, want the account, the room, ann's 3 messages and the end", body)
+	}
+	if l := lines[1]; l.Type != "room" || l.Room.ID != room.ID || l.Membership.Role != parley.RoleOwner || l.Membership.ReadSeq != m4.Seq {
+		t.Errorf("line 2 = %+v, want the room with ann the owner, read up to %d", l, m4.Seq)
+	}
+	for i, want := range []struct {
+		seq      int64
+		body     string
+		clientID string
+		edited   bool
+		deleted  bool
+	}{{m1.Seq, "first", "c-1", false, false}, {m3.Seq, "edited", "", true, false}, {m4.Seq, "", "", false, true}} {
+		m := lines[2+i].Message
+		if lines[2+i].Type != "message" || m.Seq != want.seq || m.Body != want.body || m.ClientID != want.clientID ||
+			(m.EditedAt != nil) != want.edited || (m.DeletedAt != nil) != want.deleted || m.ID == "" || m.SentAt.IsZero() {
+			t.Errorf("message line %d = %+v, want %+v", i, m, want)
+		}
+	}
+	if w := serveAccount(h, "GET", "/api/me/export", "", ""); w.Code != http.StatusUnauthorized {
+		t.Errorf("GET /api/me/export without a token = %d, want 401", w.Code)
+	}
+}
+
+// TestDeleteMe: DELETE /api/me with a wrong password or none is refused
+// with a JSON error and changes nothing; with the right one it is 204, the
+// token stops working, the name can sign up no more (held), the room
+// passes to the other member and the caller's messages are tombstones.
+func TestDeleteMe(t *testing.T) {
+	ctx := context.Background()
+	svc, h := openAccountStack(t)
+	ann, tokA := signUp(t, svc, "ann")
+	bob, tokB := signUp(t, svc, "bob")
+	room, _, err := svc.CreateRoom(ctx, ann, chat.NewRoom{Kind: parley.KindGroup, Title: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t)(svc.Join(ctx, bob, room.ID))
+	must(t)(svc.Send(ctx, ann, room.ID, "ann's words", ""))
+	must(t)(svc.Send(ctx, bob, room.ID, "bob's words", ""))
+
+	for _, tc := range []struct {
+		name, body string
+		status     int
+		code       string
+	}{
+		{"wrong password", `{"password":"password-of-bob"}`, http.StatusForbidden, parley.CodeForbidden},
+		{"no password", `{}`, http.StatusForbidden, parley.CodeForbidden},
+		{"not JSON", `password`, http.StatusBadRequest, parley.CodeInvalid},
+	} {
+		w := serveAccount(h, "DELETE", "/api/me", tokA, tc.body)
+		var e struct {
+			Error struct{ Code, Message string }
+		}
+		json.Unmarshal(w.Body.Bytes(), &e)
+		if w.Code != tc.status || e.Error.Code != tc.code || e.Error.Message == "" {
+			t.Errorf("%s: DELETE /api/me = %d %s, want %d %s", tc.name, w.Code, w.Body, tc.status, tc.code)
+		}
+		if w := serveAccount(h, "GET", "/api/me", tokA, ""); w.Code != http.StatusOK {
+			t.Fatalf("%s: then GET /api/me = %d, want 200: nothing changes", tc.name, w.Code)
+		}
+	}
+
+	if w := serveAccount(h, "DELETE", "/api/me", tokA, `{"password":"password-of-ann"}`); w.Code != http.StatusNoContent {
+		t.Fatalf("DELETE /api/me = %d %s, want 204", w.Code, w.Body)
+	}
+	if w := serveAccount(h, "GET", "/api/me", tokA, ""); w.Code != http.StatusUnauthorized {
+		t.Errorf("GET /api/me with the deleted account's token = %d, want 401", w.Code)
+	}
+	if w := serveAccount(h, "POST", "/api/users", "", `{"name":"ann","password":"another password"}`); w.Code != http.StatusConflict {
+		t.Errorf("POST /api/users ann = %d %s, want 409 while the name is held", w.Code, w.Body)
+	}
+	w := serveAccount(h, "GET", "/api/rooms/"+room.ID+"/members", tokB, "")
+	if w.Code != http.StatusOK || strings.Contains(w.Body.String(), ann.ID) || !strings.Contains(w.Body.String(), `"role":"owner"`) {
+		t.Errorf("GET members = %d %s, want bob alone, the owner", w.Code, w.Body)
+	}
+	var page struct{ Messages []parley.Message }
+	w = serveAccount(h, "GET", "/api/rooms/"+room.ID+"/messages", tokB, "")
+	json.Unmarshal(w.Body.Bytes(), &page)
+	for _, m := range page.Messages {
+		if (m.SenderID == ann.ID) != m.Deleted() || m.SenderID == ann.ID && m.Body != "" {
+			t.Errorf("message %d by %s = %q, deleted %v; want ann's a tombstone, bob's kept", m.Seq, m.SenderName, m.Body, m.Deleted())
+		}
+	}
+	if len(page.Messages) != 2 {
+		t.Errorf("GET messages = %s, want 2", w.Body)
+	}
+}
