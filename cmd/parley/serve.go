@@ -25,6 +25,7 @@ import (
 	"parley/ratelimit"
 	"parley/redis"
 	"parley/rest"
+	"parley/retention"
 	"parley/roomevents"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -75,6 +76,9 @@ type Config struct {
 	StompMaxHeaders   int           // headers per STOMP frame from a client
 
 	TypingMaxMembers int // rooms with more members have no typing events
+
+	Retention         time.Duration // how long messages are kept; 0: forever
+	RetentionInterval time.Duration // time between the retention sweeper's passes
 
 	HTTPReadTimeout  time.Duration // most time to read a request, headers and body; 0: none
 	HTTPWriteTimeout time.Duration // most time from a request's headers to the end of its response; 0: none
@@ -132,6 +136,8 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.StompMaxConns, "stomp-max-conns", 10000, "STOMP connections this node holds, signed in or not; over it /ws answers 503 and raw TCP gets ERROR unavailable")
 	fs.IntVar(&c.StompMaxSubs, "stomp-max-subscriptions", 256, "subscriptions one STOMP connection may hold; the next SUBSCRIBE gets ERROR invalid")
 	fs.IntVar(&c.StompMaxHeaders, "stomp-max-headers", 64, "headers one STOMP frame from a client may carry, else ERROR too_large")
+	fs.DurationVar(&c.Retention, "retention", 0, "how long messages are kept, e.g. 720h: older ones become tombstones (their text gone from the store, the search index and every cache; clients get a deleted event); 0: forever")
+	fs.DurationVar(&c.RetentionInterval, "retention-interval", time.Minute, "time between the passes of the retention sweeper (with --retention)")
 	fs.IntVar(&c.TypingMaxMembers, "typing-max-members", roomevents.DefaultTypingMaxMembers, "rooms with more members than this have no typing events (signals are accepted and absorbed), so one typist costs at most this many deliveries every 2 s")
 	fs.IntVar(&c.StompSendBuffer, "stomp-send-buffer", 64<<10, "kernel send buffer (SO_SNDBUF) of each STOMP connection in bytes, so that a client that stops reading is found by --stomp-queue (-1: the system's autotuned buffer)")
 	fs.DurationVar(&c.StompMaxHeartBeat, "stomp-max-heartbeat", time.Minute, "largest heart-beat interval accepted from a STOMP client, either way (a larger one is taken as this)")
@@ -185,8 +191,9 @@ type Main struct {
 	store    parley.Store
 	durable  parley.Store // the store of record under store's read path (/readyz asks it if its storage is full)
 	http     *http.Server
-	sweeper  *accept.Sweeper // the HTTP connections' deadlines
-	ops      []*opsServer    // /metrics and pprof, when --metrics-addr or --debug-addr is set
+	sweeper  *accept.Sweeper    // the HTTP connections' deadlines
+	expiry   *retention.Sweeper // --retention; nil without
+	ops      []*opsServer       // /metrics and pprof, when --metrics-addr or --debug-addr is set
 	hub      *hub.Hub
 	events   *roomevents.Events // room events (events.go)
 	gateway  *gateway.Server
@@ -278,6 +285,9 @@ func (m *Main) Open(ctx context.Context) error {
 		return err
 	}
 	revokeOn.Store(m.gateway)
+	if err := m.startRetention(db); err != nil {
+		return err
+	}
 	mux, metrics := m.routes(api, svc)
 	return m.listen(mux, metrics)
 }
@@ -392,6 +402,9 @@ func (m *Main) Close(ctx context.Context) error {
 		if err := s.Close(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if m.expiry != nil { // before the store: a pass ends between two deletions
+		m.expiry.Close()
 	}
 	if m.store != nil {
 		if err := m.store.Close(); err != nil {
