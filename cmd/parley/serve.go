@@ -77,6 +77,8 @@ type Config struct {
 
 	TypingMaxMembers int // rooms with more members have no typing events
 
+	DeletedNameHold time.Duration // how long a deleted account's name is held back (account.go)
+
 	Retention         time.Duration // how long messages are kept; 0: forever
 	RetentionInterval time.Duration // time between the retention sweeper's passes
 
@@ -138,6 +140,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.StompMaxHeaders, "stomp-max-headers", 64, "headers one STOMP frame from a client may carry, else ERROR too_large")
 	fs.DurationVar(&c.Retention, "retention", 0, "how long messages are kept, e.g. 720h: older ones become tombstones (their text gone from the store, the search index and every cache; clients get a deleted event); 0: forever")
 	fs.DurationVar(&c.RetentionInterval, "retention-interval", time.Minute, "time between the passes of the retention sweeper (with --retention)")
+	c.accountFlags(fs)
 	fs.IntVar(&c.TypingMaxMembers, "typing-max-members", roomevents.DefaultTypingMaxMembers, "rooms with more members than this have no typing events (signals are accepted and absorbed), so one typist costs at most this many deliveries every 2 s")
 	fs.IntVar(&c.StompSendBuffer, "stomp-send-buffer", 64<<10, "kernel send buffer (SO_SNDBUF) of each STOMP connection in bytes, so that a client that stops reading is found by --stomp-queue (-1: the system's autotuned buffer)")
 	fs.DurationVar(&c.StompMaxHeartBeat, "stomp-max-heartbeat", time.Minute, "largest heart-beat interval accepted from a STOMP client, either way (a larger one is taken as this)")
@@ -256,7 +259,7 @@ func (m *Main) Open(ctx context.Context) error {
 
 	svc := chat.New(chat.Config{
 		Store: rp.reads, TokenTTL: cfg.TokenTTL, MaxBody: cfg.MaxBody, KDF: cfg.KDF, Registerer: m.registry,
-		OnRevoke: endSessions, Seen: shownSeen{m},
+		OnRevoke: endSessions, Seen: shownSeen{m}, Accounts: accountsOf(db), NameHold: cfg.DeletedNameHold,
 	})
 	api, err := m.openAPI(svc, rdb, sendLimit, readLimit)
 	if err != nil {

@@ -1,0 +1,23 @@
+package main
+
+import (
+	"flag"
+
+	"parley"
+	"parley/chat"
+)
+
+// accountFlags registers the flags of account deletion (DELETE /api/me).
+func (c *Config) accountFlags(fs *flag.FlagSet) {
+	fs.DurationVar(&c.DeletedNameHold, "deleted-name-hold", chat.DefaultNameHold,
+		"how long a deleted account's name is refused to a new sign-up, then free again")
+}
+
+// accountsOf is what deletes accounts in db: both durable stores do
+// (sqlite.Store, postgres.Store), below the read path, whose caches hear
+// of the deletion through the events of the leaves and tombstones that
+// chat.DeleteAccount writes first.
+func accountsOf(db parley.Store) chat.Accounts {
+	a, _ := db.(chat.Accounts)
+	return a
+}
