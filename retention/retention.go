@@ -1,6 +1,7 @@
 package retention
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"runtime"
@@ -20,6 +21,7 @@ type Store interface {
 // Defaults of Config.
 const (
 	DefaultBatch    = 500
+	DefaultInFlight = 4
 	DefaultInterval = time.Minute
 )
 
@@ -28,11 +30,14 @@ type Config struct {
 	Store     Store
 	Retention time.Duration // how long messages are kept; must be > 0
 	// Batch is how many expired messages one read returns
-	// (DefaultBatch). Each is deleted by its own write, so a send waits
-	// behind at most one deletion (or, with the SQLite store's group
-	// commit, shares a transaction with a few), and the sweeper yields
-	// between batches.
+	// (DefaultBatch); the sweeper yields between batches.
 	Batch int
+	// InFlight is how many deletions of a batch are asked at once
+	// (DefaultInFlight). Each is a write of its own, which the store's
+	// group commit batches with the others and with the sends of the
+	// moment: a send waits behind at most one transaction of at most
+	// InFlight deletions.
+	InFlight int
 	// Interval is the time between passes (DefaultInterval); ignored
 	// when Tick is set.
 	Interval time.Duration
@@ -64,6 +69,9 @@ func Start(cfg Config) (*Sweeper, error) {
 	}
 	if cfg.Batch <= 0 {
 		cfg.Batch = DefaultBatch
+	}
+	if cfg.InFlight <= 0 {
+		cfg.InFlight = DefaultInFlight
 	}
 	if cfg.Interval <= 0 {
 		cfg.Interval = DefaultInterval
@@ -122,7 +130,7 @@ func (s *Sweeper) pass(ctx context.Context) (int, error) {
 		}
 		defer release()
 	}
-	n, err := Sweep(ctx, s.cfg.Store, s.cfg.Now().Add(-s.cfg.Retention), s.cfg.Batch)
+	n, err := Sweep(ctx, s.cfg.Store, s.cfg.Now().Add(-s.cfg.Retention), s.cfg.Batch, s.cfg.InFlight)
 	s.mu.Lock()
 	s.total += n
 	s.mu.Unlock()
@@ -130,9 +138,10 @@ func (s *Sweeper) pass(ctx context.Context) (int, error) {
 }
 
 // Sweep deletes every message of st sent before cutoff that is not
-// deleted yet, reading batch of them at a time, and returns how many it
-// deleted. A message deleted meanwhile by someone else is not counted.
-func Sweep(ctx context.Context, st Store, cutoff time.Time, batch int) (int, error) {
+// deleted yet, reading batch of them at a time and asking inflight
+// deletions at once, and returns how many it deleted. A message deleted
+// meanwhile by someone else is not counted.
+func Sweep(ctx context.Context, st Store, cutoff time.Time, batch, inflight int) (int, error) {
 	var after parley.MessageRef
 	n := 0
 	for {
@@ -140,24 +149,50 @@ func Sweep(ctx context.Context, st Store, cutoff time.Time, batch int) (int, err
 		if err != nil {
 			return n, fmt.Errorf("retention: expired: %w", err)
 		}
-		for _, r := range refs {
-			if err := ctx.Err(); err != nil {
-				return n, err
-			}
-			_, deleted, err := st.DeleteMessage(ctx, parley.Deletion{RoomID: r.RoomID, Seq: r.Seq, Moderator: true})
-			switch {
-			case parley.ErrorCode(err) == parley.CodeNotFound:
-				// The room or message is gone: nothing to delete.
-			case err != nil:
-				return n, fmt.Errorf("retention: delete message %d of room %s: %w", r.Seq, r.RoomID, err)
-			case deleted:
-				n++
-			}
-		}
-		if len(refs) < batch {
-			return n, nil
+		d, err := deleteAll(ctx, st, refs, inflight)
+		n += d
+		if err != nil || len(refs) < batch {
+			return n, err
 		}
 		after = refs[len(refs)-1]
 		runtime.Gosched()
 	}
+}
+
+// deleteAll deletes refs, inflight at a time, and returns how many it
+// deleted and the first error.
+func deleteAll(ctx context.Context, st Store, refs []parley.MessageRef, inflight int) (int, error) {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex // guards the following fields
+		n     int
+		first error
+	)
+	sem := make(chan struct{}, max(1, inflight))
+	for _, r := range refs {
+		if err := ctx.Err(); err != nil {
+			mu.Lock()
+			first = cmp.Or(first, err)
+			mu.Unlock()
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			_, deleted, err := st.DeleteMessage(ctx, parley.Deletion{RoomID: r.RoomID, Seq: r.Seq, Moderator: true})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case parley.ErrorCode(err) == parley.CodeNotFound:
+				// The room or message is gone: nothing to delete.
+			case err != nil:
+				first = cmp.Or(first, fmt.Errorf("retention: delete message %d of room %s: %w", r.Seq, r.RoomID, err))
+			case deleted:
+				n++
+			}
+		}()
+	}
+	wg.Wait()
+	return n, first
 }

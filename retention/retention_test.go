@@ -3,6 +3,7 @@ package retention_test
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -36,6 +37,7 @@ func (r *recorder) seqs() []int64 {
 	for _, m := range r.deleted {
 		s = append(s, m.Seq)
 	}
+	slices.Sort(s) // the deletions of a batch run at once
 	return s
 }
 

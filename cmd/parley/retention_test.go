@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"parley/parleytest"
 	"parley/stomp"
 )
 
@@ -77,4 +78,35 @@ func TestRetention(t *testing.T) {
 	if f := b.read(); f.Command != stomp.Message || string(f.Get("seq")) != "3" || string(f.Body) != "fresh" {
 		t.Errorf("since-seq 0 then live: got %v, want message 3", f)
 	}
+}
+
+// TestClusterRetention: two nodes with --retention over one PostgreSQL
+// store; the messages sent on node one expire once (the nodes' sweepers
+// take turns by the store's lock, and a tombstone is not deleted twice),
+// and an events subscriber on node two gets each deletion, whichever node
+// swept it.
+func TestClusterRetention(t *testing.T) {
+	env := needCluster(t)
+	short := func(c *Config) { c.Retention, c.RetentionInterval = time.Second, 20*time.Millisecond }
+	nodes := []*Main{startNode(t, env, "one", short), startNode(t, env, "two", short)}
+	r, ms := groupRoom(t, nodes, "ret", 2)
+	alice, bob := ms[0], ms[1] // on nodes one and two
+	sc := subscribeEvents(t, nodes[1], bob.c.token, r.ID, false)
+	for _, body := range []string{"ephemeral one", "ephemeral two"} {
+		if st := alice.c.do("POST", "/api/rooms/"+r.ID+"/messages", map[string]string{"body": body}, nil); st != http.StatusCreated {
+			t.Fatalf("send: %d", st)
+		}
+	}
+	got := map[int64]bool{}
+	for range 2 {
+		f, msg := nextChange(t, sc)
+		if string(f.Get("event")) != "deleted" || msg.Body != "" || got[msg.Seq] {
+			t.Fatalf("node two got %v %+v, want each message deleted once", f, msg)
+		}
+		got[msg.Seq] = true
+	}
+	// The sweeper counts a pass's deletions once the pass is over.
+	deleted := func() int { return nodes[0].expiry.Deleted() + nodes[1].expiry.Deleted() }
+	parleytest.Eventually(t, 10*time.Second, func() bool { return deleted() == 2 },
+		"the nodes' sweepers deleted %d messages, want 2", deleted())
 }
