@@ -126,8 +126,9 @@ func TestAPIDocOperationIDs(t *testing.T) {
 }
 
 // TestAPIDocMeIsReadOnly: PUT /api/me, which a client changing its
-// profile would try, answers 405 with Allow: GET, HEAD, and the document says
-// so on the path (it described GET alone and left the 405 unsaid).
+// profile would try, answers 405 with Allow: DELETE, GET, HEAD (DELETE
+// deletes the account), and the document says so on the path (it
+// described GET alone and left the 405 unsaid).
 func TestAPIDocMeIsReadOnly(t *testing.T) {
 	m := MustOpenMain(t)
 	req, err := http.NewRequest("PUT", "http://"+m.Addr()+"/api/me", strings.NewReader(`{"name":"bob"}`))
@@ -139,8 +140,8 @@ func TestAPIDocMeIsReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusMethodNotAllowed || !strings.HasPrefix(resp.Header.Get("Allow"), "GET") {
-		t.Errorf("PUT /api/me = %d Allow %q, want 405 Allow GET, HEAD", resp.StatusCode, resp.Header.Get("Allow"))
+	if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "DELETE, GET, HEAD" {
+		t.Errorf("PUT /api/me = %d Allow %q, want 405 Allow DELETE, GET, HEAD", resp.StatusCode, resp.Header.Get("Allow"))
 	}
 	var doc struct {
 		Paths map[string]struct {
