@@ -3,6 +3,7 @@
 // and runs one chat view at a time. Routes live in the URL fragment:
 // #/room/{id} opens a room, #/join/{id} is an invite link.
 
+import { bindAccount } from './account.js';
 import { Api } from './api.js';
 import { ChatView } from './chat.js';
 import { $, h, setText, shortTime } from './dom.js';
@@ -433,6 +434,7 @@ class App {
       this.authenticate(action, $('auth-name').value.trim(), $('auth-password').value);
     });
     $('logout').addEventListener('click', () => this.signOut());
+    bindAccount(this); // Download my data, Delete my account (account.js)
 
     const newRoomError = $('new-room-error');
     $('group-form').addEventListener('submit', async (ev) => {
