@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"time"
 
 	"parley"
 	"parley/chat"
@@ -49,6 +51,25 @@ type exportMember struct {
 	JoinedAt string `json:"joined_at"`
 }
 
+// A download moves its write deadline exportStall on every
+// exportDeadlineLines lines (exportMe).
+const (
+	exportStall         = 30 * time.Second
+	exportDeadlineLines = 100
+)
+
+// progress is a writer that calls line before each write (json.Encoder
+// writes one line a call).
+type progress struct {
+	w    io.Writer
+	line func()
+}
+
+func (p progress) Write(b []byte) (int, error) {
+	p.line()
+	return p.w.Write(b)
+}
+
 // exportVersion is the version of the export's format, on its first line.
 const exportVersion = 1
 
@@ -73,7 +94,17 @@ func (h *Handler) exportMe(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="parley-%s.jsonl"`, u.Name))
 	w.WriteHeader(http.StatusOK)
-	enc := json.NewEncoder(w)
+	// The server's write timeout (--http-write-timeout) bounds a whole
+	// response; a download as long as the data moves its deadline on as
+	// it goes, a page of lines at a time, so that only a stalled client
+	// (or store) is cut off.
+	rc := http.NewResponseController(w)
+	lines := 0
+	enc := json.NewEncoder(progress{w, func() {
+		if lines++; lines%exportDeadlineLines == 1 {
+			rc.SetWriteDeadline(time.Now().Add(exportStall)) // best effort, as decode's
+		}
+	}})
 	err = enc.Encode(exportLine{Type: "account", Version: exportVersion, User: &u})
 	for i := 0; i < len(rooms) && err == nil; i++ {
 		m := rooms[i].Member

@@ -5,11 +5,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"parley"
 	"parley/cache"
@@ -181,5 +183,49 @@ func TestDeleteMe(t *testing.T) {
 	}
 	if len(page.Messages) != 2 {
 		t.Errorf("GET messages = %s, want 2", w.Body)
+	}
+}
+
+// deadlineRecorder is a ResponseRecorder that notes the write deadlines
+// http.ResponseController sets on it.
+type deadlineRecorder struct {
+	*httptest.ResponseRecorder
+	deadlines []time.Time
+}
+
+func (d *deadlineRecorder) SetWriteDeadline(t time.Time) error {
+	d.deadlines = append(d.deadlines, t)
+	return nil
+}
+
+// TestExportMeMovesTheWriteDeadline: a long download moves its write
+// deadline on as it goes (a page of lines at a time), into the future,
+// so that the server's write timeout cuts only a stalled one.
+func TestExportMeMovesTheWriteDeadline(t *testing.T) {
+	ctx := context.Background()
+	svc, h := openAccountStack(t)
+	ann, tok := signUp(t, svc, "ann")
+	room, _, err := svc.CreateRoom(ctx, ann, chat.NewRoom{Kind: parley.KindGroup, Title: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 250 {
+		must(t)(svc.Send(ctx, ann, room.ID, fmt.Sprint("m", i), ""))
+	}
+	req := httptest.NewRequest("GET", "/api/me/export", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	w := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
+	start := time.Now()
+	h.ServeHTTP(w, req)
+	if w.Code != http.StatusOK || strings.Count(w.Body.String(), "\n") != 253 {
+		t.Fatalf("GET /api/me/export = %d, %d lines; want 200, 253", w.Code, strings.Count(w.Body.String(), "\n"))
+	}
+	if len(w.deadlines) < 3 {
+		t.Errorf("the export of 253 lines set %d write deadlines, want one every 100 lines", len(w.deadlines))
+	}
+	for _, d := range w.deadlines {
+		if !d.After(start.Add(time.Second)) {
+			t.Errorf("write deadline %v: want it well after the start, %v", d, start)
+		}
 	}
 }
