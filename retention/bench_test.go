@@ -19,7 +19,8 @@ import (
 
 // BenchmarkSendDuringSweep measures what a retention sweep costs the sends
 // beside it: on the SQLite store (sync full), a room holds PARLEY_SWEEP_N
-// (100,000) expired messages; 4 senders send to another room for 3 s with
+// (100,000) expired messages, deleted PARLEY_SWEEP_INFLIGHT
+// (DefaultInFlight) at a time; 4 senders send to another room for 3 s with
 // no sweep, then while a sweep deletes all of them. It reports the sends'
 // p50 and p99 of both phases, and the sweep's time and rate. One run is
 // one measurement: use -benchtime=1x.
@@ -27,6 +28,10 @@ func BenchmarkSendDuringSweep(b *testing.B) {
 	n := 100_000
 	if v := os.Getenv("PARLEY_SWEEP_N"); v != "" {
 		n, _ = strconv.Atoi(v)
+	}
+	inflight := retention.DefaultInFlight
+	if v := os.Getenv("PARLEY_SWEEP_INFLIGHT"); v != "" {
+		inflight, _ = strconv.Atoi(v)
 	}
 	ctx := context.Background()
 	for range b.N {
@@ -48,7 +53,7 @@ func BenchmarkSendDuringSweep(b *testing.B) {
 		var took time.Duration
 		during := sendFor(b, s, live, users[1:], func(<-chan struct{}) {
 			start := time.Now()
-			swept, err = retention.Sweep(ctx, s, cutoff, retention.DefaultBatch, retention.DefaultInFlight)
+			swept, err = retention.Sweep(ctx, s, cutoff, retention.DefaultBatch, inflight)
 			took = time.Since(start)
 		})
 		if err != nil || swept != n {
