@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"parley"
 )
 
@@ -54,6 +56,9 @@ type Config struct {
 	Lock func(ctx context.Context) (release func(), ok bool, err error)
 	// OnPass, when set, is called after each pass with its outcome.
 	OnPass func(deleted int, err error)
+	// Registerer, when set, registers the sweeper's metrics:
+	// parley_retention_deleted_total and parley_retention_pass_errors_total.
+	Registerer prometheus.Registerer
 }
 
 // Sweeper runs passes until Close. It owns one goroutine.
@@ -63,6 +68,8 @@ type Sweeper struct {
 	done   chan struct{}
 	mu     sync.Mutex // guards the following field
 	total  int        // messages deleted since Start
+
+	deleted, failed prometheus.Counter
 }
 
 // Start starts a sweeper; Close stops it.
@@ -83,7 +90,22 @@ func Start(cfg Config) (*Sweeper, error) {
 		cfg.Now = time.Now
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Sweeper{cfg: cfg, cancel: cancel, done: make(chan struct{})}
+	s := &Sweeper{cfg: cfg, cancel: cancel, done: make(chan struct{}),
+		deleted: prometheus.NewCounter(prometheus.CounterOpts{Name: "parley_retention_deleted_total",
+			Help: "Messages the retention sweeper made tombstones."}),
+		failed: prometheus.NewCounter(prometheus.CounterOpts{Name: "parley_retention_pass_errors_total",
+			Help: "Retention passes that ended with an error (the next pass starts over)."}),
+	}
+	if cfg.Registerer != nil {
+		if err := cfg.Registerer.Register(s.deleted); err != nil {
+			cancel()
+			return nil, fmt.Errorf("retention: metrics: %w", err)
+		}
+		if err := cfg.Registerer.Register(s.failed); err != nil {
+			cancel()
+			return nil, fmt.Errorf("retention: metrics: %w", err)
+		}
+	}
 	tick := cfg.Tick
 	var ticker *time.Ticker
 	if tick == nil {
@@ -137,6 +159,10 @@ func (s *Sweeper) pass(ctx context.Context) (int, error) {
 	s.mu.Lock()
 	s.total += n
 	s.mu.Unlock()
+	s.deleted.Add(float64(n))
+	if err != nil && ctx.Err() == nil {
+		s.failed.Inc()
+	}
 	return n, err
 }
 

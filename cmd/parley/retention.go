@@ -27,7 +27,7 @@ func (m *Main) startRetention(db parley.Store) error {
 		return fmt.Errorf("--retention: the store %T cannot expire messages", db)
 	}
 	rc := retention.Config{
-		Store: st, Retention: cfg.Retention, Interval: cfg.RetentionInterval,
+		Store: st, Retention: cfg.Retention, Interval: cfg.RetentionInterval, Registerer: m.registry,
 		OnPass: func(n int, err error) {
 			switch {
 			case err != nil:

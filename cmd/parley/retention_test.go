@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,6 +42,10 @@ func TestRetention(t *testing.T) {
 			t.Fatalf("got %v %+v, want message %d deleted by retention", f, msg, want)
 		}
 	}
+
+	// The pass counts its deletions once it is over.
+	parleytest.Eventually(t, 10*time.Second, func() bool { return retentionDeleted(t, m) == "2" },
+		"parley_retention_deleted_total = %q, want 2", retentionDeleted(t, m))
 
 	var page struct {
 		Messages []message `json:"messages"`
@@ -78,6 +84,27 @@ func TestRetention(t *testing.T) {
 	if f := b.read(); f.Command != stomp.Message || string(f.Get("seq")) != "3" || string(f.Body) != "fresh" {
 		t.Errorf("since-seq 0 then live: got %v, want message 3", f)
 	}
+}
+
+// retentionDeleted returns the value of parley_retention_deleted_total
+// on m's /metrics ("" when it is not there).
+func retentionDeleted(t *testing.T, m *Main) string {
+	t.Helper()
+	resp, err := http.Get("http://" + m.MetricsAddr() + "/metrics")
+	if err != nil {
+		t.Fatalf("metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("metrics: %v", err)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, "parley_retention_deleted_total "); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // TestClusterRetention: two nodes with --retention over one PostgreSQL
