@@ -60,6 +60,12 @@ func (s *Service) DeleteAccount(ctx context.Context, u parley.User, password str
 	return s.accounts.DeleteUser(ctx, u, s.now().Add(s.nameHold))
 }
 
+// VerifyPassword checks that password is u's: CodeForbidden when it is
+// not. DELETE /api/me checks it first, under the login limits.
+func (s *Service) VerifyPassword(ctx context.Context, u parley.User, password string) error {
+	return s.checkPassword(ctx, u, password)
+}
+
 // checkPassword checks that password is u's: CodeForbidden when it is
 // not (not CodeUnauthorized: the caller's token is good, and a client
 // that hears 401 drops it).

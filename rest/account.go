@@ -21,6 +21,9 @@ type Account interface {
 	// ExportMessages calls each with every message the user sent in the
 	// room, oldest first, reading the history a page at a time.
 	ExportMessages(ctx context.Context, u parley.User, roomID string, each func(*parley.Message) error) error
+	// VerifyPassword checks that password is the user's:
+	// parley.CodeForbidden when it is not.
+	VerifyPassword(ctx context.Context, u parley.User, password string) error
 	// DeleteAccount deletes the user's account once password is theirs:
 	// parley.CodeForbidden for a wrong one, and nothing changes.
 	DeleteAccount(ctx context.Context, u parley.User, password string) error
@@ -141,7 +144,20 @@ func (h *Handler) deleteMe(w http.ResponseWriter, r *http.Request) error {
 	if err := h.decode(w, r, &req); err != nil {
 		return err
 	}
-	if err := a.DeleteAccount(r.Context(), userOf(r), req.Password); err != nil {
+	// The password check is a login's: it waits for the name's and the
+	// address's failed logins and counts a wrong password as one, so a
+	// stolen token guesses no faster than POST /api/tokens.
+	u := userOf(r)
+	att, err := h.beginLogin(w, r, u.Name)
+	if err != nil {
+		return err
+	}
+	err = a.VerifyPassword(r.Context(), u, req.Password)
+	h.settleLogin(att, parley.ErrorCode(err) == parley.CodeForbidden, err == nil)
+	if err != nil {
+		return err
+	}
+	if err := a.DeleteAccount(r.Context(), u, req.Password); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

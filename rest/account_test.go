@@ -16,6 +16,7 @@ import (
 	"parley"
 	"parley/cache"
 	"parley/chat"
+	"parley/ratelimit"
 	"parley/rest"
 	"parley/sqlite"
 )
@@ -23,6 +24,12 @@ import (
 // openAccountStack is rest over chat over the cache over SQLite, with
 // account deletion wired as cmd/parley does.
 func openAccountStack(t *testing.T) (*chat.Service, *rest.Handler) {
+	t.Helper()
+	return openAccountStackWith(t, rest.Config{})
+}
+
+// openAccountStackWith is openAccountStack with cfg's limits.
+func openAccountStackWith(t *testing.T, cfg rest.Config) (*chat.Service, *rest.Handler) {
 	t.Helper()
 	var c *cache.Store
 	db, err := sqlite.Open(context.Background(), sqlite.Config{
@@ -35,7 +42,39 @@ func openAccountStack(t *testing.T) (*chat.Service, *rest.Handler) {
 	c = cache.New(db, cache.Config{})
 	t.Cleanup(func() { c.Close() })
 	svc := chat.New(chat.Config{Store: c, Accounts: db, KDF: chat.KDF{Time: 1, Memory: 64, Threads: 1}})
-	return svc, rest.New(rest.Config{Chat: svc})
+	cfg.Chat = svc
+	return svc, rest.New(cfg)
+}
+
+// TestDeleteMeGuessesWait: DELETE /api/me checks a password, so its wrong
+// passwords count as failed logins of the name (and the address): a
+// stolen token cannot be used to guess its owner's password faster than
+// POST /api/tokens allows, and once the name waits, the password is not
+// checked and the account stays.
+func TestDeleteMeGuessesWait(t *testing.T) {
+	c := &clock{t: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
+	svc, h := openAccountStackWith(t, rest.Config{
+		LoginByAddress: ratelimit.NewBackoff(ratelimit.BackoffConfig{Free: 6, Base: time.Second, Max: 15 * time.Minute, Now: c.Now}),
+		LoginByName:    ratelimit.NewBackoff(ratelimit.BackoffConfig{Free: 3, Base: time.Second, Max: 15 * time.Minute, Now: c.Now}),
+		Now:            c.Now,
+	})
+	_, tok := signUp(t, svc, "ann")
+	for i := range 3 {
+		if w := serveAccount(h, "DELETE", "/api/me", tok, `{"password":"guess"}`); w.Code != http.StatusForbidden {
+			t.Fatalf("guess %d: DELETE /api/me = %d %s, want 403", i+1, w.Code, w.Body)
+		}
+	}
+	w := serveAccount(h, "DELETE", "/api/me", tok, `{"password":"password-of-ann"}`)
+	if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") == "" {
+		t.Fatalf("after 3 wrong passwords: DELETE /api/me = %d %s, want 429 with Retry-After, the password unchecked", w.Code, w.Body)
+	}
+	if w := serveAccount(h, "GET", "/api/me", tok, ""); w.Code != http.StatusOK {
+		t.Fatalf("GET /api/me = %d, want 200: the refused deletion changed nothing", w.Code)
+	}
+	c.Advance(time.Second)
+	if w := serveAccount(h, "DELETE", "/api/me", tok, `{"password":"password-of-ann"}`); w.Code != http.StatusNoContent {
+		t.Fatalf("after the wait: DELETE /api/me = %d %s, want 204", w.Code, w.Body)
+	}
 }
 
 func serveAccount(h *rest.Handler, method, path, tok, body string) *httptest.ResponseRecorder {

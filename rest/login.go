@@ -195,9 +195,16 @@ func (a *loginAttempt) end(failed bool) {
 // counts none and clears the name's (or device's) failures, but not the
 // address's; any other outcome (the store unavailable) counts nothing.
 func (h *Handler) endLogin(a *loginAttempt, err error) {
+	h.settleLogin(a, parley.ErrorCode(err) == parley.CodeUnauthorized, err == nil)
+}
+
+// settleLogin settles a password check let through beginLogin and frees
+// its check slot: failed counts a failure on each of its keys; ok clears
+// the name's (or device's) failures, but not the address's.
+func (h *Handler) settleLogin(a *loginAttempt, failed, ok bool) {
 	<-h.loginSlots
-	a.end(parley.ErrorCode(err) == parley.CodeUnauthorized)
-	if err == nil && a.nameKey != "" {
+	a.end(failed)
+	if ok && a.nameKey != "" {
 		h.loginByName.Reset(a.nameKey)
 	}
 }
