@@ -1,9 +1,7 @@
 package sqlite
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -44,7 +42,7 @@ func TestDeletedTextLeavesFiles(t *testing.T) {
 			for i := range 200 {
 				parleytest.MustSend(t, s, room, u, fmt.Sprintf("filler %d with some ordinary words", i))
 			}
-			word := mustToken(t)
+			word := parleytest.RandomWord(t)
 			m := parleytest.MustSend(t, s, room, u, "please forget "+word+" soon")
 			// As in a database that has lived a while, the word is in a
 			// big segment of the full-text index, which later merges of
@@ -56,22 +54,22 @@ func TestDeletedTextLeavesFiles(t *testing.T) {
 			}
 			// The text is in the database file too (a PASSIVE checkpoint
 			// copied it), not only in the WAL, before the change.
-			parleytest.Eventually(t, 10*time.Second, func() bool { return len(filesHolding(path, []string{""}, word)) == 1 },
-				"the message never reached the database file: %v", filesHolding(path, suffixes, word))
+			parleytest.Eventually(t, 10*time.Second, func() bool { return len(parleytest.FilesHolding(path, []string{""}, word)) == 1 },
+				"the message never reached the database file: %v", parleytest.FilesHolding(path, parleytest.SQLiteFiles, word))
 
 			if err := tc.change(s, m); err != nil {
 				t.Fatalf("%s: %v", tc.name, err)
 			}
 			start := time.Now()
-			if !parleytest.Poll(10*time.Second, func() bool { return len(filesHolding(path, suffixes, word)) == 0 }) {
-				t.Errorf("10 s after the %s, the old text is still in %v", tc.name, filesHolding(path, suffixes, word))
+			if !parleytest.Poll(10*time.Second, func() bool { return len(parleytest.FilesHolding(path, parleytest.SQLiteFiles, word)) == 0 }) {
+				t.Errorf("10 s after the %s, the old text is still in %v", tc.name, parleytest.FilesHolding(path, parleytest.SQLiteFiles, word))
 			} else {
 				t.Logf("old text gone from the files %v after the %s (bound %v)", time.Since(start), tc.name, EraseBound)
 			}
 			if err := s.Close(); err != nil {
 				t.Fatalf("Close() error = %v", err)
 			}
-			if in := filesHolding(path, suffixes, word); len(in) > 0 {
+			if in := parleytest.FilesHolding(path, parleytest.SQLiteFiles, word); len(in) > 0 {
 				t.Errorf("after Close, the old text is in %v", in)
 			}
 		})
@@ -92,42 +90,6 @@ func mustOptimizeIndex(t testing.TB, path string) {
 }
 
 // suffixes are the files of a database: itself, its WAL and its shm.
-var suffixes = []string{"", "-wal", "-shm"}
-
-// filesHolding returns "file: word" for each word some file of the
-// database at path holds (a missing file holds nothing). It looks for the
-// word's last 16 bytes: FTS5 stores a term after the prefix it shares
-// with the term before it.
-func filesHolding(path string, sufs []string, words ...string) []string {
-	var in []string
-	for _, suf := range sufs {
-		data, err := os.ReadFile(path + suf)
-		if err != nil {
-			continue
-		}
-		for _, w := range words {
-			if bytes.Contains(data, []byte(w[len(w)-16:])) {
-				in = append(in, filepath.Base(path+suf)+": "+w)
-			}
-		}
-	}
-	return in
-}
-
-// mustToken returns a random word of 24 lowercase letters: a text no other
-// test writes, which FTS5 indexes as it is.
-func mustToken(t testing.TB) string {
-	t.Helper()
-	b := make([]byte, 24)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	for i := range b {
-		b[i] = 'a' + b[i]%26
-	}
-	return string(b)
-}
-
 // TestSecureDeletePerConnection: secure_delete is a setting of each
 // connection, not of the file: the writer's connections have it, and a
 // connection opened without it does not.
@@ -163,7 +125,7 @@ func TestEraseWaitsForReaders(t *testing.T) {
 	u := parleytest.MustCreateUser(t, s, "keeper")
 	room := parleytest.MustCreateRoom(t, s, u, "r", 0)
 	parleytest.Eventually(t, 10*time.Second, func() bool { return s.ck.erases.Load() == 1 }, "no TRUNCATE checkpoint at Open")
-	word := mustToken(t)
+	word := parleytest.RandomWord(t)
 	m := parleytest.MustSend(t, s, room, u, "please forget "+word)
 	parleytest.MustSend(t, s, room, u, "and keep this")
 
@@ -188,7 +150,7 @@ func TestEraseWaitsForReaders(t *testing.T) {
 	if held := s.ck.erasesHeld.Load(); held != 0 {
 		t.Errorf("%d TRUNCATE checkpoints waited for the reader under the writer's lock, want none", held)
 	}
-	if in := filesHolding(path, suffixes, word); len(in) == 0 {
+	if in := parleytest.FilesHolding(path, parleytest.SQLiteFiles, word); len(in) == 0 {
 		t.Errorf("the text left the files while a reader held the WAL: the test shows nothing")
 	}
 	if _, err := conn.ExecContext(ctx, `COMMIT`); err != nil {
@@ -196,7 +158,7 @@ func TestEraseWaitsForReaders(t *testing.T) {
 	}
 	parleytest.Eventually(t, 10*time.Second, func() bool { return s.ck.erases.Load() == 2 },
 		"after the reader ended, no TRUNCATE checkpoint emptied the WAL")
-	if in := filesHolding(path, suffixes, word); len(in) > 0 {
+	if in := parleytest.FilesHolding(path, parleytest.SQLiteFiles, word); len(in) > 0 {
 		t.Errorf("after the reader ended and the WAL was emptied, the text is in %v", in)
 	}
 }
@@ -218,7 +180,7 @@ func TestEraseAfterCrash(t *testing.T) {
 	u := parleytest.MustCreateUser(t, s, "keeper")
 	room := parleytest.MustCreateRoom(t, s, u, "r", 0)
 	parleytest.Eventually(t, 10*time.Second, func() bool { return s.ck.erases.Load() == 1 }, "no TRUNCATE checkpoint at Open")
-	word := mustToken(t)
+	word := parleytest.RandomWord(t)
 	m := parleytest.MustSend(t, s, room, u, "please forget "+word)
 	if _, _, err := s.DeleteMessage(ctx, parley.Deletion{RoomID: room.ID, Seq: m.Seq, ActorID: u.ID}); err != nil {
 		t.Fatalf("DeleteMessage() error = %v", err)
@@ -234,7 +196,7 @@ func TestEraseAfterCrash(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if in := filesHolding(crashed, suffixes, word); len(in) == 0 {
+	if in := parleytest.FilesHolding(crashed, parleytest.SQLiteFiles, word); len(in) == 0 {
 		t.Fatalf("the crashed files hold no text: the test shows nothing")
 	}
 	s.Close()
@@ -245,7 +207,7 @@ func TestEraseAfterCrash(t *testing.T) {
 	}
 	defer s2.Close()
 	parleytest.Eventually(t, 10*time.Second, func() bool { return s2.ck.erases.Load() == 1 }, "no TRUNCATE checkpoint at Open")
-	if in := filesHolding(crashed, suffixes, word); len(in) > 0 {
+	if in := parleytest.FilesHolding(crashed, parleytest.SQLiteFiles, word); len(in) > 0 {
 		t.Errorf("after Open and its TRUNCATE checkpoint, the text is in %v", in)
 	}
 	if got, err := s2.Messages(ctx, room.ID, parley.Page{Limit: 10}); err != nil || len(got) != 1 || !got[0].Deleted() {

@@ -26,27 +26,27 @@ func TestExpiredTextLeavesFiles(t *testing.T) {
 	for i := range 200 {
 		parleytest.MustSend(t, s, room, u, fmt.Sprintf("filler %d with some ordinary words", i))
 	}
-	word := mustToken(t)
+	word := parleytest.RandomWord(t)
 	parleytest.MustSend(t, s, room, u, "please forget "+word+" soon")
 	mustOptimizeIndex(t, path)
 	kept := parleytest.MustSend(t, s, room, u, "kept")
-	parleytest.Eventually(t, 10*time.Second, func() bool { return len(filesHolding(path, []string{""}, word)) == 1 },
-		"the message never reached the database file: %v", filesHolding(path, suffixes, word))
+	parleytest.Eventually(t, 10*time.Second, func() bool { return len(parleytest.FilesHolding(path, []string{""}, word)) == 1 },
+		"the message never reached the database file: %v", parleytest.FilesHolding(path, parleytest.SQLiteFiles, word))
 
 	n, err := retention.Sweep(context.Background(), s, kept.SentAt, 50, 8)
 	if err != nil || n != 201 {
 		t.Fatalf("Sweep(before the kept message) = %d, %v, want 201 deleted", n, err)
 	}
 	start := time.Now()
-	if !parleytest.Poll(10*time.Second, func() bool { return len(filesHolding(path, suffixes, word)) == 0 }) {
-		t.Errorf("10 s after the sweep, the expired text is still in %v", filesHolding(path, suffixes, word))
+	if !parleytest.Poll(10*time.Second, func() bool { return len(parleytest.FilesHolding(path, parleytest.SQLiteFiles, word)) == 0 }) {
+		t.Errorf("10 s after the sweep, the expired text is still in %v", parleytest.FilesHolding(path, parleytest.SQLiteFiles, word))
 	} else {
 		t.Logf("expired text gone from the files %v after the sweep (bound %v)", time.Since(start), EraseBound)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close() error = %v", err)
 	}
-	if in := filesHolding(path, suffixes, word); len(in) > 0 {
+	if in := parleytest.FilesHolding(path, parleytest.SQLiteFiles, word); len(in) > 0 {
 		t.Errorf("after Close, the expired text is in %v", in)
 	}
 }

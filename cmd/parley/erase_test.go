@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
-	"crypto/rand"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -40,7 +37,7 @@ func TestDeletedTextLeavesDisk(t *testing.T) {
 	for i := range 100 {
 		send(fmt.Sprintf("note %d about apples", i))
 	}
-	deleted, edited := randomWord(t), randomWord(t)
+	deleted, edited := parleytest.RandomWord(t), parleytest.RandomWord(t)
 	del := send("please forget " + deleted)
 	ed := send("first draft " + edited)
 	for i := range 20 {
@@ -48,8 +45,9 @@ func TestDeletedTextLeavesDisk(t *testing.T) {
 	}
 	db := filepath.Join(data, "parley.db")
 	words := []string{deleted, edited}
-	parleytest.Eventually(t, 10*time.Second, func() bool { return len(filesHolding(db, words...)) == 2*len(words) },
-		"the messages are not in the database and its WAL: %v", filesHolding(db, words...))
+	holding := func() []string { return parleytest.FilesHolding(db, parleytest.SQLiteFiles, words...) }
+	parleytest.Eventually(t, 10*time.Second, func() bool { return len(holding()) == 2*len(words) },
+		"the messages are not in the database and its WAL: %v", holding())
 
 	if st := alice.do("DELETE", fmt.Sprintf("%s/%d", msgs, del.Seq), nil, nil); st != http.StatusNoContent {
 		t.Fatalf("delete: %d", st)
@@ -58,8 +56,8 @@ func TestDeletedTextLeavesDisk(t *testing.T) {
 		t.Fatalf("edit: %d", st)
 	}
 	start := time.Now()
-	if !parleytest.Poll(10*time.Second, func() bool { return len(filesHolding(db, words...)) == 0 }) {
-		t.Errorf("10 s after the DELETE and the PATCH, the old text is in %v", filesHolding(db, words...))
+	if !parleytest.Poll(10*time.Second, func() bool { return len(holding()) == 0 }) {
+		t.Errorf("10 s after the DELETE and the PATCH, the old text is in %v", holding())
 	} else {
 		t.Logf("old text gone from the files %v after the PATCH (bound %v)", time.Since(start), sqlite.EraseBound)
 	}
@@ -71,40 +69,7 @@ func TestDeletedTextLeavesDisk(t *testing.T) {
 	if err := p.cmd.Wait(); err != nil {
 		t.Fatalf("parley serve after SIGTERM: %v\n%s", err, p.lines())
 	}
-	if in := filesHolding(db, words...); len(in) > 0 {
+	if in := holding(); len(in) > 0 {
 		t.Errorf("after a clean shutdown, the old text is in %v", in)
 	}
-}
-
-// filesHolding returns "file: word" for each word that the database at db,
-// its WAL or its shm holds. It looks for a word's last 16 bytes: FTS5
-// stores a term after the prefix it shares with the term before it.
-func filesHolding(db string, words ...string) []string {
-	var in []string
-	for _, suf := range []string{"", "-wal", "-shm"} {
-		data, err := os.ReadFile(db + suf)
-		if err != nil {
-			continue
-		}
-		for _, w := range words {
-			if bytes.Contains(data, []byte(w[len(w)-16:])) {
-				in = append(in, filepath.Base(db+suf)+": "+w)
-			}
-		}
-	}
-	return in
-}
-
-// randomWord returns 24 random lowercase letters: a word no other message
-// holds, which the search index keeps as it is.
-func randomWord(t testing.TB) string {
-	t.Helper()
-	b := make([]byte, 24)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	for i := range b {
-		b[i] = 'a' + b[i]%26
-	}
-	return string(b)
 }
