@@ -16,7 +16,7 @@ func TestRESTWrongMethod(t *testing.T) {
 		status       int
 		allow        string
 	}{
-		{"DELETE", "/api/me", 405, "GET, HEAD"},
+		{"PUT", "/api/me", 405, "DELETE, GET, HEAD"},
 		{"GET", "/api/rooms", 405, "POST"},
 		{"PATCH", "/api/rooms/r1/read", 405, "PUT"},
 		{"PUT", "/api/tokens", 405, "DELETE, POST"},
