@@ -32,7 +32,10 @@ type Room struct {
 	LastSeq        int64     `json:"last_seq"`
 	LastChange     int64     `json:"last_change"`
 	LastActivityAt time.Time `json:"last_activity_at"`
-	CreatedAt      time.Time `json:"-"`
+	// RetentionSeconds is how long the room keeps its messages, in
+	// seconds (retention.go); 0: the server's default retention.
+	RetentionSeconds int64     `json:"retention_seconds"`
+	CreatedAt        time.Time `json:"-"`
 	// DirectKey identifies the pair of a direct room (see DirectKey); empty
 	// for group rooms.
 	DirectKey string `json:"-"`

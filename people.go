@@ -32,9 +32,10 @@ type PeopleStore interface {
 	// position, joined time and name, in no particular order. Fails with
 	// CodeNotFound for an unknown room.
 	RoomMembers(ctx context.Context, roomID string) ([]RoomMember, error)
-	// UpdateRoom changes the room's title and/or capacity and returns the
-	// room after it, with one EventRoomInfo (none when nothing changes).
-	// Fails with CodeInvalid for an empty change or a negative capacity
+	// UpdateRoom changes the room's title, capacity and/or retention and
+	// returns the room after it, with one EventRoomInfo (none when nothing
+	// changes). Fails with CodeInvalid for an empty change, a negative
+	// capacity or a retention out of bounds (CheckRoomUpdate)
 	// and with CodeConflict for a capacity (other than 0, unlimited) below
 	// member_count; a concurrent join never takes the room past it.
 	UpdateRoom(ctx context.Context, roomID, actorID string, u RoomUpdate) (Room, error)
@@ -69,34 +70,42 @@ type RoomMember struct {
 type RoomUpdate struct {
 	Title    *string
 	Capacity *int
+	// RetentionSeconds sets Room.RetentionSeconds: 0 (the server's
+	// default) to MaxRetentionSeconds.
+	RetentionSeconds *int64
 }
 
 // CheckRoomUpdate is the rule UpdateRoom applies before it reads the room,
 // the one both stores call: CodeInvalid for an update that changes
-// nothing, an empty title or a negative capacity.
+// nothing, an empty title, a negative capacity or a retention outside 0 to
+// MaxRetentionSeconds.
 func CheckRoomUpdate(u RoomUpdate) error {
 	switch {
-	case u.Title == nil && u.Capacity == nil:
+	case u.Title == nil && u.Capacity == nil && u.RetentionSeconds == nil:
 		return Errorf(CodeInvalid, "nothing to change")
 	case u.Title != nil && *u.Title == "":
 		return Errorf(CodeInvalid, "empty title")
 	case u.Capacity != nil && *u.Capacity < 0:
 		return Errorf(CodeInvalid, "negative capacity")
+	case u.RetentionSeconds != nil && (*u.RetentionSeconds < 0 || *u.RetentionSeconds > MaxRetentionSeconds):
+		return Errorf(CodeInvalid, "retention_seconds must be 0 (the server's default) to %d", MaxRetentionSeconds)
 	}
 	return nil
 }
 
-// Applied returns the title and capacity of r after u: u's where it sets
-// them, r's where it does not.
-func (u RoomUpdate) Applied(r Room) (title string, capacity int) {
-	title, capacity = r.Title, r.Capacity
+// Applied returns r after u: u's fields where it sets them, r's where it
+// does not.
+func (u RoomUpdate) Applied(r Room) Room {
 	if u.Title != nil {
-		title = *u.Title
+		r.Title = *u.Title
 	}
 	if u.Capacity != nil {
-		capacity = *u.Capacity
+		r.Capacity = *u.Capacity
 	}
-	return title, capacity
+	if u.RetentionSeconds != nil {
+		r.RetentionSeconds = *u.RetentionSeconds
+	}
+	return r
 }
 
 // Ban keeps a user out of a room: their joins fail with CodeForbidden.

@@ -5,9 +5,10 @@ import (
 	"time"
 )
 
-// Retention (design §3b "Data"): messages older than the server's
-// retention are deleted by the retention sweeper (package retention) as a
-// moderator's deletion would delete them: each becomes a tombstone (the
+// Retention (design §3b "Data"): messages older than their room's
+// retention (RetentionOf: the room's own, set by its owner or an admin,
+// else the server's default) are deleted by the retention sweeper
+// (package retention) as a moderator's deletion would delete them: each becomes a tombstone (the
 // same seq, an empty body, DeletedAt set) through Store.DeleteMessage, so
 // its text leaves the store and the search index, every cache drops it
 // (EventDeleted), and clients learn it through the change stream: a
@@ -21,13 +22,32 @@ type MessageRef struct {
 	Seq    int64
 }
 
+// MaxRetentionSeconds bounds a room's own retention (RoomUpdate): ten
+// years of 365 days.
+const MaxRetentionSeconds = 10 * 365 * 24 * 60 * 60
+
+// RetentionOf returns how long room r keeps its messages on a server whose
+// default retention is def: the room's own RetentionSeconds when set,
+// shorter or longer than def, else def; 0 keeps them forever.
+func RetentionOf(r Room, def time.Duration) time.Duration {
+	if r.RetentionSeconds > 0 {
+		return time.Duration(r.RetentionSeconds) * time.Second
+	}
+	return def
+}
+
 // Expiry is the part of a store that finds the messages retention
 // deletes. Both stores implement it; the retention sweeper calls it.
 type Expiry interface {
 	// Expired returns up to limit messages that are not deleted and were
-	// sent before cutoff, in (room id, seq) order, those after after (the
-	// zero MessageRef: from the start). A pass that starts from the zero
-	// ref and goes on from the last ref returned until a short page has
-	// seen every such message once.
-	Expired(ctx context.Context, cutoff time.Time, after MessageRef, limit int) ([]MessageRef, error)
+	// sent before now minus their room's retention (RetentionOf the room
+	// and def: a room without a retention of its own keeps its messages
+	// forever when def is 0), in room id order and, in a room, in the
+	// order they were sent (seq order), those after after (the zero
+	// MessageRef: from the start). A pass that starts from the zero ref
+	// and goes on from the last ref returned until a short page has seen
+	// every such message once. Its cost is in proportion to the rooms it
+	// visits (those with a retention of their own when def is 0, else
+	// all) and the messages it returns, not to the messages kept.
+	Expired(ctx context.Context, now time.Time, def time.Duration, after MessageRef, limit int) ([]MessageRef, error)
 }

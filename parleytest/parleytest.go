@@ -192,7 +192,8 @@ func wantCode(t *testing.T, call string, err error, want string) {
 // checks.
 func sameRoom(a, b parley.Room) bool {
 	return a.ID == b.ID && a.Kind == b.Kind && a.Title == b.Title && a.Capacity == b.Capacity &&
-		a.MemberCount == b.MemberCount && a.LastSeq == b.LastSeq && a.LastActivityAt.Equal(b.LastActivityAt)
+		a.MemberCount == b.MemberCount && a.LastSeq == b.LastSeq && a.LastActivityAt.Equal(b.LastActivityAt) &&
+		a.RetentionSeconds == b.RetentionSeconds
 }
 
 func roomString(r parley.Room) string {

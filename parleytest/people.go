@@ -362,6 +362,34 @@ func testUpdateRoom(t *testing.T, newStore NewStoreFunc) {
 	MustJoin(t, s, p.group, p.other)
 	_, err = s.UpdateRoom(ctx, "no-such-room", p.owner.ID, parley.RoomUpdate{Title: &title})
 	wantCode(t, "UpdateRoom(unknown room)", err, parley.CodeNotFound)
+
+	// A retention of the room's own: an owner's or admin's, bounded, seen
+	// by Room and the room list, and 0 again for the server's default.
+	day, tooLong, negative, serverDefault := int64(86400), int64(parley.MaxRetentionSeconds+1), int64(-1), int64(0)
+	r, err = s.UpdateRoom(ctx, p.group.ID, p.admin.ID, parley.RoomUpdate{RetentionSeconds: &day})
+	if err != nil || r.RetentionSeconds != day || r.Title != title {
+		t.Errorf("UpdateRoom(retention a day) = %+v, %v, want retention %d, title kept", r, err, day)
+	}
+	if got := MustRoom(t, s, p.group.ID); got.RetentionSeconds != day {
+		t.Errorf("Room() after UpdateRoom(retention) = %+v, want retention %d", got, day)
+	}
+	for _, e := range AllRooms(t, s, p.member, 10) {
+		if e.Room.ID == p.group.ID && e.Room.RetentionSeconds != day {
+			t.Errorf("Rooms(member) entry = %+v, want retention %d", e.Room, day)
+		}
+	}
+	_, err = s.UpdateRoom(ctx, p.group.ID, p.member.ID, parley.RoomUpdate{RetentionSeconds: &serverDefault})
+	wantCode(t, "UpdateRoom(retention, as a member)", err, parley.CodeForbidden)
+	_, err = s.UpdateRoom(ctx, p.group.ID, p.owner.ID, parley.RoomUpdate{RetentionSeconds: &negative})
+	wantCode(t, "UpdateRoom(negative retention)", err, parley.CodeInvalid)
+	_, err = s.UpdateRoom(ctx, p.group.ID, p.owner.ID, parley.RoomUpdate{RetentionSeconds: &tooLong})
+	wantCode(t, "UpdateRoom(retention over the bound)", err, parley.CodeInvalid)
+	if r, err = s.UpdateRoom(ctx, p.group.ID, p.owner.ID, parley.RoomUpdate{RetentionSeconds: &serverDefault}); err != nil || r.RetentionSeconds != 0 {
+		t.Errorf("UpdateRoom(retention 0) = %+v, %v, want the server's default", r, err)
+	}
+	if got := MustRoom(t, s, p.group.ID); got.RetentionSeconds != 0 {
+		t.Errorf("Room() after UpdateRoom(retention 0) = %+v, want retention 0", got)
+	}
 }
 
 // testPeopleEvents: each people write reports its change once, with the

@@ -227,9 +227,9 @@ func fmtMessages(ms []parley.Message) string {
 }
 
 func fmtRoom(r parley.Room) string {
-	return fmt.Sprintf("%s{%s %q, capacity %d, members %d, last seq %d, last change %d, active %s, created %s, direct %q}",
+	return fmt.Sprintf("%s{%s %q, capacity %d, members %d, last seq %d, last change %d, active %s, created %s, direct %q, retention %d}",
 		r.ID, r.Kind, r.Title, r.Capacity, r.MemberCount, r.LastSeq, r.LastChange,
-		fmtTime(r.LastActivityAt), fmtTime(r.CreatedAt), r.DirectKey)
+		fmtTime(r.LastActivityAt), fmtTime(r.CreatedAt), r.DirectKey, r.RetentionSeconds)
 }
 
 func fmtMember(m parley.RoomMember) string {

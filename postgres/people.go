@@ -30,12 +30,15 @@ const peopleHead = `WITH r0 AS (SELECT ` + roomRet + ` FROM rooms WHERE id = $1)
 
 func newPeopleWriteQueries(m *metrics) *peopleWriteQueries {
 	q := &peopleWriteQueries{
-		// $3 title or NULL, $4 capacity or NULL: never below member_count.
+		// $3 title or NULL, $4 capacity or NULL: never below member_count,
+		// $5 retention_seconds or NULL.
 		updateRoom: &query{kind: "update_room", text: peopleHead + `
-			r AS (UPDATE rooms SET title = coalesce($3::text, title), capacity = coalesce($4::integer, capacity)
+			r AS (UPDATE rooms SET title = coalesce($3::text, title), capacity = coalesce($4::integer, capacity),
+					retention_seconds = coalesce($5::bigint, retention_seconds)
 				WHERE id = $1 AND kind = 'group' AND EXISTS (SELECT 1 FROM a WHERE role IN ('owner', 'admin'))
 					AND (coalesce($4::integer, capacity) = 0 OR member_count <= coalesce($4::integer, capacity))
-					AND (title, capacity) IS DISTINCT FROM (coalesce($3::text, title), coalesce($4::integer, capacity))
+					AND (title, capacity, retention_seconds) IS DISTINCT FROM
+						(coalesce($3::text, title), coalesce($4::integer, capacity), coalesce($5::bigint, retention_seconds))
 				RETURNING ` + roomRet + `)
 			SELECT ` + roomOut("r0") + `, coalesce((SELECT role FROM a), ''), ` + roomOut("r") + `
 			FROM (VALUES (1)) AS one LEFT JOIN r0 ON true LEFT JOIN r ON true`},
@@ -176,7 +179,7 @@ func (o *updateRoom) shard() string    { return o.roomID }
 
 func (o *updateRoom) queue(b *pgx.Batch, q *writeQueries, _ time.Time) {
 	q.people.updateRoom.count()
-	b.Queue(q.people.updateRoom.text, o.roomID, o.actorID, o.u.Title, o.u.Capacity)
+	b.Queue(q.people.updateRoom.text, o.roomID, o.actorID, o.u.Title, o.u.Capacity, o.u.RetentionSeconds)
 }
 
 func (o *updateRoom) decode(row pgx.Row) (result, []parley.Event, error) {
@@ -197,11 +200,10 @@ func (o *updateRoom) decode(row pgx.Row) (result, []parley.Event, error) {
 	if after.ID != "" {
 		return result{room: after}, []parley.Event{{Kind: parley.EventRoomInfo, Room: after, ActorID: o.actorID}}, nil
 	}
-	title, capacity := o.u.Applied(before)
-	if title == before.Title && capacity == before.Capacity {
+	if want := o.u.Applied(before); want == before {
 		return result{room: before}, nil, nil
 	}
-	return result{}, nil, parley.Errorf(parley.CodeConflict, "capacity %d is below the %d members", capacity, before.MemberCount)
+	return result{}, nil, parley.Errorf(parley.CodeConflict, "capacity %d is below the %d members", o.u.Applied(before).Capacity, before.MemberCount)
 }
 
 // SetRole implements parley.Store.

@@ -8,13 +8,13 @@ import (
 // roomRet is the column list a CTE returns for a room; roomOut(alias)
 // reads it back in the order scanRoom expects, with a missing room (a LEFT
 // JOIN that found nothing) as zero values and an empty id.
-const roomRet = `id, kind, title, capacity, member_count, last_seq, last_activity_at, created_at, direct_key, last_change`
+const roomRet = `id, kind, title, capacity, member_count, last_seq, last_activity_at, created_at, direct_key, last_change, retention_seconds`
 
 func roomOut(a string) string {
 	return strings.NewReplacer("a.", a+".").Replace(`coalesce(a.id, ''), coalesce(a.kind, ''), coalesce(a.title, ''),
 		coalesce(a.capacity, 0), coalesce(a.member_count, 0), coalesce(a.last_seq, 0),
 		coalesce(a.last_activity_at, 'epoch'), coalesce(a.created_at, 'epoch'), coalesce(a.direct_key, ''),
-		coalesce(a.last_change, 0)`)
+		coalesce(a.last_change, 0), coalesce(a.retention_seconds, 0)`)
 }
 
 // msgCols are the columns scanMessage reads.

@@ -9,18 +9,40 @@ import (
 
 var _ parley.Expiry = (*Store)(nil)
 
-// expired walks the messages in their primary key's order from after; a
-// sweep's pass reads the table once.
-const expired = `SELECT room_id, seq FROM messages
-	WHERE (room_id, seq) > ($1, $2) AND deleted_at IS NULL AND sent_at < $3
-	ORDER BY room_id, seq LIMIT $4`
+// The expired messages of the rooms from $1 (after $3 in room $1), $2
+// now, $4 the limit, $5 the server's default retention in seconds: the
+// rooms in id order, each one range of messages_expiry (room_id, sent_at
+// below its cutoff), which holds only messages not deleted yet, in the
+// order wanted. expiredOwn visits only the rooms with a retention of their
+// own (rooms_retention), for a server that keeps forever.
+const (
+	expiredOwn = `SELECT m.room_id, m.seq FROM rooms r CROSS JOIN LATERAL (
+		SELECT room_id, seq, sent_at FROM messages
+		WHERE room_id = r.id AND deleted_at IS NULL AND sent_at < $2::timestamptz - r.retention_seconds * interval '1 second'
+			AND (room_id > $1 OR seq > $3)
+		ORDER BY sent_at, seq LIMIT $4) m
+	WHERE r.retention_seconds > 0 AND r.id >= $1 AND $5::bigint >= 0
+	ORDER BY r.id, m.sent_at, m.seq LIMIT $4`
+	expiredAll = `SELECT m.room_id, m.seq FROM rooms r CROSS JOIN LATERAL (
+		SELECT room_id, seq, sent_at FROM messages
+		WHERE room_id = r.id AND deleted_at IS NULL
+			AND sent_at < $2::timestamptz - (CASE WHEN r.retention_seconds > 0 THEN r.retention_seconds ELSE $5::bigint END) * interval '1 second'
+			AND (room_id > $1 OR seq > $3)
+		ORDER BY sent_at, seq LIMIT $4) m
+	WHERE r.id >= $1
+	ORDER BY r.id, m.sent_at, m.seq LIMIT $4`
+)
 
 // Expired implements parley.Expiry.
-func (s *Store) Expired(ctx context.Context, cutoff time.Time, after parley.MessageRef, limit int) ([]parley.MessageRef, error) {
+func (s *Store) Expired(ctx context.Context, now time.Time, def time.Duration, after parley.MessageRef, limit int) ([]parley.MessageRef, error) {
 	if s.live.isDown() {
 		return nil, errNoAnswer
 	}
-	rows, err := s.pool.Query(ctx, expired, after.RoomID, after.Seq, cutoff, limit)
+	q := expiredAll
+	if def <= 0 {
+		q = expiredOwn
+	}
+	rows, err := s.pool.Query(ctx, q, after.RoomID, now, after.Seq, limit, int64(def/time.Second))
 	if err != nil {
 		return nil, s.readErr("expired", err)
 	}

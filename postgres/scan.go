@@ -12,7 +12,7 @@ import (
 // after the scan.
 func roomDest(r *parley.Room) []any {
 	return []any{&r.ID, &r.Kind, &r.Title, &r.Capacity, &r.MemberCount, &r.LastSeq,
-		&r.LastActivityAt, &r.CreatedAt, &r.DirectKey, &r.LastChange}
+		&r.LastActivityAt, &r.CreatedAt, &r.DirectKey, &r.LastChange, &r.RetentionSeconds}
 }
 
 // fixRoom puts the times of a scanned room in UTC.

@@ -234,8 +234,11 @@ type roomJSON struct {
 	LastSeq        int64     `json:"s"`
 	LastChange     int64     `json:"lc,omitempty"`
 	LastActivityAt time.Time `json:"a"`
-	CreatedAt      time.Time `json:"ca"`
-	DirectKey      string    `json:"d,omitempty"`
+	// RetentionSeconds is left out at 0, so a room stored before it
+	// decodes alike.
+	RetentionSeconds int64     `json:"rt,omitempty"`
+	CreatedAt        time.Time `json:"ca"`
+	DirectKey        string    `json:"d,omitempty"`
 }
 
 // lastJSON is the stored form of a room's last message and the room's last

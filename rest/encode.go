@@ -141,6 +141,8 @@ func appendRoomView(b []byte, v *roomView) []byte {
 	b = strconv.AppendInt(b, r.LastChange, 10)
 	b = append(b, `,"last_activity_at":`...)
 	b = appendTime(b, r.LastActivityAt)
+	b = append(b, `,"retention_seconds":`...)
+	b = strconv.AppendInt(b, r.RetentionSeconds, 10)
 	if v.Peer != nil {
 		b = append(b, `,"peer":{"id":`...)
 		b = appendString(b, v.Peer.ID)

@@ -53,7 +53,7 @@ func BenchmarkSendDuringSweep(b *testing.B) {
 		var took time.Duration
 		during := sendFor(b, s, live, users[1:], func(<-chan struct{}) {
 			start := time.Now()
-			swept, err = retention.Sweep(ctx, s, cutoff, retention.DefaultBatch, inflight)
+			swept, err = retention.Sweep(ctx, s, cutoff.Add(time.Hour), time.Hour, retention.DefaultBatch, inflight)
 			took = time.Since(start)
 		})
 		if err != nil || swept != n {

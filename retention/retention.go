@@ -29,8 +29,11 @@ const (
 
 // Config sets up a Sweeper. Zero fields take the defaults named.
 type Config struct {
-	Store     Store
-	Retention time.Duration // how long messages are kept; must be > 0
+	Store Store
+	// Retention is how long the messages of a room without a retention
+	// of its own are kept (parley.RetentionOf); 0 keeps them forever, and
+	// the sweeper then deletes only in the rooms with their own.
+	Retention time.Duration
 	// Batch is how many expired messages one read returns
 	// (DefaultBatch); the sweeper yields between batches.
 	Batch int
@@ -74,8 +77,8 @@ type Sweeper struct {
 
 // Start starts a sweeper; Close stops it.
 func Start(cfg Config) (*Sweeper, error) {
-	if cfg.Retention <= 0 {
-		return nil, fmt.Errorf("retention: the retention must be positive, not %v", cfg.Retention)
+	if cfg.Retention < 0 {
+		return nil, fmt.Errorf("retention: the retention must be 0 or more, not %v", cfg.Retention)
 	}
 	if cfg.Batch <= 0 {
 		cfg.Batch = DefaultBatch
@@ -155,7 +158,7 @@ func (s *Sweeper) pass(ctx context.Context) (int, error) {
 		}
 		defer release()
 	}
-	n, err := Sweep(ctx, s.cfg.Store, s.cfg.Now().Add(-s.cfg.Retention), s.cfg.Batch, s.cfg.InFlight)
+	n, err := Sweep(ctx, s.cfg.Store, s.cfg.Now(), s.cfg.Retention, s.cfg.Batch, s.cfg.InFlight)
 	s.mu.Lock()
 	s.total += n
 	s.mu.Unlock()
@@ -166,15 +169,16 @@ func (s *Sweeper) pass(ctx context.Context) (int, error) {
 	return n, err
 }
 
-// Sweep deletes every message of st sent before cutoff that is not
-// deleted yet, reading batch of them at a time and asking inflight
-// deletions at once, and returns how many it deleted. A message deleted
-// meanwhile by someone else is not counted.
-func Sweep(ctx context.Context, st Store, cutoff time.Time, batch, inflight int) (int, error) {
+// Sweep deletes every message of st older at now than its room's
+// retention (def for the rooms without their own) that is not deleted
+// yet, reading batch of them at a time and asking inflight deletions at
+// once, and returns how many it deleted. A message deleted meanwhile by
+// someone else is not counted.
+func Sweep(ctx context.Context, st Store, now time.Time, def time.Duration, batch, inflight int) (int, error) {
 	var after parley.MessageRef
 	n := 0
 	for {
-		refs, err := st.Expired(ctx, cutoff, after, batch)
+		refs, err := st.Expired(ctx, now, def, after, batch)
 		if err != nil {
 			return n, fmt.Errorf("retention: expired: %w", err)
 		}

@@ -140,8 +140,8 @@ func TestSweeperLock(t *testing.T) {
 	}
 }
 
-func TestStartRefusesNoRetention(t *testing.T) {
-	if _, err := retention.Start(retention.Config{}); err == nil {
-		t.Errorf("Start(no retention) error = nil, want one")
+func TestStartRefusesNegativeRetention(t *testing.T) {
+	if _, err := retention.Start(retention.Config{Retention: -time.Second}); err == nil {
+		t.Errorf("Start(retention -1s) error = nil, want one")
 	}
 }

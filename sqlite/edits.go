@@ -95,7 +95,7 @@ func msgColsOf(a string) string {
 
 func roomColsOf(a string) string {
 	return a + ".id, " + a + ".kind, " + a + ".title, " + a + ".capacity, " + a + ".member_count, " + a + ".last_seq, " +
-		a + ".last_activity_at, " + a + ".created_at, coalesce(" + a + ".direct_key, ''), " + a + ".last_change"
+		a + ".last_activity_at, " + a + ".created_at, coalesce(" + a + ".direct_key, ''), " + a + ".last_change, " + a + ".retention_seconds"
 }
 
 // messageAt returns message seq of the room and its room's number, or

@@ -22,8 +22,9 @@ type peopleWriteQueries struct {
 func (q *peopleWriteQueries) all() []*query {
 	if q.setRole == nil {
 		*q = peopleWriteQueries{
-			// ?1 room, ?2 title, ?3 capacity: never below member_count.
-			updateRoom: &query{kind: "update_room", text: `UPDATE rooms SET title = ?2, capacity = ?3
+			// ?1 room, ?2 title, ?3 capacity: never below member_count; ?4
+			// retention_seconds.
+			updateRoom: &query{kind: "update_room", text: `UPDATE rooms SET title = ?2, capacity = ?3, retention_seconds = ?4
 				WHERE id = ?1 AND (?3 = 0 OR member_count <= ?3) RETURNING ` + roomCols},
 			setRole: &query{kind: "set_role", text: `UPDATE members SET role = ? WHERE room_id = ? AND user_id = ?`},
 			// The owner's heir: the longest-standing admin, else member.
@@ -193,13 +194,13 @@ func (s *Store) UpdateRoom(ctx context.Context, roomID, actorID string, u parley
 		if !parley.MayModerate(actor.Role) {
 			return result{}, errNotModerator()
 		}
-		title, capacity := u.Applied(r)
-		if title == r.Title && capacity == r.Capacity {
+		want := u.Applied(r)
+		if want == r {
 			return result{room: r}, nil
 		}
-		after, err := scanRoom(w.row(w.s.wq.people.updateRoom, roomID, title, capacity))
+		after, err := scanRoom(w.row(w.s.wq.people.updateRoom, roomID, want.Title, want.Capacity, want.RetentionSeconds))
 		if errors.Is(err, sql.ErrNoRows) {
-			return result{}, parley.Errorf(parley.CodeConflict, "capacity %d is below the %d members", capacity, r.MemberCount)
+			return result{}, parley.Errorf(parley.CodeConflict, "capacity %d is below the %d members", want.Capacity, r.MemberCount)
 		}
 		if err != nil {
 			return result{}, fmt.Errorf("update room: %w", err)

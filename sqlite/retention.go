@@ -9,16 +9,32 @@ import (
 
 var _ parley.Expiry = (*Store)(nil)
 
-// expired walks the messages table in its key order from after; the
-// filter reads no index beyond the key, so a sweep's pass reads the table
-// once, on the reader pool, beside the writer.
-const expired = `SELECT room_id, seq FROM messages
-	WHERE (room_id, seq) > (?, ?) AND deleted_at IS NULL AND sent_at < ?
-	ORDER BY room_id, seq LIMIT ?`
+// The expired messages of the rooms from ?1 (after ?3 in room ?1), ?2
+// now, ?4 the limit, ?5 the server's default retention in seconds. The
+// rooms are the outer loop (CROSS JOIN keeps the order), each one range of
+// messages_expiry (room_id, sent_at < its cutoff): only messages not
+// deleted yet, already in the order wanted, so the LIMIT stops the walk.
+// expiredOwn visits only the rooms with a retention of their own
+// (rooms_retention), for a server that keeps forever.
+const (
+	expiredOwn = `SELECT m.room_id, m.seq FROM rooms r INDEXED BY rooms_retention CROSS JOIN messages m
+	WHERE r.retention_seconds > 0 AND r.id >= ?1 AND m.room_id = r.id AND m.deleted_at IS NULL
+		AND m.sent_at < ?2 - r.retention_seconds * 1000000 AND (m.room_id > ?1 OR m.seq > ?3)
+	ORDER BY r.id, m.sent_at, m.seq LIMIT ?4`
+	expiredAll = `SELECT m.room_id, m.seq FROM rooms r CROSS JOIN messages m
+	WHERE r.id >= ?1 AND m.room_id = r.id AND m.deleted_at IS NULL
+		AND m.sent_at < ?2 - iif(r.retention_seconds > 0, r.retention_seconds, ?5) * 1000000
+		AND (m.room_id > ?1 OR m.seq > ?3)
+	ORDER BY r.id, m.sent_at, m.seq LIMIT ?4`
+)
 
 // Expired implements parley.Expiry.
-func (s *Store) Expired(ctx context.Context, cutoff time.Time, after parley.MessageRef, limit int) ([]parley.MessageRef, error) {
-	rows, err := s.rdb.QueryContext(ctx, expired, after.RoomID, after.Seq, cutoff.UnixMicro(), limit)
+func (s *Store) Expired(ctx context.Context, now time.Time, def time.Duration, after parley.MessageRef, limit int) ([]parley.MessageRef, error) {
+	q := expiredAll
+	if def <= 0 {
+		q = expiredOwn
+	}
+	rows, err := s.rdb.QueryContext(ctx, q, after.RoomID, now.UnixMicro(), after.Seq, limit, int64(def/time.Second))
 	if err != nil {
 		return nil, s.readErr("expired", err)
 	}

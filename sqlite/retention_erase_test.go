@@ -33,7 +33,7 @@ func TestExpiredTextLeavesFiles(t *testing.T) {
 	parleytest.Eventually(t, 10*time.Second, func() bool { return len(parleytest.FilesHolding(path, []string{""}, word)) == 1 },
 		"the message never reached the database file: %v", parleytest.FilesHolding(path, parleytest.SQLiteFiles, word))
 
-	n, err := retention.Sweep(context.Background(), s, kept.SentAt, 50, 8)
+	n, err := retention.Sweep(context.Background(), s, kept.SentAt.Add(time.Hour), time.Hour, 50, 8)
 	if err != nil || n != 201 {
 		t.Fatalf("Sweep(before the kept message) = %d, %v, want 201 deleted", n, err)
 	}

@@ -9,7 +9,7 @@ import (
 
 // Column lists, in the order scanRoom and scanMessage read them.
 const (
-	roomCols = `id, kind, title, capacity, member_count, last_seq, last_activity_at, created_at, coalesce(direct_key, ''), last_change`
+	roomCols = `id, kind, title, capacity, member_count, last_seq, last_activity_at, created_at, coalesce(direct_key, ''), last_change, retention_seconds`
 	msgCols  = `id, room_id, seq, sender_id, sender_name, body, client_id, sent_at, edited_at, deleted_at, change`
 )
 
@@ -19,7 +19,7 @@ type scanner interface{ Scan(dest ...any) error }
 // roomDest returns the scan destinations of roomCols into r; call
 // fixRoom after the scan.
 func roomDest(r *parley.Room, at, created *int64) []any {
-	return []any{&r.ID, &r.Kind, &r.Title, &r.Capacity, &r.MemberCount, &r.LastSeq, at, created, &r.DirectKey, &r.LastChange}
+	return []any{&r.ID, &r.Kind, &r.Title, &r.Capacity, &r.MemberCount, &r.LastSeq, at, created, &r.DirectKey, &r.LastChange, &r.RetentionSeconds}
 }
 
 func fixRoom(r *parley.Room, at, created int64) {
