@@ -89,6 +89,18 @@ func (s *Service) Login(ctx context.Context, name, password string) (string, par
 	if err != nil {
 		return "", parley.User{}, err
 	}
+	// A deletion of the account may have committed since the password
+	// was checked: its token must not outlive it (DeleteAccount revokes
+	// the tokens stored before its rename; this one may come after).
+	if gone, err := s.deleted(ctx, u.ID); err != nil || gone {
+		if rerr := s.store.RevokeToken(ctx, tokenHash(token)); rerr != nil && err == nil {
+			err = rerr
+		}
+		if err != nil {
+			return "", parley.User{}, err
+		}
+		return "", parley.User{}, denied
+	}
 	return token, u, nil
 }
 

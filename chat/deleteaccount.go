@@ -15,6 +15,9 @@ type Accounts interface {
 	// no login finds it, and holds u's name back from registration until
 	// holdUntil. Fails with CodeNotFound for an unknown user.
 	DeleteUser(ctx context.Context, u parley.User, holdUntil time.Time) error
+	// UserDeleted reports whether DeleteUser has deleted the account,
+	// from the store of record (never a cache); false for an unknown id.
+	UserDeleted(ctx context.Context, userID string) (bool, error)
 }
 
 // DefaultNameHold is how long a deleted account's name stays out of reach
@@ -30,8 +33,13 @@ const DefaultNameHold = 30 * 24 * time.Hour
 // its name back from sign-up for Config.NameHold.
 //
 // The account goes last so that a deletion that fails half way can be
-// asked for again: until then the password still logs in. Messages in
-// rooms u had left before are not touched.
+// asked for again: until then the password still logs in. A session may
+// race the deletion meanwhile (a login whose password was checked before
+// the rename, a room joined with its token): so after the rename every
+// token is revoked again and the rooms are left again. Logins refuse a
+// token whose account a deletion renamed (Login), and nobody can open a
+// direct room with a deleted account (CreateRoom). Messages in rooms u
+// had left before are not touched.
 //
 // Fails with CodeForbidden for a wrong password (nothing changes), and
 // CodeUnavailable when the service has no Config.Accounts.
@@ -42,6 +50,19 @@ func (s *Service) DeleteAccount(ctx context.Context, u parley.User, password str
 	if err := s.checkPassword(ctx, u, password); err != nil {
 		return err
 	}
+	if err := s.logOutAndLeave(ctx, u); err != nil {
+		return err
+	}
+	if err := s.accounts.DeleteUser(ctx, u, s.now().Add(s.nameHold)); err != nil {
+		return err
+	}
+	// What a session that raced the deletion did before the rename.
+	return s.logOutAndLeave(ctx, u)
+}
+
+// logOutAndLeave revokes every token of u, then, in each of u's rooms,
+// deletes u's messages and leaves.
+func (s *Service) logOutAndLeave(ctx context.Context, u parley.User) error {
 	if err := s.LogoutAll(ctx, u.ID); err != nil {
 		return err
 	}
@@ -57,7 +78,16 @@ func (s *Service) DeleteAccount(ctx context.Context, u parley.User, password str
 			return err
 		}
 	}
-	return s.accounts.DeleteUser(ctx, u, s.now().Add(s.nameHold))
+	return nil
+}
+
+// deleted reports whether the account of userID has been deleted; false
+// when the service deletes no accounts.
+func (s *Service) deleted(ctx context.Context, userID string) (bool, error) {
+	if s.accounts == nil {
+		return false, nil
+	}
+	return s.accounts.UserDeleted(ctx, userID)
 }
 
 // VerifyPassword checks that password is u's: CodeForbidden when it is

@@ -12,6 +12,7 @@ import (
 // §3b, DELETE /api/me): sqlite.Store and postgres.Store implement it.
 type UserDeleter interface {
 	DeleteUser(ctx context.Context, u parley.User, holdUntil time.Time) error
+	UserDeleted(ctx context.Context, userID string) (bool, error)
 }
 
 // RunDeleteUserTests checks DeleteUser on the stores newStore makes, which
@@ -35,8 +36,19 @@ func RunDeleteUserTests(t *testing.T, newStore NewStoreFunc) {
 		}
 	}
 
+	if gone, err := d.UserDeleted(ctx, alice.ID); err != nil || gone {
+		t.Errorf("UserDeleted(alice) before DeleteUser = %v, %v, want false", gone, err)
+	}
 	if err := d.DeleteUser(ctx, alice, now.Add(time.Hour)); err != nil {
 		t.Fatalf("DeleteUser(alice) error = %v", err)
+	}
+	for _, tc := range []struct {
+		id   string
+		want bool
+	}{{alice.ID, true}, {bob.ID, false}, {"no-such-id", false}} {
+		if gone, err := d.UserDeleted(ctx, tc.id); err != nil || gone != tc.want {
+			t.Errorf("UserDeleted(%s) after alice's DeleteUser = %v, %v, want %v", tc.id, gone, err, tc.want)
+		}
 	}
 	for i := range 2 {
 		_, _, err := s.TokenUser(ctx, []byte{byte(i), 'h'}, now)

@@ -5,6 +5,15 @@ import (
 
 	"parley"
 	"parley/chat"
+	"parley/postgres"
+	"parley/sqlite"
+)
+
+// Both durable stores delete accounts: a method missing from one would
+// otherwise turn DELETE /api/me off (503) without a word.
+var (
+	_ chat.Accounts = (*sqlite.Store)(nil)
+	_ chat.Accounts = (*postgres.Store)(nil)
 )
 
 // accountFlags registers the flags of account deletion (DELETE /api/me).
