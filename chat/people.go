@@ -157,22 +157,27 @@ func parseMemberCursor(s string) (memberKey, bool, error) {
 	return memberKey{online: parts[0] == "1", id: parts[1], name: parts[2]}, true, nil
 }
 
-// RoomUpdate is a change of a room's title and/or capacity; a nil field
-// stays as it is.
+// RoomUpdate is a change of a room's title, capacity and/or retention; a
+// nil field stays as it is.
 type RoomUpdate = parley.RoomUpdate
 
-// UpdateRoom changes a group room's title and/or capacity, as its owner or
-// an admin, and returns the room after it. Fails with CodeInvalid for an
-// empty change, a bad title or a negative capacity, and CodeConflict for a
-// capacity (but 0, unlimited) below member_count.
+// UpdateRoom changes a group room's title, capacity and/or retention
+// (RetentionSeconds: 0, the server's default, to
+// parley.MaxRetentionSeconds), as its owner or an admin, and returns the
+// room after it. Fails with CodeInvalid for an empty change, a bad title,
+// a negative capacity or a retention out of bounds, and CodeConflict for
+// a capacity (but 0, unlimited) below member_count.
 func (s *Service) UpdateRoom(ctx context.Context, u parley.User, roomID string, up RoomUpdate) (parley.Room, error) {
 	switch {
-	case up.Title == nil && up.Capacity == nil:
-		return parley.Room{}, parley.Errorf(parley.CodeInvalid, "give a title or a capacity to change")
+	case up.Title == nil && up.Capacity == nil && up.RetentionSeconds == nil:
+		return parley.Room{}, parley.Errorf(parley.CodeInvalid, "give a title, a capacity or a retention to change")
 	case up.Title != nil && !validTitle(*up.Title):
 		return parley.Room{}, parley.Errorf(parley.CodeInvalid, "title must be 1 to %d characters of valid UTF-8", MaxTitle)
 	case up.Capacity != nil && *up.Capacity < 0:
 		return parley.Room{}, parley.Errorf(parley.CodeInvalid, "capacity must be 0 (unlimited) or more")
+	case up.RetentionSeconds != nil && (*up.RetentionSeconds < 0 || *up.RetentionSeconds > parley.MaxRetentionSeconds):
+		return parley.Room{}, parley.Errorf(parley.CodeInvalid,
+			"retention_seconds must be 0 (the server's default) to %d (10 years)", parley.MaxRetentionSeconds)
 	}
 	if _, err := s.member(ctx, u, roomID); err != nil {
 		return parley.Room{}, err

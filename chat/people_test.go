@@ -99,6 +99,11 @@ func TestPeopleAuthorization(t *testing.T) {
 			_, err := w.s.UpdateRoom(ctx, u, id, chat.RoomUpdate{Title: &title})
 			return err
 		}, [numCallers]string{ok, ok, forbidden, notFound, forbidden, notFound, notFound, notFound}},
+		{"UpdateRoom(retention)", func(w *peopleWorld, u parley.User, id string) error {
+			day := int64(86400)
+			_, err := w.s.UpdateRoom(ctx, u, id, chat.RoomUpdate{RetentionSeconds: &day})
+			return err
+		}, [numCallers]string{ok, ok, forbidden, notFound, forbidden, notFound, notFound, notFound}},
 		{"SetRole", func(w *peopleWorld, u parley.User, id string) error {
 			_, err := w.s.SetRole(ctx, u, id, target(w, id), parley.RoleAdmin)
 			return err
@@ -267,7 +272,9 @@ func TestSetRoleEntry(t *testing.T) {
 	for range chat.MaxTitle + 1 {
 		long += "x"
 	}
-	for _, up := range []chat.RoomUpdate{{}, {Title: &long}, {Title: new(string)}, {Capacity: func() *int { n := -1; return &n }()}} {
+	secs := func(n int64) *int64 { return &n }
+	for _, up := range []chat.RoomUpdate{{}, {Title: &long}, {Title: new(string)}, {Capacity: func() *int { n := -1; return &n }()},
+		{RetentionSeconds: secs(-1)}, {RetentionSeconds: secs(parley.MaxRetentionSeconds + 1)}} {
 		if _, err := w.s.UpdateRoom(ctx, w.owner, w.group.ID, up); parley.ErrorCode(err) != parley.CodeInvalid {
 			t.Errorf("UpdateRoom(%+v) error = %v, want invalid", up, err)
 		}

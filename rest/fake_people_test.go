@@ -77,8 +77,10 @@ func (c *fakeChat) Members(ctx context.Context, u parley.User, roomID, cursor st
 
 func (c *fakeChat) UpdateRoom(ctx context.Context, u parley.User, roomID string, up chat.RoomUpdate) (parley.Room, error) {
 	switch {
-	case up.Title == nil && up.Capacity == nil:
+	case up.Title == nil && up.Capacity == nil && up.RetentionSeconds == nil:
 		return parley.Room{}, parley.Errorf(parley.CodeInvalid, "nothing to change")
+	case up.RetentionSeconds != nil && (*up.RetentionSeconds < 0 || *up.RetentionSeconds > parley.MaxRetentionSeconds):
+		return parley.Room{}, parley.Errorf(parley.CodeInvalid, "bad retention")
 	case up.Title != nil && (*up.Title == "" || utf8.RuneCountInString(*up.Title) > chat.MaxTitle):
 		return parley.Room{}, parley.Errorf(parley.CodeInvalid, "bad title")
 	case up.Capacity != nil && *up.Capacity < 0:
@@ -101,6 +103,9 @@ func (c *fakeChat) UpdateRoom(ctx context.Context, u parley.User, roomID string,
 	}
 	if up.Capacity != nil {
 		fr.room.Capacity = *up.Capacity
+	}
+	if up.RetentionSeconds != nil {
+		fr.room.RetentionSeconds = *up.RetentionSeconds
 	}
 	return fr.room, nil
 }

@@ -69,13 +69,15 @@ func (h *Handler) members(w http.ResponseWriter, r *http.Request) error {
 
 func (h *Handler) updateRoom(w http.ResponseWriter, r *http.Request) error {
 	var req struct {
-		Title    *string `json:"title"`
-		Capacity *int    `json:"capacity"`
+		Title            *string `json:"title"`
+		Capacity         *int    `json:"capacity"`
+		RetentionSeconds *int64  `json:"retention_seconds"`
 	}
 	if err := h.decode(w, r, &req); err != nil {
 		return err
 	}
-	room, err := h.chat.UpdateRoom(r.Context(), userOf(r), r.PathValue("id"), chat.RoomUpdate{Title: req.Title, Capacity: req.Capacity})
+	room, err := h.chat.UpdateRoom(r.Context(), userOf(r), r.PathValue("id"),
+		chat.RoomUpdate{Title: req.Title, Capacity: req.Capacity, RetentionSeconds: req.RetentionSeconds})
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package rest_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -9,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"parley"
 )
 
 // peopleEnv is a group room of an owner, an admin and two members, a
@@ -136,6 +139,19 @@ func TestPeopleShapes(t *testing.T) {
 	p.mustExpect(rec, "patch", http.StatusOK, &room)
 	if room["capacity"] != 10.0 || room["title"] != "g" || room["id"] != p.group || room["member_count"] != 4.0 {
 		t.Errorf("PATCH = %v, want the room with capacity 10", room)
+	}
+	// A retention of the room's own: shown in the room; bounded; not a
+	// plain member's to set.
+	rec = p.do("PATCH", "/api/rooms/"+p.group, p.tok["owner"], map[string]any{"retention_seconds": 86400})
+	p.mustExpect(rec, "patch retention", http.StatusOK, &room)
+	if room["retention_seconds"] != 86400.0 || room["capacity"] != 10.0 {
+		t.Errorf("PATCH retention_seconds = %v, want the room with retention_seconds 86400, capacity kept", room)
+	}
+	p.mustExpect(p.do("PATCH", "/api/rooms/"+p.group, p.tok["member"], map[string]any{"retention_seconds": 0}),
+		"patch retention by a member", http.StatusForbidden, nil)
+	for _, bad := range []any{-1, parley.MaxRetentionSeconds + 1, "1d"} {
+		p.mustExpect(p.do("PATCH", "/api/rooms/"+p.group, p.tok["owner"], map[string]any{"retention_seconds": bad}),
+			fmt.Sprintf("patch retention %v", bad), http.StatusBadRequest, nil)
 	}
 	rec = p.do("PUT", "/api/rooms/"+p.group+"/members/"+p.id["member"], p.tok["owner"], map[string]string{"role": "admin"})
 	p.mustExpect(rec, "put role", http.StatusOK, nil)

@@ -9,8 +9,10 @@ import (
 	"parley/retention"
 )
 
-// startRetention starts the retention sweeper on the durable store db when
-// --retention is set (design §3b "Data"). It deletes through db, whose
+// startRetention starts the retention sweeper on the durable store db
+// (design §3b "Data"): for --retention, and for the rooms with a retention
+// of their own, so it runs even with --retention 0 (a pass then visits
+// only those rooms, by an index). It deletes through db, whose
 // commits reach every cache, the fan-out and the change stream as any
 // deletion does; in cluster mode one node sweeps at a time (the store's
 // advisory lock) and the relay carries the deletions to the others.
@@ -19,12 +21,12 @@ func (m *Main) startRetention(db parley.Store) error {
 	if cfg.Retention < 0 {
 		return fmt.Errorf("--retention %v: want 0 (keep forever) or more", cfg.Retention)
 	}
-	if cfg.Retention == 0 {
-		return nil
-	}
 	st, ok := db.(retention.Store)
-	if !ok {
+	switch {
+	case !ok && cfg.Retention > 0:
 		return fmt.Errorf("--retention: the store %T cannot expire messages", db)
+	case !ok:
+		return nil
 	}
 	rc := retention.Config{
 		Store: st, Retention: cfg.Retention, Interval: cfg.RetentionInterval, Registerer: m.registry,

@@ -138,8 +138,8 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.StompMaxConns, "stomp-max-conns", 10000, "STOMP connections this node holds, signed in or not; over it /ws answers 503 and raw TCP gets ERROR unavailable")
 	fs.IntVar(&c.StompMaxSubs, "stomp-max-subscriptions", 256, "subscriptions one STOMP connection may hold; the next SUBSCRIBE gets ERROR invalid")
 	fs.IntVar(&c.StompMaxHeaders, "stomp-max-headers", 64, "headers one STOMP frame from a client may carry, else ERROR too_large")
-	fs.DurationVar(&c.Retention, "retention", 0, "how long messages are kept, e.g. 720h: older ones become tombstones (their text gone from the store, the search index and every cache; clients get a deleted event); 0: forever")
-	fs.DurationVar(&c.RetentionInterval, "retention-interval", time.Minute, "time between the passes of the retention sweeper (with --retention)")
+	fs.DurationVar(&c.Retention, "retention", 0, "how long messages are kept by default, e.g. 720h (a room's own retention_seconds replaces it): older ones become tombstones (their text gone from the store, the search index and every cache; clients get a deleted event); 0: forever")
+	fs.DurationVar(&c.RetentionInterval, "retention-interval", time.Minute, "time between the passes of the retention sweeper (for --retention and the rooms' own retention)")
 	c.accountFlags(fs)
 	fs.IntVar(&c.TypingMaxMembers, "typing-max-members", roomevents.DefaultTypingMaxMembers, "rooms with more members than this have no typing events (signals are accepted and absorbed), so one typist costs at most this many deliveries every 2 s")
 	fs.IntVar(&c.StompSendBuffer, "stomp-send-buffer", 64<<10, "kernel send buffer (SO_SNDBUF) of each STOMP connection in bytes, so that a client that stops reading is found by --stomp-queue (-1: the system's autotuned buffer)")
@@ -195,7 +195,7 @@ type Main struct {
 	durable  parley.Store // the store of record under store's read path (/readyz asks it if its storage is full)
 	http     *http.Server
 	sweeper  *accept.Sweeper    // the HTTP connections' deadlines
-	expiry   *retention.Sweeper // --retention; nil without
+	expiry   *retention.Sweeper // the retention sweeper; nil when the store cannot expire
 	ops      []*opsServer       // /metrics and pprof, when --metrics-addr or --debug-addr is set
 	hub      *hub.Hub
 	events   *roomevents.Events // room events (events.go)
