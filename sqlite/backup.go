@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -11,6 +12,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"parley/schema"
@@ -38,6 +41,11 @@ var (
 	ErrNewerSchema = errors.New("schema newer than this program's")
 	// ErrCorrupt: PRAGMA integrity_check found the database damaged.
 	ErrCorrupt = errors.New("database damaged")
+	// ErrForeignSchema: a Parley database whose schema is not the one
+	// Parley's migrations make at its version: it has a table, index,
+	// trigger or view they do not make, lacks one they make, or has one
+	// changed.
+	ErrForeignSchema = errors.New("schema differs from Parley's")
 )
 
 // BackupInfo says what a snapshot holds.
@@ -83,7 +91,7 @@ func Backup(ctx context.Context, dbPath, dest string) (BackupInfo, error) {
 		return BackupInfo{}, fmt.Errorf("backup %s: %w", dbPath, err)
 	}
 	defer os.Remove(tmp) // after the link below, or after a failure
-	bi, err := inspect(ctx, tmp, false)
+	bi, err := inspect(ctx, tmp, 0)
 	if err != nil {
 		return BackupInfo{}, fmt.Errorf("backup %s: %w", dbPath, err)
 	}
@@ -102,13 +110,15 @@ func Backup(ctx context.Context, dbPath, dest string) (BackupInfo, error) {
 // Inspect checks that the file at path is a whole Parley database whose
 // schema this program can open (it may be older: Open and Migrate upgrade
 // it) and reports what it holds. It opens the file read-only and runs
-// PRAGMA integrity_check, which reads every page. It fails with
-// ErrNotDatabase, ErrCorrupt, ErrNotParley or ErrNewerSchema, wrapped.
+// PRAGMA integrity_check, which reads every page, then compares the
+// schema with the one Parley's migrations make at the file's version
+// (checkSchema). It fails with ErrNotDatabase, ErrCorrupt, ErrNotParley,
+// ErrNewerSchema or ErrForeignSchema, wrapped.
 func Inspect(ctx context.Context, path string) (BackupInfo, error) {
 	if err := checkHeader(path); err != nil {
 		return BackupInfo{}, fmt.Errorf("%s: %w", path, err)
 	}
-	bi, err := inspect(ctx, path, true)
+	bi, err := inspect(ctx, path, wantIntegrity|wantSchema)
 	if err != nil {
 		return BackupInfo{}, fmt.Errorf("%s: %w", path, err)
 	}
@@ -134,7 +144,9 @@ func Restore(ctx context.Context, src, dbPath string) (BackupInfo, error) {
 		return BackupInfo{}, fmt.Errorf("restore %s: %w", src, err)
 	}
 	defer os.Remove(tmp) // after a failure; gone by the rename otherwise
-	got, err := inspect(ctx, tmp, false)
+	// The copy's schema, again: it is what serve will run, whatever
+	// became of src since Inspect read it.
+	got, err := inspect(ctx, tmp, wantSchema)
 	if err != nil {
 		return BackupInfo{}, fmt.Errorf("restore %s: copy: %w", src, err)
 	}
@@ -231,9 +243,17 @@ func checkHeader(path string) error {
 	return nil
 }
 
-// inspect reads what the database at path holds, read-only, with a full
-// integrity check first when check is set.
-func inspect(ctx context.Context, path string, check bool) (BackupInfo, error) {
+// checks are what inspect checks besides the version.
+type checks uint8
+
+const (
+	wantIntegrity checks = 1 << iota // PRAGMA integrity_check, reading every page
+	wantSchema                       // the schema is Parley's (checkSchema)
+)
+
+// inspect reads what the database at path holds, read-only, after the
+// checks asked for.
+func inspect(ctx context.Context, path string, check checks) (BackupInfo, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return BackupInfo{}, err
@@ -241,13 +261,18 @@ func inspect(ctx context.Context, path string, check bool) (BackupInfo, error) {
 	bi := BackupInfo{Bytes: st.Size()}
 	db := openReadOnly(path)
 	defer db.Close()
-	if check {
+	if check&wantIntegrity != 0 {
 		if err := integrityCheck(ctx, db); err != nil {
 			return bi, err
 		}
 	}
 	if bi.Version, bi.Latest, err = parleyVersion(ctx, db); err != nil {
 		return bi, err
+	}
+	if check&wantSchema != 0 {
+		if err := checkSchema(ctx, db, bi.Version); err != nil {
+			return bi, err
+		}
 	}
 	for _, c := range []struct {
 		table string
@@ -327,6 +352,174 @@ func parleyVersion(ctx context.Context, db *sql.DB) (version, latest int, err er
 		return version, latest, fmt.Errorf("%w: version %d, this program's %d: use a newer parley", ErrNewerSchema, version, latest)
 	}
 	return version, latest, nil
+}
+
+// schemaKey names an object of a schema: a table, index, trigger or view.
+type schemaKey struct{ typ, name string }
+
+// schemaObject is the rest of an object's row of sqlite_master.
+type schemaObject struct {
+	table string         // tbl_name: the table an index or trigger is on
+	sql   sql.NullString // the CREATE statement as SQLite keeps it
+}
+
+// checkSchema fails with ErrForeignSchema, naming the first objects that
+// differ, unless the schema of db, a Parley database of schema version,
+// is the one Parley's migrations make at that version: the same tables,
+// indexes, triggers and views, the full-text index's shadow tables among
+// them, each on the same table and with the same SQL but for layout
+// (normalSQL). SQLite keeps a statement's text as it was written, and an
+// ALTER TABLE edits it, so the migrations applied in order give the same
+// text every time. Objects of anyone else's would run
+// in parley serve: a trigger could copy each deleted message's text, or
+// each new password hash, into a table of its own. Only SQLite's
+// statistics tables (sqlite_stat1 to 4, which ANALYZE makes) are left out.
+func checkSchema(ctx context.Context, db *sql.DB, version int) error {
+	want, err := parleySchema(ctx, version)
+	if err != nil {
+		return fmt.Errorf("schema of version %d: %w", version, err)
+	}
+	got, err := readSchema(ctx, db)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrForeignSchema, err)
+	}
+	keys := make([]schemaKey, 0, len(got)+len(want))
+	for k := range got {
+		keys = append(keys, k)
+	}
+	for k := range want {
+		if _, ok := got[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(a, b schemaKey) int {
+		return cmp.Or(cmp.Compare(a.typ, b.typ), cmp.Compare(a.name, b.name))
+	})
+	var problems []string
+	for _, k := range keys {
+		g, inGot := got[k]
+		w, inWant := want[k]
+		switch {
+		case !inWant:
+			problems = append(problems, fmt.Sprintf("%s %s not Parley's", k.typ, k.name))
+		case !inGot:
+			problems = append(problems, fmt.Sprintf("%s %s missing", k.typ, k.name))
+		case g.table != w.table || g.sql.Valid != w.sql.Valid || normalSQL(g.sql.String) != normalSQL(w.sql.String):
+			problems = append(problems, fmt.Sprintf("%s %s changed", k.typ, k.name))
+		}
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	if len(problems) > 3 {
+		problems = append(problems[:3], fmt.Sprintf("%d more", len(problems)-3))
+	}
+	return fmt.Errorf("%w: %s", ErrForeignSchema, strings.Join(problems, ", "))
+}
+
+// normalSQL returns the statement q with its comments removed, each run
+// of whitespace made one space, and none left after "(" or before ")" and
+// ",": what is inside quotes ('…', "…", `…`, […]) is kept as it is. Two
+// statements that differ only in layout, as the same CREATE TABLE written
+// on one line or on several, are then equal.
+func normalSQL(q string) string {
+	var b strings.Builder
+	space := false // whitespace or a comment seen since the last byte written
+	for i := 0; i < len(q); i++ {
+		c := q[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
+			space = true
+			continue
+		case c == '-' && strings.HasPrefix(q[i:], "--"):
+			if j := strings.IndexByte(q[i:], '\n'); j >= 0 {
+				i += j
+			} else {
+				i = len(q)
+			}
+			space = true
+			continue
+		case c == '/' && strings.HasPrefix(q[i:], "/*"):
+			if j := strings.Index(q[i+2:], "*/"); j >= 0 {
+				i += j + 3
+			} else {
+				i = len(q)
+			}
+			space = true
+			continue
+		}
+		if space && b.Len() > 0 && !strings.HasSuffix(b.String(), "(") && c != ')' && c != ',' {
+			b.WriteByte(' ')
+		}
+		space = false
+		end := byte(0)
+		switch c {
+		case '\'', '"', '`':
+			end = c
+		case '[':
+			end = ']'
+		}
+		if end == 0 {
+			b.WriteByte(c)
+			continue
+		}
+		// A quoted string or name, to its closing quote (a doubled quote
+		// inside is two quoted runs in a row, kept alike).
+		j := strings.IndexByte(q[i+1:], end)
+		if j < 0 {
+			b.WriteString(q[i:])
+			break
+		}
+		b.WriteString(q[i : i+j+2])
+		i += j + 1
+	}
+	return b.String()
+}
+
+// parleySchema returns the schema Parley's migrations make at version,
+// from a new database in memory that they are applied to.
+func parleySchema(ctx context.Context, version int) (map[schemaKey]schemaObject, error) {
+	// One connection, never closed before db: each connection to
+	// :memory: is a database of its own. Foreign keys on, as the store
+	// migrates.
+	db := sql.OpenDB(&connector{drv: newDriver(), dsn: ":memory:", pragmas: []string{"PRAGMA foreign_keys = ON"}})
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+	if err := migrateTo(ctx, db, version); err != nil {
+		return nil, err
+	}
+	return readSchema(ctx, db)
+}
+
+// readSchema reads the objects of db's sqlite_master but SQLite's
+// statistics tables. It fails if one is there twice, which only a write
+// to sqlite_master itself can do.
+func readSchema(ctx context.Context, db *sql.DB) (map[schemaKey]schemaObject, error) {
+	rows, err := db.QueryContext(ctx, `SELECT type, name, tbl_name, sql FROM sqlite_master
+		WHERE NOT (type = 'table' AND name GLOB 'sqlite_stat[1234]')`)
+	if err != nil {
+		return nil, fmt.Errorf("read sqlite_master: %w", err)
+	}
+	defer rows.Close()
+	objs := map[schemaKey]schemaObject{}
+	for rows.Next() {
+		var k schemaKey
+		var o schemaObject
+		if err := rows.Scan(&k.typ, &k.name, &o.table, &o.sql); err != nil {
+			return nil, fmt.Errorf("read sqlite_master: %w", err)
+		}
+		if _, ok := objs[k]; ok {
+			return nil, fmt.Errorf("%s %s twice in sqlite_master", k.typ, k.name)
+		}
+		objs[k] = o
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read sqlite_master: %w", err)
+	}
+	return objs, nil
 }
 
 // syncFile fsyncs the file at path.

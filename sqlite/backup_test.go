@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -245,17 +247,7 @@ func TestInspect(t *testing.T) {
 	execFile(t, otherTool, "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, dirty INTEGER)", "INSERT INTO schema_migrations VALUES (3, 0)")
 
 	ms := must(schema.Load(migrations, "migrations/*.sql"))
-	older := filepath.Join(dir, "older.db")
-	db := sql.OpenDB(&connector{drv: newDriver(), dsn: older + "?" + dsnParams})
-	if _, err := db.Exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`); err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range ms[:3] {
-		if _, err := applyMigration(ctx, db, m); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Close()
+	older := mustDBAt(t, filepath.Join(dir, "older.db"), 3)
 	latest := ms[len(ms)-1].Version
 
 	for _, tc := range []struct {
@@ -362,6 +354,157 @@ func TestRestore(t *testing.T) {
 	}
 	if _, _, err := c.UserByName(ctx, "ann"); err != nil {
 		t.Errorf("restored database has no ann: %v", err)
+	}
+}
+
+// mustDBAt makes a database at path of schema version, as a program of
+// that version made it (migrate, in WAL mode), holding the upgrade world
+// of testdata/upgrade when there is a fixture for the version, and
+// returns path.
+func mustDBAt(t *testing.T, path string, version int) string {
+	t.Helper()
+	ctx := context.Background()
+	cfg := Config{Path: path}
+	cfg.defaults()
+	db := openDB(path, 1, true, cfg)
+	defer db.Close()
+	if err := walMode(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	if err := migrateTo(ctx, db, version); err != nil {
+		t.Fatalf("migrateTo(%d) error = %v", version, err)
+	}
+	world, err := os.ReadFile(filepath.Join("testdata", "upgrade", fmt.Sprintf("%04d.sql", version)))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(string(world)); err != nil {
+		t.Fatalf("upgrade world of version %d: %v", version, err)
+	}
+	return path
+}
+
+// TestBackupOfEveryVersion: a backup of a database of each schema
+// version, this program's and every earlier one, is accepted by Inspect
+// and Restore, its schema being the one Parley's migrations make at that
+// version.
+func TestBackupOfEveryVersion(t *testing.T) {
+	ctx := context.Background()
+	for _, m := range must(schema.Load(migrations, "migrations/*.sql")) {
+		t.Run(fmt.Sprintf("v%d", m.Version), func(t *testing.T) {
+			dir := t.TempDir()
+			live := mustDBAt(t, filepath.Join(dir, "live.db"), m.Version)
+			snap := filepath.Join(dir, "snap.db")
+			if _, err := Backup(ctx, live, snap); err != nil {
+				t.Fatalf("Backup() error = %v", err)
+			}
+			if bi, err := Inspect(ctx, snap); err != nil || bi.Version != m.Version {
+				t.Errorf("Inspect(backup of version %d) = %+v, %v; want version %d", m.Version, bi, err, m.Version)
+			}
+			if bi, err := Restore(ctx, snap, filepath.Join(dir, "restored.db")); err != nil || bi.Version != m.Version {
+				t.Errorf("Restore(backup of version %d) = %+v, %v; want version %d", m.Version, bi, err, m.Version)
+			}
+		})
+	}
+}
+
+// TestInspectForeignSchema: a Parley backup with an object Parley's
+// migrations do not make (a trigger that keeps deleted text, a table, a
+// view, an index), without one they make, or with one changed (a column
+// added, an index of other columns), or whose schema_migrations claims a
+// version its schema is not, is refused by Inspect and by Restore with
+// ErrForeignSchema naming the object, and the restore changes nothing.
+func TestInspectForeignSchema(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.db")
+	s := mustOpenStore(t, filepath.Join(dir, "live.db"))
+	u := parleytest.MustCreateUser(t, s, "ann")
+	r := parleytest.MustCreateRoom(t, s, u, "kept", 0)
+	parleytest.MustSend(t, s, r, u, "deleted means deleted")
+	if _, err := Backup(ctx, filepath.Join(dir, "live.db"), good); err != nil {
+		t.Fatal(err)
+	}
+	copyOf := func(name string, stmts ...string) string {
+		b, err := os.ReadFile(good)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		execFile(t, p, stmts...)
+		return p
+	}
+	ms := must(schema.Load(migrations, "migrations/*.sql"))
+	claims := mustDBAt(t, filepath.Join(dir, "claims.db"), 3)
+	for _, m := range ms[3:] {
+		execFile(t, claims, fmt.Sprintf("INSERT INTO schema_migrations VALUES (%d, '%s', 0)", m.Version, m.Name))
+	}
+
+	for _, tc := range []struct {
+		name, path, says string
+	}{
+		{"trigger keeping deleted text", copyOf("audit.db",
+			"CREATE TABLE audit_keep(body TEXT)",
+			"CREATE TRIGGER keep_deleted AFTER UPDATE OF body ON messages WHEN new.body='' BEGIN INSERT INTO audit_keep VALUES (old.body); END"),
+			"trigger keep_deleted not Parley's"},
+		{"trigger", copyOf("trigger.db",
+			"CREATE TRIGGER undelete AFTER UPDATE OF body ON messages WHEN new.body = '' BEGIN UPDATE messages SET body = old.body WHERE room_id = new.room_id AND seq = new.seq; END"),
+			"trigger undelete not Parley's"},
+		{"table", copyOf("table.db", "CREATE TABLE audit_keep (body TEXT)"), "table audit_keep not Parley's"},
+		{"view", copyOf("view.db", "CREATE VIEW hashes AS SELECT name, password_hash FROM users"), "view hashes not Parley's"},
+		{"index", copyOf("index.db", "CREATE INDEX messages_body ON messages (body)"), "index messages_body not Parley's"},
+		{"column added", copyOf("column.db", "ALTER TABLE users ADD COLUMN note TEXT"), "table users changed"},
+		{"index changed", copyOf("changed.db", "DROP INDEX members_user", "CREATE INDEX members_user ON members (user_id, room_id)"), "index members_user changed"},
+		{"index dropped", copyOf("dropped.db", "DROP INDEX members_user"), "index members_user missing"},
+		{"version claimed", claims, "missing"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := Inspect(ctx, tc.path); !errors.Is(err, ErrForeignSchema) || !strings.Contains(err.Error(), tc.says) {
+				t.Errorf("Inspect(%s) error = %v, want %v saying %q", tc.name, err, ErrForeignSchema, tc.says)
+			}
+			target := filepath.Join(t.TempDir(), "parley.db")
+			mustOpenStore(t, target).Close()
+			before, _ := os.ReadFile(target)
+			names := entries(t, filepath.Dir(target))
+			if _, err := Restore(ctx, tc.path, target); !errors.Is(err, ErrForeignSchema) {
+				t.Errorf("Restore(%s) error = %v, want %v", tc.name, err, ErrForeignSchema)
+			}
+			if after, _ := os.ReadFile(target); !bytes.Equal(before, after) {
+				t.Errorf("a refused Restore(%s) changed the database", tc.name)
+			}
+			if now := entries(t, filepath.Dir(target)); !slices.Equal(names, now) {
+				t.Errorf("after a refused Restore(%s) the directory holds %q, before %q", tc.name, now, names)
+			}
+		})
+	}
+}
+
+// TestInspectNormalSQL: statements that differ only in layout compare
+// equal, and ones that differ in a word, a quoted string or what a
+// comment hides do not.
+func TestInspectNormalSQL(t *testing.T) {
+	for _, tc := range []struct {
+		name, a, b string
+		equal      bool
+	}{
+		{"lines", createMigrationsTable, "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)", true},
+		{"comment", "CREATE TABLE t (\n\ta INTEGER, -- the a\n\tb TEXT\n)", "CREATE TABLE t (a INTEGER, b TEXT)", true},
+		{"block comment", "CREATE TABLE t (a /* x */ INTEGER)", "CREATE TABLE t (a INTEGER)", true},
+		{"word", "CREATE TABLE t (a INTEGER)", "CREATE TABLE t (a TEXT)", false},
+		{"commented out", "CREATE TABLE t (a INTEGER, -- b TEXT\n c TEXT)", "CREATE TABLE t (a INTEGER, b TEXT, c TEXT)", false},
+		{"string", "CREATE VIEW v AS SELECT 'a  b'", "CREATE VIEW v AS SELECT 'a b'", false},
+		{"quoted comment", "CREATE VIEW v AS SELECT '--', 1", "CREATE VIEW v AS SELECT '--'", false},
+		{"quoted name", `CREATE TABLE "a  b" (x)`, `CREATE TABLE "a b" (x)`, false},
+		{"words apart", "CREATE TABLE t (a INTEGER)", "CREATE TABLE t (aINTEGER)", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := normalSQL(tc.a) == normalSQL(tc.b); got != tc.equal {
+				t.Errorf("normalSQL(%q) = %q, normalSQL(%q) = %q; equal %v, want %v", tc.a, normalSQL(tc.a), tc.b, normalSQL(tc.b), got, tc.equal)
+			}
+		})
 	}
 }
 

@@ -56,6 +56,15 @@ func Migrate(ctx context.Context, path string, apply bool) (schema.Status, error
 	return st, nil
 }
 
+// createMigrationsTable makes the table of the applied migrations. Its
+// text, as SQLite keeps it in sqlite_master, is part of the schema that
+// Inspect compares with a database's, so it is never edited either.
+const createMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version    INTEGER PRIMARY KEY,
+			name       TEXT NOT NULL,
+			applied_at INTEGER NOT NULL
+		)`
+
 // migrate applies the migrations that db has not seen yet, each in its own
 // transaction together with its row in schema_migrations, and returns the
 // schema's status; with apply false it only reads the status.
@@ -65,11 +74,7 @@ func migrate(ctx context.Context, db *sql.DB, apply bool) (schema.Status, error)
 		return schema.Status{}, err
 	}
 	if apply {
-		if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-			version    INTEGER PRIMARY KEY,
-			name       TEXT NOT NULL,
-			applied_at INTEGER NOT NULL
-		)`); err != nil {
+		if _, err := db.ExecContext(ctx, createMigrationsTable); err != nil {
 			return schema.Status{}, fmt.Errorf("create schema_migrations: %w", err)
 		}
 	}
@@ -130,4 +135,26 @@ func applyMigration(ctx context.Context, db *sql.DB, m schema.Migration) (applie
 		return false, fmt.Errorf("migration %s: %w", m.Name, err)
 	}
 	return true, nil
+}
+
+// migrateTo brings db, an empty database, to schema version: the
+// migrations up to it applied, each as migrate applies it, so that its
+// schema is the one a program of that version made.
+func migrateTo(ctx context.Context, db *sql.DB, version int) error {
+	ms, err := schema.Load(migrations, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	if _, err := db.ExecContext(ctx, createMigrationsTable); err != nil {
+		return fmt.Errorf("create schema_migrations: %w", err)
+	}
+	for _, m := range ms {
+		if m.Version > version {
+			break
+		}
+		if _, err := applyMigration(ctx, db, m); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -223,8 +223,9 @@ func dirState(t *testing.T, dir string) map[string]string {
 }
 
 // TestRestoreRefuses: restore refuses a missing file, a text file, another
-// program's SQLite database, a newer schema, the directory of a running
-// server and a database that holds data (unless --force), each with an
+// program's SQLite database, a newer schema, a schema Parley did not make
+// (an extra trigger, with --force too), the directory of a running server
+// and a database that holds data (unless --force), each with an
 // error that says so, and changes nothing; an older schema is restored
 // with word that serve will upgrade it.
 func TestRestoreRefuses(t *testing.T) {
@@ -255,6 +256,9 @@ func TestRestoreRefuses(t *testing.T) {
 	foreign := filepath.Join(files, "foreign.db")
 	execDB(t, foreign, "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)", "INSERT INTO notes (body) VALUES ('hello')")
 	newer := copyOf("newer.db", "INSERT INTO schema_migrations VALUES (9999, '9999_future.sql', 0)")
+	// A trigger that copies each deleted message's text into a table of its own.
+	trigger := copyOf("trigger.db", "CREATE TABLE audit_keep(body TEXT)",
+		"CREATE TRIGGER keep_deleted AFTER UPDATE OF body ON messages WHEN new.body='' BEGIN INSERT INTO audit_keep VALUES (old.body); END")
 
 	// A stopped directory holding data of its own.
 	full := t.TempDir()
@@ -277,6 +281,9 @@ func TestRestoreRefuses(t *testing.T) {
 		{"text file", fresh, text, nil, "not a SQLite database"},
 		{"foreign database", fresh, foreign, nil, "not a Parley database"},
 		{"newer schema", fresh, newer, nil, "schema newer than this program's: version 9999"},
+		{"claims an older schema", fresh, copyOf("claims.db", "DELETE FROM schema_migrations WHERE version = (SELECT max(version) FROM schema_migrations)"), nil, "schema differs from Parley's"},
+		{"extra trigger", fresh, trigger, nil, "schema differs from Parley's: table audit_keep not Parley's, trigger keep_deleted not Parley's"},
+		{"extra trigger, replacing", full, trigger, []string{"--force"}, "trigger keep_deleted not Parley's"},
 		{"live server", src, snap, []string{"--force"}, "stop the server first"},
 		{"holds data", full, snap, nil, "pass --force"},
 		{"postgres", fresh, snap, []string{"--store", "postgres://localhost/parley"}, "pg_basebackup"},
@@ -311,7 +318,16 @@ func TestRestoreRefuses(t *testing.T) {
 		}
 	}
 
-	older := copyOf("older.db", "DELETE FROM schema_migrations WHERE version = (SELECT max(version) FROM schema_migrations)")
+	// A database a program of the schema before this one made (one
+	// claiming it, with this schema, is refused: its schema is not that
+	// version's).
+	ms := loadMigrations(t, "../../sqlite")
+	stmts := []string{`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`}
+	for _, m := range ms[:len(ms)-1] {
+		stmts = append(stmts, m.SQL, fmt.Sprintf(`INSERT INTO schema_migrations VALUES (%d, '%s', 0)`, m.Version, m.Name))
+	}
+	older := filepath.Join(files, "older.db")
+	execDB(t, older, stmts...)
 	out, _, err = runCLI("restore", "--data", filepath.Join(t.TempDir(), "older"), older)
 	if err != nil || !strings.Contains(out, "will upgrade it") {
 		t.Errorf("parley restore of an older schema = %q, %v; want it restored, saying serve will upgrade it", out, err)
