@@ -92,12 +92,25 @@ function goneText(action) {
   return 'You left this room.';
 }
 
-/** mergeRoom takes a room's new info (title, seats) without moving its last message back. */
+/** mergeRoom takes a room's new info (title, seats, retention) without moving its last message back. */
 function mergeRoom(old, info) {
   const r = { ...old };
-  for (const k of ['title', 'capacity', 'member_count', 'kind']) if (k in info) r[k] = info[k];
+  for (const k of ['title', 'capacity', 'member_count', 'kind', 'retention_seconds']) if (k in info) r[k] = info[k];
   if (info.last_seq > (old.last_seq || 0)) r.last_seq = info.last_seq;
   return r;
+}
+
+const retentionNames = new Map([[0, 'Server default'], [86400, '1 day'], [604800, '7 days'], [2592000, '30 days'], [31536000, '1 year']]);
+
+/**
+ * retentionText names a room's retention_seconds: the settings' choices by
+ * their names, any other value (set over the API) in days or seconds.
+ */
+export function retentionText(secs) {
+  const n = Number(secs) || 0;
+  if (retentionNames.has(n)) return retentionNames.get(n);
+  if (n % 86400 === 0) return `${n / 86400} days`;
+  return n === 1 ? '1 second' : `${n} seconds`;
 }
 
 /**
@@ -164,6 +177,7 @@ export class People {
       ev.preventDefault();
       this.saveSettings();
     };
+    this.onRetention = () => this.saveSettings();
     this.onMore = () => this.load(this.cursor);
     this.observer = new MutationObserver(() => this.queueSeen());
   }
@@ -174,6 +188,7 @@ export class People {
     $('people-button').addEventListener('click', this.onToggle);
     $('leave-button').addEventListener('click', this.onLeave);
     $('room-settings').addEventListener('submit', this.onSettings);
+    $('settings-retention').addEventListener('change', this.onRetention);
     $('members-more').addEventListener('click', this.onMore);
     this.observer.observe($('messages'), { childList: true });
     $('people-button').hidden = false;
@@ -194,12 +209,13 @@ export class People {
     $('people-button').removeEventListener('click', this.onToggle);
     $('leave-button').removeEventListener('click', this.onLeave);
     $('room-settings').removeEventListener('submit', this.onSettings);
+    $('settings-retention').removeEventListener('change', this.onRetention);
     $('members-more').removeEventListener('click', this.onMore);
     $('member-list').replaceChildren();
     $('ban-list').replaceChildren();
     setText($('typing'), '');
     setText($('people-button'), 'People');
-    for (const id of ['people', 'room-settings', 'bans', 'leave-button', 'members-more']) $(id).hidden = true;
+    for (const id of ['people', 'room-settings', 'room-retention', 'bans', 'leave-button', 'members-more']) $(id).hidden = true;
     this.seenEl.remove();
   }
 
@@ -316,7 +332,9 @@ export class People {
           this.members.get(ev.user).role = ev.role;
           this.render();
           if (ev.user === me && can(ev.role, '').seeBans) this.loadBans();
-        } else if (ev.action !== 'room') {
+        } else if (ev.action === 'room') {
+          this.render(); // the settings and the retention show the new info
+        } else {
           this.reloadSoon(); // joined, or news of a kind this page does not know: read the list again
         }
         break;
@@ -370,9 +388,19 @@ export class People {
     $('members-more').hidden = !this.cursor;
     const allowed = can(mine, '', true);
     $('room-settings').hidden = this.isGone || this.direct || !allowed.rename;
+    // Every member sees how long the room keeps its messages; owners and
+    // admins change it in the settings.
+    const retention = (this.room && this.room.retention_seconds) || 0;
+    $('room-retention').hidden = this.isGone || this.direct || !this.room;
+    setText($('room-retention'), 'Keep messages: ' + retentionText(retention));
     if (!$('room-settings').hidden && document.activeElement?.closest('#room-settings') == null) {
       $('settings-title').value = this.room ? this.room.title : '';
       $('settings-capacity').value = this.room && this.room.capacity > 0 ? String(this.room.capacity) : '';
+      const select = $('settings-retention');
+      if (![...select.options].some((o) => Number(o.value) === retention)) {
+        select.append(h('option', { value: String(retention) }, retentionText(retention)));
+      }
+      select.value = String(retention);
     }
     $('leave-button').hidden = this.isGone || !this.loaded;
     if (!allowed.seeBans || this.direct) $('bans').hidden = true;
@@ -444,6 +472,8 @@ export class People {
     if (title && (!this.room || title !== this.room.title)) patch.title = title;
     const capacity = seats === '' ? 0 : Number(seats); // empty: unlimited
     if (!this.room || capacity !== this.room.capacity) patch.capacity = capacity;
+    const retention = Number($('settings-retention').value);
+    if (!this.room || retention !== (this.room.retention_seconds || 0)) patch.retention_seconds = retention;
     setText($('people-error'), '');
     if (Object.keys(patch).length === 0) return;
     try {
