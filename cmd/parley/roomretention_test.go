@@ -75,3 +75,50 @@ func TestRoomRetention(t *testing.T) {
 		t.Errorf("history of the room without a retention of its own: %d %+v, want its message", st, page.Messages)
 	}
 }
+
+// TestClusterRoomRetention: two nodes over one PostgreSQL store and Redis,
+// keeping messages forever by default. The room's owner, on node one, sets
+// a retention of 1 s; the member on node two sees it live and in the
+// room's info his node serves (its Redis hot data), and gets each of the
+// room's messages deleted once, whichever node swept it.
+func TestClusterRoomRetention(t *testing.T) {
+	env := needCluster(t)
+	forever := func(c *Config) { c.Retention, c.RetentionInterval = 0, 20*time.Millisecond }
+	nodes := []*Main{startNode(t, env, "one", forever), startNode(t, env, "two", forever)}
+	r, ms := groupRoom(t, nodes, "roomret", 2)
+	alice, bob := ms[0], ms[1] // on nodes one and two
+	var before struct {
+		RetentionSeconds int64 `json:"retention_seconds"`
+	}
+	if st := bob.c.do("GET", "/api/rooms/"+r.ID, nil, &before); st != http.StatusOK || before.RetentionSeconds != 0 {
+		t.Fatalf("GET the room on node two: %d %+v, want retention_seconds 0", st, before)
+	}
+	sc := subscribeEvents(t, nodes[1], bob.c.token, r.ID, false)
+	for _, body := range []string{"short one", "short two"} {
+		if st := alice.c.do("POST", "/api/rooms/"+r.ID+"/messages", map[string]string{"body": body}, nil); st != http.StatusCreated {
+			t.Fatalf("send: %d", st)
+		}
+	}
+	if st := alice.c.do("PATCH", "/api/rooms/"+r.ID, map[string]any{"retention_seconds": 1}, nil); st != http.StatusOK {
+		t.Fatalf("PATCH retention_seconds on node one: %d", st)
+	}
+	f := nextEvent(t, sc, "member", alice.u.ID)
+	var info struct {
+		RetentionSeconds int64 `json:"retention_seconds"`
+	}
+	if err := json.Unmarshal(f.Body, &info); err != nil || info.RetentionSeconds != 1 {
+		t.Errorf("member event on node two: %v %s (%v), want retention_seconds 1", f, f.Body, err)
+	}
+	info.RetentionSeconds = 0
+	if st := bob.c.do("GET", "/api/rooms/"+r.ID, nil, &info); st != http.StatusOK || info.RetentionSeconds != 1 {
+		t.Errorf("GET the room on node two after the PATCH: %d %+v, want retention_seconds 1", st, info)
+	}
+	got := map[int64]bool{}
+	for range 2 {
+		f, msg := nextChange(t, sc)
+		if string(f.Get("event")) != "deleted" || msg.Body != "" || got[msg.Seq] {
+			t.Fatalf("node two got %v %+v, want each message deleted once", f, msg)
+		}
+		got[msg.Seq] = true
+	}
+}
