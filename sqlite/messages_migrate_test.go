@@ -151,7 +151,8 @@ func TestMigrateMessageKeys(t *testing.T) {
 	if _, err := db.Exec(`INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)`); err != nil {
 		t.Errorf("full-text integrity check: %v", err)
 	}
-	// The indexes of messages: the client ids', unique, and the changes'.
+	// The indexes of messages: the client ids', unique, the changes', and
+	// the retention sweeper's live messages by send time (0008).
 	rows, err := db.Query(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'messages' AND sql IS NOT NULL ORDER BY name`)
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +164,7 @@ func TestMigrateMessageKeys(t *testing.T) {
 		names = append(names, n)
 	}
 	rows.Close()
-	if want := []string{"messages_change", "messages_client"}; !reflect.DeepEqual(names, want) {
+	if want := []string{"messages_change", "messages_client", "messages_expiry"}; !reflect.DeepEqual(names, want) {
 		t.Errorf("indexes of messages = %v, want %v", names, want)
 	}
 	_, err = db.Exec(`INSERT INTO messages (room_id, seq, id, sender_id, sender_name, body, client_id, sent_at)
