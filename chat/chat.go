@@ -139,13 +139,6 @@ func (s *Service) CreateRoom(ctx context.Context, u parley.User, r NewRoom) (par
 		if r.Title != "" || r.Capacity != 0 {
 			return parley.Room{}, false, parley.Errorf(parley.CodeInvalid, "a direct room has no title or capacity")
 		}
-		// A deleted account is in no room, and nobody brings it back.
-		if gone, err := s.deleted(ctx, r.Peer); err != nil || gone {
-			if err != nil {
-				return parley.Room{}, false, err
-			}
-			return parley.Room{}, false, parley.Errorf(parley.CodeNotFound, "user %s not found", r.Peer)
-		}
 	default:
 		return parley.Room{}, false, parley.Errorf(parley.CodeInvalid, "kind must be %q or %q", parley.KindGroup, parley.KindDirect)
 	}

@@ -15,9 +15,6 @@ type Accounts interface {
 	// no login finds it, and holds u's name back from registration until
 	// holdUntil. Fails with CodeNotFound for an unknown user.
 	DeleteUser(ctx context.Context, u parley.User, holdUntil time.Time) error
-	// UserDeleted reports whether DeleteUser has deleted the account,
-	// from the store of record (never a cache); false for an unknown id.
-	UserDeleted(ctx context.Context, userID string) (bool, error)
 }
 
 // DefaultNameHold is how long a deleted account's name stays out of reach
@@ -36,10 +33,10 @@ const DefaultNameHold = 30 * 24 * time.Hour
 // asked for again: until then the password still logs in. A session may
 // race the deletion meanwhile (a login whose password was checked before
 // the rename, a room joined with its token): so after the rename every
-// token is revoked again and the rooms are left again. Logins refuse a
-// token whose account a deletion renamed (Login), and nobody can open a
-// direct room with a deleted account (CreateRoom). Messages in rooms u
-// had left before are not touched.
+// token is revoked again and the rooms are left again. The store makes no
+// token and no room for a deleted account (CodeNotFound), so a login
+// racing the rename gets none, and nobody opens a direct room with it.
+// Messages in rooms u had left before are not touched.
 //
 // Fails with CodeForbidden for a wrong password (nothing changes), and
 // CodeUnavailable when the service has no Config.Accounts.
@@ -79,15 +76,6 @@ func (s *Service) logOutAndLeave(ctx context.Context, u parley.User) error {
 		}
 	}
 	return nil
-}
-
-// deleted reports whether the account of userID has been deleted; false
-// when the service deletes no accounts.
-func (s *Service) deleted(ctx context.Context, userID string) (bool, error) {
-	if s.accounts == nil {
-		return false, nil
-	}
-	return s.accounts.UserDeleted(ctx, userID)
 }
 
 // VerifyPassword checks that password is u's: CodeForbidden when it is

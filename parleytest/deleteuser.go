@@ -12,7 +12,6 @@ import (
 // §3b, DELETE /api/me): sqlite.Store and postgres.Store implement it.
 type UserDeleter interface {
 	DeleteUser(ctx context.Context, u parley.User, holdUntil time.Time) error
-	UserDeleted(ctx context.Context, userID string) (bool, error)
 }
 
 // RunDeleteUserTests checks DeleteUser on the stores newStore makes, which
@@ -36,19 +35,20 @@ func RunDeleteUserTests(t *testing.T, newStore NewStoreFunc) {
 		}
 	}
 
-	if gone, err := d.UserDeleted(ctx, alice.ID); err != nil || gone {
-		t.Errorf("UserDeleted(alice) before DeleteUser = %v, %v, want false", gone, err)
-	}
 	if err := d.DeleteUser(ctx, alice, now.Add(time.Hour)); err != nil {
 		t.Fatalf("DeleteUser(alice) error = %v", err)
 	}
-	for _, tc := range []struct {
-		id   string
-		want bool
-	}{{alice.ID, true}, {bob.ID, false}, {"no-such-id", false}} {
-		if gone, err := d.UserDeleted(ctx, tc.id); err != nil || gone != tc.want {
-			t.Errorf("UserDeleted(%s) after alice's DeleteUser = %v, %v, want %v", tc.id, gone, err, tc.want)
-		}
+	// A deleted account gets no token and no room, as an unknown one (a
+	// login whose password was checked before the deletion, a direct room
+	// opened with it); others still do.
+	err := s.CreateToken(ctx, parley.Token{Hash: []byte("late"), UserID: alice.ID, CreatedAt: now, ExpiresAt: now.Add(time.Hour)})
+	wantCode(t, "CreateToken(alice after DeleteUser)", err, parley.CodeNotFound)
+	_, _, err = s.CreateRoom(ctx, parley.NewRoom{Kind: parley.KindGroup, Title: "t", CreatorID: alice.ID})
+	wantCode(t, "CreateRoom(group by alice after DeleteUser)", err, parley.CodeNotFound)
+	_, _, err = s.CreateRoom(ctx, parley.NewRoom{Kind: parley.KindDirect, CreatorID: bob.ID, PeerID: alice.ID})
+	wantCode(t, "CreateRoom(direct of bob with alice after DeleteUser)", err, parley.CodeNotFound)
+	if err := s.CreateToken(ctx, parley.Token{Hash: []byte("bob's"), UserID: bob.ID, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
+		t.Errorf("CreateToken(bob after alice's DeleteUser) = %v", err)
 	}
 	for i := range 2 {
 		_, _, err := s.TokenUser(ctx, []byte{byte(i), 'h'}, now)
@@ -57,7 +57,7 @@ func RunDeleteUserTests(t *testing.T, newStore NewStoreFunc) {
 	if u, _, err := s.TokenUser(ctx, []byte{2, 'h'}, now); err != nil || u.ID != bob.ID {
 		t.Errorf("TokenUser(bob's token) = %+v, %v, want bob", u, err)
 	}
-	_, _, err := s.UserByName(ctx, "alice")
+	_, _, err = s.UserByName(ctx, "alice")
 	wantCode(t, "UserByName(deleted alice)", err, parley.CodeNotFound)
 	_, err = s.CreateUser(ctx, parley.NewUser{Name: "alice", PasswordHash: []byte("new")})
 	wantCode(t, "CreateUser(alice while held)", err, parley.CodeNameTaken)

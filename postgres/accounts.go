@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -57,21 +56,4 @@ func (o *deleteUser) decode(row pgx.Row) (result, []parley.Event, error) {
 		return result{}, nil, parley.Errorf(parley.CodeNotFound, "user %s not found", o.u.ID)
 	}
 	return result{}, nil, nil
-}
-
-// UserDeleted reports whether account id has been deleted (DeleteUser
-// renamed it), reading PostgreSQL itself, not a cache: package chat asks
-// it after a login's token is stored and before a direct room is opened,
-// so that neither outlives or undoes a deletion on any node. An unknown
-// id is not deleted.
-func (s *Store) UserDeleted(ctx context.Context, id string) (bool, error) {
-	var deleted bool
-	err := s.pool.QueryRow(ctx, `SELECT starts_with(name, 'deleted-user:') FROM users WHERE id = $1`, id).Scan(&deleted)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return false, nil
-	}
-	if err != nil {
-		return false, s.readErr("user deleted", err)
-	}
-	return deleted, nil
 }

@@ -50,8 +50,10 @@ func newWriteQueries(m *metrics, index bool) *writeQueries {
 			WHERE NOT EXISTS (SELECT 1 FROM name_holds WHERE name = $2::text AND until > $4::timestamptz)
 			ON CONFLICT (name) DO NOTHING RETURNING id`},
 
-		// $1 hash, $2 user, $3 created, $4 expires.
-		insertToken: &query{kind: "insert_token", text: `WITH u AS (SELECT id FROM users WHERE id = $2),
+		// $1 hash, $2 user, $3 created, $4 expires. A deleted account
+		// (accounts.go: renamed, its row kept) is not found, here and by
+		// createGroup and createDirect: no token or room is made for it.
+		insertToken: &query{kind: "insert_token", text: `WITH u AS (SELECT id FROM users WHERE id = $2 AND NOT starts_with(name, 'deleted-user:')),
 			t AS (INSERT INTO tokens (hash, user_id, created_at, expires_at) SELECT $1, u.id, $3, $4 FROM u
 				ON CONFLICT (hash) DO NOTHING RETURNING 1)
 			SELECT EXISTS (SELECT 1 FROM u), EXISTS (SELECT 1 FROM t)`},
@@ -63,7 +65,7 @@ func newWriteQueries(m *metrics, index bool) *writeQueries {
 			SELECT count(*) FROM d`},
 
 		// $1 id, $2 creator, $3 title, $4 capacity, $5 now.
-		createGroup: &query{kind: "insert_room", text: `WITH u AS (SELECT id FROM users WHERE id = $2),
+		createGroup: &query{kind: "insert_room", text: `WITH u AS (SELECT id FROM users WHERE id = $2 AND NOT starts_with(name, 'deleted-user:')),
 			r AS (INSERT INTO rooms (id, kind, title, capacity, member_count, last_seq, last_activity_at, created_at)
 				SELECT $1, 'group', $3, $4, 1, 0, $5, $5 FROM u RETURNING id),
 			m AS (INSERT INTO members (room_id, user_id, read_seq, joined_at, role) SELECT r.id, u.id, 0, $5, 'owner' FROM r, u)
@@ -72,8 +74,8 @@ func newWriteQueries(m *metrics, index bool) *writeQueries {
 		// $1 id, $2 creator, $3 peer, $4 direct key, $5 title, $6 now.
 		// Either a new room with both members, or the existing room of
 		// the pair with whichever of them had left added back.
-		createDirect: &query{kind: "insert_direct_room", text: `WITH c AS (SELECT EXISTS (SELECT 1 FROM users WHERE id = $2::text) AS ok),
-			p AS (SELECT EXISTS (SELECT 1 FROM users WHERE id = $3::text) AS ok),
+		createDirect: &query{kind: "insert_direct_room", text: `WITH c AS (SELECT EXISTS (SELECT 1 FROM users WHERE id = $2::text AND NOT starts_with(name, 'deleted-user:')) AS ok),
+			p AS (SELECT EXISTS (SELECT 1 FROM users WHERE id = $3::text AND NOT starts_with(name, 'deleted-user:')) AS ok),
 			old AS (SELECT ` + roomRet + ` FROM rooms WHERE direct_key = $4 FOR NO KEY UPDATE),
 			new AS (INSERT INTO rooms (id, kind, title, capacity, member_count, last_seq, last_activity_at, created_at, direct_key)
 				SELECT $1, 'direct', $5, 2, 2, 0, $6, $6, $4 FROM c, p WHERE c.ok AND p.ok AND NOT EXISTS (SELECT 1 FROM old)

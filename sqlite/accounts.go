@@ -72,20 +72,3 @@ func (w *wtx) nameHeld(name string, now int64) (bool, error) {
 	}
 	return false, fmt.Errorf("name held: %w", err)
 }
-
-// UserDeleted reports whether account id has been deleted (DeleteUser
-// renamed it), reading the database itself, not a cache: package chat
-// asks it after a login's token is stored and before a direct room is
-// opened, so that neither outlives or undoes a deletion. An unknown id is
-// not deleted.
-func (s *Store) UserDeleted(ctx context.Context, id string) (bool, error) {
-	var deleted bool
-	err := s.rdb.QueryRowContext(ctx, `SELECT substr(name, 1, 13) = 'deleted-user:' FROM users WHERE id = ?`, id).Scan(&deleted)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("user deleted: %w", err)
-	}
-	return deleted, nil
-}

@@ -7,7 +7,7 @@ import (
 
 // writeQueries are the writer's statements, prepared on its connection.
 type writeQueries struct {
-	userName, insertUser, insertToken, deleteToken, deleteTokens,
+	userName, liveUser, insertUser, insertToken, deleteToken, deleteTokens,
 	room, roomByDirectKey, insertRoom,
 	member, insertMember, deleteMember, joinCount, leaveCount,
 	markRead,
@@ -35,7 +35,9 @@ func values(rows, cols int) string {
 func (q *writeQueries) all() []*query {
 	if q.room == nil {
 		*q = writeQueries{
-			userName:        &query{kind: "user_name", text: `SELECT name FROM users WHERE id = ?`},
+			userName: &query{kind: "user_name", text: `SELECT name FROM users WHERE id = ?`},
+			// A deleted account keeps its row, renamed (accounts.go).
+			liveUser:        &query{kind: "live_user", text: `SELECT 1 FROM users WHERE id = ? AND substr(name, 1, 13) != 'deleted-user:'`},
 			insertUser:      &query{kind: "insert_user", text: `INSERT INTO users (id, name, password_hash, created_at) VALUES (?, ?, ?, ?)`},
 			insertToken:     &query{kind: "insert_token", text: `INSERT INTO tokens (hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)`},
 			deleteToken:     &query{kind: "delete_token", text: `DELETE FROM tokens WHERE hash = ?`},
@@ -83,7 +85,7 @@ func (q *writeQueries) all() []*query {
 				WHERE members.room_id = v.column1 AND members.user_id = v.column2 AND members.read_seq < v.column3`}
 		}
 	}
-	qs := []*query{q.userName, q.insertUser, q.insertToken, q.deleteToken, q.deleteTokens, q.room, q.roomByDirectKey, q.insertRoom,
+	qs := []*query{q.userName, q.liveUser, q.insertUser, q.insertToken, q.deleteToken, q.deleteTokens, q.room, q.roomByDirectKey, q.insertRoom,
 		q.member, q.insertMember, q.deleteMember, q.joinCount, q.leaveCount,
 		q.markRead, q.begin, q.commit, q.rollback}
 	qs = append(qs, q.people.all()...)

@@ -194,6 +194,18 @@ func (w *wtx) userName(id string) (string, error) {
 	return name, err
 }
 
+// liveUser fails with CodeNotFound unless user id exists and has not been
+// deleted (DeleteUser renames it): no token or room is made for a deleted
+// account, even by a login whose password was checked before it went.
+func (w *wtx) liveUser(id string) error {
+	var one int
+	err := w.row(w.s.wq.liveUser, id).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return parley.Errorf(parley.CodeNotFound, "user %s not found", id)
+	}
+	return err
+}
+
 // room returns room id, CodeNotFound if there is none.
 func (w *wtx) room(id string) (parley.Room, error) {
 	r, err := scanRoom(w.row(w.s.wq.room, id))
@@ -273,7 +285,7 @@ func (s *Store) CreateToken(ctx context.Context, t parley.Token) error {
 		return parley.Errorf(parley.CodeInvalid, "empty token hash")
 	}
 	_, err := s.write(ctx, func(w *wtx) (result, error) {
-		if _, err := w.userName(t.UserID); err != nil {
+		if err := w.liveUser(t.UserID); err != nil {
 			return result{}, err
 		}
 		created := t.CreatedAt
@@ -314,13 +326,13 @@ func (s *Store) CreateRoom(ctx context.Context, nr parley.NewRoom) (parley.Room,
 }
 
 func (w *wtx) createRoom(nr parley.NewRoom) (parley.Room, bool, error) {
-	if _, err := w.userName(nr.CreatorID); err != nil {
+	if err := w.liveUser(nr.CreatorID); err != nil {
 		return parley.Room{}, false, err
 	}
 	users := []string{nr.CreatorID}
 	r := parley.Room{ID: parley.NewID(), Kind: nr.Kind, Title: nr.Title, Capacity: nr.Capacity}
 	if nr.Kind == parley.KindDirect {
-		if _, err := w.userName(nr.PeerID); err != nil {
+		if err := w.liveUser(nr.PeerID); err != nil {
 			return parley.Room{}, false, err
 		}
 		users = append(users, nr.PeerID)
