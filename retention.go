@@ -46,8 +46,10 @@ type Expiry interface {
 	// order they were sent (seq order), those after after (the zero
 	// MessageRef: from the start). A pass that starts from the zero ref
 	// and goes on from the last ref returned until a short page has seen
-	// every such message once. Its cost is in proportion to the rooms it
-	// visits (those with a retention of their own when def is 0, else
-	// all) and the messages it returns, not to the messages kept.
+	// every such message once. It visits the rooms with a retention of
+	// their own when def is 0, else all, and reads each visited room's
+	// messages in seq order up to the first page's worth it returns, or
+	// to the room's end: a store keeps no index by send time, which would
+	// cost every send.
 	Expired(ctx context.Context, now time.Time, def time.Duration, after MessageRef, limit int) ([]MessageRef, error)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -69,8 +70,7 @@ type Sweeper struct {
 	cfg    Config
 	cancel context.CancelFunc
 	done   chan struct{}
-	mu     sync.Mutex // guards the following field
-	total  int        // messages deleted since Start
+	total  atomic.Int64 // messages deleted since Start
 
 	deleted, failed prometheus.Counter
 }
@@ -144,11 +144,7 @@ func (s *Sweeper) Close() error {
 }
 
 // Deleted returns how many messages the sweeper has deleted.
-func (s *Sweeper) Deleted() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.total
-}
+func (s *Sweeper) Deleted() int { return int(s.total.Load()) }
 
 func (s *Sweeper) pass(ctx context.Context) (int, error) {
 	if s.cfg.Lock != nil {
@@ -159,9 +155,7 @@ func (s *Sweeper) pass(ctx context.Context) (int, error) {
 		defer release()
 	}
 	n, err := Sweep(ctx, s.cfg.Store, s.cfg.Now(), s.cfg.Retention, s.cfg.Batch, s.cfg.InFlight)
-	s.mu.Lock()
-	s.total += n
-	s.mu.Unlock()
+	s.total.Add(int64(n))
 	s.deleted.Add(float64(n))
 	if err != nil && ctx.Err() == nil {
 		s.failed.Inc()
