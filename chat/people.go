@@ -175,9 +175,9 @@ func (s *Service) UpdateRoom(ctx context.Context, u parley.User, roomID string, 
 		return parley.Room{}, parley.Errorf(parley.CodeInvalid, "title must be 1 to %d characters of valid UTF-8", MaxTitle)
 	case up.Capacity != nil && *up.Capacity < 0:
 		return parley.Room{}, parley.Errorf(parley.CodeInvalid, "capacity must be 0 (unlimited) or more")
-	case up.RetentionSeconds != nil && (*up.RetentionSeconds < 0 || *up.RetentionSeconds > parley.MaxRetentionSeconds):
-		return parley.Room{}, parley.Errorf(parley.CodeInvalid,
-			"retention_seconds must be 0 (the server's default) to %d (10 years)", parley.MaxRetentionSeconds)
+	}
+	if err := parley.CheckRoomUpdate(up); err != nil { // the stores' rule: the retention's bounds
+		return parley.Room{}, err
 	}
 	if _, err := s.member(ctx, u, roomID); err != nil {
 		return parley.Room{}, err
