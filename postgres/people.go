@@ -200,10 +200,11 @@ func (o *updateRoom) decode(row pgx.Row) (result, []parley.Event, error) {
 	if after.ID != "" {
 		return result{room: after}, []parley.Event{{Kind: parley.EventRoomInfo, Room: after, ActorID: o.actorID}}, nil
 	}
-	if want := o.u.Applied(before); want == before {
+	want := o.u.Applied(before)
+	if want == before {
 		return result{room: before}, nil, nil
 	}
-	return result{}, nil, parley.Errorf(parley.CodeConflict, "capacity %d is below the %d members", o.u.Applied(before).Capacity, before.MemberCount)
+	return result{}, nil, parley.Errorf(parley.CodeConflict, "capacity %d is below the %d members", want.Capacity, before.MemberCount)
 }
 
 // SetRole implements parley.Store.
