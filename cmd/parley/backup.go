@@ -19,6 +19,18 @@ import (
 const postgresBackupAdvice = "the PostgreSQL store is backed up with PostgreSQL's own tools, which take a consistent snapshot of a live database that every node shares: " +
 	"pg_dump -Fc (a logical dump, restored with pg_restore) or pg_basebackup (a physical base backup, with WAL archiving for point-in-time recovery); see docs/operations.md"
 
+// sqliteOnly refuses a --store other than SQLite's (empty) for command,
+// with the advice for PostgreSQL.
+func sqliteOnly(command, store string) error {
+	switch {
+	case isPostgres(store):
+		return errors.New(command + ": " + postgresBackupAdvice)
+	case store != "":
+		return fmt.Errorf("--store %q: want empty (SQLite) or postgres://…", store)
+	}
+	return nil
+}
+
 // runBackup is `parley backup DEST`: a consistent snapshot of the SQLite
 // database in --data, taken beside a running server (it takes no lock).
 func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -33,13 +45,10 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	switch {
-	case isPostgres(store):
-		return errors.New("backup: " + postgresBackupAdvice)
-	case store != "":
-		return fmt.Errorf("--store %q: want empty (SQLite) or postgres://…", store)
+	if err := sqliteOnly("backup", store); err != nil {
+		return err
 	}
-	db := filepath.Join(data, "parley.db")
+	db := sqliteFile(data)
 	if _, err := os.Stat(db); errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("backup: no database in %s (%s does not exist)", data, db)
 	}
@@ -70,11 +79,8 @@ func runRestore(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	if err != nil {
 		return err
 	}
-	switch {
-	case isPostgres(store):
-		return errors.New("restore: " + postgresBackupAdvice)
-	case store != "":
-		return fmt.Errorf("--store %q: want empty (SQLite) or postgres://…", store)
+	if err := sqliteOnly("restore", store); err != nil {
+		return err
 	}
 	if _, err := os.Stat(src); err != nil {
 		return fmt.Errorf("restore: %w", err)
@@ -97,7 +103,7 @@ func runRestore(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 		return fmt.Errorf("restore: data directory: %w: stop the server first", err)
 	}
 	defer lock.Close()
-	db := filepath.Join(data, "parley.db")
+	db := sqliteFile(data)
 	if !force {
 		for _, p := range []string{db, db + "-wal"} {
 			if st, err := os.Stat(p); err == nil && st.Size() > 0 {

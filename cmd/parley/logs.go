@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
-	"path/filepath"
 )
 
 // newLogger is the process's logger: format text or json, on w.
@@ -43,7 +42,7 @@ func redactURL(s string) string {
 // password.
 func (c Config) servicesAttrs() []any {
 	if c.Store == "" {
-		return []any{"store", "sqlite:" + filepath.Join(c.Data, "parley.db")}
+		return []any{"store", "sqlite:" + sqliteFile(c.Data)}
 	}
 	attrs := []any{"store", redactURL(c.Store)}
 	if c.Broker != "" {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"parley/dirlock"
 	"parley/postgres"
@@ -50,7 +49,7 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			}
 			defer lock.Close()
 		}
-		path := filepath.Join(data, "parley.db")
+		path := sqliteFile(data)
 		st, err = sqlite.Migrate(ctx, path, !dryRun)
 	default:
 		return fmt.Errorf("--store %q: want empty (SQLite) or postgres://…", store)

@@ -50,7 +50,7 @@ func (m *Main) openStore(ctx context.Context, onCommit parley.EventSink) (parley
 			return nil, err
 		}
 		db, err := sqlite.Open(ctx, sqlite.Config{
-			Path: filepath.Join(cfg.Data, "parley.db"), Sync: sync, OnCommit: onCommit, Registerer: m.registry,
+			Path: sqliteFile(cfg.Data), Sync: sync, OnCommit: onCommit, Registerer: m.registry,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("open store: %w", err)
@@ -174,3 +174,7 @@ func (m *Main) openGateway(svc *chat.Service, sessions gateway.Sessions) error {
 	}
 	return nil
 }
+
+// sqliteFile is the embedded SQLite store's database file in the data
+// directory data: the one file serve, migrate, backup and restore name.
+func sqliteFile(data string) string { return filepath.Join(data, "parley.db") }
