@@ -100,7 +100,7 @@ func Backup(ctx context.Context, dbPath, dest string) (BackupInfo, error) {
 	if err := os.Link(tmp, dest); err != nil {
 		return BackupInfo{}, fmt.Errorf("backup to %s: %w", dest, err)
 	}
-	if err := syncDir(filepath.Dir(dest)); err != nil {
+	if err := fsync(filepath.Dir(dest)); err != nil {
 		return BackupInfo{}, fmt.Errorf("backup to %s: %w", dest, err)
 	}
 	bi.Took = time.Since(start)
@@ -159,13 +159,13 @@ func Restore(ctx context.Context, src, dbPath string) (BackupInfo, error) {
 			return BackupInfo{}, fmt.Errorf("restore %s: %w", src, err)
 		}
 	}
-	if err := syncDir(dir); err != nil {
+	if err := fsync(dir); err != nil {
 		return BackupInfo{}, fmt.Errorf("restore %s: %w", src, err)
 	}
 	if err := os.Rename(tmp, dbPath); err != nil {
 		return BackupInfo{}, fmt.Errorf("restore %s: %w", src, err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := fsync(dir); err != nil {
 		return BackupInfo{}, fmt.Errorf("restore %s: %w", src, err)
 	}
 	got.Took = time.Since(start)
@@ -206,7 +206,7 @@ func snapshot(ctx context.Context, src, dest string) (tmp string, err error) {
 	if err != nil {
 		return "", fmt.Errorf("copy %s: journal mode: %w", tmp, err)
 	}
-	if err := syncFile(tmp); err != nil {
+	if err := fsync(tmp); err != nil {
 		return "", err
 	}
 	return tmp, nil
@@ -522,23 +522,10 @@ func readSchema(ctx context.Context, db *sql.DB) (map[schemaKey]schemaObject, er
 	return objs, nil
 }
 
-// syncFile fsyncs the file at path.
-func syncFile(path string) error {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// syncDir fsyncs a directory, making the names created, renamed or removed
-// in it durable.
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
+// fsync fsyncs the file or directory at path: a directory's fsync makes
+// the names created, renamed or removed in it durable.
+func fsync(path string) error {
+	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"parley"
-	"parley/schema"
 )
 
 // TestMigratePeople: a database of version 1 gets owners from 0002: the
@@ -62,20 +61,8 @@ func dbAtVersion(t *testing.T, path string, version int) *sql.DB {
 	if err := walMode(ctx, db); err != nil {
 		t.Fatal(err)
 	}
-	ms, err := schema.Load(migrations, "migrations/*.sql")
-	if err != nil {
+	if err := migrateTo(ctx, db, version); err != nil {
 		t.Fatal(err)
-	}
-	if _, err := db.Exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`); err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range ms {
-		if m.Version > version {
-			break
-		}
-		if _, err := applyMigration(ctx, db, m); err != nil {
-			t.Fatal(err)
-		}
 	}
 	return db
 }
