@@ -59,24 +59,11 @@ func (s *Service) Login(ctx context.Context, name, password string) (string, par
 	if !namePattern.MatchString(name) || len(password) > MaxPassword {
 		return "", parley.User{}, denied
 	}
-	u, stored, err := s.store.UserByName(ctx, name)
-	if parley.ErrorCode(err) == parley.CodeNotFound {
-		// Spend the same time as a real check, so that timing does not
-		// tell which names exist.
-		s.hashPassword(ctx, password, nil)
-		return "", parley.User{}, denied
-	}
+	u, ok, err := s.passwordMatches(ctx, name, password)
 	if err != nil {
 		return "", parley.User{}, err
 	}
-	if len(stored) < hashHeader {
-		return "", parley.User{}, denied
-	}
-	got, err := s.hashPassword(ctx, password, stored)
-	if err != nil {
-		return "", parley.User{}, err
-	}
-	if subtle.ConstantTimeCompare(got, stored) != 1 {
+	if !ok {
 		return "", parley.User{}, denied
 	}
 	secret := make([]byte, 32)
@@ -95,6 +82,29 @@ func (s *Service) Login(ctx context.Context, name, password string) (string, par
 		return "", parley.User{}, err
 	}
 	return token, u, nil
+}
+
+// passwordMatches returns the account named name and whether password is
+// its own: false, with no error, for an unknown name (after a hash of the
+// same cost, so that timing does not tell which names exist) or a deleted
+// account (no password).
+func (s *Service) passwordMatches(ctx context.Context, name, password string) (parley.User, bool, error) {
+	u, stored, err := s.store.UserByName(ctx, name)
+	if parley.ErrorCode(err) == parley.CodeNotFound {
+		s.hashPassword(ctx, password, nil)
+		return parley.User{}, false, nil
+	}
+	if err != nil {
+		return parley.User{}, false, err
+	}
+	if len(stored) < hashHeader {
+		return u, false, nil
+	}
+	got, err := s.hashPassword(ctx, password, stored)
+	if err != nil {
+		return u, false, err
+	}
+	return u, subtle.ConstantTimeCompare(got, stored) == 1, nil
 }
 
 // Authenticate returns the owner of an unexpired access token, or fails

@@ -2,7 +2,6 @@ package chat
 
 import (
 	"context"
-	"crypto/subtle"
 	"time"
 
 	"parley"
@@ -92,21 +91,11 @@ func (s *Service) checkPassword(ctx context.Context, u parley.User, password str
 	if len(password) > MaxPassword {
 		return wrong
 	}
-	found, stored, err := s.store.UserByName(ctx, u.Name)
-	if parley.ErrorCode(err) == parley.CodeNotFound {
-		return wrong
-	}
+	found, ok, err := s.passwordMatches(ctx, u.Name, password)
 	if err != nil {
 		return err
 	}
-	if found.ID != u.ID || len(stored) < hashHeader {
-		return wrong
-	}
-	got, err := s.hashPassword(ctx, password, stored)
-	if err != nil {
-		return err
-	}
-	if subtle.ConstantTimeCompare(got, stored) != 1 {
+	if !ok || found.ID != u.ID {
 		return wrong
 	}
 	return nil
