@@ -120,11 +120,7 @@ func (h *Handler) exportMe(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	if err != nil {
-		pe, ok := err.(*parley.Error)
-		if !ok {
-			pe = parley.Errorf(parley.CodeInternal, "export failed")
-		}
-		enc.Encode(exportLine{Type: "error", Error: &exportError{pe.Code, pe.Message}})
+		enc.Encode(exportLine{Type: "error", Error: &exportError{parley.ErrorCode(err), parley.ErrorMessage(err)}})
 		return nil
 	}
 	enc.Encode(exportLine{Type: "end"})
