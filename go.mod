@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/coder/websocket v1.8.15
+	github.com/go-jose/go-jose/v4 v4.1.9
 	github.com/go-stomp/stomp/v3 v3.1.3
 	github.com/gobwas/ws v1.5.0
 	github.com/jackc/pgx/v5 v5.13.0

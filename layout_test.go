@@ -83,7 +83,7 @@ var layers = []struct {
 }{
 	{"ground: the domain, codecs and small utilities", []string{
 		"parley", "parley/stomp", "parley/schema", "parley/groupcommit", "parley/ratelimit",
-		"parley/accept", "parley/dirlock", "parley/subindex",
+		"parley/accept", "parley/dirlock", "parley/subindex", "parley/jwtauth",
 	}},
 	{"what the stores share", []string{
 		"parley/storagefull",
