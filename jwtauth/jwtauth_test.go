@@ -311,11 +311,11 @@ func TestUnknownKeyRefetch(t *testing.T) {
 			t.Errorf("fetches = %v, want %v", got, wantFetches)
 		}
 	}
-	check(k2.sign(t, claims(nil)), reasonUnknownKey, 2)          // one refetch
-	check(k2.sign(t, claims(nil)), reasonUnknownKey, 2)          // none within a minute
-	check(k1.sign(t, claims(nil)), "", 2)                        // a known key needs none
-	j.serve(t, k1, k2)                                           // the provider adds k2
-	check(k2.sign(t, claims(nil)), reasonUnknownKey, 2)          // still within the minute
+	check(k2.sign(t, claims(nil)), reasonUnknownKey, 2) // one refetch
+	check(k2.sign(t, claims(nil)), reasonUnknownKey, 2) // none within a minute
+	check(k1.sign(t, claims(nil)), "", 2)               // a known key needs none
+	j.serve(t, k1, k2)                                  // the provider adds k2
+	check(k2.sign(t, claims(nil)), reasonUnknownKey, 2) // still within the minute
 	clk.add(DefaultMinRefetch)
 	check(k2.sign(t, claims(map[string]any{"exp": t0.Add(2 * time.Hour).Unix()})), "", 3) // a minute on: one refetch, k2 found
 }
