@@ -24,7 +24,11 @@ import (
 // internal.
 type Store interface {
 	// CreateUser stores a new account. Fails with CodeNameTaken when the
-	// name is registered already.
+	// name is registered already. With u.ID set (an id derived from an
+	// outside identity: JWT sign-in), the account takes that id, and
+	// every refusal is CodeConflict: the id exists, or the name is taken
+	// or held; of several creates of one id at once, on any node, one
+	// succeeds (the caller reads User(u.ID) to tell which it met).
 	CreateUser(ctx context.Context, u NewUser) (User, error)
 	// UserByName returns the account with that name and its password hash.
 	// Fails with CodeNotFound.
@@ -114,6 +118,9 @@ type Store interface {
 type NewUser struct {
 	Name         string
 	PasswordHash []byte
+	// ID, when set, is the account's id (see CreateUser); empty: the
+	// store makes one.
+	ID string
 }
 
 // Token is a stored access token: only the hash of its secret is kept.

@@ -42,6 +42,7 @@ func RunStoreTests(t *testing.T, newStore NewStoreFunc) {
 		{"ReadPosition", testReadPosition},
 		{"DirectRooms", testDirectRooms},
 		{"Accounts", testAccounts},
+		{"CreateUserWithID", testCreateUserWithID},
 		{"Events", testEvents},
 		{"ConcurrentEvents", testConcurrentEvents},
 		{"UnknownRoom", testUnknownRoom},

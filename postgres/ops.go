@@ -45,7 +45,10 @@ func (o *createUser) lockRoom() string { return "" }
 func (o *createUser) shard() string    { return o.nu.Name }
 
 func (o *createUser) queue(b *pgx.Batch, q *writeQueries, now time.Time) {
-	o.u = parley.User{ID: parley.NewID(), Name: o.nu.Name, CreatedAt: now}
+	o.u = parley.User{ID: o.nu.ID, Name: o.nu.Name, CreatedAt: now}
+	if o.u.ID == "" {
+		o.u.ID = parley.NewID()
+	}
 	q.insertUser.count()
 	b.Queue(q.insertUser.text, o.u.ID, o.u.Name, o.nu.PasswordHash, now)
 }
@@ -53,7 +56,10 @@ func (o *createUser) queue(b *pgx.Batch, q *writeQueries, now time.Time) {
 func (o *createUser) decode(row pgx.Row) (result, []parley.Event, error) {
 	var id string
 	err := row.Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) { // ON CONFLICT (name) DO NOTHING
+	if errors.Is(err, pgx.ErrNoRows) { // ON CONFLICT DO NOTHING, or a held name
+		if o.nu.ID != "" {
+			return result{}, nil, parley.Errorf(parley.CodeConflict, "user id %s or name %q is taken", o.nu.ID, o.nu.Name)
+		}
 		return result{}, nil, parley.Errorf(parley.CodeNameTaken, "name %q is taken", o.nu.Name)
 	}
 	return result{user: o.u}, nil, err

@@ -44,11 +44,12 @@ func newWriteQueries(m *metrics, index bool) *writeQueries {
 		lockRooms: &query{kind: "lock_rooms", text: `SELECT count(*) FROM
 			(SELECT 1 FROM rooms WHERE id = ANY($1::text[]) ORDER BY id FOR NO KEY UPDATE) AS locked`},
 
-		// A name a deleted account holds (accounts.go) is taken too.
+		// A name a deleted account holds (accounts.go) is taken too. A
+		// taken id (a derived one, NewUser.ID) is a conflict like the name.
 		insertUser: &query{kind: "insert_user", text: `INSERT INTO users (id, name, password_hash, created_at)
 			SELECT $1::text, $2::text, $3::bytea, $4::timestamptz
 			WHERE NOT EXISTS (SELECT 1 FROM name_holds WHERE name = $2::text AND until > $4::timestamptz)
-			ON CONFLICT (name) DO NOTHING RETURNING id`},
+			ON CONFLICT DO NOTHING RETURNING id`},
 
 		// $1 hash, $2 user, $3 created, $4 expires. A deleted account
 		// (accounts.go: renamed, its row kept) is not found, here and by

@@ -259,16 +259,23 @@ func (s *Store) CreateUser(ctx context.Context, nu parley.NewUser) (parley.User,
 	}
 	res, err := s.write(ctx, func(w *wtx) (result, error) {
 		now := w.now()
+		taken := parley.Errorf(parley.CodeNameTaken, "name %q is taken", nu.Name)
+		if nu.ID != "" {
+			taken = parley.Errorf(parley.CodeConflict, "user id %s or name %q is taken", nu.ID, nu.Name)
+		}
 		if held, err := w.nameHeld(nu.Name, now); err != nil || held {
 			if err == nil {
-				err = parley.Errorf(parley.CodeNameTaken, "name %q is taken", nu.Name)
+				err = taken
 			}
 			return result{}, err
 		}
-		u := parley.User{ID: parley.NewID(), Name: nu.Name, CreatedAt: fromMicro(now)}
+		u := parley.User{ID: nu.ID, Name: nu.Name, CreatedAt: fromMicro(now)}
+		if u.ID == "" {
+			u.ID = parley.NewID()
+		}
 		_, err := w.exec(w.s.wq.insertUser, u.ID, u.Name, hash, now)
-		if isConstraint(err) { // the unique name; the statement was undone
-			return result{}, parley.Errorf(parley.CodeNameTaken, "name %q is taken", nu.Name)
+		if isConstraint(err) { // the unique name or id; the statement was undone
+			return result{}, taken
 		}
 		if err != nil {
 			return result{}, fmt.Errorf("create user: %w", err)
