@@ -86,7 +86,7 @@ var layers = []struct {
 		"parley/accept", "parley/dirlock", "parley/subindex", "parley/jwtauth",
 	}},
 	{"what the stores share", []string{
-		"parley/storagefull",
+		"parley/storagefull", "parley/bulk",
 	}},
 	{"stores, caches and history (backends among them)", []string{
 		"parley/sqlite", "parley/postgres", "parley/inmem", "parley/redis", "parley/rabbitmq",

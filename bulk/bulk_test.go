@@ -1,0 +1,383 @@
+package bulk_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"parley"
+	"parley/bulk"
+	"parley/postgres"
+	"parley/postgres/pgtest"
+	"parley/sqlite"
+)
+
+var ctx = context.Background()
+
+// exportedAt is every test export's header time, so that two exports of
+// the same data are the same bytes.
+var exportedAt = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+
+// MustSQLite opens a SQLite store in a new directory.
+func MustSQLite(t testing.TB) (*sqlite.Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "parley.db")
+	s, err := sqlite.Open(ctx, sqlite.Config{Path: path, Sync: sqlite.SyncOff})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, path
+}
+
+// MustExportSQLite exports the database at path (opt.Room, opt.WithSecrets).
+func MustExportSQLite(t testing.TB, path string, opt bulk.Options) []byte {
+	t.Helper()
+	snap, err := sqlite.OpenSnapshot(ctx, path)
+	if err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	defer snap.Close()
+	var buf bytes.Buffer
+	opt.Source, opt.Now = "sqlite", func() time.Time { return exportedAt }
+	if _, err := bulk.Export(ctx, snap, &buf, opt); err != nil {
+		t.Fatalf("export: %v", err)
+	}
+	return buf.Bytes()
+}
+
+// MustImport imports file into sink.
+func MustImport(t testing.TB, sink bulk.Sink, file []byte, opt bulk.ImportOptions) bulk.Result {
+	t.Helper()
+	res, err := bulk.Import(ctx, sink, bytes.NewReader(file), opt)
+	if err != nil {
+		t.Fatalf("import: %v", err)
+	}
+	return res
+}
+
+// fill puts a little of everything in s: accounts, a group room with an
+// admin, a ban, edits, a tombstone, keyed changes and read positions, a
+// direct room, and a second group room. It returns the first room's id.
+func fill(t testing.TB, s parley.Store) string {
+	t.Helper()
+	var users []parley.User
+	for _, name := range []string{"alice", "bob", "carol", "dave"} {
+		u, err := s.CreateUser(ctx, parley.NewUser{Name: name, PasswordHash: []byte("hash-of-" + name)})
+		if err != nil {
+			t.Fatalf("create user: %v", err)
+		}
+		users = append(users, u)
+	}
+	a, b, c, d := users[0], users[1], users[2], users[3]
+	if err := s.CreateToken(ctx, parley.Token{Hash: []byte("token-a"), UserID: a.ID, CreatedAt: parley.Now(), ExpiresAt: parley.Now().Add(time.Hour)}); err != nil {
+		t.Fatalf("token: %v", err)
+	}
+	room, _, err := s.CreateRoom(ctx, parley.NewRoom{Kind: parley.KindGroup, Title: "General", Capacity: 10, CreatorID: a.ID})
+	if err != nil {
+		t.Fatalf("room: %v", err)
+	}
+	for _, u := range []parley.User{b, c, d} {
+		if _, _, err := s.Join(ctx, room.ID, u.ID); err != nil {
+			t.Fatalf("join: %v", err)
+		}
+	}
+	if _, err := s.SetRole(ctx, room.ID, a.ID, b.ID, parley.RoleAdmin); err != nil {
+		t.Fatalf("role: %v", err)
+	}
+	for i, u := range []parley.User{a, b, c, a, b, c, d} {
+		if _, _, err := s.Send(ctx, parley.NewMessage{RoomID: room.ID, SenderID: u.ID, SenderName: u.Name,
+			Body: "hello number " + string(rune('a'+i)), ClientID: "c-" + string(rune('a'+i))}); err != nil {
+			t.Fatalf("send: %v", err)
+		}
+	}
+	if _, err := s.EditMessage(ctx, parley.Edit{RoomID: room.ID, Seq: 1, EditorID: a.ID, Body: "hello, edited", ClientID: "e-1"}); err != nil {
+		t.Fatalf("edit: %v", err)
+	}
+	if _, _, err := s.DeleteMessage(ctx, parley.Deletion{RoomID: room.ID, Seq: 2, ActorID: b.ID, ClientID: "d-1"}); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	if _, err := s.RemoveMember(ctx, room.ID, a.ID, d.ID, true); err != nil {
+		t.Fatalf("ban: %v", err)
+	}
+	if _, err := s.MarkRead(ctx, room.ID, c.ID, 5); err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	direct, _, err := s.CreateRoom(ctx, parley.NewRoom{Kind: parley.KindDirect, CreatorID: a.ID, PeerID: c.ID})
+	if err != nil {
+		t.Fatalf("direct room: %v", err)
+	}
+	if _, _, err := s.Send(ctx, parley.NewMessage{RoomID: direct.ID, SenderID: c.ID, SenderName: c.Name, Body: "psst"}); err != nil {
+		t.Fatalf("send: %v", err)
+	}
+	other, _, err := s.CreateRoom(ctx, parley.NewRoom{Kind: parley.KindGroup, Title: "Other", CreatorID: c.ID})
+	if err != nil {
+		t.Fatalf("room: %v", err)
+	}
+	if _, err := s.UpdateRoom(ctx, other.ID, c.ID, parley.RoomUpdate{RetentionSeconds: ptr(int64(3600))}); err != nil {
+		t.Fatalf("retention: %v", err)
+	}
+	if _, _, err := s.Send(ctx, parley.NewMessage{RoomID: other.ID, SenderID: c.ID, SenderName: c.Name, Body: "elsewhere"}); err != nil {
+		t.Fatalf("send: %v", err)
+	}
+	return room.ID
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// lines returns the file's lines but its header.
+func lines(file []byte) []string {
+	l := strings.Split(strings.TrimSpace(string(file)), "\n")
+	return l[1:]
+}
+
+func TestRoundTripSQLite(t *testing.T) {
+	src, srcPath := MustSQLite(t)
+	fill(t, src)
+	for _, secrets := range []bool{false, true} {
+		file := MustExportSQLite(t, srcPath, bulk.Options{WithSecrets: secrets})
+		dst, dstPath := MustSQLite(t)
+		res := MustImport(t, dst, file, bulk.ImportOptions{BatchSize: 7})
+		if res.Written != res.File {
+			t.Errorf("secrets %v: import wrote %+v of a file of %+v, want all", secrets, res.Written, res.File)
+		}
+		if again := MustExportSQLite(t, dstPath, bulk.Options{WithSecrets: secrets}); !bytes.Equal(again, file) {
+			t.Errorf("secrets %v: export of the import differs:\n%s\nwant\n%s", secrets, again, file)
+		}
+		if got := strings.Contains(string(file), `"password_hash"`); got != secrets {
+			t.Errorf("secrets %v: file holds password hashes: %v", secrets, got)
+		}
+	}
+}
+
+// MustPostgres opens a PostgreSQL store in a schema of its own, or skips
+// the test without PARLEY_TEST_POSTGRES.
+func MustPostgres(t testing.TB) (*postgres.Store, string) {
+	t.Helper()
+	url := pgtest.Schema(t)
+	s, err := postgres.Open(ctx, postgres.Config{URL: url, LivenessTimeout: -1})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, url
+}
+
+// MustExportPostgres exports the database at url.
+func MustExportPostgres(t testing.TB, url string, opt bulk.Options) []byte {
+	t.Helper()
+	snap, err := postgres.OpenSnapshot(ctx, url)
+	if err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	defer snap.Close()
+	var buf bytes.Buffer
+	opt.Source, opt.Now = "postgres", func() time.Time { return exportedAt }
+	if _, err := bulk.Export(ctx, snap, &buf, opt); err != nil {
+		t.Fatalf("export: %v", err)
+	}
+	return buf.Bytes()
+}
+
+// TestRoundTripPostgres: SQLite → file → PostgreSQL → file → SQLite gives
+// the same file (but for the header's source), with secrets and without.
+func TestRoundTripPostgres(t *testing.T) {
+	src, srcPath := MustSQLite(t)
+	room := fill(t, src)
+	for _, secrets := range []bool{false, true} {
+		opt := bulk.Options{WithSecrets: secrets}
+		file := MustExportSQLite(t, srcPath, opt)
+		pg, url := MustPostgres(t)
+		MustImport(t, pg, file, bulk.ImportOptions{BatchSize: 5})
+		fromPG := MustExportPostgres(t, url, opt)
+		if got, want := strings.Join(lines(fromPG), "\n"), strings.Join(lines(file), "\n"); got != want {
+			t.Errorf("secrets %v: PostgreSQL's export differs:\n%s\nwant\n%s", secrets, got, want)
+		}
+		back, backPath := MustSQLite(t)
+		MustImport(t, back, fromPG, bulk.ImportOptions{})
+		if again := MustExportSQLite(t, backPath, opt); !bytes.Equal(again, file) {
+			t.Errorf("secrets %v: SQLite → PostgreSQL → SQLite differs:\n%s\nwant\n%s", secrets, again, file)
+		}
+		// Search works on what was imported, and skips the tombstone.
+		q, _ := parley.ParseQuery("hello")
+		hits, err := pg.SearchRoom(ctx, room, q, 0, 50)
+		if err != nil || len(hits) != 6 {
+			t.Errorf("secrets %v: search of the imported room = %d hits, %v; want 6", secrets, len(hits), err)
+		}
+	}
+}
+
+// sinks returns a new empty store of each kind, the PostgreSQL one when
+// PARLEY_TEST_POSTGRES is set, with its export.
+func sinks(t *testing.T) map[string]func(t *testing.T) (bulk.Sink, func(bulk.Options) []byte) {
+	return map[string]func(t *testing.T) (bulk.Sink, func(bulk.Options) []byte){
+		"sqlite": func(t *testing.T) (bulk.Sink, func(bulk.Options) []byte) {
+			s, path := MustSQLite(t)
+			return s, func(o bulk.Options) []byte { return MustExportSQLite(t, path, o) }
+		},
+		"postgres": func(t *testing.T) (bulk.Sink, func(bulk.Options) []byte) {
+			s, url := MustPostgres(t)
+			return s, func(o bulk.Options) []byte { return MustExportPostgres(t, url, o) }
+		},
+	}
+}
+
+// same reports whether two exports hold the same records.
+func same(a, b []byte) bool { return strings.Join(lines(a), "\n") == strings.Join(lines(b), "\n") }
+
+// TestImportTwice: the second import of a file writes nothing.
+func TestImportTwice(t *testing.T) {
+	src, srcPath := MustSQLite(t)
+	fill(t, src)
+	file := MustExportSQLite(t, srcPath, bulk.Options{WithSecrets: true})
+	for name, open := range sinks(t) {
+		t.Run(name, func(t *testing.T) {
+			sink, export := open(t)
+			MustImport(t, sink, file, bulk.ImportOptions{})
+			res := MustImport(t, sink, file, bulk.ImportOptions{BatchSize: 3})
+			if res.Written != (bulk.Counts{}) {
+				t.Errorf("second import wrote %+v, want nothing", res.Written)
+			}
+			if got := export(bulk.Options{WithSecrets: true}); !same(got, file) {
+				t.Errorf("after two imports:\n%s\nwant\n%s", got, file)
+			}
+		})
+	}
+}
+
+// TestImportResumed: an import stopped after some batches, run again,
+// ends with the whole file written once.
+func TestImportResumed(t *testing.T) {
+	src, srcPath := MustSQLite(t)
+	fill(t, src)
+	file := MustExportSQLite(t, srcPath, bulk.Options{})
+	stop := errors.New("stopped")
+	for name, open := range sinks(t) {
+		t.Run(name, func(t *testing.T) {
+			sink, export := open(t)
+			batches := 0
+			_, err := bulk.Import(ctx, sink, bytes.NewReader(file), bulk.ImportOptions{BatchSize: 4,
+				AfterBatch: func(context.Context, *bulk.Batch) error {
+					if batches++; batches == 3 {
+						return stop
+					}
+					return nil
+				}})
+			if !errors.Is(err, stop) {
+				t.Fatalf("first import: %v, want it stopped", err)
+			}
+			if got := export(bulk.Options{}); same(got, file) {
+				t.Fatalf("the stopped import wrote the whole file")
+			}
+			res := MustImport(t, sink, file, bulk.ImportOptions{BatchSize: 4})
+			if res.Written.Records() != res.File.Records()-12 {
+				t.Errorf("resumed import wrote %d records, want the %d after the first 3 batches", res.Written.Records(), res.File.Records()-12)
+			}
+			if got := export(bulk.Options{}); !same(got, file) {
+				t.Errorf("after the resumed import:\n%s\nwant\n%s", got, file)
+			}
+		})
+	}
+}
+
+// TestExportRoom: a room's export holds that room and the accounts it
+// names, and imports alone.
+func TestExportRoom(t *testing.T) {
+	src, srcPath := MustSQLite(t)
+	room := fill(t, src)
+	file := MustExportSQLite(t, srcPath, bulk.Options{Room: room})
+	rd, err := bulk.NewReader(bytes.NewReader(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		r, err := rd.Next()
+		if err != nil {
+			break
+		}
+		if r.Room != nil && r.Room.ID != room {
+			t.Errorf("room %s in the export of room %s", r.Room.ID, room)
+		}
+	}
+	if c := rd.Counts(); c.Rooms != 1 || c.Users != 4 || c.Messages != 7 || c.Members != 3 || c.Bans != 1 || c.ChangeKeys != 2 || c.Tokens != 0 {
+		t.Errorf("the room's export holds %+v", c)
+	}
+	dst, dstPath := MustSQLite(t)
+	MustImport(t, dst, file, bulk.ImportOptions{})
+	if got := MustExportSQLite(t, dstPath, bulk.Options{Room: room}); !bytes.Equal(got, file) {
+		t.Errorf("the imported room exports as\n%s\nwant\n%s", got, file)
+	}
+	page, err := dst.Messages(ctx, room, parley.Newest(50))
+	if err != nil || len(page) != 7 || page[0].Seq != 7 || !page[5].Deleted() {
+		t.Errorf("history of the imported room: %d messages, %v", len(page), err)
+	}
+	if _, err := sqlite.OpenSnapshot(ctx, dstPath); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestImportConflict: a user name held by another account in the target
+// stops the import with an error naming it, and nothing of its batch is
+// written.
+func TestImportConflict(t *testing.T) {
+	src, srcPath := MustSQLite(t)
+	fill(t, src)
+	file := MustExportSQLite(t, srcPath, bulk.Options{})
+	for name, open := range sinks(t) {
+		t.Run(name, func(t *testing.T) {
+			sink, export := open(t)
+			if _, err := sink.(parley.Store).CreateUser(ctx, parley.NewUser{Name: "carol", PasswordHash: []byte("x")}); err != nil {
+				t.Fatal(err)
+			}
+			before := export(bulk.Options{})
+			_, err := bulk.Import(ctx, sink, bytes.NewReader(file), bulk.ImportOptions{})
+			if parley.ErrorCode(err) != parley.CodeConflict || !strings.Contains(err.Error(), `"carol"`) {
+				t.Errorf("import = %v, want a conflict naming carol", err)
+			}
+			if after := export(bulk.Options{}); !bytes.Equal(after, before) {
+				t.Errorf("the refused batch wrote:\n%s\nwant\n%s", after, before)
+			}
+		})
+	}
+}
+
+// TestImportBadFile: a foreign, newer, garbled or truncated file is
+// refused before anything is written.
+func TestImportBadFile(t *testing.T) {
+	src, srcPath := MustSQLite(t)
+	fill(t, src)
+	file := string(MustExportSQLite(t, srcPath, bulk.Options{}))
+	ls := strings.Split(strings.TrimSpace(file), "\n")
+	cut := strings.Join(ls[:len(ls)-1], "\n") + "\n"
+	for _, tc := range []struct {
+		name, file string
+		want       error
+	}{
+		{"empty", "", bulk.ErrNotExport},
+		{"foreign", "id,name\n1,alice\n", bulk.ErrNotExport},
+		{"another JSON", `{"type":"account","version":1,"user":{"id":"x","name":"alice"}}` + "\n", bulk.ErrNotExport},
+		{"newer", strings.Replace(file, `"version":1`, `"version":2`, 1), bulk.ErrNewer},
+		{"truncated", cut, bulk.ErrInvalid},
+		{"half a line", file[:len(file)-20], bulk.ErrInvalid},
+		{"garbled", strings.Replace(file, `"type":"message"`, `"type":"massage"`, 1), bulk.ErrInvalid},
+		{"seq out of order", strings.Replace(file, `"seq":3`, `"seq":1`, 1), bulk.ErrInvalid},
+		{"counts", strings.Replace(file, `"messages":9`, `"messages":8`, 1), bulk.ErrInvalid},
+		{"after the end", file + ls[1] + "\n", bulk.ErrInvalid},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dst, dstPath := MustSQLite(t)
+			before := MustExportSQLite(t, dstPath, bulk.Options{})
+			_, err := bulk.Import(ctx, dst, strings.NewReader(tc.file), bulk.ImportOptions{})
+			if !errors.Is(err, tc.want) {
+				t.Errorf("import = %v, want %v", err, tc.want)
+			}
+			if after := MustExportSQLite(t, dstPath, bulk.Options{}); !bytes.Equal(after, before) {
+				t.Errorf("the refused file wrote:\n%s", after)
+			}
+		})
+	}
+}

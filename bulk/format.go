@@ -1,0 +1,131 @@
+package bulk
+
+import (
+	"time"
+
+	"parley"
+)
+
+// Format is the header's "format": what makes a file a Parley export.
+const Format = "parley-export"
+
+// Version is the newest format version this program writes and reads.
+const Version = 1
+
+// Header is the first line of a file.
+type Header struct {
+	Format     string    `json:"format"`
+	Version    int       `json:"version"`
+	Type       string    `json:"type"` // "header"
+	ExportedAt time.Time `json:"exported_at"`
+	// Source is the store exported: "sqlite" or "postgres".
+	Source string `json:"source"`
+	// Room is the one room exported; empty for a whole server.
+	Room string `json:"room,omitempty"`
+	// WithSecrets: the users carry their password hashes, and tokens
+	// are in the file.
+	WithSecrets bool `json:"with_secrets"`
+}
+
+// User is an account: parley.User with its creation time, and its
+// password hash in an export with secrets.
+type User struct {
+	parley.User
+	CreatedAt    time.Time `json:"created_at"`
+	PasswordHash []byte    `json:"password_hash,omitempty"`
+}
+
+// Token is a stored access token (only in an export with secrets): the
+// hash of its secret, never the secret.
+type Token struct {
+	Hash      []byte    `json:"hash"`
+	UserID    string    `json:"user_id"`
+	CreatedAt time.Time `json:"created_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// NameHold is a deleted account's name held back from registration until
+// Until.
+type NameHold struct {
+	Name  string    `json:"name"`
+	Until time.Time `json:"until"`
+}
+
+// Room is parley.Room with what a copy needs beside the REST shape: its
+// creation time and, for a direct room, the key of its pair.
+type Room struct {
+	parley.Room
+	CreatedAt time.Time `json:"created_at"`
+	DirectKey string    `json:"direct_key,omitempty"`
+}
+
+// ChangeKey is the idempotency key of an applied edit or deletion
+// (parley.ChangeKey) with the room, user and client_id it belongs to, so
+// that a client's retry after the move still applies nothing.
+type ChangeKey struct {
+	RoomID   string `json:"room_id"`
+	UserID   string `json:"user_id"`
+	ClientID string `json:"client_id"`
+	Seq      int64  `json:"seq"`
+	Deleted  bool   `json:"deleted"`
+	Change   int64  `json:"change"`
+}
+
+// Counts is how many records of each type a file holds (its end line) or
+// an import wrote.
+type Counts struct {
+	Users      int64 `json:"users"`
+	Tokens     int64 `json:"tokens"`
+	NameHolds  int64 `json:"name_holds"`
+	Rooms      int64 `json:"rooms"`
+	Members    int64 `json:"members"`
+	Bans       int64 `json:"bans"`
+	Messages   int64 `json:"messages"`
+	ChangeKeys int64 `json:"change_keys"`
+}
+
+// Add adds o's counts to c.
+func (c *Counts) Add(o Counts) {
+	c.Users += o.Users
+	c.Tokens += o.Tokens
+	c.NameHolds += o.NameHolds
+	c.Rooms += o.Rooms
+	c.Members += o.Members
+	c.Bans += o.Bans
+	c.Messages += o.Messages
+	c.ChangeKeys += o.ChangeKeys
+}
+
+// Records is the number of records counted.
+func (c Counts) Records() int64 {
+	return c.Users + c.Tokens + c.NameHolds + c.Rooms + c.Members + c.Bans + c.Messages + c.ChangeKeys
+}
+
+// line is every line after the header: Type says which one other field
+// it carries.
+type line struct {
+	Type      string          `json:"type"`
+	User      *User           `json:"user,omitempty"`
+	Token     *Token          `json:"token,omitempty"`
+	NameHold  *NameHold       `json:"name_hold,omitempty"`
+	Room      *Room           `json:"room,omitempty"`
+	Member    *parley.Member  `json:"member,omitempty"`
+	Ban       *parley.Ban     `json:"ban,omitempty"`
+	Message   *parley.Message `json:"message,omitempty"`
+	ChangeKey *ChangeKey      `json:"change_key,omitempty"`
+	Counts    *Counts         `json:"counts,omitempty"` // the end line
+}
+
+// The record types, in the order a file holds them: the accounts first,
+// then each room followed by its own records, then the end line.
+const (
+	typeUser      = "user"
+	typeToken     = "token"
+	typeNameHold  = "name_hold"
+	typeRoom      = "room"
+	typeMessage   = "message"
+	typeChangeKey = "change_key"
+	typeBan       = "ban"
+	typeMember    = "member"
+	typeEnd       = "end"
+)

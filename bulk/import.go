@@ -1,0 +1,159 @@
+package bulk
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"parley"
+)
+
+// Batch is what one transaction of an import writes: records of the file
+// in its order, grouped by type.
+type Batch struct {
+	Users      []User
+	Tokens     []Token
+	NameHolds  []NameHold
+	Rooms      []Room
+	Messages   []parley.Message
+	ChangeKeys []ChangeKey
+	Bans       []parley.Ban
+	Members    []parley.Member
+}
+
+func (b *Batch) len() int {
+	return len(b.Users) + len(b.Tokens) + len(b.NameHolds) + len(b.Rooms) + len(b.Messages) +
+		len(b.ChangeKeys) + len(b.Bans) + len(b.Members)
+}
+
+func (b *Batch) add(r Record) {
+	switch {
+	case r.User != nil:
+		b.Users = append(b.Users, *r.User)
+	case r.Token != nil:
+		b.Tokens = append(b.Tokens, *r.Token)
+	case r.NameHold != nil:
+		b.NameHolds = append(b.NameHolds, *r.NameHold)
+	case r.Room != nil:
+		b.Rooms = append(b.Rooms, *r.Room)
+	case r.Message != nil:
+		b.Messages = append(b.Messages, *r.Message)
+	case r.ChangeKey != nil:
+		b.ChangeKeys = append(b.ChangeKeys, *r.ChangeKey)
+	case r.Ban != nil:
+		b.Bans = append(b.Bans, *r.Ban)
+	case r.Member != nil:
+		b.Members = append(b.Members, *r.Member)
+	}
+}
+
+func (b *Batch) reset() {
+	*b = Batch{Users: b.Users[:0], Tokens: b.Tokens[:0], NameHolds: b.NameHolds[:0], Rooms: b.Rooms[:0],
+		Messages: b.Messages[:0], ChangeKeys: b.ChangeKeys[:0], Bans: b.Bans[:0], Members: b.Members[:0]}
+}
+
+// Sink is a store an import writes into.
+type Sink interface {
+	// Import writes b in one transaction, in the order users, tokens,
+	// name holds, rooms, messages, change keys, bans, members, and
+	// returns how many records it wrote. A record already there is
+	// skipped (the target's version stays): a user by id, a token by
+	// hash, a name hold by name, a room by id, a message by room and
+	// seq, a change key by room, user and client_id, a ban and a member
+	// by room and user. A room's counters (last_seq, last_change,
+	// last_activity_at) only move forward, to cover its messages, and
+	// its member_count is its members' count. It fails with
+	// parley.CodeConflict, and writes nothing of b, for a record that
+	// contradicts the target: a user's name held by another id, a room
+	// of another kind, pair or creation time under the same id, a
+	// message whose seq holds another message id, a direct room of the
+	// same pair under another id, or members past the room's capacity or
+	// with a second owner.
+	Import(ctx context.Context, b *Batch) (Counts, error)
+}
+
+// ImportOptions configures Import. Zero fields take the documented
+// defaults.
+type ImportOptions struct {
+	// BatchSize is the most records one transaction writes. Default
+	// 1,000.
+	BatchSize int
+	// AfterBatch, when set, runs after each batch is committed (cluster
+	// mode forgets the hot data of what it touched); its error ends the
+	// import.
+	AfterBatch func(ctx context.Context, b *Batch) error
+}
+
+// Result is what Import read and wrote.
+type Result struct {
+	Header  Header
+	File    Counts // the records of the file
+	Written Counts // the records written; the others were there already
+}
+
+// Import checks the whole file f first (every line, against the format:
+// a foreign, garbled, newer or truncated file fails with ErrNotExport,
+// ErrNewer or ErrInvalid and nothing is written), then reads it again from
+// the start and writes it into sink in batches of opt.BatchSize records,
+// each in one transaction. Records already in the target are skipped, so
+// an import run again after a failure, or twice, ends with the file's
+// data written once. A conflict (Sink.Import) stops it: the batches
+// before stay written, the failed one is not.
+func Import(ctx context.Context, sink Sink, f io.ReadSeeker, opt ImportOptions) (Result, error) {
+	if opt.BatchSize <= 0 {
+		opt.BatchSize = 1000
+	}
+	var res Result
+	rd, err := NewReader(f)
+	if err != nil {
+		return res, err
+	}
+	for err == nil {
+		_, err = rd.Next()
+	}
+	if err != io.EOF {
+		return res, err
+	}
+	res.Header, res.File = rd.Header, rd.Counts()
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return res, fmt.Errorf("import: %w", err)
+	}
+	if rd, err = NewReader(f); err != nil {
+		return res, err
+	}
+	var b Batch
+	flush := func() error {
+		n, err := sink.Import(ctx, &b)
+		if err != nil {
+			return err
+		}
+		res.Written.Add(n)
+		if opt.AfterBatch != nil {
+			if err := opt.AfterBatch(ctx, &b); err != nil {
+				return err
+			}
+		}
+		b.reset()
+		return nil
+	}
+	for {
+		r, err := rd.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return res, err // the file changed since the check
+		}
+		if b.add(r); b.len() >= opt.BatchSize {
+			if err := flush(); err != nil {
+				return res, err
+			}
+		}
+	}
+	if b.len() > 0 {
+		if err := flush(); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}

@@ -1,0 +1,295 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+
+	"parley"
+	"parley/bulk"
+)
+
+// The statements of Import. Each record is one statement of a pipeline
+// (pgx.Batch) per type, so that a batch of records costs a round trip
+// per type, not per record.
+const (
+	importUser = `INSERT INTO users (id, name, password_hash, created_at) VALUES ($1, $2, coalesce($3, ''::bytea), $4)
+		ON CONFLICT DO NOTHING`
+	importToken = `INSERT INTO tokens (hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`
+	importHold  = `INSERT INTO name_holds (name, until) VALUES ($1, $2) ON CONFLICT DO NOTHING`
+	importRoom  = `INSERT INTO rooms (id, kind, title, capacity, member_count, last_seq, last_change, retention_seconds,
+		last_activity_at, created_at, direct_key)
+		VALUES ($1, $2, $3, $4, 0, $5, $6, $7, $8, $9, nullif($10, '')) ON CONFLICT DO NOTHING`
+	importChangeKey = `INSERT INTO change_keys (room_id, user_id, client_id, seq, deleted, change) VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT DO NOTHING`
+	importBan    = `INSERT INTO bans (room_id, user_id, actor_id, banned_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`
+	importMember = `INSERT INTO members (room_id, user_id, read_seq, joined_at, role) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT DO NOTHING`
+)
+
+// importMessage stores a message with its search vector (none for a
+// tombstone), as a send and an edit do.
+var importMessage = `INSERT INTO messages (room_id, seq, id, sender_id, sender_name, body, client_id, sent_at, edited_at, deleted_at, change, tsv)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,
+			CASE WHEN $10::timestamptz IS NULL AND $6 <> '' THEN ` + tsvOf(true)("$6") + ` END)
+		ON CONFLICT DO NOTHING`
+
+// Import implements bulk.Sink: it writes b in one transaction, each type's
+// records in one pipeline. It writes no events: the nodes' caches of what
+// it changes are the caller's to forget (parley import --redis). The rooms
+// of b's messages are locked first, so that a node's send into one of
+// them waits for the import, then numbers its message after the imported
+// ones.
+func (s *Store) Import(ctx context.Context, b *bulk.Batch) (n bulk.Counts, err error) {
+	if s.closed.Load() {
+		return n, errClosed
+	}
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{})
+	if err != nil {
+		return n, fmt.Errorf("import: %w", s.writeErr(ctx, err))
+	}
+	defer tx.Rollback(ctx)
+	im := pgImporter{ctx: ctx, tx: tx}
+	if n, err = im.run(b); err != nil {
+		return bulk.Counts{}, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return bulk.Counts{}, fmt.Errorf("import: commit: %w", s.writeErr(ctx, err))
+	}
+	return n, nil
+}
+
+// pgImporter is one Import's transaction.
+type pgImporter struct {
+	ctx context.Context
+	tx  pgx.Tx
+}
+
+// execAll runs query once with each of args, in one pipeline, and reports
+// which runs wrote a row.
+func (im *pgImporter) execAll(query string, args [][]any) ([]bool, error) {
+	if len(args) == 0 {
+		return nil, nil
+	}
+	var pb pgx.Batch
+	for _, a := range args {
+		pb.Queue(query, a...)
+	}
+	br := im.tx.SendBatch(im.ctx, &pb)
+	wrote := make([]bool, len(args))
+	for i := range args {
+		tag, err := br.Exec()
+		if err != nil {
+			br.Close()
+			return nil, err
+		}
+		wrote[i] = tag.RowsAffected() > 0
+	}
+	return wrote, br.Close()
+}
+
+func count(wrote []bool) (k int64) {
+	for _, w := range wrote {
+		if w {
+			k++
+		}
+	}
+	return k
+}
+
+func (im *pgImporter) run(b *bulk.Batch) (n bulk.Counts, err error) {
+	args := make([][]any, 0, len(b.Users))
+	for _, u := range b.Users {
+		args = append(args, []any{u.ID, u.Name, u.PasswordHash, u.CreatedAt})
+	}
+	wrote, err := im.execAll(importUser, args)
+	if err != nil {
+		return n, fmt.Errorf("import users: %w", err)
+	}
+	n.Users = count(wrote)
+	for i, u := range b.Users {
+		if wrote[i] {
+			continue
+		}
+		var other string
+		err := im.tx.QueryRow(im.ctx, `SELECT id FROM users WHERE name = $1`, u.Name).Scan(&other)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return n, fmt.Errorf("import user %s: %w", u.ID, err)
+		}
+		if other != "" && other != u.ID {
+			return n, bulk.NameTaken(u, other)
+		}
+	}
+	args = args[:0]
+	for _, t := range b.Tokens {
+		args = append(args, []any{t.Hash, t.UserID, t.CreatedAt, t.ExpiresAt})
+	}
+	if wrote, err = im.execAll(importToken, args); err != nil {
+		return n, fmt.Errorf("import tokens: %w", err)
+	}
+	n.Tokens = count(wrote)
+	args = args[:0]
+	for _, h := range b.NameHolds {
+		args = append(args, []any{h.Name, h.Until})
+	}
+	if wrote, err = im.execAll(importHold, args); err != nil {
+		return n, fmt.Errorf("import name holds: %w", err)
+	}
+	n.NameHolds = count(wrote)
+	if err := im.rooms(b.Rooms, &n); err != nil {
+		return n, err
+	}
+	if err := im.messages(b.Messages, &n); err != nil {
+		return n, err
+	}
+	args = args[:0]
+	for _, k := range b.ChangeKeys {
+		args = append(args, []any{k.RoomID, k.UserID, k.ClientID, k.Seq, k.Deleted, k.Change})
+	}
+	if wrote, err = im.execAll(importChangeKey, args); err != nil {
+		return n, fmt.Errorf("import change keys: %w", err)
+	}
+	n.ChangeKeys = count(wrote)
+	args = args[:0]
+	for _, x := range b.Bans {
+		args = append(args, []any{x.RoomID, x.UserID, x.ActorID, x.BannedAt})
+	}
+	if wrote, err = im.execAll(importBan, args); err != nil {
+		return n, fmt.Errorf("import bans: %w", err)
+	}
+	n.Bans = count(wrote)
+	return n, im.members(b.Members, &n)
+}
+
+// rooms inserts rs, or checks that the room under each id is the same one.
+func (im *pgImporter) rooms(rs []bulk.Room, n *bulk.Counts) error {
+	args := make([][]any, 0, len(rs))
+	for _, r := range rs {
+		args = append(args, []any{r.ID, r.Kind, r.Title, r.Capacity, r.LastSeq, r.LastChange, r.RetentionSeconds,
+			r.LastActivityAt, r.CreatedAt, r.DirectKey})
+	}
+	wrote, err := im.execAll(importRoom, args)
+	if err != nil {
+		return fmt.Errorf("import rooms: %w", err)
+	}
+	n.Rooms = count(wrote)
+	for i := range rs {
+		if wrote[i] {
+			continue
+		}
+		r := &rs[i]
+		var have bulk.Room
+		err := im.tx.QueryRow(im.ctx, `SELECT kind, created_at, coalesce(direct_key, '') FROM rooms WHERE id = $1`, r.ID).
+			Scan(&have.Kind, &have.CreatedAt, &have.DirectKey)
+		if errors.Is(err, pgx.ErrNoRows) {
+			var other string
+			im.tx.QueryRow(im.ctx, `SELECT id FROM rooms WHERE direct_key = $1`, r.DirectKey).Scan(&other)
+			return bulk.DirectTaken(r, other)
+		}
+		if err != nil {
+			return fmt.Errorf("import room %s: %w", r.ID, err)
+		}
+		have.ID = r.ID
+		if err := bulk.SameRoom(r, &have); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// messages locks the rooms of ms, inserts ms, then moves those rooms'
+// counters to cover them.
+func (im *pgImporter) messages(ms []parley.Message, n *bulk.Counts) error {
+	if len(ms) == 0 {
+		return nil
+	}
+	var rooms []string
+	args := make([][]any, 0, len(ms))
+	for i := range ms {
+		m := &ms[i]
+		if len(rooms) == 0 || rooms[len(rooms)-1] != m.RoomID {
+			rooms = append(rooms, m.RoomID)
+		}
+		args = append(args, []any{m.RoomID, m.Seq, m.ID, m.SenderID, m.SenderName, m.Body, m.ClientID, m.SentAt,
+			m.EditedAt, m.DeletedAt, m.Change})
+	}
+	slices.Sort(rooms)
+	if _, err := im.tx.Exec(im.ctx, `SELECT 1 FROM rooms WHERE id = ANY($1) ORDER BY id FOR UPDATE`, rooms); err != nil {
+		return fmt.Errorf("import messages: lock rooms: %w", err)
+	}
+	wrote, err := im.execAll(importMessage, args)
+	if err != nil {
+		return fmt.Errorf("import messages: %w", err)
+	}
+	n.Messages = count(wrote)
+	for i := range ms {
+		if wrote[i] {
+			continue
+		}
+		m := &ms[i]
+		var id string
+		err := im.tx.QueryRow(im.ctx, `SELECT id FROM messages WHERE room_id = $1 AND seq = $2`, m.RoomID, m.Seq).Scan(&id)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("import message %d of room %s: %w", m.Seq, m.RoomID, err)
+		}
+		if id != m.ID {
+			return bulk.MessageTaken(m, id)
+		}
+	}
+	_, err = im.tx.Exec(im.ctx, `UPDATE rooms SET last_seq = greatest(rooms.last_seq, t.seq),
+			last_change = greatest(rooms.last_change, t.change), last_activity_at = greatest(rooms.last_activity_at, t.sent_at)
+		FROM (SELECT room_id, max(seq) AS seq, max(change) AS change, max(sent_at) AS sent_at
+			FROM messages WHERE room_id = ANY($1) GROUP BY room_id) AS t
+		WHERE rooms.id = t.room_id`, rooms)
+	if err != nil {
+		return fmt.Errorf("import messages: room counters: %w", err)
+	}
+	return nil
+}
+
+// members inserts ms, then sets their rooms' member_count.
+func (im *pgImporter) members(ms []parley.Member, n *bulk.Counts) error {
+	args := make([][]any, 0, len(ms))
+	for _, m := range ms {
+		args = append(args, []any{m.RoomID, m.UserID, m.ReadSeq, m.JoinedAt, m.Role})
+	}
+	wrote, err := im.execAll(importMember, args)
+	if err != nil {
+		return fmt.Errorf("import members: %w", err)
+	}
+	n.Members = count(wrote)
+	rooms := map[string]bool{}
+	for i := range ms {
+		m := &ms[i]
+		if wrote[i] {
+			rooms[m.RoomID] = true
+			continue
+		}
+		var one int
+		err := im.tx.QueryRow(im.ctx, `SELECT 1 FROM members WHERE room_id = $1 AND user_id = $2`, m.RoomID, m.UserID).Scan(&one)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return bulk.SecondOwner(m)
+		}
+		if err != nil {
+			return fmt.Errorf("import member %s of room %s: %w", m.UserID, m.RoomID, err)
+		}
+	}
+	for id := range rooms {
+		var capacity, k int
+		err := im.tx.QueryRow(im.ctx, `SELECT capacity, (SELECT count(*) FROM members WHERE room_id = $1) FROM rooms WHERE id = $1 FOR UPDATE`, id).
+			Scan(&capacity, &k)
+		if err != nil {
+			return fmt.Errorf("count members of room %s: %w", id, err)
+		}
+		if capacity > 0 && k > capacity {
+			return bulk.OverCapacity(id, k, capacity)
+		}
+		if _, err := im.tx.Exec(im.ctx, `UPDATE rooms SET member_count = $1 WHERE id = $2`, k, id); err != nil {
+			return fmt.Errorf("count members of room %s: %w", id, err)
+		}
+	}
+	return nil
+}

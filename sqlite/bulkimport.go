@@ -1,0 +1,291 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"parley"
+	"parley/bulk"
+)
+
+// importStmts are the statements of one Import, prepared on its
+// transaction.
+var importStmts = [...]string{
+	`INSERT INTO users (id, name, password_hash, created_at) VALUES (?, ?, coalesce(?, x''), ?) ON CONFLICT DO NOTHING`,
+	`INSERT INTO tokens (hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+	`INSERT INTO name_holds (name, until) VALUES (?, ?) ON CONFLICT DO NOTHING`,
+	`INSERT INTO rooms (id, kind, title, capacity, member_count, last_seq, last_change, retention_seconds,
+		last_activity_at, created_at, direct_key, num)
+		VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, nullif(?, ''), (SELECT coalesce(max(num), 0) + 1 FROM rooms)) ON CONFLICT DO NOTHING`,
+	`INSERT INTO messages (room_id, seq, id, sender_id, sender_name, body, client_id, sent_at, edited_at, deleted_at, change)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+	`INSERT INTO messages_fts (rowid, body) VALUES (?, ?)`,
+	`INSERT INTO change_keys (room_id, user_id, client_id, seq, deleted, change) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+	`INSERT INTO bans (room_id, user_id, actor_id, banned_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+	`INSERT INTO members (room_id, user_id, read_seq, joined_at, role) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+}
+
+const (
+	impUser = iota
+	impToken
+	impHold
+	impRoom
+	impMessage
+	impFTS
+	impChangeKey
+	impBan
+	impMember
+)
+
+// Import implements bulk.Sink: it writes b in one transaction of the
+// writer's connection, between the writer's batches. It writes no events:
+// it is for a data directory no server runs on (parley import holds its
+// lock).
+func (s *Store) Import(ctx context.Context, b *bulk.Batch) (n bulk.Counts, err error) {
+	if s.closed.Load() {
+		return n, errClosed
+	}
+	s.txMu.Lock()
+	defer s.txMu.Unlock()
+	tx, err := s.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		return n, fmt.Errorf("import: %w", s.writeErr(err))
+	}
+	defer func() {
+		if err != nil {
+			tx.Rollback()
+		}
+	}()
+	im := importer{ctx: ctx, tx: tx, noIndex: s.noIndex}
+	for i, q := range importStmts {
+		if im.st[i], err = tx.PrepareContext(ctx, q); err != nil {
+			return n, fmt.Errorf("import: prepare: %w", err)
+		}
+		defer im.st[i].Close()
+	}
+	if n, err = im.run(b); err != nil {
+		return bulk.Counts{}, err
+	}
+	if err := tx.Commit(); err != nil {
+		return bulk.Counts{}, fmt.Errorf("import: commit: %w", s.writeErr(err))
+	}
+	return n, nil
+}
+
+// importer is one Import's transaction.
+type importer struct {
+	ctx     context.Context
+	tx      *sql.Tx
+	st      [len(importStmts)]*sql.Stmt
+	noIndex bool
+}
+
+// exec runs statement i and reports whether it wrote a row.
+func (im *importer) exec(i int, args ...any) (bool, error) {
+	res, err := im.st[i].ExecContext(im.ctx, args...)
+	if err != nil {
+		return false, err
+	}
+	k, err := res.RowsAffected()
+	return k > 0, err
+}
+
+func (im *importer) run(b *bulk.Batch) (n bulk.Counts, err error) {
+	for _, u := range b.Users {
+		ok, err := im.exec(impUser, u.ID, u.Name, u.PasswordHash, u.CreatedAt.UnixMicro())
+		if err != nil {
+			return n, fmt.Errorf("import user %s: %w", u.ID, err)
+		}
+		if ok {
+			n.Users++
+			continue
+		}
+		var other string
+		err = im.tx.QueryRowContext(im.ctx, `SELECT id FROM users WHERE name = ?`, u.Name).Scan(&other)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return n, fmt.Errorf("import user %s: %w", u.ID, err)
+		}
+		if other != "" && other != u.ID {
+			return n, bulk.NameTaken(u, other)
+		}
+	}
+	for _, t := range b.Tokens {
+		ok, err := im.exec(impToken, t.Hash, t.UserID, t.CreatedAt.UnixMicro(), t.ExpiresAt.UnixMicro())
+		if err != nil {
+			return n, fmt.Errorf("import token of user %s: %w", t.UserID, err)
+		}
+		n.Tokens += b2i(ok)
+	}
+	for _, h := range b.NameHolds {
+		ok, err := im.exec(impHold, h.Name, h.Until.UnixMicro())
+		if err != nil {
+			return n, fmt.Errorf("import name hold %q: %w", h.Name, err)
+		}
+		n.NameHolds += b2i(ok)
+	}
+	for i := range b.Rooms {
+		if err := im.room(&b.Rooms[i], &n); err != nil {
+			return n, err
+		}
+	}
+	if err := im.messages(b.Messages, &n); err != nil {
+		return n, err
+	}
+	for _, k := range b.ChangeKeys {
+		ok, err := im.exec(impChangeKey, k.RoomID, k.UserID, k.ClientID, k.Seq, k.Deleted, k.Change)
+		if err != nil {
+			return n, fmt.Errorf("import change key of room %s: %w", k.RoomID, err)
+		}
+		n.ChangeKeys += b2i(ok)
+	}
+	for _, x := range b.Bans {
+		ok, err := im.exec(impBan, x.RoomID, x.UserID, x.ActorID, x.BannedAt.UnixMicro())
+		if err != nil {
+			return n, fmt.Errorf("import ban of %s in room %s: %w", x.UserID, x.RoomID, err)
+		}
+		n.Bans += b2i(ok)
+	}
+	return n, im.members(b.Members, &n)
+}
+
+// room inserts r, or checks that the room under its id is the same one.
+func (im *importer) room(r *bulk.Room, n *bulk.Counts) error {
+	ok, err := im.exec(impRoom, r.ID, r.Kind, r.Title, r.Capacity, r.LastSeq, r.LastChange, r.RetentionSeconds,
+		r.LastActivityAt.UnixMicro(), r.CreatedAt.UnixMicro(), r.DirectKey)
+	if err != nil {
+		return fmt.Errorf("import room %s: %w", r.ID, err)
+	}
+	if ok {
+		n.Rooms++
+		return nil
+	}
+	var have bulk.Room
+	var created int64
+	err = im.tx.QueryRowContext(im.ctx, `SELECT kind, created_at, coalesce(direct_key, '') FROM rooms WHERE id = ?`, r.ID).
+		Scan(&have.Kind, &created, &have.DirectKey)
+	if errors.Is(err, sql.ErrNoRows) {
+		var other string
+		im.tx.QueryRowContext(im.ctx, `SELECT id FROM rooms WHERE direct_key = ?`, r.DirectKey).Scan(&other)
+		return bulk.DirectTaken(r, other)
+	}
+	if err != nil {
+		return fmt.Errorf("import room %s: %w", r.ID, err)
+	}
+	have.ID, have.CreatedAt = r.ID, fromMicro(created)
+	return bulk.SameRoom(r, &have)
+}
+
+// messages inserts ms and indexes them, then moves their rooms' counters.
+func (im *importer) messages(ms []parley.Message, n *bulk.Counts) error {
+	var room string
+	var num int64
+	var top parley.Message // the room's highest seq, change and send time written
+	bump := func() error {
+		if top.Seq == 0 {
+			return nil
+		}
+		_, err := im.tx.ExecContext(im.ctx, `UPDATE rooms SET last_seq = max(last_seq, ?), last_change = max(last_change, ?),
+			last_activity_at = max(last_activity_at, ?) WHERE id = ?`, top.Seq, top.Change, top.SentAt.UnixMicro(), room)
+		top = parley.Message{}
+		return err
+	}
+	for i := range ms {
+		m := &ms[i]
+		if m.RoomID != room {
+			if err := bump(); err != nil {
+				return fmt.Errorf("import messages of room %s: %w", room, err)
+			}
+			room = m.RoomID
+			if err := im.tx.QueryRowContext(im.ctx, `SELECT num FROM rooms WHERE id = ?`, room).Scan(&num); err != nil {
+				return fmt.Errorf("import messages of room %s: %w", room, err)
+			}
+		}
+		ok, err := im.exec(impMessage, m.RoomID, m.Seq, m.ID, m.SenderID, m.SenderName, m.Body, m.ClientID, m.SentAt.UnixMicro(),
+			optMicroArg(m.EditedAt), optMicroArg(m.DeletedAt), m.Change)
+		if err != nil {
+			return fmt.Errorf("import message %d of room %s: %w", m.Seq, m.RoomID, err)
+		}
+		if !ok {
+			var id string
+			err := im.tx.QueryRowContext(im.ctx, `SELECT id FROM messages WHERE room_id = ? AND seq = ?`, m.RoomID, m.Seq).Scan(&id)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("import message %d of room %s: %w", m.Seq, m.RoomID, err)
+			}
+			if id != m.ID {
+				return bulk.MessageTaken(m, id)
+			}
+			continue
+		}
+		n.Messages++
+		if m.DeletedAt == nil && m.Body != "" && !im.noIndex {
+			if _, err := im.exec(impFTS, ftsKey(num, m.Seq), m.Body); err != nil {
+				return fmt.Errorf("index message %d of room %s: %w", m.Seq, m.RoomID, err)
+			}
+		}
+		top.Seq, top.Change = max(top.Seq, m.Seq), max(top.Change, m.Change)
+		if m.SentAt.After(top.SentAt) {
+			top.SentAt = m.SentAt
+		}
+	}
+	if err := bump(); err != nil {
+		return fmt.Errorf("import messages of room %s: %w", room, err)
+	}
+	return nil
+}
+
+// members inserts ms, then sets their rooms' member_count.
+func (im *importer) members(ms []parley.Member, n *bulk.Counts) error {
+	rooms := map[string]bool{}
+	for _, m := range ms {
+		ok, err := im.exec(impMember, m.RoomID, m.UserID, m.ReadSeq, m.JoinedAt.UnixMicro(), m.Role)
+		if err != nil {
+			return fmt.Errorf("import member %s of room %s: %w", m.UserID, m.RoomID, err)
+		}
+		if ok {
+			n.Members++
+			rooms[m.RoomID] = true
+			continue
+		}
+		var one int
+		err = im.tx.QueryRowContext(im.ctx, `SELECT 1 FROM members WHERE room_id = ? AND user_id = ?`, m.RoomID, m.UserID).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return bulk.SecondOwner(&m)
+		}
+		if err != nil {
+			return fmt.Errorf("import member %s of room %s: %w", m.UserID, m.RoomID, err)
+		}
+	}
+	for id := range rooms {
+		var capacity, count int
+		err := im.tx.QueryRowContext(im.ctx, `SELECT capacity, (SELECT count(*) FROM members WHERE room_id = ?1) FROM rooms WHERE id = ?1`, id).
+			Scan(&capacity, &count)
+		if err != nil {
+			return fmt.Errorf("count members of room %s: %w", id, err)
+		}
+		if capacity > 0 && count > capacity {
+			return bulk.OverCapacity(id, count, capacity)
+		}
+		if _, err := im.tx.ExecContext(im.ctx, `UPDATE rooms SET member_count = ? WHERE id = ?`, count, id); err != nil {
+			return fmt.Errorf("count members of room %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// optMicroArg is a time that may be nil, as a statement's argument.
+func optMicroArg(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return t.UnixMicro()
+}
+
+func b2i(ok bool) int64 {
+	if ok {
+		return 1
+	}
+	return 0
+}
