@@ -41,6 +41,9 @@ type Config struct {
 	// NameHold is how long a deleted account's name is refused to a new
 	// sign-up. Default DefaultNameHold.
 	NameHold time.Duration
+	// KeepMessages: a deleted account's messages stay, shown under
+	// DeletedSenderName; false: they are tombstoned (their text erased).
+	KeepMessages bool
 }
 
 // Service implements the chat operations. It is safe for concurrent use.
@@ -55,6 +58,7 @@ type Service struct {
 	seen     Seen     // nil: nobody online
 	accounts Accounts // nil: no account deletion
 	nameHold time.Duration
+	keep     bool // Config.KeepMessages
 
 	accepted prometheus.Counter
 }
@@ -87,6 +91,7 @@ func New(cfg Config) *Service {
 		seen:     cfg.Seen,
 		accounts: cfg.Accounts,
 		nameHold: cfg.NameHold,
+		keep:     cfg.KeepMessages,
 		accepted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_messages_accepted_total",
 			Help: "Messages stored, from every transport (idempotent repeats excluded).",

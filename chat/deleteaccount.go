@@ -14,7 +14,20 @@ type Accounts interface {
 	// no login finds it, and holds u's name back from registration until
 	// holdUntil. Fails with CodeNotFound for an unknown user.
 	DeleteUser(ctx context.Context, u parley.User, holdUntil time.Time) error
+	// RenameSender shows message seq of the room, sent by senderID,
+	// under name (a new change of the room, with its event); another's
+	// message or one already under name is left as it is. Fails with
+	// CodeNotFound for an unknown message.
+	RenameSender(ctx context.Context, roomID string, seq int64, senderID, name string) (parley.Message, error)
+	// SenderRooms returns the rooms holding messages of userID, member or
+	// not.
+	SenderRooms(ctx context.Context, userID string) ([]string, error)
 }
+
+// DeletedSenderName is the name a deleted account's messages are shown
+// under, in place of the account's name, when the operator keeps them
+// (Config.KeepMessages), and on their tombstones otherwise.
+const DeletedSenderName = "Deleted user"
 
 // DefaultNameHold is how long a deleted account's name stays out of reach
 // of a new sign-up when Config.NameHold is zero.
@@ -24,9 +37,14 @@ const DefaultNameHold = 30 * 24 * time.Hour
 // proves it is u's own: every token is revoked, so the live sessions end
 // on every node (as LogoutAll); u leaves every room (an owner's leave
 // passes the ownership on, and the other members hear a member event);
-// u's messages in those rooms are deleted (tombstones, their text erased,
-// as DeleteMessage does); last, the store renames the account and holds
-// its name back from sign-up for Config.NameHold.
+// in every room u ever wrote in (those left before too), u's messages are
+// deleted (tombstones, their text erased, as DeleteMessage does) or, when
+// the operator keeps them (Config.KeepMessages), stay as they are; either
+// way they, and u's earlier tombstones, are shown under DeletedSenderName
+// from then on, so u's name is nowhere in the history; last, the store
+// renames the account and holds its name back from sign-up for
+// Config.NameHold. Each of these is a change of its room, whose events
+// tell caches, members and the change stream.
 //
 // The account goes last so that a deletion that fails half way can be
 // asked for again: until then the password still logs in. A session may
@@ -35,7 +53,6 @@ const DefaultNameHold = 30 * 24 * time.Hour
 // token is revoked again and the rooms are left again. The store makes no
 // token and no room for a deleted account (CodeNotFound), so a login
 // racing the rename gets none, and nobody opens a direct room with it.
-// Messages in rooms u had left before are not touched.
 //
 // Fails with CodeForbidden for a wrong password (nothing changes), and
 // CodeUnavailable when the service has no Config.Accounts.
@@ -53,11 +70,23 @@ func (s *Service) DeleteAccount(ctx context.Context, u parley.User, password str
 		return err
 	}
 	// What a session that raced the deletion did before the rename.
-	return s.logOutAndLeave(ctx, u)
+	if err := s.logOutAndLeave(ctx, u); err != nil {
+		return err
+	}
+	rooms, err := s.accounts.SenderRooms(ctx, u.ID)
+	if err != nil {
+		return err
+	}
+	for _, id := range rooms {
+		if err := s.forgetMessages(ctx, u, id); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // logOutAndLeave revokes every token of u, then, in each of u's rooms,
-// deletes u's messages and leaves.
+// forgets u's messages and leaves.
 func (s *Service) logOutAndLeave(ctx context.Context, u parley.User) error {
 	if err := s.LogoutAll(ctx, u.ID); err != nil {
 		return err
@@ -67,7 +96,7 @@ func (s *Service) logOutAndLeave(ctx context.Context, u parley.User) error {
 		return err
 	}
 	for _, m := range ms {
-		if err := s.deleteOwnMessages(ctx, u, m.RoomID); err != nil {
+		if err := s.forgetMessages(ctx, u, m.RoomID); err != nil {
 			return err
 		}
 		if _, err := s.store.Leave(ctx, m.RoomID, u.ID); err != nil {
@@ -101,14 +130,24 @@ func (s *Service) checkPassword(ctx context.Context, u parley.User, password str
 	return nil
 }
 
-// deleteOwnMessages tombstones every message u sent in the room that is
-// not deleted yet, a page of the history at a time.
-func (s *Service) deleteOwnMessages(ctx context.Context, u parley.User, roomID string) error {
-	return s.ExportMessages(ctx, u, roomID, func(m *parley.Message) error {
-		if m.Deleted() {
+// forgetMessages tombstones every message u sent in the room that is not
+// deleted yet, unless the operator keeps them, and shows each, tombstones
+// included, under DeletedSenderName, a page of the history at a time.
+func (s *Service) forgetMessages(ctx context.Context, u parley.User, roomID string) error {
+	err := s.eachSent(ctx, u, roomID, func(m *parley.Message) error {
+		if !s.keep && !m.Deleted() {
+			if _, _, err := s.store.DeleteMessage(ctx, parley.Deletion{RoomID: roomID, Seq: m.Seq, ActorID: u.ID}); err != nil {
+				return err
+			}
+		}
+		if m.SenderName == DeletedSenderName {
 			return nil
 		}
-		_, _, err := s.store.DeleteMessage(ctx, parley.Deletion{RoomID: roomID, Seq: m.Seq, ActorID: u.ID})
+		_, err := s.accounts.RenameSender(ctx, roomID, m.Seq, u.ID, DeletedSenderName)
 		return err
 	})
+	if parley.ErrorCode(err) == parley.CodeNotFound {
+		return nil // the room is gone
+	}
+	return err
 }

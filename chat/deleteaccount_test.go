@@ -13,12 +13,19 @@ import (
 // TestDeleteAccount: a wrong password changes nothing (CodeForbidden);
 // the right one revokes every token (OnRevoke hears a nil hash), leaves
 // every room (an owner's passes the ownership on), tombstones the user's
-// messages and no one else's, and holds the name back from sign-up and
-// login.
+// messages and no one else's (or keeps them, KeepMessages), in the rooms
+// left before too, shows them under DeletedSenderName, and holds the name
+// back from sign-up and login.
 func TestDeleteAccount(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		t.Run(fmt.Sprint("keep=", keep), func(t *testing.T) { testDeleteAccount(t, keep) })
+	}
+}
+
+func testDeleteAccount(t *testing.T, keep bool) {
 	store := mustOpenStore(t)
 	var revoked []string
-	svc := chat.New(chat.Config{Store: store, KDF: cheap, Accounts: store.(*sqlite.Store), NameHold: time.Hour,
+	svc := chat.New(chat.Config{Store: store, KDF: cheap, Accounts: store.(*sqlite.Store), NameHold: time.Hour, KeepMessages: keep,
 		OnRevoke: func(userID string, hash []byte) {
 			if hash == nil {
 				revoked = append(revoked, userID)
@@ -47,13 +54,27 @@ func TestDeleteAccount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	old, _, err := svc.CreateRoom(ctx, bob, chat.NewRoom{Kind: parley.KindGroup, Title: "left before"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := svc.Join(ctx, alice, old.ID); err != nil {
+		t.Fatal(err)
+	}
 	for i, s := range []struct {
 		u    parley.User
 		room string
-	}{{alice, group.ID}, {bob, group.ID}, {alice, group.ID}, {alice, direct.ID}, {bob, direct.ID}} {
+	}{{alice, group.ID}, {bob, group.ID}, {alice, group.ID}, {alice, direct.ID}, {bob, direct.ID}, {alice, old.ID}, {alice, old.ID}} {
 		if _, _, err := svc.Send(ctx, s.u, s.room, fmt.Sprintf("text %d", i), ""); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// One of alice's own deleted before; then she leaves the room.
+	if _, err := svc.DeleteMessage(ctx, alice, old.ID, 1, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Leave(ctx, alice, old.ID); err != nil {
+		t.Fatal(err)
 	}
 
 	err = svc.DeleteAccount(ctx, alice, "wrong horse")
@@ -84,7 +105,7 @@ func TestDeleteAccount(t *testing.T) {
 	if _, err := svc.Register(ctx, "alice", "correct horse"); parley.ErrorCode(err) != parley.CodeNameTaken {
 		t.Errorf("Register(alice) = %v, want name_taken while held", err)
 	}
-	for _, room := range []string{group.ID, direct.ID} {
+	for _, room := range []string{group.ID, direct.ID, old.ID} {
 		if _, err := store.Member(ctx, room, alice.ID); parley.ErrorCode(err) != parley.CodeNotFound {
 			t.Errorf("Member(%s, alice) = %v, want not_found", room, err)
 		}
@@ -93,8 +114,13 @@ func TestDeleteAccount(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, m := range ms {
-			if gone := m.SenderID == alice.ID; gone != m.Deleted() || gone && m.Body != "" {
-				t.Errorf("message %d of %s by %s: deleted %v, body %q; want alice's deleted and erased, bob's kept", m.Seq, room, m.SenderName, m.Deleted(), m.Body)
+			alices := m.SenderID == alice.ID
+			deleted := alices && (!keep || room == old.ID && m.Seq == 1)
+			if deleted != m.Deleted() || deleted && m.Body != "" || !deleted && m.Body == "" {
+				t.Errorf("keep %v: message %d of %s by %s: deleted %v, body %q; want deleted %v", keep, m.Seq, room, m.SenderName, m.Deleted(), m.Body, deleted)
+			}
+			if alices != (m.SenderName == chat.DeletedSenderName) {
+				t.Errorf("message %d of %s by %s: sender name %q", m.Seq, room, m.SenderID, m.SenderName)
 			}
 		}
 	}

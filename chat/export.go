@@ -43,6 +43,11 @@ func (s *Service) ExportMessages(ctx context.Context, u parley.User, roomID stri
 	if _, err := s.member(ctx, u, roomID); err != nil {
 		return err
 	}
+	return s.eachSent(ctx, u, roomID, each)
+}
+
+// eachSent is ExportMessages without the membership check.
+func (s *Service) eachSent(ctx context.Context, u parley.User, roomID string, each func(*parley.Message) error) error {
 	for after := int64(0); ; {
 		page, err := s.store.Messages(ctx, roomID, parley.Page{After: after, Limit: parley.MaxPageLimit})
 		if err != nil {

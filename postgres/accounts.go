@@ -57,3 +57,80 @@ func (o *deleteUser) decode(row pgx.Row) (result, []parley.Event, error) {
 	}
 	return result{}, nil, nil
 }
+
+// renameSenderQuery shows message $2 of room $1, sent by $3, under the
+// name $4: the room's last_change moves by one in the same statement
+// (the batch has locked the room first), unless the message is another's
+// or already under that name. It returns the message as it was and the
+// room after the change (an empty id when nothing changed).
+var renameSenderQuery = `WITH old AS (SELECT ` + msgCols + ` FROM messages WHERE room_id = $1 AND seq = $2),
+	r AS (UPDATE rooms SET last_change = last_change + 1
+		WHERE id = $1 AND EXISTS (SELECT 1 FROM old WHERE sender_id = $3 AND sender_name <> $4)
+		RETURNING ` + roomRet + `),
+	m AS (UPDATE messages SET sender_name = $4, change = r.last_change
+		FROM r WHERE messages.room_id = $1 AND messages.seq = $2)
+	SELECT ` + msgOut("old") + `, ` + roomOut("r") + `
+	FROM (VALUES (1)) AS one LEFT JOIN old ON true LEFT JOIN r ON true`
+
+// RenameSender shows message seq of the room under name instead of its
+// sender's name (a deleted account's messages that the operator keeps):
+// the message, or its tombstone, takes a new change of the room, and its
+// event (EventEdited, or EventDeleted for a tombstone) tells caches and
+// members. Its text and edit time stay. A message of another sender, or
+// one already under name, is returned as it is, with no change. Fails
+// with CodeNotFound for an unknown message.
+func (s *Store) RenameSender(ctx context.Context, roomID string, seq int64, senderID, name string) (parley.Message, error) {
+	res, err := s.write(ctx, &renameSender{roomID: roomID, seq: seq, senderID: senderID, name: name})
+	return res.msg, err
+}
+
+type renameSender struct {
+	roomID         string
+	seq            int64
+	senderID, name string
+}
+
+func (o *renameSender) lockRoom() string { return o.roomID }
+func (o *renameSender) shard() string    { return o.roomID }
+func (o *renameSender) queue(b *pgx.Batch, q *writeQueries, now time.Time) {
+	b.Queue(renameSenderQuery, o.roomID, o.seq, o.senderID, o.name)
+}
+
+func (o *renameSender) decode(row pgx.Row) (result, []parley.Event, error) {
+	var old parley.Message
+	var r parley.Room
+	if err := row.Scan(append(messageDest(&old), roomDest(&r)...)...); err != nil {
+		return result{}, nil, err
+	}
+	fixMessage(&old)
+	fixRoom(&r)
+	switch {
+	case old.ID == "":
+		return result{}, nil, parley.Errorf(parley.CodeNotFound, "message not found")
+	case r.ID == "":
+		return result{msg: old}, nil, nil
+	}
+	m := old
+	m.SenderName, m.Change = o.name, r.LastChange
+	kind := parley.EventEdited
+	if m.Deleted() {
+		kind = parley.EventDeleted
+	}
+	return result{msg: m}, []parley.Event{{Kind: kind, Room: r, UserID: o.senderID, Message: m}}, nil
+}
+
+// SenderRooms returns the rooms holding messages of userID, tombstones
+// included, whether or not the user is still a member: account deletion
+// reaches the rooms left before. It reads the whole messages table (no
+// index by sender: it would cost every send for a rare call).
+func (s *Store) SenderRooms(ctx context.Context, userID string) ([]string, error) {
+	rows, err := s.query(ctx, s.rq.senderRooms, userID)
+	if err != nil {
+		return nil, s.readErr("sender rooms", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, s.readErr("sender rooms", err)
+	}
+	return ids, nil
+}

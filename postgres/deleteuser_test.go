@@ -11,3 +11,8 @@ func TestDeleteUser(t *testing.T) {
 	pgtest.URL(t)
 	parleytest.RunDeleteUserTests(t, newStore)
 }
+
+func TestRenameSender(t *testing.T) {
+	pgtest.URL(t)
+	parleytest.RunRenameSenderTests(t, newStore)
+}

@@ -214,9 +214,10 @@ type readQueries struct {
 	ping, userByName, user, tokenUser, room, roomExists,
 	member, members, memberships,
 	messagesBefore, messagesAfter, roomsFirst, roomsAfter *query
-	changes changeReads        // changed_after (edits.go)
-	search  searchReads        // search.go
-	people  *peopleReadQueries // people.go
+	senderRooms *query             // the rooms a user wrote in (accounts.go)
+	changes     changeReads        // changed_after (edits.go)
+	search      searchReads        // search.go
+	people      *peopleReadQueries // people.go
 }
 
 // roomListQuery is the room list: it walks the members_user index for the
@@ -244,6 +245,7 @@ func newReadQueries(m *metrics) *readQueries {
 		member:      &query{kind: "member", text: `SELECT read_seq, joined_at, role FROM members WHERE room_id = $1 AND user_id = $2`},
 		members:     &query{kind: "members", text: `SELECT user_id FROM members WHERE room_id = $1`},
 		memberships: &query{kind: "memberships", text: `SELECT room_id, read_seq, joined_at, role FROM members WHERE user_id = $1`},
+		senderRooms: &query{kind: "sender_rooms", text: `SELECT DISTINCT room_id FROM messages WHERE sender_id = $1`},
 		messagesBefore: &query{kind: "messages_before", text: `SELECT ` + msgCols + ` FROM messages
 			WHERE room_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`},
 		messagesAfter: &query{kind: "messages_after", text: `SELECT ` + msgCols + ` FROM messages
@@ -251,6 +253,7 @@ func newReadQueries(m *metrics) *readQueries {
 		roomsFirst: &query{kind: "rooms", text: fmt.Sprintf(roomListQuery, "")},
 		roomsAfter: &query{kind: "rooms", text: fmt.Sprintf(roomListQuery, "AND (r.last_activity_at, r.id) < ($3, $4)")},
 	}
+	bind(m, q.senderRooms)
 	bind(m, q.ping, q.userByName, q.user, q.tokenUser, q.room, q.roomExists, q.member, q.members,
 		q.memberships, q.messagesBefore, q.messagesAfter, q.roomsFirst, q.roomsAfter)
 	q.changes = newChangeReads(m)

@@ -9,3 +9,7 @@ import (
 func TestDeleteUser(t *testing.T) {
 	parleytest.RunDeleteUserTests(t, newStore)
 }
+
+func TestRenameSender(t *testing.T) {
+	parleytest.RunRenameSenderTests(t, newStore)
+}

@@ -103,6 +103,8 @@ type readQueries struct {
 	ping, userByName, user, tokenUser, room, roomExists,
 	member, members, memberships,
 	messagesBefore, messagesAfter, roomsFirst, roomsAfter *query
+	// The rooms a user wrote in (accounts.go).
+	senderRooms *query
 	// changed_after and search (edits.go, search.go).
 	changes changeReads
 	people  peopleReadQueries // people.go
@@ -144,10 +146,11 @@ func (q *readQueries) all() []*query {
 				WHERE room_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`},
 			messagesAfter: &query{kind: "messages_after", text: `SELECT ` + msgCols + ` FROM messages
 				WHERE room_id = ? AND seq > ? ORDER BY seq LIMIT ?`},
-			roomsFirst: &query{kind: "rooms", text: fmt.Sprintf(roomListQuery, "")},
-			roomsAfter: &query{kind: "rooms", text: fmt.Sprintf(roomListQuery, "AND (r.last_activity_at, r.id) < (?3, ?4)")},
+			roomsFirst:  &query{kind: "rooms", text: fmt.Sprintf(roomListQuery, "")},
+			roomsAfter:  &query{kind: "rooms", text: fmt.Sprintf(roomListQuery, "AND (r.last_activity_at, r.id) < (?3, ?4)")},
+			senderRooms: &query{kind: "sender_rooms", text: `SELECT DISTINCT room_id FROM messages WHERE sender_id = ?`},
 		}
 	}
 	return append([]*query{q.ping, q.userByName, q.user, q.tokenUser, q.room, q.roomExists, q.member, q.members,
-		q.memberships, q.messagesBefore, q.messagesAfter, q.roomsFirst, q.roomsAfter}, append(q.people.all(), q.changes.all()...)...)
+		q.memberships, q.messagesBefore, q.messagesAfter, q.roomsFirst, q.roomsAfter, q.senderRooms}, append(q.people.all(), q.changes.all()...)...)
 }

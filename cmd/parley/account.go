@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 
 	"parley"
 	"parley/chat"
@@ -20,6 +21,18 @@ var (
 func (c *Config) accountFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.DeletedNameHold, "deleted-name-hold", chat.DefaultNameHold,
 		"how long a deleted account's name is refused to a new sign-up, then free again")
+	fs.Func("deleted-account-messages", `what becomes of a deleted account's messages: "erase" (tombstones, the default) or "keep" (their text stays); either way they show as "`+chat.DeletedSenderName+`"`,
+		func(v string) error {
+			switch v {
+			case "erase":
+				c.KeepDeletedMessages = false
+			case "keep":
+				c.KeepDeletedMessages = true
+			default:
+				return fmt.Errorf("%q: want erase or keep", v)
+			}
+			return nil
+		})
 }
 
 // accountsOf is what deletes accounts in db: both durable stores do

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"parley"
+	"parley/chat"
 	"parley/stomp"
 )
 
@@ -74,15 +75,20 @@ func expectEnded(t *testing.T, sc *stompClient) {
 // checkDeleted checks, as bob on his node, that alice's messages are
 // tombstones and bob's is kept, and that alice's name neither logs in nor
 // signs up.
-func checkDeleted(t *testing.T, bob *client, alice user, r room) {
+func checkDeleted(t *testing.T, bob *client, alice user, r room, keep bool) {
 	t.Helper()
 	var page struct{ Messages []parley.Message }
 	if st := bob.do("GET", "/api/rooms/"+r.ID+"/messages", nil, &page); st != http.StatusOK || len(page.Messages) != 3 {
 		t.Fatalf("GET messages as bob = %d, %d messages; want 200, 3", st, len(page.Messages))
 	}
 	for _, m := range page.Messages {
-		if (m.SenderID == alice.ID) != m.Deleted() || m.SenderID == alice.ID && m.Body != "" {
-			t.Errorf("message %d by %s: %q, deleted %v; want alice's tombstones, bob's kept", m.Seq, m.SenderName, m.Body, m.Deleted())
+		alices := m.SenderID == alice.ID
+		erased := alices && !keep
+		if erased != m.Deleted() || erased != (m.Body == "") {
+			t.Errorf("keep %v: message %d by %s: %q, deleted %v; want alice's erased unless kept, bob's kept", keep, m.Seq, m.SenderName, m.Body, m.Deleted())
+		}
+		if alices != (m.SenderName == chat.DeletedSenderName) {
+			t.Errorf("message %d by %s: sender name %q", m.Seq, m.SenderID, m.SenderName)
 		}
 	}
 	anon := &client{t: t, base: bob.base}
@@ -146,7 +152,52 @@ func TestDeleteAccount(t *testing.T) {
 	if st := alice.do("GET", "/api/me", nil, nil); st != http.StatusUnauthorized {
 		t.Errorf("GET /api/me with the deleted account's token = %d, want 401", st)
 	}
-	checkDeleted(t, bob, aliceU, r)
+	checkDeleted(t, bob, aliceU, r, false)
+}
+
+// TestClusterDeleteAccountKeep: with --deleted-account-messages=keep, an
+// account deleted on node A leaves its messages' text, shown under
+// chat.DeletedSenderName on node B (its hot reads hear the renames), and
+// B's member following the room's changes hears each rename.
+func TestClusterDeleteAccountKeep(t *testing.T) {
+	env := needCluster(t)
+	keep := func(c *Config) { c.KeepDeletedMessages = true }
+	a, b := startNode(t, env, "a", keep), startNode(t, env, "b", keep)
+	alice, bob, aliceU, r := deletionSetUp(t, a, b)
+	checkDeletedBefore(t, bob, r) // B's hot reads hold the history
+	ev := subscribeEvents(t, b, bob.token, r.ID, false)
+	if st := alice.do("DELETE", "/api/me", map[string]string{"password": "correct horse"}, nil); st != http.StatusNoContent {
+		t.Fatalf("DELETE /api/me on A = %d, want 204", st)
+	}
+	// The renames come before alice leaves (the member events of the
+	// set-up may come first).
+	edited := 0
+	for edited < 2 {
+		f := ev.read()
+		switch string(f.Get("event")) {
+		case "edited":
+			var m parley.Message
+			if err := json.Unmarshal(f.Body, &m); err != nil || m.SenderName != chat.DeletedSenderName || m.Body == "" {
+				t.Errorf("edited event on B = %s, want alice's message with its text under %q", f.Body, chat.DeletedSenderName)
+			}
+			edited++
+		case "member":
+			if string(f.Get("user")) == aliceU.ID {
+				t.Fatalf("alice left before her messages were renamed (%d of 2)", edited)
+			}
+		default:
+			t.Fatalf("got %v, want edited events", f)
+		}
+	}
+	checkDeleted(t, bob, aliceU, r, true)
+}
+
+// checkDeletedBefore reads r's history as c, so that c's node caches it.
+func checkDeletedBefore(t *testing.T, c *client, r room) {
+	t.Helper()
+	if st := c.do("GET", "/api/rooms/"+r.ID+"/messages", nil, nil); st != http.StatusOK {
+		t.Fatalf("GET messages = %d", st)
+	}
 }
 
 // TestDeletedNameHold: --deleted-name-hold sets how long the name is held;
@@ -181,5 +232,5 @@ func TestClusterDeleteAccount(t *testing.T) {
 	}
 	expectEnded(t, sa)
 	expectLeft(t, ev, aliceU.ID)
-	checkDeleted(t, bob, aliceU, r)
+	checkDeleted(t, bob, aliceU, r, false)
 }

@@ -78,6 +78,9 @@ type Config struct {
 	TypingMaxMembers int // rooms with more members have no typing events
 
 	DeletedNameHold time.Duration // how long a deleted account's name is held back (account.go)
+	// KeepDeletedMessages: a deleted account's messages keep their text
+	// (--deleted-account-messages=keep; account.go).
+	KeepDeletedMessages bool
 
 	Retention         time.Duration // how long messages are kept; 0: forever
 	RetentionInterval time.Duration // time between the retention sweeper's passes
@@ -260,6 +263,7 @@ func (m *Main) Open(ctx context.Context) error {
 	svc := chat.New(chat.Config{
 		Store: rp.reads, TokenTTL: cfg.TokenTTL, MaxBody: cfg.MaxBody, KDF: cfg.KDF, Registerer: m.registry,
 		OnRevoke: endSessions, Seen: shownSeen{m}, Accounts: accountsOf(db), NameHold: cfg.DeletedNameHold,
+		KeepMessages: cfg.KeepDeletedMessages,
 	})
 	api, err := m.openAPI(svc, rdb, sendLimit, readLimit)
 	if err != nil {
