@@ -101,6 +101,9 @@ var layers = []struct {
 	{"tools that drive a server", []string{
 		"parley/loadgen", "parley/loadgen/report",
 	}},
+	{"tools over a stopped store's data", []string{
+		"parley/port",
+	}},
 	{"commands and whole-system tests", []string{
 		"parley/cmd/parley", "parley/cmd/httpmirror", "parley/chaos",
 	}},

@@ -1,0 +1,158 @@
+package port
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// kind is how a column's value is stored in each store.
+type kind uint8
+
+const (
+	kText    kind = iota // TEXT / text
+	kOptText             // TEXT or NULL / text or NULL
+	kInt                 // INTEGER / integer, bigint
+	kBlob                // BLOB / bytea
+	kTime                // INTEGER unix µs / timestamptz
+	kOptTime             // INTEGER unix µs or NULL / timestamptz or NULL
+	kBool                // INTEGER 0 or 1 / boolean
+)
+
+// column is one column of a ported table, of the same name in both stores.
+type column struct {
+	name string
+	kind kind
+}
+
+// table is one table as the port copies and checks it: every column of
+// the SQLite table that the PostgreSQL one has too, the key first (the
+// order of the copy, and of a resumed copy's cursor).
+type table struct {
+	name string
+	cols []column
+	nkey int  // the first nkey columns are the primary key
+	room bool // rows belong to a room (column 0): checked room by room
+}
+
+// tables are copied in this order, which their foreign keys in
+// PostgreSQL need (users, then tokens; rooms, then members and bans).
+// messages comes last: it is nearly all of the work, and a progress line
+// counts it against a total known from the start.
+var tables = []table{
+	{name: "users", nkey: 1, cols: []column{
+		{"id", kText}, {"name", kText}, {"password_hash", kBlob}, {"created_at", kTime}}},
+	{name: "tokens", nkey: 1, cols: []column{
+		{"hash", kBlob}, {"user_id", kText}, {"created_at", kTime}, {"expires_at", kTime}}},
+	{name: "rooms", nkey: 1, cols: []column{
+		{"id", kText}, {"kind", kText}, {"title", kText}, {"capacity", kInt}, {"member_count", kInt},
+		{"last_seq", kInt}, {"last_change", kInt}, {"last_activity_at", kTime}, {"created_at", kTime},
+		{"direct_key", kOptText}, {"retention_seconds", kInt}}},
+	{name: "members", nkey: 2, cols: []column{
+		{"room_id", kText}, {"user_id", kText}, {"role", kText}, {"read_seq", kInt}, {"joined_at", kTime}}},
+	{name: "bans", nkey: 2, cols: []column{
+		{"room_id", kText}, {"user_id", kText}, {"actor_id", kText}, {"banned_at", kTime}}},
+	{name: "change_keys", nkey: 3, cols: []column{
+		{"room_id", kText}, {"user_id", kText}, {"client_id", kText}, {"seq", kInt}, {"deleted", kBool}, {"change", kInt}}},
+	{name: "name_holds", nkey: 1, cols: []column{
+		{"name", kText}, {"until", kTime}}},
+	{name: "messages", nkey: 2, room: true, cols: []column{
+		{"room_id", kText}, {"seq", kInt}, {"id", kText}, {"sender_id", kText}, {"sender_name", kText},
+		{"body", kText}, {"client_id", kText}, {"sent_at", kTime}, {"edited_at", kOptTime}, {"deleted_at", kOptTime},
+		{"change", kInt}}},
+}
+
+// TableNames are the tables a port copies, in their order.
+func TableNames() []string {
+	names := make([]string, len(tables))
+	for i, t := range tables {
+		names[i] = t.name
+	}
+	return names
+}
+
+// colNames is the column list of t, quoted for either store ("until" is
+// a keyword of neither, but "change" and "until" read better quoted).
+func (t table) colNames() []string {
+	names := make([]string, len(t.cols))
+	for i, c := range t.cols {
+		names[i] = `"` + c.name + `"`
+	}
+	return names
+}
+
+// selectSource is the SQLite query of one batch of t after a cursor (the
+// key of the last row copied; none at the start), in key order.
+func (t table) selectSource(after bool) string {
+	keys := t.colNames()[:t.nkey]
+	q := "SELECT " + strings.Join(t.colNames(), ", ") + " FROM " + t.name
+	if after {
+		marks := strings.TrimSuffix(strings.Repeat("?, ", t.nkey), ", ")
+		q += " WHERE (" + strings.Join(keys, ", ") + ") > (" + marks + ")"
+	}
+	return q + " ORDER BY " + strings.Join(keys, ", ") + " LIMIT ?"
+}
+
+// selectAll is the query of every row of t in key order, in SQLite or (pg)
+// PostgreSQL, where text keys compare bytewise (COLLATE "C") as SQLite's
+// do.
+func (t table) selectAll(pg bool) string {
+	var order []string
+	for _, c := range t.cols[:t.nkey] {
+		o := `"` + c.name + `"`
+		if pg && c.kind == kText {
+			o += ` COLLATE "C"`
+		}
+		order = append(order, o)
+	}
+	return "SELECT " + strings.Join(t.colNames(), ", ") + " FROM " + t.name + " ORDER BY " + strings.Join(order, ", ")
+}
+
+// toTarget converts a value read from SQLite (int64, string, []byte or
+// nil, as database/sql scans into any) into what pgx writes in c's
+// PostgreSQL column.
+func toTarget(c column, v any) (any, error) {
+	switch c.kind {
+	case kTime, kOptTime:
+		if v == nil && c.kind == kOptTime {
+			return nil, nil
+		}
+		n, ok := v.(int64)
+		if !ok {
+			return nil, fmt.Errorf("column %s: want unix microseconds, got %T", c.name, v)
+		}
+		return time.UnixMicro(n).UTC(), nil
+	case kBool:
+		n, ok := v.(int64)
+		if !ok || (n != 0 && n != 1) {
+			return nil, fmt.Errorf("column %s: want 0 or 1, got %v", c.name, v)
+		}
+		return n == 1, nil
+	case kText, kOptText:
+		switch s := v.(type) {
+		case string:
+			return s, nil
+		case []byte:
+			return string(s), nil
+		case nil:
+			if c.kind == kOptText {
+				return nil, nil
+			}
+		}
+		return nil, fmt.Errorf("column %s: want text, got %T", c.name, v)
+	case kInt:
+		if _, ok := v.(int64); !ok {
+			return nil, fmt.Errorf("column %s: want an integer, got %T", c.name, v)
+		}
+		return v, nil
+	case kBlob:
+		switch b := v.(type) {
+		case []byte:
+			return b, nil
+		case string:
+			return []byte(b), nil
+		}
+		return nil, fmt.Errorf("column %s: want a blob, got %T", c.name, v)
+	}
+	return nil, fmt.Errorf("column %s: unknown kind %d", c.name, c.kind)
+}
