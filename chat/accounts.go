@@ -107,11 +107,16 @@ func (s *Service) passwordMatches(ctx context.Context, name, password string) (p
 	return u, subtle.ConstantTimeCompare(got, stored) == 1, nil
 }
 
-// Authenticate returns the owner of an unexpired access token, or fails
-// with CodeUnauthorized.
+// Authenticate returns the owner of an unexpired access token (or of a
+// valid JWT, with Config.JWT: see jwt.go), or fails with
+// CodeUnauthorized.
 func (s *Service) Authenticate(ctx context.Context, token string) (parley.User, error) {
 	if token == "" {
 		return parley.User{}, parley.Errorf(parley.CodeUnauthorized, "missing access token")
+	}
+	if s.isJWT(token) {
+		u, _, err := s.authenticateJWT(ctx, token)
+		return u, err
 	}
 	u, _, err := s.store.TokenUser(ctx, tokenHash(token), s.now())
 	return u, err

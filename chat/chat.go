@@ -41,6 +41,10 @@ type Config struct {
 	// NameHold is how long a deleted account's name is refused to a new
 	// sign-up. Default DefaultNameHold.
 	NameHold time.Duration
+	// JWT, when set, checks the tokens shaped as JWTs (jwt.go): their
+	// users sign in with them wherever a Parley token is taken. Nil: a
+	// JWT is an unknown token.
+	JWT JWTVerifier
 	// KeepMessages: a deleted account's messages stay, shown under
 	// DeletedSenderName; false: they are tombstoned (their text erased).
 	KeepMessages bool
@@ -58,9 +62,11 @@ type Service struct {
 	seen     Seen     // nil: nobody online
 	accounts Accounts // nil: no account deletion
 	nameHold time.Duration
-	keep     bool // Config.KeepMessages
+	jwt      JWTVerifier // nil: no JWT sign-in
+	keep     bool        // Config.KeepMessages
 
-	accepted prometheus.Counter
+	accepted    prometheus.Counter
+	provisioned prometheus.Counter // accounts made for outside identities
 }
 
 // New returns a Service over cfg.Store.
@@ -91,14 +97,19 @@ func New(cfg Config) *Service {
 		seen:     cfg.Seen,
 		accounts: cfg.Accounts,
 		nameHold: cfg.NameHold,
+		jwt:      cfg.JWT,
 		keep:     cfg.KeepMessages,
 		accepted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_messages_accepted_total",
 			Help: "Messages stored, from every transport (idempotent repeats excluded).",
 		}),
 	}
+	s.provisioned = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "parley_jwt_users_provisioned_total",
+		Help: "Accounts made on the first sight of a JWT's (issuer, subject).",
+	})
 	if cfg.Registerer != nil {
-		cfg.Registerer.MustRegister(s.accepted)
+		cfg.Registerer.MustRegister(s.accepted, s.provisioned)
 	}
 	return s
 }

@@ -116,6 +116,9 @@ func (s *Service) VerifyPassword(ctx context.Context, u parley.User, password st
 // not (not CodeUnauthorized: the caller's token is good, and a client
 // that hears 401 drops it).
 func (s *Service) checkPassword(ctx context.Context, u parley.User, password string) error {
+	if IsExternalUser(u.ID) {
+		return errNoPassword()
+	}
 	wrong := parley.Errorf(parley.CodeForbidden, "wrong password")
 	if len(password) > MaxPassword {
 		return wrong
