@@ -91,34 +91,43 @@ type Result struct {
 	Written Counts // the records written; the others were there already
 }
 
-// Import checks the whole file f first (every line, against the format:
+// Check reads the whole file r and checks every line against the format:
 // a foreign, garbled, newer or truncated file fails with ErrNotExport,
-// ErrNewer or ErrInvalid and nothing is written), then reads it again from
-// the start and writes it into sink in batches of opt.BatchSize records,
-// each in one transaction. Records already in the target are skipped, so
-// an import run again after a failure, or twice, ends with the file's
-// data written once. A conflict (Sink.Import) stops it: the batches
-// before stay written, the failed one is not.
-func Import(ctx context.Context, sink Sink, f io.ReadSeeker, opt ImportOptions) (Result, error) {
-	if opt.BatchSize <= 0 {
-		opt.BatchSize = 1000
-	}
-	var res Result
-	rd, err := NewReader(f)
+// ErrNewer or ErrInvalid. It returns the file's header and counts.
+func Check(r io.Reader) (Result, error) {
+	rd, err := NewReader(r)
 	if err != nil {
-		return res, err
+		return Result{}, err
 	}
 	for err == nil {
 		_, err = rd.Next()
 	}
 	if err != io.EOF {
+		return Result{}, err
+	}
+	return Result{Header: rd.Header, File: rd.Counts()}, nil
+}
+
+// Import checks the whole file f first (Check: nothing is written when it
+// fails), then reads it again from the start and writes it into sink in
+// batches of opt.BatchSize records, each in one transaction. Records
+// already in the target are skipped, so an import run again after a
+// failure, or twice, ends with the file's data written once. A conflict
+// (Sink.Import) stops it: the batches before stay written, the failed one
+// is not.
+func Import(ctx context.Context, sink Sink, f io.ReadSeeker, opt ImportOptions) (Result, error) {
+	if opt.BatchSize <= 0 {
+		opt.BatchSize = 1000
+	}
+	res, err := Check(f)
+	if err != nil {
 		return res, err
 	}
-	res.Header, res.File = rd.Header, rd.Counts()
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return res, fmt.Errorf("import: %w", err)
 	}
-	if rd, err = NewReader(f); err != nil {
+	rd, err := NewReader(f)
+	if err != nil {
 		return res, err
 	}
 	var b Batch

@@ -57,6 +57,8 @@ commands:
   migrate   apply the store's pending schema migrations (--dry-run: report them)
   backup    write a consistent snapshot of a running node's SQLite database to a new file
   restore   check a snapshot and make it the database of a stopped data directory
+  export    write a server's data, or one room's, as a parley-export file (JSON Lines)
+  import    write a parley-export file into a stopped node or PostgreSQL, idempotently
   port      move a stopped SQLite node's data into PostgreSQL for cluster mode (--from DIR --to postgres://…)
   bench     drive a running server with a load scenario (parley bench -h)
   healthcheck  exit 0 if the node on --addr is healthy, 1 if not (--ready: /readyz)
@@ -79,6 +81,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runBackup(ctx, args[1:], stdout, stderr)
 	case "restore":
 		return runRestore(ctx, args[1:], stdout, stderr)
+	case "export":
+		return runExport(ctx, args[1:], stdout, stderr)
+	case "import":
+		return runImport(ctx, args[1:], stdout, stderr)
 	case "port":
 		return runPort(ctx, args[1:], stdout, stderr)
 	case "bench":

@@ -1,0 +1,47 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// ForgetHot drops the shared hot data (HotStore) of rooms and users that
+// a writer other than the nodes changed in PostgreSQL (parley import): each
+// room's info, last message, newest messages and member listing, and each
+// user's memberships. The info, listing and memberships go as a join's
+// invalidation does (the key deleted and its generation moved, so that a
+// load in flight installs nothing it read before); the last message and
+// the window are deleted. Every node's next read of each loads it from
+// PostgreSQL. prefix is the nodes' --redis-prefix (DefaultPrefix when
+// empty).
+//
+// One race remains for a room that existed before the change: a node's
+// load of its last message that read PostgreSQL before the change
+// commits and writes Redis after ForgetHot may install the older last
+// message, until the room's next message or the key's TTL.
+func ForgetHot(ctx context.Context, rdb *goredis.Client, prefix string, rooms, users []string) error {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	h := &HotStore{cfg: HotConfig{Prefix: prefix, TTL: 10 * time.Minute}} // the nodes' keys and TTL
+	ttl := h.ttlArg()
+	pipe := rdb.Pipeline()
+	for _, id := range rooms {
+		scriptInvalidate.Eval(ctx, pipe, []string{h.roomKey(id), h.roomGen(id)}, ttl)
+		scriptInvalidate.Eval(ctx, pipe, []string{h.membersKey(id), h.membersGen(id)}, ttl)
+		pipe.Del(ctx, h.lastKey(id), h.windowKey(id))
+	}
+	for _, id := range users {
+		scriptInvalidate.Eval(ctx, pipe, []string{h.userKey(id), h.userGen(id)}, ttl)
+	}
+	if len(rooms)+len(users) == 0 {
+		return nil
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("forget hot data: %w", err)
+	}
+	return nil
+}
