@@ -355,3 +355,45 @@ func TestSinceChangeConcurrentEdits(t *testing.T) {
 	b.send(frame("UNSUBSCRIBE", "", "id:ev", "receipt:u"))
 	next("RECEIPT", "receipt-id:u")
 }
+
+// TestReplayMarksChanges: a since-seq replay delivers an edited message
+// with headers change and edited-at, a tombstone with deleted: true,
+// deleted-at and no body, and an unchanged message with none of these
+// (design §3b "Replays say what they carry").
+func TestReplayMarksChanges(t *testing.T) {
+	forEachTransport(t, Config{}, func(t *testing.T, e *env, tr string) {
+		alice, bob := e.chat.addUser("alice"), e.chat.addUser("bob")
+		e.chat.addRoom("r1", alice, bob)
+		a := e.dial(t, tr)
+		a.connect("alice")
+		for i, body := range []string{"one", "two", "three"} {
+			a.send(frame("SEND", body, "destination:/app/rooms.r1", fmt.Sprint("receipt:m", i)))
+			a.expect("RECEIPT", fmt.Sprint("receipt-id:m", i))
+		}
+		a.send(frame("SEND", "one, edited", "destination:/app/rooms.r1", "edit-seq:1", "receipt:e1"))
+		a.expect("RECEIPT", "receipt-id:e1", "change:1")
+		a.send(frame("SEND", "", "destination:/app/rooms.r1", "delete-seq:2", "receipt:d2"))
+		a.expect("RECEIPT", "receipt-id:d2", "change:2")
+
+		b := e.dial(t, tr)
+		b.connect("bob")
+		b.send(frame("SUBSCRIBE", "", "id:room", "destination:/topic/rooms.r1", "since-seq:0"))
+		edited := b.expect("MESSAGE", "seq:1", "change:1", "edited-at")
+		if string(edited.Body) != "one, edited" {
+			t.Errorf("replayed edit body = %q", edited.Body)
+		}
+		if _, ok := edited.Lookup("deleted"); ok {
+			t.Errorf("replayed edit has header deleted: %v", edited)
+		}
+		deleted := b.expect("MESSAGE", "seq:2", "change:2", "deleted:true", "deleted-at")
+		if len(deleted.Body) != 0 {
+			t.Errorf("replayed tombstone body = %q, want none", deleted.Body)
+		}
+		plain := b.expect("MESSAGE", "seq:3")
+		for _, h := range []string{"change", "edited-at", "deleted", "deleted-at"} {
+			if _, ok := plain.Lookup(h); ok {
+				t.Errorf("unchanged message has header %s: %v", h, plain)
+			}
+		}
+	})
+}

@@ -55,6 +55,19 @@ func prepareMessage(m *parley.Message, shape int) *encodedMessage {
 		if withClientID && m.ClientID != "" {
 			f.Add("client-id", m.ClientID)
 		}
+		// A replay (since-seq, a history page) carries messages as they
+		// stand: say what changed them, so that a tombstone is not an
+		// empty message (design §3b "Replays say what they carry").
+		if m.Change > 0 {
+			f.AddInt("change", m.Change)
+		}
+		if m.EditedAt != nil {
+			f.Add("edited-at", m.EditedAt.UTC().Format(time.RFC3339Nano))
+		}
+		if m.DeletedAt != nil {
+			f.Add("deleted", "true")
+			f.Add("deleted-at", m.DeletedAt.UTC().Format(time.RFC3339Nano))
+		}
 		f.Body = []byte(m.Body)
 	}
 	build(true)

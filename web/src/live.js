@@ -26,6 +26,10 @@ export function messageOf(frame) {
     body: frame.body,
     client_id: hd['client-id'] || '',
     sent_at: hd['sent-at'],
+    // A replayed message says how it stands now (docs/stomp.md).
+    edited_at: hd['edited-at'] || null,
+    deleted_at: hd.deleted === 'true' ? hd['deleted-at'] || hd['sent-at'] : null,
+    change: Number(hd.change || 0),
   };
 }
 

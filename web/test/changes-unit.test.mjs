@@ -47,3 +47,21 @@ test('preview and hitLink', () => {
   assert.equal(preview(msg({ body: '', deleted_at: '2026-01-01T00:00:00Z' })), 'message deleted');
   assert.equal(hitLink('a b', 7), '#/room/a%20b/m/7');
 });
+
+test('messageOf: a replayed MESSAGE frame says whether it was edited or deleted', async () => {
+  const { messageOf } = await import('../src/live.js');
+  const frame = (extra, body = 'x') => ({
+    body,
+    headers: { 'message-id': 'm', room: 'r', seq: '2', sender: 'bob', 'sender-name': 'bob', 'sent-at': '2026-12-06T10:00:00Z', ...extra },
+  });
+  const plain = messageOf(frame({}));
+  assert.equal(plain.edited_at, null);
+  assert.equal(plain.deleted_at, null);
+  assert.equal(plain.change, 0);
+  const edited = messageOf(frame({ change: '4', 'edited-at': '2026-12-06T11:00:00Z' }));
+  assert.equal(edited.edited_at, '2026-12-06T11:00:00Z');
+  assert.equal(edited.change, 4);
+  const gone = messageOf(frame({ change: '5', deleted: 'true', 'deleted-at': '2026-12-06T12:00:00Z' }, ''));
+  assert.equal(gone.deleted_at, '2026-12-06T12:00:00Z');
+  assert.equal(gone.body, '');
+});
