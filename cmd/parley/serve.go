@@ -21,6 +21,7 @@ import (
 	"parley/gateway"
 	"parley/history"
 	"parley/hub"
+	"parley/jwtauth"
 	"parley/postgres"
 	"parley/ratelimit"
 	"parley/redis"
@@ -78,6 +79,7 @@ type Config struct {
 	TypingMaxMembers int // rooms with more members have no typing events
 
 	DeletedNameHold time.Duration // how long a deleted account's name is held back (account.go)
+	JWT             jwtConfig     // JWT sign-in (jwt.go)
 	// KeepDeletedMessages: a deleted account's messages keep their text
 	// (--deleted-account-messages=keep; account.go).
 	KeepDeletedMessages bool
@@ -144,6 +146,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Retention, "retention", 0, "how long messages are kept by default, e.g. 720h (a room's own retention_seconds replaces it): older ones become tombstones (their text gone from the store, the search index and every cache; clients get a deleted event); 0: forever")
 	fs.DurationVar(&c.RetentionInterval, "retention-interval", time.Minute, "time between the passes of the retention sweeper (for --retention and the rooms' own retention)")
 	c.accountFlags(fs)
+	c.JWT.flags(fs)
 	fs.IntVar(&c.TypingMaxMembers, "typing-max-members", roomevents.DefaultTypingMaxMembers, "rooms with more members than this have no typing events (signals are accepted and absorbed), so one typist costs at most this many deliveries every 2 s")
 	fs.IntVar(&c.StompSendBuffer, "stomp-send-buffer", 64<<10, "kernel send buffer (SO_SNDBUF) of each STOMP connection in bytes, so that a client that stops reading is found by --stomp-queue (-1: the system's autotuned buffer)")
 	fs.DurationVar(&c.StompMaxHeartBeat, "stomp-max-heartbeat", time.Minute, "largest heart-beat interval accepted from a STOMP client, either way (a larger one is taken as this)")
@@ -215,6 +218,7 @@ type Main struct {
 	// conns counts each user's STOMP connections over the cluster, in
 	// cluster mode (limits.go); closed after the gateway, before rdb.
 	conns *redis.Conns
+	jwt   *jwtauth.Verifier // JWT sign-in (jwt.go); nil when off
 }
 
 // Open opens the stores and starts listening. It returns once the node
@@ -260,10 +264,14 @@ func (m *Main) Open(ctx context.Context) error {
 	}
 	m.store = rp.hot
 
+	jv, err := m.openJWT()
+	if err != nil {
+		return err
+	}
 	svc := chat.New(chat.Config{
 		Store: rp.reads, TokenTTL: cfg.TokenTTL, MaxBody: cfg.MaxBody, KDF: cfg.KDF, Registerer: m.registry,
 		OnRevoke: endSessions, Seen: shownSeen{m}, Accounts: accountsOf(db), NameHold: cfg.DeletedNameHold,
-		KeepMessages: cfg.KeepDeletedMessages,
+		KeepMessages: cfg.KeepDeletedMessages, JWT: jv,
 	})
 	api, err := m.openAPI(svc, rdb, sendLimit, readLimit)
 	if err != nil {
@@ -404,6 +412,9 @@ func (m *Main) Close(ctx context.Context) error {
 	}
 	if m.conns != nil { // after the gateway's sessions, before the Redis client
 		m.conns.Close()
+	}
+	if m.jwt != nil { // after the sessions that verify tokens
+		m.jwt.Close()
 	}
 	for _, s := range m.ops {
 		if err := s.Close(); err != nil {
