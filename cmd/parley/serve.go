@@ -183,6 +183,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	slog.Info("parley serving", append([]any{"addr", m.Addr(), "stomp_addr", m.StompAddr(), "metrics_addr", m.MetricsAddr(), "data", cfg.Data, "version", versionString()}, cfg.servicesAttrs()...)...)
+	slog.Info("chat page: " + chatURL(m.Addr()))
 	<-ctx.Done()
 	slog.Info("parley shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -352,6 +353,19 @@ func (m *Main) openAPI(svc *chat.Service, rdb *goredis.Client, sendLimit, readLi
 
 // Addr returns the HTTP address the node listens on.
 func (m *Main) Addr() string { return m.ln.Addr().String() }
+
+// chatURL is the address of the chat page at / on the listener addr; an
+// unspecified host (":8080", "[::]:8080") is reached at 127.0.0.1.
+func chatURL(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://" + addr + "/"
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/"
+}
 
 // MetricsAddr returns the address that serves /metrics: the HTTP one
 // unless --metrics-addr is set.
