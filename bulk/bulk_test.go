@@ -137,7 +137,7 @@ func lines(file []byte) []string {
 
 func TestRoundTripSQLite(t *testing.T) {
 	src, srcPath := MustSQLite(t)
-	fill(t, src)
+	room := fill(t, src)
 	for _, secrets := range []bool{false, true} {
 		file := MustExportSQLite(t, srcPath, bulk.Options{WithSecrets: secrets})
 		dst, dstPath := MustSQLite(t)
@@ -147,6 +147,11 @@ func TestRoundTripSQLite(t *testing.T) {
 		}
 		if again := MustExportSQLite(t, dstPath, bulk.Options{WithSecrets: secrets}); !bytes.Equal(again, file) {
 			t.Errorf("secrets %v: export of the import differs:\n%s\nwant\n%s", secrets, again, file)
+		}
+		// Search works on what was imported, and skips the tombstone.
+		q, _ := parley.ParseQuery("hello")
+		if hits, err := dst.SearchRoom(ctx, room, q, 0, 50); err != nil || len(hits) != 6 {
+			t.Errorf("secrets %v: search of the imported room = %d hits, %v; want 6", secrets, len(hits), err)
 		}
 		if got := strings.Contains(string(file), `"password_hash"`); got != secrets {
 			t.Errorf("secrets %v: file holds password hashes: %v", secrets, got)
