@@ -39,7 +39,7 @@ func (s synthetic) Users(_ context.Context, _ string, _ bool, each func(*bulk.Us
 }
 
 func (synthetic) Tokens(context.Context, string, func(*bulk.Token) error) error { return nil }
-func (synthetic) NameHolds(context.Context, func(*bulk.NameHold) error) error  { return nil }
+func (synthetic) NameHolds(context.Context, func(*bulk.NameHold) error) error   { return nil }
 
 func (s synthetic) room(i int) bulk.Room {
 	return bulk.Room{Room: parley.Room{ID: s.roomID(i), Kind: parley.KindGroup, Title: fmt.Sprintf("Room %d", i),
@@ -79,7 +79,7 @@ func (s synthetic) Messages(_ context.Context, roomID string, each func(*parley.
 }
 
 func (synthetic) ChangeKeys(context.Context, string, func(*bulk.ChangeKey) error) error { return nil }
-func (synthetic) Bans(context.Context, string, func(*parley.Ban) error) error          { return nil }
+func (synthetic) Bans(context.Context, string, func(*parley.Ban) error) error           { return nil }
 
 func (s synthetic) Members(_ context.Context, roomID string, each func(*parley.Member) error) error {
 	for i := range s.users {
