@@ -200,6 +200,18 @@ func TestJWTServe(t *testing.T) {
 	}
 	tcp.expect("MESSAGE", "seq:2")
 
+	// A JWT user has no password, and Parley cannot revoke a JWT.
+	var e apiError
+	if st := ada.do("DELETE", "/api/me", map[string]string{"password": "guess"}, &e); st != http.StatusForbidden || e.Error.Code != "forbidden" {
+		t.Errorf("DELETE /api/me as a JWT user = %d %+v, want 403 forbidden", st, e)
+	}
+	if st := ada.do("DELETE", "/api/tokens/current", nil, &e); st != http.StatusBadRequest || e.Error.Code != "invalid" {
+		t.Errorf("DELETE /api/tokens/current with a JWT = %d %+v, want 400 invalid", st, e)
+	}
+	if st := ada.do("GET", "/api/me", nil, nil); st != http.StatusOK {
+		t.Errorf("GET /api/me after both refusals = %d, want 200", st)
+	}
+
 	// The provider rotates to a new key: its tokens work at once.
 	idp.serve("es-2")
 	cy := &client{t: t, base: "http://" + p.addr, token: idp.token("es-2", "sub-cy", "cyril", hour)}
