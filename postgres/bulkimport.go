@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -30,12 +31,15 @@ const (
 		ON CONFLICT DO NOTHING`
 )
 
-// importMessage stores a message with its search vector (none for a
-// tombstone), as a send and an edit do.
-var importMessage = `INSERT INTO messages (room_id, seq, id, sender_id, sender_name, body, client_id, sent_at, edited_at, deleted_at, change, tsv)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,
-			CASE WHEN $10::timestamptz IS NULL AND $6 <> '' THEN ` + tsvOf(true)("$6") + ` END)
-		ON CONFLICT DO NOTHING`
+// importMessages stores messages, one array a column, with their search
+// vectors (none for a tombstone), as a send and an edit do, and returns
+// the keys of those it wrote: one statement for a batch.
+var importMessages = `INSERT INTO messages (room_id, seq, id, sender_id, sender_name, body, client_id, sent_at, edited_at, deleted_at, change, tsv)
+	SELECT r, s, i, sn, nm, b, c, sa, ea, da, ch, CASE WHEN da IS NULL AND b <> '' THEN ` + tsvOf(true)("b") + ` END
+	FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+		$8::timestamptz[], $9::timestamptz[], $10::timestamptz[], $11::bigint[]) AS t (r, s, i, sn, nm, b, c, sa, ea, da, ch)
+	ON CONFLICT DO NOTHING
+	RETURNING room_id, seq`
 
 // Import implements bulk.Sink: it writes b in one transaction, each type's
 // records in one pipeline. It writes no events: the nodes' caches of what
@@ -202,34 +206,55 @@ func (im *pgImporter) rooms(rs []bulk.Room, n *bulk.Counts) error {
 
 // messages locks the rooms of ms, inserts ms, then moves those rooms'
 // counters to cover them.
-func (im *pgImporter) messages(ms []parley.Message, n *bulk.Counts) error {
+// roomSeq is a message's key.
+type roomSeq struct {
+	room string
+	seq  int64
+}
+
+func (im *pgImporter) messages(ms []parley.Message, counts *bulk.Counts) error {
 	if len(ms) == 0 {
 		return nil
 	}
 	var rooms []string
-	args := make([][]any, 0, len(ms))
+	n := len(ms)
+	var (
+		roomIDs, ids, senders, names, bodies, clients = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		seqs, changes                                 = make([]int64, n), make([]int64, n)
+		sent                                          = make([]time.Time, n)
+		edited, deleted                               = make([]*time.Time, n), make([]*time.Time, n)
+	)
 	for i := range ms {
 		m := &ms[i]
 		if len(rooms) == 0 || rooms[len(rooms)-1] != m.RoomID {
 			rooms = append(rooms, m.RoomID)
 		}
-		args = append(args, []any{m.RoomID, m.Seq, m.ID, m.SenderID, m.SenderName, m.Body, m.ClientID, m.SentAt,
-			m.EditedAt, m.DeletedAt, m.Change})
+		roomIDs[i], seqs[i], ids[i], senders[i], names[i], bodies[i], clients[i] = m.RoomID, m.Seq, m.ID, m.SenderID, m.SenderName, m.Body, m.ClientID
+		sent[i], edited[i], deleted[i], changes[i] = m.SentAt, m.EditedAt, m.DeletedAt, m.Change
 	}
 	slices.Sort(rooms)
 	if _, err := im.tx.Exec(im.ctx, `SELECT 1 FROM rooms WHERE id = ANY($1) ORDER BY id FOR UPDATE`, rooms); err != nil {
 		return fmt.Errorf("import messages: lock rooms: %w", err)
 	}
-	wrote, err := im.execAll(importMessage, args)
+	rows, err := im.tx.Query(im.ctx, importMessages, roomIDs, seqs, ids, senders, names, bodies, clients, sent, edited, deleted, changes)
 	if err != nil {
 		return fmt.Errorf("import messages: %w", err)
 	}
-	n.Messages = count(wrote)
+	wrote := map[roomSeq]bool{}
+	var k roomSeq
+	_, err = pgx.ForEachRow(rows, []any{&k.room, &k.seq}, func() error {
+		wrote[k] = true
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("import messages: %w", err)
+	}
+	counts.Messages = int64(len(wrote))
 	for i := range ms {
-		if wrote[i] {
+		m := &ms[i]
+		if wrote[roomSeq{m.RoomID, m.Seq}] {
 			continue
 		}
-		m := &ms[i]
 		var id string
 		err := im.tx.QueryRow(im.ctx, `SELECT id FROM messages WHERE room_id = $1 AND seq = $2`, m.RoomID, m.Seq).Scan(&id)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
@@ -239,12 +264,28 @@ func (im *pgImporter) messages(ms []parley.Message, n *bulk.Counts) error {
 			return bulk.MessageTaken(m, id)
 		}
 	}
-	_, err = im.tx.Exec(im.ctx, `UPDATE rooms SET last_seq = greatest(rooms.last_seq, t.seq),
-			last_change = greatest(rooms.last_change, t.change), last_activity_at = greatest(rooms.last_activity_at, t.sent_at)
-		FROM (SELECT room_id, max(seq) AS seq, max(change) AS change, max(sent_at) AS sent_at
-			FROM messages WHERE room_id = ANY($1) GROUP BY room_id) AS t
-		WHERE rooms.id = t.room_id`, rooms)
-	if err != nil {
+	// The rooms' counters cover what was written: one row a room.
+	var top []parley.Message // each room's highest seq, change and send time written
+	for i := range ms {
+		m := &ms[i]
+		if !wrote[roomSeq{m.RoomID, m.Seq}] {
+			continue
+		}
+		if len(top) == 0 || top[len(top)-1].RoomID != m.RoomID {
+			top = append(top, parley.Message{RoomID: m.RoomID})
+		}
+		t := &top[len(top)-1]
+		t.Seq, t.Change = max(t.Seq, m.Seq), max(t.Change, m.Change)
+		if m.SentAt.After(t.SentAt) {
+			t.SentAt = m.SentAt
+		}
+	}
+	var pb pgx.Batch
+	for _, t := range top {
+		pb.Queue(`UPDATE rooms SET last_seq = greatest(last_seq, $2), last_change = greatest(last_change, $3),
+			last_activity_at = greatest(last_activity_at, $4) WHERE id = $1`, t.RoomID, t.Seq, t.Change, t.SentAt)
+	}
+	if err := im.tx.SendBatch(im.ctx, &pb).Close(); err != nil {
 		return fmt.Errorf("import messages: room counters: %w", err)
 	}
 	return nil

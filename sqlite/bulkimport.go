@@ -20,9 +20,6 @@ var importStmts = [...]string{
 	`INSERT INTO rooms (id, kind, title, capacity, member_count, last_seq, last_change, retention_seconds,
 		last_activity_at, created_at, direct_key, num)
 		VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, nullif(?, ''), (SELECT coalesce(max(num), 0) + 1 FROM rooms)) ON CONFLICT DO NOTHING`,
-	`INSERT INTO messages (room_id, seq, id, sender_id, sender_name, body, client_id, sent_at, edited_at, deleted_at, change)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-	`INSERT INTO messages_fts (rowid, body) VALUES (?, ?)`,
 	`INSERT INTO change_keys (room_id, user_id, client_id, seq, deleted, change) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 	`INSERT INTO bans (room_id, user_id, actor_id, banned_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 	`INSERT INTO members (room_id, user_id, read_seq, joined_at, role) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
@@ -33,8 +30,6 @@ const (
 	impToken
 	impHold
 	impRoom
-	impMessage
-	impFTS
 	impChangeKey
 	impBan
 	impMember
@@ -66,6 +61,11 @@ func (s *Store) Import(ctx context.Context, b *bulk.Batch) (n bulk.Counts, err e
 		}
 		defer im.st[i].Close()
 	}
+	defer func() {
+		for _, st := range im.prepared {
+			st.Close()
+		}
+	}()
 	if n, err = im.run(b); err != nil {
 		return bulk.Counts{}, err
 	}
@@ -77,10 +77,11 @@ func (s *Store) Import(ctx context.Context, b *bulk.Batch) (n bulk.Counts, err e
 
 // importer is one Import's transaction.
 type importer struct {
-	ctx     context.Context
-	tx      *sql.Tx
-	st      [len(importStmts)]*sql.Stmt
-	noIndex bool
+	ctx      context.Context
+	tx       *sql.Tx
+	st       [len(importStmts)]*sql.Stmt
+	prepared map[string]*sql.Stmt // the grouped statements (stmt)
+	noIndex  bool
 }
 
 // exec runs statement i and reports whether it wrote a row.
@@ -178,60 +179,116 @@ func (im *importer) room(r *bulk.Room, n *bulk.Counts) error {
 	return bulk.SameRoom(r, &have)
 }
 
-// messages inserts ms and indexes them, then moves their rooms' counters.
+// The grouped statements of messages, by chunk size (chunks).
+func insertMessagesText(rows int) string {
+	return `INSERT INTO messages (room_id, seq, id, sender_id, sender_name, body, client_id, sent_at, edited_at, deleted_at, change)
+		VALUES ` + values(rows, 11) + ` ON CONFLICT DO NOTHING RETURNING room_id, seq`
+}
+
+func indexMessagesText(rows int) string {
+	return `INSERT INTO messages_fts (rowid, body) VALUES ` + values(rows, 2)
+}
+
+// stmt returns text prepared on the transaction, once per Import.
+func (im *importer) stmt(text string) (*sql.Stmt, error) {
+	if st := im.prepared[text]; st != nil {
+		return st, nil
+	}
+	st, err := im.tx.PrepareContext(im.ctx, text)
+	if err != nil {
+		return nil, err
+	}
+	if im.prepared == nil {
+		im.prepared = map[string]*sql.Stmt{}
+	}
+	im.prepared[text] = st
+	return st, nil
+}
+
+// messages inserts ms, a chunk a statement, indexes those it wrote, then
+// moves their rooms' counters.
 func (im *importer) messages(ms []parley.Message, n *bulk.Counts) error {
-	var room string
-	var num int64
-	var top parley.Message // the room's highest seq, change and send time written
-	bump := func() error {
+	type key struct {
+		room string
+		seq  int64
+	}
+	wrote := map[key]bool{}
+	args := make([]any, 0, chunkSizes[0]*11)
+	err := chunks(len(ms), func(start, size, _ int) error {
+		st, err := im.stmt(insertMessagesText(size))
+		if err != nil {
+			return err
+		}
+		args = args[:0]
+		for _, m := range ms[start : start+size] {
+			args = append(args, m.RoomID, m.Seq, m.ID, m.SenderID, m.SenderName, m.Body, m.ClientID, m.SentAt.UnixMicro(),
+				optMicroArg(m.EditedAt), optMicroArg(m.DeletedAt), m.Change)
+		}
+		rows, err := st.QueryContext(im.ctx, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		var k key
+		for rows.Next() {
+			if err := rows.Scan(&k.room, &k.seq); err != nil {
+				return err
+			}
+			wrote[k] = true
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return fmt.Errorf("import messages: %w", err)
+	}
+	n.Messages += int64(len(wrote))
+	var index []any // rowid, body pairs
+	for i := 0; i < len(ms); {
+		room := ms[i].RoomID
+		var num int64
+		if err := im.tx.QueryRowContext(im.ctx, `SELECT num FROM rooms WHERE id = ?`, room).Scan(&num); err != nil {
+			return fmt.Errorf("import messages of room %s: %w", room, err)
+		}
+		var top parley.Message // the room's highest seq, change and send time written
+		for ; i < len(ms) && ms[i].RoomID == room; i++ {
+			m := &ms[i]
+			if !wrote[key{m.RoomID, m.Seq}] {
+				var id string
+				err := im.tx.QueryRowContext(im.ctx, `SELECT id FROM messages WHERE room_id = ? AND seq = ?`, m.RoomID, m.Seq).Scan(&id)
+				if err != nil && !errors.Is(err, sql.ErrNoRows) {
+					return fmt.Errorf("import message %d of room %s: %w", m.Seq, m.RoomID, err)
+				}
+				if id != m.ID {
+					return bulk.MessageTaken(m, id)
+				}
+				continue
+			}
+			if m.DeletedAt == nil && m.Body != "" && !im.noIndex {
+				index = append(index, ftsKey(num, m.Seq), m.Body)
+			}
+			top.Seq, top.Change = max(top.Seq, m.Seq), max(top.Change, m.Change)
+			if m.SentAt.After(top.SentAt) {
+				top.SentAt = m.SentAt
+			}
+		}
 		if top.Seq == 0 {
-			return nil
+			continue
 		}
 		_, err := im.tx.ExecContext(im.ctx, `UPDATE rooms SET last_seq = max(last_seq, ?), last_change = max(last_change, ?),
 			last_activity_at = max(last_activity_at, ?) WHERE id = ?`, top.Seq, top.Change, top.SentAt.UnixMicro(), room)
-		top = parley.Message{}
-		return err
-	}
-	for i := range ms {
-		m := &ms[i]
-		if m.RoomID != room {
-			if err := bump(); err != nil {
-				return fmt.Errorf("import messages of room %s: %w", room, err)
-			}
-			room = m.RoomID
-			if err := im.tx.QueryRowContext(im.ctx, `SELECT num FROM rooms WHERE id = ?`, room).Scan(&num); err != nil {
-				return fmt.Errorf("import messages of room %s: %w", room, err)
-			}
-		}
-		ok, err := im.exec(impMessage, m.RoomID, m.Seq, m.ID, m.SenderID, m.SenderName, m.Body, m.ClientID, m.SentAt.UnixMicro(),
-			optMicroArg(m.EditedAt), optMicroArg(m.DeletedAt), m.Change)
 		if err != nil {
-			return fmt.Errorf("import message %d of room %s: %w", m.Seq, m.RoomID, err)
-		}
-		if !ok {
-			var id string
-			err := im.tx.QueryRowContext(im.ctx, `SELECT id FROM messages WHERE room_id = ? AND seq = ?`, m.RoomID, m.Seq).Scan(&id)
-			if err != nil && !errors.Is(err, sql.ErrNoRows) {
-				return fmt.Errorf("import message %d of room %s: %w", m.Seq, m.RoomID, err)
-			}
-			if id != m.ID {
-				return bulk.MessageTaken(m, id)
-			}
-			continue
-		}
-		n.Messages++
-		if m.DeletedAt == nil && m.Body != "" && !im.noIndex {
-			if _, err := im.exec(impFTS, ftsKey(num, m.Seq), m.Body); err != nil {
-				return fmt.Errorf("index message %d of room %s: %w", m.Seq, m.RoomID, err)
-			}
-		}
-		top.Seq, top.Change = max(top.Seq, m.Seq), max(top.Change, m.Change)
-		if m.SentAt.After(top.SentAt) {
-			top.SentAt = m.SentAt
+			return fmt.Errorf("import messages of room %s: %w", room, err)
 		}
 	}
-	if err := bump(); err != nil {
-		return fmt.Errorf("import messages of room %s: %w", room, err)
+	err = chunks(len(index)/2, func(start, size, _ int) error {
+		st, err := im.stmt(indexMessagesText(size))
+		if err == nil {
+			_, err = st.ExecContext(im.ctx, index[2*start:2*(start+size)]...)
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("index imported messages: %w", err)
 	}
 	return nil
 }
