@@ -129,6 +129,9 @@ type Token struct {
 	UserID    string
 	CreatedAt time.Time
 	ExpiresAt time.Time
+	// Key is the API key this credential is (apikeys.go); nil for a
+	// user's token. Never stored with the token.
+	Key *APIKey
 }
 
 // NewRoom asks for a room. Kind is KindGroup or KindDirect; PeerID names the

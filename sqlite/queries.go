@@ -15,6 +15,8 @@ type writeQueries struct {
 	people peopleWriteQueries // people.go
 	// Account deletion (accounts.go).
 	accounts accountWriteQueries
+	// Server API keys (apikeys.go).
+	apiKeys apiKeyWriteQueries
 	// The grouped statements of Send, one per chunk size (chunkSizes).
 	clientMessages, senderMembers, nextSeqs, insertMessages, senderReads [len(chunkSizes)]*query
 	// The edits, deletions and the full-text index (edits.go, search.go).
@@ -90,6 +92,7 @@ func (q *writeQueries) all() []*query {
 		q.markRead, q.begin, q.commit, q.rollback}
 	qs = append(qs, q.people.all()...)
 	qs = append(qs, q.accounts.all()...)
+	qs = append(qs, q.apiKeys.all()...)
 	qs = append(qs, q.clientMessages[:]...)
 	qs = append(qs, q.senderMembers[:]...)
 	qs = append(qs, q.nextSeqs[:]...)
@@ -105,6 +108,8 @@ type readQueries struct {
 	messagesBefore, messagesAfter, roomsFirst, roomsAfter *query
 	// The rooms a user wrote in (accounts.go).
 	senderRooms *query
+	// Server API keys (apikeys.go).
+	apiKeys apiKeyReadQueries
 	// changed_after and search (edits.go, search.go).
 	changes changeReads
 	people  peopleReadQueries // people.go
@@ -152,5 +157,5 @@ func (q *readQueries) all() []*query {
 		}
 	}
 	return append([]*query{q.ping, q.userByName, q.user, q.tokenUser, q.room, q.roomExists, q.member, q.members,
-		q.memberships, q.messagesBefore, q.messagesAfter, q.roomsFirst, q.roomsAfter, q.senderRooms}, append(q.people.all(), q.changes.all()...)...)
+		q.memberships, q.messagesBefore, q.messagesAfter, q.roomsFirst, q.roomsAfter, q.senderRooms}, append(append(q.people.all(), q.changes.all()...), q.apiKeys.all()...)...)
 }

@@ -1,0 +1,11 @@
+package sqlite_test
+
+import (
+	"testing"
+
+	"parley/parleytest"
+)
+
+func TestAPIKeys(t *testing.T) {
+	parleytest.RunAPIKeyTests(t, newStore)
+}
