@@ -45,6 +45,9 @@ type Config struct {
 	// users sign in with them wherever a Parley token is taken. Nil: a
 	// JWT is an unknown token.
 	JWT JWTVerifier
+	// Keys, when set, keeps server API keys (apikeys.go); nil: an API
+	// key is an unknown token.
+	Keys APIKeys
 	// KeepMessages: a deleted account's messages stay, shown under
 	// DeletedSenderName; false: they are tombstoned (their text erased).
 	KeepMessages bool
@@ -64,6 +67,7 @@ type Service struct {
 	nameHold time.Duration
 	jwt      JWTVerifier // nil: no JWT sign-in
 	keep     bool        // Config.KeepMessages
+	keys     APIKeys     // nil: no API keys
 
 	accepted    prometheus.Counter
 	provisioned prometheus.Counter // accounts made for outside identities
@@ -99,6 +103,7 @@ func New(cfg Config) *Service {
 		nameHold: cfg.NameHold,
 		jwt:      cfg.JWT,
 		keep:     cfg.KeepMessages,
+		keys:     cfg.Keys,
 		accepted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_messages_accepted_total",
 			Help: "Messages stored, from every transport (idempotent repeats excluded).",

@@ -17,6 +17,9 @@ func (s *Service) AuthenticateToken(ctx context.Context, token string) (parley.U
 	if s.isJWT(token) {
 		return s.authenticateJWT(ctx, token)
 	}
+	if parley.IsAPIKey(token) {
+		return s.authenticateKey(ctx, token)
+	}
 	u, t, err := s.store.TokenUser(ctx, tokenHash(token), s.now())
 	if err != nil {
 		return parley.User{}, parley.Token{}, err

@@ -397,3 +397,28 @@ func TestReplayMarksChanges(t *testing.T) {
 		}
 	})
 }
+
+// TestAPIKeyFrames: a session signed in with an API key may SUBSCRIBE
+// only with the scope history and SEND only with post: the other frame
+// is an ERROR forbidden.
+func TestAPIKeyFrames(t *testing.T) {
+	forEachTransport(t, Config{}, func(t *testing.T, e *env, tr string) {
+		poster, reader := e.chat.addKey("poster", parley.ScopePost), e.chat.addKey("reader", parley.ScopeHistory)
+		e.chat.addRoom("r1", poster, reader)
+
+		r := e.dial(t, tr)
+		r.connect("reader")
+		r.send(frame("SUBSCRIBE", "", "id:room", "destination:/topic/rooms.r1", "receipt:s1"))
+		r.expect("RECEIPT", "receipt-id:s1")
+		p := e.dial(t, tr)
+		p.connect("poster")
+		p.send(frame("SEND", "deploy done", "destination:/app/rooms.r1", "receipt:m1"))
+		p.expect("RECEIPT", "receipt-id:m1", "seq:1")
+		r.expect("MESSAGE", "seq:1", "sender:u-poster")
+
+		p.send(frame("SUBSCRIBE", "", "id:room", "destination:/topic/rooms.r1"))
+		p.expect("ERROR", "code:forbidden")
+		r.send(frame("SEND", "hi", "destination:/app/rooms.r1"))
+		r.expect("ERROR", "code:forbidden")
+	})
+}

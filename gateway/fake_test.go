@@ -24,8 +24,9 @@ type fakeChat struct {
 	msgs    map[string][]parley.Message  // room -> messages by seq-1
 	keys    map[[3]string]parley.Message // (room, sender, client id) -> message
 	sink    parley.EventSink
-	held    chan struct{} // when not nil, Send signals here and waits for its ctx (a commit that never comes)...
-	release chan struct{} // ...or, when not nil, until it is closed, then commits
+	apiKeys map[string]*parley.APIKey // token -> its API key (addKey)
+	held    chan struct{}             // when not nil, Send signals here and waits for its ctx (a commit that never comes)...
+	release chan struct{}             // ...or, when not nil, until it is closed, then commits
 	// authHook, when set, is called by AuthenticateToken after it looked
 	// the token up, before it answers.
 	authHook func(token string)
@@ -124,7 +125,23 @@ func (c *fakeChat) AuthenticateToken(ctx context.Context, token string) (parley.
 	if !set {
 		expires = time.Now().Add(24 * time.Hour)
 	}
-	return u, parley.Token{Hash: fakeTokenHash(token), UserID: u.ID, ExpiresAt: expires}, nil
+	t := parley.Token{Hash: fakeTokenHash(token), UserID: u.ID, ExpiresAt: expires}
+	c.mu.Lock()
+	t.Key = c.apiKeys[token]
+	c.mu.Unlock()
+	return u, t, nil
+}
+
+// addKey makes a bot whose token "token-<name>" is an API key with scopes.
+func (c *fakeChat) addKey(name string, scopes ...string) parley.User {
+	u := c.addUser(name)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.apiKeys == nil {
+		c.apiKeys = map[string]*parley.APIKey{}
+	}
+	c.apiKeys["token-"+name] = &parley.APIKey{Name: name, UserID: u.ID, Scopes: scopes}
+	return u
 }
 
 func (c *fakeChat) Authorize(ctx context.Context, u parley.User, roomID string) (parley.Member, error) {

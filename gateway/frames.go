@@ -51,6 +51,8 @@ func (s *session) handleFrame(f *stomp.Frame, rs *readState, connected bool) boo
 		}
 	case !connected:
 		err = parley.Errorf(parley.CodeUnauthorized, "the first frame must be CONNECT or STOMP, not %v", f.Command)
+	case keyRefusal(s.key, f) != nil:
+		err = keyRefusal(s.key, f) // keys.go
 	case f.Command == stomp.Subscribe:
 		if err = s.subscribe(f); err == nil {
 			receipt = nil // subscribe sent it, before any message
@@ -142,6 +144,7 @@ func (s *session) connect(f *stomp.Frame, rs *readState) error {
 	b := encodeControl(&c, v)
 
 	rs.sr.SetVersion(v)
+	s.key = tok.Key
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()

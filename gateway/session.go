@@ -56,6 +56,10 @@ type session struct {
 	regUser string // guarded by srv.mu: the user whose sessions in srv.users hold this one
 	overCap bool   // guarded by srv.mu: refused for the node's MaxConns (see Server.add)
 
+	// key is the API key the session signed in with (nil: a person's):
+	// set by connect and read by handleFrame, both on the frame reader.
+	key *parley.APIKey
+
 	mu          sync.Mutex // guards the following fields
 	room        sync.Cond  // on mu: signalled when the writer takes the queue
 	connected   bool

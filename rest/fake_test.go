@@ -26,6 +26,7 @@ type fakeChat struct {
 	direct   map[string]string            // DirectKey -> room id
 	keys     map[[3]string]parley.Message // (room, sender, client id) -> message
 	readSeqs map[[2]string]int64          // (room, user) -> read position
+	apiKeys  map[string]parley.Token      // API key token -> its Token (Key set)
 }
 
 type fakeUser struct {
@@ -52,7 +53,33 @@ func newFakeChat() *fakeChat {
 		direct:   map[string]string{},
 		keys:     map[[3]string]parley.Message{},
 		readSeqs: map[[2]string]int64{},
+		apiKeys:  map[string]parley.Token{},
 	}
+}
+
+// AuthenticateToken is Authenticate, and the API keys of addKey.
+func (c *fakeChat) AuthenticateToken(ctx context.Context, token string) (parley.User, parley.Token, error) {
+	c.mu.Lock()
+	t, ok := c.apiKeys[token]
+	c.mu.Unlock()
+	if ok {
+		return parley.User{ID: t.UserID, Name: "bot-" + t.Key.Name}, t, nil
+	}
+	u, err := c.Authenticate(ctx, token)
+	return u, parley.Token{UserID: u.ID}, err
+}
+
+// addKey makes an API key of a new bot (the bot is also a user of the
+// fake, so that it may join rooms) and returns its token.
+func (c *fakeChat) addKey(name string, scopes ...string) (string, parley.User) {
+	bot := parley.User{ID: parley.NewBotID(), Name: "bot-" + name}
+	token := parley.APIKeyPrefix + name + "_secret"
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.users[bot.Name] = fakeUser{user: bot}
+	c.tokens[token] = bot
+	c.apiKeys[token] = parley.Token{UserID: bot.ID, Key: &parley.APIKey{Name: name, UserID: bot.ID, Scopes: scopes}}
+	return token, bot
 }
 
 func errNoRoom() error { return parley.Errorf(parley.CodeNotFound, "room not found") }

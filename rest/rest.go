@@ -31,6 +31,9 @@ type Chat interface {
 	// Authenticate returns the owner of an unexpired access token, or
 	// fails with parley.CodeUnauthorized.
 	Authenticate(ctx context.Context, token string) (parley.User, error)
+	// AuthenticateToken is Authenticate that also returns the token: for
+	// an API key, its Key (apikeys.go).
+	AuthenticateToken(ctx context.Context, token string) (parley.User, parley.Token, error)
 	// Logout revokes an access token (parley.CodeUnauthorized for one that
 	// does not work); LogoutAll revokes every token of the user.
 	Logout(ctx context.Context, token string) error
@@ -443,6 +446,9 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (parley.U
 	if !ok {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="parley"`)
 		return parley.User{}, parley.Errorf(parley.CodeUnauthorized, "missing or malformed Authorization: Bearer header")
+	}
+	if parley.IsAPIKey(token) {
+		return h.authenticateKey(w, r, token)
 	}
 	u, err := h.chat.Authenticate(r.Context(), token)
 	if err != nil {
