@@ -60,6 +60,7 @@ commands:
   export    write a server's data, or one room's, as a parley-export file (JSON Lines)
   import    write a parley-export file into a stopped node or PostgreSQL, idempotently
   port      move a stopped SQLite node's data into PostgreSQL for cluster mode (--from DIR --to postgres://…)
+  apikey    create, list or revoke the server API keys of bots (parley apikey create -h)
   bench     drive a running server with a load scenario (parley bench -h)
   healthcheck  exit 0 if the node on --addr is healthy, 1 if not (--ready: /readyz)
   version   print the version (also --version, -v)
@@ -87,6 +88,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runImport(ctx, args[1:], stdout, stderr)
 	case "port":
 		return runPort(ctx, args[1:], stdout, stderr)
+	case "apikey":
+		return runAPIKey(ctx, args[1:], stdout, stderr)
 	case "bench":
 		return runBench(ctx, args[1:], stdout, stderr)
 	case "healthcheck":

@@ -83,6 +83,7 @@ type Config struct {
 	// KeepDeletedMessages: a deleted account's messages keep their text
 	// (--deleted-account-messages=keep; account.go).
 	KeepDeletedMessages bool
+	APIKeyWatch         time.Duration // how often revoked API keys are looked for (apikey.go)
 
 	Retention         time.Duration // how long messages are kept; 0: forever
 	RetentionInterval time.Duration // time between the retention sweeper's passes
@@ -146,6 +147,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Retention, "retention", 0, "how long messages are kept by default, e.g. 720h (a room's own retention_seconds replaces it): older ones become tombstones (their text gone from the store, the search index and every cache; clients get a deleted event); 0: forever")
 	fs.DurationVar(&c.RetentionInterval, "retention-interval", time.Minute, "time between the passes of the retention sweeper (for --retention and the rooms' own retention)")
 	c.accountFlags(fs)
+	c.apiKeyFlags(fs)
 	c.JWT.flags(fs)
 	fs.IntVar(&c.TypingMaxMembers, "typing-max-members", roomevents.DefaultTypingMaxMembers, "rooms with more members than this have no typing events (signals are accepted and absorbed), so one typist costs at most this many deliveries every 2 s")
 	fs.IntVar(&c.StompSendBuffer, "stomp-send-buffer", 64<<10, "kernel send buffer (SO_SNDBUF) of each STOMP connection in bytes, so that a client that stops reading is found by --stomp-queue (-1: the system's autotuned buffer)")
@@ -203,6 +205,7 @@ type Main struct {
 	http     *http.Server
 	sweeper  *accept.Sweeper    // the HTTP connections' deadlines
 	expiry   *retention.Sweeper // the retention sweeper; nil when the store cannot expire
+	keyWatch *chat.KeyWatch     // ends the sessions of API keys revoked elsewhere (apikey.go); nil-safe
 	ops      []*opsServer       // /metrics and pprof, when --metrics-addr or --debug-addr is set
 	hub      *hub.Hub
 	events   *roomevents.Events // room events (events.go)
@@ -272,8 +275,9 @@ func (m *Main) Open(ctx context.Context) error {
 	svc := chat.New(chat.Config{
 		Store: rp.reads, TokenTTL: cfg.TokenTTL, MaxBody: cfg.MaxBody, KDF: cfg.KDF, Registerer: m.registry,
 		OnRevoke: endSessions, Seen: shownSeen{m}, Accounts: accountsOf(db), NameHold: cfg.DeletedNameHold,
-		KeepMessages: cfg.KeepDeletedMessages, JWT: jv,
+		KeepMessages: cfg.KeepDeletedMessages, JWT: jv, Keys: keysOf(db),
 	})
+	m.keyWatch = svc.StartKeyWatch(cfg.APIKeyWatch)
 	api, err := m.openAPI(svc, rdb, sendLimit, readLimit)
 	if err != nil {
 		return err
@@ -438,6 +442,7 @@ func (m *Main) Close(ctx context.Context) error {
 	if m.expiry != nil { // before the store: a pass ends between two deletions
 		m.expiry.Close()
 	}
+	m.keyWatch.Close()
 	if m.store != nil {
 		if err := m.store.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close store: %w", err))
