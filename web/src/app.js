@@ -12,6 +12,16 @@ import { preview } from './changes.js';
 import { roomEvent, roomRefused } from './members.js';
 import { Search } from './search.js';
 import { ComposerLimit, copyInvite, fullText, isFull, unreadTitle } from './polish.js';
+import { bindTouch } from './actions.js';
+import { bindConfirm } from './confirm.js';
+import { Notifier } from './notify.js';
+import { panel } from './panel.js';
+import { Switcher } from './switcher.js';
+
+/** members says a member count in words: "1 member", "3 members". */
+export function members(n) {
+  return n === 1 ? '1 member' : `${n} members`;
+}
 
 const tokenKey = 'parley.token';
 
@@ -92,9 +102,13 @@ class App {
       token: this.api.token,
       onState: (s) => this.setConn(s),
       onConnected: () => this.connected(),
-      onUserMessage: (m) => this.noteMessage(m),
+      onUserMessage: (m) => {
+        this.noteMessage(m);
+        this.notifier.onMessage(m);
+      },
       onRoomMessage: (m) => {
         this.noteMessage(m);
+        this.notifier.onMessage(m);
         if (this.view && this.view.roomId === m.room_id) this.view.onMessage(m);
       },
       onRoomError: (roomId, err) => {
@@ -266,6 +280,7 @@ class App {
     e.room.last_seq = Math.max(e.room.last_seq, seq);
     e.readSeq = Math.max(e.readSeq, seq);
     this.renderRooms();
+    this.notifier.sentFirst();
   }
 
   markedRead(roomId, seq) {
@@ -388,7 +403,7 @@ class App {
       const room = await this.api.room(id);
       if (this.joinId !== id) return;
       setText($('join-title'), 'Join “' + this.roomName(room) + '”');
-      const seats = room.capacity > 0 ? `${room.member_count} of ${room.capacity} seats taken` : `${room.member_count} members`;
+      const seats = room.capacity > 0 ? `${room.member_count} of ${room.capacity} seats taken` : members(room.member_count);
       setText($('join-info'), seats);
       $('join-button').hidden = false;
       $('join-button').disabled = isFull(room);
@@ -424,10 +439,30 @@ class App {
     }
   }
 
+  // ---- keyboard
+
+  /** globalKey: Ctrl/Cmd+K switches room; Escape closes the panel (a dialog and an edit take their own). */
+  globalKey(ev) {
+    if ((ev.ctrlKey || ev.metaKey) && !ev.altKey && (ev.key === 'k' || ev.key === 'K')) {
+      ev.preventDefault();
+      this.switcher.open();
+      return;
+    }
+    if (ev.key === 'Escape' && !ev.defaultPrevented && !document.querySelector('dialog[open]')) {
+      if (panel.close()) ev.preventDefault();
+    }
+  }
+
   // ---- forms
 
   bindForms() {
     this.search = new Search(this); // the search box over every room (search.js)
+    panel.bind(); // the panel beside the timeline (panel.js)
+    bindConfirm(); // the confirmation dialog (confirm.js)
+    bindTouch($('messages')); // the message toolbar on a touch screen (actions.js)
+    this.notifier = new Notifier(this); // desktop notifications (notify.js)
+    this.switcher = new Switcher(this); // Ctrl+K (switcher.js)
+    document.addEventListener('keydown', (ev) => this.globalKey(ev));
     $('auth-form').addEventListener('submit', (ev) => {
       ev.preventDefault();
       const action = ev.submitter && ev.submitter.value === 'signup' ? 'signup' : 'login';
@@ -487,11 +522,15 @@ class App {
 
     $('invite-button').addEventListener('click', () => {
       if (!this.view) return;
-      const p = $('invite');
-      p.hidden = !p.hidden;
+      if (panel.isOpen('invite')) {
+        panel.close('invite');
+        return;
+      }
       const input = $('invite-link');
       input.value = location.origin + location.pathname + '#/join/' + encodeURIComponent(this.view.roomId);
-      if (!p.hidden) input.select();
+      panel.show('invite', 'Invite people', { focus: false });
+      input.focus();
+      input.select();
     });
     $('invite-copy').addEventListener('click', () => copyInvite($('invite-link'), $('invite-copy')));
 
@@ -517,6 +556,9 @@ class App {
       if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing) {
         ev.preventDefault();
         submit();
+      } else if (ev.key === 'ArrowUp' && !input.value && this.view && !ev.isComposing) {
+        // Up in an empty composer edits my last message.
+        if (this.view.changes.editLast()) ev.preventDefault();
       }
     });
     input.addEventListener('input', autosize);

@@ -8,6 +8,8 @@
 
 import { h, setText, randomId } from './dom.js';
 import { regroup } from './polish.js';
+import { addMessageAction, toolbar } from './actions.js';
+import { confirmAction } from './confirm.js';
 
 const enc = encodeURIComponent;
 
@@ -69,6 +71,14 @@ export function newer(a, b) {
   return (b.change || 0) > (a.change || 0);
 }
 
+// The toolbar's Edit and Delete (actions.js), for whom may use them.
+addMessageAction({ id: 'edit', label: 'Edit', order: 40, when: (m, ctx) => mayEdit(m, ctx.app.me.id), run: (m, ctx) => ctx.changes.startEdit(m.seq) });
+addMessageAction({
+  id: 'delete', label: 'Delete', order: 90,
+  when: (m, ctx) => mayDelete(m, ctx.app.me.id, ctx.changes.role, ctx.view.room ? ctx.view.room.kind : ''),
+  run: (m, ctx) => ctx.changes.askDelete(m.seq),
+});
+
 /**
  * Changes keeps one open room's messages current and draws their change
  * state and controls. view is the ChatView (msgs, list, room, people).
@@ -82,6 +92,12 @@ export class Changes {
     this.role = '';
     this.catching = null; // the catch-up in progress
     this.again = false; // another catch-up was asked for meanwhile
+    this.deleteKeys = new Map(); // seq -> client_id of its deletion, for a retry
+  }
+
+  /** ctx is what the toolbar's actions get. */
+  get ctx() {
+    return { app: this.app, view: this.view, changes: this, role: this.role };
   }
 
   get lastChange() {
@@ -162,7 +178,7 @@ export class Changes {
     regroup(next);
   }
 
-  /** rolesChanged draws the controls again when the user's role here changed. */
+  /** rolesChanged draws the toolbars again when the user's role here changed. */
   rolesChanged(role) {
     if (role === this.role) return;
     this.role = role;
@@ -176,8 +192,8 @@ export class Changes {
   }
 
   /**
-   * decorate adds a rendered message's change state and controls, in a
-   * line of their own under the body (a grouped message hides its meta).
+   * decorate adds a rendered message's change state ("edited", "message
+   * deleted") and its toolbar (actions.js).
    */
   decorate(el, m) {
     const foot = h('div', { class: 'msg-foot' });
@@ -188,47 +204,54 @@ export class Changes {
       el.classList.add('edited');
       foot.append(h('span', { class: 'msg-edited', title: 'edited ' + new Date(m.edited_at).toLocaleString() }, 'edited'));
     }
-    if (m.seq) foot.append(this.actions(m));
     el.querySelector('.msg-body').after(foot);
+    if (m.seq) el.append(this.actions(m));
   }
 
-  /** actions is the Edit and Delete controls the user may use on m (empty when none). */
+  /** actions is the toolbar of the actions the user may use on m (empty when none). */
   actions(m) {
-    const me = this.app.me.id;
-    const room = this.view.room;
-    const bar = h('span', { class: 'msg-actions' });
-    if (mayEdit(m, me)) {
-      bar.append(h('button', { type: 'button', class: 'link-button msg-edit', onclick: () => this.startEdit(m.seq) }, 'Edit'));
-    }
-    if (mayDelete(m, me, this.role, room ? room.kind : '')) {
-      bar.append(h('button', { type: 'button', class: 'link-button msg-delete', onclick: () => this.askDelete(m.seq, bar) }, 'Delete'));
-    }
-    return bar;
+    return toolbar(m, this.ctx);
   }
 
-  /** askDelete asks once more in place (no dialog), then deletes. */
-  askDelete(seq, bar) {
-    bar.replaceChildren(
-      document.createTextNode('Delete this message? '),
-      h('button', { type: 'button', class: 'link-button msg-delete-confirm', onclick: () => this.remove(seq, bar) }, 'Delete'),
-      h('button', { type: 'button', class: 'link-button msg-cancel', onclick: () => {
-        const m = this.view.msgs.get(seq);
-        if (m) bar.replaceWith(this.actions(m));
-      } }, 'Cancel'),
-    );
+  /** askDelete confirms in a small dialog, then deletes. */
+  async askDelete(seq) {
+    const m = this.view.msgs.get(seq);
+    const mine = m && m.sender_id === this.app.me.id;
+    const ok = await confirmAction({
+      title: 'Delete this message?',
+      text: mine ? 'It is deleted for everyone in the room. This cannot be undone.'
+        : `This deletes ${m ? m.sender_name : 'someone'}’s message for everyone in the room. This cannot be undone.`,
+      ok: 'Delete',
+    });
+    if (ok && !this.view.closed) await this.remove(seq);
   }
 
-  async remove(seq, bar) {
-    // One key for the confirm bar: a Delete pressed again after a failure
+  async remove(seq) {
+    // One key per message: a Delete confirmed again after a failure
     // (whose answer may have been lost) is the same deletion.
-    bar.dataset.clientId ||= randomId();
+    if (!this.deleteKeys.has(seq)) this.deleteKeys.set(seq, randomId());
     try {
-      await changesApi.remove(this.app.api, this.roomId, seq, bar.dataset.clientId);
+      await changesApi.remove(this.app.api, this.roomId, seq, this.deleteKeys.get(seq));
       // 204 has no body: read the tombstone with the room's other changes.
       await this.catchUp();
     } catch (e) {
-      this.fail(bar.closest('li'), 'Not deleted: ' + e.message);
+      this.fail(this.view.list.querySelector(`li[data-seq="${seq}"]`), 'Not deleted: ' + e.message);
     }
+  }
+
+  /** editLast starts editing the user's newest message that may be edited (Up in an empty composer). */
+  editLast() {
+    const me = this.app.me.id;
+    let best = null;
+    for (const [seq, m] of this.view.msgs) if (mayEdit(m, me) && (!best || seq > best.seq)) best = m;
+    if (!best) return false;
+    this.startEdit(best.seq);
+    return true;
+  }
+
+  /** editing reports whether a message is being edited. */
+  get editing() {
+    return !!this.view.list.querySelector('.msg-edit-form');
   }
 
   /** startEdit puts the message's text into a small form in place of its body. */
@@ -237,6 +260,8 @@ export class Changes {
     const el = this.view.list.querySelector(`li[data-seq="${seq}"]`);
     if (!m || !el || el.querySelector('.msg-edit-form')) return;
     const body = el.querySelector('.msg-body');
+    el.classList.add('editing'); // only Save and Cancel while editing
+    el.classList.remove('tools-open');
     const input = h('textarea', { class: 'msg-edit-input', rows: '2', 'aria-label': 'Edit message' });
     input.value = m.body;
     const cancel = () => {
@@ -273,11 +298,16 @@ export class Changes {
         e.preventDefault();
         form.requestSubmit();
       } else if (e.key === 'Escape') {
+        e.preventDefault();
+        e.stopPropagation(); // Escape cancels the edit, not the panel
         cancel();
+        document.getElementById('composer-input')?.focus();
       }
     });
     body.replaceWith(form);
     input.focus();
+    input.setSelectionRange(input.value.length, input.value.length);
+    el.scrollIntoView({ block: 'nearest' });
   }
 
   fail(el, text) {

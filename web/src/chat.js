@@ -2,10 +2,12 @@
 // scrolling up, live messages in seq order, sends shown as "sending…" until
 // their RECEIPT, and the read position sent while the view is at the bottom.
 
-import { $, h, setText, fullTime, messageTime, randomId } from './dom.js';
+import { $, h, setText, randomId } from './dom.js';
 import { Changes } from './changes.js';
 import { People } from './members.js';
-import { linkify, regroup } from './polish.js';
+import { regroup } from './polish.js';
+import { renderMarkdown } from './markdown.js';
+import { avatar, clock, markFirstUnread, msgTime, refreshTimes } from './timeline.js';
 
 const pageSize = 50;
 
@@ -41,6 +43,11 @@ export class ChatView {
     this.scroller = $('messages-scroll');
     this.onScroll = () => this.scrolled();
     this.onVisible = () => this.maybeMarkRead();
+    // The first unread message gets the "New messages" line: what the room
+    // list knew was read when the room opened.
+    const entry = app.rooms.get(roomId);
+    this.readBefore = entry && entry.room.last_seq > entry.readSeq ? entry.readSeq : -1;
+    this.timesTimer = 0;
     this.people = new People(app, this); // members, typing, seen (members.js)
     this.changes = new Changes(app, this); // edits and deletions (changes.js)
   }
@@ -71,6 +78,7 @@ export class ChatView {
       this.showRoom(room);
       for (const m of page.messages) this.insert(m);
       if (newer) for (const m of newer.messages) this.insert(m);
+      this.markUnread();
       this.hasOlder = page.messages.length === pageSize && this.minSeq > 1;
       setText($('history-status'), this.msgs.size === 0 ? 'No messages yet. Say hello!' : '');
       this.updateOlderButton();
@@ -87,6 +95,7 @@ export class ChatView {
     // Live from here: the subscription resumes after the newest message
     // shown, so whatever was sent while the page loaded arrives too.
     app.live.openRoom(this.roomId, () => this.maxSeq);
+    this.timesTimer = setInterval(() => refreshTimes(this.list), 30000);
     this.people.open();
     this.fillViewport();
     this.maybeMarkRead();
@@ -103,8 +112,20 @@ export class ChatView {
     return true;
   }
 
+  /** markUnread draws the "New messages" line above the first message after the read position. */
+  markUnread() {
+    if (this.readBefore < 0) return;
+    const me = this.app.me.id;
+    let first = null;
+    for (const li of this.list.querySelectorAll('li[data-seq]')) {
+      if (Number(li.dataset.seq) > this.readBefore && li.dataset.sender !== me) { first = li; break; }
+    }
+    if (first) markFirstUnread(this.list, first);
+  }
+
   close() {
     this.closed = true;
+    clearInterval(this.timesTimer);
     this.people.close();
     if (this.app.live) this.app.live.closeRoom(this.roomId);
     this.scroller.removeEventListener('scroll', this.onScroll);
@@ -153,7 +174,10 @@ export class ChatView {
   onMessage(m) {
     const wasAtBottom = this.atBottom();
     const gap = this.maxSeq > 0 && m.seq > this.maxSeq + 1;
+    const unseen = m.sender_id !== this.app.me.id && !this.msgs.has(m.seq) &&
+      (document.visibilityState !== 'visible' || !wasAtBottom) && !this.list.querySelector('.first-unread');
     this.insert(m);
+    if (unseen) markFirstUnread(this.list, this.list.querySelector(`li[data-seq="${m.seq}"]`));
     this.people.onMessage(m);
     setText($('history-status'), '');
     if (!this.pinned && (wasAtBottom || m.sender_id === this.app.me.id)) this.scrollToBottom();
@@ -202,17 +226,28 @@ export class ChatView {
     regroup(el);
   }
 
+  /**
+   * render draws one message: avatar, name and time (hidden on a message
+   * that continues its sender's group, which shows its time on hover),
+   * the body as formatted text (markdown.js), the toolbar (changes.js).
+   */
   render(m, status) {
     const mine = m.sender_id === this.app.me.id;
+    const name = mine ? this.app.me.name : m.sender_name || 'Someone';
     const attrs = { class: mine ? 'msg mine' : 'msg', dataset: { sender: m.sender_id, at: m.sent_at || '' } };
     if (m.seq) attrs.dataset.seq = String(m.seq);
     const el = h('li', attrs,
-      h('div', { class: 'msg-meta' },
-        h('span', { class: 'msg-sender' }, mine ? 'You' : m.sender_name),
-        m.sent_at ? h('time', { datetime: m.sent_at, title: fullTime(m.sent_at) }, messageTime(m.sent_at)) : null,
+      h('div', { class: 'msg-gutter' },
+        avatar(name),
+        m.sent_at ? h('time', { class: 'msg-clock', datetime: m.sent_at, 'aria-hidden': 'true' }, clock(m.sent_at)) : null),
+      h('div', { class: 'msg-main' },
+        h('div', { class: 'msg-meta' },
+          h('span', { class: 'msg-sender' }, name),
+          m.sent_at ? msgTime(m.sent_at) : null,
+        ),
+        h('div', { class: 'msg-body' }, ...renderMarkdown(m.body || '')),
+        status ? h('p', { class: 'msg-status' }, status) : null,
       ),
-      h('p', { class: 'msg-body' }, ...linkify(m.body)),
-      status ? h('p', { class: 'msg-status' }, status) : null,
     );
     this.changes.decorate(el, m);
     return el;

@@ -6,6 +6,8 @@
 
 import { $, h, setText, fullTime } from './dom.js';
 import { Recent, Typists, TypingThrottle, typingText } from './events.js';
+import { confirmAction } from './confirm.js';
+import { panel, narrow } from './panel.js';
 
 const enc = encodeURIComponent;
 
@@ -196,7 +198,11 @@ export class People {
     setText($('typing'), '');
     $('composer-input').disabled = false;
     $('composer').querySelector('button[type=submit]').disabled = false;
-    this.showPanel(localStorage.getItem('parley.people') === 'open');
+    // Open or closed is remembered; a phone opens the room, not the panel over it.
+    this.offPanel = panel.onChange((cur, was) => {
+      if (was === 'people' && !this.closed) localStorage.setItem('parley.people', 'closed');
+    });
+    this.showPanel(localStorage.getItem('parley.people') === 'open' && !narrow(), false);
     this.load();
   }
 
@@ -217,6 +223,9 @@ export class People {
     setText($('people-button'), 'People');
     for (const id of ['people', 'room-settings', 'room-retention', 'bans', 'leave-button', 'members-more']) $(id).hidden = true;
     this.seenEl.remove();
+    if (this.offPanel) this.offPanel();
+    panel.close('people');
+    panel.close('invite');
   }
 
   get room() {
@@ -234,14 +243,14 @@ export class People {
   }
 
   toggle() {
-    const open = $('people').hidden;
+    const open = !panel.isOpen('people');
     localStorage.setItem('parley.people', open ? 'open' : 'closed');
-    this.showPanel(open);
+    this.showPanel(open, true);
   }
 
-  showPanel(open) {
-    $('people').hidden = !open;
-    $('people-button').setAttribute('aria-expanded', String(open));
+  showPanel(open, focus) {
+    if (open) panel.show('people', 'People', { focus });
+    else panel.close('people');
   }
 
   /** load reads the members from the first page (or cursor's page on). */
@@ -354,7 +363,9 @@ export class People {
     this.typists.clear();
     this.members.clear();
     this.render();
-    for (const id of ['people', 'people-button', 'invite-button', 'invite']) $(id).hidden = true;
+    panel.close('people');
+    panel.close('invite');
+    for (const id of ['people-button', 'invite-button']) $(id).hidden = true;
     setText($('chat-error'), text);
     $('composer-input').disabled = true;
     $('composer').querySelector('button[type=submit]').disabled = true;
@@ -382,7 +393,7 @@ export class People {
     const list = [...this.members.values()].sort(byPresence);
     const online = list.filter((m) => m.online).length;
     const count = this.room ? this.room.member_count : list.length;
-    setText($('people-button'), `People (${online} online)`);
+    $('people-button').replaceChildren('People', h('span', { class: 'head-count' }, ` (${online} online)`));
     setText($('people-heading'), count === 1 ? '1 member' : `${count} members`);
     $('member-list').replaceChildren(...list.map((m) => this.renderMember(m, mine, m.user.id === meId)));
     $('members-more').hidden = !this.cursor;
@@ -422,11 +433,13 @@ export class People {
     if (allowed.remove) {
       actions.push(h('button', {
         type: 'button', class: 'secondary small', dataset: { action: 'remove' },
-        onclick: () => this.act(peopleApi.remove(this.app.api, this.roomId, m.user.id, false)),
+        onclick: () => this.confirmed({ title: `Remove ${m.user.name}?`, text: `${m.user.name} leaves the room and may join again by its link.`, ok: 'Remove' },
+          () => peopleApi.remove(this.app.api, this.roomId, m.user.id, false)),
       }, 'Remove'));
       actions.push(h('button', {
         type: 'button', class: 'secondary small danger', dataset: { action: 'ban' },
-        onclick: () => this.act(peopleApi.remove(this.app.api, this.roomId, m.user.id, true)),
+        onclick: () => this.confirmed({ title: `Ban ${m.user.name}?`, text: `${m.user.name} leaves the room and may not join again until unbanned.`, ok: 'Ban' },
+          () => peopleApi.remove(this.app.api, this.roomId, m.user.id, true)),
       }, 'Ban'));
     }
     return h('li', { class: 'member', dataset: { user: m.user.id, online: String(!!m.online), role: m.role } },
@@ -452,6 +465,12 @@ export class People {
             onclick: () => this.act(peopleApi.unban(this.app.api, this.roomId, user.id), () => this.loadBans()),
           }, 'Unban')));
     }));
+  }
+
+  /** confirmed asks in the small dialog, then runs the request. */
+  async confirmed(question, request) {
+    if (!(await confirmAction(question)) || this.closed) return;
+    await this.act(request());
   }
 
   /** act runs a moderation request; a refusal shows the server's reason as text. */
@@ -493,6 +512,13 @@ export class People {
   }
 
   async leave() {
+    const title = this.room ? this.app.roomName(this.room) : 'this room';
+    const ok = await confirmAction({
+      title: `Leave “${title}”?`,
+      text: this.direct ? 'The chat leaves your list.' : 'You may join again by its invite link, if there is a free seat.',
+      ok: 'Leave',
+    });
+    if (!ok || this.closed) return;
     setText($('people-error'), '');
     try {
       await peopleApi.leave(this.app.api, this.roomId);

@@ -28,27 +28,8 @@ export function linkify(text) {
   return out;
 }
 
-/** groupGap is how close two messages of one sender must be to share a header. */
-const groupGap = 5 * 60 * 1000;
-
-function continues(prev, el) {
-  if (!prev || !el || !prev.dataset.sender || prev.dataset.sender !== el.dataset.sender) return false;
-  const a = Date.parse(prev.dataset.at || '');
-  const b = Date.parse(el.dataset.at || '');
-  // A message still sending has no time yet: it follows the one before.
-  return Number.isNaN(b) || (!Number.isNaN(a) && b - a >= 0 && b - a < groupGap);
-}
-
-/**
- * regroup marks el, and the element after it, as continuing the message
- * before (same sender, within five minutes): such a message shows no
- * name and time of its own. Call it whenever el enters the list.
- */
-export function regroup(el) {
-  for (const x of [el, el && el.nextElementSibling]) {
-    if (x) x.classList.toggle('cont', continues(x.previousElementSibling, x));
-  }
-}
+// Grouping and day separators moved to timeline.js; the old name stays.
+export { regroup } from './timeline.js';
 
 /** byteLength is the UTF-8 length of s, as the server counts --max-body. */
 export function byteLength(s) {

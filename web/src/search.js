@@ -4,6 +4,7 @@
 // next_cursor. Every hit's text enters the page as text.
 
 import { $, h, setText, shortTime, fullTime } from './dom.js';
+import { panel, narrow } from './panel.js';
 
 export const searchApi = {
   search: (api, q, cursor) => {
@@ -30,6 +31,14 @@ export class Search {
     });
     $('search-more').addEventListener('click', () => this.more());
     $('search-close').addEventListener('click', () => this.close());
+    // The panel's own close (×, Back, Escape) ends the search too.
+    panel.onChange((cur, was) => {
+      if (was === 'search' && cur !== 'search') this.reset();
+    });
+    // On a phone a hit opens its room in place of the results.
+    $('search-results').addEventListener('click', (e) => {
+      if (e.target.closest('a') && narrow()) panel.close('search');
+    });
   }
 
   /** run starts a search for q (words; the server ignores every other character). */
@@ -41,7 +50,7 @@ export class Search {
     this.q = q;
     this.cursor = null;
     $('search-results').replaceChildren();
-    $('search').hidden = false;
+    panel.show('search', 'Search results', { focus: false });
     await this.page(true);
   }
 
@@ -82,10 +91,14 @@ export class Search {
   }
 
   close() {
+    if (!panel.close('search')) this.reset();
+    $('search-input').focus();
+  }
+
+  reset() {
     this.n++;
     this.q = '';
     this.cursor = null;
-    $('search').hidden = true;
     $('search-results').replaceChildren();
     setText($('search-status'), '');
   }

@@ -13,7 +13,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { Server, Proxy, launchBrowser, parleyBinary, tempDir } from './harness.mjs';
-import { person, until, waitLive, signUp, say, api, openRoom, shot } from './pages.mjs';
+import { person, until, waitLive, signUp, say, api, openRoom, shot, confirmDialog } from './pages.mjs';
 
 let tmp, server, proxy, browser;
 let alice, bob;
@@ -48,8 +48,15 @@ function bodyOf(page, seq) {
   }, li(seq));
 }
 
+/** controls are the Edit and Delete of a message's toolbar (Copy link is everyone's). */
 function controls(page, seq) {
-  return page.evaluate((sel) => [...document.querySelectorAll(sel + ' .msg-actions button')].map((b) => b.textContent), li(seq));
+  return page.evaluate((sel) => [...document.querySelectorAll(sel + ' .msg-actions button:not([data-action="copy-link"])')].map((b) => b.textContent), li(seq));
+}
+
+/** deleteMessage deletes message seq from p's toolbar, confirming in the dialog. */
+async function deleteMessage(page, seq) {
+  await page.click(`${li(seq)} .msg-delete`);
+  await confirmDialog(page, 'Delete');
 }
 
 /** whileBobIsAway cuts bob's network, runs fn, and waits for his page to be live again. */
@@ -102,7 +109,7 @@ test('alice and bob share a room; each page offers only the controls its user ma
   const bobLive = await bob.page.evaluate(() => Number([...document.querySelectorAll('#messages li[data-seq]')].find((e) =>
     e.querySelector('.msg-body')?.textContent === 'a live one from bob').dataset.seq));
   seqs.bobLive = bobLive;
-  await until(bob.page, 'bob’s controls', (sel) => document.querySelectorAll(sel + ' .msg-actions button').length === 2, li(bobLive));
+  await until(bob.page, 'bob’s controls', (sel) => document.querySelectorAll(sel + ' .msg-actions button:not([data-action="copy-link"])').length === 2, li(bobLive));
   assert.deepEqual(await controls(bob.page, bobLive), ['Edit', 'Delete']);
   assert.deepEqual(await controls(bob.page, bobLive - 1), [], 'a member has no control on someone else’s message');
   // alice, the owner, may delete bob's message but not edit it.
@@ -160,8 +167,7 @@ test('with the server’s live events, an edit and a deletion reach bob without 
   }, li(seq));
   // A deletion too, live.
   const gone = seqs.bobLive - 3;
-  await alice.page.click(`${li(gone)} .msg-delete`);
-  await alice.page.click(`${li(gone)} .msg-delete-confirm`);
+  await deleteMessage(alice.page, gone);
   await until(bob.page, 'bob sees the deletion live', (sel) => document.querySelector(sel + ' .msg-body')?.textContent === 'message deleted', li(gone));
   assert.equal(await bob.page.evaluate(() => document.body.textContent.includes('filler number 57')), false);
 });
@@ -236,8 +242,7 @@ test('alice deletes her message while bob is away: his page says "message delete
   const seq = seqs.bobLive - 1; // "filler turned papaya"
   await until(bob.page, 'the message on bob’s page', (sel) => !!document.querySelector(sel), li(seq));
   await whileBobIsAway(async () => {
-    await alice.page.click(`${li(seq)} .msg-delete`);
-    await alice.page.click(`${li(seq)} .msg-delete-confirm`);
+    await deleteMessage(alice.page, seq);
     await until(alice.page, 'alice sees it deleted', (sel) => document.querySelector(sel + ' .msg-body')?.textContent === 'message deleted', li(seq));
   });
   await until(bob.page, 'bob sees it deleted after the reconnect', (sel) => {
@@ -247,13 +252,13 @@ test('alice deletes her message while bob is away: his page says "message delete
   assert.equal(await bob.page.evaluate(() => document.body.textContent.includes('papaya')), false, 'the text is gone from bob’s DOM');
   assert.equal(await alice.page.evaluate(() => document.body.textContent.includes('papaya')), false, 'and from alice’s');
   assert.deepEqual(await controls(alice.page, seq), [], 'a deleted message has no controls');
+  assert.equal(await alice.page.evaluate((sel) => document.querySelectorAll(sel + ' .msg-actions button').length, li(seq)), 0, 'nor a toolbar');
 });
 
 test('the owner deletes bob’s message; bob sees it deleted', async () => {
   const seq = seqs.bobLive;
   await whileBobIsAway(async () => {
-    await alice.page.click(`${li(seq)} .msg-delete`);
-    await alice.page.click(`${li(seq)} .msg-delete-confirm`);
+    await deleteMessage(alice.page, seq);
     await until(alice.page, 'alice sees bob’s message deleted', (sel) => document.querySelector(sel + ' .msg-body')?.textContent === 'message deleted', li(seq));
   });
   await until(bob.page, 'bob sees his message deleted', (sel) => {
@@ -323,8 +328,7 @@ test('an edit and a deletion whose answers are lost are sent again with their cl
     assert.equal(keys.PATCH[1], keys.PATCH[0], 'the edit sent again reuses its client_id');
     assert.equal(await lastChange(), before + 1, 'one edit sent twice took one change number');
 
-    await alice.page.click(`${li(seq)} .msg-delete`);
-    await alice.page.click(`${li(seq)} .msg-delete-confirm`);
+    await deleteMessage(alice.page, seq);
     await until(alice.page, 'alice sees the tombstone', (sel) =>
       document.querySelector(sel + ' .msg-body')?.textContent === 'message deleted', li(seq));
     await resent.DELETE;

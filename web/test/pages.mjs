@@ -83,6 +83,22 @@ export async function showPeople(page) {
   await until(page, 'members panel open', () => !document.getElementById('people').hidden);
 }
 
+/** hidePanel closes the panel beside the timeline (on a phone it takes the screen) if one is open. */
+export async function hidePanel(page) {
+  if (!(await page.evaluate(() => document.getElementById('panel').hidden))) {
+    await page.click(await page.evaluate(() => (getComputedStyle(document.getElementById('panel-close')).display === 'none' ? '#panel-back' : '#panel-close')));
+  }
+  await until(page, 'panel closed', () => document.getElementById('panel').hidden);
+}
+
+/** confirmDialog presses the action's button (its word is ok) in the confirmation dialog, and waits for it to close. */
+export async function confirmDialog(page, ok) {
+  await until(page, 'the confirmation dialog', (w) => document.getElementById('confirm-dialog').open &&
+    document.getElementById('confirm-ok').textContent === w, ok);
+  await page.click('#confirm-ok');
+  await until(page, 'the dialog closed', () => !document.getElementById('confirm-dialog').open);
+}
+
 /** memberState is [name, online, role] of each member listed, in order. */
 export function memberState(page) {
   return page.evaluate(() => [...document.querySelectorAll('#member-list li')].map((li) => [

@@ -14,7 +14,7 @@ import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { Server, launchBrowser, parleyBinary, tempDir } from './harness.mjs';
-import { person, until, signUp, say, api, openRoom, showPeople } from './pages.mjs';
+import { person, until, signUp, say, api, openRoom, showPeople, confirmDialog } from './pages.mjs';
 
 const env = {
   store: process.env.PARLEY_TEST_POSTGRES,
@@ -161,6 +161,7 @@ test('bob\'s dot on node 1 goes grey when his browser on node 2 closes', { skip 
 test('alice on node 1 removes bob; his page on node 2 says so at once', { skip }, async () => {
   await until(bob.page, 'bob in the room', () => !document.getElementById('chat-view').hidden && document.getElementById('chat-error').textContent === '');
   await alice.page.click('#member-list li >> text=bob >> xpath=.. >> button[data-action=remove]');
+  await confirmDialog(alice.page, 'Remove');
   await until(bob.page, 'bob is told', () => /removed from this room|no longer a member/.test(document.getElementById('chat-error').textContent));
   await until(bob.page, 'the room leaves bob\'s list', (id) => !document.querySelector(`#room-list a[data-room="${id}"]`), roomId);
   await until(alice.page, 'one seat taken again', () => document.getElementById('chat-members').textContent === '1 of 3 seats taken');

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { Server, launchBrowser, parleyBinary, tempDir } from './harness.mjs';
 import {
-  person, until, waitLive, signUp, say, api, openRoom, showPeople, memberState, seats, typingSends, shot,
+  person, until, waitLive, signUp, say, api, openRoom, showPeople, hidePanel, confirmDialog, memberState, seats, typingSends, shot,
 } from './pages.mjs';
 
 let tmp, server, browser;
@@ -72,6 +72,7 @@ test('alice opens a five-seat room; bob and carol join and her seat count follow
 
 test('bob typing shows "bob is typing…" to the others, sent at most once every 2 s', async () => {
   const before = typingSends(bob, roomId).length;
+  await hidePanel(bob.page); // on his phone the members panel takes the screen
   await bob.page.click('#composer-input');
   await bob.page.keyboard.type('hello every', { delay: 20 });
   await until(alice.page, 'alice sees bob typing', () => document.getElementById('typing').textContent === 'bob is typing…');
@@ -173,7 +174,9 @@ test('a refused change shows the server\'s reason as text; a rename reaches ever
 });
 
 test('carol, banned by bob, is told at once; she cannot join again until unbanned', async () => {
+  await showPeople(bob.page);
   await bob.page.click('#member-list li >> text=carol >> xpath=.. >> button[data-action=ban]');
+  await confirmDialog(bob.page, 'Ban');
   // Told by the member event, or by the ERROR that ends her session when it comes first.
   await until(carol.page, 'carol is told', () => /removed from this room|no longer a member of this room: you were banned/
     .test(document.getElementById('chat-error').textContent));
@@ -207,12 +210,14 @@ test('alice removes carol (no ban): the room leaves carol\'s list live, and she 
   await until(carol.page, 'the room in carol\'s list', (id) => !!document.querySelector(`#room-list a[data-room="${id}"]`), roomId);
   await until(alice.page, 'carol listed', () => [...document.querySelectorAll('#member-list .member-name')].some((e) => e.textContent === 'carol'));
   await alice.page.click('#member-list li >> text=carol >> xpath=.. >> button[data-action=remove]');
+  await confirmDialog(alice.page, 'Remove');
   await until(carol.page, 'the room leaves carol\'s list', (id) => !document.querySelector(`#room-list a[data-room="${id}"]`), roomId);
   await until(alice.page, 'two seats taken', () => document.getElementById('chat-members').textContent === '2 of 4 seats taken');
   assert.equal((await api(carol, 'POST', `/api/rooms/${roomId}/members`)).status, 201);
   await openRoom(carol, roomId);
   // With the room open, a removal ends her session's subscriptions; she is told.
   await alice.page.click('#member-list li >> text=carol >> xpath=.. >> button[data-action=remove]');
+  await confirmDialog(alice.page, 'Remove');
   await until(carol.page, 'carol is told', () => /^You were removed from this room\.|no longer a member of this room: you were removed/
     .test(document.getElementById('chat-error').textContent));
   await until(carol.page, 'the room leaves carol\'s list again', (id) => !document.querySelector(`#room-list a[data-room="${id}"]`), roomId);
@@ -229,6 +234,7 @@ test('alice removes carol (no ban): the room leaves carol\'s list live, and she 
 test('bob leaves with the Leave button', async () => {
   await showPeople(bob.page);
   await bob.page.click('#leave-button');
+  await confirmDialog(bob.page, 'Leave');
   await until(bob.page, 'bob back at the list without the room', (id) => location.hash === '#/' &&
     !document.querySelector(`#room-list a[data-room="${id}"]`), roomId);
   await until(alice.page, 'alice sees bob go', () => document.getElementById('chat-members').textContent === '2 of 4 seats taken' &&
