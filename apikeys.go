@@ -1,7 +1,6 @@
 package parley
 
 import (
-	"encoding/json"
 	"slices"
 	"strings"
 	"time"
@@ -53,12 +52,3 @@ func NewBotID() string { return botPrefix + NewID() }
 
 // IsBotID reports whether id is a bot account's (NewBotID).
 func IsBotID(id string) bool { return len(id) == 27 && strings.HasPrefix(id, botPrefix) }
-
-// MarshalJSON writes u with "bot": true when it is a bot account.
-func (u User) MarshalJSON() ([]byte, error) {
-	type plain User
-	return json.Marshal(struct {
-		plain
-		Bot bool `json:"bot,omitempty"`
-	}{plain(u), IsBotID(u.ID)})
-}

@@ -11,6 +11,9 @@ type User struct {
 	ID        string    `json:"id"`
 	Name      string    `json:"name"`
 	CreatedAt time.Time `json:"-"`
+	// Bot is what the API says of a bot account (IsBotID): the transports
+	// set it on the users they show; the stores leave it false.
+	Bot bool `json:"bot,omitempty"`
 }
 
 // Room kinds.

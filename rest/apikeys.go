@@ -60,3 +60,9 @@ func (h *Handler) authenticateKey(w http.ResponseWriter, r *http.Request, token 
 	}
 	return u, nil
 }
+
+// viewUser is u as the API shows it: "bot": true for a bot account.
+func viewUser(u parley.User) parley.User {
+	u.Bot = parley.IsBotID(u.ID)
+	return u
+}

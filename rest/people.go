@@ -23,7 +23,7 @@ type memberView struct {
 }
 
 func viewMember(e chat.MemberEntry) memberView {
-	v := memberView{User: parley.User{ID: e.User.ID, Name: e.User.Name}, Role: e.Role, JoinedAt: e.JoinedAt,
+	v := memberView{User: viewUser(parley.User{ID: e.User.ID, Name: e.User.Name}), Role: e.Role, JoinedAt: e.JoinedAt,
 		ReadSeq: e.ReadSeq, Online: e.Online}
 	if !e.LastSeenAt.IsZero() {
 		t := e.LastSeenAt.UTC()

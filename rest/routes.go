@@ -55,11 +55,11 @@ func (h *Handler) userByName(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, u)
+	return writeJSON(w, http.StatusOK, viewUser(u))
 }
 
 func (h *Handler) me(w http.ResponseWriter, r *http.Request) error {
-	return writeJSON(w, http.StatusOK, userOf(r))
+	return writeJSON(w, http.StatusOK, viewUser(userOf(r)))
 }
 
 // roomView is a room as one user sees it: a direct room names its peer.
