@@ -31,6 +31,11 @@ type Config struct {
 	Migrate func(ctx context.Context) error
 	// Batch is the most rows of one transaction. Default DefaultBatch.
 	Batch int
+	// Writers is how many connections copy the messages at once, each
+	// its own range of them: PostgreSQL computes the search vectors and
+	// maintains the indexes on as many cores. Default DefaultWriters.
+	// A resumed port keeps the ranges of its first run.
+	Writers int
 	// Progress, when set, is called after each committed batch, and
 	// once more at the end of the copy.
 	Progress func(Progress)
@@ -43,6 +48,9 @@ type Config struct {
 
 // DefaultBatch is the default Config.Batch.
 const DefaultBatch = 20000
+
+// DefaultWriters is the default Config.Writers.
+const DefaultWriters = 2
 
 // ErrStopped is Run's error when Config.StopAfter stopped it.
 var ErrStopped = errors.New("port: stopped after the batches asked for (StopAfter)")
@@ -107,6 +115,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.Batch <= 0 {
 		cfg.Batch = DefaultBatch
 	}
+	if cfg.Writers <= 0 {
+		cfg.Writers = DefaultWriters
+	}
 	res := Result{Copied: map[string]int64{}}
 	conn, err := connect(ctx, cfg.Target)
 	if err != nil {
@@ -155,7 +166,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	res.Took = time.Since(start)
 	// Fresh statistics, for the planner of the first cluster node.
-	if _, err := conn.Exec(ctx, `ANALYZE users, tokens, rooms, members, bans, change_keys, name_holds, messages`); err != nil {
+	if _, err := conn.Exec(ctx, `ANALYZE `+strings.Join(TableNames(), ", ")); err != nil {
 		return res, fmt.Errorf("port: analyze: %w", err)
 	}
 	res.Report, err = verify(ctx, conn, cfg)
@@ -227,11 +238,10 @@ func targetState(ctx context.Context, conn *pgx.Conn) (state, error) {
 	var st state
 	var migrations, port bool
 	var others []string
+	ours := append(TableNames(), "schema_migrations", "parley_port", "parley_port_progress")
 	err := conn.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL, to_regclass('parley_port') IS NOT NULL,
-			coalesce(array_agg(tablename::text ORDER BY tablename) FILTER (WHERE tablename NOT IN
-				('schema_migrations', 'parley_port', 'parley_port_progress', 'users', 'tokens', 'rooms', 'members',
-				 'bans', 'messages', 'change_keys', 'name_holds')), '{}')
-		FROM pg_tables WHERE schemaname = current_schema()`).Scan(&migrations, &port, &others)
+			coalesce(array_agg(tablename::text ORDER BY tablename) FILTER (WHERE tablename <> ALL ($1)), '{}')
+		FROM pg_tables WHERE schemaname = current_schema()`, ours).Scan(&migrations, &port, &others)
 	if err != nil {
 		return st, fmt.Errorf("port: read the target: %w", err)
 	}
@@ -287,10 +297,13 @@ func beginPort(ctx context.Context, conn *pgx.Conn, fp string, total int64) erro
 			finished_at timestamptz
 		);
 		CREATE TABLE IF NOT EXISTS parley_port_progress (
-			tbl   text PRIMARY KEY,
+			tbl   text NOT NULL,
+			part  integer NOT NULL,  -- the range of the table's keys
 			after text[],            -- the key of the last row copied; NULL before the first
+			until text[],            -- the key of the range's last row; NULL: the end of the table
 			rows  bigint NOT NULL DEFAULT 0,
-			done  boolean NOT NULL DEFAULT false
+			done  boolean NOT NULL DEFAULT false,
+			PRIMARY KEY (tbl, part)
 		);`)
 	if err != nil {
 		return fmt.Errorf("port: create the port's tables: %w", err)

@@ -37,11 +37,12 @@ func runPort(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fl := flag.NewFlagSet("parley port", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	var from, to, progress string
-	var batch, stopAfter int
+	var batch, writers, stopAfter int
 	var verifyOnly bool
 	fl.StringVar(&from, "from", "", "data directory of the stopped SQLite node to port (required)")
 	fl.StringVar(&to, "to", "", "PostgreSQL database to port into, postgres://user@host:port/db (required)")
 	fl.IntVar(&batch, "batch", port.DefaultBatch, "rows a transaction")
+	fl.IntVar(&writers, "writers", port.DefaultWriters, "connections that copy the messages at once, each a range of them")
 	fl.BoolVar(&verifyOnly, "verify-only", false, "copy nothing: compare the two stores and report")
 	fl.StringVar(&progress, "progress", "auto", "progress line on standard error: auto (when it is a terminal), on, off")
 	fl.IntVar(&stopAfter, "stop-after", 0, "stop after this many batches, as a kill would (to try resuming)")
@@ -57,7 +58,10 @@ func runPort(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if !isPostgres(to) {
 		return fmt.Errorf("port: --to %q: want postgres://…", to)
 	}
-	src, unlock, err := openPortSource(ctx, from)
+	if writers <= 0 {
+		writers = port.DefaultWriters
+	}
+	src, unlock, err := openPortSource(ctx, from, writers)
 	if err != nil {
 		return err
 	}
@@ -69,7 +73,7 @@ func runPort(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("port: target: %w", err)
 	}
 	cfg := port.Config{
-		Source: src, Target: to, Batch: batch, StopAfter: stopAfter, Log: stderr,
+		Source: src, Target: to, Batch: batch, Writers: writers, StopAfter: stopAfter, Log: stderr,
 		Migrate: func(ctx context.Context) error {
 			if len(st.Pending) > 0 {
 				fmt.Fprintf(stderr, "port: migrating the target: %s\n", strings.Join(st.Pending, ", "))
@@ -125,7 +129,7 @@ func runPort(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // openPortSource checks that dir is the data directory of a stopped node
 // whose database is Parley's, at this program's schema, takes the
 // directory's lock (released by unlock) and opens the database read-only.
-func openPortSource(ctx context.Context, dir string) (src *sql.DB, unlock func(), err error) {
+func openPortSource(ctx context.Context, dir string, readers int) (src *sql.DB, unlock func(), err error) {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil, fmt.Errorf("port: --from %s: no such directory", dir)
@@ -136,31 +140,36 @@ func openPortSource(ctx context.Context, dir string) (src *sql.DB, unlock func()
 	if _, err := os.Stat(db); err != nil {
 		return nil, nil, fmt.Errorf("port: --from %s is not a Parley data directory: %s does not exist", dir, db)
 	}
-	lock, err := dirlock.Acquire(dir)
-	if err != nil {
-		return nil, nil, fmt.Errorf("port: --from %s: %w: a node is running on it; stop it first", dir, err)
-	}
+	// Checked before the lock is taken, so that a file that is not a
+	// Parley database gets no lock file beside it.
 	bi, err := sqlite.Inspect(ctx, db)
 	if err == nil && bi.Version < bi.Latest {
 		err = fmt.Errorf("%s: schema version %d of this program's %d: run parley migrate --data %s first", db, bi.Version, bi.Latest, dir)
 	}
 	if err != nil {
-		lock.Close()
 		return nil, nil, fmt.Errorf("port: source: %w", err)
 	}
-	return sqlite.OpenReadOnly(db), func() { lock.Close() }, nil
+	lock, err := dirlock.Acquire(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("port: --from %s: %w: a node is running on it; stop it first", dir, err)
+	}
+	src = sqlite.OpenReadOnly(db)
+	src.SetMaxOpenConns(1 + readers) // the copy's readers run at once
+	return src, func() { lock.Close() }, nil
 }
 
 // portProgress returns a Progress callback that draws one line on w: over
-// and over on a terminal, else a new line at most every few seconds.
+// and over on a terminal, else a new line for each table and at most
+// every few seconds.
 func portProgress(w io.Writer, terminal bool) func(port.Progress) {
 	const width = 30
 	var last time.Time
+	var table string
 	return func(p port.Progress) {
-		if !terminal && !p.Final && !last.IsZero() && time.Since(last) < 5*time.Second {
+		if !terminal && !p.Final && p.Table == table && time.Since(last) < 5*time.Second {
 			return
 		}
-		last = time.Now()
+		last, table = time.Now(), p.Table
 		frac := 1.0
 		if p.Total > 0 {
 			frac = float64(p.Done) / float64(p.Total)
