@@ -228,6 +228,7 @@ class App {
       for (const [id, e] of this.rooms) if (e.added && !next.has(id)) next.set(id, e);
       this.rooms = next;
       this.renderRooms();
+      this.notifier.roomsLoaded();
     } catch (e) {
       if (e.status === 401 && this.me) this.logout('Your session has expired: log in again.');
     }

@@ -25,6 +25,7 @@ export class Notifier {
   constructor(app) {
     this.app = app;
     this.seen = new Set(); // room id + seq notified, as a message may come on two subscriptions
+    this.waiting = []; // messages of rooms the list does not know yet (a new direct chat): decided once it does
     this.supported = typeof window !== 'undefined' && 'Notification' in window;
     $('notify-button').addEventListener('click', () => this.ask());
     $('notify-yes').addEventListener('click', () => this.ask());
@@ -66,11 +67,22 @@ export class Notifier {
     $('notify-prompt').hidden = false;
   }
 
+  /** roomsLoaded decides on the messages that waited for the room list. */
+  roomsLoaded() {
+    const waiting = this.waiting;
+    this.waiting = [];
+    for (const m of waiting) if (this.app.rooms.has(m.room_id)) this.onMessage(m);
+  }
+
   /** onMessage takes every live message; it notifies when the tab is hidden and the message calls for it. */
   onMessage(m) {
     if (this.permission !== 'granted' || document.visibilityState === 'visible') return;
     const entry = this.app.rooms.get(m.room_id);
-    if (!shouldNotify(m, entry && entry.room, this.app.me)) return;
+    if (!entry) {
+      if (this.waiting.length < 50) this.waiting.push(m);
+      return;
+    }
+    if (!shouldNotify(m, entry.room, this.app.me)) return;
     const key = m.room_id + '/' + m.seq;
     if (this.seen.has(key)) return;
     this.seen.add(key);
