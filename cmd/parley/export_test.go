@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"parley"
 )
 
 // stopServe ends a server process with SIGTERM (a clean shutdown) and
@@ -64,21 +66,16 @@ func records(t *testing.T, path string) string {
 	return rest
 }
 
-// TestExportImportEndToEnd: a `parley serve` filled over REST is
-// exported (while it runs, then stopped), imported into a new data
-// directory, and served again: every REST page (room lists, history,
-// changes, members, search) is the same, the same tokens work, and the
-// import of the same file again writes nothing.
-func TestExportImportEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts server processes")
-	}
-	dir, work := t.TempDir(), t.TempDir()
-	p := startServeProcess(t, "--data", dir, "--sync", "normal", "--signup-rate", "0")
+// fillOverREST fills the server at addr over REST: four accounts, a
+// group room with an edit, a deletion, a ban and a read position, and a
+// direct room. It returns the clients and ids by name, the group room
+// and both rooms' ids.
+func fillOverREST(t *testing.T, addr string) (map[string]*client, map[string]string, room, []string) {
+	t.Helper()
 	cs := map[string]*client{}
 	ids := map[string]string{}
 	for _, name := range []string{"alice", "bob", "carol", "dave"} {
-		c, u := mustSignUp(t, p.addr, name)
+		c, u := mustSignUp(t, addr, name)
 		cs[name], ids[name] = c, u.ID
 	}
 	var g, d room
@@ -118,7 +115,21 @@ func TestExportImportEndToEnd(t *testing.T) {
 	if st := cs["carol"].do("POST", "/api/rooms/"+d.ID+"/messages", map[string]string{"body": "a pineapple for two"}, nil); st != http.StatusCreated {
 		t.Fatalf("send: %d", st)
 	}
-	rooms := []string{g.ID, d.ID}
+	return cs, ids, g, []string{g.ID, d.ID}
+}
+
+// TestExportImportEndToEnd: a `parley serve` filled over REST is
+// exported (while it runs, then stopped), imported into a new data
+// directory, and served again: every REST page (room lists, history,
+// changes, members, search) is the same, the same tokens work, and the
+// import of the same file again writes nothing.
+func TestExportImportEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts server processes")
+	}
+	dir, work := t.TempDir(), t.TempDir()
+	p := startServeProcess(t, "--data", dir, "--sync", "normal", "--signup-rate", "0")
+	cs, _, g, rooms := fillOverREST(t, p.addr)
 	want := restPages(t, cs, rooms)
 
 	// Beside the running server, then stopped: the same records.
@@ -211,5 +222,51 @@ func TestImportRefusals(t *testing.T) {
 	}
 	if _, _, err := runCLI("import", "--store", "postgres://127.0.0.1:1/x", newer); err == nil || !strings.Contains(err.Error(), "--redis") {
 		t.Errorf("import into PostgreSQL without --redis = %v, want it refused", err)
+	}
+}
+
+// TestExportImportPostgres: a served SQLite node's export imported into
+// PostgreSQL beside a running cluster node (with --redis): the node
+// answers the same REST pages to the same tokens, a second import writes
+// nothing, and PostgreSQL's export holds the same records.
+func TestExportImportPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts server processes")
+	}
+	env := needCluster(t)
+	dir, work := t.TempDir(), t.TempDir()
+	p := startServeProcess(t, "--data", dir, "--sync", "normal", "--signup-rate", "0")
+	cs, _, _, rooms := fillOverREST(t, p.addr)
+	want := restPages(t, cs, rooms)
+	stopServe(t, p)
+	file := filepath.Join(work, "server.jsonl")
+	if _, _, err := runCLI("export", "--data", dir, "--with-secrets", "-o", file); err != nil {
+		t.Fatal(err)
+	}
+
+	node := startServeProcess(t, "--data", t.TempDir(), "--store", env.store, "--broker", env.broker, "--redis", env.redis,
+		"--redis-prefix", env.prefix, "--node-id", "import-"+parley.NewID()[:6])
+	imp := []string{"import", "--store", env.store, "--redis", env.redis, "--redis-prefix", env.prefix, file}
+	if out, _, err := runCLI(imp...); err != nil || !strings.Contains(out, "31 messages") {
+		t.Fatalf("import into PostgreSQL = %q, %v", out, err)
+	}
+	for _, c := range cs {
+		c.base = "http://" + node.addr
+	}
+	got := restPages(t, cs, rooms)
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("on the cluster node, %s =\n%s\nwant\n%s", k, got[k], w)
+		}
+	}
+	if out, _, err := runCLI(imp...); err != nil || !strings.Contains(out, " 0 messages") {
+		t.Errorf("second import = %q, %v; want nothing written", out, err)
+	}
+	back := filepath.Join(work, "back.jsonl")
+	if _, _, err := runCLI("export", "--store", env.store, "--with-secrets", "-o", back); err != nil {
+		t.Fatal(err)
+	}
+	if records(t, back) != records(t, file) {
+		t.Errorf("PostgreSQL's export differs from the file imported")
 	}
 }
