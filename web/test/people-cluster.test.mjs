@@ -1,7 +1,7 @@
 // The people test across a two-node cluster (PostgreSQL, RabbitMQ, Redis):
 // alice's page talks to node 1, bob's to node 2, and every room event
-// between them (seats, typing, read positions, presence, removal) crosses
-// the broker. Skipped unless PARLEY_TEST_POSTGRES, PARLEY_TEST_AMQP and
+// between them (seats, typing, read positions, presence, a formatted
+// message deleted in the confirmation dialog, removal) crosses the broker. Skipped unless PARLEY_TEST_POSTGRES, PARLEY_TEST_AMQP and
 // PARLEY_TEST_REDIS are set (PARLEY_TEST_REDIS_PREFIX optional); the test
 // uses a PostgreSQL schema and a Redis key prefix of its own, dropped at
 // the end.
@@ -14,7 +14,7 @@ import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { Server, launchBrowser, parleyBinary, tempDir } from './harness.mjs';
-import { person, until, signUp, say, api, openRoom, showPeople, confirmDialog } from './pages.mjs';
+import { person, until, waitLive, signUp, say, api, openRoom, showPeople, confirmDialog } from './pages.mjs';
 
 const env = {
   store: process.env.PARLEY_TEST_POSTGRES,
@@ -156,6 +156,23 @@ test('bob\'s dot on node 1 goes grey when his browser on node 2 closes', { skip 
   await bob.context.addInitScript((t) => localStorage.setItem('parley.token', t), tok);
   await bob.page.goto(nodes[1].url + '/#/room/' + roomId);
   await until(alice.page, 'bob online again', isOnline, ['bob', true], 30000);
+});
+
+test('bob on node 2 sends Markdown; alice on node 1 sees it formatted, deletes it in the dialog, and bob sees it deleted', { skip }, async () => {
+  await until(bob.page, 'bob in the room', () => !document.getElementById('chat-view').hidden);
+  await waitLive(bob.page);
+  await say(bob.page, 'from **node 2** with `code`');
+  const last = () => {
+    const b = [...document.querySelectorAll('#messages li[data-seq] .msg-body')].pop();
+    return !!b && b.querySelector('strong')?.textContent === 'node 2' && b.querySelector('code')?.textContent === 'code';
+  };
+  await until(alice.page, 'formatted on node 1', last);
+  const seq = await alice.page.evaluate(() => Number([...document.querySelectorAll('#messages li[data-seq]')].pop().dataset.seq));
+  await until(alice.page, 'the owner may delete it', (s) => !!document.querySelector(`#messages li[data-seq="${s}"] .msg-delete`), seq);
+  await alice.page.click(`#messages li[data-seq="${seq}"] .msg-delete`);
+  await confirmDialog(alice.page, 'Delete');
+  await until(bob.page, 'deleted on node 2', (s) => document.querySelector(`#messages li[data-seq="${s}"] .msg-body`)?.textContent === 'message deleted', seq, 20000);
+  assert.equal(await bob.page.evaluate(() => document.querySelector('#messages').textContent.includes('node 2')), false, 'the text is gone on node 2');
 });
 
 test('alice on node 1 removes bob; his page on node 2 says so at once', { skip }, async () => {
