@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -383,6 +385,91 @@ func TestImportBadFile(t *testing.T) {
 			if after := MustExportSQLite(t, dstPath, bulk.Options{}); !bytes.Equal(after, before) {
 				t.Errorf("the refused file wrote:\n%s", after)
 			}
+		})
+	}
+}
+
+// TestExportWhileSending: an export beside a store taking sends is one
+// snapshot: each room's last_seq covers exactly its messages in the file
+// (a message committed after the room was read would be above it, and
+// the file's check refuses that), with no hole.
+func TestExportWhileSending(t *testing.T) {
+	for name, open := range map[string]func(t *testing.T) (parley.Store, func() []byte){
+		"sqlite": func(t *testing.T) (parley.Store, func() []byte) {
+			s, path := MustSQLite(t)
+			return s, func() []byte { return MustExportSQLite(t, path, bulk.Options{}) }
+		},
+		"postgres": func(t *testing.T) (parley.Store, func() []byte) {
+			s, url := MustPostgres(t)
+			return s, func() []byte { return MustExportPostgres(t, url, bulk.Options{}) }
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, export := open(t)
+			u, err := s.CreateUser(ctx, parley.NewUser{Name: "sender", PasswordHash: []byte("x")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rooms []parley.Room
+			for i := range 3 {
+				r, _, err := s.CreateRoom(ctx, parley.NewRoom{Kind: parley.KindGroup, Title: fmt.Sprint("room ", i), CreatorID: u.ID})
+				if err != nil {
+					t.Fatal(err)
+				}
+				rooms = append(rooms, r)
+			}
+			stop, sent := make(chan struct{}), make(chan int64, 1)
+			go func() {
+				var n int64
+				defer func() { sent <- n }()
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if _, _, err := s.Send(ctx, parley.NewMessage{RoomID: rooms[i%3].ID, SenderID: u.ID, SenderName: u.Name, Body: "busy"}); err != nil {
+						t.Errorf("send: %v", err)
+						return
+					}
+					n++
+				}
+			}()
+			var files [][]byte
+			for range 5 {
+				files = append(files, export())
+			}
+			close(stop)
+			total := <-sent
+			for i, file := range files {
+				rd, err := bulk.NewReader(bytes.NewReader(file))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var last, got int64
+				for {
+					r, err := rd.Next()
+					if err == io.EOF {
+						break
+					}
+					if err != nil {
+						t.Fatalf("export %d while sending: %v", i, err)
+					}
+					switch {
+					case r.Room != nil:
+						if got != last {
+							t.Errorf("export %d: a room of last_seq %d with %d messages", i, last, got)
+						}
+						last, got = r.Room.LastSeq, 0
+					case r.Message != nil:
+						got++
+					}
+				}
+				if got != last {
+					t.Errorf("export %d: a room of last_seq %d with %d messages", i, last, got)
+				}
+			}
+			t.Logf("5 exports while %d messages were sent", total)
 		})
 	}
 }
