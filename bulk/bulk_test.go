@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -327,28 +328,50 @@ func TestExportRoom(t *testing.T) {
 	}
 }
 
-// TestImportConflict: a user name held by another account in the target
-// stops the import with an error naming it, and nothing of its batch is
-// written.
+// TestImportConflict: a record that contradicts the target stops the
+// import with a conflict naming it, and nothing of its batch is written.
 func TestImportConflict(t *testing.T) {
 	src, srcPath := MustSQLite(t)
-	fill(t, src)
-	file := MustExportSQLite(t, srcPath, bulk.Options{})
-	for name, open := range sinks(t) {
-		t.Run(name, func(t *testing.T) {
-			sink, export := open(t)
-			if _, err := sink.(parley.Store).CreateUser(ctx, parley.NewUser{Name: "carol", PasswordHash: []byte("x")}); err != nil {
+	room := fill(t, src)
+	file := string(MustExportSQLite(t, srcPath, bulk.Options{}))
+	firstMessage := regexp.MustCompile(`"id":"([^"]+)","room_id":"` + room + `","seq":3,`)
+	for _, tc := range []struct {
+		name string
+		// prepare readies the target: a store that holds the file,
+		// or an empty one when nil; it returns the file to import.
+		prepare func(t *testing.T, s parley.Store, sink bulk.Sink) string
+		want    string
+	}{
+		{"user name", func(t *testing.T, s parley.Store, _ bulk.Sink) string {
+			if _, err := s.CreateUser(ctx, parley.NewUser{Name: "carol", PasswordHash: []byte("x")}); err != nil {
 				t.Fatal(err)
 			}
-			before := export(bulk.Options{})
-			_, err := bulk.Import(ctx, sink, bytes.NewReader(file), bulk.ImportOptions{})
-			if parley.ErrorCode(err) != parley.CodeConflict || !strings.Contains(err.Error(), `"carol"`) {
-				t.Errorf("import = %v, want a conflict naming carol", err)
-			}
-			if after := export(bulk.Options{}); !bytes.Equal(after, before) {
-				t.Errorf("the refused batch wrote:\n%s\nwant\n%s", after, before)
-			}
-		})
+			return file
+		}, `user name "carol" is taken`},
+		{"another room under the id", func(t *testing.T, _ parley.Store, sink bulk.Sink) string {
+			MustImport(t, sink, []byte(file), bulk.ImportOptions{})
+			return regexp.MustCompile(`("id":"`+room+`".*"created_at":")2`).ReplaceAllString(file, "${1}1")
+		}, "room " + room + " exists in the target as another room"},
+		{"another message at a seq", func(t *testing.T, _ parley.Store, sink bulk.Sink) string {
+			MustImport(t, sink, []byte(file), bulk.ImportOptions{})
+			id := firstMessage.FindStringSubmatch(file)[1]
+			return strings.Replace(file, `"id":"`+id+`"`, `"id":"someoneelse"`, 1)
+		}, "message 3: that seq is message"},
+	} {
+		for name, open := range sinks(t) {
+			t.Run(tc.name+"/"+name, func(t *testing.T) {
+				sink, export := open(t)
+				f := tc.prepare(t, sink.(parley.Store), sink)
+				before := export(bulk.Options{})
+				_, err := bulk.Import(ctx, sink, strings.NewReader(f), bulk.ImportOptions{})
+				if parley.ErrorCode(err) != parley.CodeConflict || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("import = %v, want a conflict saying %q", err, tc.want)
+				}
+				if after := export(bulk.Options{}); !bytes.Equal(after, before) {
+					t.Errorf("the refused batch wrote:\n%s\nwant\n%s", after, before)
+				}
+			})
+		}
 	}
 }
 
