@@ -398,6 +398,18 @@ test('desktop notifications: asked for on a click, then a direct message while t
   assert.deepEqual(await b.evaluate(() => window.__notes.shown.map((n) => [n.title, n.body])), [['alice', 'psst, bob']], 'one, for the direct message only');
 });
 
+test('every control on the page has an accessible name', async () => {
+  for (const p of everyone) {
+    const unnamed = await p.page.evaluate(() => {
+      const name = (el) => (el.getAttribute('aria-label') || el.getAttribute('aria-labelledby') && document.getElementById(el.getAttribute('aria-labelledby'))?.textContent ||
+        (el.labels && [...el.labels].map((l) => l.textContent).join(' ')) || (el.matches('button, a, summary') ? el.textContent : '') || el.title || '').trim();
+      return [...document.querySelectorAll('button, a[href], input, textarea, select, summary, [role=toolbar], [role=option]')]
+        .filter((el) => el.checkVisibility() && !name(el)).map((el) => el.outerHTML.slice(0, 120));
+    });
+    assert.deepEqual(unnamed, [], `${p.name}'s page`);
+  }
+});
+
 test('no page threw an uncaught error', () => {
   for (const p of everyone) assert.deepEqual(p.errors, [], `${p.name}'s page errors`);
 });

@@ -13,7 +13,8 @@ import { chromium } from 'playwright-core';
 
 export const webDir = join(dirname(fileURLToPath(import.meta.url)), '..');
 export const repoDir = join(webDir, '..');
-export const outDir = join(webDir, 'test-output');
+// Screenshots: $PARLEY_WEB_SHOTS when set, else web/test-output/ (ignored by git).
+export const outDir = process.env.PARLEY_WEB_SHOTS || join(webDir, 'test-output');
 
 /** tempDir makes a directory removed by the returned cleanup. */
 export function tempDir(prefix) {
