@@ -209,9 +209,20 @@ func BenchmarkImportPostgres(b *testing.B) {
 // BenchmarkExportPostgres exports 100,000 messages from PostgreSQL each
 // round.
 func BenchmarkExportPostgres(b *testing.B) {
-	file := writeSynthetic(b, benchShape)
 	dst, url := MustPostgres(b)
-	f, err := os.Open(file)
+	benchExport(b, dst, func() (source, error) { return postgres.OpenSnapshot(ctx, url) })
+}
+
+// source is a snapshot of either store.
+type source interface {
+	bulk.Source
+	Close() error
+}
+
+// benchExport fills dst with benchShape, then exports a snapshot each
+// round.
+func benchExport(b *testing.B, dst bulk.Sink, open func() (source, error)) {
+	f, err := os.Open(writeSynthetic(b, benchShape))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -222,7 +233,7 @@ func BenchmarkExportPostgres(b *testing.B) {
 	b.ResetTimer()
 	start := time.Now()
 	for range b.N {
-		snap, err := postgres.OpenSnapshot(ctx, url)
+		snap, err := open()
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -258,27 +269,6 @@ func benchImport(b *testing.B, open func() bulk.Sink) {
 // BenchmarkExportSQLite exports 100,000 messages from a SQLite store each
 // round.
 func BenchmarkExportSQLite(b *testing.B) {
-	file := writeSynthetic(b, benchShape)
 	dst, path := MustSQLite(b)
-	f, err := os.Open(file)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := bulk.Import(ctx, dst, f, bulk.ImportOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	b.ResetTimer()
-	start := time.Now()
-	for range b.N {
-		snap, err := sqlite.OpenSnapshot(ctx, path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := bulk.Export(ctx, snap, io.Discard, bulk.Options{}); err != nil {
-			b.Fatal(err)
-		}
-		snap.Close()
-	}
-	b.ReportMetric(float64(b.N*benchShape.rooms*benchShape.perRoom)/time.Since(start).Seconds(), "messages/s")
+	benchExport(b, dst, func() (source, error) { return sqlite.OpenSnapshot(ctx, path) })
 }
