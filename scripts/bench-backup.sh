@@ -17,6 +17,8 @@
 # Pinning: the server and the backups on CPU 0, the load generator on CPU
 # 1 (taskset), unless PIN=0. BACKUP_WRAP runs each backup under a command,
 # for example "nice -n 19 ionice -c 3" (lowest CPU priority, idle I/O);
+# BACKUP_ARGS are more flags of parley backup, for example "--vacuum" or
+# "--backup-rate 0";
 # BACKUP_DIR is where the snapshots go (default: beside the data, on the
 # same disk; /dev/shm tells the disk's share of the cost from the CPU's).
 #
@@ -42,6 +44,7 @@ seed_msgs=${SEED_MESSAGES:-10000}
 port=${PARLEY_PORT:-8096}
 pin=${PIN:-1}
 read -r -a backup_wrap <<<"${BACKUP_WRAP:-}"
+read -r -a backup_args <<<"${BACKUP_ARGS:-}"
 backup_dir=${BACKUP_DIR:-}
 mkdir -p "$out"
 
@@ -107,7 +110,7 @@ done
 backups() {
 	for i in $(seq 1000); do
 		kill -0 "$1" 2>/dev/null || return 0
-		"${server_cpu[@]}" "${backup_wrap[@]}" "$bin" backup --data "$tmp/data" "$backup_dir/snap.db" >>"$2"
+		"${server_cpu[@]}" "${backup_wrap[@]}" "$bin" backup "${backup_args[@]}" --data "$tmp/data" "$backup_dir/snap.db" >>"$2"
 		rm -f "$backup_dir/snap.db"
 	done
 }

@@ -19,16 +19,17 @@ import (
 	"parley/schema"
 )
 
-// Backups. Backup copies a database, live or not, into one file with
-// VACUUM INTO on a read-only connection: SQLite writes the copy from one
-// read transaction, so it is a consistent snapshot of the last commit
-// before it began, and the writer goes on committing meanwhile (a reader
-// never blocks it in WAL mode; the checkpointer cannot restart the WAL
-// until the copy ends, so the WAL grows for that long). Both drivers run
-// it the same way, where SQLite's online backup API is reachable through
-// neither database/sql driver alike. Restore puts a snapshot back, into a
-// data directory no process has open: it checks the file first (Inspect),
-// copies it beside the database, then replaces the database in one rename.
+// Backups. Backup copies a database, live or not, into one file from one
+// read transaction on a read-only connection, so the copy is a consistent
+// snapshot of the last commit before it began, and the writer goes on
+// committing meanwhile (a reader never blocks it in WAL mode; the
+// checkpointer cannot restart the WAL until the copy ends, so the WAL
+// grows for that long). By default it copies pages with SQLite's online
+// backup API, paced so that a server beside it keeps its core and disk
+// (backupcopy.go); or with VACUUM INTO, at full speed. Restore puts a
+// snapshot back, into a data directory no process has open: it checks the
+// file first (Inspect), copies it beside the database (VACUUM INTO), then
+// replaces the database in one rename.
 
 // Errors of Inspect and Restore, wrapped with the file they are about.
 var (
@@ -75,7 +76,9 @@ func (bi BackupInfo) String() string {
 // lock, and writes nothing beside dbPath but the -wal and -shm files SQLite
 // keeps for a WAL database (empty ones, when no Store has it open). The
 // snapshot is one file in rollback-journal mode, with no -wal beside it.
-func Backup(ctx context.Context, dbPath, dest string) (BackupInfo, error) {
+// cfg says how it copies: paced by default (copyPaced), or with VACUUM
+// INTO.
+func Backup(ctx context.Context, dbPath, dest string, cfg BackupConfig) (BackupInfo, error) {
 	start := time.Now()
 	if _, err := os.Lstat(dest); err == nil {
 		return BackupInfo{}, fmt.Errorf("backup to %s: %w", dest, fs.ErrExist)
@@ -86,7 +89,7 @@ func Backup(ctx context.Context, dbPath, dest string) (BackupInfo, error) {
 	if err := checkHeader(dbPath); err != nil {
 		return BackupInfo{}, fmt.Errorf("backup %s: %w", dbPath, err)
 	}
-	tmp, err := snapshot(ctx, dbPath, dest)
+	tmp, err := snapshot(ctx, dbPath, dest, cfg)
 	if err != nil {
 		return BackupInfo{}, fmt.Errorf("backup %s: %w", dbPath, err)
 	}
@@ -139,7 +142,7 @@ func Restore(ctx context.Context, src, dbPath string) (BackupInfo, error) {
 	if err != nil {
 		return BackupInfo{}, fmt.Errorf("restore %w", err)
 	}
-	tmp, err := snapshot(ctx, src, dbPath)
+	tmp, err := snapshot(ctx, src, dbPath, BackupConfig{Vacuum: true})
 	if err != nil {
 		return BackupInfo{}, fmt.Errorf("restore %s: %w", src, err)
 	}
@@ -172,10 +175,10 @@ func Restore(ctx context.Context, src, dbPath string) (BackupInfo, error) {
 	return got, nil
 }
 
-// snapshot copies the database at src with VACUUM INTO into a new
-// temporary file beside dest, in rollback-journal mode and fsynced, and
-// returns its path. It removes the file when it fails.
-func snapshot(ctx context.Context, src, dest string) (tmp string, err error) {
+// snapshot copies the database at src, as cfg says (copyPaced, or VACUUM
+// INTO), into a new temporary file beside dest, in rollback-journal mode
+// and fsynced, and returns its path. It removes the file when it fails.
+func snapshot(ctx context.Context, src, dest string, cfg BackupConfig) (tmp string, err error) {
 	f, err := os.CreateTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".*.tmp")
 	if err != nil {
 		return "", err
@@ -187,17 +190,21 @@ func snapshot(ctx context.Context, src, dest string) (tmp string, err error) {
 			os.Remove(tmp)
 		}
 	}()
-	db := openReadOnly(src)
-	_, err = db.ExecContext(ctx, "VACUUM INTO ?", tmp)
-	if cerr := db.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return "", fmt.Errorf("vacuum into %s: %w", tmp, err)
+	if cfg.Vacuum {
+		db := openReadOnly(src)
+		_, err = db.ExecContext(ctx, "VACUUM INTO ?", tmp)
+		if cerr := db.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return "", fmt.Errorf("vacuum into %s: %w", tmp, err)
+		}
+	} else if err := copyPaced(ctx, src, tmp, cfg); err != nil {
+		return "", fmt.Errorf("copy into %s: %w", tmp, err)
 	}
 	// The copy of a WAL database says WAL in its header; make it one
 	// self-contained file (Open puts it back in WAL mode).
-	db = sql.OpenDB(&connector{drv: newDriver(), dsn: tmp, pragmas: []string{"PRAGMA busy_timeout = 5000"}})
+	db := sql.OpenDB(&connector{drv: newDriver(), dsn: tmp, pragmas: []string{"PRAGMA busy_timeout = 5000"}})
 	var mode string
 	err = db.QueryRowContext(ctx, "PRAGMA journal_mode = DELETE").Scan(&mode)
 	if cerr := db.Close(); err == nil {

@@ -61,8 +61,16 @@ func entries(t *testing.T, dir string) []string {
 // TestBackupWhileWriting: a backup taken while writers commit into four
 // rooms is a snapshot of one moment: in the copy every room's messages
 // are seq 1..N with no hole, N is the room's last_seq, and each is the
-// message the live store has at that seq.
+// message the live store has at that seq. The paced copy is made to
+// interleave with the writers: after each of its first steps it waits
+// for more commits; it must neither take them in (the snapshot) nor start
+// over (its pages left to copy only go down), and it must finish.
 func TestBackupWhileWriting(t *testing.T) {
+	t.Run("paced", func(t *testing.T) { testBackupWhileWriting(t, false) })
+	t.Run("vacuum", func(t *testing.T) { testBackupWhileWriting(t, true) })
+}
+
+func testBackupWhileWriting(t *testing.T, vacuum bool) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	s := mustOpenStore(t, filepath.Join(dir, "parley.db"))
@@ -97,12 +105,32 @@ func TestBackupWhileWriting(t *testing.T) {
 	parleytest.Eventually(t, 30*time.Second, func() bool { return sent.Load() >= 2000 }, "writers stuck at %d messages", sent.Load())
 
 	dest := filepath.Join(t.TempDir(), "backup.db")
+	cfg := BackupConfig{Vacuum: vacuum}
+	var steps, interleaved int
+	if !vacuum {
+		last := -1
+		cfg = BackupConfig{Rate: -1, stepPages: 4, onStep: func(remaining, total int) {
+			steps++
+			if last >= 0 && remaining >= last {
+				t.Errorf("step %d: %d of %d pages left to copy, %d after the step before: the backup started over", steps, remaining, total, last)
+			}
+			last = remaining
+			if steps <= 20 {
+				n := sent.Load()
+				parleytest.Eventually(t, 30*time.Second, func() bool { return sent.Load() >= n+20 }, "writers stuck during the backup")
+				interleaved++
+			}
+		}}
+	}
 	before := sent.Load()
-	bi, err := Backup(ctx, filepath.Join(dir, "parley.db"), dest)
+	bi, err := Backup(ctx, filepath.Join(dir, "parley.db"), dest, cfg)
 	if err != nil {
 		t.Fatalf("Backup() error = %v", err)
 	}
 	at := sent.Load()
+	if !vacuum && interleaved < 20 {
+		t.Errorf("the paced backup took %d steps, want more than 20 (the writers committed between %d)", steps, interleaved)
+	}
 	parleytest.Eventually(t, 30*time.Second, func() bool { return sent.Load() >= at+100 }, "writers stopped after the backup")
 	if bi.Messages < before || bi.Messages > at {
 		t.Errorf("Backup() saved %d messages; %d were sent before it began, %d when it ended", bi.Messages, before, at)
@@ -186,7 +214,7 @@ func TestBackupRefuses(t *testing.T) {
 		{"text file", text, filepath.Join(out, "b.db"), ErrNotDatabase},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := Backup(ctx, tc.src, tc.dest); !errors.Is(err, tc.want) {
+			if _, err := Backup(ctx, tc.src, tc.dest, BackupConfig{}); !errors.Is(err, tc.want) {
 				t.Errorf("Backup(%s, %s) error = %v, want %v", tc.src, tc.dest, err, tc.want)
 			}
 		})
@@ -213,7 +241,7 @@ func TestInspect(t *testing.T) {
 	for i := range 500 {
 		parleytest.MustSend(t, s, r, u, fmt.Sprintf("message %d with some words to fill the pages %0200d", i, i))
 	}
-	if _, err := Backup(ctx, filepath.Join(dir, "live.db"), good); err != nil {
+	if _, err := Backup(ctx, filepath.Join(dir, "live.db"), good, BackupConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	copyOf := func(name string, stmts ...string) string {
@@ -296,7 +324,7 @@ func TestRestore(t *testing.T) {
 		for i := range 10 {
 			parleytest.MustSend(t, s, r, u, fmt.Sprintf("saved %d", i))
 		}
-		if _, err := Backup(ctx, filepath.Join(dir, "parley.db"), src); err != nil {
+		if _, err := Backup(ctx, filepath.Join(dir, "parley.db"), src, BackupConfig{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -395,7 +423,7 @@ func TestBackupOfEveryVersion(t *testing.T) {
 			dir := t.TempDir()
 			live := mustDBAt(t, filepath.Join(dir, "live.db"), m.Version)
 			snap := filepath.Join(dir, "snap.db")
-			if _, err := Backup(ctx, live, snap); err != nil {
+			if _, err := Backup(ctx, live, snap, BackupConfig{}); err != nil {
 				t.Fatalf("Backup() error = %v", err)
 			}
 			if bi, err := Inspect(ctx, snap); err != nil || bi.Version != m.Version {
@@ -422,7 +450,7 @@ func TestInspectForeignSchema(t *testing.T) {
 	u := parleytest.MustCreateUser(t, s, "ann")
 	r := parleytest.MustCreateRoom(t, s, u, "kept", 0)
 	parleytest.MustSend(t, s, r, u, "deleted means deleted")
-	if _, err := Backup(ctx, filepath.Join(dir, "live.db"), good); err != nil {
+	if _, err := Backup(ctx, filepath.Join(dir, "live.db"), good, BackupConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	copyOf := func(name string, stmts ...string) string {

@@ -358,6 +358,7 @@ func TestBackupRefuses(t *testing.T) {
 		{"no database", []string{"--data", t.TempDir(), filepath.Join(out, "a.db")}, "no database"},
 		{"postgres", []string{"--store", "postgres://localhost/parley", filepath.Join(out, "b.db")}, "pg_dump"},
 		{"no file named", []string{"--data", dir}, "no DEST"},
+		{"negative rate", []string{"--data", dir, "--backup-rate", "-1", filepath.Join(out, "c.db")}, "--backup-rate"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, _, err := runCLI(append([]string{"backup"}, tc.args...)...); err == nil || !strings.Contains(err.Error(), tc.want) {
