@@ -477,3 +477,26 @@ func TestLooksLikeJWT(t *testing.T) {
 		t.Errorf("LooksLikeJWT allocates %v times, want 0", n)
 	}
 }
+
+// TestKeyKindPinned: a JWKS key that names no algorithm serves only the
+// algorithm of its kind: an RSA key never checks an ES256 token.
+func TestKeyKindPinned(t *testing.T) {
+	rs := mustKey(t, RS256, "k")
+	pub := rs.public()
+	pub.Algorithm = ""
+	b, err := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{pub}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := newJWKSServer(t)
+	j.set(http.StatusOK, b)
+	v, _ := mustVerifier(t, Config{JWKSURL: j.URL, Tick: make(chan time.Time)})
+	if _, err := v.Verify(context.Background(), rs.sign(t, claims(nil))); err != nil {
+		t.Errorf("RS256 with the alg-less RSA key: %v", err)
+	}
+	_, err = v.Verify(context.Background(), signer{ES256, "k", mustKey(t, ES256, "").key}.sign(t, claims(nil)))
+	var e *Error
+	if !errors.As(err, &e) || e.Reason != reasonUnknownKey {
+		t.Errorf("ES256 under the RSA key's id = %v, want %s", err, reasonUnknownKey)
+	}
+}
