@@ -135,6 +135,38 @@ test('a long conversation: grouped under names and avatars, a day line, times wi
   await shot(alice, 'timeline-desktop.png');
 });
 
+test('a message of another day gets a line with its day, which breaks a group', async () => {
+  const room = (await api(alice, 'POST', '/api/rooms', { kind: 'group', title: 'Old news' })).data;
+  for (const t of ['one', 'two', 'three', 'four']) await post(alice, room.id, t);
+  // The server stamps each message now: the page is shown a history in
+  // which the first was sent three days ago and the second yesterday.
+  const day = 24 * 3600 * 1000;
+  const url = `**/api/rooms/${room.id}/messages?*`;
+  await alice.page.route(url, async (route) => {
+    const res = await route.fetch();
+    const data = await res.json();
+    for (const m of data.messages || []) {
+      if (m.seq === 1) m.sent_at = new Date(Date.now() - 3 * day).toISOString();
+      if (m.seq === 2) m.sent_at = new Date(Date.now() - day).toISOString();
+    }
+    await route.fulfill({ response: res, json: data });
+  });
+  try {
+    await openRoom(alice, room.id);
+    await until(alice.page, 'four messages', () => document.querySelectorAll('#messages li[data-seq]').length === 4);
+    const rows = await alice.page.evaluate(() => [...document.querySelectorAll('#messages li[data-seq]')].map((el) => [
+      el.querySelector(':scope > .day-sep')?.textContent || '', el.classList.contains('cont'), el.querySelector('.msg-time').textContent]));
+    assert.equal(rows.length, 4);
+    assert.ok(rows[0][0] && !['Today', 'Yesterday'].includes(rows[0][0]), `three days ago is named by its date: ${rows[0][0]}`);
+    assert.deepEqual(rows.slice(1).map((r) => r.slice(0, 2)), [['Yesterday', false], ['Today', false], ['', true]]);
+    assert.match(rows[0][2], /^\d{1,2}:\d{2}/, 'an older message shows its time of day');
+    await shot(alice, 'day-lines-desktop.png');
+  } finally {
+    await alice.page.unroute(url);
+  }
+  await openRoom(alice, roomId);
+});
+
 test('bob, away, comes back to a "New messages" line at the first unread; the list and title count it', async () => {
   await bob.page.evaluate(() => { location.hash = '#/'; });
   await until(bob.page, 'bob at the list', () => document.getElementById('chat-view').hidden);
