@@ -2,6 +2,7 @@ package chat_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"fmt"
 	"strings"
@@ -14,8 +15,6 @@ import (
 	"parley/chat"
 	"parley/jwtauth"
 	"parley/sqlite"
-
-	"context"
 )
 
 // fakeJWT verifies the tokens of its table and counts its calls.
@@ -130,12 +129,35 @@ func TestJWTSignIn(t *testing.T) {
 	}
 }
 
-// TestJWTProvisionRace: many first sights of one identity at once make
-// one account.
+// lookupBarrier holds each of the first n User lookups until all n have
+// been made, so that n first sights all miss the account before any of
+// them creates it (as on n nodes at once).
+type lookupBarrier struct {
+	parley.Store
+	n       int
+	mu      sync.Mutex // guards seen
+	seen    int
+	release chan struct{}
+}
+
+func (b *lookupBarrier) User(ctx context.Context, id string) (parley.User, error) {
+	u, err := b.Store.User(ctx, id)
+	b.mu.Lock()
+	if b.seen++; b.seen == b.n {
+		close(b.release)
+	}
+	b.mu.Unlock()
+	<-b.release
+	return u, err
+}
+
+// TestJWTProvisionRace: many first sights of one identity at once, all
+// of which find no account, make one account, and each gets it.
 func TestJWTProvisionRace(t *testing.T) {
-	v := &fakeJWT{ids: map[string]jwtauth.Identity{jwtOf(1): {Issuer: "https://a.test", Subject: "new", Name: "newcomer", ExpiresAt: exp}}}
-	svc := chat.New(chat.Config{Store: mustOpenStore(t), KDF: cheap, JWT: v})
 	const n = 8
+	v := &fakeJWT{ids: map[string]jwtauth.Identity{jwtOf(1): {Issuer: "https://a.test", Subject: "new", Name: "newcomer", ExpiresAt: exp}}}
+	store := &lookupBarrier{Store: mustOpenStore(t), n: n, release: make(chan struct{})}
+	svc := chat.New(chat.Config{Store: store, KDF: cheap, JWT: v})
 	users := make([]parley.User, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
