@@ -3,6 +3,7 @@ package chat
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base32"
 	"encoding/binary"
 	"errors"
 	"strings"
@@ -36,7 +37,7 @@ func ExternalUserID(issuer, subject string) string {
 	h.Write(binary.AppendUvarint(nil, uint64(len(issuer))))
 	h.Write([]byte(issuer))
 	h.Write([]byte(subject))
-	return externalPrefix + idEncoding(h.Sum(nil))[:26]
+	return externalPrefix + idEncoding.EncodeToString(h.Sum(nil))[:26]
 }
 
 // IsExternalUser reports whether id is an account of an outside identity
@@ -46,21 +47,7 @@ func IsExternalUser(id string) bool {
 }
 
 // idEncoding is parley.NewID's alphabet: lower-case base32, no padding.
-func idEncoding(b []byte) string {
-	const alphabet = "abcdefghijklmnopqrstuvwxyz234567"
-	out := make([]byte, 0, (len(b)*8+4)/5)
-	var acc uint32
-	bits := 0
-	for _, c := range b {
-		acc = acc<<8 | uint32(c)
-		bits += 8
-		for bits >= 5 {
-			bits -= 5
-			out = append(out, alphabet[acc>>uint(bits)&31])
-		}
-	}
-	return string(out)
-}
+var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 
 // ExternalNames are the names an outside identity's new account tries,
 // in order, the first free one taken: the wanted name made valid (its
