@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -191,5 +192,37 @@ func TestExternalNames(t *testing.T) {
 	}
 	if !chat.IsExternalUser(id) || chat.IsExternalUser(parley.NewID()) {
 		t.Errorf("IsExternalUser: an external id is %v, a Parley id is %v", chat.IsExternalUser(id), chat.IsExternalUser(parley.NewID()))
+	}
+}
+
+// BenchmarkAuthenticateParleyToken: a Parley token's check with JWT
+// sign-in off and on; on adds only the shape scan (LooksLikeJWT).
+func BenchmarkAuthenticateParleyToken(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		b.Run(fmt.Sprintf("jwt=%v", on), func(b *testing.B) {
+			store, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(b.TempDir(), "parley.db"), Sync: sqlite.SyncOff})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer store.Close()
+			cfg := chat.Config{Store: store, KDF: cheap}
+			if on {
+				cfg.JWT = &fakeJWT{}
+			}
+			svc := chat.New(cfg)
+			if _, err := svc.Register(ctx, "alice", "longenough"); err != nil {
+				b.Fatal(err)
+			}
+			token, _, err := svc.Login(ctx, "alice", "longenough")
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := svc.Authenticate(ctx, token); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
