@@ -103,8 +103,8 @@ func verify(ctx context.Context, conn *pgx.Conn, cfg Config) (Report, error) {
 		if derr != nil {
 			return r, derr
 		}
-		tr := TableReport{Name: t.name, Source: src.rows, Target: dst.rows, Same: src.sum() == dst.sum()}
-		if t.room {
+		tr := TableReport{Name: t.name, Source: src.rows, Target: dst.rows, Same: src.sum() == dst.sum() && src.rows == dst.rows}
+		if t.room { // summed room by room only
 			r.Rooms = max(len(src.rooms), len(dst.rooms))
 			r.Differ, r.DifferN = differ(src.rooms, dst.rooms)
 			tr.Same = tr.Same && r.DifferN == 0
@@ -144,7 +144,7 @@ func differ(a, b map[string][32]byte) ([]string, int) {
 	return out, n
 }
 
-// digest is a table's checksum, and each room's for a table of rooms.
+// digest is a table's checksum, or each room's for a table of rooms.
 type digest struct {
 	rows  int64
 	all   hash.Hash
@@ -164,8 +164,8 @@ func (d *digest) add(t table, vals []any) {
 	for _, v := range vals {
 		d.buf = appendValue(d.buf, v)
 	}
-	d.all.Write(d.buf)
 	if !t.room {
+		d.all.Write(d.buf)
 		return
 	}
 	room := vals[0].(string)
