@@ -29,6 +29,7 @@ export function avatar(name) {
 }
 
 const timeFmt = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit' });
+const clockFmt = new Intl.DateTimeFormat(undefined, { hour: 'numeric', minute: '2-digit' });
 const dayFmt = new Intl.DateTimeFormat(undefined, { weekday: 'long', month: 'long', day: 'numeric' });
 const yearFmt = new Intl.DateTimeFormat(undefined, { weekday: 'long', year: 'numeric', month: 'long', day: 'numeric' });
 const fullFmt = new Intl.DateTimeFormat(undefined, { weekday: 'long', year: 'numeric', month: 'long', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit' });
@@ -67,7 +68,7 @@ export function fullDate(iso) {
 /** clock is the time of day, shown beside a grouped message on hover. */
 export function clock(iso) {
   const d = new Date(iso);
-  return Number.isNaN(d.getTime()) ? '' : timeFmt.format(d);
+  return Number.isNaN(d.getTime()) ? '' : clockFmt.format(d);
 }
 
 /** msgTime is a message's time element: relative text, the full date in its title. */
