@@ -29,6 +29,7 @@ type APIKey struct {
 	UserID    string // the bot account the key acts as
 	Hash      []byte
 	Scopes    []string
+	RoomID    string // "": every room; else the one room the key may act in (an incoming webhook)
 	CreatedAt time.Time
 	RevokedAt *time.Time // nil: in use
 }

@@ -49,10 +49,13 @@ var keyExpiry = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 // CreateAPIKey creates a key named name with scopes for the bot account
 // named bot (made now when no account has that name; refused with
 // CodeConflict when a person's account has it) and returns the key's
-// token, which is shown once: only its hash is kept. Fails with
-// CodeInvalid for a bad name or an unknown scope, CodeNameTaken for a
-// key name in use, CodeUnavailable without Config.Keys.
-func (s *Service) CreateAPIKey(ctx context.Context, name string, scopes []string, bot string) (string, parley.APIKey, parley.User, error) {
+// token, which is shown once: only its hash is kept. With a roomID the
+// key acts in that room only (an incoming webhook: the transports refuse
+// it elsewhere), and the bot joins the room now. Fails with CodeInvalid
+// for a bad name or an unknown scope, CodeNameTaken for a key name in
+// use, CodeNotFound for an unknown room, CodeUnavailable without
+// Config.Keys.
+func (s *Service) CreateAPIKey(ctx context.Context, name string, scopes []string, bot, roomID string) (string, parley.APIKey, parley.User, error) {
 	if s.keys == nil {
 		return "", parley.APIKey{}, parley.User{}, parley.Errorf(parley.CodeUnavailable, "API keys are not available")
 	}
@@ -81,10 +84,15 @@ func (s *Service) CreateAPIKey(ctx context.Context, name string, scopes []string
 	case !parley.IsBotID(u.ID):
 		return "", parley.APIKey{}, parley.User{}, parley.Errorf(parley.CodeConflict, "%q is a person's account, not a bot's", bot)
 	}
+	if roomID != "" {
+		if _, _, err := s.Join(ctx, u, roomID); err != nil {
+			return "", parley.APIKey{}, parley.User{}, err
+		}
+	}
 	var secret [32]byte
 	rand.Read(secret[:])
 	sec := base64.RawURLEncoding.EncodeToString(secret[:])
-	k := parley.APIKey{ID: parley.NewID(), Name: name, UserID: u.ID, Hash: keyHash(sec), Scopes: slices.Clone(scopes)}
+	k := parley.APIKey{ID: parley.NewID(), Name: name, UserID: u.ID, Hash: keyHash(sec), Scopes: slices.Clone(scopes), RoomID: roomID}
 	k, err = s.keys.CreateAPIKey(ctx, k)
 	if err != nil {
 		return "", parley.APIKey{}, parley.User{}, err
@@ -167,23 +175,26 @@ func (s *Service) StartKeyWatch(every time.Duration) *KeyWatch {
 	return w
 }
 
-// watchKeys is the KeyWatch's goroutine. It looks back a whole period
-// before its last look (a revocation committed with an earlier time than
-// one already seen, by a slower clock) and remembers the keys it handled.
+// watchKeys is the KeyWatch's goroutine. Each look reads every revoked
+// key (a short list: the partial index api_keys_revoked holds only them)
+// and ends the sessions of those it has not seen before; the keys revoked
+// before it started are seen at its first look (no session can open with
+// them). Reading them all, rather than those revoked since the last look,
+// never misses a revocation whose commit came long after its time.
 func (s *Service) watchKeys(w *KeyWatch, every time.Duration) {
 	defer close(w.done)
-	since := s.now()
 	seen := map[string]bool{}
 	t := time.NewTicker(every)
 	defer t.Stop()
-	for {
-		select {
-		case <-w.stop:
-			return
-		case <-t.C:
+	for first := true; ; first = false {
+		if !first {
+			select {
+			case <-w.stop:
+				return
+			case <-t.C:
+			}
 		}
-		now := s.now()
-		keys, err := s.keys.RevokedAPIKeys(context.Background(), since.Add(-every))
+		keys, err := s.keys.RevokedAPIKeys(context.Background(), time.Time{})
 		if err != nil {
 			slog.Warn("api key revocations", "err", err)
 			continue
@@ -191,10 +202,11 @@ func (s *Service) watchKeys(w *KeyWatch, every time.Duration) {
 		for _, k := range keys {
 			if !seen[k.ID] {
 				seen[k.ID] = true
-				s.onRevoke(k.UserID, k.Hash)
+				if !first { // a failed first look primes nothing: ending no session is harmless
+					s.onRevoke(k.UserID, k.Hash)
+				}
 			}
 		}
-		since = now
 	}
 }
 

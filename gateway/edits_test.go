@@ -420,5 +420,17 @@ func TestAPIKeyFrames(t *testing.T) {
 		p.expect("ERROR", "code:forbidden")
 		r.send(frame("SEND", "hi", "destination:/app/rooms.r1"))
 		r.expect("ERROR", "code:forbidden")
+
+		// A room-bound key (an incoming webhook's) names its room only.
+		hook := e.chat.addKey("hook", parley.ScopePost, parley.ScopeHistory)
+		e.chat.apiKeys["token-hook"].RoomID = "r1"
+		e.chat.addRoom("r2", hook)
+		e.chat.addRoom("r1", poster, reader, hook)
+		h := e.dial(t, tr)
+		h.connect("hook")
+		h.send(frame("SEND", "in its room", "destination:/app/rooms.r1", "receipt:h1"))
+		h.expect("RECEIPT", "receipt-id:h1")
+		h.send(frame("SUBSCRIBE", "", "id:r2", "destination:/topic/rooms.r2.events"))
+		h.expect("ERROR", "code:forbidden")
 	})
 }

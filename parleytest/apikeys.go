@@ -58,9 +58,12 @@ func RunAPIKeyTests(t *testing.T, newStore NewStoreFunc) {
 	wantCode(t, "CreateAPIKey(taken id)", err, parley.CodeNameTaken)
 	_, err = ks.CreateAPIKey(ctx, parley.APIKey{ID: "k3", Name: "ghost", UserID: "nobody", Hash: []byte{4}})
 	wantCode(t, "CreateAPIKey(unknown user)", err, parley.CodeNotFound)
-	second, err := ks.CreateAPIKey(ctx, parley.APIKey{ID: "k4", Name: "alerts", UserID: bot.ID, Hash: []byte{5}, Scopes: []string{parley.ScopePost}})
+	second, err := ks.CreateAPIKey(ctx, parley.APIKey{ID: "k4", Name: "alerts", UserID: bot.ID, Hash: []byte{5}, Scopes: []string{parley.ScopePost}, RoomID: "r-ops"})
 	if err != nil || second.CreatedAt.IsZero() {
 		t.Fatalf("CreateAPIKey(alerts) = %+v, %v; want a creation time", second, err)
+	}
+	if got, _, err := ks.APIKey(ctx, "k4"); err != nil || got.RoomID != "r-ops" {
+		t.Errorf("APIKey(k4) = %+v, %v; want its room r-ops", got, err)
 	}
 
 	all, err := ks.APIKeys(ctx)
@@ -94,5 +97,5 @@ func RunAPIKeyTests(t *testing.T, newStore NewStoreFunc) {
 
 func sameKey(a, b parley.APIKey) bool {
 	return a.ID == b.ID && a.Name == b.Name && a.UserID == b.UserID && bytes.Equal(a.Hash, b.Hash) &&
-		slices.Equal(a.Scopes, b.Scopes) && a.CreatedAt.Equal(b.CreatedAt) && (a.RevokedAt == nil) == (b.RevokedAt == nil)
+		slices.Equal(a.Scopes, b.Scopes) && a.RoomID == b.RoomID && a.CreatedAt.Equal(b.CreatedAt) && (a.RevokedAt == nil) == (b.RevokedAt == nil)
 }

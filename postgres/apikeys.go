@@ -15,15 +15,15 @@ import (
 // account is live and its name and id free in one statement, as
 // CreateToken does.
 const (
-	apiKeyCols = `id, name, user_id, hash, scopes, created_at, revoked_at`
-	// $1 id, $2 name, $3 user, $4 hash, $5 scopes, $6 created.
+	apiKeyCols = `id, name, user_id, hash, scopes, coalesce(room_id, ''), created_at, revoked_at`
+	// $1 id, $2 name, $3 user, $4 hash, $5 scopes, $6 created, $7 room.
 	insertAPIKeyQuery = `WITH u AS (SELECT id FROM users WHERE id = $3 AND NOT starts_with(name, 'deleted-user:')),
-		k AS (INSERT INTO api_keys (id, name, user_id, hash, scopes, created_at) SELECT $1, $2, u.id, $4, $5, $6 FROM u
+		k AS (INSERT INTO api_keys (id, name, user_id, hash, scopes, created_at, room_id) SELECT $1, $2, u.id, $4, $5, $6, nullif($7, '') FROM u
 			ON CONFLICT DO NOTHING RETURNING 1)
 		SELECT EXISTS (SELECT 1 FROM u), EXISTS (SELECT 1 FROM k)`
 	// $1 name, $2 now.
 	revokeAPIKeyQuery = `UPDATE api_keys SET revoked_at = coalesce(revoked_at, $2) WHERE name = $1 RETURNING ` + apiKeyCols
-	apiKeyByIDQuery   = `SELECT k.id, k.name, k.user_id, k.hash, k.scopes, k.created_at, k.revoked_at, u.name, u.created_at
+	apiKeyByIDQuery   = `SELECT k.id, k.name, k.user_id, k.hash, k.scopes, coalesce(k.room_id, ''), k.created_at, k.revoked_at, u.name, u.created_at
 		FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.id = $1`
 	apiKeysQuery        = `SELECT ` + apiKeyCols + ` FROM api_keys ORDER BY name`
 	revokedAPIKeysQuery = `SELECT ` + apiKeyCols + ` FROM api_keys WHERE revoked_at IS NOT NULL AND revoked_at >= $1 ORDER BY revoked_at`
@@ -47,7 +47,7 @@ func (o *createAPIKey) queue(b *pgx.Batch, q *writeQueries, now time.Time) {
 	if o.k.CreatedAt.IsZero() {
 		o.k.CreatedAt = now
 	}
-	b.Queue(insertAPIKeyQuery, o.k.ID, o.k.Name, o.k.UserID, o.k.Hash, strings.Join(o.k.Scopes, " "), o.k.CreatedAt)
+	b.Queue(insertAPIKeyQuery, o.k.ID, o.k.Name, o.k.UserID, o.k.Hash, strings.Join(o.k.Scopes, " "), o.k.CreatedAt, o.k.RoomID)
 }
 
 func (o *createAPIKey) decode(row pgx.Row) (result, []parley.Event, error) {
@@ -143,7 +143,7 @@ func (sm scanMore) Scan(dest ...any) error { return sm.row.Scan(append(dest, sm.
 func scanAPIKey(row pgx.Row) (parley.APIKey, error) {
 	var k parley.APIKey
 	var scopes string
-	if err := row.Scan(&k.ID, &k.Name, &k.UserID, &k.Hash, &scopes, &k.CreatedAt, &k.RevokedAt); err != nil {
+	if err := row.Scan(&k.ID, &k.Name, &k.UserID, &k.Hash, &scopes, &k.RoomID, &k.CreatedAt, &k.RevokedAt); err != nil {
 		return k, err
 	}
 	k.Scopes = strings.Fields(scopes)

@@ -1,8 +1,11 @@
 package rest
 
 import (
+	"io"
 	"log/slog"
+	"mime"
 	"net/http"
+	"unicode/utf8"
 
 	"parley"
 )
@@ -57,8 +60,69 @@ func (h *Handler) authenticateKey(w http.ResponseWriter, r *http.Request, token 
 		return parley.User{}, parley.Errorf(parley.CodeForbidden, "API keys may not call %s", r.Pattern)
 	case scope != anyKey && !k.Allows(scope):
 		return parley.User{}, parley.Errorf(parley.CodeForbidden, "the API key %q lacks the scope %q", k.Name, scope)
+	case k.RoomID != "" && scope != anyKey && pathRoomID(r) != k.RoomID:
+		return parley.User{}, parley.Errorf(parley.CodeForbidden, "the API key %q acts in room %s only", k.Name, k.RoomID)
 	}
 	return u, nil
+}
+
+// Incoming webhooks: POST /api/hooks/{key} posts a message into the room
+// of key, a room-bound API key with the scope post (parley apikey create
+// --room), as its bot, with no Authorization header: the URL is the
+// secret, as Slack's and Mattermost's incoming webhooks. The body is
+// JSON, {"text": …} (Slack's shape) or {"body": …}, with an optional
+// "client_id" that makes a retry idempotent; or any text/plain body. An
+// unknown, revoked or unfit key is 404, so that the route tells nothing
+// of which keys exist.
+func (h *Handler) hook(w http.ResponseWriter, r *http.Request) error {
+	gone := parley.Errorf(parley.CodeNotFound, "no such webhook")
+	token := r.PathValue("key")
+	if !parley.IsAPIKey(token) {
+		return gone
+	}
+	u, t, err := h.chat.AuthenticateToken(r.Context(), token)
+	if parley.ErrorCode(err) == parley.CodeUnauthorized {
+		return gone
+	}
+	if err != nil {
+		return err
+	}
+	k := t.Key
+	if k.RoomID == "" || !k.Allows(parley.ScopePost) {
+		return gone
+	}
+	var req struct {
+		Text     string `json:"text"`
+		Body     string `json:"body"`
+		ClientID string `json:"client_id"`
+	}
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "text/plain" {
+		b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBytes))
+		if err != nil {
+			return decodeError(err)
+		}
+		if !utf8.Valid(b) {
+			return parley.Errorf(parley.CodeInvalid, "request body must be valid UTF-8")
+		}
+		req.Body = string(b)
+	} else if err := h.decode(w, r, &req); err != nil {
+		return err
+	}
+	if req.Body == "" {
+		req.Body = req.Text
+	}
+	slog.Info("incoming webhook", "key", k.Name, "bot", u.Name, "room", k.RoomID)
+	r = r.WithContext(&userContext{Context: r.Context(), u: u})
+	var m parley.Message
+	var created bool
+	err = h.limited(func(w http.ResponseWriter, r *http.Request) error {
+		m, created, err = h.chat.Send(r.Context(), u, k.RoomID, req.Body, req.ClientID)
+		return err
+	})(w, r)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, createdStatus(created), m)
 }
 
 // viewUser is u as the API shows it: "bot": true for a bot account.

@@ -47,3 +47,44 @@ func TestAPIKeyScopes(t *testing.T) {
 		}
 	}
 }
+
+// TestHook: POST /api/hooks/{key} posts into the room of a room-bound key
+// with the scope post, from JSON ("text" or "body") or text/plain; any
+// other key, or none, is 404; and the room-bound key is refused in other
+// rooms.
+func TestHook(t *testing.T) {
+	fc := newFakeChat()
+	e := &env{t: t, h: rest.New(rest.Config{Chat: fc})}
+	alice := e.mustSignUp("alice")
+	var room, other struct{ ID string }
+	e.mustExpect(e.do("POST", "/api/rooms", alice, map[string]any{"kind": "group", "title": "alerts"}), "create room", http.StatusCreated, &room)
+	e.mustExpect(e.do("POST", "/api/rooms", alice, map[string]any{"kind": "group", "title": "other"}), "create room", http.StatusCreated, &other)
+	hook, _ := fc.addKey("hook", parley.ScopePost, parley.ScopeRooms)
+	fc.apiKeys[hook].Key.RoomID = room.ID
+	reader, _ := fc.addKey("reader", parley.ScopeHistory)
+	fc.apiKeys[reader].Key.RoomID = room.ID
+	free, _ := fc.addKey("free", parley.ScopePost)
+	e.mustExpect(e.do("POST", "/api/rooms/"+room.ID+"/members", hook, nil), "hook joins", http.StatusCreated, nil)
+
+	var m struct{ Body string }
+	e.mustExpect(e.do("POST", "/api/hooks/"+hook, "", map[string]string{"text": "disk full"}), "hook with text", http.StatusCreated, &m)
+	if m.Body != "disk full" {
+		t.Errorf("hook message body = %q", m.Body)
+	}
+	for _, tc := range []struct {
+		name, path string
+		want       int
+	}{
+		{"no such key", "/api/hooks/pk_nope_x", http.StatusNotFound},
+		{"not a key", "/api/hooks/hello", http.StatusNotFound},
+		{"a key bound to no room", "/api/hooks/" + free, http.StatusNotFound},
+		{"a key without post", "/api/hooks/" + reader, http.StatusNotFound},
+	} {
+		if rec := e.do("POST", tc.path, "", map[string]string{"text": "x"}); rec.Code != tc.want {
+			t.Errorf("%s: POST %s = %d %s, want %d", tc.name, tc.path, rec.Code, rec.Body, tc.want)
+		}
+	}
+	if rec := e.do("POST", "/api/rooms/"+other.ID+"/members", hook, nil); rec.Code != http.StatusForbidden {
+		t.Errorf("the room-bound key joins another room = %d, want 403", rec.Code)
+	}
+}

@@ -269,6 +269,7 @@ func (h *Handler) routes() {
 	h.handle("DELETE /api/rooms/{id}/members/me", h.authed(h.leave))
 	h.handle(messagesPattern, h.authedUser(h.messages))
 	h.handle("POST /api/rooms/{id}/messages", h.authed(h.limited(h.send)))
+	h.handle("POST /api/hooks/{key}", h.hook) // apikeys.go
 	h.handle("PUT /api/rooms/{id}/read", h.authed(h.markRead))
 	h.changeRoutes()
 	// People and moderation (people.go).

@@ -19,8 +19,8 @@ type apiKeyWriteQueries struct {
 func (q *apiKeyWriteQueries) all() []*query {
 	if q.insert == nil {
 		*q = apiKeyWriteQueries{
-			insert: &query{kind: "insert_api_key", text: `INSERT INTO api_keys (id, name, user_id, hash, scopes, created_at)
-				VALUES (?, ?, ?, ?, ?, ?)`},
+			insert: &query{kind: "insert_api_key", text: `INSERT INTO api_keys (id, name, user_id, hash, scopes, room_id, created_at)
+				VALUES (?, ?, ?, ?, ?, nullif(?, ''), ?)`},
 			// ?1 name, ?2 now: the key as it stands after.
 			revoke: &query{kind: "revoke_api_key", text: `UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?2)
 				WHERE name = ?1 RETURNING ` + apiKeyCols},
@@ -34,12 +34,12 @@ type apiKeyReadQueries struct {
 	byID, list, revokedSince *query
 }
 
-const apiKeyCols = `id, name, user_id, hash, scopes, created_at, revoked_at`
+const apiKeyCols = `id, name, user_id, hash, scopes, coalesce(room_id, ''), created_at, revoked_at`
 
 func (q *apiKeyReadQueries) all() []*query {
 	if q.byID == nil {
 		*q = apiKeyReadQueries{
-			byID: &query{kind: "api_key", text: `SELECT k.id, k.name, k.user_id, k.hash, k.scopes, k.created_at, k.revoked_at,
+			byID: &query{kind: "api_key", text: `SELECT k.id, k.name, k.user_id, k.hash, k.scopes, coalesce(k.room_id, ''), k.created_at, k.revoked_at,
 				u.name, u.created_at FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.id = ?`},
 			list: &query{kind: "api_keys", text: `SELECT ` + apiKeyCols + ` FROM api_keys ORDER BY name`},
 			// api_keys_revoked holds only the revoked keys.
@@ -61,7 +61,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, k parley.APIKey) (parley.APIKe
 		if k.CreatedAt.IsZero() {
 			k.CreatedAt = fromMicro(w.now())
 		}
-		_, err := w.exec(w.s.wq.apiKeys.insert, k.ID, k.Name, k.UserID, k.Hash, strings.Join(k.Scopes, " "), k.CreatedAt.UnixMicro())
+		_, err := w.exec(w.s.wq.apiKeys.insert, k.ID, k.Name, k.UserID, k.Hash, strings.Join(k.Scopes, " "), k.RoomID, k.CreatedAt.UnixMicro())
 		if isConstraint(err) { // the user exists: the name or the id is taken
 			return result{}, parley.Errorf(parley.CodeNameTaken, "API key name %q is taken", k.Name)
 		}
@@ -152,7 +152,7 @@ func scanAPIKey(row scanner) (parley.APIKey, error) {
 	var scopes string
 	var created int64
 	var revoked sql.NullInt64
-	if err := row.Scan(&k.ID, &k.Name, &k.UserID, &k.Hash, &scopes, &created, &revoked); err != nil {
+	if err := row.Scan(&k.ID, &k.Name, &k.UserID, &k.Hash, &scopes, &k.RoomID, &created, &revoked); err != nil {
 		return k, err
 	}
 	k.Scopes = strings.Fields(scopes)

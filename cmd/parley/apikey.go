@@ -32,7 +32,7 @@ var (
 // refused at once; the nodes end a revoked key's live STOMP sessions
 // within --apikey-watch.
 func runAPIKey(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	const usage = "usage: parley apikey create --name NAME --scopes post,rooms,history,moderate [--bot NAME]\n" +
+	const usage = "usage: parley apikey create --name NAME --scopes post,rooms,history,moderate [--bot NAME] [--room ROOM]\n" +
 		"       parley apikey list\n       parley apikey revoke --name NAME\n"
 	if len(args) == 0 || (args[0] != "create" && args[0] != "list" && args[0] != "revoke") {
 		fmt.Fprint(stderr, usage)
@@ -41,7 +41,7 @@ func runAPIKey(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	verb := args[0]
 	fs := flag.NewFlagSet("parley apikey "+verb, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var store, data, name, scopes, bot string
+	var store, data, name, scopes, bot, roomID string
 	fs.StringVar(&store, "store", "", "store: empty for SQLite in --data, or postgres://user@host:port/db")
 	fs.StringVar(&data, "data", "./data", "data directory of the embedded SQLite store")
 	if verb != "list" {
@@ -50,6 +50,7 @@ func runAPIKey(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if verb == "create" {
 		fs.StringVar(&scopes, "scopes", "", "comma-separated scopes: "+strings.Join(parley.Scopes, ", "))
 		fs.StringVar(&bot, "bot", "", "the bot account the key acts as, made when new (default: the key's name)")
+		fs.StringVar(&roomID, "room", "", "bind the key to this room (its bot joins it): an incoming webhook, POST /api/hooks/{key}")
 	}
 	fs.String("config", "", configHelp)
 	setUsage(fs, stderr, usage+"\nServer API keys of bot accounts: shown once, stored hashed.\nEvery flag can also be set by the environment variable named beside it.\n\n")
@@ -76,11 +77,14 @@ func runAPIKey(ctx context.Context, args []string, stdout, stderr io.Writer) err
 				list = append(list, s)
 			}
 		}
-		token, k, u, err := svc.CreateAPIKey(ctx, name, list, bot)
+		token, k, u, err := svc.CreateAPIKey(ctx, name, list, bot, roomID)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(stderr, "created API key %q for the bot %q (%s), scopes %s; it is shown once:\n", k.Name, u.Name, u.ID, strings.Join(k.Scopes, ","))
+		if k.RoomID != "" {
+			fmt.Fprintf(stderr, "it acts in room %s only; its incoming webhook is POST /api/hooks/<the key>\n", k.RoomID)
+		}
 		fmt.Fprintln(stdout, token)
 	case "list":
 		all, err := svc.ListAPIKeys(ctx)

@@ -99,6 +99,65 @@ func testAPIKey(t *testing.T, a, b *Main) {
 	expectEnded(t, sc)
 }
 
+// testHook: a room-bound key (parley apikey create --room) is the room's
+// incoming webhook: POST /api/hooks/{key} posts as its bot, with JSON
+// (Slack's "text", idempotent with a client_id) or text/plain, and the
+// key is refused in any other room; an unknown hook is 404.
+func testHook(t *testing.T, a, b *Main) {
+	alice, _ := mustSignUp(t, a.Addr(), "h"+parleyID())
+	var r, other room
+	for _, rm := range []*room{&r, &other} {
+		if st := alice.do("POST", "/api/rooms", map[string]any{"kind": "group", "title": "alerts"}, rm); st != http.StatusCreated {
+			t.Fatalf("create room = %d", st)
+		}
+	}
+	name := "hook" + parleyID()
+	key := apikey(t, append([]string{"create", "--name", name, "--scopes", "post,history", "--room", r.ID}, storeFlags(a)...)...)
+	anon := &client{t: t, base: "http://" + b.Addr()}
+	var m1, again parley.Message
+	body := map[string]string{"text": "disk 91% on db-1", "client_id": "alert-7"}
+	if st := anon.do("POST", "/api/hooks/"+key, body, &m1); st != http.StatusCreated || m1.Body != body["text"] || m1.RoomID != r.ID {
+		t.Fatalf("hook post = %d %+v, want 201 in the room", st, m1)
+	}
+	if st := anon.do("POST", "/api/hooks/"+key, body, &again); st != http.StatusOK || again.Seq != m1.Seq {
+		t.Errorf("hook post again = %d seq %d, want 200 seq %d", st, again.Seq, m1.Seq)
+	}
+	req, _ := http.NewRequest("POST", anon.base+"/api/hooks/"+key, strings.NewReader("plain words"))
+	req.Header.Set("Content-Type", "text/plain; charset=utf-8")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Errorf("hook post text/plain = %d, want 201", resp.StatusCode)
+	}
+	var page struct{ Messages []parley.Message }
+	if st := alice.do("GET", "/api/rooms/"+r.ID+"/messages", nil, &page); st != http.StatusOK || len(page.Messages) != 2 || page.Messages[0].Body != "plain words" {
+		t.Errorf("room history = %d %+v, want the two hook posts", st, page.Messages)
+	}
+	if st := anon.do("POST", "/api/hooks/pk_nope_nope", body, nil); st != http.StatusNotFound {
+		t.Errorf("unknown hook = %d, want 404", st)
+	}
+	bot := &client{t: t, base: anon.base, token: key}
+	if st := bot.do("POST", "/api/rooms/"+other.ID+"/messages", map[string]string{"body": "x"}, nil); st != http.StatusForbidden {
+		t.Errorf("hook key posting in another room = %d, want 403", st)
+	}
+	if st := bot.do("GET", "/api/rooms/"+r.ID+"/messages", nil, nil); st != http.StatusOK {
+		t.Errorf("hook key reading its own room = %d, want 200", st)
+	}
+}
+
+func TestHook(t *testing.T) {
+	m := MustOpenMain(t)
+	testHook(t, m, m)
+}
+
+func TestClusterHook(t *testing.T) {
+	env := needCluster(t)
+	testHook(t, startNode(t, env, "a"), startNode(t, env, "b"))
+}
+
 func TestAPIKey(t *testing.T) {
 	m := MustOpenMain(t, func(c *Config) { c.APIKeyWatch = 20 * time.Millisecond })
 	testAPIKey(t, m, m)

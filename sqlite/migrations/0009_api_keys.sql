@@ -1,7 +1,8 @@
 -- Server API keys (apikeys.go at the root): each belongs to a bot account
 -- (a user whose id says it is a bot, with no password). Only the SHA-256
 -- of a key's secret is kept; a revoked key keeps its row, so that the
--- nodes watching for revocations (revoked_at) end its live sessions.
+-- nodes watching for revocations (revoked_at) end its live sessions. A
+-- key with a room_id is that room's incoming webhook: it posts there only.
 
 CREATE TABLE api_keys (
 	id         TEXT PRIMARY KEY,
@@ -9,6 +10,7 @@ CREATE TABLE api_keys (
 	user_id    TEXT NOT NULL REFERENCES users (id),
 	hash       BLOB NOT NULL,
 	scopes     TEXT NOT NULL, -- space-separated
+	room_id    TEXT,          -- NULL: every room its scopes allow
 	created_at INTEGER NOT NULL,
 	revoked_at INTEGER
 ) WITHOUT ROWID;
