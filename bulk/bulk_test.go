@@ -117,6 +117,24 @@ func fill(t testing.TB, s parley.Store) string {
 	if _, _, err := s.Send(ctx, parley.NewMessage{RoomID: direct.ID, SenderID: c.ID, SenderName: c.Name, Body: "psst"}); err != nil {
 		t.Fatalf("send: %v", err)
 	}
+	keys, ok := s.(interface {
+		CreateAPIKey(context.Context, parley.APIKey) (parley.APIKey, error)
+		RevokeAPIKey(context.Context, string, time.Time) (parley.APIKey, error)
+	})
+	if !ok {
+		t.Fatalf("%T stores no API keys", s)
+	}
+	for _, k := range []parley.APIKey{
+		{ID: "key1", Name: "deploys", UserID: a.ID, Hash: []byte("hash-1"), Scopes: []string{parley.ScopePost}, RoomID: room.ID},
+		{ID: "key2", Name: "old", UserID: b.ID, Hash: []byte("hash-2"), Scopes: []string{parley.ScopePost, parley.ScopeHistory}},
+	} {
+		if _, err := keys.CreateAPIKey(ctx, k); err != nil {
+			t.Fatalf("API key: %v", err)
+		}
+	}
+	if _, err := keys.RevokeAPIKey(ctx, "old", parley.Now()); err != nil {
+		t.Fatalf("revoke API key: %v", err)
+	}
 	other, _, err := s.CreateRoom(ctx, parley.NewRoom{Kind: parley.KindGroup, Title: "Other", CreatorID: c.ID})
 	if err != nil {
 		t.Fatalf("room: %v", err)
@@ -155,6 +173,9 @@ func TestRoundTripSQLite(t *testing.T) {
 		q, _ := parley.ParseQuery("hello")
 		if hits, err := dst.SearchRoom(ctx, room, q, 0, 50); err != nil || len(hits) != 6 {
 			t.Errorf("secrets %v: search of the imported room = %d hits, %v; want 6", secrets, len(hits), err)
+		}
+		if got, want := strings.Count(string(file), `"type":"api_key"`), map[bool]int{true: 2}[secrets]; got != want {
+			t.Errorf("secrets %v: %d API keys in the file, want %d", secrets, got, want)
 		}
 		if got := strings.Contains(string(file), `"password_hash"`); got != secrets {
 			t.Errorf("secrets %v: file holds password hashes: %v", secrets, got)

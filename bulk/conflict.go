@@ -48,3 +48,9 @@ func SecondOwner(m *parley.Member) error {
 func OverCapacity(id string, count, capacity int) error {
 	return parley.Errorf(parley.CodeConflict, "room %s: %d members with the file's, past its capacity %d in the target", id, count, capacity)
 }
+
+// KeyNameTaken: the file's API key k has a name that another key, id
+// other, holds in the target.
+func KeyNameTaken(k *APIKey, other string) error {
+	return parley.Errorf(parley.CodeConflict, "API key name %q is taken in the target by key %s; the file's key with that name is %s", k.Name, other, k.ID)
+}

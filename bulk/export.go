@@ -16,13 +16,15 @@ import (
 // first error each returns; it may hold a cursor open meanwhile, so each
 // must not call the Source. roomID, when not empty, limits Users to the
 // accounts the room's records name (members, bans and their actors,
-// senders, change keys) and Tokens to theirs.
+// senders, change keys) and Tokens and APIKeys to theirs.
 type Source interface {
 	// Users streams the accounts, by id; with secrets, with their
 	// password hashes.
 	Users(ctx context.Context, roomID string, secrets bool, each func(*User) error) error
 	// Tokens streams the stored tokens, by hash.
 	Tokens(ctx context.Context, roomID string, each func(*Token) error) error
+	// APIKeys streams the API keys, revoked ones included, by id.
+	APIKeys(ctx context.Context, roomID string, each func(*APIKey) error) error
 	// NameHolds streams the held names, by name.
 	NameHolds(ctx context.Context, each func(*NameHold) error) error
 	// Rooms returns at most limit rooms with ids above after, by id.
@@ -44,7 +46,8 @@ type Options struct {
 	// Room, when not empty, exports that room alone (and the accounts it
 	// names); otherwise the whole server.
 	Room string
-	// WithSecrets adds the password hashes and the tokens.
+	// WithSecrets adds the password hashes, the tokens and the API
+	// keys.
 	WithSecrets bool
 	// Source names the store in the header: "sqlite" or "postgres".
 	Source string
@@ -81,6 +84,9 @@ func Export(ctx context.Context, src Source, w io.Writer, opt Options) (Counts, 
 	})
 	if err == nil && opt.WithSecrets {
 		err = src.Tokens(ctx, opt.Room, func(t *Token) error { return put(&line{Type: typeToken, Token: t}, &c.Tokens) })
+	}
+	if err == nil && opt.WithSecrets {
+		err = src.APIKeys(ctx, opt.Room, func(k *APIKey) error { return put(&line{Type: typeAPIKey, APIKey: k}, &c.APIKeys) })
 	}
 	if err == nil && opt.Room == "" {
 		err = src.NameHolds(ctx, func(h *NameHold) error { return put(&line{Type: typeNameHold, NameHold: h}, &c.NameHolds) })

@@ -38,8 +38,9 @@ func (s synthetic) Users(_ context.Context, _ string, _ bool, each func(*bulk.Us
 	return nil
 }
 
-func (synthetic) Tokens(context.Context, string, func(*bulk.Token) error) error { return nil }
-func (synthetic) NameHolds(context.Context, func(*bulk.NameHold) error) error   { return nil }
+func (synthetic) Tokens(context.Context, string, func(*bulk.Token) error) error   { return nil }
+func (synthetic) APIKeys(context.Context, string, func(*bulk.APIKey) error) error { return nil }
+func (synthetic) NameHolds(context.Context, func(*bulk.NameHold) error) error     { return nil }
 
 func (s synthetic) room(i int) bulk.Room {
 	return bulk.Room{Room: parley.Room{ID: s.roomID(i), Kind: parley.KindGroup, Title: fmt.Sprintf("Room %d", i),

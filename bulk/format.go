@@ -23,7 +23,7 @@ type Header struct {
 	// Room is the one room exported; empty for a whole server.
 	Room string `json:"room,omitempty"`
 	// WithSecrets: the users carry their password hashes, and tokens
-	// are in the file.
+	// and API keys are in the file.
 	WithSecrets bool `json:"with_secrets"`
 }
 
@@ -42,6 +42,20 @@ type Token struct {
 	UserID    string    `json:"user_id"`
 	CreatedAt time.Time `json:"created_at"`
 	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// APIKey is a server API key of a bot account (only in an export with
+// secrets): the hash of its secret, never the secret. RoomID, when set,
+// makes it that room's incoming webhook.
+type APIKey struct {
+	ID        string     `json:"id"`
+	Name      string     `json:"name"`
+	UserID    string     `json:"user_id"`
+	Hash      []byte     `json:"hash"`
+	Scopes    []string   `json:"scopes"`
+	RoomID    string     `json:"room_id,omitempty"`
+	CreatedAt time.Time  `json:"created_at"`
+	RevokedAt *time.Time `json:"revoked_at"`
 }
 
 // NameHold is a deleted account's name held back from registration until
@@ -76,6 +90,7 @@ type ChangeKey struct {
 type Counts struct {
 	Users      int64 `json:"users"`
 	Tokens     int64 `json:"tokens"`
+	APIKeys    int64 `json:"api_keys"`
 	NameHolds  int64 `json:"name_holds"`
 	Rooms      int64 `json:"rooms"`
 	Members    int64 `json:"members"`
@@ -88,6 +103,7 @@ type Counts struct {
 func (c *Counts) Add(o Counts) {
 	c.Users += o.Users
 	c.Tokens += o.Tokens
+	c.APIKeys += o.APIKeys
 	c.NameHolds += o.NameHolds
 	c.Rooms += o.Rooms
 	c.Members += o.Members
@@ -98,7 +114,7 @@ func (c *Counts) Add(o Counts) {
 
 // Records is the number of records counted.
 func (c Counts) Records() int64 {
-	return c.Users + c.Tokens + c.NameHolds + c.Rooms + c.Members + c.Bans + c.Messages + c.ChangeKeys
+	return c.Users + c.Tokens + c.APIKeys + c.NameHolds + c.Rooms + c.Members + c.Bans + c.Messages + c.ChangeKeys
 }
 
 // line is every line after the header: Type says which one other field
@@ -107,6 +123,7 @@ type line struct {
 	Type      string          `json:"type"`
 	User      *User           `json:"user,omitempty"`
 	Token     *Token          `json:"token,omitempty"`
+	APIKey    *APIKey         `json:"api_key,omitempty"`
 	NameHold  *NameHold       `json:"name_hold,omitempty"`
 	Room      *Room           `json:"room,omitempty"`
 	Member    *parley.Member  `json:"member,omitempty"`
@@ -121,6 +138,7 @@ type line struct {
 const (
 	typeUser      = "user"
 	typeToken     = "token"
+	typeAPIKey    = "api_key"
 	typeNameHold  = "name_hold"
 	typeRoom      = "room"
 	typeMessage   = "message"

@@ -13,6 +13,7 @@ import (
 type Batch struct {
 	Users      []User
 	Tokens     []Token
+	APIKeys    []APIKey
 	NameHolds  []NameHold
 	Rooms      []Room
 	Messages   []parley.Message
@@ -22,7 +23,7 @@ type Batch struct {
 }
 
 func (b *Batch) len() int {
-	return len(b.Users) + len(b.Tokens) + len(b.NameHolds) + len(b.Rooms) + len(b.Messages) +
+	return len(b.Users) + len(b.Tokens) + len(b.APIKeys) + len(b.NameHolds) + len(b.Rooms) + len(b.Messages) +
 		len(b.ChangeKeys) + len(b.Bans) + len(b.Members)
 }
 
@@ -32,6 +33,8 @@ func (b *Batch) add(r Record) {
 		b.Users = append(b.Users, *r.User)
 	case r.Token != nil:
 		b.Tokens = append(b.Tokens, *r.Token)
+	case r.APIKey != nil:
+		b.APIKeys = append(b.APIKeys, *r.APIKey)
 	case r.NameHold != nil:
 		b.NameHolds = append(b.NameHolds, *r.NameHold)
 	case r.Room != nil:
@@ -48,23 +51,24 @@ func (b *Batch) add(r Record) {
 }
 
 func (b *Batch) reset() {
-	*b = Batch{Users: b.Users[:0], Tokens: b.Tokens[:0], NameHolds: b.NameHolds[:0], Rooms: b.Rooms[:0],
+	*b = Batch{Users: b.Users[:0], Tokens: b.Tokens[:0], APIKeys: b.APIKeys[:0], NameHolds: b.NameHolds[:0], Rooms: b.Rooms[:0],
 		Messages: b.Messages[:0], ChangeKeys: b.ChangeKeys[:0], Bans: b.Bans[:0], Members: b.Members[:0]}
 }
 
 // Sink is a store an import writes into.
 type Sink interface {
 	// Import writes b in one transaction, in the order users, tokens,
-	// name holds, rooms, messages, change keys, bans, members, and
+	// API keys, name holds, rooms, messages, change keys, bans, members, and
 	// returns how many records it wrote. A record already there is
 	// skipped (the target's version stays): a user by id, a token by
-	// hash, a name hold by name, a room by id, a message by room and
+	// hash, an API key by id, a name hold by name, a room by id, a message by room and
 	// seq, a change key by room, user and client_id, a ban and a member
 	// by room and user. A room's counters (last_seq, last_change,
 	// last_activity_at) only move forward, to cover its messages, and
 	// its member_count is its members' count. It fails with
 	// parley.CodeConflict, and writes nothing of b, for a record that
-	// contradicts the target: a user's name held by another id, a room
+	// contradicts the target: a user's name held by another id, an API
+	// key's name held by another key, a room
 	// of another kind, pair or creation time under the same id, a
 	// message whose seq holds another message id, a direct room of the
 	// same pair under another id, or members past the room's capacity or

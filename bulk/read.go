@@ -28,8 +28,8 @@ const maxLine = 16 << 20
 
 // The order of the record types in a file (see the type constants).
 var rank = map[string]int{
-	typeUser: 1, typeToken: 2, typeNameHold: 3, typeRoom: 4,
-	typeMessage: 5, typeChangeKey: 6, typeBan: 7, typeMember: 8, typeEnd: 9,
+	typeUser: 1, typeToken: 2, typeAPIKey: 3, typeNameHold: 4, typeRoom: 5,
+	typeMessage: 6, typeChangeKey: 7, typeBan: 8, typeMember: 9, typeEnd: 10,
 }
 
 // Reader reads a parley-export file a record at a time, checking each
@@ -104,6 +104,7 @@ func (rd *Reader) readLine() ([]byte, error) {
 type Record struct {
 	User      *User
 	Token     *Token
+	APIKey    *APIKey
 	NameHold  *NameHold
 	Room      *Room
 	Message   *parley.Message
@@ -141,7 +142,7 @@ func (rd *Reader) Next() (Record, error) {
 		rd.done = true
 		return rd.Next()
 	}
-	return Record{User: l.User, Token: l.Token, NameHold: l.NameHold, Room: l.Room, Message: l.Message,
+	return Record{User: l.User, Token: l.Token, APIKey: l.APIKey, NameHold: l.NameHold, Room: l.Room, Message: l.Message,
 		ChangeKey: l.ChangeKey, Ban: l.Ban, Member: l.Member}, nil
 }
 
@@ -159,7 +160,7 @@ func (rd *Reader) check(l *line) error {
 		return rd.bad("unknown record type %q", l.Type)
 	}
 	var set int
-	for _, p := range []bool{l.User != nil, l.Token != nil, l.NameHold != nil, l.Room != nil, l.Message != nil,
+	for _, p := range []bool{l.User != nil, l.Token != nil, l.APIKey != nil, l.NameHold != nil, l.Room != nil, l.Message != nil,
 		l.ChangeKey != nil, l.Ban != nil, l.Member != nil, l.Counts != nil} {
 		if p {
 			set++
@@ -195,6 +196,11 @@ func (rd *Reader) check(l *line) error {
 			return rd.bad("a token without hash or user")
 		}
 		rd.count.Tokens++
+	case typeAPIKey:
+		if k := l.APIKey; k.ID == "" || k.Name == "" || k.UserID == "" || len(k.Hash) == 0 {
+			return rd.bad("an API key without id, name, user or hash")
+		}
+		rd.count.APIKeys++
 	case typeNameHold:
 		if l.NameHold.Name == "" {
 			return rd.bad("a name hold without a name")

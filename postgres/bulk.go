@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -127,6 +128,23 @@ func (s *Snapshot) Tokens(ctx context.Context, roomID string, each func(*bulk.To
 		t.CreatedAt, t.ExpiresAt = t.CreatedAt.UTC(), t.ExpiresAt.UTC()
 		return each(&t)
 	}, q+` ORDER BY hash`, args...)
+}
+
+// APIKeys implements bulk.Source.
+func (s *Snapshot) APIKeys(ctx context.Context, roomID string, each func(*bulk.APIKey) error) error {
+	q, args := `SELECT id, name, user_id, hash, scopes, coalesce(room_id, ''), created_at, revoked_at FROM api_keys`, []any(nil)
+	if roomID != "" {
+		q, args = q+` WHERE user_id IN (`+roomUsers+`)`, []any{roomID}
+	}
+	var k bulk.APIKey
+	var scopes string
+	return s.each(ctx, func(rows pgx.Rows) error {
+		if err := rows.Scan(&k.ID, &k.Name, &k.UserID, &k.Hash, &scopes, &k.RoomID, &k.CreatedAt, &k.RevokedAt); err != nil {
+			return err
+		}
+		k.Scopes, k.CreatedAt, k.RevokedAt = strings.Fields(scopes), k.CreatedAt.UTC(), utcPtr(k.RevokedAt)
+		return each(&k)
+	}, q+` ORDER BY id`, args...)
 }
 
 // NameHolds implements bulk.Source.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -19,9 +20,11 @@ import (
 const (
 	importUser = `INSERT INTO users (id, name, password_hash, created_at) VALUES ($1, $2, coalesce($3, ''::bytea), $4)
 		ON CONFLICT DO NOTHING`
-	importToken = `INSERT INTO tokens (hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`
-	importHold  = `INSERT INTO name_holds (name, until) VALUES ($1, $2) ON CONFLICT DO NOTHING`
-	importRoom  = `INSERT INTO rooms (id, kind, title, capacity, member_count, last_seq, last_change, retention_seconds,
+	importToken  = `INSERT INTO tokens (hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`
+	importAPIKey = `INSERT INTO api_keys (id, name, user_id, hash, scopes, room_id, created_at, revoked_at)
+		VALUES ($1, $2, $3, $4, $5, nullif($6, ''), $7, $8) ON CONFLICT DO NOTHING`
+	importHold = `INSERT INTO name_holds (name, until) VALUES ($1, $2) ON CONFLICT DO NOTHING`
+	importRoom = `INSERT INTO rooms (id, kind, title, capacity, member_count, last_seq, last_change, retention_seconds,
 		last_activity_at, created_at, direct_key)
 		VALUES ($1, $2, $3, $4, 0, $5, $6, $7, $8, $9, nullif($10, '')) ON CONFLICT DO NOTHING`
 	importChangeKey = `INSERT INTO change_keys (room_id, user_id, client_id, seq, deleted, change) VALUES ($1, $2, $3, $4, $5, $6)
@@ -135,6 +138,28 @@ func (im *pgImporter) run(b *bulk.Batch) (n bulk.Counts, err error) {
 		return n, fmt.Errorf("import tokens: %w", err)
 	}
 	n.Tokens = count(wrote)
+	args = args[:0]
+	for _, k := range b.APIKeys {
+		args = append(args, []any{k.ID, k.Name, k.UserID, k.Hash, strings.Join(k.Scopes, " "), k.RoomID, k.CreatedAt, k.RevokedAt})
+	}
+	if wrote, err = im.execAll(importAPIKey, args); err != nil {
+		return n, fmt.Errorf("import API keys: %w", err)
+	}
+	n.APIKeys = count(wrote)
+	for i := range b.APIKeys {
+		if wrote[i] {
+			continue
+		}
+		k := &b.APIKeys[i]
+		var other string
+		err := im.tx.QueryRow(im.ctx, `SELECT id FROM api_keys WHERE name = $1`, k.Name).Scan(&other)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return n, fmt.Errorf("import API key %s: %w", k.ID, err)
+		}
+		if other != "" && other != k.ID {
+			return n, bulk.KeyNameTaken(k, other)
+		}
+	}
 	args = args[:0]
 	for _, h := range b.NameHolds {
 		args = append(args, []any{h.Name, h.Until})

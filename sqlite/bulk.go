@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"parley"
 	"parley/bulk"
@@ -130,6 +131,25 @@ func (s *Snapshot) Tokens(ctx context.Context, roomID string, each func(*bulk.To
 		t.CreatedAt, t.ExpiresAt = fromMicro(created), fromMicro(expires)
 		return each(&t)
 	}, q+` ORDER BY hash`, roomID)
+}
+
+// APIKeys implements bulk.Source.
+func (s *Snapshot) APIKeys(ctx context.Context, roomID string, each func(*bulk.APIKey) error) error {
+	q := `SELECT id, name, user_id, hash, scopes, coalesce(room_id, ''), created_at, revoked_at FROM api_keys`
+	if roomID != "" {
+		q += ` WHERE user_id IN (` + roomUsers + `)`
+	}
+	var k bulk.APIKey
+	var scopes string
+	var created int64
+	var revoked sql.NullInt64
+	return s.each(ctx, func(rows *sql.Rows) error {
+		if err := rows.Scan(&k.ID, &k.Name, &k.UserID, &k.Hash, &scopes, &k.RoomID, &created, &revoked); err != nil {
+			return err
+		}
+		k.Scopes, k.CreatedAt, k.RevokedAt = strings.Fields(scopes), fromMicro(created), optMicro(revoked)
+		return each(&k)
+	}, q+` ORDER BY id`, roomID)
 }
 
 // NameHolds implements bulk.Source.

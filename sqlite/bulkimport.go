@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"parley"
@@ -16,6 +17,8 @@ import (
 var importStmts = [...]string{
 	`INSERT INTO users (id, name, password_hash, created_at) VALUES (?, ?, coalesce(?, x''), ?) ON CONFLICT DO NOTHING`,
 	`INSERT INTO tokens (hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+	`INSERT INTO api_keys (id, name, user_id, hash, scopes, room_id, created_at, revoked_at)
+		VALUES (?, ?, ?, ?, ?, nullif(?, ''), ?, ?) ON CONFLICT DO NOTHING`,
 	`INSERT INTO name_holds (name, until) VALUES (?, ?) ON CONFLICT DO NOTHING`,
 	`INSERT INTO rooms (id, kind, title, capacity, member_count, last_seq, last_change, retention_seconds,
 		last_activity_at, created_at, direct_key, num)
@@ -28,6 +31,7 @@ var importStmts = [...]string{
 const (
 	impUser = iota
 	impToken
+	impAPIKey
 	impHold
 	impRoom
 	impChangeKey
@@ -119,6 +123,26 @@ func (im *importer) run(b *bulk.Batch) (n bulk.Counts, err error) {
 			return n, fmt.Errorf("import token of user %s: %w", t.UserID, err)
 		}
 		n.Tokens += b2i(ok)
+	}
+	for i := range b.APIKeys {
+		k := &b.APIKeys[i]
+		ok, err := im.exec(impAPIKey, k.ID, k.Name, k.UserID, k.Hash, strings.Join(k.Scopes, " "), k.RoomID,
+			k.CreatedAt.UnixMicro(), optMicroArg(k.RevokedAt))
+		if err != nil {
+			return n, fmt.Errorf("import API key %s: %w", k.ID, err)
+		}
+		if ok {
+			n.APIKeys++
+			continue
+		}
+		var other string
+		err = im.tx.QueryRowContext(im.ctx, `SELECT id FROM api_keys WHERE name = ?`, k.Name).Scan(&other)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return n, fmt.Errorf("import API key %s: %w", k.ID, err)
+		}
+		if other != "" && other != k.ID {
+			return n, bulk.KeyNameTaken(k, other)
+		}
 	}
 	for _, h := range b.NameHolds {
 		ok, err := im.exec(impHold, h.Name, h.Until.UnixMicro())
