@@ -82,7 +82,10 @@ export class ChatView {
       this.hasOlder = page.messages.length === pageSize && this.minSeq > 1;
       setText($('history-status'), this.msgs.size === 0 ? 'No messages yet. Say hello!' : '');
       this.updateOlderButton();
-      if (!this.target || !this.showTarget(this.target)) this.scrollToBottom();
+      if (!this.target || !this.showTarget(this.target)) {
+        this.scrollToBottom();
+        this.showFirstUnread();
+      }
       this.changes.start(room);
     } catch (e) {
       if (this.closed) return;
@@ -110,6 +113,20 @@ export class ChatView {
     el.scrollIntoView({ block: 'center' });
     this.pinned = true; // new messages do not scroll it away until the reader scrolls down
     return true;
+  }
+
+  /**
+   * showFirstUnread: when the "New messages" line is above the screen
+   * after scrolling to the newest, the room opens at the line instead,
+   * and stays there (as at a search hit) until the reader scrolls down.
+   */
+  showFirstUnread() {
+    const li = this.list.querySelector('.first-unread');
+    if (!li) return;
+    const top = li.getBoundingClientRect().top - this.scroller.getBoundingClientRect().top;
+    if (top >= 0) return;
+    this.scroller.scrollTop += top - 8;
+    this.pinned = true;
   }
 
   /** markUnread draws the "New messages" line above the first message after the read position. */

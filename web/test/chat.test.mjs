@@ -185,6 +185,27 @@ test('bob, away, comes back to a "New messages" line at the first unread; the li
   await shot(bob, 'new-messages-phone-dark.png');
 });
 
+test('with more unread than the screen holds, the room opens at the "New messages" line; reading down clears the badge', async () => {
+  const b = bob.page;
+  await b.evaluate(() => { location.hash = '#/'; });
+  await until(b, 'bob at the list', () => document.getElementById('chat-view').hidden);
+  for (let i = 1; i <= 40; i++) await post(alice, roomId, `catch up ${i}`);
+  const badgeOf = (id) => document.querySelector(`#room-list a[data-room="${id}"] .badge [aria-hidden]`)?.textContent || '';
+  await until(b, 'badge 40', (id) => document.querySelector(`#room-list a[data-room="${id}"] .badge [aria-hidden]`)?.textContent === '40', roomId);
+  await b.click(`#room-list a[data-room="${roomId}"]`);
+  await until(b, 'the line in view, at the first unread', () => {
+    const line = document.querySelector('#messages .unread-sep');
+    if (!line || line.closest('li').querySelector('.msg-body').textContent !== 'catch up 1') return false;
+    const v = document.getElementById('messages-scroll').getBoundingClientRect();
+    const r = line.getBoundingClientRect();
+    return r.top >= v.top && r.bottom <= v.bottom;
+  });
+  assert.equal(await b.evaluate(badgeOf, roomId), '40', 'not read before it is seen');
+  await shot(bob, 'unread-line-phone-dark.png');
+  await b.evaluate(() => { const s = document.getElementById('messages-scroll'); s.scrollTop = s.scrollHeight; });
+  await until(b, 'badge cleared once read down', (id) => !document.querySelector(`#room-list a[data-room="${id}"] .badge`), roomId);
+});
+
 test('the phone at 375 px in the dark: the title is readable, the composer on screen, dark colours', async () => {
   const box = await bob.page.evaluate(() => {
     const t = document.getElementById('chat-title').getBoundingClientRect();
