@@ -66,6 +66,9 @@ func newSource(t *testing.T) string {
 			VALUES ('%[2]s', 'group', 'Big', 0, 1, %[3]d, %[1]d + %[3]d, %[1]d, NULL, %[3]d / 10, 99, 86400);
 		INSERT INTO members (room_id, user_id, read_seq, joined_at, role) VALUES ('%[2]s', 'u-erin', 1234, %[1]d, 'owner');
 		INSERT INTO name_holds (name, until) VALUES ('frank', %[1]d + 5);
+		INSERT INTO api_keys (id, name, user_id, room_id, hash, scopes, created_at, revoked_at) VALUES
+			('k-1', 'deploys', 'u-erin', NULL, x'5eed', 'send read', %[1]d + 1, NULL),
+			('k-2', 'hook', 'u-erin', '%[2]s', x'600d', 'send', %[1]d + 2, %[1]d + 3);
 		WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < %[3]d)
 		INSERT INTO messages (room_id, seq, id, sender_id, sender_name, body, client_id, sent_at, edited_at, deleted_at, change)
 			SELECT '%[2]s', i, printf('m-big-%%05d', i), 'u-erin', 'erin',
@@ -339,6 +342,10 @@ func TestVerifyFindsDifferences(t *testing.T) {
 			`UPDATE members SET read_seq = read_seq + 1 WHERE room_id = 'r-big'`,
 			`UPDATE members SET read_seq = read_seq - 1 WHERE room_id = 'r-big'`,
 			func(r port.Report) bool { return !tableSame(r, "members") && tableSame(r, "messages") }},
+		{"an API key's room",
+			`UPDATE api_keys SET room_id = NULL WHERE id = 'k-2'`,
+			`UPDATE api_keys SET room_id = 'r-big' WHERE id = 'k-2'`,
+			func(r port.Report) bool { return !tableSame(r, "api_keys") }},
 		{"a token too many",
 			`INSERT INTO tokens VALUES ('\xff', 'u-erin', now(), now())`,
 			`DELETE FROM tokens WHERE hash = '\xff'`,

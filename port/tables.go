@@ -36,7 +36,7 @@ type table struct {
 }
 
 // tables are copied in this order, which their foreign keys in
-// PostgreSQL need (users, then API keys and tokens; rooms, then members
+// PostgreSQL need (users, then tokens; rooms, then API keys, members
 // and bans). Every table and column of both schemas is here or in
 // notCopied (TestTablesCoverSchemas).
 // messages comes last: it is nearly all of the work, and a progress line
@@ -44,15 +44,15 @@ type table struct {
 var tables = []table{
 	{name: "users", nkey: 1, cols: []column{
 		{"id", kText}, {"name", kText}, {"password_hash", kBlob}, {"created_at", kTime}}},
-	{name: "api_keys", nkey: 1, cols: []column{
-		{"id", kText}, {"name", kText}, {"user_id", kText}, {"hash", kBlob}, {"scopes", kText},
-		{"created_at", kTime}, {"revoked_at", kOptTime}}},
 	{name: "tokens", nkey: 1, cols: []column{
 		{"hash", kBlob}, {"user_id", kText}, {"created_at", kTime}, {"expires_at", kTime}}},
 	{name: "rooms", nkey: 1, cols: []column{
 		{"id", kText}, {"kind", kText}, {"title", kText}, {"capacity", kInt}, {"member_count", kInt},
 		{"last_seq", kInt}, {"last_change", kInt}, {"last_activity_at", kTime}, {"created_at", kTime},
 		{"direct_key", kOptText}, {"retention_seconds", kInt}}},
+	{name: "api_keys", nkey: 1, cols: []column{
+		{"id", kText}, {"name", kText}, {"user_id", kText}, {"room_id", kOptText}, {"hash", kBlob}, {"scopes", kText},
+		{"created_at", kTime}, {"revoked_at", kOptTime}}},
 	{name: "members", nkey: 2, cols: []column{
 		{"room_id", kText}, {"user_id", kText}, {"role", kText}, {"read_seq", kInt}, {"joined_at", kTime}}},
 	{name: "bans", nkey: 2, cols: []column{
