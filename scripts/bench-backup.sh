@@ -8,9 +8,10 @@
 # --signup-rate 0` runs on it (SQLite, --sync full, its defaults
 # otherwise, but for the send limits, out of the load's way). Then ROUNDS
 # pairs of rounds alternate: each runs the same `parley bench direct
-# --users USERS --rate RATE --duration DURATION`, the second of a pair
-# with `parley backup` run back to back (each snapshot removed after it)
-# from the load's start to its end, at most 1,000 times. Each round prints
+# --users USERS --rate RATE --duration DURATION`, one of a pair with
+# `parley backup` run back to back (each snapshot removed after it) from
+# the load's start to its end, at most 1,000 times: second in odd pairs,
+# first in even ones, so that what the order does cancels out. Each round prints
 # the receipt p99 and p50 (send to durable commit) and the delivery p99;
 # each backup its bytes, messages and time.
 #
@@ -122,7 +123,11 @@ figures() {
 
 printf '%-8s %-6s %12s %12s %13s %6s %s\n' round backup receipt_p99 receipt_p50 delivery_p99 errors backups
 for r in $(seq "$rounds"); do
-	for mode in none backup; do
+	order="none backup"
+	if [ $((r % 2)) = 0 ]; then
+		order="backup none"
+	fi
+	for mode in $order; do
 		json=$out/round-$r-$mode.json
 		"${load_cpu[@]}" "$bin" bench direct --url "$url" --users "$users" --rate "$rate" --loops 1000000 \
 			--duration "$duration" --ramp-up 1s --progress off --json "$json" >"$out/round-$r-$mode.txt" 2>&1 &
