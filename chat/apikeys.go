@@ -51,7 +51,9 @@ var keyExpiry = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 // CodeConflict when a person's account has it) and returns the key's
 // token, which is shown once: only its hash is kept. With a roomID the
 // key acts in that room only (an incoming webhook: the transports refuse
-// it elsewhere), and the bot joins the room now. Fails with CodeInvalid
+// it elsewhere); its bot joins the room on its first post there, through
+// the node that takes it (the caller may be a CLI beside the node, whose
+// writes the node's caches would not hear). Fails with CodeInvalid
 // for a bad name or an unknown scope, CodeNameTaken for a key name in
 // use, CodeNotFound for an unknown room, CodeUnavailable without
 // Config.Keys.
@@ -85,7 +87,7 @@ func (s *Service) CreateAPIKey(ctx context.Context, name string, scopes []string
 		return "", parley.APIKey{}, parley.User{}, parley.Errorf(parley.CodeConflict, "%q is a person's account, not a bot's", bot)
 	}
 	if roomID != "" {
-		if _, _, err := s.Join(ctx, u, roomID); err != nil {
+		if _, err := s.store.Room(ctx, roomID); err != nil {
 			return "", parley.APIKey{}, parley.User{}, err
 		}
 	}

@@ -117,6 +117,14 @@ func (h *Handler) hook(w http.ResponseWriter, r *http.Request) error {
 	var created bool
 	err = h.limited(func(w http.ResponseWriter, r *http.Request) error {
 		m, created, err = h.chat.Send(r.Context(), u, k.RoomID, req.Body, req.ClientID)
+		if parley.ErrorCode(err) == parley.CodeForbidden {
+			// The bot's first post: it joins the room here, on a node
+			// whose caches and members hear it (a ban still refuses).
+			if _, _, jerr := h.chat.Join(r.Context(), u, k.RoomID); jerr != nil {
+				return jerr
+			}
+			m, created, err = h.chat.Send(r.Context(), u, k.RoomID, req.Body, req.ClientID)
+		}
 		return err
 	})(w, r)
 	if err != nil {

@@ -7,7 +7,7 @@ import { Changes } from './changes.js';
 import { People } from './members.js';
 import { regroup } from './polish.js';
 import { renderMarkdown } from './markdown.js';
-import { avatar, clock, markFirstUnread, msgTime, refreshTimes } from './timeline.js';
+import { avatar, botBadge, clock, isBot, markFirstUnread, msgTime, refreshTimes } from './timeline.js';
 
 const pageSize = 50;
 
@@ -260,6 +260,7 @@ export class ChatView {
       h('div', { class: 'msg-main' },
         h('div', { class: 'msg-meta' },
           h('span', { class: 'msg-sender' }, name),
+          isBot(m.sender_id) ? botBadge() : null,
           m.sent_at ? msgTime(m.sent_at) : null,
         ),
         h('div', { class: 'msg-body' }, ...renderMarkdown(m.body || '')),

@@ -8,6 +8,7 @@ import { $, h, setText, fullTime } from './dom.js';
 import { Recent, Typists, TypingThrottle, typingText } from './events.js';
 import { confirmAction } from './confirm.js';
 import { panel, narrow } from './panel.js';
+import { botBadge, isBot } from './timeline.js';
 
 const enc = encodeURIComponent;
 
@@ -445,6 +446,7 @@ export class People {
     return h('li', { class: 'member', dataset: { user: m.user.id, online: String(!!m.online), role: m.role } },
       h('span', { class: 'dot', title: state, 'aria-hidden': 'true' }),
       h('span', { class: 'member-name' }, self ? m.user.name + ' (you)' : m.user.name),
+      m.user.bot || isBot(m.user.id) ? botBadge() : null,
       h('span', { class: 'visually-hidden' }, ', ' + state),
       m.role !== 'member' ? h('span', { class: 'role' }, m.role) : null,
       actions.length ? h('span', { class: 'member-actions' }, ...actions) : null,

@@ -23,6 +23,20 @@ export function initials(name) {
   return out.toUpperCase() || '?';
 }
 
+/**
+ * isBot says whether a user id is a bot account's (a server API key's
+ * user, docs/api.md "Server API keys and bots"): "b" and 26 characters,
+ * where a person's id has 26; the API's user objects also say "bot".
+ */
+export function isBot(id) {
+  return typeof id === 'string' && id.length === 27 && id[0] === 'b';
+}
+
+/** botBadge is the small "bot" label beside a bot's name. */
+export function botBadge() {
+  return h('span', { class: 'bot-badge', title: 'a bot: it posts through a server API key' }, 'bot');
+}
+
 /** avatar is the small picture of a sender (initials; the uploaded picture once files exist). */
 export function avatar(name) {
   return h('span', { class: 'msg-avatar ' + avatarClass(name), 'aria-hidden': 'true' }, initials(name));
