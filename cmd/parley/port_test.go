@@ -143,10 +143,10 @@ func replay(t *testing.T, addr, token, dest, since string, n int64) string {
 
 // TestPortEndToEnd: a SQLite node filled over REST (rooms, members,
 // roles, a ban, edits, deletions, read positions, a direct room), then
-// stopped and ported; a cluster node on the PostgreSQL database answers
-// every page as the old node did, the same tokens and passwords let the
-// users in, and the counters go on. While the old node runs, the port is
-// refused.
+// stopped and ported; a cluster node (a parley serve process) on the
+// PostgreSQL database answers every page and replay as the old node did,
+// the same tokens and passwords let the users in, and the counters go on.
+// While the old node runs, the port is refused.
 func TestPortEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts server processes")
@@ -233,8 +233,9 @@ func TestPortEndToEnd(t *testing.T) {
 		t.Fatalf("parley port: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 
-	node := startNode(t, env, "ported")
-	after := snapshot(t, node.Addr(), users, rooms)
+	node := startServeProcess(t, "--data", t.TempDir(), "--rest-send-rate", "0", "--store", env.store,
+		"--broker", env.broker, "--redis", env.redis, "--redis-prefix", env.prefix, "--node-id", "ported-"+filepath.Base(dir))
+	after := snapshot(t, node.addr, users, rooms)
 	for k, want := range before {
 		if got := after[k]; got != want {
 			t.Errorf("%s differs after the port:\nsqlite   %.400s\npostgres %.400s", k, want, got)
@@ -246,11 +247,11 @@ func TestPortEndToEnd(t *testing.T) {
 
 	// The password hashes came across: a new login works; and the
 	// counters go on where the old node left them.
-	c := newClient(t, node.Addr())
+	c := newClient(t, node.addr)
 	if st := c.do("POST", "/api/tokens", map[string]string{"name": "carol", "password": "correct horse"}, nil); st != http.StatusCreated {
 		t.Errorf("login on the ported node: %d", st)
 	}
-	alice.base = "http://" + node.Addr()
+	alice.base = "http://" + node.addr
 	var m message
 	if st := alice.do("POST", "/api/rooms/"+general.ID+"/messages", map[string]string{"body": "after the port"}, &m); st != http.StatusCreated || m.Seq != 151 {
 		t.Errorf("send on the ported node: %d seq %d, want 201 seq 151", st, m.Seq)
