@@ -96,22 +96,16 @@ func runRestore(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	}
 	// A directory this call creates is removed again when it fails, so
 	// that a refused restore leaves nothing behind.
-	if _, err := os.Stat(data); errors.Is(err, fs.ErrNotExist) {
-		if err := os.MkdirAll(data, 0o750); err != nil {
-			return fmt.Errorf("data directory: %w", err)
-		}
-		defer func() {
-			if err != nil {
-				os.Remove(filepath.Join(data, dirlock.FileName))
-				os.Remove(data)
-			}
-		}()
-	}
-	lock, err := dirlock.Acquire(data)
+	lock, forget, err := lockDataDir(data, "restore")
 	if err != nil {
-		return fmt.Errorf("restore: data directory: %w: stop the server first", err)
+		return err
 	}
-	defer lock.Close()
+	defer func() {
+		lock.Close()
+		if err != nil {
+			forget()
+		}
+	}()
 	db := sqliteFile(data)
 	if !force {
 		for _, p := range []string{db, db + "-wal"} {
@@ -173,4 +167,28 @@ func parseWithArg(fl *flag.FlagSet, args []string, name string) (string, error) 
 func isBoolFlag(f *flag.Flag) bool {
 	b, ok := f.Value.(interface{ IsBoolFlag() bool })
 	return ok && b.IsBoolFlag()
+}
+
+// lockDataDir takes the lock of the SQLite data directory data for op
+// (restore, import), making the directory when it is missing. forget
+// removes a directory this call made, and the lock's file in it, once the
+// lock is closed: a caller that fails before writing into it leaves
+// nothing behind.
+func lockDataDir(data, op string) (lock *dirlock.Lock, forget func(), err error) {
+	forget = func() {}
+	if _, err := os.Stat(data); errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(data, 0o750); err != nil {
+			return nil, nil, fmt.Errorf("%s: data directory: %w", op, err)
+		}
+		forget = func() {
+			os.Remove(filepath.Join(data, dirlock.FileName))
+			os.Remove(data)
+		}
+	}
+	lock, err = dirlock.Acquire(data)
+	if err != nil {
+		forget()
+		return nil, nil, fmt.Errorf("%s: data directory: %w: stop the server first", op, err)
+	}
+	return lock, forget, nil
 }

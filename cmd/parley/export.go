@@ -14,7 +14,6 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"parley/bulk"
-	"parley/dirlock"
 	"parley/postgres"
 	"parley/redis"
 	"parley/sqlite"
@@ -170,22 +169,16 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		// A directory this call creates is removed again when it fails
 		// before the store is opened, so that a refused import leaves
 		// nothing behind.
-		if _, err := os.Stat(data); errors.Is(err, fs.ErrNotExist) {
-			if err := os.MkdirAll(data, 0o750); err != nil {
-				return fmt.Errorf("data directory: %w", err)
+		lock, forget, lerr := lockDataDir(data, "import")
+		if lerr != nil {
+			return lerr
+		}
+		defer func() {
+			lock.Close()
+			if err != nil && sink == nil {
+				forget()
 			}
-			defer func() {
-				if err != nil && sink == nil {
-					os.Remove(filepath.Join(data, dirlock.FileName))
-					os.Remove(data)
-				}
-			}()
-		}
-		lock, err := dirlock.Acquire(data)
-		if err != nil {
-			return fmt.Errorf("import: data directory: %w: stop the server first", err)
-		}
-		defer lock.Close()
+		}()
 		// The whole file, before the store makes a database. (Import
 		// checks it again: a file changed meanwhile stops it.)
 		if _, err := bulk.Check(f); err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"net"
 	"net/http"
 	"strings"
@@ -9,8 +8,6 @@ import (
 	"time"
 
 	"parley/stomp"
-
-	"github.com/coder/websocket"
 )
 
 // stompClient is a STOMP conversation with a running node.
@@ -34,24 +31,7 @@ func dialStomp(t testing.TB, m *Main, transport, token string) *stompClient {
 // the STOMP listener's for "tcp".
 func dialStompAt(t testing.TB, transport, addr, token string) *stompClient {
 	t.Helper()
-	var conn net.Conn
-	if transport == "websocket" {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		ws, _, err := websocket.Dial(ctx, "ws://"+addr+"/ws", &websocket.DialOptions{Subprotocols: []string{"v12.stomp"}})
-		if err != nil {
-			t.Fatalf("websocket dial: %v", err)
-		}
-		conn = websocket.NetConn(context.Background(), ws, websocket.MessageText)
-	} else {
-		var err error
-		if conn, err = net.Dial("tcp", addr); err != nil {
-			t.Fatalf("tcp dial: %v", err)
-		}
-	}
-	t.Cleanup(func() { conn.Close() })
-	c := &stompClient{t: t, conn: conn, r: stomp.NewReader(conn, stomp.Limits{})}
-	c.send("CONNECT\naccept-version:1.2,1.1,1.0\nhost:parley\nheart-beat:10000,10000\nAuthorization:Bearer " + token + "\n\n\x00")
+	c := dialStompToken(t, transport, addr, "Authorization", token)
 	c.expect("CONNECTED", "version:1.2")
 	return c
 }
