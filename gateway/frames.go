@@ -41,6 +41,7 @@ func (s *session) handle(f *stomp.Frame, rs *readState) bool {
 func (s *session) handleFrame(f *stomp.Frame, rs *readState, connected bool) bool {
 	var err error
 	receipt := f.Get("receipt")
+	refused := keyRefusal(s.key, f) // keys.go; nil for a person's session
 	switch {
 	case f.Command == stomp.Connect || f.Command == stomp.Stomp:
 		if connected {
@@ -51,8 +52,8 @@ func (s *session) handleFrame(f *stomp.Frame, rs *readState, connected bool) boo
 		}
 	case !connected:
 		err = parley.Errorf(parley.CodeUnauthorized, "the first frame must be CONNECT or STOMP, not %v", f.Command)
-	case keyRefusal(s.key, f) != nil:
-		err = keyRefusal(s.key, f) // keys.go
+	case refused != nil:
+		err = refused
 	case f.Command == stomp.Subscribe:
 		if err = s.subscribe(f); err == nil {
 			receipt = nil // subscribe sent it, before any message

@@ -53,17 +53,26 @@ func (h *Handler) authenticateKey(w http.ResponseWriter, r *http.Request, token 
 		return parley.User{}, err
 	}
 	k := t.Key
+	err = keyRouteRefusal(k, r)
+	slog.Info("api key call", "key", k.Name, "bot", u.Name, "route", r.Pattern, "allowed", err == nil)
+	return u, err
+}
+
+// keyRouteRefusal is the refusal of r for key k (403), nil when k may
+// call it.
+func keyRouteRefusal(k *parley.APIKey, r *http.Request) error {
 	scope, ok := keyScopes[r.Pattern]
-	slog.Info("api key call", "key", k.Name, "bot", u.Name, "route", r.Pattern, "allowed", ok && (scope == anyKey || k.Allows(scope)))
 	switch {
 	case !ok:
-		return parley.User{}, parley.Errorf(parley.CodeForbidden, "API keys may not call %s", r.Pattern)
-	case scope != anyKey && !k.Allows(scope):
-		return parley.User{}, parley.Errorf(parley.CodeForbidden, "the API key %q lacks the scope %q", k.Name, scope)
-	case k.RoomID != "" && scope != anyKey && pathRoomID(r) != k.RoomID:
-		return parley.User{}, parley.Errorf(parley.CodeForbidden, "the API key %q acts in room %s only", k.Name, k.RoomID)
+		return parley.Errorf(parley.CodeForbidden, "API keys may not call %s", r.Pattern)
+	case scope == anyKey:
+		return nil
+	case !k.Allows(scope):
+		return parley.Errorf(parley.CodeForbidden, "the API key %q lacks the scope %q", k.Name, scope)
+	case k.RoomID != "" && pathRoomID(r) != k.RoomID:
+		return parley.Errorf(parley.CodeForbidden, "the API key %q acts in room %s only", k.Name, k.RoomID)
 	}
-	return u, nil
+	return nil
 }
 
 // Incoming webhooks: POST /api/hooks/{key} posts a message into the room

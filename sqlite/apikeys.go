@@ -96,7 +96,7 @@ func (s *Store) APIKey(ctx context.Context, id string) (parley.APIKey, parley.Us
 	q.count()
 	var u parley.User
 	var created int64
-	k, err := scanAPIKey(scanWithMore{q.stmt.QueryRowContext(ctx, id), []any{&u.Name, &created}})
+	k, err := scanAPIKey(scanWith{q.stmt.QueryRowContext(ctx, id), []any{&u.Name, &created}})
 	if errors.Is(err, sql.ErrNoRows) {
 		return k, u, parley.Errorf(parley.CodeNotFound, "API key not found")
 	}
@@ -138,14 +138,6 @@ func (s *Store) apiKeys(ctx context.Context, q *query, args ...any) ([]parley.AP
 	}
 	return keys, nil
 }
-
-// scanWithMore scans a row whose key columns are followed by more.
-type scanWithMore struct {
-	s    scanner
-	more []any
-}
-
-func (sw scanWithMore) Scan(dest ...any) error { return sw.s.Scan(append(dest, sw.more...)...) }
 
 func scanAPIKey(row scanner) (parley.APIKey, error) {
 	var k parley.APIKey

@@ -102,20 +102,21 @@ func roomColsOf(a string) string {
 // CodeNotFound.
 func (w *wtx) messageAt(roomID string, seq int64) (parley.Message, int64, error) {
 	var num int64
-	m, err := scanMessage(scanWith{w.row(w.s.wq.changes.messageAt, roomID, seq), &num})
+	m, err := scanMessage(scanWith{w.row(w.s.wq.changes.messageAt, roomID, seq), []any{&num}})
 	if errors.Is(err, sql.ErrNoRows) {
 		return m, 0, parley.Errorf(parley.CodeNotFound, "message not found")
 	}
 	return m, num, err
 }
 
-// scanWith scans a row whose message columns are followed by more.
+// scanWith scans a row whose leading columns (a message's, a key's) are
+// followed by more.
 type scanWith struct {
 	s    scanner
-	more *int64
+	more []any
 }
 
-func (sw scanWith) Scan(dest ...any) error { return sw.s.Scan(append(dest, sw.more)...) }
+func (sw scanWith) Scan(dest ...any) error { return sw.s.Scan(append(dest, sw.more...)...) }
 
 // nextChange moves the room's last_change and returns the room after it.
 func (w *wtx) nextChange(roomID string) (parley.Room, error) {
