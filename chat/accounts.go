@@ -110,19 +110,9 @@ func (s *Service) passwordMatches(ctx context.Context, name, password string) (p
 // Authenticate returns the owner of an unexpired access token (or of a
 // valid JWT, with Config.JWT: see jwt.go; or the bot of an API key, with
 // Config.Keys: see apikeys.go), or fails with CodeUnauthorized.
+// It is AuthenticateToken without the token.
 func (s *Service) Authenticate(ctx context.Context, token string) (parley.User, error) {
-	if token == "" {
-		return parley.User{}, parley.Errorf(parley.CodeUnauthorized, "missing access token")
-	}
-	if s.isJWT(token) {
-		u, _, err := s.authenticateJWT(ctx, token)
-		return u, err
-	}
-	if parley.IsAPIKey(token) {
-		u, _, err := s.authenticateKey(ctx, token)
-		return u, err
-	}
-	u, _, err := s.store.TokenUser(ctx, tokenHash(token), s.now())
+	u, _, err := s.AuthenticateToken(ctx, token)
 	return u, err
 }
 
