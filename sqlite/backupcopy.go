@@ -117,9 +117,14 @@ func copyPaced(ctx context.Context, src, tmp string, cfg BackupConfig) (err erro
 			if done {
 				break
 			}
-			if err := f.Sync(); err != nil {
-				b.finish()
-				return err
+			// Paced, each step's pages reach the disk before the pause,
+			// so that the copy's writes are spread as its reads are;
+			// unpaced, the one fsync at the end (snapshot) is enough.
+			if rate >= 0 {
+				if err := f.Sync(); err != nil {
+					b.finish()
+					return err
+				}
 			}
 			if cfg.onStep != nil {
 				cfg.onStep(b.remaining(), b.pageCount())

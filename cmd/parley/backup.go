@@ -50,12 +50,14 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := sqliteOnly("backup", store); err != nil {
 		return err
 	}
-	cfg := sqlite.BackupConfig{Vacuum: *vacuum, Rate: int64(*rate * 1e6)}
+	cfg := sqlite.BackupConfig{Vacuum: *vacuum}
 	switch {
 	case *rate < 0:
 		return fmt.Errorf("--backup-rate %v: want MB a second, or 0 for no limit", *rate)
-	case cfg.Rate == 0:
+	case *rate == 0:
 		cfg.Rate = -1 // no limit
+	default:
+		cfg.Rate = max(1, int64(*rate*1e6)) // a tiny rate stays a limit
 	}
 	db := sqliteFile(data)
 	if _, err := os.Stat(db); errors.Is(err, fs.ErrNotExist) {

@@ -114,8 +114,8 @@ func createOutput(path string, stdout io.Writer) (io.Writer, func(ok bool) error
 
 // countsString reports c in one line.
 func countsString(c bulk.Counts) string {
-	return fmt.Sprintf("%d users, %d tokens, %d name holds, %d rooms, %d members, %d bans, %d messages, %d change keys",
-		c.Users, c.Tokens, c.NameHolds, c.Rooms, c.Members, c.Bans, c.Messages, c.ChangeKeys)
+	return fmt.Sprintf("%d users, %d tokens, %d API keys, %d name holds, %d rooms, %d members, %d bans, %d messages, %d change keys",
+		c.Users, c.Tokens, c.APIKeys, c.NameHolds, c.Rooms, c.Members, c.Bans, c.Messages, c.ChangeKeys)
 }
 
 // runImport is `parley import FILE`: a parley-export file written into a

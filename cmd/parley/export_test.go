@@ -151,7 +151,7 @@ func TestExportImportEndToEnd(t *testing.T) {
 	if err != nil || !strings.Contains(out, "31 messages") {
 		t.Fatalf("import = %q, %v", out, err)
 	}
-	if out, _, err = runCLI("import", "--data", moved, file); err != nil || !strings.Contains(out, "0 users, 0 tokens, 0 name holds, 0 rooms, 0 members, 0 bans, 0 messages, 0 change keys written") {
+	if out, _, err = runCLI("import", "--data", moved, file); err != nil || !strings.Contains(out, "0 users, 0 tokens, 0 API keys, 0 name holds, 0 rooms, 0 members, 0 bans, 0 messages, 0 change keys written") {
 		t.Errorf("second import = %q, %v; want nothing written", out, err)
 	}
 	q := startServeProcess(t, "--data", moved, "--sync", "normal", "--signup-rate", "0")
