@@ -120,12 +120,20 @@ func Check(r io.Reader) (Result, error) {
 // (Sink.Import) stops it: the batches before stay written, the failed one
 // is not.
 func Import(ctx context.Context, sink Sink, f io.ReadSeeker, opt ImportOptions) (Result, error) {
-	if opt.BatchSize <= 0 {
-		opt.BatchSize = 1000
-	}
 	res, err := Check(f)
 	if err != nil {
 		return res, err
+	}
+	return Write(ctx, sink, f, res, opt)
+}
+
+// Write is Import after its Check: res is what Check returned for f,
+// which Write reads again from the start. A caller that checks the file
+// before it opens the store (so that a bad file makes no database) calls
+// Check, then Write, and reads the file twice, not three times.
+func Write(ctx context.Context, sink Sink, f io.ReadSeeker, res Result, opt ImportOptions) (Result, error) {
+	if opt.BatchSize <= 0 {
+		opt.BatchSize = 1000
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return res, fmt.Errorf("import: %w", err)

@@ -147,10 +147,23 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		Close() error
 	}
 	var opt bulk.ImportOptions
+	// The whole file is checked before the store is opened (a bad file
+	// makes no database and no connection); bulk.Write then reads it once
+	// more to write it, and stops if it changed meanwhile.
+	var checked bulk.Result
+	check := func() (err error) {
+		if checked, err = bulk.Check(f); err != nil {
+			return fmt.Errorf("import %s: %w", file, err)
+		}
+		return nil
+	}
 	switch {
 	case isPostgres(store):
 		if redisURL == "" && !noRedis {
 			return errors.New("import: PostgreSQL: the running nodes cache rooms and memberships in Redis: pass --redis URL (and --redis-prefix) so that the import forgets what it changes, or --no-redis when no Redis holds this database's hot data")
+		}
+		if err := check(); err != nil {
+			return err
 		}
 		if redisURL != "" {
 			rdb, err := dialRedis(ctx, Config{Redis: redisURL})
@@ -179,13 +192,8 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 				forget()
 			}
 		}()
-		// The whole file, before the store makes a database. (Import
-		// checks it again: a file changed meanwhile stops it.)
-		if _, err := bulk.Check(f); err != nil {
-			return fmt.Errorf("import %s: %w", file, err)
-		}
-		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return fmt.Errorf("import: %w", err)
+		if err := check(); err != nil {
+			return err
 		}
 		db, err := sqlite.Open(ctx, sqlite.Config{Path: sqliteFile(data), Sync: sqlite.SyncNormal})
 		if err != nil {
@@ -195,7 +203,7 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	default:
 		return fmt.Errorf("--store %q: want empty (SQLite) or postgres://…", store)
 	}
-	res, err := bulk.Import(ctx, sink, f, opt)
+	res, err := bulk.Write(ctx, sink, f, checked, opt)
 	if cerr := sink.Close(); err == nil {
 		err = cerr
 	}
