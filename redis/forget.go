@@ -3,7 +3,6 @@ package redis
 import (
 	"context"
 	"fmt"
-	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 )
@@ -23,10 +22,10 @@ import (
 // commits and writes Redis after ForgetHot may install the older last
 // message, until the room's next message or the key's TTL.
 func ForgetHot(ctx context.Context, rdb *goredis.Client, prefix string, rooms, users []string) error {
-	if prefix == "" {
-		prefix = DefaultPrefix
+	if len(rooms)+len(users) == 0 {
+		return nil
 	}
-	h := &HotStore{cfg: HotConfig{Prefix: prefix, TTL: 10 * time.Minute}} // the nodes' keys and TTL
+	h := &HotStore{cfg: HotConfig{Prefix: prefix}.withKeyDefaults()} // the nodes' keys and TTL
 	ttl := h.ttlArg()
 	pipe := rdb.Pipeline()
 	for _, id := range rooms {
@@ -36,9 +35,6 @@ func ForgetHot(ctx context.Context, rdb *goredis.Client, prefix string, rooms, u
 	}
 	for _, id := range users {
 		scriptInvalidate.Eval(ctx, pipe, []string{h.userKey(id), h.userGen(id)}, ttl)
-	}
-	if len(rooms)+len(users) == 0 {
-		return nil
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("forget hot data: %w", err)

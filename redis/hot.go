@@ -178,14 +178,9 @@ var _ parley.Store = (*HotStore)(nil)
 // sink on every node. It returns once it hears other nodes' token
 // revocations, or after Timeout if Redis does not confirm that.
 func NewHotStore(inner parley.Store, rdb *goredis.Client, cfg HotConfig) *HotStore {
-	if cfg.Prefix == "" {
-		cfg.Prefix = DefaultPrefix
-	}
+	cfg = cfg.withKeyDefaults()
 	if cfg.RecentMessages <= 0 {
 		cfg.RecentMessages = parley.MaxPageLimit
-	}
-	if cfg.TTL <= 0 {
-		cfg.TTL = 10 * time.Minute
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 2 * time.Second
@@ -425,4 +420,16 @@ func (h *HotStore) Room(ctx context.Context, id string) (parley.Room, error) {
 		return parley.Room{}, parley.Errorf(parley.CodeNotFound, "room not found")
 	}
 	return es[0].Room, nil
+}
+
+// withKeyDefaults fills the fields that name and age the hot data's keys
+// (Prefix, TTL): what NewHotStore and ForgetHot share.
+func (c HotConfig) withKeyDefaults() HotConfig {
+	if c.Prefix == "" {
+		c.Prefix = DefaultPrefix
+	}
+	if c.TTL <= 0 {
+		c.TTL = 10 * time.Minute
+	}
+	return c
 }
