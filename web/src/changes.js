@@ -7,7 +7,7 @@
 // room: a change made while the connection was down is never missed.
 
 import { h, setText, randomId } from './dom.js';
-import { regroup } from './polish.js';
+import { regroup } from './timeline.js';
 import { addMessageAction, toolbar } from './actions.js';
 import { confirmAction } from './confirm.js';
 
@@ -247,11 +247,6 @@ export class Changes {
     if (!best) return false;
     this.startEdit(best.seq);
     return true;
-  }
-
-  /** editing reports whether a message is being edited. */
-  get editing() {
-    return !!this.view.list.querySelector('.msg-edit-form');
   }
 
   /** startEdit puts the message's text into a small form in place of its body. */

@@ -5,9 +5,8 @@
 import { $, h, setText, randomId } from './dom.js';
 import { Changes } from './changes.js';
 import { People } from './members.js';
-import { regroup } from './polish.js';
 import { renderMarkdown } from './markdown.js';
-import { avatar, botBadge, clock, isBot, markFirstUnread, msgTime, refreshTimes } from './timeline.js';
+import { avatar, botBadge, clock, isBot, markFirstUnread, msgTime, refreshTimes, regroup } from './timeline.js';
 
 const pageSize = 50;
 

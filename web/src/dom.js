@@ -39,13 +39,6 @@ export function shortTime(iso) {
   return d.toDateString() === now.toDateString() ? timeFmt.format(d) : dateFmt.format(d);
 }
 
-/** messageTime is the time of day for today, the date and time otherwise. */
-export function messageTime(iso) {
-  const d = new Date(iso);
-  if (Number.isNaN(d.getTime())) return '';
-  return d.toDateString() === new Date().toDateString() ? timeFmt.format(d) : fullFmt.format(d);
-}
-
 export function fullTime(iso) {
   const d = new Date(iso);
   return Number.isNaN(d.getTime()) ? '' : fullFmt.format(d);

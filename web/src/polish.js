@@ -1,35 +1,9 @@
-// Small pieces of the page kept apart from the views that use them: links
-// in message bodies, grouping a sender's consecutive messages, the
+// Small pieces of the page kept apart from the views that use them: the
 // composer's length check against the server's --max-body, the unread
 // count in the tab title, the invite link's Copy button and the wording
 // of a full room.
 
-import { h, setText } from './dom.js';
-
-const urlRe = /\bhttps?:\/\/[^\s<>"'`]+/g;
-
-/**
- * linkify returns the nodes of a message body: text, with every http(s)
- * URL as a link that opens in a new tab. Text stays text (no markup is
- * parsed); a URL's trailing punctuation is left out of its link.
- */
-export function linkify(text) {
-  const out = [];
-  let last = 0;
-  for (const m of text.matchAll(urlRe)) {
-    let url = m[0];
-    const trail = /[.,;:!?)\]}]+$/.exec(url);
-    if (trail && !(trail[0].startsWith(')') && url.includes('('))) url = url.slice(0, url.length - trail[0].length);
-    if (m.index > last) out.push(text.slice(last, m.index));
-    out.push(h('a', { href: url, target: '_blank', rel: 'noopener noreferrer nofollow' }, url));
-    last = m.index + url.length;
-  }
-  if (last < text.length) out.push(text.slice(last));
-  return out;
-}
-
-// Grouping and day separators moved to timeline.js; the old name stays.
-export { regroup } from './timeline.js';
+import { setText } from './dom.js';
 
 /** byteLength is the UTF-8 length of s, as the server counts --max-body. */
 export function byteLength(s) {
