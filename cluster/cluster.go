@@ -191,7 +191,7 @@ func New(cfg Config) *Relay {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Relay{
+	r := &Relay{
 		cfg:     cfg,
 		log:     cfg.Logger,
 		m:       newMetrics(cfg.Registerer),
@@ -210,6 +210,18 @@ func New(cfg Config) *Relay {
 		stop:      make(chan struct{}),
 		keepDone:  make(chan struct{}),
 	}
+	if cfg.Registerer != nil {
+		cfg.Registerer.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "parley_cluster_routes_unsure",
+			Help: "1 while routes are unsure (for Settle after a presence reset, such as a cluster's first start on an empty Redis): messages then go to every known node.",
+		}, func() float64 {
+			if r.routes.unsure() {
+				return 1
+			}
+			return 0
+		}))
+	}
+	return r
 }
 
 // Start attaches the broker and the presence and starts relaying. The

@@ -359,6 +359,41 @@ func settle(t *testing.T, env clusterEnv, want ...presentOn) {
 	}
 }
 
+// routesSure waits until no node's relay will broadcast for want of
+// routes: the presence epoch marker is older than a heartbeat and a second
+// (so no read calls the reset hook again), then every node's
+// parley_cluster_routes_unsure reads 0 (the Settle after the last reset
+// has passed). A cluster's first start on a fresh prefix is such a reset.
+func routesSure(t *testing.T, env clusterEnv, nodes ...*Main) {
+	t.Helper()
+	rdb, err := redis.NewClient(env.redis)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	ctx := context.Background()
+	deadline := time.Now().Add(30 * time.Second)
+	young := nodes[0].Config.PresenceTTL/3 + time.Second
+	for {
+		at, err := rdb.Get(ctx, env.prefix+"presence:epoch").Int64()
+		if err == nil && time.Since(time.UnixMilli(at)) >= young {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("presence epoch marker still missing or young after 30 s (%d, %v)", at, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, m := range nodes {
+		for metric(t, m, "parley_cluster_routes_unsure") != 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("node %s: routes still unsure after 30 s", m.Config.NodeID)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
 // quiet waits until a node's relay has nothing queued and its publish
 // count has stopped moving (the joins of a big room are relayed too), and
 // returns that count.
@@ -448,6 +483,7 @@ func TestClusterPublishCounts(t *testing.T) {
 	subscribe(t, nodes[0], ca.token, dr.ID, -1)
 	dialStomp(t, nodes[1], "websocket", cc.token)
 	settle(t, env, presentOn{nodes[0].Config.NodeID, []member{{ca, ua}, {cb, ub}}}, presentOn{nodes[1].Config.NodeID, []member{{cc, uc}}})
+	routesSure(t, env, nodes...)
 	before := quiet(t, nodes[0])
 	for i := range 10 {
 		if st := ca.do("POST", "/api/rooms/"+dr.ID+"/messages", map[string]string{"body": fmt.Sprint(i)}, nil); st != http.StatusCreated {
