@@ -189,6 +189,55 @@ func validTitle(t string) bool {
 	return t != "" && utf8.ValidString(t) && utf8.RuneCountInString(t) <= MaxTitle
 }
 
+// AddMember makes userID a member of a group room, as its owner or an
+// admin (Slack's "add people to a channel"; how a bot that created a room
+// fills it), and returns their entry; added is false when they were one
+// already. The join is the user's own, as the store makes it: same seat
+// check, same member event. Fails with CodeForbidden for a plain member,
+// CodeInvalid in a direct room, CodeNotFound for an unknown user,
+// CodeConflict for a user banned from the room (lift the ban first) and
+// CodeRoomFull when no seat is left.
+//
+// The caller's role is read before the join, not in its transaction: an
+// admin demoted at that very moment may still add one member, as any
+// moderation call in flight when the role changes completes.
+func (s *Service) AddMember(ctx context.Context, u parley.User, roomID, userID string) (MemberEntry, bool, error) {
+	me, err := s.member(ctx, u, roomID)
+	if err != nil {
+		return MemberEntry{}, false, err
+	}
+	r, err := s.store.Room(ctx, roomID)
+	if err != nil {
+		return MemberEntry{}, false, hideRoom(err)
+	}
+	switch {
+	case r.Kind != parley.KindGroup:
+		return MemberEntry{}, false, parley.Errorf(parley.CodeInvalid, "a direct room has its two members only")
+	case !parley.MayModerate(me.Role):
+		return MemberEntry{}, false, parley.Errorf(parley.CodeForbidden, "only the room's owner and admins add members")
+	}
+	who, err := s.store.User(ctx, userID)
+	if parley.ErrorCode(err) == parley.CodeNotFound {
+		return MemberEntry{}, false, parley.Errorf(parley.CodeNotFound, "no such user")
+	}
+	if err != nil {
+		return MemberEntry{}, false, err
+	}
+	_, added, err := s.store.Join(ctx, roomID, userID)
+	switch parley.ErrorCode(err) {
+	case "":
+	case parley.CodeForbidden:
+		return MemberEntry{}, false, parley.Errorf(parley.CodeConflict, "%s is banned from this room: lift the ban first", who.Name)
+	default:
+		return MemberEntry{}, false, hideRoom(err)
+	}
+	m, err := s.store.Member(ctx, roomID, userID)
+	if err != nil {
+		return MemberEntry{}, false, err
+	}
+	return s.entries(ctx, []parley.RoomMember{{Member: m, Name: who.Name}})[0], added, nil
+}
+
 // SetRole makes member userID an admin or a plain member, as the room's
 // owner, and returns their entry. Fails with CodeInvalid for another role,
 // CodeNotFound when userID is not a member, and CodeForbidden for the

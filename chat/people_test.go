@@ -284,3 +284,55 @@ func TestSetRoleEntry(t *testing.T) {
 		t.Errorf("UpdateRoom(capacity 2 of 4) error = %v, want conflict", err)
 	}
 }
+
+// TestAddMember: the owner and admins add users to a group room (a second
+// add changes nothing); a plain member, a non-member and anyone in a
+// direct room cannot; a banned user is a conflict until the ban is
+// lifted, an unknown user not_found, a full room room_full.
+func TestAddMember(t *testing.T) {
+	w := newPeopleWorld(t, fixedSeen{})
+	e, added, err := w.s.AddMember(ctx, w.admin, w.group.ID, w.outsider.ID)
+	if err != nil || !added || e.User.ID != w.outsider.ID || e.Role != parley.RoleMember {
+		t.Fatalf("AddMember(admin adds outsider) = %+v, %v, %v", e, added, err)
+	}
+	if _, err := w.s.Authorize(ctx, w.outsider, w.group.ID); err != nil {
+		t.Errorf("the added user is not a member: %v", err)
+	}
+	if _, added, err := w.s.AddMember(ctx, w.owner, w.group.ID, w.outsider.ID); err != nil || added {
+		t.Errorf("AddMember(again) = %v, %v, want not added, no error", added, err)
+	}
+	for _, tc := range []struct {
+		name   string
+		by     parley.User
+		room   string
+		target string
+		want   string
+	}{
+		{"a plain member", w.member, w.group.ID, w.removed.ID, parley.CodeForbidden},
+		{"a non-member", w.removed, w.group.ID, w.peer.ID, parley.CodeNotFound},
+		{"in a direct room", w.owner, w.direct.ID, w.member.ID, parley.CodeInvalid},
+		{"a banned user", w.owner, w.group.ID, w.banned.ID, parley.CodeConflict},
+		{"an unknown user", w.owner, w.group.ID, parley.NewID(), parley.CodeNotFound},
+		{"an unknown room", w.owner, parley.NewID(), w.member.ID, parley.CodeNotFound},
+	} {
+		if _, _, err := w.s.AddMember(ctx, tc.by, tc.room, tc.target); parley.ErrorCode(err) != tc.want {
+			t.Errorf("%s: AddMember error = %v, want %s", tc.name, err, tc.want)
+		}
+	}
+	if err := w.s.Unban(ctx, w.owner, w.group.ID, w.banned.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, added, err := w.s.AddMember(ctx, w.owner, w.group.ID, w.banned.ID); err != nil || !added {
+		t.Errorf("AddMember(after the ban is lifted) = %v, %v", added, err)
+	}
+	r, err := w.s.Room(ctx, w.owner, w.group.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.s.UpdateRoom(ctx, w.owner, w.group.ID, chat.RoomUpdate{Capacity: &r.MemberCount}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := w.s.AddMember(ctx, w.owner, w.group.ID, w.removed.ID); parley.ErrorCode(err) != parley.CodeRoomFull {
+		t.Errorf("AddMember(full room) error = %v, want room_full", err)
+	}
+}

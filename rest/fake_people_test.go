@@ -132,6 +132,29 @@ func (c *fakeChat) SetRole(ctx context.Context, u parley.User, roomID, userID, r
 	return c.entryLocked(fr, userID), nil
 }
 
+func (c *fakeChat) AddMember(ctx context.Context, u parley.User, roomID, userID string) (chat.MemberEntry, bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fr, err := c.peopleLocked(u, roomID, true)
+	if err != nil {
+		return chat.MemberEntry{}, false, err
+	}
+	if _, ok := c.userByIDLocked(userID); !ok {
+		return chat.MemberEntry{}, false, parley.Errorf(parley.CodeNotFound, "no such user")
+	}
+	switch {
+	case !parley.MayModerate(c.roleLocked(fr, u.ID)):
+		return chat.MemberEntry{}, false, errNotModerator()
+	case slices.Contains(fr.members, userID):
+		return c.entryLocked(fr, userID), false, nil
+	}
+	if _, banned := fr.bans[userID]; banned {
+		return chat.MemberEntry{}, false, parley.Errorf(parley.CodeConflict, "banned: lift the ban first")
+	}
+	fr.members = append(fr.members, userID)
+	return c.entryLocked(fr, userID), true, nil
+}
+
 func (c *fakeChat) Remove(ctx context.Context, u parley.User, roomID, userID string, ban bool) error {
 	if userID == u.ID {
 		return parley.Errorf(parley.CodeInvalid, "leave instead")

@@ -84,6 +84,16 @@ func (h *Handler) updateRoom(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, h.view(r, room))
 }
 
+// addMember adds the user of the path to the room: 201 with their member
+// entry, 200 when they were a member already.
+func (h *Handler) addMember(w http.ResponseWriter, r *http.Request) error {
+	e, added, err := h.chat.AddMember(r.Context(), userOf(r), r.PathValue("id"), r.PathValue("user_id"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, createdStatus(added), viewMember(e))
+}
+
 func (h *Handler) setRole(w http.ResponseWriter, r *http.Request) error {
 	var req struct {
 		Role string `json:"role"`

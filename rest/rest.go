@@ -79,6 +79,8 @@ type Chat interface {
 	// UpdateRoom changes a room's title and/or capacity (owner or admin);
 	// a capacity below member_count is parley.CodeConflict.
 	UpdateRoom(ctx context.Context, u parley.User, roomID string, up chat.RoomUpdate) (parley.Room, error)
+	// AddMember adds a user to a group room (owner or admin).
+	AddMember(ctx context.Context, u parley.User, roomID, userID string) (chat.MemberEntry, bool, error)
 	// SetRole makes a member an admin or a member (owner only).
 	SetRole(ctx context.Context, u parley.User, roomID, userID, role string) (chat.MemberEntry, error)
 	// Remove removes a member, banning with ban (owner, or an admin
@@ -118,6 +120,11 @@ type Config struct {
 	// .../read) that move no read position (see markRead); a refusal
 	// is 429 rate_limited with Retry-After. Nil: no limit.
 	ReadLimit Limiter
+	// KeyLimit, when set, limits each API key's calls (every route, the
+	// incoming webhook included), by key, before any other limit: a
+	// refusal is 429 rate_limited with Retry-After, and the audit line
+	// says so. Nil: no limit.
+	KeyLimit Limiter
 	// SignupLimit, when set, limits account creations per client address
 	// (see login.go); a refusal is 429 rate_limited with Retry-After.
 	// Nil: no limit.
@@ -153,6 +160,7 @@ type Handler struct {
 	maxBytes  int64
 	sendLimit Limiter        // nil: no limit
 	readLimit Limiter        // read marks that move nothing; nil: no limit
+	keyLimit  Limiter        // calls per API key; nil: no limit
 	trusted   []netip.Prefix // proxies whose X-Forwarded-For is believed
 
 	signupLimit   Limiter          // nil: no limit
@@ -198,6 +206,7 @@ func New(cfg Config) *Handler {
 		maxBytes:    cfg.MaxRequestBytes,
 		sendLimit:   cfg.SendLimit,
 		readLimit:   cfg.ReadLimit,
+		keyLimit:    cfg.KeyLimit,
 		trusted:     cfg.TrustedProxies,
 		signupLimit: cfg.SignupLimit,
 		loginByAddr: cfg.LoginByAddress,
@@ -275,6 +284,7 @@ func (h *Handler) routes() {
 	// People and moderation (people.go).
 	h.handle("GET /api/rooms/{id}/members", h.authed(h.members))
 	h.handle("PATCH /api/rooms/{id}", h.authed(h.updateRoom))
+	h.handle("POST /api/rooms/{id}/members/{user_id}", h.authed(h.addMember))
 	h.handle("PUT /api/rooms/{id}/members/{user_id}", h.authed(h.setRole))
 	h.handle("DELETE /api/rooms/{id}/members/{user_id}", h.authed(h.removeMember))
 	h.handle("GET /api/rooms/{id}/bans", h.authed(h.bans))
