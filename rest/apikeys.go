@@ -3,8 +3,10 @@ package rest
 import (
 	"io"
 	"log/slog"
+	"math"
 	"mime"
 	"net/http"
+	"strconv"
 	"unicode/utf8"
 
 	"parley"
@@ -35,6 +37,7 @@ var keyScopes = map[string]string{
 	"DELETE /api/rooms/{id}/members/me":        parley.ScopeRooms,
 	"GET /api/rooms/{id}/members":              parley.ScopeRooms,
 	"PUT /api/rooms/{id}/members/{user_id}":    parley.ScopeRooms,
+	"POST /api/rooms/{id}/members/{user_id}":   parley.ScopeRooms,
 	messagesPattern:                            parley.ScopeHistory,
 	"GET /api/me/search":                       parley.ScopeHistory,
 	"PUT /api/rooms/{id}/read":                 parley.ScopeHistory,
@@ -54,8 +57,36 @@ func (h *Handler) authenticateKey(w http.ResponseWriter, r *http.Request, token 
 	}
 	k := t.Key
 	err = keyRouteRefusal(k, r)
-	slog.Info("api key call", "key", k.Name, "bot", u.Name, "route", r.Pattern, "allowed", err == nil)
+	if err == nil {
+		err = h.keyLimited(w, k)
+	}
+	slog.Info("api key call", "key", k.Name, "bot", u.Name, "route", r.Pattern, "allowed", err == nil, "refused", refusal(err))
 	return u, err
+}
+
+// keyLimited takes one token from key k's bucket in the key limiter, and
+// refuses with rate_limited (429, Retry-After in whole seconds) when there
+// is none. A key's budget is its own, beside its bot's per-user limits.
+func (h *Handler) keyLimited(w http.ResponseWriter, k *parley.APIKey) error {
+	if h.keyLimit == nil {
+		return nil
+	}
+	ok, wait := h.keyLimit.Allow(k.ID)
+	if ok {
+		return nil
+	}
+	secs := max(1, int64(math.Ceil(wait.Seconds())))
+	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+	return parley.Errorf(parley.CodeRateLimited, "the API key %q is over %g calls a second (bursts of %d); retry in %d s",
+		k.Name, h.keyLimit.Rate(), h.keyLimit.Burst(), secs)
+}
+
+// refusal is err's code for the audit line, "" for none.
+func refusal(err error) string {
+	if err == nil {
+		return ""
+	}
+	return parley.ErrorCode(err)
 }
 
 // keyRouteRefusal is the refusal of r for key k (403), nil when k may
@@ -120,7 +151,11 @@ func (h *Handler) hook(w http.ResponseWriter, r *http.Request) error {
 	if req.Body == "" {
 		req.Body = req.Text
 	}
-	slog.Info("incoming webhook", "key", k.Name, "bot", u.Name, "room", k.RoomID)
+	err = h.keyLimited(w, k)
+	slog.Info("incoming webhook", "key", k.Name, "bot", u.Name, "room", k.RoomID, "allowed", err == nil, "refused", refusal(err))
+	if err != nil {
+		return err
+	}
 	r = r.WithContext(&userContext{Context: r.Context(), u: u})
 	var m parley.Message
 	var created bool

@@ -1,10 +1,13 @@
 package rest_test
 
 import (
+	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"parley"
+	"parley/ratelimit"
 	"parley/rest"
 )
 
@@ -87,4 +90,77 @@ func TestHook(t *testing.T) {
 	if rec := e.do("POST", "/api/rooms/"+other.ID+"/members", hook, nil); rec.Code != http.StatusForbidden {
 		t.Errorf("the room-bound key joins another room = %d, want 403", rec.Code)
 	}
+}
+
+// TestAPIKeyLimit: each API key has its own budget of calls on every
+// route, the incoming webhook included: past its burst a key is 429 with
+// Retry-After while another key and a person are not held back.
+func TestAPIKeyLimit(t *testing.T) {
+	fc := newFakeChat()
+	limit := ratelimit.New(ratelimit.Config{Rate: 1, Burst: 2})
+	e := &env{t: t, h: rest.New(rest.Config{Chat: fc, KeyLimit: limit})}
+	alice := e.mustSignUp("alice")
+	var room struct{ ID string }
+	e.mustExpect(e.do("POST", "/api/rooms", alice, map[string]any{"kind": "group", "title": "ops"}), "create room", http.StatusCreated, &room)
+	busy, _ := fc.addKey("busy", parley.ScopeRooms)
+	calm, _ := fc.addKey("calm", parley.ScopeRooms)
+	for i := range 2 {
+		e.mustExpect(e.do("GET", "/api/me", busy, nil), fmt.Sprint("call ", i), http.StatusOK, nil)
+	}
+	rec := e.do("GET", "/api/rooms/"+room.ID, busy, nil)
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" || !strings.Contains(rec.Body.String(), `"rate_limited"`) {
+		t.Errorf("third call = %d %q (Retry-After %q), want 429 rate_limited with Retry-After", rec.Code, rec.Body, rec.Header().Get("Retry-After"))
+	}
+	e.mustExpect(e.do("GET", "/api/me", calm, nil), "another key", http.StatusOK, nil)
+	for range 3 {
+		e.mustExpect(e.do("GET", "/api/me", alice, nil), "a person", http.StatusOK, nil)
+	}
+
+	hook, _ := fc.addKey("hook", parley.ScopePost)
+	fc.apiKeys[hook].Key.RoomID = room.ID
+	e.mustExpect(e.do("POST", "/api/rooms/"+room.ID+"/members", alice, nil), "", http.StatusOK, nil)
+	codes := []int{}
+	for i := range 3 {
+		codes = append(codes, e.do("POST", "/api/hooks/"+hook, "", map[string]string{"text": fmt.Sprint(i)}).Code)
+	}
+	if codes[2] != http.StatusTooManyRequests {
+		t.Errorf("incoming webhook past the key's burst: %v, want the third 429", codes)
+	}
+}
+
+// TestAddMemberRoute: POST /api/rooms/{id}/members/{user_id} adds a user
+// (201, then 200), as the owner or an admin, or as an API key with the
+// scope rooms whose bot moderates the room.
+func TestAddMemberRoute(t *testing.T) {
+	fc := newFakeChat()
+	e := &env{t: t, h: rest.New(rest.Config{Chat: fc})}
+	alice := e.mustSignUp("alice")
+	bob := e.mustSignUp("bob")
+	var bobUser struct{ ID string }
+	e.mustExpect(e.do("GET", "/api/me", bob, nil), "bob", http.StatusOK, &bobUser)
+	var room struct{ ID string }
+	e.mustExpect(e.do("POST", "/api/rooms", alice, map[string]any{"kind": "group", "title": "ops"}), "create room", http.StatusCreated, &room)
+	path := "/api/rooms/" + room.ID + "/members/" + bobUser.ID
+	var m struct {
+		User struct{ ID string }
+		Role string
+	}
+	e.mustExpect(e.do("POST", path, alice, nil), "add", http.StatusCreated, &m)
+	if m.User.ID != bobUser.ID || m.Role != parley.RoleMember {
+		t.Errorf("added member = %+v", m)
+	}
+	e.mustExpect(e.do("POST", path, alice, nil), "add again", http.StatusOK, nil)
+	e.mustExpect(e.do("POST", "/api/rooms/"+room.ID+"/members/"+parley.NewID(), alice, nil), "unknown user", http.StatusNotFound, nil)
+	carol := e.mustSignUp("carol")
+	var carolUser struct{ ID string }
+	e.mustExpect(e.do("GET", "/api/me", carol, nil), "carol", http.StatusOK, &carolUser)
+	e.mustExpect(e.do("POST", "/api/rooms/"+room.ID+"/members/"+carolUser.ID, bob, nil), "a plain member adds", http.StatusForbidden, nil)
+
+	reader, _ := fc.addKey("reader", parley.ScopeHistory)
+	e.mustExpect(e.do("POST", "/api/rooms/"+room.ID+"/members/"+carolUser.ID, reader, nil), "a key without rooms", http.StatusForbidden, nil)
+	ops, _ := fc.addKey("ops", parley.ScopeRooms)
+	var own struct{ ID string }
+	e.mustExpect(e.do("POST", "/api/rooms", ops, map[string]any{"kind": "group", "title": "bot room"}), "bot creates a room", http.StatusCreated, &own)
+	e.mustExpect(e.do("POST", "/api/rooms/"+own.ID+"/members/"+carolUser.ID, ops, nil), "the bot adds carol", http.StatusCreated, nil)
+	e.mustExpect(e.do("GET", "/api/rooms/"+own.ID, carol, nil), "carol sees the bot's room", http.StatusOK, nil)
 }

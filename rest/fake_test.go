@@ -78,7 +78,7 @@ func (c *fakeChat) addKey(name string, scopes ...string) (string, parley.User) {
 	defer c.mu.Unlock()
 	c.users[bot.Name] = fakeUser{user: bot}
 	c.tokens[token] = bot
-	c.apiKeys[token] = parley.Token{UserID: bot.ID, Key: &parley.APIKey{Name: name, UserID: bot.ID, Scopes: scopes}}
+	c.apiKeys[token] = parley.Token{UserID: bot.ID, Key: &parley.APIKey{ID: parley.NewID(), Name: name, UserID: bot.ID, Scopes: scopes}}
 	return token, bot
 }
 

@@ -153,4 +153,6 @@ func keysOf(db parley.Store) chat.APIKeys {
 func (c *Config) apiKeyFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.APIKeyWatch, "apikey-watch", chat.DefaultKeyWatchEvery,
 		"how often the node looks for API keys revoked elsewhere (parley apikey revoke, another node) to end their live STOMP sessions")
+	fs.Float64Var(&c.APIKeyRate, "apikey-rate", 50,
+		"REST calls per second an API key may sustain, on every route (bursts of twice that), else 429 with Retry-After; beside its bot's per-user limits; counted per node, or over the cluster in cluster mode; 0: no limit")
 }

@@ -35,8 +35,8 @@ func storeFlags(m *Main) []string {
 // with 403) and STOMP; its bot shows as a bot among the room's members;
 // `parley apikey revoke` refuses it at once over REST and ends its live
 // STOMP session on b within --apikey-watch.
-func testAPIKey(t *testing.T, a, b *Main) {
-	alice, _ := mustSignUp(t, a.Addr(), "a"+parleyID())
+func testAPIKey(t *testing.T, a, b, c *Main) {
+	alice, aliceUser := mustSignUp(t, a.Addr(), "a"+parleyID())
 	var r room
 	if st := alice.do("POST", "/api/rooms", map[string]any{"kind": "group", "title": "deploys"}, &r); st != http.StatusCreated {
 		t.Fatalf("create room = %d", st)
@@ -83,6 +83,20 @@ func testAPIKey(t *testing.T, a, b *Main) {
 	}
 	if bots != 1 {
 		t.Errorf("members list %+v: %d bots, want 1", members, bots)
+	}
+
+	// The bot fills a room of its own: it creates it on b and adds alice,
+	// who finds it on c.
+	var own room
+	if st := bot.do("POST", "/api/rooms", map[string]any{"kind": "group", "title": "bot's"}, &own); st != http.StatusCreated {
+		t.Fatalf("bot creates a room = %d", st)
+	}
+	if st := bot.do("POST", "/api/rooms/"+own.ID+"/members/"+aliceUser.ID, nil, nil); st != http.StatusCreated {
+		t.Fatalf("bot adds alice = %d", st)
+	}
+	aliceOnC := &client{t: t, base: "http://" + c.Addr(), token: alice.token}
+	if st := aliceOnC.do("GET", "/api/rooms/"+own.ID, nil, nil); st != http.StatusOK {
+		t.Errorf("alice reads the room the bot added her to, on another node = %d, want 200", st)
 	}
 
 	sc := dialStomp(t, b, "websocket", token)
@@ -160,11 +174,45 @@ func TestClusterHook(t *testing.T) {
 
 func TestAPIKey(t *testing.T) {
 	m := MustOpenMain(t, func(c *Config) { c.APIKeyWatch = 20 * time.Millisecond })
-	testAPIKey(t, m, m)
+	testAPIKey(t, m, m, m)
 }
 
 func TestClusterAPIKey(t *testing.T) {
 	env := needCluster(t)
 	fast := func(c *Config) { c.APIKeyWatch = 20 * time.Millisecond }
-	testAPIKey(t, startNode(t, env, "a", fast), startNode(t, env, "b", fast))
+	testAPIKey(t, startNode(t, env, "a", fast), startNode(t, env, "b", fast), startNode(t, env, "c", fast))
+}
+
+// testKeyLimit: past its burst an API key is 429 with Retry-After on
+// every node, counted over the cluster: its calls alternate between the
+// nodes given.
+func testKeyLimit(t *testing.T, nodes ...*Main) {
+	name := "lim" + parleyID()
+	token := apikey(t, append([]string{"create", "--name", name, "--scopes", "rooms"}, storeFlags(nodes[0])...)...)
+	refused := 0
+	for i := range 6 {
+		bot := &client{t: t, base: "http://" + nodes[i%len(nodes)].Addr(), token: token}
+		switch st := bot.do("GET", "/api/me", nil, nil); st {
+		case http.StatusOK:
+		case http.StatusTooManyRequests:
+			refused++
+		default:
+			t.Fatalf("call %d = %d", i, st)
+		}
+	}
+	// --apikey-rate 1: a burst of 2, and less than a token more while
+	// the six calls run.
+	if refused < 3 {
+		t.Errorf("%d of 6 quick calls refused with --apikey-rate 1, want at least 3", refused)
+	}
+}
+
+func TestAPIKeyLimit(t *testing.T) {
+	testKeyLimit(t, MustOpenMain(t, func(c *Config) { c.APIKeyRate = 1 }))
+}
+
+func TestClusterAPIKeyLimit(t *testing.T) {
+	env := needCluster(t)
+	slow := func(c *Config) { c.APIKeyRate = 1 }
+	testKeyLimit(t, startNode(t, env, "a", slow), startNode(t, env, "b", slow))
 }

@@ -50,6 +50,7 @@ func shareRestLimits(cfg *rest.Config, rdb *goredis.Client, prefix string) {
 	cfg.SendLimit = share(cfg.SendLimit, "rest-send")
 	cfg.ReadLimit = share(cfg.ReadLimit, "rest-read")
 	cfg.SignupLimit = share(cfg.SignupLimit, "signup")
+	cfg.KeyLimit = share(cfg.KeyLimit, "apikey")
 }
 
 // shared is a limiter of rate and burst over the cluster, its buckets

@@ -84,6 +84,7 @@ type Config struct {
 	// (--deleted-account-messages=keep; account.go).
 	KeepDeletedMessages bool
 	APIKeyWatch         time.Duration // how often revoked API keys are looked for (apikey.go)
+	APIKeyRate          float64       // REST calls per second per API key; 0: no limit
 
 	Retention         time.Duration // how long messages are kept; 0: forever
 	RetentionInterval time.Duration // time between the retention sweeper's passes
@@ -348,6 +349,11 @@ func (m *Main) openAPI(svc *chat.Service, rdb *goredis.Client, sendLimit, readLi
 	}
 	limits.Chat, limits.Registerer = svc, m.registry
 	restLimits(&limits, sendLimit, readLimit)
+	if keyLimit, err := rateLimit("--apikey-rate", cfg.APIKeyRate); err != nil {
+		return nil, err
+	} else if keyLimit != nil {
+		limits.KeyLimit = keyLimit
+	}
 	if rdb != nil { // cluster mode: over the cluster (limits.go)
 		cfg.clusterLogins(&limits, rdb)
 		shareRestLimits(&limits, rdb, cfg.RedisPrefix)
