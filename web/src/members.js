@@ -25,6 +25,7 @@ export const peopleApi = {
     return api.req('GET', `/api/rooms/${enc(roomId)}/members?` + q);
   },
   update: (api, roomId, patch) => api.req('PATCH', `/api/rooms/${enc(roomId)}`, patch),
+  add: (api, roomId, userId) => api.req('POST', `/api/rooms/${enc(roomId)}/members/${enc(userId)}`),
   setRole: (api, roomId, userId, role) => api.req('PUT', `/api/rooms/${enc(roomId)}/members/${enc(userId)}`, { role }),
   remove: (api, roomId, userId, ban) => api.req('DELETE', `/api/rooms/${enc(roomId)}/members/${enc(userId)}` + (ban ? '?ban=true' : '')),
   leave: (api, roomId) => api.req('DELETE', `/api/rooms/${enc(roomId)}/members/me`),
@@ -44,6 +45,7 @@ export function can(mine, theirs, self) {
     remove: !self && (owner ? theirs !== 'owner' : admin && theirs === 'member'),
     setRole: !self && owner && theirs !== 'owner',
     seeBans: owner || admin,
+    add: owner || admin,
   };
 }
 
@@ -181,6 +183,10 @@ export class People {
       this.saveSettings();
     };
     this.onRetention = () => this.saveSettings();
+    this.onAdd = (ev) => {
+      ev.preventDefault();
+      this.addByName();
+    };
     this.onMore = () => this.load(this.cursor);
     this.observer = new MutationObserver(() => this.queueSeen());
   }
@@ -191,6 +197,7 @@ export class People {
     $('people-button').addEventListener('click', this.onToggle);
     $('leave-button').addEventListener('click', this.onLeave);
     $('room-settings').addEventListener('submit', this.onSettings);
+    $('add-member').addEventListener('submit', this.onAdd);
     $('settings-retention').addEventListener('change', this.onRetention);
     $('members-more').addEventListener('click', this.onMore);
     this.observer.observe($('messages'), { childList: true });
@@ -216,13 +223,14 @@ export class People {
     $('people-button').removeEventListener('click', this.onToggle);
     $('leave-button').removeEventListener('click', this.onLeave);
     $('room-settings').removeEventListener('submit', this.onSettings);
+    $('add-member').removeEventListener('submit', this.onAdd);
     $('settings-retention').removeEventListener('change', this.onRetention);
     $('members-more').removeEventListener('click', this.onMore);
     $('member-list').replaceChildren();
     $('ban-list').replaceChildren();
     setText($('typing'), '');
     setText($('people-button'), 'People');
-    for (const id of ['people', 'room-settings', 'room-retention', 'bans', 'leave-button', 'members-more']) $(id).hidden = true;
+    for (const id of ['people', 'room-settings', 'add-member', 'room-retention', 'bans', 'leave-button', 'members-more']) $(id).hidden = true;
     this.seenEl.remove();
     if (this.offPanel) this.offPanel();
     panel.close('people');
@@ -400,6 +408,7 @@ export class People {
     $('members-more').hidden = !this.cursor;
     const allowed = can(mine, '', true);
     $('room-settings').hidden = this.isGone || this.direct || !allowed.rename;
+    $('add-member').hidden = this.isGone || this.direct || !allowed.add;
     // Every member sees how long the room keeps its messages; owners and
     // admins change it in the settings.
     const retention = (this.room && this.room.retention_seconds) || 0;
@@ -484,6 +493,20 @@ export class People {
     } catch (e) {
       if (!this.closed) setText($('people-error'), e.message);
     }
+  }
+
+  /** addByName adds the user of the form's name to the room (owners and admins). */
+  async addByName() {
+    const input = $('add-member-name');
+    const name = input.value.trim();
+    if (!name) return;
+    await this.act((async () => {
+      const user = await this.app.api.userByName(name);
+      await peopleApi.add(this.app.api, this.roomId, user.id);
+    })(), () => {
+      input.value = '';
+      this.reloadSoon();
+    });
   }
 
   async saveSettings() {

@@ -242,6 +242,25 @@ test('bob leaves with the Leave button', async () => {
   assert.equal((await api(bob, 'GET', `/api/rooms/${roomId}/messages`)).status, 403, 'bob is out on the server');
 });
 
+test('alice adds bob back by name; an unknown name is refused with the server\'s reason', async () => {
+  await showPeople(alice.page);
+  await until(alice.page, 'the add form, for the owner', () => !document.getElementById('add-member').hidden);
+  await alice.page.fill('#add-member-name', 'nobody-here');
+  await alice.page.click('#add-member button[type=submit]');
+  await until(alice.page, 'the refusal shown', () => document.getElementById('people-error').textContent !== '');
+  await alice.page.fill('#add-member-name', 'bob');
+  await alice.page.click('#add-member button[type=submit]');
+  await until(alice.page, 'bob listed again', () => document.getElementById('chat-members').textContent === '3 of 4 seats taken' &&
+    [...document.querySelectorAll('#member-list .member-name')].some((e) => e.textContent === 'bob'));
+  assert.equal(await alice.page.inputValue('#add-member-name'), '', 'the form clears');
+  await until(bob.page, 'the room back in bob\'s list, live', (id) => !!document.querySelector(`#room-list a[data-room="${id}"]`), roomId);
+  assert.equal((await api(bob, 'GET', `/api/rooms/${roomId}/messages`)).status, 200, 'bob is in on the server');
+  await openRoom(carol, roomId);
+  // Her panel stays open from before; her members list has loaded once bob is in it.
+  await until(carol.page, 'carol\'s list has bob', () => [...document.querySelectorAll('#member-list .member-name')].some((e) => e.textContent === 'bob'));
+  assert.equal(await carol.page.evaluate(() => document.getElementById('add-member').hidden), true, 'a plain member has no add form');
+});
+
 test('carol\'s dot goes grey when her browser closes, and green when she is back', async () => {
   await until(alice.page, 'carol online', () => document.querySelector('#member-list li[data-online="true"] .member-name')
     && [...document.querySelectorAll('#member-list li')].some((li) => li.querySelector('.member-name').textContent === 'carol' && li.dataset.online === 'true'));
@@ -250,7 +269,7 @@ test('carol\'s dot goes grey when her browser closes, and green when she is back
   // The server waits 5 s for a reconnect before it says offline.
   await until(alice.page, 'carol offline', () => [...document.querySelectorAll('#member-list li')].some((li) =>
     li.querySelector('.member-name').textContent === 'carol' && li.dataset.online === 'false'), null, 20000);
-  assert.deepEqual((await memberState(alice.page)).map((m) => m[0]), ['alice (you)', 'carol'], 'online first');
+  assert.deepEqual((await memberState(alice.page)).map((m) => m[0]), ['alice (you)', 'bob', 'carol'], 'online first');
   carol = await person(browser, 'carol', server.url);
   everyone.push(carol);
   await carol.context.addInitScript((t) => localStorage.setItem('parley.token', t), tok);
