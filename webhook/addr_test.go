@@ -37,7 +37,7 @@ func TestFilter(t *testing.T) {
 		{"a", "fc00::1", false, false},
 		{"a", "fd12::1", false, true},
 		{"a", "fe80::1", false, false},
-		{"a", "::ffff:127.0.0.1", false, true},  // IPv4-mapped: judged as 127.0.0.1
+		{"a", "::ffff:127.0.0.1", false, true},    // IPv4-mapped: judged as 127.0.0.1
 		{"a", "::ffff:192.168.0.1", false, false}, // IPv4-mapped private
 		{"a", "::", false, false},
 		{"a", "93.184.216.34", true, true},

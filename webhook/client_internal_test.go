@@ -84,7 +84,7 @@ func TestMerge(t *testing.T) {
 	tp := func(s int) *time.Time { v := at(s); return &v }
 	sends := []parley.Message{{Seq: 3, SentAt: at(10)}, {Seq: 4, SentAt: at(20)}, {Seq: 5, SentAt: at(30)}}
 	changes := []parley.Message{
-		{Seq: 2, Change: 7, SentAt: at(1), EditedAt: tp(15)},                    // between sends 3 and 4
+		{Seq: 2, Change: 7, SentAt: at(1), EditedAt: tp(15)},                     // between sends 3 and 4
 		{Seq: 5, Change: 8, SentAt: at(30), EditedAt: tp(25), DeletedAt: tp(31)}, // after send 5 (its own)
 		{Seq: 9, Change: 9, SentAt: at(40), EditedAt: tp(41)},                    // its send is not read yet
 	}
