@@ -28,13 +28,13 @@ type hookReceiver struct {
 	addr   string
 	secret []byte
 
-	mu      sync.Mutex // guards the following fields
-	srv     *http.Server
-	fail    int           // answer the next fail deliveries 500
-	hold    chan struct{} // non-nil: hold each delivery until it is closed, then answer 500
-	held    int           // deliveries held so far
-	got     []hookDelivery
-	bad     int
+	mu   sync.Mutex // guards the following fields
+	srv  *http.Server
+	fail int           // answer the next fail deliveries 500
+	hold chan struct{} // non-nil: hold each delivery until it is closed, then answer 500
+	held int           // deliveries held so far
+	got  []hookDelivery
+	bad  int
 }
 
 type hookDelivery struct {
