@@ -341,3 +341,84 @@ func TestLeaseHandover(t *testing.T) {
 		checkOrder(t, rcv.await(t, want), want)
 	})
 }
+
+// TestLeaseFencing: the store's lease is held by one node at a time, a
+// renewal keeps the token, a takeover of an expired lease moves it, and
+// the former holder's moves and pause fail with CodeConflict; a position
+// only moves forward; a paused webhook has no lease.
+func TestLeaseFencing(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st hookStore) {
+		ctx := context.Background()
+		u, rooms := fill(t, st)
+		h, err := st.CreateWebhook(ctx, parley.Webhook{ID: parley.NewID(), Name: "fenced", URL: "https://93.184.216.34/", Secret: "whsec_fence_0123456", Kinds: parley.HookKinds})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.CreateWebhook(ctx, parley.Webhook{ID: parley.NewID(), Name: "fenced", URL: "https://93.184.216.34/", Secret: "x", Kinds: parley.HookKinds}); parley.ErrorCode(err) != parley.CodeNameTaken {
+			t.Errorf("a second webhook named fenced: %v, want %s", err, parley.CodeNameTaken)
+		}
+		activity(t, st, u, rooms, 0, 6)
+		conflict := func(what string, err error) {
+			t.Helper()
+			if parley.ErrorCode(err) != parley.CodeConflict {
+				t.Errorf("%s: %v, want %s", what, err, parley.CodeConflict)
+			}
+		}
+		a1, ok, err := st.AcquireWebhookLease(ctx, h.ID, "a", time.Hour)
+		if err != nil || !ok {
+			t.Fatalf("a takes the lease: %v %v", ok, err)
+		}
+		if _, ok, err := st.AcquireWebhookLease(ctx, h.ID, "b", time.Hour); err != nil || ok {
+			t.Fatalf("b takes a's live lease: %v %v", ok, err)
+		}
+		// a renews, with a lease that has expired at once.
+		a2, ok, err := st.AcquireWebhookLease(ctx, h.ID, "a", -time.Second)
+		if err != nil || !ok || a2.Token != a1.Token {
+			t.Fatalf("a renews: %+v %v %v, want token %d", a2, ok, err, a1.Token)
+		}
+		b1, ok, err := st.AcquireWebhookLease(ctx, h.ID, "b", time.Hour)
+		if err != nil || !ok || b1.Token <= a1.Token {
+			t.Fatalf("b takes a's expired lease: %+v %v %v", b1, ok, err)
+		}
+		conflict("a moves a position after the takeover", st.AdvanceWebhook(ctx, a1, rooms[0].ID, 3, 1))
+		conflict("a pauses after the takeover", st.PauseWebhook(ctx, a1, "x"))
+		if err := st.AdvanceWebhook(ctx, b1, rooms[0].ID, 4, 2); err != nil {
+			t.Fatalf("b moves a position: %v", err)
+		}
+		if err := st.AdvanceWebhook(ctx, b1, rooms[0].ID, 2, 1); err != nil {
+			t.Fatalf("b moves a position back: %v", err)
+		}
+		ps, err := st.HookPositions(ctx, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range ps {
+			if p.RoomID == rooms[0].ID && (p.Seq != 4 || p.Change != 2) {
+				t.Errorf("position %d/%d, want 4/2: a position only moves forward", p.Seq, p.Change)
+			}
+		}
+		if len(ps) != 2 {
+			t.Errorf("%d rooms behind, want 2", len(ps))
+		}
+		if err := st.ReleaseWebhookLease(ctx, b1); err != nil {
+			t.Fatal(err)
+		}
+		a3, ok, err := st.AcquireWebhookLease(ctx, h.ID, "a", time.Hour)
+		if err != nil || !ok || a3.Token <= b1.Token {
+			t.Fatalf("a takes the released lease: %+v %v %v", a3, ok, err)
+		}
+		if err := st.PauseWebhook(ctx, a3, "too many failures"); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, err := st.AcquireWebhookLease(ctx, h.ID, "b", time.Hour); err != nil || ok {
+			t.Errorf("b takes a paused webhook's lease: %v %v", ok, err)
+		}
+		hooks, _ := st.Webhooks(ctx)
+		if len(hooks) != 1 || hooks[0].PausedAt == nil || hooks[0].PausedReason != "too many failures" {
+			t.Errorf("Webhooks = %+v, want fenced paused", hooks)
+		}
+		if _, err := st.ResumeWebhook(ctx, "nothing"); parley.ErrorCode(err) != parley.CodeNotFound {
+			t.Errorf("resume an unknown webhook: %v", err)
+		}
+	})
+}
