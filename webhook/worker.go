@@ -67,7 +67,7 @@ func (w *worker) run(ctx context.Context) {
 		// Up to Concurrency rooms at once, each room's events in order.
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, cfg.Concurrency)
-		var stop atomic.Bool
+		var stop, failed atomic.Bool
 		for _, p := range ps {
 			sem <- struct{}{}
 			if stop.Load() || ctx.Err() != nil {
@@ -82,6 +82,7 @@ func (w *worker) run(ctx context.Context) {
 					stop.Store(true)
 					w.cancel()
 				} else if err != nil && ctx.Err() == nil {
+					failed.Store(true)
 					cfg.Logger.Warn("webhook room", "webhook", w.h.Name, "room", p.RoomID, "err", err)
 				}
 			}()
@@ -89,6 +90,9 @@ func (w *worker) run(ctx context.Context) {
 		wg.Wait()
 		if stop.Load() {
 			return
+		}
+		if failed.Load() { // the store failed: look again at the next poll, not at once
+			wait(ctx, cfg.Poll)
 		}
 	}
 }
