@@ -429,3 +429,47 @@ func TestWebhookCommandRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestWebhookRefusedTarget: a webhook added for a loopback receiver (the
+// command allowed it) on a node that does not allow loopback is refused
+// at each connection, logged and counted, and paused after
+// --webhook-max-failures: the receiver is never reached and the node
+// serves on.
+func TestWebhookRefusedTarget(t *testing.T) {
+	rcv := newHookReceiver(t, "whsec_refused_0123456")
+	m := MustOpenMain(t, func(c *Config) {
+		c.SignupRate = 0
+		c.Webhooks.Poll, c.Webhooks.MaxFailures = 20*time.Millisecond, 3
+		c.Webhooks.BackoffMin, c.Webhooks.BackoffMax = time.Millisecond, 5*time.Millisecond
+	})
+	addHook(t, rcv, "--data", m.Config.Data)
+	load := newHookLoad(t, m.Addr())
+	load.run(1)
+	deadline := time.Now().Add(60 * time.Second)
+	for metric(t, m, "parley_webhooks_paused") != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the webhook was never paused")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// 3, or one more: the two rooms are delivered at once.
+	if n := metricLabelled(t, m, `parley_webhook_deliveries_total{result="refused"}`); n < 3 || n > 4 {
+		t.Errorf("refused deliveries = %v, want 3 (or 4)", n)
+	}
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	if len(rcv.got) != 0 || rcv.bad != 0 {
+		t.Errorf("the receiver was reached: %d deliveries", len(rcv.got)+rcv.bad)
+	}
+	load.run(1) // the node serves on
+}
+
+// metricLabelled reads one labelled series from a node's /metrics.
+func metricLabelled(t *testing.T, m *Main, series string) float64 {
+	t.Helper()
+	v, err := processMetric(m.Addr(), series)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
