@@ -94,6 +94,7 @@ var layers = []struct {
 	}},
 	{"fan-out and chat: hub, room events, cluster relay, chat", []string{
 		"parley/hub", "parley/roomevents", "parley/cluster", "parley/chat", "parley/retention",
+		"parley/webhook",
 	}},
 	{"edges: gateway, REST, the web client", []string{
 		"parley/gateway", "parley/rest", "parley/web",

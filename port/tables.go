@@ -61,6 +61,14 @@ var tables = []table{
 		{"room_id", kText}, {"user_id", kText}, {"client_id", kText}, {"seq", kInt}, {"deleted", kBool}, {"change", kInt}}},
 	{name: "name_holds", nkey: 1, cols: []column{
 		{"name", kText}, {"until", kTime}}},
+	// Outgoing webhooks, then their positions (a foreign key): the seqs
+	// and change numbers are carried, so a webhook resumes where it was.
+	{name: "webhooks", nkey: 1, cols: []column{
+		{"id", kText}, {"name", kText}, {"url", kText}, {"secret", kText}, {"kinds", kText}, {"room_id", kOptText},
+		{"created_at", kTime}, {"paused_at", kOptTime}, {"paused_reason", kText},
+		{"lease_owner", kText}, {"lease_until", kTime}, {"lease_token", kInt}}},
+	{name: "webhook_cursors", nkey: 2, cols: []column{
+		{"webhook_id", kText}, {"room_id", kText}, {"seq", kInt}, {"change", kInt}}},
 	{name: "messages", nkey: 2, room: true, cols: []column{
 		{"room_id", kText}, {"seq", kInt}, {"id", kText}, {"sender_id", kText}, {"sender_name", kText},
 		{"body", kText}, {"client_id", kText}, {"sent_at", kTime}, {"edited_at", kOptTime}, {"deleted_at", kOptTime},

@@ -61,6 +61,7 @@ commands:
   import    write a parley-export file into a stopped node or PostgreSQL, idempotently
   port      move a stopped SQLite node's data into PostgreSQL for cluster mode (--from DIR --to postgres://…)
   apikey    create, list or revoke the server API keys of bots (parley apikey create -h)
+  webhook   add, list, resume or remove outgoing webhooks (parley webhook add -h)
   bench     drive a running server with a load scenario (parley bench -h)
   healthcheck  exit 0 if the node on --addr is healthy, 1 if not (--ready: /readyz)
   version   print the version (also --version, -v)
@@ -90,6 +91,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runPort(ctx, args[1:], stdout, stderr)
 	case "apikey":
 		return runAPIKey(ctx, args[1:], stdout, stderr)
+	case "webhook":
+		return runWebhook(ctx, args[1:], stdout, stderr)
 	case "bench":
 		return runBench(ctx, args[1:], stdout, stderr)
 	case "healthcheck":

@@ -28,6 +28,7 @@ import (
 	"parley/rest"
 	"parley/retention"
 	"parley/roomevents"
+	"parley/webhook"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -85,6 +86,7 @@ type Config struct {
 	KeepDeletedMessages bool
 	APIKeyWatch         time.Duration // how often revoked API keys are looked for (apikey.go)
 	APIKeyRate          float64       // REST calls per second per API key; 0: no limit
+	Webhooks            webhookConfig // outgoing webhooks (webhook.go)
 
 	Retention         time.Duration // how long messages are kept; 0: forever
 	RetentionInterval time.Duration // time between the retention sweeper's passes
@@ -149,6 +151,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.RetentionInterval, "retention-interval", time.Minute, "time between the passes of the retention sweeper (for --retention and the rooms' own retention)")
 	c.accountFlags(fs)
 	c.apiKeyFlags(fs)
+	c.webhookFlags(fs)
 	c.JWT.flags(fs)
 	fs.IntVar(&c.TypingMaxMembers, "typing-max-members", roomevents.DefaultTypingMaxMembers, "rooms with more members than this have no typing events (signals are accepted and absorbed), so one typist costs at most this many deliveries every 2 s")
 	fs.IntVar(&c.StompSendBuffer, "stomp-send-buffer", 64<<10, "kernel send buffer (SO_SNDBUF) of each STOMP connection in bytes, so that a client that stops reading is found by --stomp-queue (-1: the system's autotuned buffer)")
@@ -206,6 +209,7 @@ type Main struct {
 	http     *http.Server
 	sweeper  *accept.Sweeper    // the HTTP connections' deadlines
 	expiry   *retention.Sweeper // the retention sweeper; nil when the store cannot expire
+	hooks    *webhook.Manager   // outgoing webhooks' deliveries (webhook.go); nil when the store keeps none
 	keyWatch *chat.KeyWatch     // ends the sessions of API keys revoked elsewhere (apikey.go); nil-safe
 	ops      []*opsServer       // /metrics and pprof, when --metrics-addr or --debug-addr is set
 	hub      *hub.Hub
@@ -307,6 +311,9 @@ func (m *Main) Open(ctx context.Context) error {
 	}
 	revokeOn.Store(m.gateway)
 	if err := m.startRetention(db); err != nil {
+		return err
+	}
+	if err := m.startWebhooks(db); err != nil {
 		return err
 	}
 	mux, metrics := m.routes(api, svc)
@@ -444,6 +451,9 @@ func (m *Main) Close(ctx context.Context) error {
 		if err := s.Close(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if m.hooks != nil { // before the store: releases its leases
+		m.hooks.Close()
 	}
 	if m.expiry != nil { // before the store: a pass ends between two deletions
 		m.expiry.Close()

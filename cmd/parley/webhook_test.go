@@ -1,0 +1,475 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"parley"
+	"parley/webhook"
+)
+
+// hookReceiver is a webhook receiver on a fixed address, so that a test
+// can kill it and start it again where the webhook points. It checks
+// every signature and records the deliveries it answered 200.
+type hookReceiver struct {
+	t      *testing.T
+	addr   string
+	secret []byte
+
+	mu   sync.Mutex // guards the following fields
+	srv  *http.Server
+	fail int           // answer the next fail deliveries 500
+	hold chan struct{} // non-nil: hold each delivery until it is closed, then answer 500
+	held int           // deliveries held so far
+	got  []hookDelivery
+	bad  int
+}
+
+type hookDelivery struct {
+	ID     string `json:"id"`
+	Type   string `json:"type"`
+	Room   string `json:"room"`
+	Seq    int64  `json:"seq"`
+	Change int64  `json:"change"`
+	Data   struct {
+		Seq int64 `json:"seq"`
+	} `json:"data"`
+}
+
+func newHookReceiver(t *testing.T, secret string) *hookReceiver {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &hookReceiver{t: t, addr: ln.Addr().String(), secret: []byte(secret)}
+	r.serve(ln)
+	t.Cleanup(r.kill)
+	return r
+}
+
+func (r *hookReceiver) serve(ln net.Listener) {
+	srv := &http.Server{Handler: r}
+	r.mu.Lock()
+	r.srv = srv
+	r.mu.Unlock()
+	go srv.Serve(ln)
+}
+
+// kill closes the receiver and every connection to it.
+func (r *hookReceiver) kill() {
+	r.mu.Lock()
+	srv := r.srv
+	r.srv = nil
+	r.mu.Unlock()
+	if srv != nil {
+		srv.Close()
+	}
+}
+
+// restart listens again on the same address.
+func (r *hookReceiver) restart() {
+	ln, err := net.Listen("tcp", r.addr)
+	if err != nil {
+		r.t.Fatalf("restart the receiver on %s: %v", r.addr, err)
+	}
+	r.serve(ln)
+}
+
+func (r *hookReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(req.Body)
+	r.mu.Lock()
+	if hold := r.hold; hold != nil {
+		r.held++
+		r.mu.Unlock()
+		<-hold
+		w.WriteHeader(500)
+		return
+	}
+	defer r.mu.Unlock()
+	if err := webhook.Verify(r.secret, req.Header.Get(webhook.HeaderTimestamp), req.Header.Get(webhook.HeaderSignature), body, time.Now(), webhook.DefaultTolerance); err != nil {
+		r.bad++
+		w.WriteHeader(401)
+		return
+	}
+	if r.fail > 0 {
+		r.fail--
+		w.WriteHeader(500)
+		return
+	}
+	var d hookDelivery
+	if err := json.Unmarshal(body, &d); err != nil {
+		r.t.Errorf("delivery %s: %v", body, err)
+	}
+	r.got = append(r.got, d)
+	w.WriteHeader(204)
+}
+
+// await waits until every id of want was delivered, and checks the
+// deliveries (deduplicated by id) are exactly want, each room's in order.
+func (r *hookReceiver) await(t *testing.T, want map[string]bool) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second) // a hang guard
+	for {
+		r.mu.Lock()
+		got := append([]hookDelivery(nil), r.got...)
+		bad := r.bad
+		r.mu.Unlock()
+		ids := map[string]bool{}
+		for _, d := range got {
+			ids[d.ID] = true
+		}
+		missing := 0
+		for id := range want {
+			if !ids[id] {
+				missing++
+			}
+		}
+		if missing == 0 {
+			checkHookOrder(t, got, want)
+			if bad != 0 {
+				t.Errorf("%d deliveries failed the signature check", bad)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d events never delivered", missing, len(want))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func checkHookOrder(t *testing.T, got []hookDelivery, want map[string]bool) {
+	t.Helper()
+	seen := map[string]bool{}
+	type pos struct{ seq, change int64 }
+	at := map[string]pos{}
+	for _, d := range got {
+		if !want[d.ID] {
+			t.Errorf("delivered %s, which is no event of the test", d.ID)
+		}
+		if seen[d.ID] {
+			continue // a repeat, as at least once allows: deduplicated by id
+		}
+		seen[d.ID] = true
+		p := at[d.Room]
+		if d.Type == parley.HookMessageSent {
+			if d.Seq != p.seq+1 {
+				t.Errorf("room %s: send %d after send %d", d.Room, d.Seq, p.seq)
+			}
+			p.seq = d.Seq
+		} else {
+			if d.Change != p.change+1 || d.Data.Seq > p.seq {
+				t.Errorf("room %s: change %d (of message %d) after change %d and send %d", d.Room, d.Change, d.Data.Seq, p.change, p.seq)
+			}
+			p.change = d.Change
+		}
+		at[d.Room] = p
+	}
+	if len(seen) != len(want) {
+		t.Errorf("%d distinct events delivered, want %d", len(seen), len(want))
+	}
+}
+
+// hookLoad is a user's activity in two rooms, with the ids of the events
+// it made: sends, every third message edited, every fifth deleted (never
+// both, so that each change is delivered on its own).
+type hookLoad struct {
+	t       *testing.T
+	c       *client
+	rooms   []string
+	changes map[string]int64
+	want    map[string]bool
+}
+
+func newHookLoad(t *testing.T, addr string) *hookLoad {
+	c, _ := mustSignUp(t, addr, "hooker")
+	l := &hookLoad{t: t, c: c, changes: map[string]int64{}, want: map[string]bool{}}
+	for i := range 2 {
+		var r room
+		if st := c.do("POST", "/api/rooms", map[string]any{"kind": "group", "title": fmt.Sprint("hooks ", i)}, &r); st != http.StatusCreated {
+			t.Fatalf("create room: %d", st)
+		}
+		l.rooms = append(l.rooms, r.ID)
+	}
+	return l
+}
+
+// on makes the load's next requests go to addr.
+func (l *hookLoad) on(addr string) { l.c.base = "http://" + addr }
+
+func (l *hookLoad) run(n int) {
+	t := l.t
+	for i := range n {
+		for _, rid := range l.rooms {
+			var m message
+			if st := l.c.do("POST", "/api/rooms/"+rid+"/messages", map[string]string{"body": fmt.Sprint("m", i)}, &m); st != http.StatusCreated {
+				t.Fatalf("send: %d", st)
+			}
+			l.want[webhook.SendID(rid, m.Seq)] = true
+			switch {
+			case i%5 == 4:
+				if st := l.c.do("DELETE", fmt.Sprintf("/api/rooms/%s/messages/%d", rid, m.Seq), nil, nil); st != http.StatusNoContent {
+					t.Fatalf("delete: %d", st)
+				}
+			case i%3 == 2:
+				if st := l.c.do("PATCH", fmt.Sprintf("/api/rooms/%s/messages/%d", rid, m.Seq), map[string]string{"body": "edited"}, nil); st != http.StatusOK {
+					t.Fatalf("edit: %d", st)
+				}
+			default:
+				continue
+			}
+			l.changes[rid]++
+			l.want[webhook.ChangeID(rid, l.changes[rid])] = true
+		}
+	}
+}
+
+// hookFlags are the serve flags of the webhook tests: the receiver on
+// loopback allowed, quick polls and retries.
+var hookFlags = []string{"--webhook-allow", "127.0.0.1", "--webhook-poll", "100ms", "--webhook-backoff-min", "10ms",
+	"--webhook-backoff-max", "200ms", "--webhook-timeout", "1s", "--signup-rate", "0", "--rest-send-rate", "0"}
+
+func addHook(t *testing.T, r *hookReceiver, store ...string) {
+	t.Helper()
+	var out, errs bytes.Buffer
+	args := append([]string{"webhook", "add", "--name", "e2e", "--url", "http://" + r.addr + "/hook",
+		"--secret", string(r.secret), "--webhook-allow", "127.0.0.1"}, store...)
+	if err := run(context.Background(), args, &out, &errs); err != nil {
+		t.Fatalf("parley webhook add: %v: %s", err, errs.String())
+	}
+}
+
+// TestWebhookEndToEnd: a `parley serve` process (SQLite) delivers to a
+// receiver that fails, answers too slowly, is killed and started again,
+// and the server itself is SIGKILLed in the middle of a delivery and
+// started again: every event arrives, each room's in order, exactly the
+// events made (deduplicated by id).
+func TestWebhookEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts server processes")
+	}
+	data := t.TempDir()
+	rcv := newHookReceiver(t, "whsec_e2e_0123456789")
+	srv := startServeProcess(t, append([]string{"--node-id", "hooks-1", "--data", data}, hookFlags...)...)
+	addHook(t, rcv, "--data", data)
+	load := newHookLoad(t, srv.addr)
+
+	// A receiver that fails its first 5 deliveries.
+	rcv.mu.Lock()
+	rcv.fail = 5
+	rcv.mu.Unlock()
+	load.run(12)
+	rcv.await(t, load.want)
+
+	// A receiver that is down while events happen, then comes back.
+	rcv.kill()
+	load.run(6)
+	rcv.restart()
+	rcv.await(t, load.want)
+
+	// A receiver slower than --webhook-timeout: held until the server
+	// gives up on it (the hold is released after), then the server is
+	// SIGKILLed with a delivery in flight and started again.
+	hold := make(chan struct{})
+	rcv.mu.Lock()
+	rcv.hold = hold
+	rcv.mu.Unlock()
+	load.run(6)
+	if _, ok := srv.waitLog(regexp.MustCompile(`webhook delivery failed.* result=timeout`), 60*time.Second); !ok {
+		t.Fatalf("no delivery timed out: %s", srv.lines())
+	}
+	for { // the next attempt, held: the server is killed in the middle of it
+		rcv.mu.Lock()
+		n := rcv.held
+		rcv.mu.Unlock()
+		if n >= 2 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	srv.kill()
+	rcv.mu.Lock()
+	rcv.hold = nil
+	rcv.mu.Unlock()
+	close(hold)
+	srv = startServeProcess(t, append([]string{"--node-id", "hooks-1", "--data", data}, hookFlags...)...)
+	load.on(srv.addr)
+	load.run(4)
+	rcv.await(t, load.want)
+}
+
+// TestWebhookClusterLease: three `parley serve` processes in cluster mode
+// deliver one webhook, one node at a time; the lease holder is SIGKILLed
+// and another node takes over within --webhook-lease and --webhook-poll,
+// with no event missing.
+func TestWebhookClusterLease(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts node processes")
+	}
+	env := needCluster(t)
+	rcv := newHookReceiver(t, "whsec_cluster_0123456789")
+	const lease = 2 * time.Second
+	var nodes []*serveProcess
+	for i := range 3 {
+		nodes = append(nodes, startServeProcess(t,
+			append([]string{"--node-id", fmt.Sprint("hooknode-", i, "-", parley.NewID()[:6]), "--data", t.TempDir(), "--store", env.store, "--broker", env.broker, "--redis", env.redis,
+				"--redis-prefix", env.prefix, "--webhook-lease", lease.String()}, hookFlags...)...))
+	}
+	addHook(t, rcv, "--store", env.store)
+	load := newHookLoad(t, nodes[0].addr)
+	load.run(6)
+	rcv.await(t, load.want)
+
+	holder := hookHolder(t, nodes)
+	var others []*serveProcess
+	for _, n := range nodes {
+		if n != holder {
+			others = append(others, n)
+		}
+	}
+	holder.kill()
+	killed := time.Now()
+	load.on(others[0].addr)
+	load.run(6)
+	rcv.await(t, load.want)
+	took := time.Since(killed)
+	next := hookHolder(t, others)
+	t.Logf("node %s held the lease; killed, %s took over; every event delivered %v after the kill", holder.addr, next.addr, took)
+	if bound := lease + 100*time.Millisecond + 10*time.Second; took > bound {
+		t.Errorf("the takeover took %v, over the bound %v (the lease, the poll and time to deliver)", took, bound)
+	}
+}
+
+// hookHolder returns the one node of nodes whose parley_webhook_leases
+// is 1, waiting for it.
+func hookHolder(t *testing.T, nodes []*serveProcess) *serveProcess {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var held []*serveProcess
+		for _, n := range nodes {
+			if v, err := processMetric(n.addr, "parley_webhook_leases"); err == nil && v == 1 {
+				held = append(held, n)
+			}
+		}
+		if len(held) == 1 {
+			return held[0]
+		}
+		if len(held) > 1 {
+			t.Fatalf("%d nodes hold the webhook's lease", len(held))
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no node holds the webhook's lease")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// processMetric reads a metric without labels from addr's /metrics.
+func processMetric(addr, name string) (float64, error) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			var f float64
+			_, err := fmt.Sscan(v, &f)
+			return f, err
+		}
+	}
+	return 0, errors.New("no metric " + name)
+}
+
+// TestWebhookCommandRefusals: `parley webhook add` refuses, with an error
+// that says why, a target on loopback or a private range (unless
+// allowed), a URL that is no http(s) URL, an unknown event kind and a
+// short secret, before it touches any store.
+func TestWebhookCommandRefusals(t *testing.T) {
+	data := t.TempDir()
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"loopback", []string{"--url", "http://127.0.0.1:9/hook"}, "loopback, private"},
+		{"localhost", []string{"--url", "http://localhost:9/hook"}, "loopback, private"},
+		{"private range", []string{"--url", "http://10.1.2.3/hook"}, "loopback, private"},
+		{"metadata service", []string{"--url", "http://169.254.169.254/latest"}, "loopback, private"},
+		{"IPv4-mapped loopback", []string{"--url", "http://[::ffff:127.0.0.1]/"}, "loopback, private"},
+		{"allowed elsewhere only", []string{"--url", "http://10.1.2.3/hook", "--webhook-allow", "10.9.0.0/16"}, "loopback, private"},
+		{"not http", []string{"--url", "file:///etc/passwd"}, "want http:// or https://"},
+		{"credentials", []string{"--url", "https://u:p@93.184.216.34/"}, "credentials"},
+		{"unknown kind", []string{"--url", "https://93.184.216.34/", "--events", "message.sent,member.joined"}, `unknown event kind "member.joined"`},
+		{"short secret", []string{"--url", "https://93.184.216.34/", "--secret", "short"}, "at least 16 bytes"},
+		{"bad name", []string{"--url", "https://93.184.216.34/", "--name", "a b"}, "--name"},
+		{"allowed, but no store", []string{"--url", "http://127.0.0.1:9/hook", "--webhook-allow", "127.0.0.1"}, "no Parley database"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var out, errs bytes.Buffer
+			args := append([]string{"webhook", "add", "--name", "refused", "--data", data}, c.args...)
+			err := run(context.Background(), args, &out, &errs)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("parley %s = %v, want an error saying %q", strings.Join(args, " "), err, c.want)
+			}
+		})
+	}
+}
+
+// TestWebhookRefusedTarget: a webhook added for a loopback receiver (the
+// command allowed it) on a node that does not allow loopback is refused
+// at each connection, logged and counted, and paused after
+// --webhook-max-failures: the receiver is never reached and the node
+// serves on.
+func TestWebhookRefusedTarget(t *testing.T) {
+	rcv := newHookReceiver(t, "whsec_refused_0123456")
+	m := MustOpenMain(t, func(c *Config) {
+		c.SignupRate = 0
+		c.Webhooks.Poll, c.Webhooks.MaxFailures = 20*time.Millisecond, 3
+		c.Webhooks.BackoffMin, c.Webhooks.BackoffMax = time.Millisecond, 5*time.Millisecond
+	})
+	addHook(t, rcv, "--data", m.Config.Data)
+	load := newHookLoad(t, m.Addr())
+	load.run(1)
+	deadline := time.Now().Add(60 * time.Second)
+	for metric(t, m, "parley_webhooks_paused") != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the webhook was never paused")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// 3, or one more: the two rooms are delivered at once.
+	if n := metricLabelled(t, m, `parley_webhook_deliveries_total{result="refused"}`); n < 3 || n > 4 {
+		t.Errorf("refused deliveries = %v, want 3 (or 4)", n)
+	}
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	if len(rcv.got) != 0 || rcv.bad != 0 {
+		t.Errorf("the receiver was reached: %d deliveries", len(rcv.got)+rcv.bad)
+	}
+	load.run(1) // the node serves on
+}
+
+// metricLabelled reads one labelled series from a node's /metrics.
+func metricLabelled(t *testing.T, m *Main, series string) float64 {
+	t.Helper()
+	v, err := processMetric(m.Addr(), series)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}

@@ -1,0 +1,111 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"parley"
+)
+
+// TestPost: what each kind of receiver makes of a delivery.
+func TestPost(t *testing.T) {
+	loop, _ := NewFilter([]string{"127.0.0.0/8"})
+	strict, _ := NewFilter(nil)
+	hit := make(chan string, 10)
+	release := make(chan struct{})
+	mux := http.NewServeMux()
+	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) {
+		hit <- r.Header.Get(HeaderSignature)
+		w.WriteHeader(204)
+	})
+	mux.HandleFunc("/fail", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(503) })
+	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/ok", http.StatusTemporaryRedirect)
+	})
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+		select { // answers only after the test is done with it
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	defer close(release)
+	host := "127.0.0.1"
+	body := []byte(`{"id":"r.s1"}`)
+	now := time.Unix(1_800_000_000, 0)
+	for _, c := range []struct {
+		name   string
+		f      *Filter
+		path   string
+		result string
+		hits   int
+	}{
+		{"2xx", loop, "/ok", resultOK, 1},
+		{"5xx", loop, "/fail", resultFailed, 0},
+		{"redirect not followed", loop, "/redirect", resultRedirect, 0},
+		{"slow receiver", loop, "/slow", resultTimeout, 0},
+		{"loopback refused", strict, "/ok", resultRefused, 0},
+	} {
+		c := c
+		t.Run(c.name, func(t *testing.T) {
+			client := newClient(c.f, host, 200*time.Millisecond)
+			defer client.CloseIdleConnections()
+			got, err := post(context.Background(), client, srv.URL+c.path, []byte("secret"), "r.s1", body, now)
+			if got != c.result {
+				t.Fatalf("post = %s (%v), want %s", got, err, c.result)
+			}
+			if c.result == resultRefused {
+				var re *RefusedError
+				if !errors.As(err, &re) {
+					t.Errorf("err = %v, want a RefusedError", err)
+				}
+			}
+			if len(hit) != c.hits {
+				t.Fatalf("the receiver's /ok was hit %d times, want %d", len(hit), c.hits)
+			}
+			if c.hits == 1 {
+				if sig := <-hit; sig != Sign([]byte("secret"), now.Unix(), body) {
+					t.Errorf("signature %q, want Sign's", sig)
+				}
+			}
+		})
+	}
+}
+
+// TestMerge: a room's sends and changes in one order, a change never
+// before its message's send.
+func TestMerge(t *testing.T) {
+	at := func(s int) time.Time { return time.Unix(int64(s), 0) }
+	tp := func(s int) *time.Time { v := at(s); return &v }
+	sends := []parley.Message{{Seq: 3, SentAt: at(10)}, {Seq: 4, SentAt: at(20)}, {Seq: 5, SentAt: at(30)}}
+	changes := []parley.Message{
+		{Seq: 2, Change: 7, SentAt: at(1), EditedAt: tp(15)},                     // between sends 3 and 4
+		{Seq: 5, Change: 8, SentAt: at(30), EditedAt: tp(25), DeletedAt: tp(31)}, // after send 5 (its own)
+		{Seq: 9, Change: 9, SentAt: at(40), EditedAt: tp(41)},                    // its send is not read yet
+	}
+	evs, err := merge("r", parley.HookPosition{RoomID: "r", Seq: 2, Change: 6}, sends, changes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range evs {
+		got = append(got, e.id+" "+e.kind)
+	}
+	want := []string{"r.s3 message.sent", "r.c7 message.edited", "r.s4 message.sent", "r.s5 message.sent", "r.c8 message.deleted"}
+	if len(got) != len(want) {
+		t.Fatalf("merge = %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("merge[%d] = %s, want %s", i, got[i], want[i])
+		}
+	}
+	if last := evs[len(evs)-1]; last.seq != 5 || last.change != 8 {
+		t.Errorf("last position = %d/%d, want 5/8", last.seq, last.change)
+	}
+}

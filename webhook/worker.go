@@ -1,0 +1,186 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"parley"
+)
+
+// worker delivers one webhook while its node holds the lease. It owns
+// the goroutines of the rooms it delivers at once.
+type worker struct {
+	m      *Manager
+	h      parley.Webhook
+	lease  parley.HookLease
+	client *http.Client
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	renewed  atomic.Int64 // when the lease was last taken or renewed, unix ns
+	failures atomic.Int64 // consecutive failed attempts, over all rooms
+}
+
+// ended reports whether the worker's goroutine has returned.
+func (w *worker) ended() bool {
+	select {
+	case <-w.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// leased reports whether the lease is still this node's by its own
+// clock: renewed less than LeaseTTL ago. A worker whose renewals stop
+// (the store unreachable) stops delivering before another node may take
+// the webhook over.
+func (w *worker) leased() bool {
+	return w.m.cfg.Now().UnixNano()-w.renewed.Load() < int64(w.m.cfg.LeaseTTL)
+}
+
+func (w *worker) run(ctx context.Context) {
+	defer close(w.done)
+	defer w.cancel()
+	cfg := &w.m.cfg
+	for ctx.Err() == nil && w.leased() {
+		ps, err := cfg.Store.HookPositions(ctx, w.h)
+		if err != nil {
+			if ctx.Err() == nil {
+				cfg.Logger.Warn("webhook positions", "webhook", w.h.Name, "err", err)
+			}
+			wait(ctx, cfg.Poll)
+			continue
+		}
+		var lag int64
+		for _, p := range ps {
+			lag += p.LastSeq - p.Seq + p.LastChange - p.Change
+		}
+		w.m.lag.WithLabelValues(w.h.Name).Set(float64(lag))
+		if len(ps) == 0 {
+			wait(ctx, cfg.Poll)
+			continue
+		}
+		// Up to Concurrency rooms at once, each room's events in order.
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, cfg.Concurrency)
+		var stop, failed atomic.Bool
+		for _, p := range ps {
+			sem <- struct{}{}
+			if stop.Load() || ctx.Err() != nil {
+				<-sem
+				break
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				if err := w.room(ctx, p); errors.Is(err, errStop) {
+					stop.Store(true)
+					w.cancel()
+				} else if err != nil && ctx.Err() == nil {
+					failed.Store(true)
+					cfg.Logger.Warn("webhook room", "webhook", w.h.Name, "room", p.RoomID, "err", err)
+				}
+			}()
+		}
+		wg.Wait()
+		if stop.Load() {
+			return
+		}
+		if failed.Load() { // the store failed: look again at the next poll, not at once
+			wait(ctx, cfg.Poll)
+		}
+	}
+}
+
+// room delivers the room's next events after p (at most a page of sends
+// and a page of changes) and moves the stored position past each.
+func (w *worker) room(ctx context.Context, p parley.HookPosition) error {
+	st := w.m.cfg.Store
+	var sends, changes []parley.Message
+	var err error
+	if p.LastSeq > p.Seq {
+		if sends, err = st.Messages(ctx, p.RoomID, parley.Page{After: p.Seq, Limit: parley.MaxPageLimit}); err != nil {
+			return err
+		}
+	}
+	if p.LastChange > p.Change {
+		if changes, err = st.Changed(ctx, p.RoomID, p.Change, parley.MaxPageLimit); err != nil {
+			return err
+		}
+	}
+	evs, err := merge(p.RoomID, p, sends, changes)
+	if err != nil {
+		return err
+	}
+	seq, change := p.Seq, p.Change
+	for _, ev := range evs {
+		if w.h.Wants(ev.kind) {
+			if err := w.deliver(ctx, ev); err != nil {
+				return err
+			}
+		}
+		seq, change = ev.seq, ev.change
+		if w.h.Wants(ev.kind) {
+			if err := w.advance(ctx, p.RoomID, seq, change); err != nil {
+				return err
+			}
+		}
+	}
+	if seq != p.Seq || change != p.Change {
+		return w.advance(ctx, p.RoomID, seq, change)
+	}
+	return nil
+}
+
+func (w *worker) advance(ctx context.Context, roomID string, seq, change int64) error {
+	err := w.m.cfg.Store.AdvanceWebhook(ctx, w.lease, roomID, seq, change)
+	var pe *parley.Error
+	if errors.As(err, &pe) && pe.Code == parley.CodeConflict {
+		w.m.cfg.Logger.Info("webhook lease lost", "webhook", w.h.Name, "node", w.m.cfg.Node)
+		return errStop
+	}
+	return err
+}
+
+// deliver sends ev until the receiver takes it, retrying with backoff;
+// it returns errStop when the webhook is paused (MaxFailures) or the
+// lease is lost, and ctx's error when the worker stops.
+func (w *worker) deliver(ctx context.Context, ev event) error {
+	cfg := &w.m.cfg
+	secret := []byte(w.h.Secret)
+	for {
+		if !w.leased() {
+			return errStop
+		}
+		res, err := post(ctx, w.client, w.h.URL, secret, ev.id, ev.body, cfg.Now())
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		w.m.deliveries.WithLabelValues(res).Inc()
+		if res == resultOK {
+			w.failures.Store(0)
+			return nil
+		}
+		n := w.failures.Add(1)
+		cfg.Logger.Warn("webhook delivery failed", "webhook", w.h.Name, "event", ev.id, "result", res, "failures", n, "err", err)
+		if n >= int64(cfg.MaxFailures) {
+			reason := res + ": " + err.Error()
+			if perr := cfg.Store.PauseWebhook(ctx, w.lease, reason); perr != nil {
+				cfg.Logger.Warn("webhook pause", "webhook", w.h.Name, "err", perr)
+				return errStop
+			}
+			w.m.pauses.Inc()
+			cfg.Logger.Error("webhook paused: too many failed deliveries; parley webhook resume replays from where it stopped",
+				"webhook", w.h.Name, "failures", n, "last", reason)
+			return errStop
+		}
+		if !wait(ctx, w.m.backoff(n)) {
+			return ctx.Err()
+		}
+	}
+}
