@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	amqp "github.com/rabbitmq/amqp091-go"
+
 	"parley"
 	"parley/rabbitmq"
 )
@@ -56,6 +58,14 @@ func TestScalingPublish(t *testing.T) {
 		nr = 83
 	}
 	exchange := "parleyscaling" + parley.NewID()[:6]
+	t.Cleanup(func() { // last, after the brokers' Close: the exchange is durable
+		if c, err := amqp.Dial(url); err == nil {
+			if ch, err := c.Channel(); err == nil {
+				ch.ExchangeDelete(exchange, false, false)
+			}
+			c.Close()
+		}
+	})
 	var got atomic.Int64
 	recv := make(chan time.Time, 1)
 	open := func(node string, h parley.BatchHandler) *rabbitmq.Broker {
