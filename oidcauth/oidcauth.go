@@ -107,7 +107,9 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-func fail(reason, msg string, err error) *Error { return &Error{Reason: reason, Message: msg, Err: err} }
+func fail(reason, msg string, err error) *Error {
+	return &Error{Reason: reason, Message: msg, Err: err}
+}
 
 // RP is the relying party of one provider. Its methods are safe for
 // concurrent use.

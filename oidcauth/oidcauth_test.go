@@ -106,7 +106,10 @@ func TestRefusals(t *testing.T) {
 		want   string
 	}{
 		{name: "no state cookie", want: oidcauth.ReasonNoState,
-			finish: func(rp *oidcauth.RP, q url.Values, _ string) error { _, err := rp.Finish(context.Background(), q, ""); return err }},
+			finish: func(rp *oidcauth.RP, q url.Values, _ string) error {
+				_, err := rp.Finish(context.Background(), q, "")
+				return err
+			}},
 		{name: "state of another sign-in", want: oidcauth.ReasonBadState,
 			finish: func(rp *oidcauth.RP, q url.Values, _ string) error {
 				_, other, _ := rp.Begin(context.Background())

@@ -222,7 +222,7 @@ func New(cfg Config) *Handler {
 		oidc:        cfg.OIDC,
 		noPasswords: cfg.NoPasswords,
 		oidcLogins:  newOIDCCounter(),
-		mux:       http.NewServeMux(),
+		mux:         http.NewServeMux(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_http_requests_total",
 			Help: "HTTP API requests by route and status.",

@@ -33,10 +33,10 @@ type Provider struct {
 	subject, name string
 	// Knobs: an error= answer instead of a code; ID tokens with another
 	// aud, iss or nonce than they should carry.
-	deny                     string
-	aud, iss, nonce          string
-	codes                    map[string]grant // unused codes
-	exchanges, idTokens      int
+	deny                string
+	aud, iss, nonce     string
+	codes               map[string]grant // unused codes
+	exchanges, idTokens int
 }
 
 type grant struct {
