@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -176,10 +177,31 @@ func (rp *RP) discover(ctx context.Context) (*oidc.Provider, error) {
 }
 
 func (rp *RP) oauth2(p *oidc.Provider) *oauth2.Config {
+	ep := p.Endpoint()
+	ep.AuthStyle = rp.authStyle(p)
 	return &oauth2.Config{
 		ClientID: rp.cfg.ClientID, ClientSecret: rp.cfg.ClientSecret, RedirectURL: rp.cfg.RedirectURL,
-		Endpoint: p.Endpoint(), Scopes: rp.cfg.Scopes,
+		Endpoint: ep, Scopes: rp.cfg.Scopes,
 	}
+}
+
+// authStyle is how the client authenticates at the token endpoint, set
+// once rather than guessed by x/oauth2 (whose guess retries a refused
+// exchange the other way, hiding the first refusal): a public client
+// sends its id in the form; a confidential one uses HTTP Basic
+// (client_secret_basic, the default of OpenID Connect Discovery) unless
+// the provider lists only client_secret_post.
+func (rp *RP) authStyle(p *oidc.Provider) oauth2.AuthStyle {
+	if rp.cfg.ClientSecret == "" {
+		return oauth2.AuthStyleInParams
+	}
+	var d struct {
+		Methods []string `json:"token_endpoint_auth_methods_supported"`
+	}
+	if p.Claims(&d) == nil && len(d.Methods) > 0 && !slices.Contains(d.Methods, "client_secret_basic") && slices.Contains(d.Methods, "client_secret_post") {
+		return oauth2.AuthStyleInParams
+	}
+	return oauth2.AuthStyleInHeader
 }
 
 // state is what a sign-in keeps in the browser between Begin and Finish.
