@@ -27,6 +27,11 @@ const (
 	DefaultHTTPTimeout = 10 * time.Second
 	// MinStateKey is the shortest Config.StateKey accepted, in bytes.
 	MinStateKey = 16
+	// DiscoveryRetry is how long a failed discovery stands: the sign-ins
+	// meanwhile fail at once, so that a provider that is down costs one
+	// fetch (and one timeout's wait) per this much time, not one per
+	// sign-in.
+	DiscoveryRetry = 5 * time.Second
 	// maxState bounds a signed state's length (a cookie's value).
 	maxState = 1024
 )
@@ -120,11 +125,14 @@ type RP struct {
 
 	mu       sync.Mutex     // guards the following fields; held over a discovery
 	provider *oidc.Provider // nil until a discovery succeeds
+	failed   error          // the last discovery's failure, while provider is nil
+	failedAt time.Time      // when it failed
 }
 
 // New returns an RP. It does not contact the provider: the first
 // sign-in does (discovery), and a failed discovery is tried again by the
-// next one, so that Parley starts while its provider is down.
+// first sign-in DiscoveryRetry after it, so that Parley starts while its
+// provider is down.
 func New(cfg Config) (*RP, error) {
 	switch {
 	case cfg.Issuer == "":
@@ -166,13 +174,17 @@ func (rp *RP) discover(ctx context.Context) (*oidc.Provider, error) {
 	if rp.provider != nil {
 		return rp.provider, nil
 	}
+	if rp.failed != nil && rp.cfg.Now().Sub(rp.failedAt) < DiscoveryRetry {
+		return nil, rp.failed
+	}
 	ctx, cancel := context.WithTimeout(ctx, DefaultHTTPTimeout)
 	defer cancel()
 	p, err := oidc.NewProvider(oidc.ClientContext(ctx, rp.client), rp.cfg.Issuer)
 	if err != nil {
-		return nil, fail(ReasonProvider, "the identity provider cannot be reached", fmt.Errorf("discovery: %w", err))
+		rp.failed, rp.failedAt = fail(ReasonProvider, "the identity provider cannot be reached", fmt.Errorf("discovery: %w", err)), rp.cfg.Now()
+		return nil, rp.failed
 	}
-	rp.provider = p
+	rp.provider, rp.failed = p, nil
 	return p, nil
 }
 

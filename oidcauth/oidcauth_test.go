@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -201,4 +204,58 @@ func TestNewChecks(t *testing.T) {
 			t.Errorf("New(%s) = nil error, want one", tc.name)
 		}
 	}
+}
+
+// TestDiscoveryBackoff: while the provider is down, a failed discovery
+// is not tried again for DiscoveryRetry (sign-ins meanwhile fail at once,
+// without a request), and after it, the next sign-in discovers again.
+func TestDiscoveryBackoff(t *testing.T) {
+	op := oidctest.New()
+	defer op.Close()
+	var hits atomic.Int64
+	var down atomic.Bool
+	down.Store(true)
+	opURL, _ := url.Parse(op.URL)
+	proxy := httputil.NewSingleHostReverseProxy(opURL)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		if down.Load() {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer front.Close()
+	now := time.Now()
+	rp, err := oidcauth.New(oidcauth.Config{
+		Issuer: op.URL, ClientID: op.ClientID, RedirectURL: redirect, StateKey: key,
+		Now:        func() time.Time { return now },
+		HTTPClient: &http.Client{Transport: rewrite{to: front.URL}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, _, err := rp.Begin(context.Background()); reason(err) != oidcauth.ReasonProvider {
+			t.Fatalf("Begin with the provider down: %v, want %s", err, oidcauth.ReasonProvider)
+		}
+	}
+	if n := hits.Load(); n != 1 {
+		t.Errorf("discoveries while down = %d, want 1 (the others wait for DiscoveryRetry)", n)
+	}
+	down.Store(false)
+	now = now.Add(oidcauth.DiscoveryRetry + time.Second)
+	if _, _, err := rp.Begin(context.Background()); err != nil {
+		t.Errorf("Begin after DiscoveryRetry, the provider up: %v", err)
+	}
+}
+
+// rewrite sends every request to another base URL.
+type rewrite struct{ to string }
+
+func (r rewrite) RoundTrip(req *http.Request) (*http.Response, error) {
+	u, _ := url.Parse(r.to)
+	req = req.Clone(req.Context())
+	req.URL.Scheme, req.URL.Host = u.Scheme, u.Host
+	return http.DefaultTransport.RoundTrip(req)
 }
