@@ -54,6 +54,11 @@ func (m *Main) openOIDC(svc *chat.Service, clustered bool) (*rest.OIDC, error) {
 		}
 		return nil, nil
 	}
+	// The state cookie is scoped to the callback's path, and the web
+	// client calls the API at /api/: the public URL must keep that path.
+	if u, err := url.Parse(c.RedirectURL); c.RedirectURL != "" && (err != nil || u.Path != "/api/auth/oidc/callback") {
+		return nil, fmt.Errorf("--oidc-redirect-url %q: want the public URL of /api/auth/oidc/callback, such as https://chat.example/api/auth/oidc/callback", c.RedirectURL)
+	}
 	secret := c.ClientSecret
 	if c.ClientSecretFile != "" {
 		if secret != "" {

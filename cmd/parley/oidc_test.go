@@ -25,6 +25,7 @@ func TestOIDCFlags(t *testing.T) {
 		{"client id without an issuer", func(c *oidcConfig) { c.Issuer = "" }, false, "--oidc-issuer"},
 		{"no client id", func(c *oidcConfig) { c.ClientID = "" }, false, "client id"},
 		{"no redirect URL", func(c *oidcConfig) { c.RedirectURL = "" }, false, "redirect URL"},
+		{"another callback path", func(c *oidcConfig) { c.RedirectURL = "https://chat.example/callback" }, false, "--oidc-redirect-url"},
 		{"a secret twice", func(c *oidcConfig) { c.ClientSecret, c.ClientSecretFile = "x", secretFile }, false, "--oidc-client-secret-file"},
 		{"a missing secret file", func(c *oidcConfig) { c.ClientSecretFile = secretFile + ".gone" }, false, "--oidc-client-secret-file"},
 		{"a short state key", func(c *oidcConfig) { c.StateKey = "short" }, false, "--oidc-state-key"},
