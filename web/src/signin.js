@@ -55,5 +55,6 @@ export async function showMethods(api) {
   }
   const passwords = methods.password_login !== false;
   for (const el of document.querySelectorAll('#auth .password-only')) el.hidden = !passwords;
+  $('auth-or').hidden = !(passwords && oidc);
   if (!passwords && oidc) $('oidc-button').focus();
 }

@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { Server, launchBrowser, parleyBinary, tempDir } from './harness.mjs';
 import { Hydra, freePort, hydraBin } from './hydra.mjs';
-import { person, until, waitLive, api, openRoom, say } from './pages.mjs';
+import { person, until, waitLive, api, openRoom, say, shot } from './pages.mjs';
 
 const skip = hydraBin ? false : 'needs PARLEY_TEST_HYDRA, the ORY Hydra binary (.ci/run builds it with scripts/install-hydra.sh)';
 const clientId = 'parley-web';
@@ -61,6 +61,8 @@ test('alice signs in with Hydra, lands in the chat and sends a message', { skip 
     return !document.getElementById('oidc-signin').hidden && a.textContent === 'Sign in with Hydra';
   });
   assert.equal(await alice.page.isVisible('#auth-name'), true, 'passwords are on: the form is shown too');
+  assert.equal(await alice.page.isVisible('#auth-or'), true);
+  await shot(alice.page, 'oidc-signin.png');
   await alice.page.click('#oidc-button');
   await alice.page.waitForSelector('#chat-app:not([hidden])', { timeout: 30000 });
   await waitLive(alice.page);
@@ -98,6 +100,7 @@ test('a refusal at the provider shows its reason on the sign-in form', { skip },
   } finally {
     hydra.deny = false;
   }
+  await shot(bob.page, 'oidc-denied.png');
   assert.equal(await bob.page.evaluate(() => localStorage.getItem('parley.token')), null, 'no token');
   assert.equal(await bob.page.evaluate(() => location.hash), '');
   await bob.context.close();
@@ -109,7 +112,9 @@ test('with --password-login=false the page shows only the OpenID button', { skip
   await until(carol.page, 'the OpenID button and no password form', () =>
     !document.getElementById('oidc-signin').hidden &&
     [...document.querySelectorAll('#auth .password-only')].every((el) => el.hidden));
+  await shot(carol.page, 'oidc-no-passwords.png');
   assert.equal(await carol.page.isVisible('#auth-name'), false);
+  assert.equal(await carol.page.isVisible('#auth-or'), false);
   assert.equal(await carol.page.isVisible('#auth-password'), false);
   assert.equal(await carol.page.isVisible('button[value=signup]'), false);
   const res = await fetch(noPasswords.url + '/api/tokens', {
