@@ -82,6 +82,14 @@ test('alice signs in with Hydra, lands in the chat and sends a message', { skip 
   await say(alice.page, 'hello from an OpenID user');
   await until(alice.page, 'the message is in the timeline', () =>
     [...document.querySelectorAll('#messages li .msg-body')].some((el) => el.textContent === 'hello from an OpenID user'));
+  // Her account has no password: "Delete my account" says so plainly.
+  await alice.page.click('#account-box summary');
+  await alice.page.click('#delete-account');
+  await until(alice.page, 'the delete dialog open', () => document.getElementById('delete-dialog').open);
+  await alice.page.fill('#delete-password', 'any password');
+  await alice.page.click('#delete-confirm');
+  await until(alice.page, 'no password said', () => document.getElementById('delete-error').textContent.includes('has no password'));
+  assert.equal((await api(alice, 'GET', '/api/me')).status, 200, 'nothing deleted');
   assert.deepEqual(alice.errors, []);
   await alice.context.close();
 });
