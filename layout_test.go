@@ -83,7 +83,7 @@ var layers = []struct {
 }{
 	{"ground: the domain, codecs and small utilities", []string{
 		"parley", "parley/stomp", "parley/schema", "parley/groupcommit", "parley/ratelimit",
-		"parley/accept", "parley/dirlock", "parley/subindex", "parley/jwtauth",
+		"parley/accept", "parley/dirlock", "parley/subindex", "parley/jwtauth", "parley/oidcauth",
 	}},
 	{"what the stores share", []string{
 		"parley/storagefull", "parley/bulk",
@@ -131,7 +131,7 @@ var backends = map[string]bool{
 // helper never drags a backend into the package under test.
 var testSupport = map[string]bool{
 	"parley/parleytest": true, "parley/servicetest": true, "parley/postgres/pgtest": true,
-	"parley/rest/openapi": true,
+	"parley/rest/openapi": true, "parley/oidcauth/oidctest": true,
 }
 
 // layerOf maps each package of the table to its layer's index.

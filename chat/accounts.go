@@ -66,13 +66,7 @@ func (s *Service) Login(ctx context.Context, name, password string) (string, par
 	if !ok {
 		return "", parley.User{}, denied
 	}
-	secret := make([]byte, 32)
-	rand.Read(secret)
-	token := "pt_" + base64.RawURLEncoding.EncodeToString(secret)
-	now := s.now()
-	err = s.store.CreateToken(ctx, parley.Token{
-		Hash: tokenHash(token), UserID: u.ID, CreatedAt: now, ExpiresAt: now.Add(s.tokenTTL),
-	})
+	token, err := s.newToken(ctx, u)
 	// not_found: the account was deleted since its password was checked
 	// (the store makes no token for a deleted account).
 	if parley.ErrorCode(err) == parley.CodeNotFound {
@@ -82,6 +76,19 @@ func (s *Service) Login(ctx context.Context, name, password string) (string, par
 		return "", parley.User{}, err
 	}
 	return token, u, nil
+}
+
+// newToken makes and stores a new access token of u, good for the
+// service's token lifetime: parley.CodeNotFound for a deleted account.
+func (s *Service) newToken(ctx context.Context, u parley.User) (string, error) {
+	secret := make([]byte, 32)
+	rand.Read(secret)
+	token := "pt_" + base64.RawURLEncoding.EncodeToString(secret)
+	now := s.now()
+	err := s.store.CreateToken(ctx, parley.Token{
+		Hash: tokenHash(token), UserID: u.ID, CreatedAt: now, ExpiresAt: now.Add(s.tokenTTL),
+	})
+	return token, err
 }
 
 // passwordMatches returns the account named name and whether password is

@@ -116,6 +116,27 @@ func (s *Service) ProvisionExternal(ctx context.Context, issuer, subject, name s
 	return parley.User{}, parley.Errorf(parley.CodeConflict, "no free name for the new account of %q: every one of %v is taken", subject, ExternalNames(id, name))
 }
 
+// LoginExternal signs in the user issuer knows as subject (OpenID
+// Connect sign-in, after the provider vouched for the identity): it
+// provisions the account on first sight, as ProvisionExternal does (the
+// same account as a JWT of the same issuer and subject), and returns a
+// new access token like Login's. Fails as ProvisionExternal does, and
+// with CodeUnauthorized for an account deleted meanwhile.
+func (s *Service) LoginExternal(ctx context.Context, issuer, subject, name string) (string, parley.User, error) {
+	u, err := s.ProvisionExternal(ctx, issuer, subject, name)
+	if err != nil {
+		return "", parley.User{}, err
+	}
+	token, err := s.newToken(ctx, u)
+	if parley.ErrorCode(err) == parley.CodeNotFound {
+		return "", parley.User{}, parley.Errorf(parley.CodeUnauthorized, "the account of this identity was deleted")
+	}
+	if err != nil {
+		return "", parley.User{}, err
+	}
+	return token, u, nil
+}
+
 // liveExternal refuses a deleted account (see sqlite DeleteUser: renamed
 // "deleted-user:" + id).
 func liveExternal(u parley.User) (parley.User, error) {
@@ -158,5 +179,5 @@ func errJWTRevoke() error {
 
 // errNoPassword refuses a password check of an outside identity's account.
 func errNoPassword() error {
-	return parley.Errorf(parley.CodeForbidden, "this account signs in with a JWT and has no password: its issuer manages it")
+	return parley.Errorf(parley.CodeForbidden, "this account signs in with a JWT or OpenID Connect and has no password: its identity provider manages it")
 }

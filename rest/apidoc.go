@@ -31,5 +31,22 @@ func (h *Handler) clientConfig(w http.ResponseWriter, r *http.Request) error {
 		// SignupsLimited: sign-ups are limited per client address, which
 		// parley bench checks before it spends any of them.
 		SignupsLimited bool `json:"signups_limited"`
-	}{h.chat.MaxBody(), parley.MaxClientID, parley.MaxPageLimit, h.signupLimit != nil})
+		// PasswordLogin: sign-up and password login are on; OIDC, when
+		// not nil, names the OpenID Connect provider (oidc.go).
+		PasswordLogin bool        `json:"password_login"`
+		OIDC          *oidcConfig `json:"oidc"`
+	}{h.chat.MaxBody(), parley.MaxClientID, parley.MaxPageLimit, h.signupLimit != nil, !h.noPasswords, h.oidcConfig()})
+}
+
+// oidcConfig is what GET /api/config says of OpenID Connect sign-in.
+type oidcConfig struct {
+	Name  string `json:"name"`
+	Start string `json:"start"`
+}
+
+func (h *Handler) oidcConfig() *oidcConfig {
+	if h.oidc == nil {
+		return nil
+	}
+	return &oidcConfig{Name: h.oidc.Name, Start: "/api/auth/oidc/start"}
 }

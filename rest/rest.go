@@ -150,6 +150,11 @@ type Config struct {
 	// when telling a client's address (see clientAddr). Empty: the
 	// socket peer is the client.
 	TrustedProxies []netip.Prefix
+	// OIDC, when set, is OpenID Connect sign-in (oidc.go).
+	OIDC *OIDC
+	// NoPasswords turns password sign-in off: sign-up and password login
+	// are 403 forbidden (GET /api/config tells clients).
+	NoPasswords bool
 	// Registerer, when set, registers the HTTP metrics.
 	Registerer prometheus.Registerer
 }
@@ -178,9 +183,13 @@ type Handler struct {
 	memo                         memo     // of the room lists and history pages last sent
 	patterns                     []string // of every route, in the order registered
 
+	oidc        *OIDC // nil: no OpenID Connect sign-in
+	noPasswords bool
+
 	requests     *prometheus.CounterVec
 	latency      *prometheus.HistogramVec
 	limitedTotal *prometheus.CounterVec
+	oidcLogins   *prometheus.CounterVec
 }
 
 // New returns a Handler.
@@ -217,9 +226,12 @@ func New(cfg Config) *Handler {
 			Name: "parley_http_logins_waiting",
 			Help: "Logins waiting in line for their turn to check a password (their limits' room, then a slot of the node).",
 		}),
-		deviceKey: cfg.DeviceKey,
-		now:       cfg.Now,
-		mux:       http.NewServeMux(),
+		deviceKey:   cfg.DeviceKey,
+		now:         cfg.Now,
+		oidc:        cfg.OIDC,
+		noPasswords: cfg.NoPasswords,
+		oidcLogins:  newOIDCCounter(),
+		mux:         http.NewServeMux(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_http_requests_total",
 			Help: "HTTP API requests by route and status.",
@@ -239,6 +251,9 @@ func New(cfg Config) *Handler {
 	}
 	if cfg.Registerer != nil {
 		cfg.Registerer.MustRegister(h.requests, h.latency, h.limitedTotal, h.loginsWaiting)
+		if cfg.OIDC != nil {
+			cfg.Registerer.MustRegister(h.oidcLogins)
+		}
 		if l := cfg.SignupLimit; l != nil {
 			cfg.Registerer.MustRegister(gauge("parley_http_signup_limit_addresses",
 				"Addresses the sign-up limit holds a bucket for: those that signed up in the last few minutes.", l.Len))
@@ -289,6 +304,7 @@ func (h *Handler) routes() {
 	h.handle("DELETE /api/rooms/{id}/members/{user_id}", h.authed(h.removeMember))
 	h.handle("GET /api/rooms/{id}/bans", h.authed(h.bans))
 	h.handle("DELETE /api/rooms/{id}/bans/{user_id}", h.authed(h.unban))
+	h.oidcRoutes() // oidc.go
 	h.handle("GET /api/config", h.clientConfig)
 	h.handle("GET /api/openapi.yaml", h.openAPI)
 	h.handle(catchAll, h.noRoute)

@@ -15,6 +15,9 @@ type credentials struct {
 }
 
 func (h *Handler) register(w http.ResponseWriter, r *http.Request) error {
+	if err := h.passwordsOff(); err != nil {
+		return err
+	}
 	if err := h.allowSignup(w, r); err != nil {
 		return err
 	}
@@ -30,6 +33,9 @@ func (h *Handler) register(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Handler) login(w http.ResponseWriter, r *http.Request) error {
+	if err := h.passwordsOff(); err != nil {
+		return err
+	}
 	var req credentials
 	if err := h.decode(w, r, &req); err != nil {
 		return err

@@ -81,6 +81,8 @@ type Config struct {
 
 	DeletedNameHold time.Duration // how long a deleted account's name is held back (account.go)
 	JWT             jwtConfig     // JWT sign-in (jwt.go)
+	OIDC            oidcConfig    // OpenID Connect sign-in (oidc.go)
+	NoPasswordLogin bool          // --password-login=false: sign-up and password login are off
 	// KeepDeletedMessages: a deleted account's messages keep their text
 	// (--deleted-account-messages=keep; account.go).
 	KeepDeletedMessages bool
@@ -153,6 +155,8 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	c.apiKeyFlags(fs)
 	c.webhookFlags(fs)
 	c.JWT.flags(fs)
+	c.OIDC.flags(fs)
+	fs.Var(notFlag{&c.NoPasswordLogin}, "password-login", "sign-up and password login (false: POST /api/users and POST /api/tokens answer 403 and the web client shows only the other ways in, such as --oidc-issuer)")
 	fs.IntVar(&c.TypingMaxMembers, "typing-max-members", roomevents.DefaultTypingMaxMembers, "rooms with more members than this have no typing events (signals are accepted and absorbed), so one typist costs at most this many deliveries every 2 s")
 	fs.IntVar(&c.StompSendBuffer, "stomp-send-buffer", 64<<10, "kernel send buffer (SO_SNDBUF) of each STOMP connection in bytes, so that a client that stops reading is found by --stomp-queue (-1: the system's autotuned buffer)")
 	fs.DurationVar(&c.StompMaxHeartBeat, "stomp-max-heartbeat", time.Minute, "largest heart-beat interval accepted from a STOMP client, either way (a larger one is taken as this)")
@@ -283,7 +287,7 @@ func (m *Main) Open(ctx context.Context) error {
 		KeepMessages: cfg.KeepDeletedMessages, JWT: jv, Keys: keysOf(db),
 	})
 	m.keyWatch = svc.StartKeyWatch(cfg.APIKeyWatch)
-	api, err := m.openAPI(svc, rdb, sendLimit, readLimit)
+	api, err := m.openAPI(svc, rdb, clustered, sendLimit, readLimit)
 	if err != nil {
 		return err
 	}
@@ -348,13 +352,17 @@ func (c *Config) checkOpen() (clustered bool, sendLimit, readLimit *ratelimit.Li
 // openAPI returns the REST API over svc with the login limits and the
 // send and read limits; in cluster mode (rdb not nil) the limits are
 // counted over the cluster (limits.go).
-func (m *Main) openAPI(svc *chat.Service, rdb *goredis.Client, sendLimit, readLimit *ratelimit.Limiter) (*rest.Handler, error) {
+func (m *Main) openAPI(svc *chat.Service, rdb *goredis.Client, clustered bool, sendLimit, readLimit *ratelimit.Limiter) (*rest.Handler, error) {
 	cfg := m.Config
 	limits, err := cfg.loginLimits()
 	if err != nil {
 		return nil, err
 	}
 	limits.Chat, limits.Registerer = svc, m.registry
+	if limits.OIDC, err = m.openOIDC(svc, clustered); err != nil {
+		return nil, err
+	}
+	limits.NoPasswords = cfg.NoPasswordLogin
 	restLimits(&limits, sendLimit, readLimit)
 	if keyLimit, err := rateLimit("--apikey-rate", cfg.APIKeyRate); err != nil {
 		return nil, err

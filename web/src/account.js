@@ -26,12 +26,19 @@ export function bindAccount(app) {
     try {
       await app.api.deleteMe(password);
     } catch (e) {
-      setText(err, e.code === 'forbidden' ? 'Wrong password: nothing was deleted.' : 'Could not delete the account: ' + e.message);
+      // An account of an outside identity (OpenID Connect, JWT) has no
+      // password: the server says so, and that is what to show.
+      setText(err, e.code === 'forbidden' && !isExternal(app.me) ? 'Wrong password: nothing was deleted.' : 'Could not delete the account: ' + e.message);
       return;
     }
     dialog.close();
     app.logout('Your account is deleted: its sessions are over and your messages are gone.');
   });
+}
+
+/** isExternal reports whether u is an outside identity's account (chat.IsExternalUser): "x" and 26 characters. */
+function isExternal(u) {
+  return !!u && u.id.length === 27 && u.id[0] === 'x';
 }
 
 /** download fetches the export with the token and saves it as the server names it. */

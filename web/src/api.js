@@ -45,8 +45,10 @@ export class Api {
 
   register(name, password) { return this.req('POST', '/api/users', { name, password }); }
   login(name, password) { return this.req('POST', '/api/tokens', { name, password }); }
+  /** oidcSession takes the token of the OpenID Connect sign-in just finished (once). */
+  oidcSession() { return this.req('POST', '/api/auth/oidc/session'); }
   me() { return this.req('GET', '/api/me'); }
-  /** config is the server's limits for clients: {max_body, max_client_id, max_page}. */
+  /** config is the server's limits and ways in: {max_body, max_client_id, max_page, password_login, oidc}. */
   config() { return this.req('GET', '/api/config'); }
   /** logout revokes this token on the server: it stops working everywhere. */
   logout() { return this.req('DELETE', '/api/tokens/current'); }

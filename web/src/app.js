@@ -4,6 +4,7 @@
 // #/room/{id} opens a room, #/join/{id} is an invite link.
 
 import { bindAccount } from './account.js';
+import { finishOIDC, showMethods } from './signin.js';
 import { Api } from './api.js';
 import { ChatView } from './chat.js';
 import { $, h, setText, shortTime } from './dom.js';
@@ -41,6 +42,17 @@ class App {
   async boot() {
     this.bindForms();
     window.addEventListener('hashchange', () => this.route());
+    const oidc = await finishOIDC(this.api); // back from the OpenID provider (signin.js)
+    if (oidc.token) {
+      this.api.token = oidc.token;
+      localStorage.setItem(tokenKey, oidc.token);
+      this.startSession(oidc.user);
+      return;
+    }
+    if (oidc.error) {
+      this.showAuth(oidc.error);
+      return;
+    }
     if (this.api.token) {
       try {
         this.startSession(await this.api.me());
@@ -63,6 +75,7 @@ class App {
     setText($('auth-error'), message);
     this.setConn('offline');
     $('auth-name').focus();
+    showMethods(this.api); // the OpenID button, the password form (signin.js)
   }
 
   async authenticate(action, name, password) {
