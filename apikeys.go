@@ -16,10 +16,11 @@ const (
 	ScopeRooms    = "rooms"    // create rooms, join, leave, change a room, roles; list rooms and members
 	ScopeHistory  = "history"  // read messages (REST pages, STOMP subscriptions), search, read positions
 	ScopeModerate = "moderate" // remove and ban members, lift bans
+	ScopeWebhooks = "webhooks" // add, list, resume and remove outgoing webhooks (the server's admin)
 )
 
 // Scopes are the API key scopes, in the order they are listed.
-var Scopes = []string{ScopePost, ScopeRooms, ScopeHistory, ScopeModerate}
+var Scopes = []string{ScopePost, ScopeRooms, ScopeHistory, ScopeModerate, ScopeWebhooks}
 
 // APIKey is a stored server API key: only the SHA-256 of its secret is
 // kept. A key's token is "pk_" + ID + "_" + secret.

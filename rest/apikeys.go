@@ -44,6 +44,10 @@ var keyScopes = map[string]string{
 	"DELETE /api/rooms/{id}/members/{user_id}": parley.ScopeModerate,
 	"GET /api/rooms/{id}/bans":                 parley.ScopeModerate,
 	"DELETE /api/rooms/{id}/bans/{user_id}":    parley.ScopeModerate,
+	"GET /api/webhooks":                        parley.ScopeWebhooks,
+	"POST /api/webhooks":                       parley.ScopeWebhooks,
+	"POST /api/webhooks/{name}/resume":         parley.ScopeWebhooks,
+	"DELETE /api/webhooks/{name}":              parley.ScopeWebhooks,
 }
 
 // authenticateKey checks an API key and that its scopes allow the route.

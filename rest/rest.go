@@ -14,6 +14,7 @@ import (
 
 	"parley"
 	"parley/chat"
+	"parley/webhook"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -120,6 +121,11 @@ type Config struct {
 	// .../read) that move no read position (see markRead); a refusal
 	// is 429 rate_limited with Retry-After. Nil: no limit.
 	ReadLimit Limiter
+	// Webhooks, when set, keeps the outgoing webhooks that the admin's
+	// routes manage (webhooks.go); HookFilter checks their URLs (nil:
+	// webhook.NewFilter(nil), internal addresses refused).
+	Webhooks   WebhookAdmin
+	HookFilter *webhook.Filter
 	// KeyLimit, when set, limits each API key's calls (every route, the
 	// incoming webhook included), by key, before any other limit: a
 	// refusal is 429 rate_limited with Retry-After, and the audit line
@@ -161,12 +167,14 @@ type Config struct {
 
 // Handler serves the routes under /api/.
 type Handler struct {
-	chat      Chat
-	maxBytes  int64
-	sendLimit Limiter        // nil: no limit
-	readLimit Limiter        // read marks that move nothing; nil: no limit
-	keyLimit  Limiter        // calls per API key; nil: no limit
-	trusted   []netip.Prefix // proxies whose X-Forwarded-For is believed
+	chat       Chat
+	maxBytes   int64
+	sendLimit  Limiter         // nil: no limit
+	readLimit  Limiter         // read marks that move nothing; nil: no limit
+	keyLimit   Limiter         // calls per API key; nil: no limit
+	webhooks   WebhookAdmin    // nil: no webhooks here
+	hookFilter *webhook.Filter // checks a new webhook's URL
+	trusted    []netip.Prefix  // proxies whose X-Forwarded-For is believed
 
 	signupLimit   Limiter          // nil: no limit
 	loginByAddr   FailureLimit     // nil: no limit
@@ -197,6 +205,9 @@ func New(cfg Config) *Handler {
 	if cfg.MaxRequestBytes <= 0 {
 		cfg.MaxRequestBytes = max(64<<10, int64(cfg.Chat.MaxBody())*6+1024)
 	}
+	if cfg.HookFilter == nil {
+		cfg.HookFilter, _ = webhook.NewFilter(nil) // nothing to parse: no error
+	}
 	if cfg.DeviceKey == nil {
 		cfg.DeviceKey = make([]byte, 32)
 		rand.Read(cfg.DeviceKey)
@@ -216,6 +227,8 @@ func New(cfg Config) *Handler {
 		sendLimit:   cfg.SendLimit,
 		readLimit:   cfg.ReadLimit,
 		keyLimit:    cfg.KeyLimit,
+		webhooks:    cfg.Webhooks,
+		hookFilter:  cfg.HookFilter,
 		trusted:     cfg.TrustedProxies,
 		signupLimit: cfg.SignupLimit,
 		loginByAddr: cfg.LoginByAddress,
@@ -304,7 +317,8 @@ func (h *Handler) routes() {
 	h.handle("DELETE /api/rooms/{id}/members/{user_id}", h.authed(h.removeMember))
 	h.handle("GET /api/rooms/{id}/bans", h.authed(h.bans))
 	h.handle("DELETE /api/rooms/{id}/bans/{user_id}", h.authed(h.unban))
-	h.oidcRoutes() // oidc.go
+	h.oidcRoutes()    // oidc.go
+	h.webhookRoutes() // webhooks.go
 	h.handle("GET /api/config", h.clientConfig)
 	h.handle("GET /api/openapi.yaml", h.openAPI)
 	h.handle(catchAll, h.noRoute)

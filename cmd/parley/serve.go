@@ -287,7 +287,7 @@ func (m *Main) Open(ctx context.Context) error {
 		KeepMessages: cfg.KeepDeletedMessages, JWT: jv, Keys: keysOf(db),
 	})
 	m.keyWatch = svc.StartKeyWatch(cfg.APIKeyWatch)
-	api, err := m.openAPI(svc, rdb, clustered, sendLimit, readLimit)
+	api, err := m.openAPI(svc, db, rdb, clustered, sendLimit, readLimit)
 	if err != nil {
 		return err
 	}
@@ -352,7 +352,7 @@ func (c *Config) checkOpen() (clustered bool, sendLimit, readLimit *ratelimit.Li
 // openAPI returns the REST API over svc with the login limits and the
 // send and read limits; in cluster mode (rdb not nil) the limits are
 // counted over the cluster (limits.go).
-func (m *Main) openAPI(svc *chat.Service, rdb *goredis.Client, clustered bool, sendLimit, readLimit *ratelimit.Limiter) (*rest.Handler, error) {
+func (m *Main) openAPI(svc *chat.Service, db parley.Store, rdb *goredis.Client, clustered bool, sendLimit, readLimit *ratelimit.Limiter) (*rest.Handler, error) {
 	cfg := m.Config
 	limits, err := cfg.loginLimits()
 	if err != nil {
@@ -363,6 +363,9 @@ func (m *Main) openAPI(svc *chat.Service, rdb *goredis.Client, clustered bool, s
 		return nil, err
 	}
 	limits.NoPasswords = cfg.NoPasswordLogin
+	if limits.Webhooks, limits.HookFilter, err = cfg.webhookAdmin(db); err != nil {
+		return nil, err
+	}
 	restLimits(&limits, sendLimit, readLimit)
 	if keyLimit, err := rateLimit("--apikey-rate", cfg.APIKeyRate); err != nil {
 		return nil, err

@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"regexp"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -18,6 +15,7 @@ import (
 
 	"parley"
 	"parley/postgres"
+	"parley/rest"
 	"parley/sqlite"
 	"parley/webhook"
 )
@@ -73,7 +71,7 @@ func (m *Main) startWebhooks(db parley.Store) error {
 		return nil // an in-memory store of tests: no webhooks
 	}
 	cfg := m.Config
-	f, err := webhook.NewFilter(strings.Split(cfg.Webhooks.Allow, ","))
+	_, f, err := cfg.webhookAdmin(db)
 	if err != nil {
 		return err
 	}
@@ -90,7 +88,20 @@ func (m *Main) startWebhooks(db parley.Store) error {
 	return err
 }
 
-var webhookName = regexp.MustCompile(`^[A-Za-z0-9_.-]{3,32}$`)
+// webhookAdmin returns what the REST API's webhook routes manage on the
+// durable store db (nil for another: no webhooks) and the filter of
+// --webhook-allow that checks a new webhook's URL.
+func (c *Config) webhookAdmin(db parley.Store) (rest.WebhookAdmin, *webhook.Filter, error) {
+	f, err := webhook.NewFilter(strings.Split(c.Webhooks.Allow, ","))
+	if err != nil {
+		return nil, nil, err
+	}
+	st, ok := db.(hookStore)
+	if !ok {
+		return nil, f, nil
+	}
+	return st, f, nil
+}
 
 // runWebhook is `parley webhook add|list|resume|remove`: the outgoing
 // webhooks (docs/webhooks.md). Like `parley apikey` it writes to the
@@ -125,7 +136,7 @@ func runWebhook(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := parseFlags(fs, args[1:], os.Getenv); err != nil {
 		return err
 	}
-	if verb != "list" && !webhookName.MatchString(name) {
+	if verb != "list" && name == "" {
 		return errors.New("--name is required: 3 to 32 of A-Z a-z 0-9 _ . -")
 	}
 	var h parley.Webhook
@@ -191,34 +202,9 @@ func runWebhook(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // newWebhook checks the flags of `parley webhook add` and returns the
 // webhook they ask for, with a random secret when none is given.
 func newWebhook(name, target, events, roomID, secret, allow string) (parley.Webhook, error) {
-	h := parley.Webhook{ID: parley.NewID(), Name: name, URL: target, RoomID: roomID, Secret: secret}
 	f, err := webhook.NewFilter(strings.Split(allow, ","))
 	if err != nil {
-		return h, err
+		return parley.Webhook{}, err
 	}
-	if err := f.CheckURL(target); err != nil {
-		return h, err
-	}
-	for _, k := range strings.Split(events, ",") {
-		k = strings.TrimSpace(k)
-		if k == "" || slices.Contains(h.Kinds, k) {
-			continue
-		}
-		if !slices.Contains(parley.HookKinds, k) {
-			return h, fmt.Errorf("--events: unknown event kind %q; want %s", k, strings.Join(parley.HookKinds, ", "))
-		}
-		h.Kinds = append(h.Kinds, k)
-	}
-	if len(h.Kinds) == 0 {
-		return h, errors.New("--events: no event kind")
-	}
-	switch {
-	case secret == "":
-		b := make([]byte, 24)
-		rand.Read(b)
-		h.Secret = "whsec_" + hex.EncodeToString(b)
-	case len(secret) < 16:
-		return h, errors.New("--secret: at least 16 bytes")
-	}
-	return h, nil
+	return webhook.New(name, target, strings.Split(events, ","), roomID, secret, f)
 }
