@@ -136,7 +136,12 @@ class App {
       onError: (err) => this.showBanner(err.code === 'unavailable'
         ? 'The server is restarting: reconnecting…'
         : 'The server closed the connection (' + err.text + '): reconnecting…'),
-      onAuthFailed: (err) => this.logout('Your session has ended' + (err ? ' (' + err.text + ')' : '') + ': log in again.'),
+      // After a logout (this.live gone) the stopped connection may still
+      // read the server's ERROR that ended the session: the logout's own
+      // message (an account deleted, say) stays.
+      onAuthFailed: (err) => {
+        if (this.live) this.logout('Your session has ended' + (err ? ' (' + err.text + ')' : '') + ': log in again.');
+      },
     });
     this.live.start();
     this.loadLimits();
