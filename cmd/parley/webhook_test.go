@@ -414,7 +414,7 @@ func TestWebhookCommandRefusals(t *testing.T) {
 		{"allowed elsewhere only", []string{"--url", "http://10.1.2.3/hook", "--webhook-allow", "10.9.0.0/16"}, "loopback, private"},
 		{"not http", []string{"--url", "file:///etc/passwd"}, "want http:// or https://"},
 		{"credentials", []string{"--url", "https://u:p@93.184.216.34/"}, "credentials"},
-		{"unknown kind", []string{"--url", "https://93.184.216.34/", "--events", "message.sent,member.joined"}, `unknown event kind "member.joined"`},
+		{"unknown kind", []string{"--url", "https://93.184.216.34/", "--events", "message.sent,member.typing"}, `unknown event kind "member.typing"`},
 		{"short secret", []string{"--url", "https://93.184.216.34/", "--secret", "short"}, "at least 16 bytes"},
 		{"bad name", []string{"--url", "https://93.184.216.34/", "--name", "a b"}, "--name"},
 		{"allowed, but no store", []string{"--url", "http://127.0.0.1:9/hook", "--webhook-allow", "127.0.0.1"}, "no Parley database"},
