@@ -55,3 +55,19 @@ func (s *Store) RoomEvents(ctx context.Context, roomID string, after int64, limi
 	}
 	return evs, nil
 }
+
+// ExpireRoomEvents implements parley.EventExpiry: it deletes up to limit
+// events older at now than their room's retention (def for the rooms
+// without their own; none when that is 0). It touches no counter, so it
+// runs on the pool, beside the writers.
+func (s *Store) ExpireRoomEvents(ctx context.Context, now time.Time, def time.Duration, limit int) (int, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM room_events WHERE (room_id, n) IN (
+		SELECT e.room_id, e.n FROM room_events e JOIN rooms r ON r.id = e.room_id
+		WHERE (r.retention_seconds > 0 OR $2::bigint > 0)
+			AND e.at < $1::timestamptz - make_interval(secs => CASE WHEN r.retention_seconds > 0 THEN r.retention_seconds ELSE $2::bigint END)
+		LIMIT $3)`, now, int64(def/time.Second), limit)
+	if err != nil {
+		return 0, s.readErr("expire room events", err)
+	}
+	return int(tag.RowsAffected()), nil
+}

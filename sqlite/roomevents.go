@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 
 	"parley"
 )
@@ -82,4 +83,25 @@ func (s *Store) RoomEvents(ctx context.Context, roomID string, after int64, limi
 		return nil, s.readErr("room_events", err)
 	}
 	return evs, nil
+}
+
+// ExpireRoomEvents implements parley.EventExpiry: it deletes up to limit
+// events older at now than their room's retention (def for the rooms
+// without their own; none when that is 0), through the writer.
+func (s *Store) ExpireRoomEvents(ctx context.Context, now time.Time, def time.Duration, limit int) (int, error) {
+	n := 0
+	_, err := s.write(ctx, func(w *wtx) (result, error) {
+		res, err := w.tx.Exec(`DELETE FROM room_events WHERE (room_id, n) IN (
+			SELECT e.room_id, e.n FROM room_events e JOIN rooms r ON r.id = e.room_id
+			WHERE (r.retention_seconds > 0 OR ?2 > 0)
+				AND e.at < ?1 - (CASE WHEN r.retention_seconds > 0 THEN r.retention_seconds ELSE ?2 END) * 1000000
+			LIMIT ?3)`, now.UnixMicro(), int64(def/time.Second), limit)
+		if err != nil {
+			return result{}, fmt.Errorf("expire room events: %w", err)
+		}
+		k, err := res.RowsAffected()
+		n = int(k)
+		return result{}, err
+	})
+	return n, err
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"parley"
 	"parley/webhook"
@@ -236,6 +237,39 @@ func TestMemberEventsDelivered(t *testing.T) {
 		}
 		if rcv.bad != 0 {
 			t.Errorf("%d deliveries failed the signature check", rcv.bad)
+		}
+	})
+}
+
+// TestExpireRoomEvents: the stored member and room events go by the
+// messages' age rule: the room's own retention, else the server's, none
+// when both are 0.
+func TestExpireRoomEvents(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st hookStore) {
+		ctx := context.Background()
+		u, rooms := fill(t, st) // two rooms, two events each
+		keep := int64(3600)
+		if _, err := st.UpdateRoom(ctx, rooms[1].ID, u.ID, parley.RoomUpdate{RetentionSeconds: &keep}); err != nil {
+			t.Fatal(err)
+		}
+		ee := st.(parley.EventExpiry)
+		later := time.Now().Add(2 * time.Hour)
+		count := func(r parley.Room) int {
+			evs, err := st.RoomEvents(ctx, r.ID, 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return len(evs)
+		}
+		if n, err := ee.ExpireRoomEvents(ctx, later, 0, 100); err != nil || n != 3 || count(rooms[0]) != 2 || count(rooms[1]) != 0 {
+			t.Errorf("expire without a default: %d, %v; left %d and %d, want 3 deleted, those of the room with its own retention",
+				n, err, count(rooms[0]), count(rooms[1]))
+		}
+		if n, err := ee.ExpireRoomEvents(ctx, later, 3*time.Hour, 100); err != nil || n != 0 {
+			t.Errorf("expire with a longer default: %d, %v, want none", n, err)
+		}
+		if n, err := ee.ExpireRoomEvents(ctx, later, time.Hour, 1); err != nil || n != 1 || count(rooms[0]) != 1 {
+			t.Errorf("expire with a default, limit 1: %d, %v, want 1", n, err)
 		}
 	})
 }
