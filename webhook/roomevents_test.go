@@ -273,3 +273,45 @@ func TestExpireRoomEvents(t *testing.T) {
 		}
 	})
 }
+
+// TestExpiredEventsSkipped: a webhook whose room's member and room events
+// past its position were all deleted by retention moves past them, and
+// is no longer behind once the rest is delivered.
+func TestExpiredEventsSkipped(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st hookStore) {
+		ctx := context.Background()
+		rcv, srv := newReceiver(t, "whsec_test_secret_4", 0)
+		h, err := st.CreateWebhook(ctx, parley.Webhook{ID: parley.NewID(), Name: "all", URL: srv.URL, Secret: "whsec_test_secret_4", Kinds: parley.HookKinds})
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, rooms := fill(t, st) // made after the webhook: their events are past its position
+		if n, err := st.(parley.EventExpiry).ExpireRoomEvents(ctx, time.Now().Add(2*time.Hour), time.Hour, 100); err != nil || n != 4 {
+			t.Fatalf("expire: %d, %v", n, err)
+		}
+		m, _, err := st.Send(ctx, parley.NewMessage{RoomID: rooms[0].ID, SenderID: u.ID, SenderName: u.Name, Body: "after"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mgr := startManager(t, st, "n1", 1000)
+		defer mgr.Close()
+		got := rcv.await(t, map[string]bool{webhook.SendID(rooms[0].ID, m.Seq): true})
+		if len(got) != 1 {
+			t.Errorf("delivered %d, want the message only", len(got))
+		}
+		deadline := time.Now().Add(30 * time.Second) // a hang guard
+		for {
+			ps, err := st.HookPositions(ctx, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ps) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("still behind in %+v", ps)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+}

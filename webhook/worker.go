@@ -122,12 +122,18 @@ func (w *worker) room(ctx context.Context, p parley.HookPosition) error {
 			return err
 		}
 	}
+	at := p
+	if p.LastEvent > p.Event && len(evs) == 0 {
+		// Every event up to the counter read is committed, and none
+		// past the position is left: retention deleted them (a webhook
+		// behind by more than the room's retention). Move past them.
+		at.Event = p.LastEvent
+	}
 	full := [3]bool{len(evs) == parley.MaxPageLimit, len(sends) == parley.MaxPageLimit, len(changes) == parley.MaxPageLimit}
-	out, err := merge(p.RoomID, p, evs, sends, changes, full)
+	out, err := merge(p.RoomID, at, evs, sends, changes, full)
 	if err != nil {
 		return err
 	}
-	at := p
 	for _, ev := range out {
 		if w.h.Wants(ev.kind) {
 			if err := w.deliver(ctx, ev); err != nil {
