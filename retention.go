@@ -53,3 +53,14 @@ type Expiry interface {
 	// cost every send.
 	Expired(ctx context.Context, now time.Time, def time.Duration, after MessageRef, limit int) ([]MessageRef, error)
 }
+
+// EventExpiry is the part of a store that deletes the stored member and
+// room events (RoomEvent, kept for the webhooks) by the messages' age
+// rule: those that happened before now minus their room's retention
+// (RetentionOf the room and def). Both stores implement it; the retention
+// sweeper calls it after the messages of each pass.
+type EventExpiry interface {
+	// ExpireRoomEvents deletes up to limit such events and returns how
+	// many it deleted: fewer than limit when none is left.
+	ExpireRoomEvents(ctx context.Context, now time.Time, def time.Duration, limit int) (int, error)
+}

@@ -49,7 +49,7 @@ var tables = []table{
 	{name: "rooms", nkey: 1, cols: []column{
 		{"id", kText}, {"kind", kText}, {"title", kText}, {"capacity", kInt}, {"member_count", kInt},
 		{"last_seq", kInt}, {"last_change", kInt}, {"last_activity_at", kTime}, {"created_at", kTime},
-		{"direct_key", kOptText}, {"retention_seconds", kInt}}},
+		{"direct_key", kOptText}, {"retention_seconds", kInt}, {"last_event", kInt}}},
 	{name: "api_keys", nkey: 1, cols: []column{
 		{"id", kText}, {"name", kText}, {"user_id", kText}, {"room_id", kOptText}, {"hash", kBlob}, {"scopes", kText},
 		{"created_at", kTime}, {"revoked_at", kOptTime}}},
@@ -61,14 +61,19 @@ var tables = []table{
 		{"room_id", kText}, {"user_id", kText}, {"client_id", kText}, {"seq", kInt}, {"deleted", kBool}, {"change", kInt}}},
 	{name: "name_holds", nkey: 1, cols: []column{
 		{"name", kText}, {"until", kTime}}},
-	// Outgoing webhooks, then their positions (a foreign key): the seqs
-	// and change numbers are carried, so a webhook resumes where it was.
+	// Outgoing webhooks, then their positions (a foreign key): the seqs,
+	// change and event numbers are carried, so a webhook resumes where it
+	// was; and the member and room events the webhooks deliver.
 	{name: "webhooks", nkey: 1, cols: []column{
 		{"id", kText}, {"name", kText}, {"url", kText}, {"secret", kText}, {"kinds", kText}, {"room_id", kOptText},
 		{"created_at", kTime}, {"paused_at", kOptTime}, {"paused_reason", kText},
 		{"lease_owner", kText}, {"lease_until", kTime}, {"lease_token", kInt}}},
 	{name: "webhook_cursors", nkey: 2, cols: []column{
-		{"webhook_id", kText}, {"room_id", kText}, {"seq", kInt}, {"change", kInt}}},
+		{"webhook_id", kText}, {"room_id", kText}, {"seq", kInt}, {"change", kInt}, {"event", kInt}}},
+	{name: "room_events", nkey: 2, cols: []column{
+		{"room_id", kText}, {"n", kInt}, {"kind", kText}, {"user_id", kText}, {"actor_id", kText}, {"role", kText},
+		{"read_seq", kInt}, {"joined_at", kOptTime}, {"title", kText}, {"capacity", kInt}, {"member_count", kInt},
+		{"retention_seconds", kInt}, {"last_seq", kInt}, {"last_change", kInt}, {"last_activity_at", kTime}, {"at", kTime}}},
 	{name: "messages", nkey: 2, room: true, cols: []column{
 		{"room_id", kText}, {"seq", kInt}, {"id", kText}, {"sender_id", kText}, {"sender_name", kText},
 		{"body", kText}, {"client_id", kText}, {"sent_at", kTime}, {"edited_at", kOptTime}, {"deleted_at", kOptTime},

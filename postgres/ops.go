@@ -256,9 +256,9 @@ type leave struct{ roomID, userID string }
 func (o *leave) lockRoom() string { return o.roomID }
 func (o *leave) shard() string    { return o.roomID }
 
-func (o *leave) queue(b *pgx.Batch, q *writeQueries, _ time.Time) {
+func (o *leave) queue(b *pgx.Batch, q *writeQueries, now time.Time) {
 	q.leave.count()
-	b.Queue(q.leave.text, o.roomID, o.userID)
+	b.Queue(q.leave.text, o.roomID, o.userID, now)
 }
 
 func (o *leave) decode(row pgx.Row) (result, []parley.Event, error) {

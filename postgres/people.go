@@ -31,25 +31,33 @@ const peopleHead = `WITH r0 AS (SELECT ` + roomRet + ` FROM rooms WHERE id = $1)
 func newPeopleWriteQueries(m *metrics) *peopleWriteQueries {
 	q := &peopleWriteQueries{
 		// $3 title or NULL, $4 capacity or NULL: never below member_count,
-		// $5 retention_seconds or NULL.
+		// $5 retention_seconds or NULL, $6 now. Each statement that changes
+		// a member or the room also stores its room event (room_events),
+		// numbered by the room's last_event, moved by the same UPDATE.
 		updateRoom: &query{kind: "update_room", text: peopleHead + `
 			r AS (UPDATE rooms SET title = coalesce($3::text, title), capacity = coalesce($4::integer, capacity),
-					retention_seconds = coalesce($5::bigint, retention_seconds)
+					retention_seconds = coalesce($5::bigint, retention_seconds), last_event = last_event + 1
 				WHERE id = $1 AND kind = 'group' AND EXISTS (SELECT 1 FROM a WHERE role IN ('owner', 'admin'))
 					AND (coalesce($4::integer, capacity) = 0 OR member_count <= coalesce($4::integer, capacity))
 					AND (title, capacity, retention_seconds) IS DISTINCT FROM
 						(coalesce($3::text, title), coalesce($4::integer, capacity), coalesce($5::bigint, retention_seconds))
-				RETURNING ` + roomRet + `)
+				RETURNING ` + roomRet + `, last_event),
+			ev AS (INSERT INTO room_events (` + roomEventCols + `)
+				SELECT r.id, r.last_event, 'room.updated', '', $2, '', 0, NULL, ` + evRoom("r") + `, $6 FROM r)
 			SELECT ` + roomOut("r0") + `, coalesce((SELECT role FROM a), ''), ` + roomOut("r") + `
 			FROM (VALUES (1)) AS one LEFT JOIN r0 ON true LEFT JOIN r ON true`},
 
-		// $3 the member, $4 the new role.
+		// $3 the member, $4 the new role, $5 now.
 		setRole: &query{kind: "set_role", text: peopleHead + `
 			t AS (SELECT role, read_seq, joined_at FROM members WHERE room_id = $1 AND user_id = $3),
 			u AS (UPDATE members SET role = $4 WHERE room_id = $1 AND user_id = $3
 				AND EXISTS (SELECT 1 FROM r0 WHERE kind = 'group') AND EXISTS (SELECT 1 FROM a WHERE role = 'owner')
 				AND EXISTS (SELECT 1 FROM t WHERE role <> 'owner' AND role <> $4)
-				RETURNING 1)
+				RETURNING 1),
+			rc AS (UPDATE rooms SET last_event = last_event + 1 WHERE id = $1 AND EXISTS (SELECT 1 FROM u)
+				RETURNING ` + roomRet + `, last_event),
+			ev AS (INSERT INTO room_events (` + roomEventCols + `)
+				SELECT rc.id, rc.last_event, 'member.role', $3, $2, $4, t.read_seq, t.joined_at, ` + evRoom("rc") + `, $5 FROM rc, t)
 			SELECT ` + roomOut("r0") + `, coalesce((SELECT role FROM a), ''),
 				coalesce(t.role, ''), coalesce(t.read_seq, 0), coalesce(t.joined_at, 'epoch'), EXISTS (SELECT 1 FROM u)
 			FROM (VALUES (1)) AS one LEFT JOIN r0 ON true LEFT JOIN t ON true`},
@@ -64,9 +72,13 @@ func newPeopleWriteQueries(m *metrics) *peopleWriteQueries {
 					AND EXISTS (SELECT 1 FROM users WHERE id = $3)))),
 			b AS (INSERT INTO bans (room_id, user_id, actor_id, banned_at) SELECT $1, $3, $2, $5 FROM ok WHERE $4
 				ON CONFLICT DO NOTHING),
-			d AS (DELETE FROM members WHERE room_id = $1 AND user_id = $3 AND EXISTS (SELECT 1 FROM ok) RETURNING 1),
-			r AS (UPDATE rooms SET member_count = member_count - 1 WHERE id = $1 AND EXISTS (SELECT 1 FROM d)
-				RETURNING ` + roomRet + `)
+			d AS (DELETE FROM members WHERE room_id = $1 AND user_id = $3 AND EXISTS (SELECT 1 FROM ok)
+				RETURNING role, read_seq, joined_at),
+			r AS (UPDATE rooms SET member_count = member_count - 1, last_event = last_event + 1 WHERE id = $1 AND EXISTS (SELECT 1 FROM d)
+				RETURNING ` + roomRet + `, last_event),
+			ev AS (INSERT INTO room_events (` + roomEventCols + `)
+				SELECT r.id, r.last_event, CASE WHEN $4 THEN 'member.banned' ELSE 'member.removed' END, $3, $2,
+					d.role, d.read_seq, d.joined_at, ` + evRoom("r") + `, $5 FROM r, d)
 			SELECT ` + roomOut("r0") + `, coalesce((SELECT role FROM a), ''), coalesce((SELECT role FROM t), ''),
 				EXISTS (SELECT 1 FROM users WHERE id = $3), ` + roomOut("r") + `
 			FROM (VALUES (1)) AS one LEFT JOIN r0 ON true LEFT JOIN r ON true`},
@@ -177,9 +189,9 @@ type updateRoom struct {
 func (o *updateRoom) lockRoom() string { return o.roomID }
 func (o *updateRoom) shard() string    { return o.roomID }
 
-func (o *updateRoom) queue(b *pgx.Batch, q *writeQueries, _ time.Time) {
+func (o *updateRoom) queue(b *pgx.Batch, q *writeQueries, now time.Time) {
 	q.people.updateRoom.count()
-	b.Queue(q.people.updateRoom.text, o.roomID, o.actorID, o.u.Title, o.u.Capacity, o.u.RetentionSeconds)
+	b.Queue(q.people.updateRoom.text, o.roomID, o.actorID, o.u.Title, o.u.Capacity, o.u.RetentionSeconds, now)
 }
 
 func (o *updateRoom) decode(row pgx.Row) (result, []parley.Event, error) {
@@ -221,9 +233,9 @@ type setRole struct{ roomID, actorID, userID, role string }
 func (o *setRole) lockRoom() string { return o.roomID }
 func (o *setRole) shard() string    { return o.roomID }
 
-func (o *setRole) queue(b *pgx.Batch, q *writeQueries, _ time.Time) {
+func (o *setRole) queue(b *pgx.Batch, q *writeQueries, now time.Time) {
 	q.people.setRole.count()
-	b.Queue(q.people.setRole.text, o.roomID, o.actorID, o.userID, o.role)
+	b.Queue(q.people.setRole.text, o.roomID, o.actorID, o.userID, o.role, now)
 }
 
 func (o *setRole) decode(row pgx.Row) (result, []parley.Event, error) {

@@ -17,6 +17,15 @@ func roomOut(a string) string {
 		coalesce(a.last_change, 0), coalesce(a.retention_seconds, 0)`)
 }
 
+// roomEventCols are the columns of a room_events row; evRoom(a) are the
+// values of its room columns from a CTE a that returned roomRet.
+const roomEventCols = `room_id, n, kind, user_id, actor_id, role, read_seq, joined_at,
+	title, capacity, member_count, retention_seconds, last_seq, last_change, last_activity_at, at`
+
+func evRoom(a string) string {
+	return strings.NewReplacer("a.", a+".").Replace(`a.title, a.capacity, a.member_count, a.retention_seconds, a.last_seq, a.last_change, a.last_activity_at`)
+}
+
 // msgCols are the columns scanMessage reads.
 const msgCols = `id, room_id, seq, sender_id, sender_name, body, client_id, sent_at, edited_at, deleted_at, change`
 
@@ -67,9 +76,12 @@ func newWriteQueries(m *metrics, index bool) *writeQueries {
 
 		// $1 id, $2 creator, $3 title, $4 capacity, $5 now.
 		createGroup: &query{kind: "insert_room", text: `WITH u AS (SELECT id FROM users WHERE id = $2 AND NOT starts_with(name, 'deleted-user:')),
-			r AS (INSERT INTO rooms (id, kind, title, capacity, member_count, last_seq, last_activity_at, created_at)
-				SELECT $1, 'group', $3, $4, 1, 0, $5, $5 FROM u RETURNING id),
-			m AS (INSERT INTO members (room_id, user_id, read_seq, joined_at, role) SELECT r.id, u.id, 0, $5, 'owner' FROM r, u)
+			r AS (INSERT INTO rooms (id, kind, title, capacity, member_count, last_seq, last_activity_at, created_at, last_event)
+				SELECT $1, 'group', $3, $4, 1, 0, $5, $5, 2 FROM u RETURNING ` + roomRet + `),
+			m AS (INSERT INTO members (room_id, user_id, read_seq, joined_at, role) SELECT r.id, u.id, 0, $5, 'owner' FROM r, u),
+			ev AS (INSERT INTO room_events (` + roomEventCols + `)
+				SELECT r.id, x.n, x.kind, x.u, '', x.role, 0, x.joined, ` + evRoom("r") + `, $5 FROM r,
+					(VALUES (1::bigint, 'room.created', ''::text, '', NULL::timestamptz), (2, 'member.joined', $2, 'owner', $5)) AS x (n, kind, u, role, joined))
 			SELECT EXISTS (SELECT 1 FROM r)`},
 
 		// $1 id, $2 creator, $3 peer, $4 direct key, $5 title, $6 now.
@@ -78,17 +90,30 @@ func newWriteQueries(m *metrics, index bool) *writeQueries {
 		createDirect: &query{kind: "insert_direct_room", text: `WITH c AS (SELECT EXISTS (SELECT 1 FROM users WHERE id = $2::text AND NOT starts_with(name, 'deleted-user:')) AS ok),
 			p AS (SELECT EXISTS (SELECT 1 FROM users WHERE id = $3::text AND NOT starts_with(name, 'deleted-user:')) AS ok),
 			old AS (SELECT ` + roomRet + ` FROM rooms WHERE direct_key = $4 FOR NO KEY UPDATE),
-			new AS (INSERT INTO rooms (id, kind, title, capacity, member_count, last_seq, last_activity_at, created_at, direct_key)
-				SELECT $1, 'direct', $5, 2, 2, 0, $6, $6, $4 FROM c, p WHERE c.ok AND p.ok AND NOT EXISTS (SELECT 1 FROM old)
-				RETURNING id),
+			new AS (INSERT INTO rooms (id, kind, title, capacity, member_count, last_seq, last_activity_at, created_at, direct_key, last_event)
+				SELECT $1, 'direct', $5, 2, 2, 0, $6, $6, $4, 3 FROM c, p WHERE c.ok AND p.ok AND NOT EXISTS (SELECT 1 FROM old)
+				RETURNING ` + roomRet + `),
+			new_events AS (INSERT INTO room_events (` + roomEventCols + `)
+				SELECT new.id, x.n, x.kind, x.u, '', x.role, 0, x.joined, ` + evRoom("new") + `, $6 FROM new,
+					(VALUES (1::bigint, 'room.created', ''::text, '', NULL::timestamptz), (2, 'member.joined', $2, 'member', $6),
+						(3, 'member.joined', $3, 'member', $6)) AS x (n, kind, u, role, joined)),
 			new_members AS (INSERT INTO members (room_id, user_id, read_seq, joined_at)
 				SELECT new.id, x.u, 0, $6 FROM new, (VALUES ($2::text), ($3::text)) AS x (u)),
 			back AS (INSERT INTO members (room_id, user_id, read_seq, joined_at)
 				SELECT old.id, x.u, old.last_seq, $6 FROM old, c, p, (VALUES ($2::text), ($3::text)) AS x (u)
 				WHERE c.ok AND p.ok AND NOT EXISTS (SELECT 1 FROM members WHERE room_id = old.id AND user_id = x.u)
 				RETURNING user_id),
-			grown AS (UPDATE rooms SET member_count = member_count + (SELECT count(*) FROM back)
-				WHERE id = (SELECT id FROM old) AND EXISTS (SELECT 1 FROM back))
+			grown AS (UPDATE rooms SET member_count = member_count + (SELECT count(*) FROM back),
+					last_event = last_event + (SELECT count(*) FROM back)
+				WHERE id = (SELECT id FROM old) AND EXISTS (SELECT 1 FROM back)
+				RETURNING ` + roomRet + `, last_event),
+			-- the creator's return first, as decode reports them
+			back_events AS (INSERT INTO room_events (` + roomEventCols + `)
+				SELECT g.id, g.last_event - k.count + k.i, 'member.joined', k.user_id, '', 'member', g.last_seq, $6,
+					g.title, g.capacity, g.member_count - k.count + k.i, g.retention_seconds, g.last_seq, g.last_change,
+					g.last_activity_at, $6
+				FROM grown g, (SELECT user_id, row_number() OVER (ORDER BY user_id = $3::text) AS i, count(*) OVER () AS count
+					FROM back) AS k)
 			SELECT c.ok, p.ok, EXISTS (SELECT 1 FROM new), ` + roomOut("old") + `,
 				EXISTS (SELECT 1 FROM back WHERE user_id = $2), EXISTS (SELECT 1 FROM back WHERE user_id = $3)
 			FROM c, p LEFT JOIN old ON true`},
@@ -98,26 +123,35 @@ func newWriteQueries(m *metrics, index bool) *writeQueries {
 		join: &query{kind: "join", text: `WITH r0 AS (SELECT ` + roomRet + ` FROM rooms WHERE id = $1),
 			mem AS (SELECT 1 FROM members WHERE room_id = $1 AND user_id = $2),
 			ban AS (SELECT 1 FROM bans WHERE room_id = $1 AND user_id = $2),
-			r AS (UPDATE rooms SET member_count = member_count + 1
+			r AS (UPDATE rooms SET member_count = member_count + 1, last_event = last_event + 1
 				WHERE id = $1 AND kind = 'group' AND NOT EXISTS (SELECT 1 FROM mem) AND NOT EXISTS (SELECT 1 FROM ban)
 					AND (capacity = 0 OR member_count < capacity)
-				RETURNING ` + roomRet + `),
-			m AS (INSERT INTO members (room_id, user_id, read_seq, joined_at) SELECT r.id, $2, r.last_seq, $3 FROM r)
+				RETURNING ` + roomRet + `, last_event),
+			m AS (INSERT INTO members (room_id, user_id, read_seq, joined_at) SELECT r.id, $2, r.last_seq, $3 FROM r),
+			ev AS (INSERT INTO room_events (` + roomEventCols + `)
+				SELECT r.id, r.last_event, 'member.joined', $2, '', 'member', r.last_seq, $3, ` + evRoom("r") + `, $3 FROM r)
 			SELECT EXISTS (SELECT 1 FROM mem), ` + roomOut("r0") + `, ` + roomOut("r") + `, EXISTS (SELECT 1 FROM ban)
 			FROM (VALUES (1)) AS one LEFT JOIN r0 ON true LEFT JOIN r ON true`},
 
-		// $1 room, $2 user. An owner's leave makes the longest-standing
-		// admin, else member, the owner (heir).
+		// $1 room, $2 user, $3 now. An owner's leave makes the
+		// longest-standing admin, else member, the owner (heir): a second
+		// room event.
 		leave: &query{kind: "leave", text: `WITH r0 AS (SELECT ` + roomRet + ` FROM rooms WHERE id = $1),
-			d AS (DELETE FROM members WHERE room_id = $1 AND user_id = $2 RETURNING role),
-			r AS (UPDATE rooms SET member_count = member_count - 1
-				WHERE id = $1 AND member_count > 0 AND EXISTS (SELECT 1 FROM d)
-				RETURNING ` + roomRet + `),
+			d AS (DELETE FROM members WHERE room_id = $1 AND user_id = $2 RETURNING role, read_seq, joined_at),
 			heir AS (SELECT user_id FROM members WHERE room_id = $1 AND user_id <> $2
 				AND EXISTS (SELECT 1 FROM d WHERE role = 'owner')
 				ORDER BY role = 'admin' DESC, joined_at, user_id LIMIT 1),
+			r AS (UPDATE rooms SET member_count = member_count - 1, last_event = last_event + 1 + (SELECT count(*) FROM heir)
+				WHERE id = $1 AND member_count > 0 AND EXISTS (SELECT 1 FROM d)
+				RETURNING ` + roomRet + `, last_event),
 			h AS (UPDATE members SET role = 'owner' WHERE room_id = $1 AND user_id = (SELECT user_id FROM heir)
-				RETURNING user_id)
+				RETURNING user_id, read_seq, joined_at),
+			ev AS (INSERT INTO room_events (` + roomEventCols + `)
+				SELECT r.id, r.last_event - (SELECT count(*) FROM heir), 'member.left', $2, '', d.role, d.read_seq, d.joined_at,
+					` + evRoom("r") + `, $3::timestamptz FROM r, d
+				UNION ALL
+				SELECT r.id, r.last_event, 'member.role', h.user_id, '', 'owner', h.read_seq, h.joined_at, ` + evRoom("r") + `, $3::timestamptz
+				FROM r, h)
 			SELECT ` + roomOut("r0") + `, ` + roomOut("r") + `, coalesce((SELECT user_id FROM h), '')
 			FROM (VALUES (1)) AS one LEFT JOIN r0 ON true LEFT JOIN r ON true`},
 

@@ -48,8 +48,8 @@ func (s *Store) CreateWebhook(ctx context.Context, h parley.Webhook) (parley.Web
 			}
 			return fmt.Errorf("create webhook: %w", err)
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO webhook_cursors (webhook_id, room_id, seq, change)
-			SELECT $1, id, last_seq, last_change FROM rooms WHERE $2 = '' OR id = $2`, h.ID, h.RoomID)
+		_, err := tx.Exec(ctx, `INSERT INTO webhook_cursors (webhook_id, room_id, seq, change, event)
+			SELECT $1, id, last_seq, last_change, last_event FROM rooms WHERE $2 = '' OR id = $2`, h.ID, h.RoomID)
 		return err
 	})
 	var pe *parley.Error
@@ -143,17 +143,18 @@ func (s *Store) PauseWebhook(ctx context.Context, l parley.HookLease, reason str
 	return leaseHeld(tag)
 }
 
-// AdvanceWebhook moves l's webhook's position in the room to seq and
-// change (a position only moves forward). Fails with CodeConflict when l
+// AdvanceWebhook moves l's webhook's position in p.RoomID to p.Seq,
+// p.Change and p.Event (a position only moves forward). Fails with CodeConflict when l
 // is no longer the webhook's lease: the node that holds it now delivers.
 // The webhook's row is locked (FOR SHARE) by the move, so a takeover
 // waits for it, and a move that waits for a takeover sees the new token.
-func (s *Store) AdvanceWebhook(ctx context.Context, l parley.HookLease, roomID string, seq, change int64) error {
-	tag, err := s.pool.Exec(ctx, `INSERT INTO webhook_cursors (webhook_id, room_id, seq, change)
-		SELECT id, $2, $3, $4 FROM webhooks WHERE id = $1 AND lease_owner = $5 AND lease_token = $6 FOR SHARE
+func (s *Store) AdvanceWebhook(ctx context.Context, l parley.HookLease, p parley.HookPosition) error {
+	tag, err := s.pool.Exec(ctx, `INSERT INTO webhook_cursors (webhook_id, room_id, seq, change, event)
+		SELECT id, $2, $3, $4, $7 FROM webhooks WHERE id = $1 AND lease_owner = $5 AND lease_token = $6 FOR SHARE
 		ON CONFLICT (webhook_id, room_id) DO UPDATE
-			SET seq = greatest(webhook_cursors.seq, excluded.seq), change = greatest(webhook_cursors.change, excluded.change)`,
-		l.WebhookID, roomID, seq, change, l.Owner, l.Token)
+			SET seq = greatest(webhook_cursors.seq, excluded.seq), change = greatest(webhook_cursors.change, excluded.change),
+				event = greatest(webhook_cursors.event, excluded.event)`,
+		l.WebhookID, p.RoomID, p.Seq, p.Change, l.Owner, l.Token, p.Event)
 	if err != nil {
 		return s.readErr("advance webhook", err)
 	}
@@ -171,15 +172,16 @@ func leaseHeld(tag pgconn.CommandTag) error {
 // events past it (HookPosition.Behind), with the rooms' counters. A room
 // with no stored position (made after the webhook) is at 0.
 func (s *Store) HookPositions(ctx context.Context, h parley.Webhook) ([]parley.HookPosition, error) {
-	rows, err := s.pool.Query(ctx, `SELECT r.id, coalesce(c.seq, 0), coalesce(c.change, 0), r.last_seq, r.last_change
+	rows, err := s.pool.Query(ctx, `SELECT r.id, coalesce(c.seq, 0), coalesce(c.change, 0), coalesce(c.event, 0), r.last_seq, r.last_change, r.last_event
 		FROM rooms r LEFT JOIN webhook_cursors c ON c.webhook_id = $1 AND c.room_id = r.id
-		WHERE ($2 = '' OR r.id = $2) AND (r.last_seq > coalesce(c.seq, 0) OR r.last_change > coalesce(c.change, 0))`, h.ID, h.RoomID)
+		WHERE ($2 = '' OR r.id = $2) AND (r.last_seq > coalesce(c.seq, 0) OR r.last_change > coalesce(c.change, 0)
+			OR r.last_event > coalesce(c.event, 0))`, h.ID, h.RoomID)
 	if err != nil {
 		return nil, s.readErr("hook positions", err)
 	}
 	ps, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (parley.HookPosition, error) {
 		var p parley.HookPosition
-		err := r.Scan(&p.RoomID, &p.Seq, &p.Change, &p.LastSeq, &p.LastChange)
+		err := r.Scan(&p.RoomID, &p.Seq, &p.Change, &p.Event, &p.LastSeq, &p.LastChange, &p.LastEvent)
 		return p, err
 	})
 	if err != nil {

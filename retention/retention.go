@@ -178,10 +178,32 @@ func Sweep(ctx context.Context, st Store, now time.Time, def time.Duration, batc
 		}
 		d, err := deleteAll(ctx, st, refs, inflight)
 		n += d
-		if err != nil || len(refs) < batch {
+		if err != nil {
 			return n, err
 		}
+		if len(refs) < batch {
+			return n, expireEvents(ctx, st, now, def, batch)
+		}
 		after = refs[len(refs)-1]
+		runtime.Gosched()
+	}
+}
+
+// expireEvents deletes the member and room events kept for the webhooks
+// by the same age rule, batch at a time, when st keeps them.
+func expireEvents(ctx context.Context, st Store, now time.Time, def time.Duration, batch int) error {
+	ee, ok := st.(parley.EventExpiry)
+	if !ok {
+		return nil
+	}
+	for {
+		k, err := ee.ExpireRoomEvents(ctx, now, def, batch)
+		if err != nil {
+			return fmt.Errorf("retention: room events: %w", err)
+		}
+		if k < batch {
+			return nil
+		}
 		runtime.Gosched()
 	}
 }

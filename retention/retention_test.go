@@ -78,9 +78,17 @@ func TestSweeper(t *testing.T) {
 	}
 	defer sw.Close()
 
+	// The room's creation and its creator's join (kept for the webhooks)
+	// are older than an hour too.
+	if evs, err := s.RoomEvents(context.Background(), room.ID, 0, 0); err != nil || len(evs) != 2 {
+		t.Fatalf("room events before the pass = %d, %v, want 2", len(evs), err)
+	}
 	tick <- now
 	if p := <-passes; p.err != nil || p.deleted != 5 {
 		t.Errorf("first pass = %+v, want 5 deleted", p)
+	}
+	if evs, err := s.RoomEvents(context.Background(), room.ID, 0, 0); err != nil || len(evs) != 0 {
+		t.Errorf("room events after the pass = %d, %v, want none: deleted by the same age rule", len(evs), err)
 	}
 	if got := rec.seqs(); len(got) != 5 || got[0] != 1 || got[4] != 5 {
 		t.Errorf("deleted events of seqs %v, want 1 to 5", got)

@@ -31,7 +31,7 @@ func (q *peopleWriteQueries) all() []*query {
 			heir: &query{kind: "heir", text: `UPDATE members SET role = 'owner'
 				WHERE room_id = ?1 AND user_id = (SELECT user_id FROM members WHERE room_id = ?1
 					ORDER BY role = 'admin' DESC, joined_at, user_id LIMIT 1)
-				RETURNING user_id`},
+				RETURNING user_id, read_seq, joined_at`},
 			banned:    &query{kind: "banned", text: `SELECT 1 FROM bans WHERE room_id = ? AND user_id = ?`},
 			insertBan: &query{kind: "insert_ban", text: `INSERT INTO bans (room_id, user_id, actor_id, banned_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`},
 			deleteBan: &query{kind: "delete_ban", text: `DELETE FROM bans WHERE room_id = ? AND user_id = ?`},
@@ -75,8 +75,9 @@ func (w *wtx) notBanned(roomID, userID string) error {
 // the ownership on. It returns the room after it and whether userID was a
 // member.
 func (w *wtx) removeMember(r parley.Room, userID string, ev parley.Event) (parley.Room, bool, error) {
-	var role string
-	err := w.row(w.s.wq.deleteMember, r.ID, userID).Scan(&role)
+	m := parley.Member{RoomID: r.ID, UserID: userID}
+	var joined int64
+	err := w.row(w.s.wq.deleteMember, r.ID, userID).Scan(&m.Role, &m.ReadSeq, &joined)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, false, nil
 	}
@@ -87,20 +88,23 @@ func (w *wtx) removeMember(r parley.Room, userID string, ev parley.Event) (parle
 		return r, false, err
 	}
 	ev.Room = r
-	w.emit(ev)
-	if role != parley.RoleOwner {
+	m.JoinedAt = fromMicro(joined)
+	if err := w.record(ev, m); err != nil {
+		return r, true, err
+	}
+	if m.Role != parley.RoleOwner {
 		return r, true, nil
 	}
-	var heir string
-	err = w.row(w.s.wq.people.heir, r.ID).Scan(&heir)
+	heir := parley.Member{RoomID: r.ID, Role: parley.RoleOwner}
+	err = w.row(w.s.wq.people.heir, r.ID).Scan(&heir.UserID, &heir.ReadSeq, &joined)
 	if errors.Is(err, sql.ErrNoRows) { // nobody left
 		return r, true, nil
 	}
 	if err != nil {
 		return r, true, err
 	}
-	w.emit(parley.Event{Kind: parley.EventRole, Room: r, UserID: heir, Role: parley.RoleOwner})
-	return r, true, nil
+	heir.JoinedAt = fromMicro(joined)
+	return r, true, w.record(parley.Event{Kind: parley.EventRole, Room: r, UserID: heir.UserID, Role: parley.RoleOwner}, heir)
 }
 
 // moderated returns the group room and the actor's membership, which must
@@ -205,8 +209,8 @@ func (s *Store) UpdateRoom(ctx context.Context, roomID, actorID string, u parley
 		if err != nil {
 			return result{}, fmt.Errorf("update room: %w", err)
 		}
-		w.emit(parley.Event{Kind: parley.EventRoomInfo, Room: after, ActorID: actorID})
-		return result{room: after}, nil
+		err = w.record(parley.Event{Kind: parley.EventRoomInfo, Room: after, ActorID: actorID}, parley.Member{})
+		return result{room: after}, err
 	})
 	return res.room, err
 }
@@ -239,8 +243,8 @@ func (s *Store) SetRole(ctx context.Context, roomID, actorID, userID, role strin
 			return result{}, fmt.Errorf("set role: %w", err)
 		}
 		m.Role = role
-		w.emit(parley.Event{Kind: parley.EventRole, Room: r, UserID: userID, Role: role, ActorID: actorID})
-		return result{member: m}, nil
+		err = w.record(parley.Event{Kind: parley.EventRole, Room: r, UserID: userID, Role: role, ActorID: actorID}, m)
+		return result{member: m}, err
 	})
 	return res.member, err
 }

@@ -51,7 +51,7 @@ func (q *writeQueries) all() []*query {
 				VALUES (?, ?, ?, ?, ?, 0, ?, ?, nullif(?, ''), (SELECT coalesce(max(num), 0) + 1 FROM rooms))`},
 			member:       &query{kind: "member", text: `SELECT read_seq, joined_at, role FROM members WHERE room_id = ? AND user_id = ?`},
 			insertMember: &query{kind: "insert_member", text: `INSERT INTO members (room_id, user_id, read_seq, joined_at, role) VALUES (?, ?, ?, ?, ?)`},
-			deleteMember: &query{kind: "delete_member", text: `DELETE FROM members WHERE room_id = ? AND user_id = ? RETURNING role`},
+			deleteMember: &query{kind: "delete_member", text: `DELETE FROM members WHERE room_id = ? AND user_id = ? RETURNING role, read_seq, joined_at`},
 			joinCount: &query{kind: "join_count", text: `UPDATE rooms SET member_count = member_count + 1
 				WHERE id = ? AND (capacity = 0 OR member_count < capacity) RETURNING ` + roomCols},
 			leaveCount: &query{kind: "leave_count", text: `UPDATE rooms SET member_count = member_count - 1

@@ -42,8 +42,8 @@ func (s *Store) CreateWebhook(ctx context.Context, h parley.Webhook) (parley.Web
 		if err != nil {
 			return result{}, fmt.Errorf("create webhook: %w", err)
 		}
-		if _, err := w.tx.Exec(`INSERT INTO webhook_cursors (webhook_id, room_id, seq, change)
-			SELECT ?1, id, last_seq, last_change FROM rooms WHERE ?2 = '' OR id = ?2`, h.ID, h.RoomID); err != nil {
+		if _, err := w.tx.Exec(`INSERT INTO webhook_cursors (webhook_id, room_id, seq, change, event)
+			SELECT ?1, id, last_seq, last_change, last_event FROM rooms WHERE ?2 = '' OR id = ?2`, h.ID, h.RoomID); err != nil {
 			return result{}, fmt.Errorf("create webhook positions: %w", err)
 		}
 		return result{}, nil
@@ -153,15 +153,16 @@ func (s *Store) PauseWebhook(ctx context.Context, l parley.HookLease, reason str
 	return err
 }
 
-// AdvanceWebhook moves l's webhook's position in the room to seq and
-// change (a position only moves forward). Fails with CodeConflict when l
+// AdvanceWebhook moves l's webhook's position in p.RoomID to p.Seq,
+// p.Change and p.Event (a position only moves forward). Fails with CodeConflict when l
 // is no longer the webhook's lease: the node that holds it now delivers.
-func (s *Store) AdvanceWebhook(ctx context.Context, l parley.HookLease, roomID string, seq, change int64) error {
+func (s *Store) AdvanceWebhook(ctx context.Context, l parley.HookLease, p parley.HookPosition) error {
 	_, err := s.write(ctx, func(w *wtx) (result, error) {
-		res, err := w.tx.Exec(`INSERT INTO webhook_cursors (webhook_id, room_id, seq, change)
-			SELECT id, ?2, ?3, ?4 FROM webhooks WHERE id = ?1 AND lease_owner = ?5 AND lease_token = ?6
-			ON CONFLICT (webhook_id, room_id) DO UPDATE SET seq = max(seq, excluded.seq), change = max(change, excluded.change)`,
-			l.WebhookID, roomID, seq, change, l.Owner, l.Token)
+		res, err := w.tx.Exec(`INSERT INTO webhook_cursors (webhook_id, room_id, seq, change, event)
+			SELECT id, ?2, ?3, ?4, ?7 FROM webhooks WHERE id = ?1 AND lease_owner = ?5 AND lease_token = ?6
+			ON CONFLICT (webhook_id, room_id) DO UPDATE SET seq = max(seq, excluded.seq), change = max(change, excluded.change),
+				event = max(event, excluded.event)`,
+			l.WebhookID, p.RoomID, p.Seq, p.Change, l.Owner, l.Token, p.Event)
 		if err != nil {
 			return result{}, fmt.Errorf("advance webhook: %w", err)
 		}
@@ -181,9 +182,10 @@ func leaseHeld(res sql.Result) error {
 // events past it (HookPosition.Behind), with the rooms' counters. A room
 // with no stored position (made after the webhook) is at 0.
 func (s *Store) HookPositions(ctx context.Context, h parley.Webhook) ([]parley.HookPosition, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT r.id, coalesce(c.seq, 0), coalesce(c.change, 0), r.last_seq, r.last_change
+	rows, err := s.rdb.QueryContext(ctx, `SELECT r.id, coalesce(c.seq, 0), coalesce(c.change, 0), coalesce(c.event, 0), r.last_seq, r.last_change, r.last_event
 		FROM rooms r LEFT JOIN webhook_cursors c ON c.webhook_id = ?1 AND c.room_id = r.id
-		WHERE (?2 = '' OR r.id = ?2) AND (r.last_seq > coalesce(c.seq, 0) OR r.last_change > coalesce(c.change, 0))`, h.ID, h.RoomID)
+		WHERE (?2 = '' OR r.id = ?2) AND (r.last_seq > coalesce(c.seq, 0) OR r.last_change > coalesce(c.change, 0)
+			OR r.last_event > coalesce(c.event, 0))`, h.ID, h.RoomID)
 	if err != nil {
 		return nil, s.readErr("hook_positions", err)
 	}
@@ -191,7 +193,7 @@ func (s *Store) HookPositions(ctx context.Context, h parley.Webhook) ([]parley.H
 	var ps []parley.HookPosition
 	for rows.Next() {
 		var p parley.HookPosition
-		if err := rows.Scan(&p.RoomID, &p.Seq, &p.Change, &p.LastSeq, &p.LastChange); err != nil {
+		if err := rows.Scan(&p.RoomID, &p.Seq, &p.Change, &p.Event, &p.LastSeq, &p.LastChange, &p.LastEvent); err != nil {
 			return nil, s.readErr("hook_positions", err)
 		}
 		ps = append(ps, p)

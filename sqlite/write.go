@@ -237,11 +237,13 @@ func (w *wtx) addMember(r parley.Room, userID string) (parley.Room, error) {
 	if err != nil {
 		return r, err
 	}
-	if _, err := w.exec(w.s.wq.insertMember, r.ID, userID, after.LastSeq, w.now(), parley.RoleMember); err != nil {
+	now := w.now()
+	if _, err := w.exec(w.s.wq.insertMember, r.ID, userID, after.LastSeq, now, parley.RoleMember); err != nil {
 		return r, err
 	}
-	w.emit(parley.Event{Kind: parley.EventJoin, Room: after, UserID: userID, ReadSeq: after.LastSeq, Role: parley.RoleMember})
-	return after, nil
+	m := parley.Member{RoomID: r.ID, UserID: userID, Role: parley.RoleMember, ReadSeq: after.LastSeq, JoinedAt: fromMicro(now)}
+	err = w.record(parley.Event{Kind: parley.EventJoin, Room: after, UserID: userID, ReadSeq: after.LastSeq, Role: parley.RoleMember}, m)
+	return after, err
 }
 
 func errRoomNotFound(id string) error {
@@ -366,7 +368,9 @@ func (w *wtx) createRoom(nr parley.NewRoom) (parley.Room, bool, error) {
 	if _, err := w.exec(w.s.wq.insertRoom, r.ID, r.Kind, r.Title, r.Capacity, r.MemberCount, now, now, r.DirectKey); err != nil {
 		return r, false, fmt.Errorf("create room: %w", err)
 	}
-	w.emit(parley.Event{Kind: parley.EventRoom, Room: r})
+	if err := w.record(parley.Event{Kind: parley.EventRoom, Room: r}, parley.Member{}); err != nil {
+		return r, false, err
+	}
 	for i, u := range users {
 		role := parley.RoleMember
 		if i == 0 && r.Kind == parley.KindGroup {
@@ -375,7 +379,10 @@ func (w *wtx) createRoom(nr parley.NewRoom) (parley.Room, bool, error) {
 		if _, err := w.exec(w.s.wq.insertMember, r.ID, u, 0, now, role); err != nil {
 			return r, false, fmt.Errorf("create room: %w", err)
 		}
-		w.emit(parley.Event{Kind: parley.EventJoin, Room: r, UserID: u, Role: role})
+		m := parley.Member{RoomID: r.ID, UserID: u, Role: role, JoinedAt: fromMicro(now)}
+		if err := w.record(parley.Event{Kind: parley.EventJoin, Room: r, UserID: u, Role: role}, m); err != nil {
+			return r, false, err
+		}
 	}
 	return r, true, nil
 }

@@ -2,9 +2,11 @@ package webhook
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,7 +90,7 @@ func TestMerge(t *testing.T) {
 		{Seq: 5, Change: 8, SentAt: at(30), EditedAt: tp(25), DeletedAt: tp(31)}, // after send 5 (its own)
 		{Seq: 9, Change: 9, SentAt: at(40), EditedAt: tp(41)},                    // its send is not read yet
 	}
-	evs, err := merge("r", parley.HookPosition{RoomID: "r", Seq: 2, Change: 6}, sends, changes)
+	evs, err := merge("r", parley.HookPosition{RoomID: "r", Seq: 2, Change: 6}, nil, sends, changes, [3]bool{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,5 +109,73 @@ func TestMerge(t *testing.T) {
 	}
 	if last := evs[len(evs)-1]; last.seq != 5 || last.change != 8 {
 		t.Errorf("last position = %d/%d, want 5/8", last.seq, last.change)
+	}
+}
+
+// TestMerge3: member and room events, sends and changes in one order by
+// time, each stream in its own order, a change never before its send, a
+// member or room event first on a tie; a stream whose full page is used
+// up stops the merge.
+func TestMerge3(t *testing.T) {
+	at := func(s int) time.Time { return time.Unix(int64(s), 0) }
+	tp := func(s int) *time.Time { v := at(s); return &v }
+	evs := []parley.RoomEvent{
+		{N: 4, Kind: parley.HookMemberJoined, Member: parley.RoomMember{Member: parley.Member{UserID: "u1", Role: "member"}, Name: "ann"}, At: at(10)}, // tie with send 3: first
+		{N: 5, Kind: parley.HookRoomUpdated, ActorID: "u0", Room: parley.Room{ID: "r", Title: "T"}, At: at(16)},
+		{N: 6, Kind: parley.HookMemberBanned, ActorID: "u0", Member: parley.RoomMember{Member: parley.Member{UserID: "u1"}}, At: at(50)}, // after everything read
+	}
+	sends := []parley.Message{{Seq: 3, SentAt: at(10)}, {Seq: 4, SentAt: at(20)}}
+	changes := []parley.Message{
+		{Seq: 3, Change: 7, SentAt: at(10), EditedAt: tp(15)},
+		{Seq: 4, Change: 8, SentAt: at(20), EditedAt: tp(12)}, // earlier than its send by the clock: after it all the same
+	}
+	run := func(full [3]bool) []event {
+		t.Helper()
+		out, err := merge("r", parley.HookPosition{RoomID: "r", Seq: 2, Change: 6, Event: 3}, evs, sends, changes, full)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	ids := func(out []event) string {
+		var s []string
+		for _, e := range out {
+			s = append(s, e.id+" "+e.kind)
+		}
+		return strings.Join(s, ", ")
+	}
+	out := run([3]bool{})
+	want := "r.e4 member.joined, r.s3 message.sent, r.c7 message.edited, r.e5 room.updated, r.s4 message.sent, r.c8 message.edited, r.e6 member.banned"
+	if got := ids(out); got != want {
+		t.Fatalf("merge =\n%s\nwant\n%s", got, want)
+	}
+	if last := out[len(out)-1]; last.seq != 4 || last.change != 8 || last.event != 6 {
+		t.Errorf("last position = %d/%d/%d, want 4/8/6", last.seq, last.change, last.event)
+	}
+	if e := out[3]; e.seq != 3 || e.change != 7 || e.event != 5 {
+		t.Errorf("position after r.e5 = %d/%d/%d, want 3/7/5", e.seq, e.change, e.event)
+	}
+	var body struct {
+		ID    string
+		Type  string
+		Event int64
+		Actor string
+		Data  struct {
+			User struct{ ID, Name string }
+			Role string
+		}
+	}
+	if err := json.Unmarshal(out[0].body, &body); err != nil {
+		t.Fatal(err)
+	}
+	if body.ID != "r.e4" || body.Event != 4 || body.Data.User.ID != "u1" || body.Data.User.Name != "ann" || body.Data.Role != "member" {
+		t.Errorf("member.joined body %s", out[0].body)
+	}
+	if !strings.Contains(string(out[3].body), `"actor":"u0"`) || !strings.Contains(string(out[3].body), `"title":"T"`) {
+		t.Errorf("room.updated body %s, want the actor and the room", out[3].body)
+	}
+	// The sends' page was full: nothing after its last send is decided.
+	if got, want := ids(run([3]bool{false, true, false})), "r.e4 member.joined, r.s3 message.sent, r.c7 message.edited, r.e5 room.updated, r.s4 message.sent"; got != want {
+		t.Errorf("merge with a full page of sends =\n%s\nwant\n%s", got, want)
 	}
 }

@@ -11,20 +11,35 @@ import (
 // event is one delivery of a room's event: its body, and the position the
 // webhook reaches once it is delivered.
 type event struct {
-	id, kind    string
-	seq, change int64 // the position after it
-	body        []byte
+	id, kind           string
+	seq, change, event int64 // the position after it
+	body               []byte
 }
 
 // payload is a delivery's body (design §3b): "seq" for a send, "change"
-// for an edit or a deletion; data is the message as it is now.
+// for an edit or a deletion, "event" for a member or room event; data is
+// the message as it is now, or the member or room as the event left it.
 type payload struct {
-	ID     string          `json:"id"`
-	Type   string          `json:"type"`
-	Room   string          `json:"room"`
-	Seq    int64           `json:"seq,omitempty"`
-	Change int64           `json:"change,omitempty"`
-	Data   *parley.Message `json:"data"`
+	ID     string `json:"id"`
+	Type   string `json:"type"`
+	Room   string `json:"room"`
+	Seq    int64  `json:"seq,omitempty"`
+	Change int64  `json:"change,omitempty"`
+	Event  int64  `json:"event,omitempty"`
+	// Actor is who made a member or room event happen, when not the
+	// member itself (a removal, a ban, a role, a room update).
+	Actor string     `json:"actor,omitempty"`
+	At    *time.Time `json:"at,omitempty"` // a member or room event's time
+	Data  any        `json:"data"`
+}
+
+// memberData is a member as the REST API shows it (GET
+// /api/rooms/{id}/members), without the presence, which is not stored.
+type memberData struct {
+	User     parley.User `json:"user"`
+	Role     string      `json:"role"`
+	JoinedAt time.Time   `json:"joined_at"`
+	ReadSeq  int64       `json:"read_seq"`
 }
 
 // SendID and ChangeID are the ids of a room's events: the same event has
@@ -37,44 +52,73 @@ func ChangeID(roomID string, change int64) string {
 	return roomID + ".c" + strconv.FormatInt(change, 10)
 }
 
-// merge orders a room's next sends (by seq, after the position) and
-// changes (by change number, after it) into one sequence: a change never
-// before the send of its message, and otherwise the earlier of the two by
-// time. It stops where the next event cannot be decided from what was
-// read: a change whose message's send is past the sends read.
-func merge(roomID string, p parley.HookPosition, sends, changes []parley.Message) ([]event, error) {
+// EventID is the id of the member or room event numbered n (see SendID).
+func EventID(roomID string, n int64) string { return roomID + ".e" + strconv.FormatInt(n, 10) }
+
+// merge orders a room's next member and room events (by number, after
+// the position), sends (by seq, after it) and changes (by change number,
+// after it) into one sequence: each stream in its own order, a change
+// never before the send of its message, and otherwise the earliest of
+// the three by time, a member or room event first on a tie (a join comes
+// before the member's first message in the same commit), a change before
+// a send. It stops where the next event cannot be decided from what was
+// read: a change whose message's send is past the sends read, or a
+// stream whose full page was used up (what follows it may be earlier
+// than the next of the others).
+func merge(roomID string, p parley.HookPosition, evs []parley.RoomEvent, sends, changes []parley.Message, full [3]bool) ([]event, error) {
+	// full: the page of events, sends, changes was full.
 	var out []event
-	seq, change := p.Seq, p.Change
-	i, j := 0, 0
-	for i < len(sends) || j < len(changes) {
-		var m *parley.Message
-		takeChange := false
+	seq, change, evn := p.Seq, p.Change, p.Event
+	i, j, k := 0, 0, 0
+	for i < len(sends) || j < len(changes) || k < len(evs) {
+		if (full[0] && k == len(evs)) || (full[1] && i == len(sends)) || (full[2] && j == len(changes)) {
+			break
+		}
+		// The candidates' times; a change is one only once its send is past.
+		var sendAt, changeAt *time.Time
+		if i < len(sends) {
+			sendAt = &sends[i].SentAt
+		}
 		if j < len(changes) && changes[j].Seq <= seq {
-			c := &changes[j]
-			takeChange = i == len(sends) || !changedAt(c).After(sends[i].SentAt)
+			t := changedAt(&changes[j])
+			changeAt = &t
 		}
 		var pl payload
-		if takeChange {
-			m = &changes[j]
+		switch {
+		case k < len(evs) && (sendAt == nil || !evs[k].At.After(*sendAt)) && (changeAt == nil || !evs[k].At.After(*changeAt)):
+			e := &evs[k]
+			k++
+			evn = e.N
+			at := e.At
+			pl = payload{ID: EventID(roomID, evn), Type: e.Kind, Room: roomID, Event: evn, Actor: e.ActorID, At: &at}
+			if e.Member.UserID != "" {
+				pl.Data = &memberData{User: parley.User{ID: e.Member.UserID, Name: e.Member.Name, Bot: parley.IsBotID(e.Member.UserID)},
+					Role: e.Member.Role, JoinedAt: e.Member.JoinedAt, ReadSeq: e.Member.ReadSeq}
+			} else {
+				r := e.Room
+				pl.Data = &r
+			}
+		case changeAt != nil && (sendAt == nil || !changeAt.After(*sendAt)):
+			m := &changes[j]
 			j++
 			change = m.Change
 			pl = payload{ID: ChangeID(roomID, change), Type: parley.HookMessageEdited, Room: roomID, Change: change, Data: m}
 			if m.Deleted() {
 				pl.Type = parley.HookMessageDeleted
 			}
-		} else if i < len(sends) {
-			m = &sends[i]
+		case sendAt != nil:
+			m := &sends[i]
 			i++
 			seq = m.Seq
 			pl = payload{ID: SendID(roomID, seq), Type: parley.HookMessageSent, Room: roomID, Seq: seq, Data: m}
-		} else {
-			break // the change's message is past the sends read
+		default:
+			return out, nil // the next change's message is past the sends read; the events wait for it
 		}
 		body, err := json.Marshal(pl)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, event{id: pl.ID, kind: pl.Type, seq: seq, change: change, body: body})
+		out = append(out, event{id: pl.ID, kind: pl.Type, seq: seq, change: change, event: evn, body: body})
 	}
 	return out, nil
 }

@@ -16,16 +16,17 @@ import (
 
 // Store is what the deliveries need of the durable store: the webhooks,
 // their leases and positions (sqlite and postgres keep them), and the
-// rooms' messages by seq and by change.
+// rooms' messages by seq and by change, and their member and room events.
 type Store interface {
 	Webhooks(ctx context.Context) ([]parley.Webhook, error)
 	AcquireWebhookLease(ctx context.Context, id, owner string, ttl time.Duration) (parley.HookLease, bool, error)
 	ReleaseWebhookLease(ctx context.Context, l parley.HookLease) error
 	PauseWebhook(ctx context.Context, l parley.HookLease, reason string) error
-	AdvanceWebhook(ctx context.Context, l parley.HookLease, roomID string, seq, change int64) error
+	AdvanceWebhook(ctx context.Context, l parley.HookLease, p parley.HookPosition) error
 	HookPositions(ctx context.Context, h parley.Webhook) ([]parley.HookPosition, error)
 	Messages(ctx context.Context, roomID string, p parley.Page) ([]parley.Message, error)
 	Changed(ctx context.Context, roomID string, after int64, limit int) ([]parley.Message, error)
+	RoomEvents(ctx context.Context, roomID string, after int64, limit int) ([]parley.RoomEvent, error)
 }
 
 // Defaults of Config.

@@ -66,6 +66,8 @@ type delivery struct {
 	Room   string          `json:"room"`
 	Seq    int64           `json:"seq"`
 	Change int64           `json:"change"`
+	Event  int64           `json:"event"`
+	Actor  string          `json:"actor"`
 	Data   json.RawMessage `json:"data"`
 	msg    parley.Message
 }
@@ -380,12 +382,12 @@ func TestLeaseFencing(t *testing.T) {
 		if err != nil || !ok || b1.Token <= a1.Token {
 			t.Fatalf("b takes a's expired lease: %+v %v %v", b1, ok, err)
 		}
-		conflict("a moves a position after the takeover", st.AdvanceWebhook(ctx, a1, rooms[0].ID, 3, 1))
+		conflict("a moves a position after the takeover", st.AdvanceWebhook(ctx, a1, parley.HookPosition{RoomID: rooms[0].ID, Seq: 3, Change: 1, Event: 1}))
 		conflict("a pauses after the takeover", st.PauseWebhook(ctx, a1, "x"))
-		if err := st.AdvanceWebhook(ctx, b1, rooms[0].ID, 4, 2); err != nil {
+		if err := st.AdvanceWebhook(ctx, b1, parley.HookPosition{RoomID: rooms[0].ID, Seq: 4, Change: 2, Event: 3}); err != nil {
 			t.Fatalf("b moves a position: %v", err)
 		}
-		if err := st.AdvanceWebhook(ctx, b1, rooms[0].ID, 2, 1); err != nil {
+		if err := st.AdvanceWebhook(ctx, b1, parley.HookPosition{RoomID: rooms[0].ID, Seq: 2, Change: 1, Event: 1}); err != nil {
 			t.Fatalf("b moves a position back: %v", err)
 		}
 		ps, err := st.HookPositions(ctx, h)
@@ -393,8 +395,8 @@ func TestLeaseFencing(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, p := range ps {
-			if p.RoomID == rooms[0].ID && (p.Seq != 4 || p.Change != 2) {
-				t.Errorf("position %d/%d, want 4/2: a position only moves forward", p.Seq, p.Change)
+			if p.RoomID == rooms[0].ID && (p.Seq != 4 || p.Change != 2 || p.Event != 3) {
+				t.Errorf("position %d/%d/%d, want 4/2/3: a position only moves forward", p.Seq, p.Change, p.Event)
 			}
 		}
 		if len(ps) != 2 {

@@ -57,7 +57,7 @@ func (w *worker) run(ctx context.Context) {
 		}
 		var lag int64
 		for _, p := range ps {
-			lag += p.LastSeq - p.Seq + p.LastChange - p.Change
+			lag += p.LastSeq - p.Seq + p.LastChange - p.Change + p.LastEvent - p.Event
 		}
 		w.m.lag.WithLabelValues(w.h.Name).Set(float64(lag))
 		if len(ps) == 0 {
@@ -97,12 +97,21 @@ func (w *worker) run(ctx context.Context) {
 	}
 }
 
-// room delivers the room's next events after p (at most a page of sends
-// and a page of changes) and moves the stored position past each.
+// room delivers the room's next events after p (at most a page each of
+// member and room events, sends and changes) and moves the stored
+// position past each. The member and room events are read first: a send
+// or change that committed before one of them committed before the
+// sends and changes are read, so the merge sees it.
 func (w *worker) room(ctx context.Context, p parley.HookPosition) error {
 	st := w.m.cfg.Store
+	var evs []parley.RoomEvent
 	var sends, changes []parley.Message
 	var err error
+	if p.LastEvent > p.Event {
+		if evs, err = st.RoomEvents(ctx, p.RoomID, p.Event, parley.MaxPageLimit); err != nil {
+			return err
+		}
+	}
 	if p.LastSeq > p.Seq {
 		if sends, err = st.Messages(ctx, p.RoomID, parley.Page{After: p.Seq, Limit: parley.MaxPageLimit}); err != nil {
 			return err
@@ -113,32 +122,39 @@ func (w *worker) room(ctx context.Context, p parley.HookPosition) error {
 			return err
 		}
 	}
-	evs, err := merge(p.RoomID, p, sends, changes)
+	at := p
+	if p.LastEvent > p.Event && len(evs) == 0 {
+		// Every event up to the counter read is committed, and none
+		// past the position is left: retention deleted them (a webhook
+		// behind by more than the room's retention). Move past them.
+		at.Event = p.LastEvent
+	}
+	full := [3]bool{len(evs) == parley.MaxPageLimit, len(sends) == parley.MaxPageLimit, len(changes) == parley.MaxPageLimit}
+	out, err := merge(p.RoomID, at, evs, sends, changes, full)
 	if err != nil {
 		return err
 	}
-	seq, change := p.Seq, p.Change
-	for _, ev := range evs {
+	for _, ev := range out {
 		if w.h.Wants(ev.kind) {
 			if err := w.deliver(ctx, ev); err != nil {
 				return err
 			}
 		}
-		seq, change = ev.seq, ev.change
+		at.Seq, at.Change, at.Event = ev.seq, ev.change, ev.event
 		if w.h.Wants(ev.kind) {
-			if err := w.advance(ctx, p.RoomID, seq, change); err != nil {
+			if err := w.advance(ctx, at); err != nil {
 				return err
 			}
 		}
 	}
-	if seq != p.Seq || change != p.Change {
-		return w.advance(ctx, p.RoomID, seq, change)
+	if at.Seq != p.Seq || at.Change != p.Change || at.Event != p.Event {
+		return w.advance(ctx, at)
 	}
 	return nil
 }
 
-func (w *worker) advance(ctx context.Context, roomID string, seq, change int64) error {
-	err := w.m.cfg.Store.AdvanceWebhook(ctx, w.lease, roomID, seq, change)
+func (w *worker) advance(ctx context.Context, p parley.HookPosition) error {
+	err := w.m.cfg.Store.AdvanceWebhook(ctx, w.lease, p)
 	var pe *parley.Error
 	if errors.As(err, &pe) && pe.Code == parley.CodeConflict {
 		w.m.cfg.Logger.Info("webhook lease lost", "webhook", w.h.Name, "node", w.m.cfg.Node)

@@ -108,8 +108,10 @@ func (c *Config) webhookAdmin(db parley.Store) (rest.WebhookAdmin, *webhook.Filt
 // store of --store and --data and may run beside live nodes, which pick
 // a change up within --webhook-poll.
 func runWebhook(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	const usage = "usage: parley webhook add --name NAME --url URL [--events " + "message.sent,message.edited,message.deleted] [--room ROOM] [--secret SECRET]\n" +
-		"       parley webhook list\n       parley webhook resume --name NAME\n       parley webhook remove --name NAME\n"
+	const usage = "usage: parley webhook add --name NAME --url URL [--events KIND,...] [--room ROOM] [--secret SECRET]\n" +
+		"       parley webhook list\n       parley webhook resume --name NAME\n       parley webhook remove --name NAME\n" +
+		"KIND: message.sent, message.edited, message.deleted, member.joined, member.left, member.removed,\n" +
+		"      member.banned, member.role, room.created, room.updated (default: all)\n"
 	verbs := []string{"add", "list", "resume", "remove"}
 	if len(args) == 0 || !slices.Contains(verbs, args[0]) {
 		fmt.Fprint(stderr, usage)

@@ -35,6 +35,9 @@ type hookReceiver struct {
 	held int           // deliveries held so far
 	got  []hookDelivery
 	bad  int
+	// order, when set, is where each member or room event falls among
+	// the room's sends (hookLoad.order).
+	order *hookOrder
 }
 
 type hookDelivery struct {
@@ -43,9 +46,23 @@ type hookDelivery struct {
 	Room   string `json:"room"`
 	Seq    int64  `json:"seq"`
 	Change int64  `json:"change"`
+	Event  int64  `json:"event"`
+	Actor  string `json:"actor"`
 	Data   struct {
-		Seq int64 `json:"seq"`
+		Seq   int64  `json:"seq"`   // a message's
+		Title string `json:"title"` // a room's
+		User  struct {
+			ID string `json:"id"`
+		} `json:"user"` // a member's
 	} `json:"data"`
+}
+
+// hookOrder is where the member and room events fall among the sends of
+// their room: afterSeq of an event is the room's last seq when it was
+// made, afterEvent of a send the room's last event.
+type hookOrder struct {
+	afterSeq, afterEvent map[string]int64
+	kind                 map[string]string // of each member or room event
 }
 
 func newHookReceiver(t *testing.T, secret string) *hookReceiver {
@@ -125,6 +142,7 @@ func (r *hookReceiver) await(t *testing.T, want map[string]bool) {
 		r.mu.Lock()
 		got := append([]hookDelivery(nil), r.got...)
 		bad := r.bad
+		order := r.order
 		r.mu.Unlock()
 		ids := map[string]bool{}
 		for _, d := range got {
@@ -137,7 +155,7 @@ func (r *hookReceiver) await(t *testing.T, want map[string]bool) {
 			}
 		}
 		if missing == 0 {
-			checkHookOrder(t, got, want)
+			checkHookOrder(t, got, want, order)
 			if bad != 0 {
 				t.Errorf("%d deliveries failed the signature check", bad)
 			}
@@ -150,10 +168,14 @@ func (r *hookReceiver) await(t *testing.T, want map[string]bool) {
 	}
 }
 
-func checkHookOrder(t *testing.T, got []hookDelivery, want map[string]bool) {
+// checkHookOrder checks each room's stream of sends, of changes and of
+// member and room events is in its order, a change after its send, and,
+// with order, each member or room event exactly between the sends it was
+// made between.
+func checkHookOrder(t *testing.T, got []hookDelivery, want map[string]bool, order *hookOrder) {
 	t.Helper()
 	seen := map[string]bool{}
-	type pos struct{ seq, change int64 }
+	type pos struct{ seq, change, event int64 }
 	at := map[string]pos{}
 	for _, d := range got {
 		if !want[d.ID] {
@@ -164,16 +186,35 @@ func checkHookOrder(t *testing.T, got []hookDelivery, want map[string]bool) {
 		}
 		seen[d.ID] = true
 		p := at[d.Room]
-		if d.Type == parley.HookMessageSent {
+		switch d.Type {
+		case parley.HookMessageSent:
 			if d.Seq != p.seq+1 {
 				t.Errorf("room %s: send %d after send %d", d.Room, d.Seq, p.seq)
 			}
+			if order != nil && order.afterEvent[d.ID] != p.event {
+				t.Errorf("room %s: send %d after event %d, want after event %d", d.Room, d.Seq, p.event, order.afterEvent[d.ID])
+			}
 			p.seq = d.Seq
-		} else {
+		case parley.HookMessageEdited, parley.HookMessageDeleted:
 			if d.Change != p.change+1 || d.Data.Seq > p.seq {
 				t.Errorf("room %s: change %d (of message %d) after change %d and send %d", d.Room, d.Change, d.Data.Seq, p.change, p.seq)
 			}
 			p.change = d.Change
+		default:
+			if d.Event != p.event+1 || d.ID != webhook.EventID(d.Room, d.Event) {
+				t.Errorf("room %s: event %s (%d) after event %d", d.Room, d.ID, d.Event, p.event)
+			}
+			if order != nil && (order.afterSeq[d.ID] != p.seq || order.kind[d.ID] != d.Type) {
+				t.Errorf("room %s: %s %s after send %d, want %s after send %d",
+					d.Room, d.Type, d.ID, p.seq, order.kind[d.ID], order.afterSeq[d.ID])
+			}
+			if member := strings.HasPrefix(d.Type, "member."); (member && d.Data.User.ID == "") || (!member && d.Data.Title == "") {
+				t.Errorf("room %s: %s %s without its member or room: %+v", d.Room, d.Type, d.ID, d.Data)
+			}
+			if (d.Type == parley.HookMemberBanned || d.Type == parley.HookRoomUpdated) && d.Actor == "" {
+				t.Errorf("room %s: %s %s without its actor", d.Room, d.Type, d.ID)
+			}
+			p.event = d.Event
 		}
 		at[d.Room] = p
 	}
@@ -184,30 +225,93 @@ func checkHookOrder(t *testing.T, got []hookDelivery, want map[string]bool) {
 
 // hookLoad is a user's activity in two rooms, with the ids of the events
 // it made: sends, every third message edited, every fifth deleted (never
-// both, so that each change is delivered on its own).
+// both, so that each change is delivered on its own); the rooms'
+// creation, and another user's joins, leaves and ban (people).
 type hookLoad struct {
 	t       *testing.T
 	c       *client
+	other   *client // the user who joins and leaves
+	otherID string
 	rooms   []string
 	changes map[string]int64
+	seqs    map[string]int64 // each room's last seq
+	events  map[string]int64 // each room's last member or room event
+	order   *hookOrder
 	want    map[string]bool
 }
 
 func newHookLoad(t *testing.T, addr string) *hookLoad {
 	c, _ := mustSignUp(t, addr, "hooker")
-	l := &hookLoad{t: t, c: c, changes: map[string]int64{}, want: map[string]bool{}}
+	other, u := mustSignUp(t, addr, "hookjoiner")
+	l := &hookLoad{t: t, c: c, other: other, otherID: u.ID, changes: map[string]int64{}, want: map[string]bool{},
+		seqs: map[string]int64{}, events: map[string]int64{},
+		order: &hookOrder{afterSeq: map[string]int64{}, afterEvent: map[string]int64{}, kind: map[string]string{}}}
 	for i := range 2 {
 		var r room
 		if st := c.do("POST", "/api/rooms", map[string]any{"kind": "group", "title": fmt.Sprint("hooks ", i)}, &r); st != http.StatusCreated {
 			t.Fatalf("create room: %d", st)
 		}
 		l.rooms = append(l.rooms, r.ID)
+		l.event(r.ID, parley.HookRoomCreated)
+		l.event(r.ID, parley.HookMemberJoined)
 	}
 	return l
 }
 
+// event counts a member or room event of kind made in room rid now.
+func (l *hookLoad) event(rid, kind string) {
+	l.events[rid]++
+	id := webhook.EventID(rid, l.events[rid])
+	l.want[id] = true
+	l.order.afterSeq[id] = l.seqs[rid]
+	l.order.kind[id] = kind
+}
+
+// people: in the first room, the other user joins, the owner renames the
+// room, the other user writes, leaves, joins again and is banned, with
+// the owner's messages between.
+func (l *hookLoad) people() {
+	t, rid := l.t, l.rooms[0]
+	do := func(c *client, method, path string, body any, want int, kind string) {
+		t.Helper()
+		if st := c.do(method, path, body, nil); st != want {
+			t.Fatalf("%s %s: %d, want %d", method, path, st, want)
+		}
+		if kind != "" {
+			l.event(rid, kind)
+		}
+	}
+	send := func(c *client) {
+		t.Helper()
+		var m message
+		if st := c.do("POST", "/api/rooms/"+rid+"/messages", map[string]string{"body": "people"}, &m); st != http.StatusCreated {
+			t.Fatalf("send: %d", st)
+		}
+		l.sent(rid, m.Seq)
+	}
+	do(l.other, "POST", "/api/rooms/"+rid+"/members", nil, http.StatusCreated, parley.HookMemberJoined)
+	send(l.other)
+	do(l.c, "PATCH", "/api/rooms/"+rid, map[string]string{"title": "renamed " + fmt.Sprint(l.events[rid])}, http.StatusOK, parley.HookRoomUpdated)
+	send(l.c)
+	do(l.other, "DELETE", "/api/rooms/"+rid+"/members/me", nil, http.StatusNoContent, parley.HookMemberLeft)
+	do(l.other, "POST", "/api/rooms/"+rid+"/members", nil, http.StatusCreated, parley.HookMemberJoined)
+	send(l.c)
+	do(l.c, "DELETE", "/api/rooms/"+rid+"/members/"+l.otherID+"?ban=true", nil, http.StatusNoContent, parley.HookMemberBanned)
+	do(l.other, "POST", "/api/rooms/"+rid+"/members", nil, http.StatusForbidden, "")       // banned: no event
+	do(l.c, "DELETE", "/api/rooms/"+rid+"/bans/"+l.otherID, nil, http.StatusNoContent, "") // an unban is no event
+	send(l.c)
+}
+
+// sent counts the send of seq in room rid.
+func (l *hookLoad) sent(rid string, seq int64) {
+	id := webhook.SendID(rid, seq)
+	l.want[id] = true
+	l.seqs[rid] = seq
+	l.order.afterEvent[id] = l.events[rid]
+}
+
 // on makes the load's next requests go to addr.
-func (l *hookLoad) on(addr string) { l.c.base = "http://" + addr }
+func (l *hookLoad) on(addr string) { l.c.base, l.other.base = "http://"+addr, "http://"+addr }
 
 func (l *hookLoad) run(n int) {
 	t := l.t
@@ -217,7 +321,7 @@ func (l *hookLoad) run(n int) {
 			if st := l.c.do("POST", "/api/rooms/"+rid+"/messages", map[string]string{"body": fmt.Sprint("m", i)}, &m); st != http.StatusCreated {
 				t.Fatalf("send: %d", st)
 			}
-			l.want[webhook.SendID(rid, m.Seq)] = true
+			l.sent(rid, m.Seq)
 			switch {
 			case i%5 == 4:
 				if st := l.c.do("DELETE", fmt.Sprintf("/api/rooms/%s/messages/%d", rid, m.Seq), nil, nil); st != http.StatusNoContent {
@@ -268,14 +372,16 @@ func TestWebhookEndToEnd(t *testing.T) {
 
 	// A receiver that fails its first 5 deliveries.
 	rcv.mu.Lock()
-	rcv.fail = 5
+	rcv.fail, rcv.order = 5, load.order
 	rcv.mu.Unlock()
 	load.run(12)
 	rcv.await(t, load.want)
 
 	// A receiver that is down while events happen, then comes back.
 	rcv.kill()
-	load.run(6)
+	load.run(3)
+	load.people()
+	load.run(3)
 	rcv.restart()
 	rcv.await(t, load.want)
 
@@ -306,7 +412,9 @@ func TestWebhookEndToEnd(t *testing.T) {
 	close(hold)
 	srv = startServeProcess(t, append([]string{"--node-id", "hooks-1", "--data", data}, hookFlags...)...)
 	load.on(srv.addr)
-	load.run(4)
+	load.run(2)
+	load.people()
+	load.run(2)
 	rcv.await(t, load.want)
 }
 
@@ -329,7 +437,12 @@ func TestWebhookClusterLease(t *testing.T) {
 	}
 	addHook(t, rcv, "--store", env.store)
 	load := newHookLoad(t, nodes[0].addr)
-	load.run(6)
+	rcv.mu.Lock()
+	rcv.order = load.order
+	rcv.mu.Unlock()
+	load.run(3)
+	load.people()
+	load.run(3)
 	rcv.await(t, load.want)
 
 	holder := hookHolder(t, nodes)
@@ -342,7 +455,9 @@ func TestWebhookClusterLease(t *testing.T) {
 	holder.kill()
 	killed := time.Now()
 	load.on(others[0].addr)
-	load.run(6)
+	load.run(3)
+	load.people()
+	load.run(3)
 	rcv.await(t, load.want)
 	took := time.Since(killed)
 	next := hookHolder(t, others)
@@ -414,7 +529,7 @@ func TestWebhookCommandRefusals(t *testing.T) {
 		{"allowed elsewhere only", []string{"--url", "http://10.1.2.3/hook", "--webhook-allow", "10.9.0.0/16"}, "loopback, private"},
 		{"not http", []string{"--url", "file:///etc/passwd"}, "want http:// or https://"},
 		{"credentials", []string{"--url", "https://u:p@93.184.216.34/"}, "credentials"},
-		{"unknown kind", []string{"--url", "https://93.184.216.34/", "--events", "message.sent,member.joined"}, `unknown event kind "member.joined"`},
+		{"unknown kind", []string{"--url", "https://93.184.216.34/", "--events", "message.sent,member.typing"}, `unknown event kind "member.typing"`},
 		{"short secret", []string{"--url", "https://93.184.216.34/", "--secret", "short"}, "at least 16 bytes"},
 		{"bad name", []string{"--url", "https://93.184.216.34/", "--name", "a b"}, "name is 3 to 32"},
 		{"allowed, but no store", []string{"--url", "http://127.0.0.1:9/hook", "--webhook-allow", "127.0.0.1"}, "no Parley database"},
