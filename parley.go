@@ -92,6 +92,9 @@ type Message struct {
 	EditedAt   *time.Time `json:"edited_at"`
 	DeletedAt  *time.Time `json:"deleted_at"`
 	Change     int64      `json:"change"`
+	// Reactions are the message's emoji counts (reactions.go), in the
+	// order each emoji first appeared; empty for none.
+	Reactions []Reaction `json:"reactions,omitempty"`
 }
 
 // Deleted reports whether the message is a tombstone.

@@ -104,6 +104,8 @@ type Store interface {
 	MessageChanges
 	// Message search (search.go).
 	MessageSearch
+	// Reactions on messages (reactions.go).
+	ReactionStore
 	// PeopleStore: the member listing, roles, room info, removals and
 	// bans (people.go).
 	PeopleStore

@@ -39,7 +39,7 @@ func (s *Store) Changed(ctx context.Context, roomID string, after int64, limit i
 
 // isChange reports whether ev changed a stored message.
 func isChange(ev *parley.Event) bool {
-	return ev.Kind == parley.EventEdited || ev.Kind == parley.EventDeleted
+	return ev.Kind.ChangesMessage()
 }
 
 // applyChange puts the new version of a message the window holds in a
@@ -72,4 +72,20 @@ func replayChanges(older []parley.Message, events []parley.Event) []parley.Messa
 		older[k] = ev.Message
 	}
 	return older
+}
+
+// React passes through to the inner store; its event (EventReaction, the
+// message's new version) updates the cache as an edit's does.
+func (s *Store) React(ctx context.Context, r parley.React) (parley.Message, bool, error) {
+	return s.inner.React(ctx, r)
+}
+
+// Reactors passes through to the inner store.
+func (s *Store) Reactors(ctx context.Context, roomID string, seq int64, emoji string, limit int) ([]parley.User, error) {
+	return s.inner.Reactors(ctx, roomID, seq, emoji, limit)
+}
+
+// MyReactions passes through to the inner store.
+func (s *Store) MyReactions(ctx context.Context, roomID, userID string, seqs []int64) (map[int64][]string, error) {
+	return s.inner.MyReactions(ctx, roomID, userID, seqs)
 }

@@ -14,7 +14,7 @@ func (s *Store) Apply(events []parley.Event) {
 	defer s.mu.Unlock()
 	for i := range events {
 		ev := &events[i]
-		if ev.Kind != parley.EventEdited && ev.Kind != parley.EventDeleted {
+		if !ev.Kind.ChangesMessage() {
 			continue
 		}
 		s.changes++

@@ -32,6 +32,8 @@ func kindName(k parley.EventKind) string {
 		return "role"
 	case parley.EventUnban:
 		return "unban"
+	case parley.EventReaction:
+		return "reaction"
 	}
 	return fmt.Sprintf("kind(%d)", k)
 }

@@ -61,10 +61,12 @@ var tables = []table{
 		{"room_id", kText}, {"user_id", kText}, {"client_id", kText}, {"seq", kInt}, {"deleted", kBool}, {"change", kInt}}},
 	{name: "name_holds", nkey: 1, cols: []column{
 		{"name", kText}, {"until", kTime}}},
+	{name: "message_reactions", nkey: 4, cols: []column{
+		{"room_id", kText}, {"seq", kInt}, {"emoji", kText}, {"user_id", kText}, {"created_at", kTime}}},
 	{name: "messages", nkey: 2, room: true, cols: []column{
 		{"room_id", kText}, {"seq", kInt}, {"id", kText}, {"sender_id", kText}, {"sender_name", kText},
 		{"body", kText}, {"client_id", kText}, {"sent_at", kTime}, {"edited_at", kOptTime}, {"deleted_at", kOptTime},
-		{"change", kInt}}},
+		{"change", kInt}, {"reactions", kText}}},
 }
 
 // notCopied are the tables and columns of either schema the port leaves

@@ -18,7 +18,7 @@ func roomOut(a string) string {
 }
 
 // msgCols are the columns scanMessage reads.
-const msgCols = `id, room_id, seq, sender_id, sender_name, body, client_id, sent_at, edited_at, deleted_at, change`
+const msgCols = `id, room_id, seq, sender_id, sender_name, body, client_id, sent_at, edited_at, deleted_at, change, reactions`
 
 // writeQueries are the writer's statements. Each write is one statement
 // that returns its outcome as one row, a logical failure (name taken, room
@@ -216,6 +216,7 @@ type readQueries struct {
 	messagesBefore, messagesAfter, roomsFirst, roomsAfter *query
 	senderRooms *query             // the rooms a user wrote in (accounts.go)
 	changes     changeReads        // changed_after (edits.go)
+	reactions   reactionReads      // reactions.go
 	search      searchReads        // search.go
 	people      *peopleReadQueries // people.go
 }
@@ -225,7 +226,7 @@ type readQueries struct {
 // joins each room's last message by its key (room_id, seq = last_seq).
 var roomListQuery = `SELECT ` + roomOut("r") + `, m.read_seq,
 		coalesce(g.id, ''), coalesce(g.sender_id, ''), coalesce(g.sender_name, ''), coalesce(g.body, ''),
-		coalesce(g.client_id, ''), coalesce(g.sent_at, 'epoch'), g.edited_at, g.deleted_at, coalesce(g.change, 0)
+		coalesce(g.client_id, ''), coalesce(g.sent_at, 'epoch'), g.edited_at, g.deleted_at, coalesce(g.change, 0), coalesce(g.reactions, '')
 	FROM members m
 	JOIN rooms r ON r.id = m.room_id
 	LEFT JOIN messages g ON g.room_id = r.id AND g.seq = r.last_seq
@@ -257,6 +258,7 @@ func newReadQueries(m *metrics) *readQueries {
 	bind(m, q.ping, q.userByName, q.user, q.tokenUser, q.room, q.roomExists, q.member, q.members,
 		q.memberships, q.messagesBefore, q.messagesAfter, q.roomsFirst, q.roomsAfter)
 	q.changes = newChangeReads(m)
+	q.reactions = newReactionReads(m)
 	q.search = newSearchReads(m)
 	q.people = newPeopleReadQueries(m)
 	return q

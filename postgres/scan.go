@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -42,7 +43,27 @@ func scanMessage(row pgx.Row) (parley.Message, error) {
 // fixMessage after the scan.
 func messageDest(m *parley.Message) []any {
 	return []any{&m.ID, &m.RoomID, &m.Seq, &m.SenderID, &m.SenderName, &m.Body, &m.ClientID, &m.SentAt,
-		&m.EditedAt, &m.DeletedAt, &m.Change}
+		&m.EditedAt, &m.DeletedAt, &m.Change, reactionsDest{&m.Reactions}}
+}
+
+// reactionsDest scans the reactions column (parley.EncodeReactions).
+type reactionsDest struct{ rs *[]parley.Reaction }
+
+// Scan implements sql.Scanner.
+func (d reactionsDest) Scan(src any) error {
+	var s string
+	switch v := src.(type) {
+	case nil:
+	case string:
+		s = v
+	case []byte:
+		s = string(v)
+	default:
+		return fmt.Errorf("scan reactions: unexpected %T", src)
+	}
+	rs, err := parley.DecodeReactions(s)
+	*d.rs = rs
+	return err
 }
 
 // fixMessage puts the times of a scanned message in UTC.

@@ -84,7 +84,8 @@ return 1`)
 
 func (h *HotStore) windowGen(id string) string { return h.cfg.Prefix + "hot:g:w:" + id }
 
-// applyChange queues the scripts of an EventEdited or EventDeleted on pipe
+// applyChange queues the scripts of an EventEdited, EventDeleted or
+// EventReaction on pipe
 // and returns the invalidation to retry if the pipeline fails.
 func (h *HotStore) applyChange(ctx context.Context, pipe goredis.Pipeliner, ev *parley.Event, ttl string) [][2]string {
 	room, m := ev.Room.ID, &ev.Message
@@ -157,4 +158,14 @@ func (h *HotStore) DeleteMessage(ctx context.Context, d parley.Deletion) (parley
 		h.caughtUp(ctx)
 	}
 	return m, deleted, err
+}
+
+// React implements parley.Store: it returns once the hot data holds the
+// reaction (the message's new counts), as an edit does.
+func (h *HotStore) React(ctx context.Context, r parley.React) (parley.Message, bool, error) {
+	m, changed, err := h.Store.React(ctx, r)
+	if err == nil && changed {
+		h.caughtUp(ctx)
+	}
+	return m, changed, err
 }

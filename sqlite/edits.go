@@ -24,6 +24,8 @@ type changeWrites struct {
 	messageAt, bumpChange, edit, tombstone, ftsDelete, ftsPut *query
 	// keyAt and keyPut read and store a change's idempotency key.
 	keyAt, keyPut *query
+	// reactions are the writes of reactions.go.
+	reactions reactionWrites
 	// ftsInsert indexes a chunk of new messages, one per chunk size.
 	ftsInsert [len(chunkSizes)]*query
 }
@@ -37,7 +39,7 @@ func (q *changeWrites) all() []*query {
 				WHERE id = ? RETURNING ` + roomCols},
 			edit: &query{kind: "edit_message", text: `UPDATE messages SET body = ?, edited_at = ?, change = ?
 				WHERE room_id = ? AND seq = ?`},
-			tombstone: &query{kind: "delete_message", text: `UPDATE messages SET body = '', deleted_at = ?, change = ?
+			tombstone: &query{kind: "delete_message", text: `UPDATE messages SET body = '', deleted_at = ?, change = ?, reactions = ''
 				WHERE room_id = ? AND seq = ?`},
 			// An external-content table forgets a row when told its old
 			// text: exactly what was indexed.
@@ -53,12 +55,14 @@ func (q *changeWrites) all() []*query {
 			q.ftsInsert[i] = &query{kind: "fts_insert", text: `INSERT INTO messages_fts (rowid, body) VALUES ` + values(n, 2)}
 		}
 	}
-	return append([]*query{q.messageAt, q.bumpChange, q.edit, q.tombstone, q.ftsDelete, q.ftsPut, q.keyAt, q.keyPut}, q.ftsInsert[:]...)
+	return append(append([]*query{q.messageAt, q.bumpChange, q.edit, q.tombstone, q.ftsDelete, q.ftsPut, q.keyAt, q.keyPut}, q.ftsInsert[:]...), q.reactions.all()...)
 }
 
 // changeReads are the readers' statements of changed_after and search.
 type changeReads struct {
 	changed, roomNum, searchRoom, search *query
+	// reactions are the reads of reactions.go.
+	reactions reactionReads
 }
 
 func (q *changeReads) all() []*query {
@@ -85,12 +89,12 @@ func (q *changeReads) all() []*query {
 				ORDER BY m.sent_at DESC, m.room_id DESC, m.seq DESC LIMIT ?6`},
 		}
 	}
-	return []*query{q.changed, q.roomNum, q.searchRoom, q.search}
+	return append([]*query{q.changed, q.roomNum, q.searchRoom, q.search}, q.reactions.all()...)
 }
 
 func msgColsOf(a string) string {
 	return a + ".id, " + a + ".room_id, " + a + ".seq, " + a + ".sender_id, " + a + ".sender_name, " + a + ".body, " +
-		a + ".client_id, " + a + ".sent_at, " + a + ".edited_at, " + a + ".deleted_at, " + a + ".change"
+		a + ".client_id, " + a + ".sent_at, " + a + ".edited_at, " + a + ".deleted_at, " + a + ".change, " + a + ".reactions"
 }
 
 func roomColsOf(a string) string {
@@ -226,9 +230,12 @@ func (s *Store) DeleteMessage(ctx context.Context, d parley.Deletion) (parley.Me
 		}
 		at := fromMicro(w.now())
 		m := old
-		m.Body, m.DeletedAt, m.Change = "", &at, r.LastChange
+		m.Body, m.DeletedAt, m.Change, m.Reactions = "", &at, r.LastChange, nil
 		if _, err := w.exec(w.s.wq.changes.tombstone, at.UnixMicro(), m.Change, m.RoomID, m.Seq); err != nil {
 			return result{}, fmt.Errorf("delete: %w", err)
+		}
+		if _, err := w.exec(w.s.wq.changes.reactions.clear, m.RoomID, m.Seq); err != nil {
+			return result{}, fmt.Errorf("delete: reactions: %w", err)
 		}
 		if err := w.reindex(num, m.Seq, old.Body, ""); err != nil {
 			return result{}, fmt.Errorf("delete: index: %w", err)

@@ -10,7 +10,7 @@ import (
 // Column lists, in the order scanRoom and scanMessage read them.
 const (
 	roomCols = `id, kind, title, capacity, member_count, last_seq, last_activity_at, created_at, coalesce(direct_key, ''), last_change, retention_seconds`
-	msgCols  = `id, room_id, seq, sender_id, sender_name, body, client_id, sent_at, edited_at, deleted_at, change`
+	msgCols  = `id, room_id, seq, sender_id, sender_name, body, client_id, sent_at, edited_at, deleted_at, change, reactions`
 )
 
 // scanner is a *sql.Row or *sql.Rows.
@@ -41,13 +41,16 @@ func scanMessage(s scanner) (parley.Message, error) {
 	var m parley.Message
 	var sent int64
 	var edited, deleted sql.NullInt64
+	var reactions string
 	if err := s.Scan(&m.ID, &m.RoomID, &m.Seq, &m.SenderID, &m.SenderName, &m.Body, &m.ClientID, &sent,
-		&edited, &deleted, &m.Change); err != nil {
+		&edited, &deleted, &m.Change, &reactions); err != nil {
 		return parley.Message{}, err
 	}
 	m.SentAt = fromMicro(sent)
 	m.EditedAt, m.DeletedAt = optMicro(edited), optMicro(deleted)
-	return m, nil
+	var err error
+	m.Reactions, err = parley.DecodeReactions(reactions)
+	return m, err
 }
 
 // optMicro converts a stored time that may be NULL.
