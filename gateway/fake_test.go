@@ -373,3 +373,9 @@ func (c *fakeChat) Changed(ctx context.Context, u parley.User, roomID string, af
 	}
 	return out, nil
 }
+
+// React: the fake has no reactions (cmd/parley's TestStompReactions runs
+// them over the real store).
+func (c *fakeChat) React(ctx context.Context, u parley.User, roomID string, seq int64, emoji string, add bool) (parley.Message, bool, error) {
+	return parley.Message{}, false, parley.Errorf(parley.CodeInvalid, "fake: no reactions")
+}

@@ -84,7 +84,20 @@ func appendMessage(b []byte, m *parley.Message) []byte {
 	b = appendOptTime(b, m.DeletedAt)
 	b = append(b, `,"change":`...)
 	b = strconv.AppendInt(b, m.Change, 10)
-	return append(b, '}')
+	b = append(b, `,"reactions":[`...)
+	for i := range m.Reactions {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"emoji":`...)
+		b = appendString(b, m.Reactions[i].Emoji)
+		b = append(b, `,"count":`...)
+		b = strconv.AppendInt(b, int64(m.Reactions[i].Count), 10)
+		b = append(b, `,"me":`...)
+		b = strconv.AppendBool(b, m.Reactions[i].Me)
+		b = append(b, '}')
+	}
+	return append(b, "]}"...)
 }
 
 // appendOptTime appends a time that may be null.

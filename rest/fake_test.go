@@ -412,3 +412,17 @@ func (c *fakeChat) Peer(ctx context.Context, u parley.User, r parley.Room) *parl
 }
 
 func (c *fakeChat) MaxBody() int { return 4096 }
+
+// The fake has no reactions: reactions_test.go runs over the real stack
+// (openStack). WithMine leaves pages as they are.
+func (c *fakeChat) React(ctx context.Context, u parley.User, roomID string, seq int64, emoji string, add bool) (parley.Message, bool, error) {
+	return parley.Message{}, false, parley.Errorf(parley.CodeInvalid, "fake: no reactions")
+}
+
+func (c *fakeChat) Reactors(ctx context.Context, u parley.User, roomID string, seq int64, emoji string, limit int) ([]parley.User, error) {
+	return nil, parley.Errorf(parley.CodeInvalid, "fake: no reactions")
+}
+
+func (c *fakeChat) WithMine(ctx context.Context, u parley.User, roomID string, msgs []parley.Message) ([]parley.Message, error) {
+	return msgs, nil
+}

@@ -2,6 +2,7 @@ package rest
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -261,7 +262,8 @@ func messageEqual(a, b *parley.Message) bool {
 	return a.Seq == b.Seq && a.Change == b.Change && a.ID == b.ID && a.RoomID == b.RoomID &&
 		a.SenderID == b.SenderID && a.SenderName == b.SenderName && a.Body == b.Body &&
 		a.ClientID == b.ClientID && a.SentAt == b.SentAt &&
-		optTimeEqual(a.EditedAt, b.EditedAt) && optTimeEqual(a.DeletedAt, b.DeletedAt)
+		optTimeEqual(a.EditedAt, b.EditedAt) && optTimeEqual(a.DeletedAt, b.DeletedAt) &&
+		slices.Equal(a.Reactions, b.Reactions) // Me too: a page is per caller once it has reactions
 }
 
 func optTimeEqual(a, b *time.Time) bool {
@@ -294,5 +296,6 @@ func copyMessage(m *parley.Message) parley.Message {
 		t := *m.DeletedAt
 		c.DeletedAt = &t
 	}
+	c.Reactions = slices.Clone(m.Reactions)
 	return c
 }

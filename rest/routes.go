@@ -214,6 +214,11 @@ func (h *Handler) historyPage(r *http.Request, u parley.User, q params) (*memoBo
 	if err != nil {
 		return nil, err
 	}
+	// Me of the caller's reactions: a copy of the page when there are
+	// some, so the memo below keeps it apart from the shared page.
+	if msgs, err = h.chat.WithMine(r.Context(), u, room, msgs); err != nil {
+		return nil, err
+	}
 	k := pageKey{room: room, page: p}
 	if m := h.memo.page(k, msgs); m != nil {
 		return m, nil

@@ -16,12 +16,19 @@ import (
 	"parley"
 )
 
-// ChangeEvent returns the edited or deleted event of m, a message in its
-// new version (a tombstone makes a deleted event).
+// ChangeEvent returns the event that replays m, a changed message in its
+// current version: deleted for a tombstone, edited for an edited message,
+// reaction for one that was never edited (its change was a reaction). A
+// replayed reaction event has no user, emoji and action headers: it
+// carries the message's counts as they are now, as a replayed edit
+// carries the current text.
 func ChangeEvent(m *parley.Message) *RoomEvent {
 	kind := KindEdited
-	if m.Deleted() {
+	switch {
+	case m.Deleted():
 		kind = KindDeleted
+	case m.EditedAt == nil:
+		kind = KindReaction
 	}
 	body, _ := json.Marshal(m)
 	return &RoomEvent{
@@ -30,8 +37,23 @@ func ChangeEvent(m *parley.Message) *RoomEvent {
 	}
 }
 
-// Change returns the change number of an edited or deleted event, 0 for
-// any other.
+// ReactionEvent returns the live reaction event of ev (an EventReaction):
+// headers change, seq, user, emoji and action (parley.ReactionAdded or
+// parley.ReactionRemoved), body the message in its new version, its
+// reactions' counts with me false (each client knows its own: it is the
+// user of the events it caused).
+func ReactionEvent(ev *parley.Event) *RoomEvent {
+	m := &ev.Message
+	body, _ := json.Marshal(m)
+	return &RoomEvent{
+		ID: parley.NewID(), Kind: KindReaction, RoomID: m.RoomID, Body: body, change: m.Change,
+		Headers: [][2]string{{"change", strconv.FormatInt(m.Change, 10)}, {"seq", strconv.FormatInt(m.Seq, 10)},
+			{"user", ev.UserID}, {"emoji", ev.Emoji}, {"action", ev.Reason}},
+	}
+}
+
+// Change returns the change number of an edited, deleted or reaction
+// event, 0 for any other.
 func (e *RoomEvent) Change() int64 { return e.change }
 
 // StartAfter is Start for a subscription that has read the room's changes
