@@ -105,6 +105,12 @@ func fill(t testing.TB, s parley.Store) string {
 	if _, _, err := s.DeleteMessage(ctx, parley.Deletion{RoomID: room.ID, Seq: 2, ActorID: b.ID, ClientID: "d-1"}); err != nil {
 		t.Fatalf("delete: %v", err)
 	}
+	for _, x := range []parley.React{{Seq: 1, UserID: b.ID, Emoji: "👍"}, {Seq: 1, UserID: c.ID, Emoji: "👍"}, {Seq: 3, UserID: c.ID, Emoji: ":tada:"}} {
+		x.RoomID, x.Add = room.ID, true
+		if _, _, err := s.React(ctx, x); err != nil {
+			t.Fatalf("react: %v", err)
+		}
+	}
 	if _, err := s.RemoveMember(ctx, room.ID, a.ID, d.ID, true); err != nil {
 		t.Fatalf("ban: %v", err)
 	}
@@ -177,6 +183,9 @@ func TestRoundTripSQLite(t *testing.T) {
 		}
 		if got, want := strings.Count(string(file), `"type":"api_key"`), map[bool]int{true: 2}[secrets]; got != want {
 			t.Errorf("secrets %v: %d API keys in the file, want %d", secrets, got, want)
+		}
+		if got := strings.Count(string(file), `"type":"reaction"`); got != 3 || !strings.Contains(string(file), `"reactions":[{"emoji":"👍","count":2,"me":false}]`) {
+			t.Errorf("secrets %v: %d reaction records in the file, want 3, and message 1's counts", secrets, got)
 		}
 		if got := strings.Contains(string(file), `"password_hash"`); got != secrets {
 			t.Errorf("secrets %v: file holds password hashes: %v", secrets, got)
@@ -533,7 +542,8 @@ var exported = map[string]map[string]bool{
 	"members": {"room_id": true, "user_id": true, "read_seq": true, "joined_at": true, "role": true},
 	"bans":    {"room_id": true, "user_id": true, "actor_id": true, "banned_at": true},
 	"messages": {"room_id": true, "seq": true, "id": true, "sender_id": true, "sender_name": true, "body": true,
-		"client_id": true, "sent_at": true, "edited_at": true, "deleted_at": true, "change": true},
+		"client_id": true, "sent_at": true, "edited_at": true, "deleted_at": true, "change": true, "reactions": true},
+	"message_reactions": {"room_id": true, "seq": true, "emoji": true, "user_id": true, "created_at": true},
 	"change_keys":       {"room_id": true, "user_id": true, "client_id": true, "seq": true, "deleted": true, "change": true},
 	"schema_migrations": nil, // the target's own
 }
