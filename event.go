@@ -16,6 +16,7 @@ const (
 	EventDeleted                       // Message (now a tombstone) was deleted by UserID; Room is the room after it
 	EventUnban                         // UserID's ban from Room was lifted by ActorID (UserID is not a member)
 	EventReaction                      // UserID added or removed (Reason) Emoji on Message (its new version); Room is the room after it
+	EventThread                        // Message (a root, its new version) got a reply from UserID; Room is the room after it
 )
 
 // Why a member left a room (Event.Reason of an EventLeave).

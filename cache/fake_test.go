@@ -524,3 +524,7 @@ func (f *fakeStore) Reactors(ctx context.Context, roomID string, seq int64, emoj
 func (f *fakeStore) MyReactions(ctx context.Context, roomID, userID string, seqs []int64) (map[int64][]string, error) {
 	return nil, nil
 }
+
+func (f *fakeStore) Replies(ctx context.Context, roomID string, root, after int64, limit int) ([]parley.Message, error) {
+	return nil, nil
+}

@@ -168,7 +168,7 @@ func (s *session) replay(sub *subscription, after int64) error {
 			if sub.Removed() {
 				return nil // the user left: Events dropped it (and said so for a removal)
 			}
-			if err := sub.deliverEventWait(sub.ctx, roomevents.ChangeEvent(&page[i])); err != nil {
+			if err := sub.deliverEventWait(sub.ctx, roomevents.ReplayEvent(&page[i])); err != nil {
 				return err
 			}
 			after = page[i].Change

@@ -34,6 +34,8 @@ func kindName(k parley.EventKind) string {
 		return "unban"
 	case parley.EventReaction:
 		return "reaction"
+	case parley.EventThread:
+		return "thread"
 	}
 	return fmt.Sprintf("kind(%d)", k)
 }

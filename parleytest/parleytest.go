@@ -49,6 +49,7 @@ func RunStoreTests(t *testing.T, newStore NewStoreFunc) {
 		{"MembersOnly", testMembersOnly},
 		{"Changes", testChanges},
 		{"Reactions", testReactions},
+		{"Replies", testReplies},
 	}
 	for _, tt := range append(tests, peopleTests...) {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, newStore) })

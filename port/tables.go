@@ -66,7 +66,8 @@ var tables = []table{
 	{name: "messages", nkey: 2, room: true, cols: []column{
 		{"room_id", kText}, {"seq", kInt}, {"id", kText}, {"sender_id", kText}, {"sender_name", kText},
 		{"body", kText}, {"client_id", kText}, {"sent_at", kTime}, {"edited_at", kOptTime}, {"deleted_at", kOptTime},
-		{"change", kInt}, {"reactions", kText}}},
+		{"change", kInt}, {"reactions", kText}, {"reply_seq", kInt}, {"reply_sender", kText}, {"reply_excerpt", kText},
+		{"thread", kText}}},
 }
 
 // notCopied are the tables and columns of either schema the port leaves

@@ -18,7 +18,8 @@ func roomOut(a string) string {
 }
 
 // msgCols are the columns scanMessage reads.
-const msgCols = `id, room_id, seq, sender_id, sender_name, body, client_id, sent_at, edited_at, deleted_at, change, reactions`
+const msgCols = `id, room_id, seq, sender_id, sender_name, body, client_id, sent_at, edited_at, deleted_at, change, reactions,
+	reply_seq, reply_sender, reply_excerpt, thread`
 
 // writeQueries are the writer's statements. Each write is one statement
 // that returns its outcome as one row, a logical failure (name taken, room
@@ -29,6 +30,7 @@ type writeQueries struct {
 	join, leave, send, sendMany, markRead, begin, commit, rollback *query
 	// The edits and deletions (edits.go).
 	changes changeWrites
+	reply   *query              // a reply (replies.go)
 	people  *peopleWriteQueries // people.go
 	sends   *sendBatchQueries   // a batch of sends only (sendbatch.go)
 }
@@ -204,6 +206,7 @@ func newWriteQueries(m *metrics, index bool) *writeQueries {
 	bind(m, q.lockRooms, q.insertUser, q.insertToken, q.deleteToken, q.deleteTokens, q.createGroup, q.createDirect,
 		q.join, q.leave, q.send, q.sendMany, q.markRead, q.begin, q.commit, q.rollback)
 	q.changes = newChangeWrites(m, tsv)
+	q.reply = newReplyQuery(m, tsv)
 	q.people = newPeopleWriteQueries(m)
 	q.sends = newSendBatchQueries(m, tsv)
 	return q
@@ -217,6 +220,7 @@ type readQueries struct {
 	senderRooms *query             // the rooms a user wrote in (accounts.go)
 	changes     changeReads        // changed_after (edits.go)
 	reactions   reactionReads      // reactions.go
+	thread      *query             // a root's replies (replies.go)
 	search      searchReads        // search.go
 	people      *peopleReadQueries // people.go
 }
@@ -259,6 +263,9 @@ func newReadQueries(m *metrics) *readQueries {
 		q.memberships, q.messagesBefore, q.messagesAfter, q.roomsFirst, q.roomsAfter)
 	q.changes = newChangeReads(m)
 	q.reactions = newReactionReads(m)
+	q.thread = &query{kind: "replies", text: `SELECT ` + msgCols + ` FROM messages
+		WHERE room_id = $1 AND reply_seq = $2 AND seq > $3 AND reply_seq > 0 ORDER BY seq LIMIT $4`}
+	bind(m, q.thread)
 	q.search = newSearchReads(m)
 	q.people = newPeopleReadQueries(m)
 	return q

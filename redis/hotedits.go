@@ -99,8 +99,24 @@ func (h *HotStore) applyChange(ctx context.Context, pipe goredis.Pipeliner, ev *
 	scriptLastChange.Eval(ctx, pipe, []string{h.lastKey(room)}, seq, change,
 		encodeLast(m, ev.Room.LastActivityAt), create, ttl)
 	scriptWindowChange.Eval(ctx, pipe, []string{h.windowKey(room), h.windowGen(room)}, seq, change, encodeMessage(m), ttl)
+	if m.Thread != nil && (ev.Kind == parley.EventEdited || ev.Kind == parley.EventDeleted) {
+		// A thread's root changed its text: its replies' excerpts in the
+		// window and the last message are stale. Both are dropped (the
+		// generation moves, so no load from an older snapshot stores them
+		// again) and read again from the store, as after their TTL.
+		scriptForgetWindow.Eval(ctx, pipe, []string{h.windowKey(room), h.windowGen(room), h.lastKey(room)}, ttl)
+	}
 	return inv
 }
+
+// scriptForgetWindow: KEYS[1] a room's window, KEYS[2] its generation,
+// KEYS[3] its last message; ARGV[1] the TTL in ms. Drops the window and
+// the last message and moves the generation.
+var scriptForgetWindow = goredis.NewScript(`
+redis.call('INCR', KEYS[2])
+redis.call('PEXPIRE', KEYS[2], ARGV[1])
+redis.call('DEL', KEYS[1], KEYS[3])
+return 1`)
 
 // readWindowGen returns the generation of a room's window ("" for none)
 // before a load, and whether it could be read.

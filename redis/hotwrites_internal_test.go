@@ -22,7 +22,7 @@ var (
 	commitsNothing = []string{
 		"CreateUser", "UserByName", "User", "CreateToken", "TokenUser", "RevokeToken", "RevokeUserTokens",
 		"Room", "Member", "Members", "Memberships", "Messages", "Rooms", "Ping", "Close",
-		"RoomMembers", "Bans", "Unban", "Changed", "SearchRoom", "Search", "Reactors", "MyReactions",
+		"RoomMembers", "Bans", "Unban", "Changed", "SearchRoom", "Search", "Reactors", "MyReactions", "Replies",
 	}
 )
 

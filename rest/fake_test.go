@@ -426,3 +426,13 @@ func (c *fakeChat) Reactors(ctx context.Context, u parley.User, roomID string, s
 func (c *fakeChat) WithMine(ctx context.Context, u parley.User, roomID string, msgs []parley.Message) ([]parley.Message, error) {
 	return msgs, nil
 }
+
+// The fake has no threads: cmd/parley's TestReplies runs them over the
+// real node.
+func (c *fakeChat) SendReply(ctx context.Context, u parley.User, roomID, body, clientID string, replyTo int64) (parley.Message, bool, error) {
+	return parley.Message{}, false, parley.Errorf(parley.CodeInvalid, "fake: no replies")
+}
+
+func (c *fakeChat) Replies(ctx context.Context, u parley.User, roomID string, root, after int64, limit int) ([]parley.Message, error) {
+	return nil, parley.Errorf(parley.CodeInvalid, "fake: no replies")
+}

@@ -21,8 +21,43 @@ type Reactions interface {
 	WithMine(ctx context.Context, u parley.User, roomID string, msgs []parley.Message) ([]parley.Message, error)
 }
 
-// reactionRoutes registers the routes of reactions.
+// Threads is what the routes of threads need of the chat service.
+type Threads interface {
+	// SendReply is Send of a reply to message replyTo of the room: a
+	// seq that is no message of the room is parley.CodeInvalid, a
+	// deleted one parley.CodeConflict.
+	SendReply(ctx context.Context, u parley.User, roomID, body, clientID string, replyTo int64) (m parley.Message, created bool, err error)
+	// Replies returns a page of a root's thread, oldest first.
+	Replies(ctx context.Context, u parley.User, roomID string, root, after int64, limit int) ([]parley.Message, error)
+}
+
+// replies serves GET /api/rooms/{id}/messages/{seq}/replies?after=&limit=.
+func (h *Handler) replies(w http.ResponseWriter, r *http.Request) error {
+	seq, err := seqParam("seq", r.PathValue("seq"), 1)
+	if err != nil {
+		return err
+	}
+	q := paramsOf(r.URL)
+	limit, err := limitParam(q.Get("limit"))
+	if err != nil {
+		return err
+	}
+	var after int64
+	if a := q.Get("after"); a != "" {
+		if after, err = seqParam("after", a, 0); err != nil {
+			return err
+		}
+	}
+	msgs, err := h.chat.Replies(r.Context(), userOf(r), r.PathValue("id"), seq, after, limit)
+	if err != nil {
+		return err
+	}
+	return writeEncoded(w, func(b []byte) []byte { return appendMessages(b, msgs) })
+}
+
+// reactionRoutes registers the routes of reactions and threads.
 func (h *Handler) reactionRoutes() {
+	h.handle("GET /api/rooms/{id}/messages/{seq}/replies", h.authed(h.replies))
 	h.handle("PUT /api/rooms/{id}/messages/{seq}/reactions/{emoji}", h.authed(h.limited(h.react(true))))
 	h.handle("DELETE /api/rooms/{id}/messages/{seq}/reactions/{emoji}", h.authed(h.limited(h.react(false))))
 	h.handle("GET /api/rooms/{id}/messages/{seq}/reactions/{emoji}/users", h.authed(h.reactors))

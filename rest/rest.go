@@ -68,8 +68,9 @@ type Chat interface {
 	Changes
 	// Searcher is the searches (search.go).
 	Searcher
-	// Reactions are the reactions (reactions.go).
+	// Reactions are the reactions, Threads the replies (reactions.go).
 	Reactions
+	Threads
 
 	// People and moderation (chat/people.go): to anyone but a member the
 	// room is unknown (parley.CodeNotFound); a member without the role,

@@ -230,11 +230,19 @@ func (h *Handler) send(w http.ResponseWriter, r *http.Request) error {
 	var req struct {
 		Body     string `json:"body"`
 		ClientID string `json:"client_id"`
+		ReplyTo  int64  `json:"reply_to"`
 	}
 	if err := h.decode(w, r, &req); err != nil {
 		return err
 	}
-	m, created, err := h.chat.Send(r.Context(), userOf(r), r.PathValue("id"), req.Body, req.ClientID)
+	var m parley.Message
+	var created bool
+	var err error
+	if req.ReplyTo != 0 {
+		m, created, err = h.chat.SendReply(r.Context(), userOf(r), r.PathValue("id"), req.Body, req.ClientID, req.ReplyTo)
+	} else {
+		m, created, err = h.chat.Send(r.Context(), userOf(r), r.PathValue("id"), req.Body, req.ClientID)
+	}
 	if err != nil {
 		return err
 	}

@@ -212,6 +212,10 @@ func (e *Events) commit(ev *parley.Event, remote bool) {
 		if e.hasSubs() {
 			e.toRoom(ReactionEvent(ev), "", "")
 		}
+	case parley.EventThread:
+		if e.hasSubs() {
+			e.toRoom(ThreadEvent(ev), "", "")
+		}
 	}
 }
 

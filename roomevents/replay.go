@@ -16,25 +16,63 @@ import (
 	"parley"
 )
 
-// ChangeEvent returns the event that replays m, a changed message in its
-// current version: deleted for a tombstone, edited for an edited message,
-// reaction for one that was never edited (its change was a reaction). A
-// replayed reaction event has no user, emoji and action headers: it
-// carries the message's counts as they are now, as a replayed edit
-// carries the current text.
+// ChangeEvent returns the edited or deleted event of m, a message in its
+// new version (a tombstone makes a deleted event).
 func ChangeEvent(m *parley.Message) *RoomEvent {
+	kind := KindEdited
+	if m.Deleted() {
+		kind = KindDeleted
+	}
+	return changeEvent(kind, m)
+}
+
+// ReplayEvent returns the event that replays m, a changed message in its
+// current version (since-change): a replay carries each changed message
+// once, at its last change, so its kind says what the message shows now
+// rather than which change came last: deleted for a tombstone, edited
+// for an edited message, else reaction when it carries reactions, thread
+// when it carries a thread summary, and edited for the rest (a sender's
+// name changed by an account's deletion). A replayed reaction or thread
+// event has only the change and seq headers; its body is the message as
+// it is now (counts, summary).
+func ReplayEvent(m *parley.Message) *RoomEvent {
 	kind := KindEdited
 	switch {
 	case m.Deleted():
 		kind = KindDeleted
-	case m.EditedAt == nil:
+	case m.EditedAt != nil:
+	case len(m.Reactions) > 0:
 		kind = KindReaction
+	case m.Thread != nil:
+		kind = KindThread
 	}
+	return changeEvent(kind, m)
+}
+
+// changeEvent is the event of kind of m, headers change and seq.
+func changeEvent(kind string, m *parley.Message) *RoomEvent {
 	body, _ := json.Marshal(m)
 	return &RoomEvent{
 		ID: parley.NewID(), Kind: kind, RoomID: m.RoomID, Body: body, change: m.Change,
 		Headers: [][2]string{{"change", strconv.FormatInt(m.Change, 10)}, {"seq", strconv.FormatInt(m.Seq, 10)}},
 	}
+}
+
+// ThreadEvent returns the live thread event of ev (an EventThread): a
+// root's new summary after a reply. Headers change, seq (the root's),
+// user (who replied) and replies (the count); body the root in its new
+// version. It goes to every member, as other room events do: that is how
+// the root's sender and everyone who replied (the thread's followers)
+// learn of a new reply, whether or not they have the room open.
+func ThreadEvent(ev *parley.Event) *RoomEvent {
+	m := &ev.Message
+	re := changeEvent(KindThread, m)
+	n := 0
+	if m.Thread != nil {
+		n = m.Thread.Replies
+	}
+	re.Headers = append(re.Headers, [2]string{"user", ev.UserID}, [2]string{"replies", strconv.Itoa(n)})
+	return re
 }
 
 // ReactionEvent returns the live reaction event of ev (an EventReaction):

@@ -16,6 +16,7 @@ const (
 	KindEdited   = "edited"   // a message's new version (replay.go)
 	KindDeleted  = "deleted"  // a message's tombstone (replay.go)
 	KindReaction = "reaction" // a message's reactions changed (replay.go)
+	KindThread   = "thread"   // a root got a reply: its thread summary (replay.go)
 )
 
 // Actions of a member event, the value of the action header.

@@ -214,8 +214,9 @@ func (im *importer) room(r *bulk.Room, n *bulk.Counts) error {
 
 // The grouped statements of messages, by chunk size (chunks).
 func insertMessagesText(rows int) string {
-	return `INSERT INTO messages (room_id, seq, id, sender_id, sender_name, body, client_id, sent_at, edited_at, deleted_at, change, reactions)
-		VALUES ` + values(rows, 12) + ` ON CONFLICT DO NOTHING RETURNING room_id, seq`
+	return `INSERT INTO messages (room_id, seq, id, sender_id, sender_name, body, client_id, sent_at, edited_at, deleted_at, change, reactions,
+		reply_seq, reply_sender, reply_excerpt, thread)
+		VALUES ` + values(rows, 16) + ` ON CONFLICT DO NOTHING RETURNING room_id, seq`
 }
 
 func indexMessagesText(rows int) string {
@@ -246,7 +247,7 @@ func (im *importer) messages(ms []parley.Message, n *bulk.Counts) error {
 		seq  int64
 	}
 	wrote := map[key]bool{}
-	args := make([]any, 0, chunkSizes[0]*12)
+	args := make([]any, 0, chunkSizes[0]*16)
 	err := chunks(len(ms), func(start, size, _ int) error {
 		st, err := im.stmt(insertMessagesText(size))
 		if err != nil {
@@ -256,6 +257,11 @@ func (im *importer) messages(ms []parley.Message, n *bulk.Counts) error {
 		for _, m := range ms[start : start+size] {
 			args = append(args, m.RoomID, m.Seq, m.ID, m.SenderID, m.SenderName, m.Body, m.ClientID, m.SentAt.UnixMicro(),
 				optMicroArg(m.EditedAt), optMicroArg(m.DeletedAt), m.Change, parley.EncodeReactions(m.Reactions))
+			r := m.ReplyTo
+			if r == nil {
+				r = &parley.ReplyRef{}
+			}
+			args = append(args, r.Seq, r.SenderName, r.Excerpt, parley.EncodeThread(m.Thread))
 		}
 		rows, err := st.QueryContext(im.ctx, args...)
 		if err != nil {

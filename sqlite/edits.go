@@ -24,8 +24,9 @@ type changeWrites struct {
 	messageAt, bumpChange, edit, tombstone, ftsDelete, ftsPut *query
 	// keyAt and keyPut read and store a change's idempotency key.
 	keyAt, keyPut *query
-	// reactions are the writes of reactions.go.
+	// reactions are the writes of reactions.go, replies of replies.go.
 	reactions reactionWrites
+	replies   replyWrites
 	// ftsInsert indexes a chunk of new messages, one per chunk size.
 	ftsInsert [len(chunkSizes)]*query
 }
@@ -55,14 +56,16 @@ func (q *changeWrites) all() []*query {
 			q.ftsInsert[i] = &query{kind: "fts_insert", text: `INSERT INTO messages_fts (rowid, body) VALUES ` + values(n, 2)}
 		}
 	}
-	return append(append([]*query{q.messageAt, q.bumpChange, q.edit, q.tombstone, q.ftsDelete, q.ftsPut, q.keyAt, q.keyPut}, q.ftsInsert[:]...), q.reactions.all()...)
+	return append(append([]*query{q.messageAt, q.bumpChange, q.edit, q.tombstone, q.ftsDelete, q.ftsPut, q.keyAt, q.keyPut}, q.ftsInsert[:]...), append(q.reactions.all(), q.replies.all()...)...)
 }
 
 // changeReads are the readers' statements of changed_after and search.
 type changeReads struct {
 	changed, roomNum, searchRoom, search *query
-	// reactions are the reads of reactions.go.
+	// reactions are the reads of reactions.go; thread the replies of a
+	// root (replies.go).
 	reactions reactionReads
+	thread    *query
 }
 
 func (q *changeReads) all() []*query {
@@ -89,12 +92,17 @@ func (q *changeReads) all() []*query {
 				ORDER BY m.sent_at DESC, m.room_id DESC, m.seq DESC LIMIT ?6`},
 		}
 	}
-	return append([]*query{q.changed, q.roomNum, q.searchRoom, q.search}, q.reactions.all()...)
+	if q.thread == nil {
+		q.thread = &query{kind: "replies", text: `SELECT ` + msgCols + ` FROM messages
+			WHERE room_id = ? AND reply_seq = ? AND seq > ? AND reply_seq > 0 ORDER BY seq LIMIT ?`}
+	}
+	return append([]*query{q.changed, q.roomNum, q.searchRoom, q.search, q.thread}, q.reactions.all()...)
 }
 
 func msgColsOf(a string) string {
 	return a + ".id, " + a + ".room_id, " + a + ".seq, " + a + ".sender_id, " + a + ".sender_name, " + a + ".body, " +
-		a + ".client_id, " + a + ".sent_at, " + a + ".edited_at, " + a + ".deleted_at, " + a + ".change, " + a + ".reactions"
+		a + ".client_id, " + a + ".sent_at, " + a + ".edited_at, " + a + ".deleted_at, " + a + ".change, " + a + ".reactions, " +
+		a + ".reply_seq, " + a + ".reply_sender, " + a + ".reply_excerpt, " + a + ".thread"
 }
 
 func roomColsOf(a string) string {
@@ -195,6 +203,9 @@ func (s *Store) EditMessage(ctx context.Context, e parley.Edit) (parley.Message,
 			return result{}, fmt.Errorf("edit: index: %w", err)
 		}
 		w.s.ck.erased() // the old text: edits keep no history
+		if err := w.refreshExcerpts(&m); err != nil {
+			return result{}, fmt.Errorf("edit: replies: %w", err)
+		}
 		if err := w.putChangeKey(e.RoomID, e.EditorID, e.ClientID, parley.ChangeKey{Seq: m.Seq, Change: m.Change}); err != nil {
 			return result{}, fmt.Errorf("edit: key: %w", err)
 		}
@@ -236,6 +247,9 @@ func (s *Store) DeleteMessage(ctx context.Context, d parley.Deletion) (parley.Me
 		}
 		if _, err := w.exec(w.s.wq.changes.reactions.clear, m.RoomID, m.Seq); err != nil {
 			return result{}, fmt.Errorf("delete: reactions: %w", err)
+		}
+		if err := w.refreshExcerpts(&m); err != nil {
+			return result{}, fmt.Errorf("delete: replies: %w", err)
 		}
 		if err := w.reindex(num, m.Seq, old.Body, ""); err != nil {
 			return result{}, fmt.Errorf("delete: index: %w", err)
