@@ -3,9 +3,11 @@ package roomevents
 // Edited and deleted events (design §4 "Room events"): each edit or
 // deletion the store commits (parley.EventEdited, parley.EventDeleted) is
 // an event of its room, header change (the room's change number) and seq,
-// body the message in its new version as REST shows it. A subscription
+// body the message in its new version as REST shows it; so are reactions
+// (reaction events) and a root's new thread summary (thread events),
+// which take change numbers too (design §3b). A subscription
 // that resumes with since-change reads the changes it missed from the
-// store (ChangeEvent of each), then goes live with StartAfter: the live
+// store (ReplayEvent of each), then goes live with StartAfter: the live
 // changes at or below the last one it read are dropped, so it gets each
 // change once, with no gap.
 
