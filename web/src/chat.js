@@ -143,6 +143,7 @@ export class ChatView {
   close() {
     this.closed = true;
     composerReply.cancel();
+    threads.close(this); // the thread panel shows this room's thread (threads.js)
     clearInterval(this.timesTimer);
     this.people.close();
     if (this.app.live) this.app.live.closeRoom(this.roomId);

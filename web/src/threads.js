@@ -174,6 +174,15 @@ class ThreadPanel {
     );
   }
 
+  /** close takes the panel away when it shows a thread of view (its room closes). */
+  close(view) {
+    if (this.view !== view) return;
+    if (this.isOpen(view)) panel.close('thread');
+    this.view = null;
+    this.root = 0;
+    this.msgs.clear();
+  }
+
   /** onMessage takes a message of the view's room: a reply of the open thread is shown. */
   onMessage(view, m) {
     if (this.isOpen(view) && m.reply_to && m.reply_to.seq === this.root) this.put(m);
