@@ -173,7 +173,8 @@ func testReplyExcerpt(t *testing.T, newStore NewStoreFunc) {
 	read := func(step, want string) {
 		t.Helper()
 		page, err := s.Messages(ctx, room.ID, parley.Newest(10))
-		if err != nil || len(page) == 0 || page[0].Seq != r1.Seq || page[0].ReplyTo == nil || page[0].ReplyTo.Excerpt != want {
+		i := slices.IndexFunc(page, func(m parley.Message) bool { return m.Seq == r1.Seq })
+		if err != nil || i < 0 || page[i].ReplyTo == nil || page[i].ReplyTo.Excerpt != want {
 			t.Errorf("%s: newest page's reply = %+v, %v; want excerpt %q", step, page, err, want)
 		}
 		thread, err := s.Replies(ctx, room.ID, root.Seq, 0, 10)
@@ -187,8 +188,17 @@ func testReplyExcerpt(t *testing.T, newStore NewStoreFunc) {
 	read("before the edit", string([]rune(long)[:parley.MaxExcerpt]))
 	MustEdit(t, s, room, alice, root.Seq, "friday it is")
 	read("after the edit", "friday it is")
+	keyed, _, err := s.Send(ctx, parley.NewMessage{RoomID: room.ID, SenderID: bob.ID, SenderName: bob.Name, Body: "keyed", ReplyTo: root.Seq, ClientID: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	MustDelete(t, s, room, alice, root.Seq)
 	read("after the deletion", "")
+	// A repeat of a reply's client_id gets the stored reply, though its
+	// root is deleted since.
+	if again, created, err := s.Send(ctx, parley.NewMessage{RoomID: room.ID, SenderID: bob.ID, SenderName: bob.Name, Body: "keyed", ReplyTo: root.Seq, ClientID: "k"}); err != nil || created || again.Seq != keyed.Seq {
+		t.Errorf("repeated reply after its root's deletion = seq %d created %v, %v; want seq %d, not created", again.Seq, created, err, keyed.Seq)
+	}
 	r2 := MustReply(t, s, room, bob, r1.Seq, "still talking") // a reply to a reply of a deleted root
 	if replyOf(r2) != `1 alice ""` {
 		t.Errorf("reply under a deleted root = %s, want 1 alice \"\"", replyOf(r2))

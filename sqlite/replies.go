@@ -44,6 +44,18 @@ func (q *replyWrites) all() []*query {
 func (s *Store) sendReply(ctx context.Context, m parley.NewMessage) (parley.Message, bool, error) {
 	res, err := s.write(ctx, func(w *wtx) (result, error) {
 		q := &w.s.wq.changes.replies
+		req := &sendReq{In: writeOp{send: &m}}
+		// A repeat of a stored reply's client_id returns it, whatever
+		// became of the message it replied to since (as PostgreSQL).
+		if m.ClientID != "" {
+			stored, err := w.clientMessages([]*sendReq{req})
+			if err != nil {
+				return result{}, fmt.Errorf("reply: key: %w", err)
+			}
+			if old, ok := stored[clientKey{m.RoomID, m.SenderID, m.ClientID}]; ok {
+				return result{msg: old}, nil
+			}
+		}
 		parent, _, err := w.messageAt(m.RoomID, m.ReplyTo)
 		var pe *parley.Error
 		switch {
@@ -60,7 +72,6 @@ func (s *Store) sendReply(ctx context.Context, m parley.NewMessage) (parley.Mess
 				return result{}, fmt.Errorf("reply: root: %w", err)
 			}
 		}
-		req := &sendReq{In: writeOp{send: &m}}
 		if err := w.flushSends([]*sendReq{req}); err != nil {
 			return result{}, err
 		}
