@@ -92,6 +92,14 @@ type Message struct {
 	EditedAt   *time.Time `json:"edited_at"`
 	DeletedAt  *time.Time `json:"deleted_at"`
 	Change     int64      `json:"change"`
+	// Reactions are the message's emoji counts (reactions.go), in the
+	// order each emoji first appeared; empty for none.
+	Reactions []Reaction `json:"reactions,omitempty"`
+	// ReplyTo is the root this message replies to (replies.go); nil for
+	// a message that is no reply.
+	ReplyTo *ReplyRef `json:"reply_to,omitempty"`
+	// Thread is a root's summary of its replies; nil until the first.
+	Thread *Thread `json:"thread,omitempty"`
 }
 
 // Deleted reports whether the message is a tombstone.

@@ -104,6 +104,10 @@ type Store interface {
 	MessageChanges
 	// Message search (search.go).
 	MessageSearch
+	// Reactions on messages (reactions.go).
+	ReactionStore
+	// Threads of replies (replies.go).
+	ThreadStore
 	// PeopleStore: the member listing, roles, room info, removals and
 	// bans (people.go).
 	PeopleStore
@@ -152,6 +156,11 @@ type NewMessage struct {
 	SenderName string
 	Body       string
 	ClientID   string
+	// ReplyTo, when above 0, is the seq of the message of the same room
+	// this one replies to (replies.go): it must exist (CodeInvalid
+	// otherwise) and not be deleted (CodeConflict); a reply to a reply
+	// replies to its root.
+	ReplyTo int64
 }
 
 // MaxClientID is the longest idempotency key (client_id), in bytes.

@@ -105,6 +105,15 @@ func fill(t testing.TB, s parley.Store) string {
 	if _, _, err := s.DeleteMessage(ctx, parley.Deletion{RoomID: room.ID, Seq: 2, ActorID: b.ID, ClientID: "d-1"}); err != nil {
 		t.Fatalf("delete: %v", err)
 	}
+	if _, _, err := s.Send(ctx, parley.NewMessage{RoomID: room.ID, SenderID: c.ID, SenderName: c.Name, Body: "a reply", ReplyTo: 1}); err != nil {
+		t.Fatalf("reply: %v", err)
+	}
+	for _, x := range []parley.React{{Seq: 1, UserID: b.ID, Emoji: "👍"}, {Seq: 1, UserID: c.ID, Emoji: "👍"}, {Seq: 3, UserID: c.ID, Emoji: ":tada:"}} {
+		x.RoomID, x.Add = room.ID, true
+		if _, _, err := s.React(ctx, x); err != nil {
+			t.Fatalf("react: %v", err)
+		}
+	}
 	if _, err := s.RemoveMember(ctx, room.ID, a.ID, d.ID, true); err != nil {
 		t.Fatalf("ban: %v", err)
 	}
@@ -177,6 +186,9 @@ func TestRoundTripSQLite(t *testing.T) {
 		}
 		if got, want := strings.Count(string(file), `"type":"api_key"`), map[bool]int{true: 2}[secrets]; got != want {
 			t.Errorf("secrets %v: %d API keys in the file, want %d", secrets, got, want)
+		}
+		if got := strings.Count(string(file), `"type":"reaction"`); got != 3 || !strings.Contains(string(file), `"reactions":[{"emoji":"👍","count":2,"me":false}]`) {
+			t.Errorf("secrets %v: %d reaction records in the file, want 3, and message 1's counts", secrets, got)
 		}
 		if got := strings.Contains(string(file), `"password_hash"`); got != secrets {
 			t.Errorf("secrets %v: file holds password hashes: %v", secrets, got)
@@ -333,7 +345,7 @@ func TestExportRoom(t *testing.T) {
 			t.Errorf("room %s in the export of room %s", r.Room.ID, room)
 		}
 	}
-	if c := rd.Counts(); c.Rooms != 1 || c.Users != 4 || c.Messages != 7 || c.Members != 3 || c.Bans != 1 || c.ChangeKeys != 2 || c.Tokens != 0 {
+	if c := rd.Counts(); c.Rooms != 1 || c.Users != 4 || c.Messages != 8 || c.Members != 3 || c.Bans != 1 || c.ChangeKeys != 2 || c.Tokens != 0 {
 		t.Errorf("the room's export holds %+v", c)
 	}
 	dst, dstPath := MustSQLite(t)
@@ -342,7 +354,7 @@ func TestExportRoom(t *testing.T) {
 		t.Errorf("the imported room exports as\n%s\nwant\n%s", got, file)
 	}
 	page, err := dst.Messages(ctx, room, parley.Newest(50))
-	if err != nil || len(page) != 7 || page[0].Seq != 7 || !page[5].Deleted() {
+	if err != nil || len(page) != 8 || page[0].Seq != 8 || !page[6].Deleted() || page[0].ReplyTo == nil || page[7].Thread == nil {
 		t.Errorf("history of the imported room: %d messages, %v", len(page), err)
 	}
 	if _, err := sqlite.OpenSnapshot(ctx, dstPath); err != nil {
@@ -417,7 +429,7 @@ func TestImportBadFile(t *testing.T) {
 		{"half a line", file[:len(file)-20], bulk.ErrInvalid},
 		{"garbled", strings.Replace(file, `"type":"message"`, `"type":"massage"`, 1), bulk.ErrInvalid},
 		{"seq out of order", strings.Replace(file, `"seq":3`, `"seq":1`, 1), bulk.ErrInvalid},
-		{"counts", strings.Replace(file, `"messages":9`, `"messages":8`, 1), bulk.ErrInvalid},
+		{"counts", strings.Replace(file, `"messages":10`, `"messages":9`, 1), bulk.ErrInvalid},
 		{"after the end", file + ls[1] + "\n", bulk.ErrInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -534,7 +546,9 @@ var exported = map[string]map[string]bool{
 	"members": {"room_id": true, "user_id": true, "read_seq": true, "joined_at": true, "role": true},
 	"bans":    {"room_id": true, "user_id": true, "actor_id": true, "banned_at": true},
 	"messages": {"room_id": true, "seq": true, "id": true, "sender_id": true, "sender_name": true, "body": true,
-		"client_id": true, "sent_at": true, "edited_at": true, "deleted_at": true, "change": true},
+		"client_id": true, "sent_at": true, "edited_at": true, "deleted_at": true, "change": true, "reactions": true,
+		"reply_seq": true, "reply_sender": true, "reply_excerpt": true, "thread": true},
+	"message_reactions": {"room_id": true, "seq": true, "emoji": true, "user_id": true, "created_at": true},
 	"change_keys":       {"room_id": true, "user_id": true, "client_id": true, "seq": true, "deleted": true, "change": true},
 	"schema_migrations": nil, // the target's own
 	// Outgoing webhooks are the server's configuration, not its users'

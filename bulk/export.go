@@ -35,6 +35,8 @@ type Source interface {
 	Messages(ctx context.Context, roomID string, each func(*parley.Message) error) error
 	// ChangeKeys streams the room's change keys, by user and client_id.
 	ChangeKeys(ctx context.Context, roomID string, each func(*ChangeKey) error) error
+	// Reactions streams the room's reactions, by seq, emoji and user.
+	Reactions(ctx context.Context, roomID string, each func(*Reaction) error) error
 	// Bans streams the room's bans, by user.
 	Bans(ctx context.Context, roomID string, each func(*parley.Ban) error) error
 	// Members streams the room's members, by user.
@@ -99,6 +101,9 @@ func Export(ctx context.Context, src Source, w io.Writer, opt Options) (Counts, 
 		err := src.Messages(ctx, id, func(m *parley.Message) error { return put(&line{Type: typeMessage, Message: m}, &c.Messages) })
 		if err == nil {
 			err = src.ChangeKeys(ctx, id, func(k *ChangeKey) error { return put(&line{Type: typeChangeKey, ChangeKey: k}, &c.ChangeKeys) })
+		}
+		if err == nil {
+			err = src.Reactions(ctx, id, func(x *Reaction) error { return put(&line{Type: typeReaction, Reaction: x}, &c.Reactions) })
 		}
 		if err == nil {
 			err = src.Bans(ctx, id, func(b *parley.Ban) error { return put(&line{Type: typeBan, Ban: b}, &c.Bans) })

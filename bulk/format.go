@@ -85,6 +85,17 @@ type ChangeKey struct {
 	Change   int64  `json:"change"`
 }
 
+// Reaction is one user's emoji on a message (parley.ReactionStore): the
+// message's counts travel with it (parley.Message.Reactions), who reacted
+// in these records.
+type Reaction struct {
+	RoomID    string    `json:"room_id"`
+	Seq       int64     `json:"seq"`
+	Emoji     string    `json:"emoji"`
+	UserID    string    `json:"user_id"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
 // Counts is how many records of each type a file holds (its end line) or
 // an import wrote.
 type Counts struct {
@@ -97,6 +108,7 @@ type Counts struct {
 	Bans       int64 `json:"bans"`
 	Messages   int64 `json:"messages"`
 	ChangeKeys int64 `json:"change_keys"`
+	Reactions  int64 `json:"reactions"`
 }
 
 // Add adds o's counts to c.
@@ -110,11 +122,12 @@ func (c *Counts) Add(o Counts) {
 	c.Bans += o.Bans
 	c.Messages += o.Messages
 	c.ChangeKeys += o.ChangeKeys
+	c.Reactions += o.Reactions
 }
 
 // Records is the number of records counted.
 func (c Counts) Records() int64 {
-	return c.Users + c.Tokens + c.APIKeys + c.NameHolds + c.Rooms + c.Members + c.Bans + c.Messages + c.ChangeKeys
+	return c.Users + c.Tokens + c.APIKeys + c.NameHolds + c.Rooms + c.Members + c.Bans + c.Messages + c.ChangeKeys + c.Reactions
 }
 
 // line is every line after the header: Type says which one other field
@@ -130,6 +143,7 @@ type line struct {
 	Ban       *parley.Ban     `json:"ban,omitempty"`
 	Message   *parley.Message `json:"message,omitempty"`
 	ChangeKey *ChangeKey      `json:"change_key,omitempty"`
+	Reaction  *Reaction       `json:"reaction,omitempty"`
 	Counts    *Counts         `json:"counts,omitempty"` // the end line
 }
 
@@ -143,6 +157,7 @@ const (
 	typeRoom      = "room"
 	typeMessage   = "message"
 	typeChangeKey = "change_key"
+	typeReaction  = "reaction"
 	typeBan       = "ban"
 	typeMember    = "member"
 	typeEnd       = "end"

@@ -18,13 +18,14 @@ type Batch struct {
 	Rooms      []Room
 	Messages   []parley.Message
 	ChangeKeys []ChangeKey
+	Reactions  []Reaction
 	Bans       []parley.Ban
 	Members    []parley.Member
 }
 
 func (b *Batch) len() int {
 	return len(b.Users) + len(b.Tokens) + len(b.APIKeys) + len(b.NameHolds) + len(b.Rooms) + len(b.Messages) +
-		len(b.ChangeKeys) + len(b.Bans) + len(b.Members)
+		len(b.ChangeKeys) + len(b.Reactions) + len(b.Bans) + len(b.Members)
 }
 
 func (b *Batch) add(r Record) {
@@ -43,6 +44,8 @@ func (b *Batch) add(r Record) {
 		b.Messages = append(b.Messages, *r.Message)
 	case r.ChangeKey != nil:
 		b.ChangeKeys = append(b.ChangeKeys, *r.ChangeKey)
+	case r.Reaction != nil:
+		b.Reactions = append(b.Reactions, *r.Reaction)
 	case r.Ban != nil:
 		b.Bans = append(b.Bans, *r.Ban)
 	case r.Member != nil:
@@ -52,17 +55,18 @@ func (b *Batch) add(r Record) {
 
 func (b *Batch) reset() {
 	*b = Batch{Users: b.Users[:0], Tokens: b.Tokens[:0], APIKeys: b.APIKeys[:0], NameHolds: b.NameHolds[:0], Rooms: b.Rooms[:0],
-		Messages: b.Messages[:0], ChangeKeys: b.ChangeKeys[:0], Bans: b.Bans[:0], Members: b.Members[:0]}
+		Messages: b.Messages[:0], ChangeKeys: b.ChangeKeys[:0], Reactions: b.Reactions[:0], Bans: b.Bans[:0], Members: b.Members[:0]}
 }
 
 // Sink is a store an import writes into.
 type Sink interface {
 	// Import writes b in one transaction, in the order users, tokens,
-	// API keys, name holds, rooms, messages, change keys, bans, members, and
+	// API keys, name holds, rooms, messages, change keys, reactions, bans, members, and
 	// returns how many records it wrote. A record already there is
 	// skipped (the target's version stays): a user by id, a token by
 	// hash, an API key by id, a name hold by name, a room by id, a message by room and
-	// seq, a change key by room, user and client_id, a ban and a member
+	// seq, a change key by room, user and client_id, a reaction by room,
+	// seq, emoji and user, a ban and a member
 	// by room and user. A room's counters (last_seq, last_change,
 	// last_activity_at) only move forward, to cover its messages, and
 	// its member_count is its members' count. It fails with

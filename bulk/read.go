@@ -29,7 +29,7 @@ const maxLine = 16 << 20
 // The order of the record types in a file (see the type constants).
 var rank = map[string]int{
 	typeUser: 1, typeToken: 2, typeAPIKey: 3, typeNameHold: 4, typeRoom: 5,
-	typeMessage: 6, typeChangeKey: 7, typeBan: 8, typeMember: 9, typeEnd: 10,
+	typeMessage: 6, typeChangeKey: 7, typeReaction: 8, typeBan: 9, typeMember: 10, typeEnd: 11,
 }
 
 // Reader reads a parley-export file a record at a time, checking each
@@ -109,6 +109,7 @@ type Record struct {
 	Room      *Room
 	Message   *parley.Message
 	ChangeKey *ChangeKey
+	Reaction  *Reaction
 	Ban       *parley.Ban
 	Member    *parley.Member
 }
@@ -143,7 +144,7 @@ func (rd *Reader) Next() (Record, error) {
 		return rd.Next()
 	}
 	return Record{User: l.User, Token: l.Token, APIKey: l.APIKey, NameHold: l.NameHold, Room: l.Room, Message: l.Message,
-		ChangeKey: l.ChangeKey, Ban: l.Ban, Member: l.Member}, nil
+		ChangeKey: l.ChangeKey, Reaction: l.Reaction, Ban: l.Ban, Member: l.Member}, nil
 }
 
 // Counts is what the records read so far hold.
@@ -161,7 +162,7 @@ func (rd *Reader) check(l *line) error {
 	}
 	var set int
 	for _, p := range []bool{l.User != nil, l.Token != nil, l.APIKey != nil, l.NameHold != nil, l.Room != nil, l.Message != nil,
-		l.ChangeKey != nil, l.Ban != nil, l.Member != nil, l.Counts != nil} {
+		l.ChangeKey != nil, l.Reaction != nil, l.Ban != nil, l.Member != nil, l.Counts != nil} {
 		if p {
 			set++
 		}
@@ -233,6 +234,15 @@ func (rd *Reader) check(l *line) error {
 			return rd.bad("a change key of room %q: want room %q, a user, a client_id and a seq of the room", k.RoomID, rd.room.ID)
 		}
 		rd.count.ChangeKeys++
+	case typeReaction:
+		x := l.Reaction
+		if x.RoomID != rd.room.ID || x.UserID == "" || x.Seq < 1 || x.Seq > rd.room.LastSeq {
+			return rd.bad("a reaction of room %q: want room %q, a user and a seq of the room", x.RoomID, rd.room.ID)
+		}
+		if err := parley.CheckEmoji(x.Emoji); err != nil {
+			return rd.bad("reaction on message %d: %v", x.Seq, err)
+		}
+		rd.count.Reactions++
 	case typeBan:
 		if b := l.Ban; b.RoomID != rd.room.ID || b.UserID == "" || b.ActorID == "" {
 			return rd.bad("a ban of room %q: want room %q, a user and an actor", b.RoomID, rd.room.ID)

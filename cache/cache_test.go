@@ -193,7 +193,7 @@ func equalEntries(a, b []parley.RoomEntry) bool {
 	for i := range a {
 		if a[i].Room != b[i].Room || a[i].Unread != b[i].Unread ||
 			(a[i].LastMessage == nil) != (b[i].LastMessage == nil) ||
-			a[i].LastMessage != nil && *a[i].LastMessage != *b[i].LastMessage {
+			a[i].LastMessage != nil && !reflect.DeepEqual(*a[i].LastMessage, *b[i].LastMessage) {
 			return false
 		}
 	}
@@ -343,13 +343,13 @@ func TestReadYourWrites(t *testing.T) {
 		t.Errorf("Rooms(bob) after Join = %s, want the room", entries(list))
 	}
 	m := e.mustSend(t, r, alice, "hi")
-	if page, _ := e.c.Messages(ctx, r.ID, parley.Newest(10)); len(page) == 0 || page[0] != m {
+	if page, _ := e.c.Messages(ctx, r.ID, parley.Newest(10)); len(page) == 0 || !reflect.DeepEqual(page[0], m) {
 		t.Errorf("Messages after Send = %v, want %d first", seqs(page), m.Seq)
 	}
 	if got, _ := e.c.Room(ctx, r.ID); got.LastSeq != m.Seq {
 		t.Errorf("Room.LastSeq after Send = %d, want %d", got.LastSeq, m.Seq)
 	}
-	if list, _, _ := e.c.Rooms(ctx, bob.ID, "", 10); len(list) != 1 || list[0].Unread != 1 || *list[0].LastMessage != m {
+	if list, _, _ := e.c.Rooms(ctx, bob.ID, "", 10); len(list) != 1 || list[0].Unread != 1 || !reflect.DeepEqual(*list[0].LastMessage, m) {
 		t.Errorf("Rooms(bob) after Send = %s, want 1 unread", entries(list))
 	}
 	if _, err := e.c.MarkRead(ctx, r.ID, bob.ID, m.Seq); err != nil {
@@ -436,10 +436,10 @@ func TestSharedResults(t *testing.T) {
 	if !slices.Equal(ids, wantIDs) {
 		t.Errorf("a held Members slice changed from %v to %v", wantIDs, ids)
 	}
-	if !slices.Equal(page, wantPage) {
+	if !reflect.DeepEqual(page, wantPage) {
 		t.Errorf("a held page changed from %v to %v", seqs(wantPage), seqs(page))
 	}
-	if *list[0].LastMessage != wantLast {
+	if !reflect.DeepEqual(*list[0].LastMessage, wantLast) {
 		t.Errorf("a held LastMessage changed from %d to %d", wantLast.Seq, list[0].LastMessage.Seq)
 	}
 	if after, _ := e.c.Members(ctx, r.ID); !slices.Equal(after, []string{bob.ID}) {

@@ -39,17 +39,54 @@ func (s *Store) Changed(ctx context.Context, roomID string, after int64, limit i
 
 // isChange reports whether ev changed a stored message.
 func isChange(ev *parley.Event) bool {
-	return ev.Kind == parley.EventEdited || ev.Kind == parley.EventDeleted
+	return ev.Kind.ChangesMessage()
 }
 
 // applyChange puts the new version of a message the window holds in a
 // copy of the window, unless the window has that version or a newer one.
-func (w *window) applyChange(m *parley.Message, max int) {
-	if !w.ok || m.Seq < w.lo() || m.Seq > w.hi || w.at(m.Seq).Change >= m.Change {
+// An edit or a deletion of a thread's root rewrites the excerpt of the
+// root's replies the window holds (replies.go at the root), unless the
+// window holds a newer version of the root.
+func (w *window) applyChange(ev *parley.Event, max int) {
+	m := &ev.Message
+	if !w.ok {
 		return
 	}
-	w.regrow(nil, max)
-	*w.at(m.Seq) = *m
+	held := m.Seq >= w.lo() && m.Seq <= w.hi
+	if held && w.at(m.Seq).Change > m.Change {
+		return
+	}
+	if held && w.at(m.Seq).Change < m.Change {
+		w.regrow(nil, max)
+		*w.at(m.Seq) = *m
+	}
+	if m.Thread != nil && (ev.Kind == parley.EventEdited || ev.Kind == parley.EventDeleted) {
+		if ms, ok := withExcerpt(w.msgs(), m); ok {
+			w.buf, w.start = ms, 0
+		}
+	}
+}
+
+// withExcerpt returns a copy of msgs with the excerpt of root's replies
+// rewritten from root's text, and true, when one of them shows another;
+// msgs itself and false otherwise (msgs may be shared).
+func withExcerpt(msgs []parley.Message, root *parley.Message) ([]parley.Message, bool) {
+	ex := parley.Excerpt(root.Body)
+	var out []parley.Message
+	for i := range msgs {
+		r := msgs[i].ReplyTo
+		if r == nil || r.Seq != root.Seq || r.Excerpt == ex {
+			continue
+		}
+		if out == nil {
+			out = append([]parley.Message(nil), msgs...)
+		}
+		out[i].ReplyTo = &parley.ReplyRef{Seq: r.Seq, SenderName: r.SenderName, Excerpt: ex}
+	}
+	if out == nil {
+		return msgs, false
+	}
+	return out, true
 }
 
 // replayChanges returns older (a newest-first run loaded from the inner
@@ -60,6 +97,11 @@ func replayChanges(older []parley.Message, events []parley.Event) []parley.Messa
 		ev := &events[i]
 		if !isChange(ev) || len(older) == 0 {
 			continue
+		}
+		if ev.Message.Thread != nil && (ev.Kind == parley.EventEdited || ev.Kind == parley.EventDeleted) {
+			if ms, ok := withExcerpt(older, &ev.Message); ok {
+				older, copied = ms, true
+			}
 		}
 		k := older[0].Seq - ev.Message.Seq // newest first
 		if k < 0 || k >= int64(len(older)) || older[k].Seq != ev.Message.Seq || older[k].Change >= ev.Message.Change {
@@ -72,4 +114,26 @@ func replayChanges(older []parley.Message, events []parley.Event) []parley.Messa
 		older[k] = ev.Message
 	}
 	return older
+}
+
+// React passes through to the inner store; its event (EventReaction, the
+// message's new version) updates the cache as an edit's does.
+func (s *Store) React(ctx context.Context, r parley.React) (parley.Message, bool, error) {
+	return s.inner.React(ctx, r)
+}
+
+// Reactors passes through to the inner store.
+func (s *Store) Reactors(ctx context.Context, roomID string, seq int64, emoji string, limit int) ([]parley.User, error) {
+	return s.inner.Reactors(ctx, roomID, seq, emoji, limit)
+}
+
+// MyReactions passes through to the inner store.
+func (s *Store) MyReactions(ctx context.Context, roomID, userID string, seqs []int64) (map[int64][]string, error) {
+	return s.inner.MyReactions(ctx, roomID, userID, seqs)
+}
+
+// Replies passes through to the inner store: a thread is read where it is
+// kept.
+func (s *Store) Replies(ctx context.Context, roomID string, root, after int64, limit int) ([]parley.Message, error) {
+	return s.inner.Replies(ctx, roomID, root, after, limit)
 }

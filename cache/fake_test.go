@@ -512,3 +512,19 @@ func sortedIDs(ids []string) []string {
 	slices.Sort(out)
 	return out
 }
+
+func (f *fakeStore) React(ctx context.Context, r parley.React) (parley.Message, bool, error) {
+	return parley.Message{}, false, parley.Errorf(parley.CodeInvalid, "fake: no reactions")
+}
+
+func (f *fakeStore) Reactors(ctx context.Context, roomID string, seq int64, emoji string, limit int) ([]parley.User, error) {
+	return nil, nil
+}
+
+func (f *fakeStore) MyReactions(ctx context.Context, roomID, userID string, seqs []int64) (map[int64][]string, error) {
+	return nil, nil
+}
+
+func (f *fakeStore) Replies(ctx context.Context, roomID string, root, after int64, limit int) ([]parley.Message, error) {
+	return nil, nil
+}

@@ -3,6 +3,7 @@ package cache_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -207,7 +208,7 @@ func (e *env) writer(t *testing.T, rng *rand.Rand, own []parley.User, n int) {
 				return
 			}
 			page, err := e.c.Messages(ctx, r.ID, parley.Page{After: m.Seq - 1, Limit: 1})
-			if err != nil || len(page) != 1 || page[0] != m {
+			if err != nil || len(page) != 1 || !reflect.DeepEqual(page[0], m) {
 				t.Errorf("Messages right after Send of %d = %v, %v", m.Seq, seqs(page), err)
 			}
 			if got, _ := e.c.Room(ctx, r.ID); got.LastSeq < m.Seq {

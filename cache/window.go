@@ -64,7 +64,7 @@ func (w *window) apply(ev *parley.Event, max int) {
 	case ev.Kind == parley.EventRoom:
 		*w = emptyWindow()
 	case isChange(ev):
-		w.applyChange(&ev.Message, max)
+		w.applyChange(ev, max)
 	case ev.Kind != parley.EventMessage || !w.ok:
 	case ev.Message.Seq <= w.hi:
 	case ev.Message.Seq == w.hi+1:

@@ -278,6 +278,16 @@ const MaxClientID = parley.MaxClientID
 // Send stores a message from member u. A repeated clientID returns the
 // original message with created false.
 func (s *Service) Send(ctx context.Context, u parley.User, roomID, body, clientID string) (parley.Message, bool, error) {
+	return s.SendReply(ctx, u, roomID, body, clientID, 0)
+}
+
+// SendReply is Send of a reply to message replyTo of the room (0: no
+// reply; replies.go): a seq that is no message of the room is
+// CodeInvalid, a deleted message CodeConflict.
+func (s *Service) SendReply(ctx context.Context, u parley.User, roomID, body, clientID string, replyTo int64) (parley.Message, bool, error) {
+	if replyTo < 0 {
+		return parley.Message{}, false, parley.Errorf(parley.CodeInvalid, "reply_to must be a seq of 1 or more")
+	}
 	if err := s.CheckBody(body); err != nil {
 		return parley.Message{}, false, err
 	}
@@ -288,7 +298,7 @@ func (s *Service) Send(ctx context.Context, u parley.User, roomID, body, clientI
 		return parley.Message{}, false, err
 	}
 	m, created, err := s.store.Send(ctx, parley.NewMessage{
-		RoomID: roomID, SenderID: u.ID, SenderName: u.Name, Body: body, ClientID: clientID,
+		RoomID: roomID, SenderID: u.ID, SenderName: u.Name, Body: body, ClientID: clientID, ReplyTo: replyTo,
 	})
 	if err == nil && created {
 		s.accepted.Inc()

@@ -34,7 +34,8 @@ import (
 //
 // since-change: N on SUBSCRIBE to /topic/rooms.{id}.events replays, after
 // the RECEIPT, every change of the room after N as it stands now (one
-// edited or deleted event per changed message, at its latest change, in
+// event per changed message, roomevents.ReplayEvent: edited, deleted,
+// reaction or thread, at its latest change, in
 // change order: a message edited then deleted while the client was away
 // comes once, deleted), read from the store page by page, then goes live.
 // The subscription is held (roomevents.Sub.Hold) from its registration on,
@@ -168,7 +169,7 @@ func (s *session) replay(sub *subscription, after int64) error {
 			if sub.Removed() {
 				return nil // the user left: Events dropped it (and said so for a removal)
 			}
-			if err := sub.deliverEventWait(sub.ctx, roomevents.ChangeEvent(&page[i])); err != nil {
+			if err := sub.deliverEventWait(sub.ctx, roomevents.ReplayEvent(&page[i])); err != nil {
 				return err
 			}
 			after = page[i].Change

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"parley"
@@ -55,6 +56,14 @@ func prepareMessage(m *parley.Message, shape int) *encodedMessage {
 		if withClientID && m.ClientID != "" {
 			f.Add("client-id", m.ClientID)
 		}
+		// A reply names its thread's root (design §3b): its seq, sender
+		// and excerpt, the excerpt on one line (STOMP 1.0 headers cannot
+		// carry a line feed).
+		if r := m.ReplyTo; r != nil {
+			f.AddInt("reply-to", r.Seq)
+			f.Add("reply-to-sender", r.SenderName)
+			f.Add("reply-to-excerpt", oneLine(r.Excerpt))
+		}
 		// A replay (since-seq, a history page) carries messages as they
 		// stand: say what changed them, so that a tombstone is not an
 		// empty message (design §3b "Replays say what they carry").
@@ -98,4 +107,12 @@ func encodeControl(f *stomp.Frame, v stomp.Version) []byte {
 		b, _ = stomp.AppendFrame(nil, &e, v)
 	}
 	return b
+}
+
+// oneLine is s with its line breaks as spaces, for a header.
+func oneLine(s string) string {
+	if !strings.ContainsAny(s, "\r\n") {
+		return s
+	}
+	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
 }

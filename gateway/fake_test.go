@@ -373,3 +373,18 @@ func (c *fakeChat) Changed(ctx context.Context, u parley.User, roomID string, af
 	}
 	return out, nil
 }
+
+// React: the fake has no reactions (cmd/parley's TestStompReactions runs
+// them over the real store).
+func (c *fakeChat) React(ctx context.Context, u parley.User, roomID string, seq int64, emoji string, add bool) (parley.Message, bool, error) {
+	return parley.Message{}, false, parley.Errorf(parley.CodeInvalid, "fake: no reactions")
+}
+
+// SendReply: the fake sends a message that is no reply as Send does, and
+// has no replies (cmd/parley's TestReplies runs them over the real store).
+func (c *fakeChat) SendReply(ctx context.Context, u parley.User, roomID, body, clientID string, replyTo int64) (parley.Message, bool, error) {
+	if replyTo != 0 {
+		return parley.Message{}, false, parley.Errorf(parley.CodeInvalid, "fake: no replies")
+	}
+	return c.Send(ctx, u, roomID, body, clientID)
+}

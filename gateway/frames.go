@@ -62,6 +62,12 @@ func (s *session) handleFrame(f *stomp.Frame, rs *readState, connected bool) boo
 		err = s.unsubscribe(f)
 	case f.Command == stomp.Send && isTypingDest(f.Get("destination")):
 		err = s.typing(f) // events.go
+	case f.Command == stomp.Send && isReactSend(f):
+		var m parley.Message
+		if m, err = s.react(f); err == nil && receipt != nil {
+			s.changeReceipt(receipt, &m) // reactions.go
+			receipt = nil
+		}
 	case f.Command == stomp.Send && isChangeSend(f):
 		var m parley.Message
 		if m, err = s.change(f); err == nil && receipt != nil {
@@ -455,7 +461,15 @@ func (s *session) send(f *stomp.Frame) (parley.Message, error) {
 	// SendTimeout cuts it short.
 	ctx, cancel := context.WithTimeout(s.srv.sendCtx, s.srv.cfg.SendTimeout)
 	defer cancel()
-	m, _, err := s.srv.chat.Send(ctx, u, string(dest[len(appPrefix):]), string(f.Body), clientID)
+	var replyTo int64
+	if v, ok := f.Lookup("reply-to"); ok {
+		n, err := strconv.ParseInt(string(v), 10, 64)
+		if err != nil || n < 1 {
+			return parley.Message{}, parley.Errorf(parley.CodeInvalid, "reply-to must be a seq of 1 or more")
+		}
+		replyTo = n
+	}
+	m, _, err := s.srv.chat.SendReply(ctx, u, string(dest[len(appPrefix):]), string(f.Body), clientID, replyTo)
 	switch {
 	case err == nil:
 	case errors.Is(err, context.DeadlineExceeded):

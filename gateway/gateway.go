@@ -46,6 +46,12 @@ type Chat interface {
 	EditMessage(ctx context.Context, u parley.User, roomID string, seq int64, body, clientID string) (parley.Message, error)
 	DeleteMessage(ctx context.Context, u parley.User, roomID string, seq int64, clientID string) (parley.Message, error)
 	Changed(ctx context.Context, u parley.User, roomID string, after int64, limit int) ([]parley.Message, error)
+	// SendReply is Send of a reply to message replyTo of the room (0:
+	// none), as chat.Service does.
+	SendReply(ctx context.Context, u parley.User, roomID, body, clientID string, replyTo int64) (m parley.Message, created bool, err error)
+	// React adds (add) or removes u's emoji on a message, as
+	// chat.Service does (reactions.go).
+	React(ctx context.Context, u parley.User, roomID string, seq int64, emoji string, add bool) (parley.Message, bool, error)
 }
 
 // Config configures a Server. Zero fields take the documented defaults.

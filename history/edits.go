@@ -1,6 +1,10 @@
 package history
 
-import "parley"
+import (
+	"container/list"
+
+	"parley"
+)
 
 // Apply forgets the blocks that hold a message an edit or a deletion
 // changed (EventEdited, EventDeleted), so that the next page of them is
@@ -14,15 +18,31 @@ func (s *Store) Apply(events []parley.Event) {
 	defer s.mu.Unlock()
 	for i := range events {
 		ev := &events[i]
-		if ev.Kind != parley.EventEdited && ev.Kind != parley.EventDeleted {
+		if !ev.Kind.ChangesMessage() {
 			continue
 		}
 		s.changes++
+		if ev.Message.Thread != nil && (ev.Kind == parley.EventEdited || ev.Kind == parley.EventDeleted) {
+			// The root's replies, in any block, show an excerpt of its
+			// text: forget every block of the room (rare: a thread's root
+			// edited or deleted).
+			for key, e := range s.blocks {
+				if key.room == ev.Message.RoomID {
+					s.forgetLocked(key, e)
+				}
+			}
+			continue
+		}
 		key := blockKey{ev.Message.RoomID, s.blockOf(ev.Message.Seq)}
 		if e, ok := s.blocks[key]; ok {
-			b := s.lru.Remove(e).(*block)
-			delete(s.blocks, key)
-			s.bytes -= b.bytes
+			s.forgetLocked(key, e)
 		}
 	}
+}
+
+// forgetLocked drops a block. s.mu is held.
+func (s *Store) forgetLocked(key blockKey, e *list.Element) {
+	b := s.lru.Remove(e).(*block)
+	delete(s.blocks, key)
+	s.bytes -= b.bytes
 }

@@ -46,3 +46,43 @@ func TestChangesForgetBlocks(t *testing.T) {
 		t.Errorf("the block was not cached again after the changes")
 	}
 }
+
+// TestRootEditForgetsReplies: an edit and a deletion of a thread's root
+// show in the excerpt of its replies in cached blocks other than the
+// root's.
+func TestRootEditForgetsReplies(t *testing.T) {
+	var h *history.Store
+	inner := &counting{Store: openSQLite(t, func(evs []parley.Event) { h.Apply(evs) })}
+	h = history.New(inner, history.Config{})
+	u := parleytest.MustCreateUser(t, h, "ann")
+	r := parleytest.MustCreateRoom(t, h, u, "long", 0)
+	parleytest.MustSend(t, h, r, u, "the root")
+	for i := range 250 {
+		if i == 150 {
+			parleytest.MustReply(t, h, r, u, 1, "a late reply") // seq 152, in another block
+			continue
+		}
+		parleytest.MustSend(t, h, r, u, fmt.Sprint("message ", i+2))
+	}
+	older := parley.Page{Before: 161, After: -1, Limit: 20} // seqs 141..160
+	excerpt := func() string {
+		t.Helper()
+		got, err := h.Messages(ctx, r.ID, older)
+		if err != nil || len(got) != 20 || got[8].Seq != 152 || got[8].ReplyTo == nil {
+			t.Fatalf("Messages() = %v, %v", seqsOf(got), err)
+		}
+		return got[8].ReplyTo.Excerpt
+	}
+	if got := excerpt(); got != "the root" {
+		t.Fatalf("excerpt = %q, want the root's text", got)
+	}
+	excerpt() // from the block now
+	parleytest.MustEdit(t, h, r, u, 1, "the root, edited")
+	if got := excerpt(); got != "the root, edited" {
+		t.Errorf("excerpt after the root's edit = %q", got)
+	}
+	parleytest.MustDelete(t, h, r, u, 1)
+	if got := excerpt(); got != "" {
+		t.Errorf("excerpt after the root's deletion = %q, want none", got)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -103,7 +104,7 @@ func TestPagesMatchInnerStore(t *testing.T) {
 				t.Fatalf("%s: Messages(%+v) seqs = %s, want %s", round, p, seqsOf(got), seqsOf(want))
 			}
 			for i := range got {
-				if got[i] != want[i] {
+				if !reflect.DeepEqual(got[i], want[i]) {
 					t.Fatalf("%s: Messages(%+v)[%d] = %+v, want %+v", round, p, i, got[i], want[i])
 				}
 			}

@@ -32,6 +32,10 @@ func kindName(k parley.EventKind) string {
 		return "role"
 	case parley.EventUnban:
 		return "unban"
+	case parley.EventReaction:
+		return "reaction"
+	case parley.EventThread:
+		return "thread"
 	}
 	return fmt.Sprintf("kind(%d)", k)
 }

@@ -48,6 +48,8 @@ func RunStoreTests(t *testing.T, newStore NewStoreFunc) {
 		{"UnknownRoom", testUnknownRoom},
 		{"MembersOnly", testMembersOnly},
 		{"Changes", testChanges},
+		{"Reactions", testReactions},
+		{"Replies", testReplies},
 	}
 	for _, tt := range append(tests, peopleTests...) {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, newStore) })

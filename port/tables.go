@@ -74,10 +74,13 @@ var tables = []table{
 		{"room_id", kText}, {"n", kInt}, {"kind", kText}, {"user_id", kText}, {"actor_id", kText}, {"role", kText},
 		{"read_seq", kInt}, {"joined_at", kOptTime}, {"title", kText}, {"capacity", kInt}, {"member_count", kInt},
 		{"retention_seconds", kInt}, {"last_seq", kInt}, {"last_change", kInt}, {"last_activity_at", kTime}, {"at", kTime}}},
+	{name: "message_reactions", nkey: 4, cols: []column{
+		{"room_id", kText}, {"seq", kInt}, {"emoji", kText}, {"user_id", kText}, {"created_at", kTime}}},
 	{name: "messages", nkey: 2, room: true, cols: []column{
 		{"room_id", kText}, {"seq", kInt}, {"id", kText}, {"sender_id", kText}, {"sender_name", kText},
 		{"body", kText}, {"client_id", kText}, {"sent_at", kTime}, {"edited_at", kOptTime}, {"deleted_at", kOptTime},
-		{"change", kInt}}},
+		{"change", kInt}, {"reactions", kText}, {"reply_seq", kInt}, {"reply_sender", kText}, {"reply_excerpt", kText},
+		{"thread", kText}}},
 }
 
 // notCopied are the tables and columns of either schema the port leaves

@@ -287,6 +287,10 @@ func (o *leave) decode(row pgx.Row) (result, []parley.Event, error) {
 // with CodeNotFound for an unknown room or sender, and with CodeForbidden
 // when the sender is not a member, checked in the send's own transaction.
 func (s *Store) Send(ctx context.Context, m parley.NewMessage) (parley.Message, bool, error) {
+	if m.ReplyTo > 0 {
+		res, err := s.write(ctx, &reply{send{m: m}}) // replies.go
+		return res.msg, res.ok, err
+	}
 	res, err := s.write(ctx, &send{m: m})
 	return res.msg, res.ok, err
 }

@@ -27,7 +27,8 @@ func evRoom(a string) string {
 }
 
 // msgCols are the columns scanMessage reads.
-const msgCols = `id, room_id, seq, sender_id, sender_name, body, client_id, sent_at, edited_at, deleted_at, change`
+const msgCols = `id, room_id, seq, sender_id, sender_name, body, client_id, sent_at, edited_at, deleted_at, change, reactions,
+	reply_seq, reply_sender, reply_excerpt, thread`
 
 // writeQueries are the writer's statements. Each write is one statement
 // that returns its outcome as one row, a logical failure (name taken, room
@@ -38,6 +39,7 @@ type writeQueries struct {
 	join, leave, send, sendMany, markRead, begin, commit, rollback *query
 	// The edits and deletions (edits.go).
 	changes changeWrites
+	reply   *query              // a reply (replies.go)
 	people  *peopleWriteQueries // people.go
 	sends   *sendBatchQueries   // a batch of sends only (sendbatch.go)
 }
@@ -238,6 +240,7 @@ func newWriteQueries(m *metrics, index bool) *writeQueries {
 	bind(m, q.lockRooms, q.insertUser, q.insertToken, q.deleteToken, q.deleteTokens, q.createGroup, q.createDirect,
 		q.join, q.leave, q.send, q.sendMany, q.markRead, q.begin, q.commit, q.rollback)
 	q.changes = newChangeWrites(m, tsv)
+	q.reply = newReplyQuery(m, tsv)
 	q.people = newPeopleWriteQueries(m)
 	q.sends = newSendBatchQueries(m, tsv)
 	return q
@@ -250,6 +253,8 @@ type readQueries struct {
 	messagesBefore, messagesAfter, roomsFirst, roomsAfter *query
 	senderRooms *query             // the rooms a user wrote in (accounts.go)
 	changes     changeReads        // changed_after (edits.go)
+	reactions   reactionReads      // reactions.go
+	thread      *query             // a root's replies (replies.go)
 	search      searchReads        // search.go
 	people      *peopleReadQueries // people.go
 }
@@ -259,7 +264,7 @@ type readQueries struct {
 // joins each room's last message by its key (room_id, seq = last_seq).
 var roomListQuery = `SELECT ` + roomOut("r") + `, m.read_seq,
 		coalesce(g.id, ''), coalesce(g.sender_id, ''), coalesce(g.sender_name, ''), coalesce(g.body, ''),
-		coalesce(g.client_id, ''), coalesce(g.sent_at, 'epoch'), g.edited_at, g.deleted_at, coalesce(g.change, 0)
+		coalesce(g.client_id, ''), coalesce(g.sent_at, 'epoch'), g.edited_at, g.deleted_at, coalesce(g.change, 0), coalesce(g.reactions, '')
 	FROM members m
 	JOIN rooms r ON r.id = m.room_id
 	LEFT JOIN messages g ON g.room_id = r.id AND g.seq = r.last_seq
@@ -291,6 +296,10 @@ func newReadQueries(m *metrics) *readQueries {
 	bind(m, q.ping, q.userByName, q.user, q.tokenUser, q.room, q.roomExists, q.member, q.members,
 		q.memberships, q.messagesBefore, q.messagesAfter, q.roomsFirst, q.roomsAfter)
 	q.changes = newChangeReads(m)
+	q.reactions = newReactionReads(m)
+	q.thread = &query{kind: "replies", text: `SELECT ` + msgCols + ` FROM messages
+		WHERE room_id = $1 AND reply_seq = $2 AND seq > $3 AND reply_seq > 0 ORDER BY seq LIMIT $4`}
+	bind(m, q.thread)
 	q.search = newSearchReads(m)
 	q.people = newPeopleReadQueries(m)
 	return q

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -42,7 +43,79 @@ func scanMessage(row pgx.Row) (parley.Message, error) {
 // fixMessage after the scan.
 func messageDest(m *parley.Message) []any {
 	return []any{&m.ID, &m.RoomID, &m.Seq, &m.SenderID, &m.SenderName, &m.Body, &m.ClientID, &m.SentAt,
-		&m.EditedAt, &m.DeletedAt, &m.Change}
+		&m.EditedAt, &m.DeletedAt, &m.Change, reactionsDest{&m.Reactions},
+		extraDest{m, 0}, extraDest{m, 1}, extraDest{m, 2}, extraDest{m, 3}}
+}
+
+// extraDest scans a reply's columns (reply_seq, reply_sender,
+// reply_excerpt: col 0 to 2, in that order) and a root's thread (col 3)
+// into the message.
+type extraDest struct {
+	m   *parley.Message
+	col int
+}
+
+// Scan implements sql.Scanner.
+func (d extraDest) Scan(src any) error {
+	if d.col == 0 {
+		var n int64
+		switch v := src.(type) {
+		case int64:
+			n = v
+		case int32:
+			n = int64(v)
+		case nil:
+		default:
+			return fmt.Errorf("scan reply_seq: unexpected %T", src)
+		}
+		d.m.ReplyTo = nil
+		if n > 0 {
+			d.m.ReplyTo = &parley.ReplyRef{Seq: n}
+		}
+		return nil
+	}
+	var s string
+	switch v := src.(type) {
+	case nil:
+	case string:
+		s = v
+	case []byte:
+		s = string(v)
+	default:
+		return fmt.Errorf("scan message column: unexpected %T", src)
+	}
+	switch {
+	case d.col == 3:
+		t, err := parley.DecodeThread(s)
+		d.m.Thread = t
+		return err
+	case d.m.ReplyTo == nil:
+	case d.col == 1:
+		d.m.ReplyTo.SenderName = s
+	case d.col == 2:
+		d.m.ReplyTo.Excerpt = s
+	}
+	return nil
+}
+
+// reactionsDest scans the reactions column (parley.EncodeReactions).
+type reactionsDest struct{ rs *[]parley.Reaction }
+
+// Scan implements sql.Scanner.
+func (d reactionsDest) Scan(src any) error {
+	var s string
+	switch v := src.(type) {
+	case nil:
+	case string:
+		s = v
+	case []byte:
+		s = string(v)
+	default:
+		return fmt.Errorf("scan reactions: unexpected %T", src)
+	}
+	rs, err := parley.DecodeReactions(s)
+	*d.rs = rs
+	return err
 }
 
 // fixMessage puts the times of a scanned message in UTC.

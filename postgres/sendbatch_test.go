@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -149,7 +150,7 @@ func testSendBatchOutcomes(t *testing.T, minBatch int, stranger bool) {
 				t.Errorf("send %d = %+v, want the message sent", i, g.msg)
 			}
 		case "same as 1":
-			if g.msg != got[1].msg {
+			if !reflect.DeepEqual(g.msg, got[1].msg) {
 				t.Errorf("send %d = %+v, want send 1's %+v", i, g.msg, got[1].msg)
 			}
 		default:

@@ -84,7 +84,8 @@ return 1`)
 
 func (h *HotStore) windowGen(id string) string { return h.cfg.Prefix + "hot:g:w:" + id }
 
-// applyChange queues the scripts of an EventEdited or EventDeleted on pipe
+// applyChange queues the scripts of an EventEdited, EventDeleted or
+// EventReaction on pipe
 // and returns the invalidation to retry if the pipeline fails.
 func (h *HotStore) applyChange(ctx context.Context, pipe goredis.Pipeliner, ev *parley.Event, ttl string) [][2]string {
 	room, m := ev.Room.ID, &ev.Message
@@ -98,8 +99,24 @@ func (h *HotStore) applyChange(ctx context.Context, pipe goredis.Pipeliner, ev *
 	scriptLastChange.Eval(ctx, pipe, []string{h.lastKey(room)}, seq, change,
 		encodeLast(m, ev.Room.LastActivityAt), create, ttl)
 	scriptWindowChange.Eval(ctx, pipe, []string{h.windowKey(room), h.windowGen(room)}, seq, change, encodeMessage(m), ttl)
+	if m.Thread != nil && (ev.Kind == parley.EventEdited || ev.Kind == parley.EventDeleted) {
+		// A thread's root changed its text: its replies' excerpts in the
+		// window and the last message are stale. Both are dropped (the
+		// generation moves, so no load from an older snapshot stores them
+		// again) and read again from the store, as after their TTL.
+		scriptForgetWindow.Eval(ctx, pipe, []string{h.windowKey(room), h.windowGen(room), h.lastKey(room)}, ttl)
+	}
 	return inv
 }
+
+// scriptForgetWindow: KEYS[1] a room's window, KEYS[2] its generation,
+// KEYS[3] its last message; ARGV[1] the TTL in ms. Drops the window and
+// the last message and moves the generation.
+var scriptForgetWindow = goredis.NewScript(`
+redis.call('INCR', KEYS[2])
+redis.call('PEXPIRE', KEYS[2], ARGV[1])
+redis.call('DEL', KEYS[1], KEYS[3])
+return 1`)
 
 // readWindowGen returns the generation of a room's window ("" for none)
 // before a load, and whether it could be read.
@@ -157,4 +174,14 @@ func (h *HotStore) DeleteMessage(ctx context.Context, d parley.Deletion) (parley
 		h.caughtUp(ctx)
 	}
 	return m, deleted, err
+}
+
+// React implements parley.Store: it returns once the hot data holds the
+// reaction (the message's new counts), as an edit does.
+func (h *HotStore) React(ctx context.Context, r parley.React) (parley.Message, bool, error) {
+	m, changed, err := h.Store.React(ctx, r)
+	if err == nil && changed {
+		h.caughtUp(ctx)
+	}
+	return m, changed, err
 }

@@ -114,5 +114,8 @@ func (h *Handler) messageQuery(w http.ResponseWriter, r *http.Request, q params,
 			return true, err
 		}
 	}
+	if msgs, err = h.chat.WithMine(r.Context(), u, pathRoomID(r), msgs); err != nil {
+		return true, err
+	}
 	return true, writeEncoded(w, func(b []byte) []byte { return appendMessages(b, msgs) })
 }

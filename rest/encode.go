@@ -84,6 +84,49 @@ func appendMessage(b []byte, m *parley.Message) []byte {
 	b = appendOptTime(b, m.DeletedAt)
 	b = append(b, `,"change":`...)
 	b = strconv.AppendInt(b, m.Change, 10)
+	// As encoding/json writes parley.Message (TestEncodeMatchesEncodingJSON):
+	// reactions, reply_to and thread only when there are some.
+	if len(m.Reactions) > 0 {
+		b = append(b, `,"reactions":[`...)
+	}
+	for i := range m.Reactions {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"emoji":`...)
+		b = appendString(b, m.Reactions[i].Emoji)
+		b = append(b, `,"count":`...)
+		b = strconv.AppendInt(b, int64(m.Reactions[i].Count), 10)
+		b = append(b, `,"me":`...)
+		b = strconv.AppendBool(b, m.Reactions[i].Me)
+		b = append(b, '}')
+	}
+	if len(m.Reactions) > 0 {
+		b = append(b, ']')
+	}
+	if r := m.ReplyTo; r != nil {
+		b = append(b, `,"reply_to":{"seq":`...)
+		b = strconv.AppendInt(b, r.Seq, 10)
+		b = append(b, `,"sender_name":`...)
+		b = appendString(b, r.SenderName)
+		b = append(b, `,"excerpt":`...)
+		b = appendString(b, r.Excerpt)
+		b = append(b, '}')
+	}
+	if t := m.Thread; t != nil {
+		b = append(b, `,"thread":{"replies":`...)
+		b = strconv.AppendInt(b, int64(t.Replies), 10)
+		b = append(b, `,"last_reply_at":`...)
+		b = appendTime(b, t.LastReplyAt)
+		b = append(b, `,"participants":[`...)
+		for i, p := range t.Participants {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, p)
+		}
+		b = append(b, "]}"...)
+	}
 	return append(b, '}')
 }
 

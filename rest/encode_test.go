@@ -40,6 +40,11 @@ func TestEncodeMatchesEncodingJSON(t *testing.T) {
 				m.DeletedAt = &at
 			}
 		}
+		if i%4 == 1 { // reactions, a reply, a thread
+			m.Reactions = []parley.Reaction{{Emoji: pick(), Count: rng.IntN(5) + 1, Me: i%8 == 1}, {Emoji: "👍", Count: 1}}
+			m.ReplyTo = &parley.ReplyRef{Seq: rng.Int64N(1 << 30), SenderName: pick(), Excerpt: pick()}
+			m.Thread = &parley.Thread{Replies: rng.IntN(9) + 1, LastReplyAt: times[rng.IntN(len(times))], Participants: []string{pick(), pick()}}
+		}
 		msgs := []parley.Message{m, m}
 		want, _ := json.Marshal(struct {
 			Messages []parley.Message `json:"messages"`

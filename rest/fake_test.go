@@ -412,3 +412,27 @@ func (c *fakeChat) Peer(ctx context.Context, u parley.User, r parley.Room) *parl
 }
 
 func (c *fakeChat) MaxBody() int { return 4096 }
+
+// The fake has no reactions: reactions_test.go runs over the real stack
+// (openStack). WithMine leaves pages as they are.
+func (c *fakeChat) React(ctx context.Context, u parley.User, roomID string, seq int64, emoji string, add bool) (parley.Message, bool, error) {
+	return parley.Message{}, false, parley.Errorf(parley.CodeInvalid, "fake: no reactions")
+}
+
+func (c *fakeChat) Reactors(ctx context.Context, u parley.User, roomID string, seq int64, emoji string, limit int) ([]parley.User, error) {
+	return nil, parley.Errorf(parley.CodeInvalid, "fake: no reactions")
+}
+
+func (c *fakeChat) WithMine(ctx context.Context, u parley.User, roomID string, msgs []parley.Message) ([]parley.Message, error) {
+	return msgs, nil
+}
+
+// The fake has no threads: cmd/parley's TestReplies runs them over the
+// real node.
+func (c *fakeChat) SendReply(ctx context.Context, u parley.User, roomID, body, clientID string, replyTo int64) (parley.Message, bool, error) {
+	return parley.Message{}, false, parley.Errorf(parley.CodeInvalid, "fake: no replies")
+}
+
+func (c *fakeChat) Replies(ctx context.Context, u parley.User, roomID string, root, after int64, limit int) ([]parley.Message, error) {
+	return nil, parley.Errorf(parley.CodeInvalid, "fake: no replies")
+}

@@ -2,6 +2,7 @@ package rest
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -261,7 +262,23 @@ func messageEqual(a, b *parley.Message) bool {
 	return a.Seq == b.Seq && a.Change == b.Change && a.ID == b.ID && a.RoomID == b.RoomID &&
 		a.SenderID == b.SenderID && a.SenderName == b.SenderName && a.Body == b.Body &&
 		a.ClientID == b.ClientID && a.SentAt == b.SentAt &&
-		optTimeEqual(a.EditedAt, b.EditedAt) && optTimeEqual(a.DeletedAt, b.DeletedAt)
+		optTimeEqual(a.EditedAt, b.EditedAt) && optTimeEqual(a.DeletedAt, b.DeletedAt) &&
+		slices.Equal(a.Reactions, b.Reactions) && // Me too: a page is per caller once it has reactions
+		replyEqual(a.ReplyTo, b.ReplyTo) && threadEqual(a.Thread, b.Thread) // an excerpt moves with its root, not the reply's change
+}
+
+func replyEqual(a, b *parley.ReplyRef) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+func threadEqual(a, b *parley.Thread) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Replies == b.Replies && a.LastReplyAt.Equal(b.LastReplyAt) && slices.Equal(a.Participants, b.Participants)
 }
 
 func optTimeEqual(a, b *time.Time) bool {
@@ -293,6 +310,16 @@ func copyMessage(m *parley.Message) parley.Message {
 	if m.DeletedAt != nil {
 		t := *m.DeletedAt
 		c.DeletedAt = &t
+	}
+	c.Reactions = slices.Clone(m.Reactions)
+	if m.ReplyTo != nil {
+		r := *m.ReplyTo
+		c.ReplyTo = &r
+	}
+	if m.Thread != nil {
+		t := *m.Thread
+		t.Participants = slices.Clone(t.Participants)
+		c.Thread = &t
 	}
 	return c
 }

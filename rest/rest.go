@@ -69,6 +69,9 @@ type Chat interface {
 	Changes
 	// Searcher is the searches (search.go).
 	Searcher
+	// Reactions are the reactions, Threads the replies (reactions.go).
+	Reactions
+	Threads
 
 	// People and moderation (chat/people.go): to anyone but a member the
 	// room is unknown (parley.CodeNotFound); a member without the role,
@@ -309,6 +312,7 @@ func (h *Handler) routes() {
 	h.handle("POST /api/hooks/{key}", h.hook) // apikeys.go
 	h.handle("PUT /api/rooms/{id}/read", h.authed(h.markRead))
 	h.changeRoutes()
+	h.reactionRoutes() // reactions.go
 	// People and moderation (people.go).
 	h.handle("GET /api/rooms/{id}/members", h.authed(h.members))
 	h.handle("PATCH /api/rooms/{id}", h.authed(h.updateRoom))

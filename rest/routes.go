@@ -220,6 +220,11 @@ func (h *Handler) historyPage(r *http.Request, u parley.User, q params) (*memoBo
 	if err != nil {
 		return nil, err
 	}
+	// Me of the caller's reactions: a copy of the page when there are
+	// some, so the memo below keeps it apart from the shared page.
+	if msgs, err = h.chat.WithMine(r.Context(), u, room, msgs); err != nil {
+		return nil, err
+	}
 	k := pageKey{room: room, page: p}
 	if m := h.memo.page(k, msgs); m != nil {
 		return m, nil
@@ -231,11 +236,19 @@ func (h *Handler) send(w http.ResponseWriter, r *http.Request) error {
 	var req struct {
 		Body     string `json:"body"`
 		ClientID string `json:"client_id"`
+		ReplyTo  int64  `json:"reply_to"`
 	}
 	if err := h.decode(w, r, &req); err != nil {
 		return err
 	}
-	m, created, err := h.chat.Send(r.Context(), userOf(r), r.PathValue("id"), req.Body, req.ClientID)
+	var m parley.Message
+	var created bool
+	var err error
+	if req.ReplyTo != 0 {
+		m, created, err = h.chat.SendReply(r.Context(), userOf(r), r.PathValue("id"), req.Body, req.ClientID, req.ReplyTo)
+	} else {
+		m, created, err = h.chat.Send(r.Context(), userOf(r), r.PathValue("id"), req.Body, req.ClientID)
+	}
 	if err != nil {
 		return err
 	}

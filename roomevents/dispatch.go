@@ -208,6 +208,14 @@ func (e *Events) commit(ev *parley.Event, remote bool) {
 		if e.hasSubs() {
 			e.toRoom(ChangeEvent(&ev.Message), "", "")
 		}
+	case parley.EventReaction:
+		if e.hasSubs() {
+			e.toRoom(ReactionEvent(ev), "", "")
+		}
+	case parley.EventThread:
+		if e.hasSubs() {
+			e.toRoom(ThreadEvent(ev), "", "")
+		}
 	}
 }
 

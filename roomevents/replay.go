@@ -3,9 +3,11 @@ package roomevents
 // Edited and deleted events (design §4 "Room events"): each edit or
 // deletion the store commits (parley.EventEdited, parley.EventDeleted) is
 // an event of its room, header change (the room's change number) and seq,
-// body the message in its new version as REST shows it. A subscription
+// body the message in its new version as REST shows it; so are reactions
+// (reaction events) and a root's new thread summary (thread events),
+// which take change numbers too (design §3b). A subscription
 // that resumes with since-change reads the changes it missed from the
-// store (ChangeEvent of each), then goes live with StartAfter: the live
+// store (ReplayEvent of each), then goes live with StartAfter: the live
 // changes at or below the last one it read are dropped, so it gets each
 // change once, with no gap.
 
@@ -23,6 +25,34 @@ func ChangeEvent(m *parley.Message) *RoomEvent {
 	if m.Deleted() {
 		kind = KindDeleted
 	}
+	return changeEvent(kind, m)
+}
+
+// ReplayEvent returns the event that replays m, a changed message in its
+// current version (since-change): a replay carries each changed message
+// once, at its last change, so its kind says what the message shows now
+// rather than which change came last: deleted for a tombstone, edited
+// for an edited message, else reaction when it carries reactions, thread
+// when it carries a thread summary, and edited for the rest (a sender's
+// name changed by an account's deletion). A replayed reaction or thread
+// event has only the change and seq headers; its body is the message as
+// it is now (counts, summary).
+func ReplayEvent(m *parley.Message) *RoomEvent {
+	kind := KindEdited
+	switch {
+	case m.Deleted():
+		kind = KindDeleted
+	case m.EditedAt != nil:
+	case len(m.Reactions) > 0:
+		kind = KindReaction
+	case m.Thread != nil:
+		kind = KindThread
+	}
+	return changeEvent(kind, m)
+}
+
+// changeEvent is the event of kind of m, headers change and seq.
+func changeEvent(kind string, m *parley.Message) *RoomEvent {
 	body, _ := json.Marshal(m)
 	return &RoomEvent{
 		ID: parley.NewID(), Kind: kind, RoomID: m.RoomID, Body: body, change: m.Change,
@@ -30,8 +60,40 @@ func ChangeEvent(m *parley.Message) *RoomEvent {
 	}
 }
 
-// Change returns the change number of an edited or deleted event, 0 for
-// any other.
+// ThreadEvent returns the live thread event of ev (an EventThread): a
+// root's new summary after a reply. Headers change, seq (the root's),
+// user (who replied) and replies (the count); body the root in its new
+// version. It goes to every member, as other room events do: that is how
+// the root's sender and everyone who replied (the thread's followers)
+// learn of a new reply, whether or not they have the room open.
+func ThreadEvent(ev *parley.Event) *RoomEvent {
+	m := &ev.Message
+	re := changeEvent(KindThread, m)
+	n := 0
+	if m.Thread != nil {
+		n = m.Thread.Replies
+	}
+	re.Headers = append(re.Headers, [2]string{"user", ev.UserID}, [2]string{"replies", strconv.Itoa(n)})
+	return re
+}
+
+// ReactionEvent returns the live reaction event of ev (an EventReaction):
+// headers change, seq, user, emoji and action (parley.ReactionAdded or
+// parley.ReactionRemoved), body the message in its new version, its
+// reactions' counts with me false (each client knows its own: it is the
+// user of the events it caused).
+func ReactionEvent(ev *parley.Event) *RoomEvent {
+	m := &ev.Message
+	body, _ := json.Marshal(m)
+	return &RoomEvent{
+		ID: parley.NewID(), Kind: KindReaction, RoomID: m.RoomID, Body: body, change: m.Change,
+		Headers: [][2]string{{"change", strconv.FormatInt(m.Change, 10)}, {"seq", strconv.FormatInt(m.Seq, 10)},
+			{"user", ev.UserID}, {"emoji", ev.Emoji}, {"action", ev.Reason}},
+	}
+}
+
+// Change returns the change number of an edited, deleted or reaction
+// event, 0 for any other.
 func (e *RoomEvent) Change() int64 { return e.change }
 
 // StartAfter is Start for a subscription that has read the room's changes

@@ -8,13 +8,15 @@ const NumShapes = 16
 
 // Event kinds, the value of the event header.
 const (
-	KindMember  = "member"
-	KindTyping  = "typing"
-	KindRead    = "read"
-	KindOnline  = "online"
-	KindOffline = "offline"
-	KindEdited  = "edited"  // a message's new version (replay.go)
-	KindDeleted = "deleted" // a message's tombstone (replay.go)
+	KindMember   = "member"
+	KindTyping   = "typing"
+	KindRead     = "read"
+	KindOnline   = "online"
+	KindOffline  = "offline"
+	KindEdited   = "edited"   // a message's new version (replay.go)
+	KindDeleted  = "deleted"  // a message's tombstone (replay.go)
+	KindReaction = "reaction" // a message's reactions changed (replay.go)
+	KindThread   = "thread"   // a root got a reply: its thread summary (replay.go)
 )
 
 // Actions of a member event, the value of the action header.

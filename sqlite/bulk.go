@@ -81,7 +81,7 @@ func (s *Snapshot) Close() error {
 // their actors, senders and change keys.
 const roomUsers = `SELECT user_id FROM members WHERE room_id = ?1 UNION SELECT user_id FROM bans WHERE room_id = ?1
 	UNION SELECT actor_id FROM bans WHERE room_id = ?1 UNION SELECT sender_id FROM messages WHERE room_id = ?1
-	UNION SELECT user_id FROM change_keys WHERE room_id = ?1`
+	UNION SELECT user_id FROM change_keys WHERE room_id = ?1 UNION SELECT user_id FROM message_reactions WHERE room_id = ?1`
 
 // each runs query and calls f with each row, until f fails.
 func (s *Snapshot) each(ctx context.Context, f func(*sql.Rows) error, query string, args ...any) error {
@@ -205,6 +205,19 @@ func (s *Snapshot) ChangeKeys(ctx context.Context, roomID string, each func(*bul
 		}
 		return each(&k)
 	}, `SELECT room_id, user_id, client_id, seq, deleted, change FROM change_keys WHERE room_id = ? ORDER BY user_id, client_id`, roomID)
+}
+
+// Reactions implements bulk.Source.
+func (s *Snapshot) Reactions(ctx context.Context, roomID string, each func(*bulk.Reaction) error) error {
+	var x bulk.Reaction
+	return s.each(ctx, func(rows *sql.Rows) error {
+		var at int64
+		if err := rows.Scan(&x.RoomID, &x.Seq, &x.Emoji, &x.UserID, &at); err != nil {
+			return err
+		}
+		x.CreatedAt = fromMicro(at)
+		return each(&x)
+	}, `SELECT room_id, seq, emoji, user_id, created_at FROM message_reactions WHERE room_id = ? ORDER BY seq, emoji, user_id`, roomID)
 }
 
 // Bans implements bulk.Source.

@@ -24,6 +24,7 @@ var importStmts = [...]string{
 		last_activity_at, created_at, direct_key, num)
 		VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, nullif(?, ''), (SELECT coalesce(max(num), 0) + 1 FROM rooms)) ON CONFLICT DO NOTHING`,
 	`INSERT INTO change_keys (room_id, user_id, client_id, seq, deleted, change) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+	`INSERT INTO message_reactions (room_id, seq, emoji, user_id, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 	`INSERT INTO bans (room_id, user_id, actor_id, banned_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 	`INSERT INTO members (room_id, user_id, read_seq, joined_at, role) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 }
@@ -35,6 +36,7 @@ const (
 	impHold
 	impRoom
 	impChangeKey
+	impReaction
 	impBan
 	impMember
 )
@@ -166,6 +168,13 @@ func (im *importer) run(b *bulk.Batch) (n bulk.Counts, err error) {
 		}
 		n.ChangeKeys += b2i(ok)
 	}
+	for _, x := range b.Reactions {
+		ok, err := im.exec(impReaction, x.RoomID, x.Seq, x.Emoji, x.UserID, x.CreatedAt.UnixMicro())
+		if err != nil {
+			return n, fmt.Errorf("import reaction of room %s: %w", x.RoomID, err)
+		}
+		n.Reactions += b2i(ok)
+	}
 	for _, x := range b.Bans {
 		ok, err := im.exec(impBan, x.RoomID, x.UserID, x.ActorID, x.BannedAt.UnixMicro())
 		if err != nil {
@@ -205,8 +214,9 @@ func (im *importer) room(r *bulk.Room, n *bulk.Counts) error {
 
 // The grouped statements of messages, by chunk size (chunks).
 func insertMessagesText(rows int) string {
-	return `INSERT INTO messages (room_id, seq, id, sender_id, sender_name, body, client_id, sent_at, edited_at, deleted_at, change)
-		VALUES ` + values(rows, 11) + ` ON CONFLICT DO NOTHING RETURNING room_id, seq`
+	return `INSERT INTO messages (room_id, seq, id, sender_id, sender_name, body, client_id, sent_at, edited_at, deleted_at, change, reactions,
+		reply_seq, reply_sender, reply_excerpt, thread)
+		VALUES ` + values(rows, 16) + ` ON CONFLICT DO NOTHING RETURNING room_id, seq`
 }
 
 func indexMessagesText(rows int) string {
@@ -237,7 +247,7 @@ func (im *importer) messages(ms []parley.Message, n *bulk.Counts) error {
 		seq  int64
 	}
 	wrote := map[key]bool{}
-	args := make([]any, 0, chunkSizes[0]*11)
+	args := make([]any, 0, chunkSizes[0]*16)
 	err := chunks(len(ms), func(start, size, _ int) error {
 		st, err := im.stmt(insertMessagesText(size))
 		if err != nil {
@@ -246,7 +256,12 @@ func (im *importer) messages(ms []parley.Message, n *bulk.Counts) error {
 		args = args[:0]
 		for _, m := range ms[start : start+size] {
 			args = append(args, m.RoomID, m.Seq, m.ID, m.SenderID, m.SenderName, m.Body, m.ClientID, m.SentAt.UnixMicro(),
-				optMicroArg(m.EditedAt), optMicroArg(m.DeletedAt), m.Change)
+				optMicroArg(m.EditedAt), optMicroArg(m.DeletedAt), m.Change, parley.EncodeReactions(m.Reactions))
+			r := m.ReplyTo
+			if r == nil {
+				r = &parley.ReplyRef{}
+			}
+			args = append(args, r.Seq, r.SenderName, r.Excerpt, parley.EncodeThread(m.Thread))
 		}
 		rows, err := st.QueryContext(im.ctx, args...)
 		if err != nil {

@@ -24,6 +24,9 @@ type changeWrites struct {
 	messageAt, bumpChange, edit, tombstone, ftsDelete, ftsPut *query
 	// keyAt and keyPut read and store a change's idempotency key.
 	keyAt, keyPut *query
+	// reactions are the writes of reactions.go, replies of replies.go.
+	reactions reactionWrites
+	replies   replyWrites
 	// ftsInsert indexes a chunk of new messages, one per chunk size.
 	ftsInsert [len(chunkSizes)]*query
 }
@@ -37,7 +40,7 @@ func (q *changeWrites) all() []*query {
 				WHERE id = ? RETURNING ` + roomCols},
 			edit: &query{kind: "edit_message", text: `UPDATE messages SET body = ?, edited_at = ?, change = ?
 				WHERE room_id = ? AND seq = ?`},
-			tombstone: &query{kind: "delete_message", text: `UPDATE messages SET body = '', deleted_at = ?, change = ?
+			tombstone: &query{kind: "delete_message", text: `UPDATE messages SET body = '', deleted_at = ?, change = ?, reactions = ''
 				WHERE room_id = ? AND seq = ?`},
 			// An external-content table forgets a row when told its old
 			// text: exactly what was indexed.
@@ -53,12 +56,16 @@ func (q *changeWrites) all() []*query {
 			q.ftsInsert[i] = &query{kind: "fts_insert", text: `INSERT INTO messages_fts (rowid, body) VALUES ` + values(n, 2)}
 		}
 	}
-	return append([]*query{q.messageAt, q.bumpChange, q.edit, q.tombstone, q.ftsDelete, q.ftsPut, q.keyAt, q.keyPut}, q.ftsInsert[:]...)
+	return append(append([]*query{q.messageAt, q.bumpChange, q.edit, q.tombstone, q.ftsDelete, q.ftsPut, q.keyAt, q.keyPut}, q.ftsInsert[:]...), append(q.reactions.all(), q.replies.all()...)...)
 }
 
 // changeReads are the readers' statements of changed_after and search.
 type changeReads struct {
 	changed, roomNum, searchRoom, search *query
+	// reactions are the reads of reactions.go; thread the replies of a
+	// root (replies.go).
+	reactions reactionReads
+	thread    *query
 }
 
 func (q *changeReads) all() []*query {
@@ -85,12 +92,17 @@ func (q *changeReads) all() []*query {
 				ORDER BY m.sent_at DESC, m.room_id DESC, m.seq DESC LIMIT ?6`},
 		}
 	}
-	return []*query{q.changed, q.roomNum, q.searchRoom, q.search}
+	if q.thread == nil {
+		q.thread = &query{kind: "replies", text: `SELECT ` + msgCols + ` FROM messages
+			WHERE room_id = ? AND reply_seq = ? AND seq > ? AND reply_seq > 0 ORDER BY seq LIMIT ?`}
+	}
+	return append([]*query{q.changed, q.roomNum, q.searchRoom, q.search, q.thread}, q.reactions.all()...)
 }
 
 func msgColsOf(a string) string {
 	return a + ".id, " + a + ".room_id, " + a + ".seq, " + a + ".sender_id, " + a + ".sender_name, " + a + ".body, " +
-		a + ".client_id, " + a + ".sent_at, " + a + ".edited_at, " + a + ".deleted_at, " + a + ".change"
+		a + ".client_id, " + a + ".sent_at, " + a + ".edited_at, " + a + ".deleted_at, " + a + ".change, " + a + ".reactions, " +
+		a + ".reply_seq, " + a + ".reply_sender, " + a + ".reply_excerpt, " + a + ".thread"
 }
 
 func roomColsOf(a string) string {
@@ -191,6 +203,9 @@ func (s *Store) EditMessage(ctx context.Context, e parley.Edit) (parley.Message,
 			return result{}, fmt.Errorf("edit: index: %w", err)
 		}
 		w.s.ck.erased() // the old text: edits keep no history
+		if err := w.refreshExcerpts(&m); err != nil {
+			return result{}, fmt.Errorf("edit: replies: %w", err)
+		}
 		if err := w.putChangeKey(e.RoomID, e.EditorID, e.ClientID, parley.ChangeKey{Seq: m.Seq, Change: m.Change}); err != nil {
 			return result{}, fmt.Errorf("edit: key: %w", err)
 		}
@@ -226,9 +241,15 @@ func (s *Store) DeleteMessage(ctx context.Context, d parley.Deletion) (parley.Me
 		}
 		at := fromMicro(w.now())
 		m := old
-		m.Body, m.DeletedAt, m.Change = "", &at, r.LastChange
+		m.Body, m.DeletedAt, m.Change, m.Reactions = "", &at, r.LastChange, nil
 		if _, err := w.exec(w.s.wq.changes.tombstone, at.UnixMicro(), m.Change, m.RoomID, m.Seq); err != nil {
 			return result{}, fmt.Errorf("delete: %w", err)
+		}
+		if _, err := w.exec(w.s.wq.changes.reactions.clear, m.RoomID, m.Seq); err != nil {
+			return result{}, fmt.Errorf("delete: reactions: %w", err)
+		}
+		if err := w.refreshExcerpts(&m); err != nil {
+			return result{}, fmt.Errorf("delete: replies: %w", err)
 		}
 		if err := w.reindex(num, m.Seq, old.Body, ""); err != nil {
 			return result{}, fmt.Errorf("delete: index: %w", err)

@@ -226,8 +226,9 @@ func (s *Store) Rooms(ctx context.Context, userID, cursor string, limit int) ([]
 		var at, created, readSeq, sent int64
 		var edited, deleted sql.NullInt64
 		var m parley.Message
+		var reactions string
 		dest := append(roomDest(&e.Room, &at, &created), &readSeq,
-			&m.ID, &m.SenderID, &m.SenderName, &m.Body, &m.ClientID, &sent, &edited, &deleted, &m.Change)
+			&m.ID, &m.SenderID, &m.SenderName, &m.Body, &m.ClientID, &sent, &edited, &deleted, &m.Change, &reactions)
 		if err := rows.Scan(dest...); err != nil {
 			return nil, "", s.readErr("rooms", err)
 		}
@@ -236,6 +237,9 @@ func (s *Store) Rooms(ctx context.Context, userID, cursor string, limit int) ([]
 		if m.ID != "" {
 			m.RoomID, m.Seq, m.SentAt = e.Room.ID, e.Room.LastSeq, fromMicro(sent)
 			m.EditedAt, m.DeletedAt = optMicro(edited), optMicro(deleted)
+			if m.Reactions, err = parley.DecodeReactions(reactions); err != nil {
+				return nil, "", s.readErr("rooms", err)
+			}
 			e.LastMessage = &m
 		}
 		entries = append(entries, e)

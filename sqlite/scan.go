@@ -10,7 +10,8 @@ import (
 // Column lists, in the order scanRoom and scanMessage read them.
 const (
 	roomCols = `id, kind, title, capacity, member_count, last_seq, last_activity_at, created_at, coalesce(direct_key, ''), last_change, retention_seconds`
-	msgCols  = `id, room_id, seq, sender_id, sender_name, body, client_id, sent_at, edited_at, deleted_at, change`
+	msgCols  = `id, room_id, seq, sender_id, sender_name, body, client_id, sent_at, edited_at, deleted_at, change, reactions,
+		reply_seq, reply_sender, reply_excerpt, thread`
 )
 
 // scanner is a *sql.Row or *sql.Rows.
@@ -41,13 +42,14 @@ func scanMessage(s scanner) (parley.Message, error) {
 	var m parley.Message
 	var sent int64
 	var edited, deleted sql.NullInt64
-	if err := s.Scan(&m.ID, &m.RoomID, &m.Seq, &m.SenderID, &m.SenderName, &m.Body, &m.ClientID, &sent,
-		&edited, &deleted, &m.Change); err != nil {
+	var x extras
+	if err := s.Scan(append([]any{&m.ID, &m.RoomID, &m.Seq, &m.SenderID, &m.SenderName, &m.Body, &m.ClientID, &sent,
+		&edited, &deleted, &m.Change}, x.dest()...)...); err != nil {
 		return parley.Message{}, err
 	}
 	m.SentAt = fromMicro(sent)
 	m.EditedAt, m.DeletedAt = optMicro(edited), optMicro(deleted)
-	return m, nil
+	return m, x.fill(&m)
 }
 
 // optMicro converts a stored time that may be NULL.
@@ -61,3 +63,26 @@ func optMicro(us sql.NullInt64) *time.Time {
 
 // fromMicro converts a stored time (unix microseconds) back to UTC.
 func fromMicro(us int64) time.Time { return time.UnixMicro(us).UTC() }
+
+// extras are the scan destinations of a message's reactions, reply and
+// thread columns (the last of msgCols); fill puts them in the message.
+type extras struct {
+	reactions, replySender, replyExcerpt, thread string
+	replySeq                                     int64
+}
+
+func (x *extras) dest() []any {
+	return []any{&x.reactions, &x.replySeq, &x.replySender, &x.replyExcerpt, &x.thread}
+}
+
+func (x *extras) fill(m *parley.Message) error {
+	var err error
+	if m.Reactions, err = parley.DecodeReactions(x.reactions); err != nil {
+		return err
+	}
+	if x.replySeq > 0 {
+		m.ReplyTo = &parley.ReplyRef{Seq: x.replySeq, SenderName: x.replySender, Excerpt: x.replyExcerpt}
+	}
+	m.Thread, err = parley.DecodeThread(x.thread)
+	return err
+}

@@ -113,14 +113,18 @@ func (s *Store) Search(ctx context.Context, userID string, q parley.Query, curso
 		var h parley.SearchHit
 		var sent, rat, rcreated int64
 		var edited, deleted sql.NullInt64
+		var x extras
 		m := &h.Message
-		dest := []any{&m.ID, &m.RoomID, &m.Seq, &m.SenderID, &m.SenderName, &m.Body, &m.ClientID, &sent,
-			&edited, &deleted, &m.Change}
+		dest := append([]any{&m.ID, &m.RoomID, &m.Seq, &m.SenderID, &m.SenderName, &m.Body, &m.ClientID, &sent,
+			&edited, &deleted, &m.Change}, x.dest()...)
 		if err := rows.Scan(append(dest, roomDest(&h.Room, &rat, &rcreated)...)...); err != nil {
 			return nil, "", s.readErr("search", err)
 		}
 		m.SentAt = fromMicro(sent)
 		m.EditedAt, m.DeletedAt = optMicro(edited), optMicro(deleted)
+		if err := x.fill(m); err != nil {
+			return nil, "", s.readErr("search", err)
+		}
 		fixRoom(&h.Room, rat, rcreated)
 		hits = append(hits, h)
 	}

@@ -435,6 +435,9 @@ func (s *Store) Leave(ctx context.Context, roomID, userID string) (parley.Room, 
 // Send implements parley.Store. Its event is one EventMessage; the sender's
 // read position moves to the message's seq with it (no EventRead).
 func (s *Store) Send(ctx context.Context, m parley.NewMessage) (parley.Message, bool, error) {
+	if m.ReplyTo > 0 {
+		return s.sendReply(ctx, m) // replies.go
+	}
 	res, err := s.w.Do(ctx, writeOp{send: &m})
 	return res.msg, res.ok, s.writeErr(err)
 }

@@ -17,6 +17,7 @@ import { bindTouch } from './actions.js';
 import { bindConfirm } from './confirm.js';
 import { Notifier } from './notify.js';
 import { panel } from './panel.js';
+import { composerReply, threads } from './threads.js';
 import { Switcher } from './switcher.js';
 
 /** members says a member count in words: "1 member", "3 members". */
@@ -477,6 +478,7 @@ class App {
   bindForms() {
     this.search = new Search(this); // the search box over every room (search.js)
     panel.bind(); // the panel beside the timeline (panel.js)
+    threads.bind(); // the thread panel and the reply quote (threads.js)
     bindConfirm(); // the confirmation dialog (confirm.js)
     bindTouch($('messages')); // the message toolbar on a touch screen (actions.js)
     this.notifier = new Notifier(this); // desktop notifications (notify.js)
@@ -561,7 +563,7 @@ class App {
       input.value = '';
       this.limit.update();
       autosize();
-      this.view.send(body);
+      this.view.send(body, composerReply.take());
     };
     const autosize = () => {
       input.style.height = 'auto';

@@ -10,6 +10,8 @@ import { h, setText, randomId } from './dom.js';
 import { regroup } from './timeline.js';
 import { addMessageAction, toolbar } from './actions.js';
 import { confirmAction } from './confirm.js';
+import { chips, mergeReaction } from './reactions.js';
+import { quote, rootChanged, threadLink, threads } from './threads.js';
 
 const enc = encodeURIComponent;
 
@@ -151,10 +153,12 @@ export class Changes {
     return this.catching;
   }
 
-  /** onEvent takes a live `edited` or `deleted` event of this room. */
+  /** onEvent takes a live `edited`, `deleted` or `reaction` event of this room. */
   onEvent(ev) {
-    const m = ev.body;
+    let m = ev.body;
     if (!m || typeof m !== 'object' || !m.seq) return;
+    // A reaction event carries the counts; `me` stays the user's own.
+    if (ev.kind === 'reaction') m = mergeReaction(this.view.msgs.get(m.seq), m, ev, this.app.me.id);
     if (!m.change && ev.headers && ev.headers.change) m.change = Number(ev.headers.change);
     if (ev.kind === 'deleted' && !m.deleted_at) m.deleted_at = new Date().toISOString();
     // A gap in the change numbers (an event missed) is filled over REST.
@@ -167,9 +171,11 @@ export class Changes {
   apply(m) {
     this.saw(m.change || 0);
     this.app.messageChanged(m);
+    threads.changed(this.view, m); // the thread panel shows it (threads.js)
     const old = this.view.msgs.get(m.seq);
     if (!old || !newer(old, m)) return;
     this.view.msgs.set(m.seq, m);
+    rootChanged(this.view, m);
     const el = this.view.list.querySelector(`li[data-seq="${m.seq}"]`);
     if (!el) return;
     const next = this.view.render(m);
@@ -205,6 +211,12 @@ export class Changes {
       foot.append(h('span', { class: 'msg-edited', title: 'edited ' + new Date(m.edited_at).toLocaleString() }, 'edited'));
     }
     el.querySelector('.msg-body').after(foot);
+    const q = quote(m, this.ctx); // threads.js
+    if (q) el.querySelector('.msg-body').before(q);
+    const rs = m.seq ? chips(m, this.ctx) : null; // reactions.js
+    if (rs) foot.after(rs);
+    const tl = m.seq ? threadLink(m, this.ctx) : null;
+    if (tl) (rs || foot).after(tl);
     if (m.seq) el.append(this.actions(m));
   }
 

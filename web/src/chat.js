@@ -4,6 +4,7 @@
 
 import { $, h, setText, randomId } from './dom.js';
 import { Changes } from './changes.js';
+import { composerReply, excerptOf, threads } from './threads.js';
 import { People } from './members.js';
 import { renderMarkdown } from './markdown.js';
 import { avatar, botBadge, clock, isBot, markFirstUnread, msgTime, refreshTimes, regroup } from './timeline.js';
@@ -141,6 +142,8 @@ export class ChatView {
 
   close() {
     this.closed = true;
+    composerReply.cancel();
+    threads.close(this); // the thread panel shows this room's thread (threads.js)
     clearInterval(this.timesTimer);
     this.people.close();
     if (this.app.live) this.app.live.closeRoom(this.roomId);
@@ -240,6 +243,7 @@ export class ChatView {
     }
     this.list.insertBefore(el, before);
     regroup(el);
+    threads.onMessage(this, m); // a reply of the open thread (threads.js)
   }
 
   /**
@@ -271,18 +275,21 @@ export class ChatView {
   }
 
   /** send shows the message as sending and hands it to the live connection. */
-  send(body) {
+  send(body, replyTo = 0) {
     const clientId = randomId();
-    const el = this.render({ sender_id: this.app.me.id, body }, 'sending…');
+    // A reply shows its quote while sending; the root is the one shown.
+    const root = replyTo ? this.msgs.get(replyTo) : null;
+    const ref = replyTo ? { seq: replyTo, sender_name: root ? root.sender_name : '', excerpt: root && !root.deleted_at ? excerptOf(root.body) : '' } : null;
+    const el = this.render({ sender_id: this.app.me.id, body, reply_to: ref }, 'sending…');
     el.classList.add('pending');
     el.dataset.clientId = clientId;
-    this.pending.set(clientId, { el, body });
+    this.pending.set(clientId, { el, body, ref });
     this.list.append(el);
     regroup(el);
     setText($('history-status'), '');
     this.pinned = false;
     this.scrollToBottom();
-    this.app.live.send(this.roomId, body, clientId);
+    this.app.live.send(this.roomId, body, clientId, replyTo);
   }
 
   /** onSendResult settles a pending message; false when it is not this view's. */
@@ -310,6 +317,7 @@ export class ChatView {
     this.insert({
       id: r.messageId, room_id: this.roomId, seq: r.seq, sender_id: this.app.me.id,
       sender_name: this.app.me.name, body: p.body, client_id: clientId, sent_at: new Date().toISOString(),
+      ...(p.ref ? { reply_to: p.ref } : {}),
     });
     this.app.ownMessageStored(this.roomId, r.seq);
     this.maybeMarkRead();

@@ -30,6 +30,8 @@ export function messageOf(frame) {
     edited_at: hd['edited-at'] || null,
     deleted_at: hd.deleted === 'true' ? hd['deleted-at'] || hd['sent-at'] : null,
     change: Number(hd.change || 0),
+    // A reply names its thread's root (docs/stomp.md).
+    ...(hd['reply-to'] ? { reply_to: { seq: Number(hd['reply-to']), sender_name: hd['reply-to-sender'] || '', excerpt: hd['reply-to-excerpt'] || '' } } : {}),
   };
 }
 
@@ -175,8 +177,8 @@ export class Live {
   }
 
   /** send queues a message; onSendResult tells its outcome. */
-  send(roomId, body, clientId) {
-    this.queue.push({ roomId, body, clientId, attempts: 0 });
+  send(roomId, body, clientId, replyTo = 0) {
+    this.queue.push({ roomId, body, clientId, replyTo, attempts: 0 });
     this.pump();
   }
 
@@ -203,7 +205,7 @@ export class Live {
     this.client.publish({
       destination: '/app/rooms.' + item.roomId,
       body: item.body,
-      headers: { receipt, 'client-id': item.clientId },
+      headers: item.replyTo ? { receipt, 'client-id': item.clientId, 'reply-to': String(item.replyTo) } : { receipt, 'client-id': item.clientId },
     });
   }
 

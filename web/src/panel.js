@@ -5,7 +5,7 @@
 
 import { $, setText } from './dom.js';
 
-const sections = ['people', 'invite', 'search'];
+const sections = ['people', 'invite', 'search', 'thread'];
 const buttons = { people: 'people-button', invite: 'invite-button' };
 
 class Panel {

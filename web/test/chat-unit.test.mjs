@@ -64,7 +64,7 @@ test('desktop notifications: direct messages of others, and mentions once the se
 });
 
 test('the toolbar: one entry per action, in order; adding one is one call', () => {
-  assert.deepEqual(messageActions.map((a) => a.id), ['edit', 'copy-link', 'delete']);
+  assert.deepEqual(messageActions.map((a) => a.id), ['reply', 'react', 'edit', 'copy-link', 'delete']);
   for (const a of messageActions) {
     assert.equal(typeof a.when, 'function');
     assert.equal(typeof a.run, 'function');

@@ -306,7 +306,7 @@ test('the toolbar: on hover, by keyboard, by a tap on the phone; Copy link copie
   await alice.page.hover(li(seq) + ' .msg-body');
   assert.equal(await opacity(), '1');
   assert.deepEqual(await alice.page.evaluate((s) => [...document.querySelectorAll(s + ' .msg-actions button')].map((b) => b.textContent), li(seq)),
-    ['Edit', 'Copy link', 'Delete']);
+    ['Reply', 'React', 'Edit', 'Copy link', 'Delete']);
   await shot(alice, 'toolbar-desktop.png');
   // By keyboard: Tab from the message before reaches this toolbar's buttons, and shows them.
   await alice.page.mouse.move(5, 5);
@@ -323,7 +323,7 @@ test('the toolbar: on hover, by keyboard, by a tap on the phone; Copy link copie
   await bob.page.tap(li(seq) + ' .msg-body');
   await until(bob.page, 'the toolbar open', (s) => document.querySelector(s).classList.contains('tools-open') &&
     document.querySelector(s + ' .msg-actions').checkVisibility(), li(seq));
-  assert.deepEqual(await bob.page.evaluate((s) => [...document.querySelectorAll(s + ' .msg-actions button')].map((b) => b.textContent), li(seq)), ['Copy link']);
+  assert.deepEqual(await bob.page.evaluate((s) => [...document.querySelectorAll(s + ' .msg-actions button')].map((b) => b.textContent), li(seq)), ['Reply', 'React', 'Copy link']);
   await shot(bob, 'toolbar-phone-dark.png');
 });
 
