@@ -60,9 +60,11 @@ func (h *Handler) authenticateKey(w http.ResponseWriter, r *http.Request, token 
 		return parley.User{}, err
 	}
 	k := t.Key
-	err = keyRouteRefusal(k, r)
+	// The budget first: a call its scopes refuse costs a lookup and an
+	// audit line all the same.
+	err = h.keyLimited(w, k)
 	if err == nil {
-		err = h.keyLimited(w, k)
+		err = keyRouteRefusal(k, r)
 	}
 	slog.Info("api key call", "key", k.Name, "bot", u.Name, "route", r.Pattern, "allowed", err == nil, "refused", refusal(err))
 	return u, err

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"strings"
 
 	"parley"
 )
@@ -54,11 +55,11 @@ func newRequestID() string {
 func logError(r *http.Request, rid, route string, err error) {
 	code := parley.ErrorCode(err)
 	if code == parley.CodeInternal {
-		slog.Error("http error", "request_id", rid, "route", route, "path", r.URL.Path, "err", err)
+		slog.Error("http error", "request_id", rid, "route", route, "path", loggedPath(r), "err", err)
 		return
 	}
 	if slog.Default().Enabled(context.Background(), slog.LevelDebug) {
-		slog.Debug("http refusal", "request_id", rid, "route", route, "path", r.URL.Path, "code", code, "message", parley.ErrorMessage(err))
+		slog.Debug("http refusal", "request_id", rid, "route", route, "path", loggedPath(r), "code", code, "message", parley.ErrorMessage(err))
 	}
 }
 
@@ -71,10 +72,20 @@ func logError(r *http.Request, rid, route string, err error) {
 func logCut(r *http.Request, rid, route string, err error) {
 	var ne *net.OpError
 	if !errors.As(err, &ne) {
-		slog.Error("http error after the response began", "request_id", rid, "route", route, "path", r.URL.Path, "err", err)
+		slog.Error("http error after the response began", "request_id", rid, "route", route, "path", loggedPath(r), "err", err)
 		return
 	}
 	if slog.Default().Enabled(context.Background(), slog.LevelDebug) {
-		slog.Debug("http response cut short", "request_id", rid, "route", route, "path", r.URL.Path, "err", err)
+		slog.Debug("http response cut short", "request_id", rid, "route", route, "path", loggedPath(r), "err", err)
 	}
+}
+
+// loggedPath is the request's path as the log may show it: an incoming
+// webhook's path holds its key (the URL is the secret), so it is shown as
+// its pattern.
+func loggedPath(r *http.Request) string {
+	if strings.HasPrefix(r.URL.Path, "/api/hooks/") {
+		return "/api/hooks/{key}"
+	}
+	return r.URL.Path
 }
