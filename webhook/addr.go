@@ -55,13 +55,37 @@ func NewFilter(allow []string) (*Filter, error) {
 
 var sharedSpace = netip.MustParsePrefix("100.64.0.0/10")
 
+// embedding are the IPv6 ranges whose addresses carry an IPv4 address that
+// a translator or tunnel may deliver to (so 64:ff9b::a9fe:a9fe may reach
+// 169.254.169.254 behind NAT64): NAT64's well-known and local-use
+// prefixes, 6to4, Teredo, IPv4-compatible and IPv4-translated addresses.
+// They are refused whatever the IPv4 inside; --webhook-allow may allow one.
+var embedding = []netip.Prefix{
+	netip.MustParsePrefix("64:ff9b::/96"),
+	netip.MustParsePrefix("64:ff9b:1::/48"),
+	netip.MustParsePrefix("2002::/16"),
+	netip.MustParsePrefix("2001::/32"),
+	netip.MustParsePrefix("::/96"),
+	netip.MustParsePrefix("::ffff:0:0:0/96"),
+}
+
 // internal reports whether ip is of a range a webhook may not reach by
 // default.
 func internal(ip netip.Addr) bool {
 	ip = ip.Unmap()
 	return !ip.IsValid() || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
 		ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified() || sharedSpace.Contains(ip) ||
-		ip == netip.AddrFrom4([4]byte{255, 255, 255, 255})
+		ip == netip.AddrFrom4([4]byte{255, 255, 255, 255}) || embeds(ip)
+}
+
+// embeds reports whether ip is of a range of embedding.
+func embeds(ip netip.Addr) bool {
+	for _, p := range embedding {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
 }
 
 // Allowed reports whether a webhook whose URL names host may connect to
