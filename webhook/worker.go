@@ -136,7 +136,9 @@ func (w *worker) room(ctx context.Context, p parley.HookPosition) error {
 	}
 	for _, ev := range out {
 		if w.h.Wants(ev.kind) {
-			if err := w.deliver(ctx, ev); err != nil {
+			if err := w.deliver(ctx, ev); errors.Is(err, errReread) {
+				return nil // the run loop reads the room again at once
+			} else if err != nil {
 				return err
 			}
 		}
@@ -163,40 +165,46 @@ func (w *worker) advance(ctx context.Context, p parley.HookPosition) error {
 	return err
 }
 
-// deliver sends ev until the receiver takes it, retrying with backoff;
-// it returns errStop when the webhook is paused (MaxFailures) or the
-// lease is lost, and ctx's error when the worker stops.
+// deliver sends ev once: nil when the receiver took it; errReread after
+// a failure and its backoff (the caller reads the event again, as it is
+// now, and tries again); errStop when the webhook is paused (MaxFailures)
+// or the lease is lost; ctx's error when the worker stops.
 func (w *worker) deliver(ctx context.Context, ev event) error {
 	cfg := &w.m.cfg
-	secret := []byte(w.h.Secret)
-	for {
-		if !w.leased() {
-			return errStop
-		}
-		res, err := post(ctx, w.client, w.h.URL, secret, ev.id, ev.body, cfg.Now())
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		w.m.deliveries.WithLabelValues(res).Inc()
-		if res == resultOK {
-			w.failures.Store(0)
-			return nil
-		}
-		n := w.failures.Add(1)
-		cfg.Logger.Warn("webhook delivery failed", "webhook", w.h.Name, "event", ev.id, "result", res, "failures", n, "err", err)
-		if n >= int64(cfg.MaxFailures) {
-			reason := res + ": " + err.Error()
-			if perr := cfg.Store.PauseWebhook(ctx, w.lease, reason); perr != nil {
-				cfg.Logger.Warn("webhook pause", "webhook", w.h.Name, "err", perr)
-				return errStop
-			}
-			w.m.pauses.Inc()
-			cfg.Logger.Error("webhook paused: too many failed deliveries; parley webhook resume replays from where it stopped",
-				"webhook", w.h.Name, "failures", n, "last", reason)
-			return errStop
-		}
-		if !wait(ctx, w.m.backoff(n)) {
-			return ctx.Err()
-		}
+	if !w.leased() {
+		return errStop
 	}
+	res, err := post(ctx, w.client, w.h.URL, []byte(w.h.Secret), ev.id, ev.body, cfg.Now())
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	w.m.deliveries.WithLabelValues(res).Inc()
+	if res == resultOK {
+		w.failures.Store(0)
+		return nil
+	}
+	n := w.failures.Add(1)
+	cfg.Logger.Warn("webhook delivery failed", "webhook", w.h.Name, "event", ev.id, "result", res, "failures", n, "err", err)
+	if n >= int64(cfg.MaxFailures) {
+		reason := res + ": " + err.Error()
+		if perr := cfg.Store.PauseWebhook(ctx, w.lease, reason); perr != nil {
+			cfg.Logger.Warn("webhook pause", "webhook", w.h.Name, "err", perr)
+			return errStop
+		}
+		w.m.pauses.Inc()
+		cfg.Logger.Error("webhook paused: too many failed deliveries; parley webhook resume replays from where it stopped",
+			"webhook", w.h.Name, "failures", n, "last", reason)
+		return errStop
+	}
+	if !wait(ctx, w.m.backoff(n)) {
+		return ctx.Err()
+	}
+	// The next attempt reads the event again from the store: a message
+	// deleted or edited during the backoff is delivered as it is now,
+	// never as it was (design §5, deleted means deleted).
+	return errReread
 }
+
+// errReread is deliver's word that an attempt failed and its backoff has
+// passed: the room is read again from its stored position.
+var errReread = errors.New("webhook: read the room again")
