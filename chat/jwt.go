@@ -137,10 +137,13 @@ func (s *Service) LoginExternal(ctx context.Context, issuer, subject, name strin
 	return token, u, nil
 }
 
-// liveExternal refuses a deleted account (see sqlite DeleteUser: renamed
-// "deleted-user:" + id).
+// deletedAccount reports whether u is a deleted account, as the stores
+// keep it (sqlite DeleteUser: renamed "deleted-user:" + id).
+func deletedAccount(u parley.User) bool { return strings.HasPrefix(u.Name, "deleted-user:") }
+
+// liveExternal refuses a deleted account.
 func liveExternal(u parley.User) (parley.User, error) {
-	if strings.HasPrefix(u.Name, "deleted-user:") {
+	if deletedAccount(u) {
 		return parley.User{}, parley.Errorf(parley.CodeUnauthorized, "the account of this identity was deleted")
 	}
 	return u, nil

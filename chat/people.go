@@ -194,7 +194,7 @@ func validTitle(t string) bool {
 // fills it), and returns their entry; added is false when they were one
 // already. The join is the user's own, as the store makes it: same seat
 // check, same member event. Fails with CodeForbidden for a plain member,
-// CodeInvalid in a direct room, CodeNotFound for an unknown user,
+// CodeInvalid in a direct room, CodeNotFound for an unknown or deleted user,
 // CodeConflict for a user banned from the room (lift the ban first) and
 // CodeRoomFull when no seat is left.
 //
@@ -217,7 +217,7 @@ func (s *Service) AddMember(ctx context.Context, u parley.User, roomID, userID s
 		return MemberEntry{}, false, parley.Errorf(parley.CodeForbidden, "only the room's owner and admins add members")
 	}
 	who, err := s.store.User(ctx, userID)
-	if parley.ErrorCode(err) == parley.CodeNotFound {
+	if parley.ErrorCode(err) == parley.CodeNotFound || err == nil && deletedAccount(who) {
 		return MemberEntry{}, false, parley.Errorf(parley.CodeNotFound, "no such user")
 	}
 	if err != nil {
