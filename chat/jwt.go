@@ -57,6 +57,9 @@ var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadd
 // (or none) starts at the last. The suffixes come from the id, so the
 // same identity always gets the same name for the same clash, and an
 // outside identity never takes over an existing account by its name.
+// When all of them are taken (someone may have taken them ahead, as they
+// can be known), ProvisionExternal falls back to "user-" and 16 random
+// characters.
 func ExternalNames(id, wanted string) []string {
 	b := []byte(wanted)
 	n := 0
@@ -90,6 +93,12 @@ func ExternalNames(id, wanted string) []string {
 // an account deleted since (DELETE /api/me: its id is never given out
 // again), CodeConflict when every name is taken.
 func (s *Service) ProvisionExternal(ctx context.Context, issuer, subject, name string) (parley.User, error) {
+	return s.provisionExternal(ctx, issuer, subject, name, nil)
+}
+
+// provisionExternal is ProvisionExternal; admit, when not nil, is asked
+// before an account is made, and its error refuses the first sight.
+func (s *Service) provisionExternal(ctx context.Context, issuer, subject, name string, admit func() error) (parley.User, error) {
 	id := ExternalUserID(issuer, subject)
 	u, err := s.store.User(ctx, id)
 	if err == nil {
@@ -97,6 +106,11 @@ func (s *Service) ProvisionExternal(ctx context.Context, issuer, subject, name s
 	}
 	if parley.ErrorCode(err) != parley.CodeNotFound {
 		return parley.User{}, err
+	}
+	if admit != nil {
+		if err := admit(); err != nil {
+			return parley.User{}, err
+		}
 	}
 	for _, n := range ExternalNames(id, name) {
 		u, err := s.store.CreateUser(ctx, parley.NewUser{ID: id, Name: n})
@@ -113,7 +127,23 @@ func (s *Service) ProvisionExternal(ctx context.Context, issuer, subject, name s
 			return liveExternal(u)
 		}
 	}
-	return parley.User{}, parley.Errorf(parley.CodeConflict, "no free name for the new account of %q: every one of %v is taken", subject, ExternalNames(id, name))
+	// Every name of ExternalNames is taken: they can be known ahead (the
+	// id comes from the issuer and subject), so someone may have taken
+	// them to keep this identity out. A random name cannot be.
+	for range 3 {
+		u, err := s.store.CreateUser(ctx, parley.NewUser{ID: id, Name: "user-" + parley.NewID()[:16]})
+		if err == nil {
+			s.provisioned.Inc()
+			return u, nil
+		}
+		if parley.ErrorCode(err) != parley.CodeConflict {
+			return parley.User{}, err
+		}
+		if u, err := s.store.User(ctx, id); err == nil {
+			return liveExternal(u)
+		}
+	}
+	return parley.User{}, parley.Errorf(parley.CodeConflict, "no free name for the new account of %q: every one of %v and three random ones is taken", subject, ExternalNames(id, name))
 }
 
 // LoginExternal signs in the user issuer knows as subject (OpenID
@@ -121,9 +151,11 @@ func (s *Service) ProvisionExternal(ctx context.Context, issuer, subject, name s
 // provisions the account on first sight, as ProvisionExternal does (the
 // same account as a JWT of the same issuer and subject), and returns a
 // new access token like Login's. Fails as ProvisionExternal does, and
-// with CodeUnauthorized for an account deleted meanwhile.
-func (s *Service) LoginExternal(ctx context.Context, issuer, subject, name string) (string, parley.User, error) {
-	u, err := s.ProvisionExternal(ctx, issuer, subject, name)
+// with CodeUnauthorized for an account deleted meanwhile. admit, when
+// not nil, is asked before a first sight makes the account (the REST
+// API's sign-up limit per address), and its error is returned.
+func (s *Service) LoginExternal(ctx context.Context, issuer, subject, name string, admit func() error) (string, parley.User, error) {
+	u, err := s.provisionExternal(ctx, issuer, subject, name, admit)
 	if err != nil {
 		return "", parley.User{}, err
 	}

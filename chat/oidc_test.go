@@ -17,7 +17,7 @@ func TestLoginExternal(t *testing.T) {
 	store := mustOpenStore(t)
 	v := &fakeJWT{ids: map[string]jwtauth.Identity{jwtOf(1): {Issuer: "https://a.test", Subject: "s1", Name: "ada", ExpiresAt: exp}}}
 	svc := chat.New(chat.Config{Store: store, KDF: cheap, JWT: v, Accounts: store.(*sqlite.Store)})
-	token, u, err := svc.LoginExternal(ctx, "https://a.test", "s1", "Ada")
+	token, u, err := svc.LoginExternal(ctx, "https://a.test", "s1", "Ada", nil)
 	if err != nil {
 		t.Fatalf("LoginExternal: %v", err)
 	}
@@ -38,7 +38,7 @@ func TestLoginExternal(t *testing.T) {
 	if err := store.(*sqlite.Store).DeleteUser(ctx, u, time.Now()); err != nil {
 		t.Fatalf("DeleteUser: %v", err)
 	}
-	if _, _, err := svc.LoginExternal(ctx, "https://a.test", "s1", "Ada"); parley.ErrorCode(err) != parley.CodeUnauthorized {
+	if _, _, err := svc.LoginExternal(ctx, "https://a.test", "s1", "Ada", nil); parley.ErrorCode(err) != parley.CodeUnauthorized {
 		t.Errorf("LoginExternal of a deleted account: %v, want unauthorized", err)
 	}
 }

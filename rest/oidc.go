@@ -39,7 +39,7 @@ type OIDCProvider interface {
 // it): LoginExternal provisions the account on first sight and returns a
 // new access token.
 type ExternalLogin interface {
-	LoginExternal(ctx context.Context, issuer, subject, name string) (string, parley.User, error)
+	LoginExternal(ctx context.Context, issuer, subject, name string, admit func() error) (string, parley.User, error)
 }
 
 // OIDC configures OpenID Connect sign-in.
@@ -131,7 +131,10 @@ func (h *Handler) oidcCallback(w http.ResponseWriter, r *http.Request) error {
 		h.oidcRefused(w, r, err)
 		return nil
 	}
-	token, u, err := o.Login.LoginExternal(r.Context(), id.Issuer, id.Subject, id.Name)
+	// A first sight makes an account: it takes the address's sign-up
+	// budget, as POST /api/users does.
+	admit := func() error { return h.allowSignup(w, r) }
+	token, u, err := o.Login.LoginExternal(r.Context(), id.Issuer, id.Subject, id.Name, admit)
 	if err != nil {
 		h.oidcRefused(w, r, &oidcauth.Error{Reason: "account", Message: "cannot sign you in: " + parley.ErrorMessage(err), Err: err})
 		return nil
