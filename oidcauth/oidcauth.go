@@ -247,13 +247,6 @@ func (rp *RP) Begin(ctx context.Context) (authURL, signed string, err error) {
 // with the PKCE verifier, and verifies the ID token (signature by the
 // provider's keys, iss, aud, exp, nonce). Every failure is an *Error.
 func (rp *RP) Finish(ctx context.Context, query url.Values, signed string) (Identity, error) {
-	if e := query.Get("error"); e != "" {
-		msg := "the identity provider refused the sign-in (" + printable(e) + ")"
-		if d := query.Get("error_description"); d != "" {
-			msg += ": " + printable(d)
-		}
-		return Identity{}, fail(ReasonDenied, msg, nil)
-	}
 	if signed == "" {
 		return Identity{}, fail(ReasonNoState, "no sign-in is in progress in this browser (it was finished already, or cookies are off): start again", nil)
 	}
@@ -266,6 +259,16 @@ func (rp *RP) Finish(ctx context.Context, query url.Values, signed string) (Iden
 	}
 	if rp.cfg.Now().Unix() > st.Expires {
 		return Identity{}, fail(ReasonExpired, fmt.Sprintf("the sign-in took longer than %v: start again", rp.cfg.StateTTL), nil)
+	}
+	// An error answer names the sign-in's state as a code does (RFC 6749
+	// §4.1.2.1): it is the provider's only once the state is this
+	// browser's, so a forged error link cannot cancel a sign-in.
+	if e := query.Get("error"); e != "" {
+		msg := "the identity provider refused the sign-in (" + printable(e) + ")"
+		if d := query.Get("error_description"); d != "" {
+			msg += ": " + printable(d)
+		}
+		return Identity{}, fail(ReasonDenied, msg, nil)
 	}
 	code := query.Get("code")
 	if code == "" {

@@ -125,8 +125,13 @@ func (h *Handler) oidcCallback(w http.ResponseWriter, r *http.Request) error {
 	if c, err := r.Cookie(oidcStateCookie); err == nil {
 		state = c.Value
 	}
-	http.SetCookie(w, &http.Cookie{Name: oidcStateCookie, Path: oidcCallbackPath, MaxAge: -1, HttpOnly: true, Secure: o.Secure, SameSite: http.SameSiteLaxMode})
 	id, err := o.Provider.Finish(r.Context(), r.URL.Query(), state)
+	// The state is spent once the callback is this browser's sign-in's;
+	// a callback with another state (a forged link) leaves it be.
+	var oe *oidcauth.Error
+	if !errors.As(err, &oe) || oe.Reason != oidcauth.ReasonBadState && oe.Reason != oidcauth.ReasonNoState {
+		http.SetCookie(w, &http.Cookie{Name: oidcStateCookie, Path: oidcCallbackPath, MaxAge: -1, HttpOnly: true, Secure: o.Secure, SameSite: http.SameSiteLaxMode})
+	}
 	if err != nil {
 		h.oidcRefused(w, r, err)
 		return nil
