@@ -18,6 +18,8 @@ const (
 	HookMessageSent    = "message.sent"
 	HookMessageEdited  = "message.edited"
 	HookMessageDeleted = "message.deleted"
+	HookReaction       = "message.reaction" // a reaction added or taken back (the message's counts now)
+	HookThread         = "message.thread"   // a root's thread summary moved (a reply)
 	HookMemberJoined   = "member.joined"
 	HookMemberLeft     = "member.left"
 	HookMemberRemoved  = "member.removed"
@@ -28,7 +30,7 @@ const (
 )
 
 // HookKinds are the webhook event kinds, in the order they are listed.
-var HookKinds = []string{HookMessageSent, HookMessageEdited, HookMessageDeleted,
+var HookKinds = []string{HookMessageSent, HookMessageEdited, HookMessageDeleted, HookReaction, HookThread,
 	HookMemberJoined, HookMemberLeft, HookMemberRemoved, HookMemberBanned, HookMemberRole,
 	HookRoomCreated, HookRoomUpdated}
 

@@ -102,10 +102,7 @@ func merge(roomID string, p parley.HookPosition, evs []parley.RoomEvent, sends, 
 			m := &changes[j]
 			j++
 			change = m.Change
-			pl = payload{ID: ChangeID(roomID, change), Type: parley.HookMessageEdited, Room: roomID, Change: change, Data: m}
-			if m.Deleted() {
-				pl.Type = parley.HookMessageDeleted
-			}
+			pl = payload{ID: ChangeID(roomID, change), Type: changeKind(m), Room: roomID, Change: change, Data: m}
 		case sendAt != nil:
 			m := &sends[i]
 			i++
@@ -132,4 +129,25 @@ func changedAt(m *parley.Message) time.Time {
 		return *m.EditedAt
 	}
 	return m.SentAt
+}
+
+// changeKind names a change by what its message shows now, as a
+// since-change replay does (roomevents.ReplayEvent): the store keeps the
+// message's last change number, not what moved it, and a change read
+// late is delivered once, at its last change. So: deleted for a
+// tombstone, edited for an edited message (a reaction on it too), else
+// reaction when it carries reactions, thread when it carries a thread
+// summary, and edited for the rest (a sender renamed by an account's
+// deletion).
+func changeKind(m *parley.Message) string {
+	switch {
+	case m.Deleted():
+		return parley.HookMessageDeleted
+	case m.EditedAt != nil:
+	case len(m.Reactions) > 0:
+		return parley.HookReaction
+	case m.Thread != nil:
+		return parley.HookThread
+	}
+	return parley.HookMessageEdited
 }
