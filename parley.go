@@ -92,6 +92,9 @@ type Message struct {
 	EditedAt   *time.Time `json:"edited_at"`
 	DeletedAt  *time.Time `json:"deleted_at"`
 	Change     int64      `json:"change"`
+	// Files are the files the message carries (files.go); nil for most
+	// messages and for a tombstone.
+	Files FileList `json:"files,omitempty"`
 }
 
 // Deleted reports whether the message is a tombstone.

@@ -152,6 +152,9 @@ type NewMessage struct {
 	SenderName string
 	Body       string
 	ClientID   string
+	// Files are the files the message carries, claimed by the caller
+	// (files.go); stores that keep no files refuse a message with files.
+	Files FileList
 }
 
 // MaxClientID is the longest idempotency key (client_id), in bytes.

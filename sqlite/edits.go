@@ -37,7 +37,7 @@ func (q *changeWrites) all() []*query {
 				WHERE id = ? RETURNING ` + roomCols},
 			edit: &query{kind: "edit_message", text: `UPDATE messages SET body = ?, edited_at = ?, change = ?
 				WHERE room_id = ? AND seq = ?`},
-			tombstone: &query{kind: "delete_message", text: `UPDATE messages SET body = '', deleted_at = ?, change = ?
+			tombstone: &query{kind: "delete_message", text: `UPDATE messages SET body = '', files = NULL, deleted_at = ?, change = ?
 				WHERE room_id = ? AND seq = ?`},
 			// An external-content table forgets a row when told its old
 			// text: exactly what was indexed.
@@ -90,7 +90,7 @@ func (q *changeReads) all() []*query {
 
 func msgColsOf(a string) string {
 	return a + ".id, " + a + ".room_id, " + a + ".seq, " + a + ".sender_id, " + a + ".sender_name, " + a + ".body, " +
-		a + ".client_id, " + a + ".sent_at, " + a + ".edited_at, " + a + ".deleted_at, " + a + ".change"
+		a + ".client_id, " + a + ".sent_at, " + a + ".edited_at, " + a + ".deleted_at, " + a + ".change, " + a + ".files"
 }
 
 func roomColsOf(a string) string {
@@ -226,7 +226,7 @@ func (s *Store) DeleteMessage(ctx context.Context, d parley.Deletion) (parley.Me
 		}
 		at := fromMicro(w.now())
 		m := old
-		m.Body, m.DeletedAt, m.Change = "", &at, r.LastChange
+		m.Body, m.DeletedAt, m.Change, m.Files = "", &at, r.LastChange, ""
 		if _, err := w.exec(w.s.wq.changes.tombstone, at.UnixMicro(), m.Change, m.RoomID, m.Seq); err != nil {
 			return result{}, fmt.Errorf("delete: %w", err)
 		}

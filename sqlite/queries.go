@@ -80,7 +80,7 @@ func (q *writeQueries) all() []*query {
 				SET last_seq = last_seq + v.column2, last_activity_at = max(last_activity_at, v.column3)
 				FROM (VALUES ` + values(n, 3) + `) AS v WHERE rooms.id = v.column1 RETURNING ` + roomCols + `, num`}
 			q.insertMessages[i] = &query{kind: "insert_message", text: `INSERT INTO messages
-				(id, room_id, seq, sender_id, sender_name, body, client_id, sent_at) VALUES ` + values(n, 8)}
+				(id, room_id, seq, sender_id, sender_name, body, client_id, sent_at, files) VALUES ` + values(n, 9)}
 			// Each (room, sender) once, with the sender's last seq.
 			q.senderReads[i] = &query{kind: "sender_read", text: `UPDATE members SET read_seq = v.column3
 				FROM (VALUES ` + values(n, 3) + `) AS v

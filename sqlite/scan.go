@@ -10,7 +10,7 @@ import (
 // Column lists, in the order scanRoom and scanMessage read them.
 const (
 	roomCols = `id, kind, title, capacity, member_count, last_seq, last_activity_at, created_at, coalesce(direct_key, ''), last_change, retention_seconds`
-	msgCols  = `id, room_id, seq, sender_id, sender_name, body, client_id, sent_at, edited_at, deleted_at, change`
+	msgCols  = `id, room_id, seq, sender_id, sender_name, body, client_id, sent_at, edited_at, deleted_at, change, files`
 )
 
 // scanner is a *sql.Row or *sql.Rows.
@@ -41,10 +41,12 @@ func scanMessage(s scanner) (parley.Message, error) {
 	var m parley.Message
 	var sent int64
 	var edited, deleted sql.NullInt64
+	var files sql.NullString // NULL for a message without files
 	if err := s.Scan(&m.ID, &m.RoomID, &m.Seq, &m.SenderID, &m.SenderName, &m.Body, &m.ClientID, &sent,
-		&edited, &deleted, &m.Change); err != nil {
+		&edited, &deleted, &m.Change, &files); err != nil {
 		return parley.Message{}, err
 	}
+	m.Files = parley.FileList(files.String)
 	m.SentAt = fromMicro(sent)
 	m.EditedAt, m.DeletedAt = optMicro(edited), optMicro(deleted)
 	return m, nil
@@ -61,3 +63,11 @@ func optMicro(us sql.NullInt64) *time.Time {
 
 // fromMicro converts a stored time (unix microseconds) back to UTC.
 func fromMicro(us int64) time.Time { return time.UnixMicro(us).UTC() }
+
+// filesJSON is the stored form of a message's files: NULL (nil) for none.
+func filesJSON(files parley.FileList) any {
+	if files == "" {
+		return nil
+	}
+	return string(files)
+}

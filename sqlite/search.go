@@ -114,11 +114,13 @@ func (s *Store) Search(ctx context.Context, userID string, q parley.Query, curso
 		var sent, rat, rcreated int64
 		var edited, deleted sql.NullInt64
 		m := &h.Message
+		var files sql.NullString
 		dest := []any{&m.ID, &m.RoomID, &m.Seq, &m.SenderID, &m.SenderName, &m.Body, &m.ClientID, &sent,
-			&edited, &deleted, &m.Change}
+			&edited, &deleted, &m.Change, &files}
 		if err := rows.Scan(append(dest, roomDest(&h.Room, &rat, &rcreated)...)...); err != nil {
 			return nil, "", s.readErr("search", err)
 		}
+		m.Files = parley.FileList(files.String)
 		m.SentAt = fromMicro(sent)
 		m.EditedAt, m.DeletedAt = optMicro(edited), optMicro(deleted)
 		fixRoom(&h.Room, rat, rcreated)
