@@ -455,7 +455,13 @@ func (s *session) send(f *stomp.Frame) (parley.Message, error) {
 	// SendTimeout cuts it short.
 	ctx, cancel := context.WithTimeout(s.srv.sendCtx, s.srv.cfg.SendTimeout)
 	defer cancel()
-	m, _, err := s.srv.chat.Send(ctx, u, string(dest[len(appPrefix):]), string(f.Body), clientID)
+	var m parley.Message
+	var err error
+	if ids, ok := f.Lookup("files"); ok && len(ids) > 0 {
+		m, err = s.sendFiles(ctx, u, string(dest[len(appPrefix):]), string(f.Body), clientID, string(ids))
+	} else {
+		m, _, err = s.srv.chat.Send(ctx, u, string(dest[len(appPrefix):]), string(f.Body), clientID)
+	}
 	switch {
 	case err == nil:
 	case errors.Is(err, context.DeadlineExceeded):

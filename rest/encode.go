@@ -84,6 +84,10 @@ func appendMessage(b []byte, m *parley.Message) []byte {
 	b = appendOptTime(b, m.DeletedAt)
 	b = append(b, `,"change":`...)
 	b = strconv.AppendInt(b, m.Change, 10)
+	if m.Files != "" { // encoding/json's own text (parley.FileList)
+		b = append(b, `,"files":`...)
+		b = append(b, m.Files...)
+	}
 	return append(b, '}')
 }
 

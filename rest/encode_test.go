@@ -40,6 +40,11 @@ func TestEncodeMatchesEncodingJSON(t *testing.T) {
 				m.DeletedAt = &at
 			}
 		}
+		var fs []parley.File
+		for j := range i % 3 { // some carry files
+			fs = append(fs, parley.File{ID: pick(), Name: pick(), Type: pick(), Size: rng.Int64N(1 << 30), Preview: j%2 == 0})
+		}
+		m.Files = parley.NewFileList(fs)
 		msgs := []parley.Message{m, m}
 		want, _ := json.Marshal(struct {
 			Messages []parley.Message `json:"messages"`

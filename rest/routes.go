@@ -223,13 +223,24 @@ func (h *Handler) historyPage(r *http.Request, u parley.User, q params) (*memoBo
 
 func (h *Handler) send(w http.ResponseWriter, r *http.Request) error {
 	var req struct {
-		Body     string `json:"body"`
-		ClientID string `json:"client_id"`
+		Body     string   `json:"body"`
+		ClientID string   `json:"client_id"`
+		Files    []string `json:"files"`
 	}
 	if err := h.decode(w, r, &req); err != nil {
 		return err
 	}
-	m, created, err := h.chat.Send(r.Context(), userOf(r), r.PathValue("id"), req.Body, req.ClientID)
+	var m parley.Message
+	var created bool
+	var err error
+	if len(req.Files) > 0 { // files.go
+		if err := h.filesOn(); err != nil {
+			return err
+		}
+		m, created, err = h.files.SendFiles(r.Context(), userOf(r), r.PathValue("id"), req.Body, req.ClientID, req.Files)
+	} else {
+		m, created, err = h.chat.Send(r.Context(), userOf(r), r.PathValue("id"), req.Body, req.ClientID)
+	}
 	if err != nil {
 		return err
 	}
