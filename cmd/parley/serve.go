@@ -85,6 +85,7 @@ type Config struct {
 	KeepDeletedMessages bool
 	APIKeyWatch         time.Duration // how often revoked API keys are looked for (apikey.go)
 	APIKeyRate          float64       // REST calls per second per API key; 0: no limit
+	Files               filesConfig   // files and attachments (files.go)
 
 	Retention         time.Duration // how long messages are kept; 0: forever
 	RetentionInterval time.Duration // time between the retention sweeper's passes
@@ -149,6 +150,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.RetentionInterval, "retention-interval", time.Minute, "time between the passes of the retention sweeper (for --retention and the rooms' own retention)")
 	c.accountFlags(fs)
 	c.apiKeyFlags(fs)
+	c.Files.flags(fs)
 	c.JWT.flags(fs)
 	fs.IntVar(&c.TypingMaxMembers, "typing-max-members", roomevents.DefaultTypingMaxMembers, "rooms with more members than this have no typing events (signals are accepted and absorbed), so one typist costs at most this many deliveries every 2 s")
 	fs.IntVar(&c.StompSendBuffer, "stomp-send-buffer", 64<<10, "kernel send buffer (SO_SNDBUF) of each STOMP connection in bytes, so that a client that stops reading is found by --stomp-queue (-1: the system's autotuned buffer)")
@@ -199,23 +201,24 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 type Main struct {
 	Config Config
 
-	registry *prometheus.Registry
-	lock     *dirlock.Lock // of the data directory, in single-node mode
-	store    parley.Store
-	durable  parley.Store // the store of record under store's read path (/readyz asks it if its storage is full)
-	http     *http.Server
-	sweeper  *accept.Sweeper    // the HTTP connections' deadlines
-	expiry   *retention.Sweeper // the retention sweeper; nil when the store cannot expire
-	keyWatch *chat.KeyWatch     // ends the sessions of API keys revoked elsewhere (apikey.go); nil-safe
-	ops      []*opsServer       // /metrics and pprof, when --metrics-addr or --debug-addr is set
-	hub      *hub.Hub
-	events   *roomevents.Events // room events (events.go)
-	gateway  *gateway.Server
-	stompLn  net.Listener
-	stompRun chan error // the STOMP accept loop's result, once it ends
-	ln       net.Listener
-	served   chan error
-	cluster  *clusterNode // nil in single-node mode
+	registry  *prometheus.Registry
+	lock      *dirlock.Lock // of the data directory, in single-node mode
+	store     parley.Store
+	durable   parley.Store // the store of record under store's read path (/readyz asks it if its storage is full)
+	http      *http.Server
+	sweeper   *accept.Sweeper    // the HTTP connections' deadlines
+	expiry    *retention.Sweeper // the retention sweeper; nil when the store cannot expire
+	keyWatch  *chat.KeyWatch     // ends the sessions of API keys revoked elsewhere (apikey.go); nil-safe
+	fileSweep *chat.FileSweep    // removes orphaned files (files.go); nil-safe
+	ops       []*opsServer       // /metrics and pprof, when --metrics-addr or --debug-addr is set
+	hub       *hub.Hub
+	events    *roomevents.Events // room events (events.go)
+	gateway   *gateway.Server
+	stompLn   net.Listener
+	stompRun  chan error // the STOMP accept loop's result, once it ends
+	ln        net.Listener
+	served    chan error
+	cluster   *clusterNode // nil in single-node mode
 	// rdb is cluster mode's Redis client from its dial until openFanout
 	// hands it to the cluster node (nil then): Close closes it if Open
 	// failed in between.
@@ -273,12 +276,17 @@ func (m *Main) Open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	fc, err := m.openFiles(ctx, db)
+	if err != nil {
+		return err
+	}
 	svc := chat.New(chat.Config{
 		Store: rp.reads, TokenTTL: cfg.TokenTTL, MaxBody: cfg.MaxBody, KDF: cfg.KDF, Registerer: m.registry,
 		OnRevoke: endSessions, Seen: shownSeen{m}, Accounts: accountsOf(db), NameHold: cfg.DeletedNameHold,
-		KeepMessages: cfg.KeepDeletedMessages, JWT: jv, Keys: keysOf(db),
+		KeepMessages: cfg.KeepDeletedMessages, JWT: jv, Keys: keysOf(db), Files: fc,
 	})
 	m.keyWatch = svc.StartKeyWatch(cfg.APIKeyWatch)
+	m.fileSweep = svc.StartFileSweep(cfg.Files.SweepEvery)
 	api, err := m.openAPI(svc, rdb, sendLimit, readLimit)
 	if err != nil {
 		return err
@@ -347,7 +355,7 @@ func (m *Main) openAPI(svc *chat.Service, rdb *goredis.Client, sendLimit, readLi
 	if err != nil {
 		return nil, err
 	}
-	limits.Chat, limits.Registerer = svc, m.registry
+	limits.Chat, limits.Registerer, limits.Files = svc, m.registry, svc
 	restLimits(&limits, sendLimit, readLimit)
 	if keyLimit, err := rateLimit("--apikey-rate", cfg.APIKeyRate); err != nil {
 		return nil, err
@@ -449,6 +457,7 @@ func (m *Main) Close(ctx context.Context) error {
 		m.expiry.Close()
 	}
 	m.keyWatch.Close()
+	m.fileSweep.Close()
 	if m.store != nil {
 		if err := m.store.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close store: %w", err))
