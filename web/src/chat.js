@@ -6,6 +6,7 @@ import { $, h, setText, randomId } from './dom.js';
 import { Changes } from './changes.js';
 import { People } from './members.js';
 import { renderMarkdown } from './markdown.js';
+import { renderFiles } from './files.js';
 import { avatar, botBadge, clock, isBot, markFirstUnread, msgTime, refreshTimes, regroup } from './timeline.js';
 
 const pageSize = 50;
@@ -263,6 +264,7 @@ export class ChatView {
           m.sent_at ? msgTime(m.sent_at) : null,
         ),
         h('div', { class: 'msg-body' }, ...renderMarkdown(m.body || '')),
+        m.deleted_at ? null : renderFiles(this.app.api, m.files),
         status ? h('p', { class: 'msg-status' }, status) : null,
       ),
     );
@@ -271,18 +273,18 @@ export class ChatView {
   }
 
   /** send shows the message as sending and hands it to the live connection. */
-  send(body) {
+  send(body, files = []) {
     const clientId = randomId();
-    const el = this.render({ sender_id: this.app.me.id, body }, 'sending…');
+    const el = this.render({ sender_id: this.app.me.id, body, files }, 'sending…');
     el.classList.add('pending');
     el.dataset.clientId = clientId;
-    this.pending.set(clientId, { el, body });
+    this.pending.set(clientId, { el, body, files });
     this.list.append(el);
     regroup(el);
     setText($('history-status'), '');
     this.pinned = false;
     this.scrollToBottom();
-    this.app.live.send(this.roomId, body, clientId);
+    this.app.live.send(this.roomId, body, clientId, files);
   }
 
   /** onSendResult settles a pending message; false when it is not this view's. */
@@ -310,6 +312,7 @@ export class ChatView {
     this.insert({
       id: r.messageId, room_id: this.roomId, seq: r.seq, sender_id: this.app.me.id,
       sender_name: this.app.me.name, body: p.body, client_id: clientId, sent_at: new Date().toISOString(),
+      files: p.files && p.files.length ? p.files : undefined,
     });
     this.app.ownMessageStored(this.roomId, r.seq);
     this.maybeMarkRead();

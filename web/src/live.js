@@ -30,7 +30,19 @@ export function messageOf(frame) {
     edited_at: hd['edited-at'] || null,
     deleted_at: hd.deleted === 'true' ? hd['deleted-at'] || hd['sent-at'] : null,
     change: Number(hd.change || 0),
+    files: filesOf(hd.files),
   };
+}
+
+/** filesOf reads a MESSAGE frame's files header (a JSON array; docs/files.md). */
+function filesOf(header) {
+  if (!header) return undefined;
+  try {
+    const fs = JSON.parse(header);
+    return Array.isArray(fs) ? fs : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 export class Live {
@@ -175,8 +187,8 @@ export class Live {
   }
 
   /** send queues a message; onSendResult tells its outcome. */
-  send(roomId, body, clientId) {
-    this.queue.push({ roomId, body, clientId, attempts: 0 });
+  send(roomId, body, clientId, files = []) {
+    this.queue.push({ roomId, body, clientId, files, attempts: 0 });
     this.pump();
   }
 
@@ -203,7 +215,9 @@ export class Live {
     this.client.publish({
       destination: '/app/rooms.' + item.roomId,
       body: item.body,
-      headers: { receipt, 'client-id': item.clientId },
+      headers: item.files.length > 0
+        ? { receipt, 'client-id': item.clientId, files: item.files.map((f) => f.id).join(',') }
+        : { receipt, 'client-id': item.clientId },
     });
   }
 
