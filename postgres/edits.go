@@ -27,7 +27,7 @@ import (
 func msgOut(a string) string {
 	return strings.NewReplacer("a.", a+".").Replace(`coalesce(a.id, ''), coalesce(a.room_id, ''), coalesce(a.seq, 0),
 		coalesce(a.sender_id, ''), coalesce(a.sender_name, ''), coalesce(a.body, ''), coalesce(a.client_id, ''),
-		coalesce(a.sent_at, 'epoch'), a.edited_at, a.deleted_at, coalesce(a.change, 0)`)
+		coalesce(a.sent_at, 'epoch'), a.edited_at, a.deleted_at, coalesce(a.change, 0), coalesce(a.files, '')`)
 }
 
 // changeWrites are the writer's statements of edits and deletions.
@@ -59,7 +59,7 @@ func newChangeWrites(m *metrics, tsv func(string) string) changeWrites {
 				WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM k)
 					AND EXISTS (SELECT 1 FROM old WHERE (sender_id = $3 OR $4::boolean) AND deleted_at IS NULL)
 				RETURNING ` + roomRet + `),
-			m AS (UPDATE messages SET body = '', deleted_at = $5, change = r.last_change, tsv = NULL
+			m AS (UPDATE messages SET body = '', files = NULL, deleted_at = $5, change = r.last_change, tsv = NULL
 				FROM r WHERE messages.room_id = $1 AND messages.seq = $2),
 			nk AS (INSERT INTO change_keys (room_id, user_id, client_id, seq, deleted, change)
 				SELECT $1, $3, $6, $2, true, r.last_change FROM r WHERE $6 <> '')
@@ -101,7 +101,7 @@ func newChangeReads(m *metrics) changeReads {
 
 func msgColsOf(a string) string {
 	return strings.NewReplacer("a.", a+".").Replace(`a.id, a.room_id, a.seq, a.sender_id, a.sender_name, a.body,
-		a.client_id, a.sent_at, a.edited_at, a.deleted_at, a.change`)
+		a.client_id, a.sent_at, a.edited_at, a.deleted_at, a.change, coalesce(a.files, '')`)
 }
 
 // EditMessage implements parley.Store.
@@ -182,7 +182,7 @@ func (o *change) decode(row pgx.Row) (result, []parley.Event, error) {
 	if o.edit {
 		m.Body, m.EditedAt = o.body, &at
 	} else {
-		m.Body, m.DeletedAt, kind = "", &at, parley.EventDeleted
+		m.Body, m.DeletedAt, m.Files, kind = "", &at, "", parley.EventDeleted
 	}
 	return result{msg: m, ok: true}, []parley.Event{{Kind: kind, Room: r, UserID: o.actor, Message: m}}, nil
 }

@@ -42,7 +42,7 @@ func scanMessage(row pgx.Row) (parley.Message, error) {
 // fixMessage after the scan.
 func messageDest(m *parley.Message) []any {
 	return []any{&m.ID, &m.RoomID, &m.Seq, &m.SenderID, &m.SenderName, &m.Body, &m.ClientID, &m.SentAt,
-		&m.EditedAt, &m.DeletedAt, &m.Change}
+		&m.EditedAt, &m.DeletedAt, &m.Change, (*string)(&m.Files)}
 }
 
 // fixMessage puts the times of a scanned message in UTC.
