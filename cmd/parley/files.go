@@ -15,9 +15,9 @@ import (
 	"parley/files"
 )
 
-// Files and attachments (docs/files.md): the rows in the store (SQLite
-// only so far), the bytes in a directory under --data or in an
-// S3-compatible bucket.
+// Files and attachments (docs/files.md): the rows in the store, the
+// bytes in a directory under --data (one node) or in an S3-compatible
+// bucket (required in cluster mode).
 
 // filesConfig is the files' settings.
 type filesConfig struct {
@@ -54,8 +54,8 @@ func fileStoreOf(db parley.Store) chat.FileStore {
 }
 
 // openFiles returns the chat service's files configuration: nil when
-// files are off (--files-max-size 0), or when the store keeps no files
-// (PostgreSQL so far: the node logs that files are off).
+// files are off: --files-max-size 0, or cluster mode without
+// --files-s3-endpoint (the node logs why; uploads answer 503).
 func (m *Main) openFiles(ctx context.Context, db parley.Store) (*chat.FilesConfig, error) {
 	c := m.Config.Files
 	switch {
@@ -67,11 +67,13 @@ func (m *Main) openFiles(ctx context.Context, db parley.Store) (*chat.FilesConfi
 		return nil, nil
 	}
 	st := fileStoreOf(db)
-	if st == nil {
-		if c.S3Endpoint != "" {
-			return nil, fmt.Errorf("--files-s3-endpoint: the store %T keeps no files yet (docs/files.md); set --files-max-size 0", db)
-		}
-		slog.Warn("files are off: this store keeps no files yet (docs/files.md)")
+	switch {
+	case st == nil:
+		return nil, fmt.Errorf("files: the store %T keeps no files; set --files-max-size 0", db)
+	case isPostgres(m.Config.Store) && c.S3Endpoint == "":
+		// Cluster mode: a file uploaded through one node is downloaded
+		// through any, so the bytes need a store every node reaches.
+		slog.Warn("files are off: in cluster mode they need a shared object store, --files-s3-endpoint (docs/files.md)")
 		return nil, nil
 	}
 	var blobs files.Blobs

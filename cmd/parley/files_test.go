@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"parley/servicetest"
 )
 
 type fileInfo struct {
@@ -235,5 +237,73 @@ func TestFilesOff(t *testing.T) {
 	var e apiError
 	if st := alice.do("POST", "/api/rooms/"+r.ID+"/messages", map[string]any{"body": "x", "files": []string{"a"}}, &e); st != 503 {
 		t.Errorf("send with files = %d %+v, want 503", st, e)
+	}
+}
+
+// TestFilesCluster: two nodes share the PostgreSQL store and an S3
+// bucket (a private versitygw): a file uploaded through one node is sent
+// and downloaded through the other, and its MESSAGE reaches a subscriber
+// of the other node.
+func TestFilesCluster(t *testing.T) {
+	env := needCluster(t)
+	g := servicetest.StartVersityGW(t)
+	s3 := func(c *Config) {
+		c.Files.S3Endpoint, c.Files.S3Bucket, c.Files.S3AccessKey, c.Files.S3SecretKey = g.Endpoint, "parley-cluster", g.AccessKey, g.SecretKey
+	}
+	a := startNode(t, env, "a", s3, oneAddress)
+	b := startNode(t, env, "b", s3, oneAddress)
+	alice, _ := mustSignUp(t, a.Addr(), "alice")
+	bobA, _ := mustSignUp(t, a.Addr(), "bob")
+	bob := on(bobA, b)
+	var r room
+	alice.do("POST", "/api/rooms", map[string]string{"kind": "group", "title": "shared"}, &r)
+	if st := bob.do("POST", "/api/rooms/"+r.ID+"/members", nil, nil); st != http.StatusCreated {
+		t.Fatalf("join on b = %d", st)
+	}
+	sub := subscribe(t, b, bob.token, r.ID, 0)
+
+	pic := testPNG(t)
+	st, img, e := alice.upload(r.ID, "a.png", "image/png", pic)
+	if st != http.StatusCreated {
+		t.Fatalf("upload on a = %d %+v", st, e)
+	}
+	// Not yet sent: only alice sees it, on either node.
+	if resp, _ := bob.fetch("/api/files/" + img.ID); resp.StatusCode != 404 {
+		t.Errorf("bob GETs the unattached file on b = %d, want 404", resp.StatusCode)
+	}
+	aliceB := on(alice, b)
+	if st := aliceB.do("POST", "/api/rooms/"+r.ID+"/messages", map[string]any{"body": "from a, sent on b", "files": []string{img.ID}}, nil); st != http.StatusCreated {
+		t.Fatalf("send with the file on b = %d", st)
+	}
+	f := sub.expect("MESSAGE", "seq:1")
+	if !bytes.Contains(f.Get("files"), []byte(img.ID)) {
+		t.Errorf("MESSAGE on b = %v, want the file", f)
+	}
+	resp, body := bob.fetch("/api/files/" + img.ID)
+	if resp.StatusCode != 200 || !bytes.Equal(body, pic) {
+		t.Errorf("bob downloads on b = %d (%d bytes), want 200 with the %d bytes uploaded on a", resp.StatusCode, len(body), len(pic))
+	}
+	if resp, _ := bobA.fetch("/api/files/" + img.ID + "/preview"); resp.StatusCode != 200 {
+		t.Errorf("bob's preview on a = %d", resp.StatusCode)
+	}
+	// Deleted on a: gone on b.
+	if st := alice.do("DELETE", "/api/rooms/"+r.ID+"/messages/1", nil, nil); st != http.StatusNoContent {
+		t.Fatalf("delete = %d", st)
+	}
+	if resp, _ := bob.fetch("/api/files/" + img.ID); resp.StatusCode != 404 {
+		t.Errorf("after the deletion, GET on b = %d, want 404", resp.StatusCode)
+	}
+}
+
+// TestFilesClusterNeedsS3: a cluster node without --files-s3-endpoint
+// keeps files off (each node's directory would be its own): 503.
+func TestFilesClusterNeedsS3(t *testing.T) {
+	env := needCluster(t)
+	a := startNode(t, env, "a", oneAddress)
+	alice, _ := mustSignUp(t, a.Addr(), "alice")
+	var r room
+	alice.do("POST", "/api/rooms", map[string]string{"kind": "group", "title": "x"}, &r)
+	if st, _, e := alice.upload(r.ID, "x", "text/plain", []byte("x")); st != 503 || !strings.Contains(e.Error.Message, "not available") {
+		t.Errorf("upload = %d %+v, want 503", st, e)
 	}
 }
