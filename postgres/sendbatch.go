@@ -368,8 +368,8 @@ func readSendChecks(br pgx.BatchResults, nPairs, nKeys int) (map[string]*parley.
 // insertCols are the columns of the INSERT of trySends.
 type insertCols struct {
 	rooms, ids, senders, names, bodies, clientIDs, files []string
-	seqs                                          []int64
-	times                                         []time.Time
+	seqs                                                 []int64
+	times                                                []time.Time
 }
 
 func newInsertCols(n int) *insertCols {

@@ -152,7 +152,7 @@ func (s *Store) SweepFiles(ctx context.Context, unattachedBefore time.Time) ([]p
 	_, err := s.write(ctx, func(w *wtx) (result, error) {
 		orphans, err := collectFiles(w.tx.Query(`DELETE FROM files WHERE seq IS NOT NULL AND NOT EXISTS
 			(SELECT 1 FROM messages m WHERE m.room_id = files.room_id AND m.seq = files.seq AND m.files IS NOT NULL)
-			RETURNING `+fileCols))
+			RETURNING ` + fileCols))
 		if err != nil {
 			return result{}, fmt.Errorf("sweep files: %w", err)
 		}
