@@ -46,10 +46,11 @@ type Dir struct {
 
 var _ Blobs = (*Dir)(nil)
 
-// OpenDir returns the Dir of dir, creating it when missing.
+// OpenDir returns the Dir of dir, which Put makes on the first blob
+// (a data directory with no files has none).
 func OpenDir(dir string) (*Dir, error) {
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return nil, fmt.Errorf("files: %w", err)
+	if dir == "" {
+		return nil, fmt.Errorf("files: no directory")
 	}
 	return &Dir{dir: dir}, nil
 }
@@ -58,6 +59,9 @@ func OpenDir(dir string) (*Dir, error) {
 func (d *Dir) Put(_ context.Context, key string, data []byte) error {
 	if err := checkKey(key); err != nil {
 		return err
+	}
+	if err := os.MkdirAll(d.dir, 0o750); err != nil {
+		return fmt.Errorf("put blob: %w", err)
 	}
 	tmp, err := os.CreateTemp(d.dir, ".put-*")
 	if err != nil {
@@ -123,6 +127,9 @@ func (d *Dir) Delete(_ context.Context, key string) error {
 // List implements Blobs; leftover temporary files are not listed.
 func (d *Dir) List(_ context.Context, f func(key string) error) error {
 	ents, err := os.ReadDir(d.dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // no blob yet
+	}
 	if err != nil {
 		return fmt.Errorf("list blobs: %w", err)
 	}

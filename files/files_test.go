@@ -12,6 +12,7 @@ import (
 	"image/jpeg"
 	"image/png"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -124,6 +125,9 @@ func TestCleanName(t *testing.T) {
 // RunBlobsTests is the conformance suite of a Blobs.
 func RunBlobsTests(t *testing.T, b files.Blobs) {
 	ctx := context.Background()
+	if err := b.List(ctx, func(k string) error { t.Errorf("List of an empty store: %s", k); return nil }); err != nil {
+		t.Errorf("List of an empty store: %v", err)
+	}
 	if err := b.Put(ctx, "abc", []byte("one")); err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +174,7 @@ func RunBlobsTests(t *testing.T, b files.Blobs) {
 }
 
 func TestDir(t *testing.T) {
-	d, err := files.OpenDir(t.TempDir())
+	d, err := files.OpenDir(filepath.Join(t.TempDir(), "files")) // made by the first Put
 	if err != nil {
 		t.Fatal(err)
 	}
