@@ -204,6 +204,19 @@ func TestFilesEndToEnd(t *testing.T) {
 		}
 	}
 
+	// Chunked (no Content-Length): cut off at the limit all the same.
+	req, _ := http.NewRequest("POST", alice.base+"/api/rooms/"+r.ID+"/files", io.MultiReader(bytes.NewReader(make([]byte, 100_001))))
+	req.Header.Set("Authorization", "Bearer "+alice.token)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 413 || resp.Header.Get("Content-Type") != "application/json" {
+		t.Errorf("chunked upload over the limit = %v %v, want 413 JSON", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	// A STOMP SEND with a file it may not carry is refused with ERROR.
+	bad := dialStomp(t, m, "websocket", alice.token)
+	bad.send("SEND\ndestination:/app/rooms." + r.ID + "\nfiles:" + carols.ID + "\nreceipt:x\n\nhi\x00")
+	bad.expect("ERROR", "code:invalid")
+
 	// The quota (150,000 bytes): alice has img and page; two more files
 	// of 60,000 bytes fit, a third does not.
 	big := bytes.Repeat([]byte("a"), 60_000)
