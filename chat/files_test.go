@@ -224,8 +224,8 @@ func TestSendFiles(t *testing.T) {
 			t.Errorf("message files = %+v, want %+v %+v", m.Files, img, txt)
 		}
 		again, created, err := w.s.SendFiles(ctx, w.alice, w.room.ID, "", "k1", []string{img.ID, txt.ID})
-		if err != nil || created || again.Seq != m.Seq {
-			t.Errorf("repeat SendFiles = seq %d, %v, %v; want seq %d, not created", again.Seq, created, err, m.Seq)
+		if err != nil || created || again.Seq != m.Seq || again.Files != m.Files {
+			t.Errorf("repeat SendFiles = seq %d %s, %v, %v; want seq %d with its files, not created", again.Seq, again.Files, created, err, m.Seq)
 		}
 		if _, _, err := w.s.SendFiles(ctx, w.alice, w.room.ID, "", "k2", []string{txt.ID}); parley.ErrorCode(err) != parley.CodeInvalid {
 			t.Errorf("a file carried already, sent again: %v, want invalid", err)

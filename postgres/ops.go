@@ -319,7 +319,7 @@ func (o *send) decode(row pgx.Row) (result, []parley.Event, error) {
 	old := parley.Message{RoomID: o.m.RoomID, SenderID: o.m.SenderID, ClientID: o.m.ClientID}
 	var r parley.Room
 	dest := append([]any{&senderOK, &roomOK, &memberOK, &name, &old.ID, &old.Seq, &old.SenderName, &old.Body, &old.SentAt,
-		&old.EditedAt, &old.DeletedAt, &old.Change}, roomDest(&r)...)
+		&old.EditedAt, &old.DeletedAt, &old.Change, (*string)(&old.Files)}, roomDest(&r)...)
 	if err := row.Scan(dest...); err != nil {
 		return result{}, nil, err
 	}

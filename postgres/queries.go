@@ -126,7 +126,7 @@ func newWriteQueries(m *metrics, index bool) *writeQueries {
 		// returns the original (old); otherwise, for a member, the
 		// room's next seq, the message and the sender's read position,
 		// in one statement.
-		send: &query{kind: "send", text: `WITH old AS (SELECT id, seq, sender_name, body, sent_at, edited_at, deleted_at, change FROM messages
+		send: &query{kind: "send", text: `WITH old AS (SELECT id, seq, sender_name, body, sent_at, edited_at, deleted_at, change, files FROM messages
 				WHERE room_id = $1 AND sender_id = $2 AND client_id = $5 AND client_id <> '' AND $5 <> ''),
 			who AS (SELECT CASE WHEN $3 = '' THEN name ELSE $3 END AS name FROM users WHERE id = $2),
 			mem AS (SELECT 1 FROM members WHERE room_id = $1 AND user_id = $2),
@@ -140,7 +140,7 @@ func newWriteQueries(m *metrics, index bool) *writeQueries {
 			SELECT EXISTS (SELECT 1 FROM who), EXISTS (SELECT 1 FROM rooms WHERE id = $1), EXISTS (SELECT 1 FROM mem),
 				coalesce((SELECT name FROM who), ''),
 				coalesce(old.id, ''), coalesce(old.seq, 0), coalesce(old.sender_name, ''), coalesce(old.body, ''),
-				coalesce(old.sent_at, 'epoch'), old.edited_at, old.deleted_at, coalesce(old.change, 0), ` + roomOut("r") + `
+				coalesce(old.sent_at, 'epoch'), old.edited_at, old.deleted_at, coalesce(old.change, 0), coalesce(old.files, ''), ` + roomOut("r") + `
 			FROM (VALUES (1)) AS one LEFT JOIN old ON true LEFT JOIN r ON true`},
 
 		// Many sends in one statement, for a run of sends in a batch: the
@@ -158,7 +158,7 @@ func newWriteQueries(m *metrics, index bool) *writeQueries {
 			checked AS (SELECT i.*, u.name AS user_name, r.id IS NOT NULL AS room_ok,
 					EXISTS (SELECT 1 FROM members mm WHERE mm.room_id = i.room_id AND mm.user_id = i.sender_id) AS member_ok,
 					o.id AS old_id, o.seq AS old_seq, o.sender_name AS old_name, o.body AS old_body, o.sent_at AS old_sent_at,
-					o.edited_at AS old_edited_at, o.deleted_at AS old_deleted_at, o.change AS old_change,
+					o.edited_at AS old_edited_at, o.deleted_at AS old_deleted_at, o.change AS old_change, o.files AS old_files,
 					CASE WHEN i.client_id = '' THEN 1
 						ELSE row_number() OVER (PARTITION BY i.room_id, i.sender_id, i.client_id ORDER BY i.ord) END AS nth
 				FROM input i
@@ -181,7 +181,7 @@ func newWriteQueries(m *metrics, index bool) *writeQueries {
 				WHERE members.room_id = n.room_id AND members.user_id = n.sender_id AND members.read_seq < n.seq)
 			SELECT c.user_name IS NOT NULL, c.room_ok, c.member_ok, coalesce(n.seq, 0), coalesce(n.name, ''),
 				coalesce(c.old_id, ''), coalesce(c.old_seq, 0), coalesce(c.old_name, ''), coalesce(c.old_body, ''),
-				coalesce(c.old_sent_at, 'epoch'), c.old_edited_at, c.old_deleted_at, coalesce(c.old_change, 0), ` + roomOut("r") + `
+				coalesce(c.old_sent_at, 'epoch'), c.old_edited_at, c.old_deleted_at, coalesce(c.old_change, 0), coalesce(c.old_files, ''), ` + roomOut("r") + `
 			FROM checked c LEFT JOIN new n ON n.ord = c.ord LEFT JOIN rooms r ON r.id = c.room_id
 			ORDER BY c.ord`},
 

@@ -68,7 +68,7 @@ func newSendBatchQueries(m *metrics, tsv func(string) string) *sendBatchQueries 
 		// The keys $1 room, $2 sender, $3 client id: one row for each
 		// stored message of a key.
 		keys: &query{kind: "send_keys", text: `SELECT k.ord, m.id, m.seq, m.sender_name, m.body, m.sent_at,
-				m.edited_at, m.deleted_at, m.change
+				m.edited_at, m.deleted_at, m.change, coalesce(m.files, '')
 			FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS k (r, s, c, ord)
 			JOIN messages m ON m.room_id = k.r AND m.sender_id = k.s AND m.client_id = k.c AND m.client_id <> ''`},
 		insert: &query{kind: "insert_messages", text: `INSERT INTO messages
@@ -353,7 +353,7 @@ func readSendChecks(br pgx.BatchResults, nPairs, nKeys int) (map[string]*parley.
 	for rows.Next() {
 		var ord int
 		var m parley.Message
-		if err := rows.Scan(&ord, &m.ID, &m.Seq, &m.SenderName, &m.Body, &m.SentAt, &m.EditedAt, &m.DeletedAt, &m.Change); err != nil {
+		if err := rows.Scan(&ord, &m.ID, &m.Seq, &m.SenderName, &m.Body, &m.SentAt, &m.EditedAt, &m.DeletedAt, &m.Change, (*string)(&m.Files)); err != nil {
 			return nil, nil, nil, fmt.Errorf("client ids: %w", err)
 		}
 		fixMessage(&m)

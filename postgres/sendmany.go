@@ -56,7 +56,7 @@ func decodeSends(br pgx.BatchResults, ops []*send) ([]outcome, []parley.Event, e
 		old := parley.Message{RoomID: o.m.RoomID, SenderID: o.m.SenderID, ClientID: o.m.ClientID}
 		var r parley.Room
 		dest := append([]any{&senderOK, &roomOK, &memberOK, &seq, &name,
-			&old.ID, &old.Seq, &old.SenderName, &old.Body, &old.SentAt, &old.EditedAt, &old.DeletedAt, &old.Change}, roomDest(&r)...)
+			&old.ID, &old.Seq, &old.SenderName, &old.Body, &old.SentAt, &old.EditedAt, &old.DeletedAt, &old.Change, (*string)(&old.Files)}, roomDest(&r)...)
 		if err := rows.Scan(dest...); err != nil {
 			return nil, nil, err
 		}
