@@ -230,6 +230,9 @@ func TestSendFiles(t *testing.T) {
 		if _, _, err := w.s.SendFiles(ctx, w.alice, w.room.ID, "", "k2", []string{txt.ID}); parley.ErrorCode(err) != parley.CodeInvalid {
 			t.Errorf("a file carried already, sent again: %v, want invalid", err)
 		}
+		if rooms, _, err := w.db.Rooms(ctx, w.bob.ID, "", 10); err != nil || len(rooms) != 1 || rooms[0].LastMessage == nil || rooms[0].LastMessage.Files != m.Files {
+			t.Errorf("bob's room list = %+v, %v; want the last message with its files", rooms, err)
+		}
 		page, err := w.s.Messages(ctx, w.bob, w.room.ID, parley.Newest(10))
 		if err != nil || len(page) != 1 || len(page[0].Files.List()) != 2 {
 			t.Fatalf("history = %+v, %v; want the message with its 2 files", page, err)

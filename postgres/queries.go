@@ -225,7 +225,7 @@ type readQueries struct {
 // joins each room's last message by its key (room_id, seq = last_seq).
 var roomListQuery = `SELECT ` + roomOut("r") + `, m.read_seq,
 		coalesce(g.id, ''), coalesce(g.sender_id, ''), coalesce(g.sender_name, ''), coalesce(g.body, ''),
-		coalesce(g.client_id, ''), coalesce(g.sent_at, 'epoch'), g.edited_at, g.deleted_at, coalesce(g.change, 0)
+		coalesce(g.client_id, ''), coalesce(g.sent_at, 'epoch'), g.edited_at, g.deleted_at, coalesce(g.change, 0), coalesce(g.files, '')
 	FROM members m
 	JOIN rooms r ON r.id = m.room_id
 	LEFT JOIN messages g ON g.room_id = r.id AND g.seq = r.last_seq

@@ -122,7 +122,7 @@ type readQueries struct {
 const roomListQuery = `SELECT p.id, p.kind, p.title, p.capacity, p.member_count, p.last_seq, p.last_activity_at,
 		p.created_at, p.direct_key, p.last_change, p.retention_seconds, p.read_seq,
 		coalesce(g.id, ''), coalesce(g.sender_id, ''), coalesce(g.sender_name, ''), coalesce(g.body, ''),
-		coalesce(g.client_id, ''), coalesce(g.sent_at, 0), g.edited_at, g.deleted_at, coalesce(g.change, 0)
+		coalesce(g.client_id, ''), coalesce(g.sent_at, 0), g.edited_at, g.deleted_at, coalesce(g.change, 0), coalesce(g.files, '')
 	FROM (
 		SELECT r.id, r.kind, r.title, r.capacity, r.member_count, r.last_seq, r.last_activity_at,
 			r.created_at, coalesce(r.direct_key, '') AS direct_key, r.last_change, r.retention_seconds, m.read_seq

@@ -227,7 +227,7 @@ func (s *Store) Rooms(ctx context.Context, userID, cursor string, limit int) ([]
 		var edited, deleted sql.NullInt64
 		var m parley.Message
 		dest := append(roomDest(&e.Room, &at, &created), &readSeq,
-			&m.ID, &m.SenderID, &m.SenderName, &m.Body, &m.ClientID, &sent, &edited, &deleted, &m.Change)
+			&m.ID, &m.SenderID, &m.SenderName, &m.Body, &m.ClientID, &sent, &edited, &deleted, &m.Change, (*string)(&m.Files))
 		if err := rows.Scan(dest...); err != nil {
 			return nil, "", s.readErr("rooms", err)
 		}
