@@ -323,3 +323,38 @@ func TestFileSweep(t *testing.T) {
 		}
 	})
 }
+
+// TestDeleteAccountFiles: an account's deletion erases its messages'
+// files with them (the operator did not keep the messages).
+func TestDeleteAccountFiles(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func(t *testing.T) fileDB) {
+		w := newFileWorld(t, open, 0)
+		s := chat.New(chat.Config{Store: w.db, KDF: cheap, Accounts: w.db.(chat.Accounts),
+			Files: &chat.FilesConfig{Store: w.db, Blobs: mustDir(t, w.dir)}})
+		f, err := s.Upload(ctx, w.bob, w.room.ID, "b.txt", []byte("bob's"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s.SendFiles(ctx, w.bob, w.room.ID, "mine", "", []string{f.ID}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.DeleteAccount(ctx, w.bob, "correct horse"); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s.OpenFile(ctx, w.alice, f.ID, false); parley.ErrorCode(err) != parley.CodeNotFound {
+			t.Errorf("the deleted account's file: %v, want not_found", err)
+		}
+		if got := w.blobs(t); len(got) != 0 {
+			t.Errorf("blobs left = %v, want none", got)
+		}
+	})
+}
+
+func mustDir(t *testing.T, dir string) *files.Dir {
+	t.Helper()
+	d, err := files.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
