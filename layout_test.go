@@ -90,7 +90,7 @@ var layers = []struct {
 	}},
 	{"stores, caches and history (backends among them)", []string{
 		"parley/sqlite", "parley/postgres", "parley/inmem", "parley/redis", "parley/rabbitmq",
-		"parley/cache", "parley/history",
+		"parley/cache", "parley/history", "parley/files",
 	}},
 	{"fan-out and chat: hub, room events, cluster relay, chat", []string{
 		"parley/hub", "parley/roomevents", "parley/cluster", "parley/chat", "parley/retention",

@@ -100,6 +100,9 @@ type Message struct {
 	ReplyTo *ReplyRef `json:"reply_to,omitempty"`
 	// Thread is a root's summary of its replies; nil until the first.
 	Thread *Thread `json:"thread,omitempty"`
+	// Files are the files the message carries (files.go); nil for most
+	// messages and for a tombstone.
+	Files FileList `json:"files,omitempty"`
 }
 
 // Deleted reports whether the message is a tombstone.

@@ -161,6 +161,9 @@ type NewMessage struct {
 	// otherwise) and not be deleted (CodeConflict); a reply to a reply
 	// replies to its root.
 	ReplyTo int64
+	// Files are the files the message carries, claimed by the caller
+	// (files.go); stores that keep no files refuse a message with files.
+	Files FileList
 }
 
 // MaxClientID is the longest idempotency key (client_id), in bytes.

@@ -547,8 +547,13 @@ var exported = map[string]map[string]bool{
 	"bans":    {"room_id": true, "user_id": true, "actor_id": true, "banned_at": true},
 	"messages": {"room_id": true, "seq": true, "id": true, "sender_id": true, "sender_name": true, "body": true,
 		"client_id": true, "sent_at": true, "edited_at": true, "deleted_at": true, "change": true, "reactions": true,
-		"reply_seq": true, "reply_sender": true, "reply_excerpt": true, "thread": true},
+		"reply_seq": true, "reply_sender": true, "reply_excerpt": true, "thread": true,
+		"files": false}, // files and attachments: the blobs live outside the database (docs/files.md)
 	"message_reactions": {"room_id": true, "seq": true, "emoji": true, "user_id": true, "created_at": true},
+	// Not exported: the blobs live outside the database (a directory, a
+	// bucket), which an export does not carry (docs/files.md).
+	"files": {"id": false, "room_id": false, "uploader": false, "name": false, "type": false, "size": false,
+		"sha256": false, "preview": false, "created_at": false, "seq": false, "claim": false},
 	"change_keys":       {"room_id": true, "user_id": true, "client_id": true, "seq": true, "deleted": true, "change": true},
 	"schema_migrations": nil, // the target's own
 	// Outgoing webhooks are the server's configuration, not its users'

@@ -51,6 +51,9 @@ type Config struct {
 	// KeepMessages: a deleted account's messages stay, shown under
 	// DeletedSenderName; false: they are tombstoned (their text erased).
 	KeepMessages bool
+	// Files, when set, keeps uploaded files (files.go); nil: uploads and
+	// messages with files are refused with CodeUnavailable.
+	Files *FilesConfig
 }
 
 // Service implements the chat operations. It is safe for concurrent use.
@@ -65,9 +68,10 @@ type Service struct {
 	seen     Seen     // nil: nobody online
 	accounts Accounts // nil: no account deletion
 	nameHold time.Duration
-	jwt      JWTVerifier // nil: no JWT sign-in
-	keep     bool        // Config.KeepMessages
-	keys     APIKeys     // nil: no API keys
+	jwt      JWTVerifier  // nil: no JWT sign-in
+	keep     bool         // Config.KeepMessages
+	keys     APIKeys      // nil: no API keys
+	files    *FilesConfig // nil: no files
 
 	accepted    prometheus.Counter
 	provisioned prometheus.Counter // accounts made for outside identities
@@ -90,7 +94,21 @@ func New(cfg Config) *Service {
 	if cfg.KDF == (KDF{}) {
 		cfg.KDF = DefaultKDF
 	}
+	if f := cfg.Files; f != nil {
+		fc := *f
+		if fc.MaxSize <= 0 {
+			fc.MaxSize = DefaultFileMaxSize
+		}
+		if fc.Quota <= 0 {
+			fc.Quota = DefaultFileQuota
+		}
+		if fc.UnattachedTTL <= 0 {
+			fc.UnattachedTTL = DefaultUnattachedTTL
+		}
+		cfg.Files = &fc
+	}
 	s := &Service{
+		files:    cfg.Files,
 		store:    cfg.Store,
 		tokenTTL: cfg.TokenTTL,
 		now:      cfg.Now,

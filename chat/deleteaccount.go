@@ -142,6 +142,9 @@ func (s *Service) forgetMessages(ctx context.Context, u parley.User, roomID stri
 			if _, _, err := s.store.DeleteMessage(ctx, parley.Deletion{RoomID: roomID, Seq: m.Seq, ActorID: u.ID}); err != nil {
 				return err
 			}
+			if m.Files != "" {
+				s.deleteMessageFiles(ctx, roomID, m.Seq) // files.go; the sweeper covers a crash before
+			}
 		}
 		if m.SenderName == DeletedSenderName {
 			return nil

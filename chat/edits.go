@@ -51,6 +51,9 @@ func (s *Service) DeleteMessage(ctx context.Context, u parley.User, roomID strin
 	}
 	moderator := m.Role == parley.RoleOwner || m.Role == parley.RoleAdmin
 	msg, _, err := s.store.DeleteMessage(ctx, parley.Deletion{RoomID: roomID, Seq: seq, ActorID: u.ID, Moderator: moderator, ClientID: clientID})
+	if err == nil {
+		s.deleteMessageFiles(ctx, roomID, seq) // after the commit: the sweeper covers a crash before
+	}
 	return msg, err
 }
 

@@ -77,6 +77,9 @@ func prepareMessage(m *parley.Message, shape int) *encodedMessage {
 			f.Add("deleted", "true")
 			f.Add("deleted-at", m.DeletedAt.UTC().Format(time.RFC3339Nano))
 		}
+		if m.Files != "" {
+			f.Add("files", string(m.Files))
+		}
 		f.Body = []byte(m.Body)
 	}
 	build(true)

@@ -469,7 +469,13 @@ func (s *session) send(f *stomp.Frame) (parley.Message, error) {
 		}
 		replyTo = n
 	}
-	m, _, err := s.srv.chat.SendReply(ctx, u, string(dest[len(appPrefix):]), string(f.Body), clientID, replyTo)
+	var m parley.Message
+	var err error
+	if ids, ok := f.Lookup("files"); ok && len(ids) > 0 {
+		m, err = s.sendFiles(ctx, u, string(dest[len(appPrefix):]), string(f.Body), clientID, replyTo, string(ids))
+	} else {
+		m, _, err = s.srv.chat.SendReply(ctx, u, string(dest[len(appPrefix):]), string(f.Body), clientID, replyTo)
+	}
 	switch {
 	case err == nil:
 	case errors.Is(err, context.DeadlineExceeded):

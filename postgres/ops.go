@@ -307,14 +307,14 @@ func (o *send) shard() string    { return o.m.RoomID }
 func (o *send) setMessage(now time.Time) {
 	m := o.m
 	o.msg = parley.Message{ID: parley.NewID(), RoomID: m.RoomID, SenderID: m.SenderID, SenderName: m.SenderName,
-		Body: m.Body, ClientID: m.ClientID, SentAt: now}
+		Body: m.Body, ClientID: m.ClientID, SentAt: now, Files: m.Files}
 }
 
 func (o *send) queue(b *pgx.Batch, q *writeQueries, now time.Time) {
 	o.setMessage(now)
 	m := o.m
 	q.send.count()
-	b.Queue(q.send.text, m.RoomID, m.SenderID, m.SenderName, m.Body, m.ClientID, o.msg.ID, now)
+	b.Queue(q.send.text, m.RoomID, m.SenderID, m.SenderName, m.Body, m.ClientID, o.msg.ID, now, string(m.Files))
 }
 
 func (o *send) decode(row pgx.Row) (result, []parley.Event, error) {
@@ -323,7 +323,7 @@ func (o *send) decode(row pgx.Row) (result, []parley.Event, error) {
 	old := parley.Message{RoomID: o.m.RoomID, SenderID: o.m.SenderID, ClientID: o.m.ClientID}
 	var r parley.Room
 	dest := append([]any{&senderOK, &roomOK, &memberOK, &name, &old.ID, &old.Seq, &old.SenderName, &old.Body, &old.SentAt,
-		&old.EditedAt, &old.DeletedAt, &old.Change}, roomDest(&r)...)
+		&old.EditedAt, &old.DeletedAt, &old.Change, (*string)(&old.Files)}, roomDest(&r)...)
 	if err := row.Scan(dest...); err != nil {
 		return result{}, nil, err
 	}

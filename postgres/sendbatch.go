@@ -68,14 +68,14 @@ func newSendBatchQueries(m *metrics, tsv func(string) string) *sendBatchQueries 
 		// The keys $1 room, $2 sender, $3 client id: one row for each
 		// stored message of a key.
 		keys: &query{kind: "send_keys", text: `SELECT k.ord, m.id, m.seq, m.sender_name, m.body, m.sent_at,
-				m.edited_at, m.deleted_at, m.change
+				m.edited_at, m.deleted_at, m.change, coalesce(m.files, '')
 			FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS k (r, s, c, ord)
 			JOIN messages m ON m.room_id = k.r AND m.sender_id = k.s AND m.client_id = k.c AND m.client_id <> ''`},
 		insert: &query{kind: "insert_messages", text: `INSERT INTO messages
-				(room_id, seq, id, sender_id, sender_name, body, client_id, sent_at, tsv)
-			SELECT r, q, i, s, n, b, c, a, ` + tsv("b") + `
+				(room_id, seq, id, sender_id, sender_name, body, client_id, sent_at, tsv, files)
+			SELECT r, q, i, s, n, b, c, a, ` + tsv("b") + `, nullif(f, '')
 			FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-				$8::timestamptz[]) AS x (r, q, i, s, n, b, c, a)`},
+				$8::timestamptz[], $9::text[]) AS x (r, q, i, s, n, b, c, a, f)`},
 		// $1 room, $2 its new last seq, $3 the time of its last message.
 		rooms: &query{kind: "send_rooms", text: `UPDATE rooms SET last_seq = u.seq,
 				last_activity_at = greatest(rooms.last_activity_at, u.at)
@@ -353,7 +353,7 @@ func readSendChecks(br pgx.BatchResults, nPairs, nKeys int) (map[string]*parley.
 	for rows.Next() {
 		var ord int
 		var m parley.Message
-		if err := rows.Scan(&ord, &m.ID, &m.Seq, &m.SenderName, &m.Body, &m.SentAt, &m.EditedAt, &m.DeletedAt, &m.Change); err != nil {
+		if err := rows.Scan(&ord, &m.ID, &m.Seq, &m.SenderName, &m.Body, &m.SentAt, &m.EditedAt, &m.DeletedAt, &m.Change, (*string)(&m.Files)); err != nil {
 			return nil, nil, nil, fmt.Errorf("client ids: %w", err)
 		}
 		fixMessage(&m)
@@ -367,21 +367,21 @@ func readSendChecks(br pgx.BatchResults, nPairs, nKeys int) (map[string]*parley.
 
 // insertCols are the columns of the INSERT of trySends.
 type insertCols struct {
-	rooms, ids, senders, names, bodies, clientIDs []string
-	seqs                                          []int64
-	times                                         []time.Time
+	rooms, ids, senders, names, bodies, clientIDs, files []string
+	seqs                                                 []int64
+	times                                                []time.Time
 }
 
 func newInsertCols(n int) *insertCols {
 	return &insertCols{rooms: make([]string, 0, n), ids: make([]string, 0, n), senders: make([]string, 0, n),
 		names: make([]string, 0, n), bodies: make([]string, 0, n), clientIDs: make([]string, 0, n),
-		seqs: make([]int64, 0, n), times: make([]time.Time, 0, n)}
+		seqs: make([]int64, 0, n), times: make([]time.Time, 0, n), files: make([]string, 0, n)}
 }
 
 func (c *insertCols) add(m parley.Message) {
 	c.rooms, c.seqs, c.ids = append(c.rooms, m.RoomID), append(c.seqs, m.Seq), append(c.ids, m.ID)
 	c.senders, c.names, c.bodies = append(c.senders, m.SenderID), append(c.names, m.SenderName), append(c.bodies, m.Body)
-	c.clientIDs, c.times = append(c.clientIDs, m.ClientID), append(c.times, m.SentAt)
+	c.clientIDs, c.times, c.files = append(c.clientIDs, m.ClientID), append(c.times, m.SentAt), append(c.files, string(m.Files))
 }
 
 // writeSends is trySends' second round trip: the INSERT of the new
@@ -410,7 +410,7 @@ func (s *Store) writeSends(ctx context.Context, tx pgx.Tx, ins *insertCols, ur [
 			rr, rs, rq = append(rr, p.room), append(rs, p.sender), append(rq, seq)
 		}
 		q.insert.count()
-		b.Queue(q.insert.text, ins.rooms, ins.seqs, ins.ids, ins.senders, ins.names, ins.bodies, ins.clientIDs, ins.times)
+		b.Queue(q.insert.text, ins.rooms, ins.seqs, ins.ids, ins.senders, ins.names, ins.bodies, ins.clientIDs, ins.times, ins.files)
 		q.rooms.count()
 		b.Queue(q.rooms.text, ur, us, ua)
 		q.reads.count()

@@ -20,14 +20,15 @@ func queueSends(b *pgx.Batch, q *writeQueries, ops []*send, now func() time.Time
 	n := len(ops)
 	rooms, senders, names := make([]string, n), make([]string, n), make([]string, n)
 	bodies, clientIDs, ids := make([]string, n), make([]string, n), make([]string, n)
-	times := make([]time.Time, n)
+	times, files := make([]time.Time, n), make([]string, n)
 	for i, o := range ops {
 		o.setMessage(now())
 		rooms[i], senders[i], names[i] = o.m.RoomID, o.m.SenderID, o.m.SenderName
 		bodies[i], clientIDs[i], ids[i], times[i] = o.m.Body, o.m.ClientID, o.msg.ID, o.msg.SentAt
+		files[i] = string(o.m.Files)
 	}
 	q.sendMany.count()
-	b.Queue(q.sendMany.text, rooms, senders, names, bodies, clientIDs, ids, times)
+	b.Queue(q.sendMany.text, rooms, senders, names, bodies, clientIDs, ids, times, files)
 }
 
 // decodeSends reads the result of queueSends: one row per send, in order.
@@ -55,7 +56,7 @@ func decodeSends(br pgx.BatchResults, ops []*send) ([]outcome, []parley.Event, e
 		old := parley.Message{RoomID: o.m.RoomID, SenderID: o.m.SenderID, ClientID: o.m.ClientID}
 		var r parley.Room
 		dest := append([]any{&senderOK, &roomOK, &memberOK, &seq, &name,
-			&old.ID, &old.Seq, &old.SenderName, &old.Body, &old.SentAt, &old.EditedAt, &old.DeletedAt, &old.Change}, roomDest(&r)...)
+			&old.ID, &old.Seq, &old.SenderName, &old.Body, &old.SentAt, &old.EditedAt, &old.DeletedAt, &old.Change, (*string)(&old.Files)}, roomDest(&r)...)
 		if err := rows.Scan(dest...); err != nil {
 			return nil, nil, err
 		}

@@ -127,6 +127,10 @@ func appendMessage(b []byte, m *parley.Message) []byte {
 		}
 		b = append(b, "]}"...)
 	}
+	if m.Files != "" { // encoding/json's own text (parley.FileList)
+		b = append(b, `,"files":`...)
+		b = append(b, m.Files...)
+	}
 	return append(b, '}')
 }
 

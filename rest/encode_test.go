@@ -45,6 +45,11 @@ func TestEncodeMatchesEncodingJSON(t *testing.T) {
 			m.ReplyTo = &parley.ReplyRef{Seq: rng.Int64N(1 << 30), SenderName: pick(), Excerpt: pick()}
 			m.Thread = &parley.Thread{Replies: rng.IntN(9) + 1, LastReplyAt: times[rng.IntN(len(times))], Participants: []string{pick(), pick()}}
 		}
+		var fs []parley.File
+		for j := range i % 3 { // some carry files
+			fs = append(fs, parley.File{ID: pick(), Name: pick(), Type: pick(), Size: rng.Int64N(1 << 30), Preview: j%2 == 0})
+		}
+		m.Files = parley.NewFileList(fs)
 		msgs := []parley.Message{m, m}
 		want, _ := json.Marshal(struct {
 			Messages []parley.Message `json:"messages"`

@@ -166,11 +166,15 @@ type Config struct {
 	NoPasswords bool
 	// Registerer, when set, registers the HTTP metrics.
 	Registerer prometheus.Registerer
+	// Files, when set, serves uploads and downloads (files.go) and
+	// sends with files; nil: they answer 503 unavailable.
+	Files FileService
 }
 
 // Handler serves the routes under /api/.
 type Handler struct {
 	chat       Chat
+	files      FileService // nil: no files
 	maxBytes   int64
 	sendLimit  Limiter         // nil: no limit
 	readLimit  Limiter         // read marks that move nothing; nil: no limit
@@ -226,6 +230,7 @@ func New(cfg Config) *Handler {
 	}
 	h := &Handler{
 		chat:        cfg.Chat,
+		files:       cfg.Files,
 		maxBytes:    cfg.MaxRequestBytes,
 		sendLimit:   cfg.SendLimit,
 		readLimit:   cfg.ReadLimit,
@@ -313,6 +318,7 @@ func (h *Handler) routes() {
 	h.handle("PUT /api/rooms/{id}/read", h.authed(h.markRead))
 	h.changeRoutes()
 	h.reactionRoutes() // reactions.go
+	h.fileRoutes()     // files.go
 	// People and moderation (people.go).
 	h.handle("GET /api/rooms/{id}/members", h.authed(h.members))
 	h.handle("PATCH /api/rooms/{id}", h.authed(h.updateRoom))

@@ -234,9 +234,10 @@ func (h *Handler) historyPage(r *http.Request, u parley.User, q params) (*memoBo
 
 func (h *Handler) send(w http.ResponseWriter, r *http.Request) error {
 	var req struct {
-		Body     string `json:"body"`
-		ClientID string `json:"client_id"`
-		ReplyTo  int64  `json:"reply_to"`
+		Body     string   `json:"body"`
+		ClientID string   `json:"client_id"`
+		ReplyTo  int64    `json:"reply_to"`
+		Files    []string `json:"files"`
 	}
 	if err := h.decode(w, r, &req); err != nil {
 		return err
@@ -244,7 +245,12 @@ func (h *Handler) send(w http.ResponseWriter, r *http.Request) error {
 	var m parley.Message
 	var created bool
 	var err error
-	if req.ReplyTo != 0 {
+	if len(req.Files) > 0 { // files.go
+		if err := h.filesOn(); err != nil {
+			return err
+		}
+		m, created, err = h.files.SendFiles(r.Context(), userOf(r), r.PathValue("id"), req.Body, req.ClientID, req.ReplyTo, req.Files)
+	} else if req.ReplyTo != 0 {
 		m, created, err = h.chat.SendReply(r.Context(), userOf(r), r.PathValue("id"), req.Body, req.ClientID, req.ReplyTo)
 	} else {
 		m, created, err = h.chat.Send(r.Context(), userOf(r), r.PathValue("id"), req.Body, req.ClientID)

@@ -11,7 +11,7 @@ import (
 const (
 	roomCols = `id, kind, title, capacity, member_count, last_seq, last_activity_at, created_at, coalesce(direct_key, ''), last_change, retention_seconds`
 	msgCols  = `id, room_id, seq, sender_id, sender_name, body, client_id, sent_at, edited_at, deleted_at, change, reactions,
-		reply_seq, reply_sender, reply_excerpt, thread`
+		reply_seq, reply_sender, reply_excerpt, thread, files`
 )
 
 // scanner is a *sql.Row or *sql.Rows.
@@ -69,14 +69,16 @@ func fromMicro(us int64) time.Time { return time.UnixMicro(us).UTC() }
 type extras struct {
 	reactions, replySender, replyExcerpt, thread string
 	replySeq                                     int64
+	files                                        sql.NullString // NULL for a message without files
 }
 
 func (x *extras) dest() []any {
-	return []any{&x.reactions, &x.replySeq, &x.replySender, &x.replyExcerpt, &x.thread}
+	return []any{&x.reactions, &x.replySeq, &x.replySender, &x.replyExcerpt, &x.thread, &x.files}
 }
 
 func (x *extras) fill(m *parley.Message) error {
 	var err error
+	m.Files = parley.FileList(x.files.String)
 	if m.Reactions, err = parley.DecodeReactions(x.reactions); err != nil {
 		return err
 	}
@@ -85,4 +87,12 @@ func (x *extras) fill(m *parley.Message) error {
 	}
 	m.Thread, err = parley.DecodeThread(x.thread)
 	return err
+}
+
+// filesJSON is the stored form of a message's files: NULL (nil) for none.
+func filesJSON(files parley.FileList) any {
+	if files == "" {
+		return nil
+	}
+	return string(files)
 }

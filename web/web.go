@@ -14,8 +14,10 @@ import (
 var files embed.FS
 
 // csp allows scripts, styles, images and connections (fetch, WebSocket)
-// from this origin only; no inline script or style.
-const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+// from this origin only; no inline script or style. Images may also be
+// blob: URLs: the page fetches files with its token and shows them from
+// blobs (src/files.js, docs/files.md).
+const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; " +
 	"connect-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
 // asset is one file the handler serves.

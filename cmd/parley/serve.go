@@ -89,6 +89,7 @@ type Config struct {
 	APIKeyWatch         time.Duration // how often revoked API keys are looked for (apikey.go)
 	APIKeyRate          float64       // REST calls per second per API key; 0: no limit
 	Webhooks            webhookConfig // outgoing webhooks (webhook.go)
+	Files               filesConfig   // files and attachments (files.go)
 
 	Retention         time.Duration // how long messages are kept; 0: forever
 	RetentionInterval time.Duration // time between the retention sweeper's passes
@@ -154,6 +155,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	c.accountFlags(fs)
 	c.apiKeyFlags(fs)
 	c.webhookFlags(fs)
+	c.Files.flags(fs)
 	c.JWT.flags(fs)
 	c.OIDC.flags(fs)
 	fs.Var(notFlag{&c.NoPasswordLogin}, "password-login", "sign-up and password login (false: POST /api/users and POST /api/tokens answer 403 and the web client shows only the other ways in, such as --oidc-issuer)")
@@ -206,24 +208,25 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 type Main struct {
 	Config Config
 
-	registry *prometheus.Registry
-	lock     *dirlock.Lock // of the data directory, in single-node mode
-	store    parley.Store
-	durable  parley.Store // the store of record under store's read path (/readyz asks it if its storage is full)
-	http     *http.Server
-	sweeper  *accept.Sweeper    // the HTTP connections' deadlines
-	expiry   *retention.Sweeper // the retention sweeper; nil when the store cannot expire
-	hooks    *webhook.Manager   // outgoing webhooks' deliveries (webhook.go); nil when the store keeps none
-	keyWatch *chat.KeyWatch     // ends the sessions of API keys revoked elsewhere (apikey.go); nil-safe
-	ops      []*opsServer       // /metrics and pprof, when --metrics-addr or --debug-addr is set
-	hub      *hub.Hub
-	events   *roomevents.Events // room events (events.go)
-	gateway  *gateway.Server
-	stompLn  net.Listener
-	stompRun chan error // the STOMP accept loop's result, once it ends
-	ln       net.Listener
-	served   chan error
-	cluster  *clusterNode // nil in single-node mode
+	registry  *prometheus.Registry
+	lock      *dirlock.Lock // of the data directory, in single-node mode
+	store     parley.Store
+	durable   parley.Store // the store of record under store's read path (/readyz asks it if its storage is full)
+	http      *http.Server
+	sweeper   *accept.Sweeper    // the HTTP connections' deadlines
+	expiry    *retention.Sweeper // the retention sweeper; nil when the store cannot expire
+	keyWatch  *chat.KeyWatch     // ends the sessions of API keys revoked elsewhere (apikey.go); nil-safe
+	hooks     *webhook.Manager   // outgoing webhooks' deliveries (webhook.go); nil when the store keeps none
+	fileSweep *chat.FileSweep    // removes orphaned files (files.go); nil-safe
+	ops       []*opsServer       // /metrics and pprof, when --metrics-addr or --debug-addr is set
+	hub       *hub.Hub
+	events    *roomevents.Events // room events (events.go)
+	gateway   *gateway.Server
+	stompLn   net.Listener
+	stompRun  chan error // the STOMP accept loop's result, once it ends
+	ln        net.Listener
+	served    chan error
+	cluster   *clusterNode // nil in single-node mode
 	// rdb is cluster mode's Redis client from its dial until openFanout
 	// hands it to the cluster node (nil then): Close closes it if Open
 	// failed in between.
@@ -281,12 +284,17 @@ func (m *Main) Open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	fc, err := m.openFiles(ctx, db)
+	if err != nil {
+		return err
+	}
 	svc := chat.New(chat.Config{
 		Store: rp.reads, TokenTTL: cfg.TokenTTL, MaxBody: cfg.MaxBody, KDF: cfg.KDF, Registerer: m.registry,
 		OnRevoke: endSessions, Seen: shownSeen{m}, Accounts: accountsOf(db), NameHold: cfg.DeletedNameHold,
-		KeepMessages: cfg.KeepDeletedMessages, JWT: jv, Keys: keysOf(db),
+		KeepMessages: cfg.KeepDeletedMessages, JWT: jv, Keys: keysOf(db), Files: fc,
 	})
 	m.keyWatch = svc.StartKeyWatch(cfg.APIKeyWatch)
+	m.fileSweep = svc.StartFileSweep(cfg.Files.SweepEvery)
 	api, err := m.openAPI(svc, db, rdb, clustered, sendLimit, readLimit)
 	if err != nil {
 		return err
@@ -358,7 +366,7 @@ func (m *Main) openAPI(svc *chat.Service, db parley.Store, rdb *goredis.Client, 
 	if err != nil {
 		return nil, err
 	}
-	limits.Chat, limits.Registerer = svc, m.registry
+	limits.Chat, limits.Registerer, limits.Files = svc, m.registry, svc
 	if limits.OIDC, err = m.openOIDC(svc, clustered); err != nil {
 		return nil, err
 	}
@@ -470,6 +478,7 @@ func (m *Main) Close(ctx context.Context) error {
 		m.expiry.Close()
 	}
 	m.keyWatch.Close()
+	m.fileSweep.Close()
 	if m.store != nil {
 		if err := m.store.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close store: %w", err))

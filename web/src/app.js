@@ -7,6 +7,7 @@ import { bindAccount } from './account.js';
 import { finishOIDC, showMethods } from './signin.js';
 import { Api } from './api.js';
 import { ChatView } from './chat.js';
+import { Attachments } from './files.js';
 import { $, h, setText, shortTime } from './dom.js';
 import { Live } from './live.js';
 import { preview } from './changes.js';
@@ -398,6 +399,7 @@ class App {
   }
 
   closeRoom() {
+    if (this.attachments) this.attachments.clear();
     if (this.view) this.view.close();
     this.view = null;
     $('chat-app').classList.remove('room-open');
@@ -557,13 +559,16 @@ class App {
 
     const input = $('composer-input');
     this.limit = new ComposerLimit(input, $('composer-count'), $('composer').querySelector('button[type=submit]'));
+    this.attachments = new Attachments(this);
     const submit = () => {
       const body = input.value;
-      if (!body.trim() || !this.view || !this.limit.update()) return;
+      if (!this.view || !this.limit.update() || this.attachments.busy()) return;
+      const files = this.attachments.take(this.view.roomId);
+      if (!body.trim() && files.length === 0) return;
       input.value = '';
       this.limit.update();
       autosize();
-      this.view.send(body, composerReply.take());
+      this.view.send(body.trim() ? body : '', composerReply.take(), files);
     };
     const autosize = () => {
       input.style.height = 'auto';

@@ -7,6 +7,7 @@ import { Changes } from './changes.js';
 import { composerReply, excerptOf, threads } from './threads.js';
 import { People } from './members.js';
 import { renderMarkdown } from './markdown.js';
+import { renderFiles } from './files.js';
 import { avatar, botBadge, clock, isBot, markFirstUnread, msgTime, refreshTimes, regroup } from './timeline.js';
 
 const pageSize = 50;
@@ -267,6 +268,7 @@ export class ChatView {
           m.sent_at ? msgTime(m.sent_at) : null,
         ),
         h('div', { class: 'msg-body' }, ...renderMarkdown(m.body || '')),
+        m.deleted_at ? null : renderFiles(this.app.api, m.files),
         status ? h('p', { class: 'msg-status' }, status) : null,
       ),
     );
@@ -275,21 +277,21 @@ export class ChatView {
   }
 
   /** send shows the message as sending and hands it to the live connection. */
-  send(body, replyTo = 0) {
+  send(body, replyTo = 0, files = []) {
     const clientId = randomId();
     // A reply shows its quote while sending; the root is the one shown.
     const root = replyTo ? this.msgs.get(replyTo) : null;
     const ref = replyTo ? { seq: replyTo, sender_name: root ? root.sender_name : '', excerpt: root && !root.deleted_at ? excerptOf(root.body) : '' } : null;
-    const el = this.render({ sender_id: this.app.me.id, body, reply_to: ref }, 'sending…');
+    const el = this.render({ sender_id: this.app.me.id, body, reply_to: ref, files }, 'sending…');
     el.classList.add('pending');
     el.dataset.clientId = clientId;
-    this.pending.set(clientId, { el, body, ref });
+    this.pending.set(clientId, { el, body, ref, files });
     this.list.append(el);
     regroup(el);
     setText($('history-status'), '');
     this.pinned = false;
     this.scrollToBottom();
-    this.app.live.send(this.roomId, body, clientId, replyTo);
+    this.app.live.send(this.roomId, body, clientId, replyTo, files);
   }
 
   /** onSendResult settles a pending message; false when it is not this view's. */
@@ -318,6 +320,7 @@ export class ChatView {
       id: r.messageId, room_id: this.roomId, seq: r.seq, sender_id: this.app.me.id,
       sender_name: this.app.me.name, body: p.body, client_id: clientId, sent_at: new Date().toISOString(),
       ...(p.ref ? { reply_to: p.ref } : {}),
+      files: p.files && p.files.length ? p.files : undefined,
     });
     this.app.ownMessageStored(this.roomId, r.seq);
     this.maybeMarkRead();

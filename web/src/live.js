@@ -32,7 +32,19 @@ export function messageOf(frame) {
     change: Number(hd.change || 0),
     // A reply names its thread's root (docs/stomp.md).
     ...(hd['reply-to'] ? { reply_to: { seq: Number(hd['reply-to']), sender_name: hd['reply-to-sender'] || '', excerpt: hd['reply-to-excerpt'] || '' } } : {}),
+    files: filesOf(hd.files),
   };
+}
+
+/** filesOf reads a MESSAGE frame's files header (a JSON array; docs/files.md). */
+function filesOf(header) {
+  if (!header) return undefined;
+  try {
+    const fs = JSON.parse(header);
+    return Array.isArray(fs) ? fs : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 export class Live {
@@ -177,8 +189,8 @@ export class Live {
   }
 
   /** send queues a message; onSendResult tells its outcome. */
-  send(roomId, body, clientId, replyTo = 0) {
-    this.queue.push({ roomId, body, clientId, replyTo, attempts: 0 });
+  send(roomId, body, clientId, replyTo = 0, files = []) {
+    this.queue.push({ roomId, body, clientId, replyTo, files, attempts: 0 });
     this.pump();
   }
 
@@ -205,7 +217,12 @@ export class Live {
     this.client.publish({
       destination: '/app/rooms.' + item.roomId,
       body: item.body,
-      headers: item.replyTo ? { receipt, 'client-id': item.clientId, 'reply-to': String(item.replyTo) } : { receipt, 'client-id': item.clientId },
+      headers: {
+        receipt,
+        'client-id': item.clientId,
+        ...(item.replyTo ? { 'reply-to': String(item.replyTo) } : {}),
+        ...(item.files.length > 0 ? { files: item.files.map((f) => f.id).join(',') } : {}),
+      },
     });
   }
 
