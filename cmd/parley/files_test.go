@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"image"
 	"image/png"
 	"io"
@@ -318,5 +319,46 @@ func TestFilesClusterNeedsS3(t *testing.T) {
 	alice.do("POST", "/api/rooms", map[string]string{"kind": "group", "title": "x"}, &r)
 	if st, _, e := alice.upload(r.ID, "x", "text/plain", []byte("x")); st != 503 || !strings.Contains(e.Error.Message, "not available") {
 		t.Errorf("upload = %d %+v, want 503", st, e)
+	}
+}
+
+// TestFilesInReply: a reply may carry files, over REST (reply_to with
+// files) and STOMP (reply-to with files): the message is both, and its
+// MESSAGE frame says both.
+func TestFilesInReply(t *testing.T) {
+	m := MustOpenMain(t)
+	alice, _ := mustSignUp(t, m.Addr(), "alice")
+	var r room
+	alice.do("POST", "/api/rooms", map[string]string{"kind": "group", "title": "replies with files"}, &r)
+	var root message
+	if st := alice.do("POST", "/api/rooms/"+r.ID+"/messages", map[string]any{"body": "the plan"}, &root); st != http.StatusCreated {
+		t.Fatalf("root = %d", st)
+	}
+	sub := dialStomp(t, m, "websocket", alice.token)
+	sub.send("SUBSCRIBE\nid:0\ndestination:/topic/rooms." + r.ID + "\nreceipt:s\n\n\x00")
+	sub.expect("RECEIPT", "receipt-id:s")
+
+	_, a, _ := alice.upload(r.ID, "a.txt", "text/plain", []byte("first draft"))
+	var got struct {
+		ReplyTo *struct{ Seq int64 } `json:"reply_to"`
+		Files   []fileInfo           `json:"files"`
+	}
+	if st := alice.do("POST", "/api/rooms/"+r.ID+"/messages", map[string]any{"body": "draft", "reply_to": root.Seq, "files": []string{a.ID}}, &got); st != http.StatusCreated {
+		t.Fatalf("reply with files = %d", st)
+	}
+	if got.ReplyTo == nil || got.ReplyTo.Seq != root.Seq || len(got.Files) != 1 || got.Files[0].ID != a.ID {
+		t.Errorf("REST reply with files = %+v, want reply_to %d and file %s", got, root.Seq, a.ID)
+	}
+	f := sub.expect("MESSAGE", "seq:2")
+	if string(f.Get("reply-to")) != fmt.Sprint(root.Seq) || !strings.Contains(string(f.Get("files")), a.ID) {
+		t.Errorf("MESSAGE of the REST reply: reply-to %q files %q", string(f.Get("reply-to")), string(f.Get("files")))
+	}
+
+	_, b, _ := alice.upload(r.ID, "b.txt", "text/plain", []byte("second draft"))
+	sub.send(fmt.Sprintf("SEND\ndestination:/app/rooms.%s\nreply-to:%d\nfiles:%s\nreceipt:r\n\nover STOMP\x00", r.ID, root.Seq, b.ID))
+	sub.expect("RECEIPT", "receipt-id:r")
+	f = sub.expect("MESSAGE", "seq:3")
+	if string(f.Get("reply-to")) != fmt.Sprint(root.Seq) || !strings.Contains(string(f.Get("files")), b.ID) {
+		t.Errorf("MESSAGE of the STOMP reply: reply-to %q files %q", string(f.Get("reply-to")), string(f.Get("files")))
 	}
 }
