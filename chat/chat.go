@@ -299,6 +299,22 @@ func (s *Service) Send(ctx context.Context, u parley.User, roomID, body, clientI
 	return s.SendReply(ctx, u, roomID, body, clientID, 0)
 }
 
+// checkSend checks a send before the store sees it: the body (which may
+// be empty with emptyOK: a message of files only), the client-id, and
+// that u is a member of the room.
+func (s *Service) checkSend(ctx context.Context, u parley.User, roomID, body, clientID string, emptyOK bool) error {
+	if body != "" || !emptyOK {
+		if err := s.CheckBody(body); err != nil {
+			return err
+		}
+	}
+	if err := parley.CheckClientID(clientID); err != nil {
+		return err
+	}
+	_, err := s.Authorize(ctx, u, roomID)
+	return err
+}
+
 // SendReply is Send of a reply to message replyTo of the room (0: no
 // reply; replies.go): a seq that is no message of the room is
 // CodeInvalid, a deleted message CodeConflict.
@@ -306,13 +322,7 @@ func (s *Service) SendReply(ctx context.Context, u parley.User, roomID, body, cl
 	if replyTo < 0 {
 		return parley.Message{}, false, parley.Errorf(parley.CodeInvalid, "reply_to must be a seq of 1 or more")
 	}
-	if err := s.CheckBody(body); err != nil {
-		return parley.Message{}, false, err
-	}
-	if err := parley.CheckClientID(clientID); err != nil {
-		return parley.Message{}, false, err
-	}
-	if _, err := s.Authorize(ctx, u, roomID); err != nil {
+	if err := s.checkSend(ctx, u, roomID, body, clientID, false); err != nil {
 		return parley.Message{}, false, err
 	}
 	m, created, err := s.store.Send(ctx, parley.NewMessage{

@@ -237,15 +237,7 @@ func (s *Service) SendFiles(ctx context.Context, u parley.User, roomID, body, cl
 		}
 		seen[id] = true
 	}
-	if body != "" {
-		if err := s.CheckBody(body); err != nil {
-			return parley.Message{}, false, err
-		}
-	}
-	if err := parley.CheckClientID(clientID); err != nil {
-		return parley.Message{}, false, err
-	}
-	if _, err := s.Authorize(ctx, u, roomID); err != nil {
+	if err := s.checkSend(ctx, u, roomID, body, clientID, true); err != nil {
 		return parley.Message{}, false, err
 	}
 	claim := "r:" + parley.NewID()

@@ -112,7 +112,15 @@ func (s *Service) provisionExternal(ctx context.Context, issuer, subject, name s
 			return parley.User{}, err
 		}
 	}
-	for _, n := range ExternalNames(id, name) {
+	// The names of ExternalNames, then, should every one be taken (they
+	// can be known ahead: the id comes from the issuer and subject, so
+	// someone may have taken them to keep this identity out), three
+	// random ones, which cannot be.
+	names := ExternalNames(id, name)
+	for range 3 {
+		names = append(names, "user-"+parley.NewID()[:16])
+	}
+	for _, n := range names {
 		u, err := s.store.CreateUser(ctx, parley.NewUser{ID: id, Name: n})
 		if err == nil {
 			s.provisioned.Inc()
@@ -123,22 +131,6 @@ func (s *Service) provisionExternal(ctx context.Context, issuer, subject, name s
 		}
 		// The id is taken (another node made the account first) or the
 		// name is.
-		if u, err := s.store.User(ctx, id); err == nil {
-			return liveExternal(u)
-		}
-	}
-	// Every name of ExternalNames is taken: they can be known ahead (the
-	// id comes from the issuer and subject), so someone may have taken
-	// them to keep this identity out. A random name cannot be.
-	for range 3 {
-		u, err := s.store.CreateUser(ctx, parley.NewUser{ID: id, Name: "user-" + parley.NewID()[:16]})
-		if err == nil {
-			s.provisioned.Inc()
-			return u, nil
-		}
-		if parley.ErrorCode(err) != parley.CodeConflict {
-			return parley.User{}, err
-		}
 		if u, err := s.store.User(ctx, id); err == nil {
 			return liveExternal(u)
 		}
