@@ -355,8 +355,11 @@ func TestFilesInReply(t *testing.T) {
 	}
 
 	_, b, _ := alice.upload(r.ID, "b.txt", "text/plain", []byte("second draft"))
-	sub.send(fmt.Sprintf("SEND\ndestination:/app/rooms.%s\nreply-to:%d\nfiles:%s\nreceipt:r\n\nover STOMP\x00", r.ID, root.Seq, b.ID))
-	sub.expect("RECEIPT", "receipt-id:r")
+	// Sent on a second connection: on the subscriber's own, its RECEIPT
+	// and the MESSAGE may come in either order.
+	snd := dialStomp(t, m, "websocket", alice.token)
+	snd.send(fmt.Sprintf("SEND\ndestination:/app/rooms.%s\nreply-to:%d\nfiles:%s\nreceipt:r\n\nover STOMP\x00", r.ID, root.Seq, b.ID))
+	snd.expect("RECEIPT", "receipt-id:r")
 	f = sub.expect("MESSAGE", "seq:3")
 	if string(f.Get("reply-to")) != fmt.Sprint(root.Seq) || !strings.Contains(string(f.Get("files")), b.ID) {
 		t.Errorf("MESSAGE of the STOMP reply: reply-to %q files %q", string(f.Get("reply-to")), string(f.Get("files")))
