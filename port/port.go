@@ -131,6 +131,10 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if !locked {
 		return res, fmt.Errorf("port: %w", ErrBusy)
 	}
+	// Unlocked before the close: a closed connection's locks go only
+	// once its backend has seen the close, and a run right after this
+	// one must find the target free.
+	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1, hashtext(current_schema()))`, portLockClass)
 	fp, total, err := fingerprint(ctx, cfg.Source)
 	if err != nil {
 		return res, err
