@@ -19,7 +19,6 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"parley"
-	"parley/redis"
 )
 
 // nodeProcess is a cluster node running in a process of its own (this
@@ -166,11 +165,7 @@ func TestClusterNodeSIGKILL(t *testing.T) {
 	// (one TTL after its last heartbeat) and a's cached route for the room
 	// expires (the relay's RouteTTL, 10 s by default). Every message sent
 	// meanwhile still reaches both users on b.
-	rdb, err := redis.NewClient(env.redis)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdb.Close()
+	rdb := envRedis(t, env)
 	ctx := context.Background()
 	nodeKey := env.prefix + "presence:n:" + c.id
 	userKey := func(i int) string { return env.prefix + "presence:u:" + ms[i].u.ID }

@@ -19,6 +19,8 @@ import (
 	"parley/postgres/pgtest"
 	"parley/redis"
 	"parley/stomp"
+
+	goredis "github.com/redis/go-redis/v9"
 )
 
 // clusterEnv is the services of the cluster tests, from PARLEY_TEST_*.
@@ -52,11 +54,7 @@ func needCluster(t *testing.T) clusterEnv {
 // deleteRedisPrefix deletes the test's keys: Redis "flushed" without
 // touching anybody else's data.
 func deleteRedisPrefix(t *testing.T, env clusterEnv) {
-	rdb, err := redis.NewClient(env.redis)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdb.Close()
+	rdb := envRedis(t, env)
 	ctx := context.Background()
 	iter := rdb.Scan(ctx, 0, env.prefix+"*", 1000).Iterator()
 	var keys []string
@@ -331,16 +329,23 @@ func spreadOver(nodes []*Main, ms []member) []presentOn {
 	return out
 }
 
-// settle waits until Redis shows every user present on its node: the
-// presence each node reads when it routes a room. A session's CONNECT
-// writes it, and tells every node in the same transaction.
-func settle(t *testing.T, env clusterEnv, want ...presentOn) {
+// envRedis returns a client of env's Redis, closed when the test ends.
+func envRedis(t *testing.T, env clusterEnv) *goredis.Client {
 	t.Helper()
 	rdb, err := redis.NewClient(env.redis)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rdb.Close()
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+// settle waits until Redis shows every user present on its node: the
+// presence each node reads when it routes a room. A session's CONNECT
+// writes it, and tells every node in the same transaction.
+func settle(t *testing.T, env clusterEnv, want ...presentOn) {
+	t.Helper()
+	rdb := envRedis(t, env)
 	ctx := context.Background()
 	deadline := time.Now().Add(30 * time.Second)
 	for _, p := range want {
@@ -366,11 +371,7 @@ func settle(t *testing.T, env clusterEnv, want ...presentOn) {
 // has passed). A cluster's first start on a fresh prefix is such a reset.
 func routesSure(t *testing.T, env clusterEnv, nodes ...*Main) {
 	t.Helper()
-	rdb, err := redis.NewClient(env.redis)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdb.Close()
+	rdb := envRedis(t, env)
 	ctx := context.Background()
 	deadline := time.Now().Add(30 * time.Second)
 	young := nodes[0].Config.PresenceTTL/3 + time.Second
