@@ -68,7 +68,7 @@ func TestSummary(t *testing.T) {
 	}
 	var out, errOut bytes.Buffer
 	err := run([]string{"summary", "-name", "x-p99", "-title", "fan-out", "-metric", "p99 (ms)", "-a", "Parley", "-b", "Peer",
-		"-goal", "≤ 1.00", "-commit", "abc1234", "-command", "ROUNDS=5 scripts/x.sh", "-out", dir, rf}, &out, &errOut)
+		"-goal", "≤ 1.00", "-commit", "abc1234", "-command", "ROUNDS=5 scripts/x.sh && echo <done>", "-out", dir, rf}, &out, &errOut)
 	if err != nil {
 		t.Fatalf("%v (%s)", err, errOut.String())
 	}
@@ -85,6 +85,9 @@ func TestSummary(t *testing.T) {
 	}
 	if last := lines[len(lines)-1]; last+"\n" != string(saved) {
 		t.Errorf("last line printed %q, file %q: want the same JSON line", last, saved)
+	}
+	if !strings.Contains(string(saved), `"command":"ROUNDS=5 scripts/x.sh && echo <done>"`) {
+		t.Errorf("saved %s: want the command as given, & and < unescaped", saved)
 	}
 	var s Summary
 	if err := json.Unmarshal(saved, &s); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -153,13 +154,15 @@ func (s *Summary) writeHuman(w io.Writer) {
 // save writes s as one JSON line to dir/NAME.summary.json, replacing the
 // file a former run of the same comparison left.
 func (s *Summary) save(dir string) (string, error) {
-	b, err := json.Marshal(s)
-	if err != nil {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b) // one line, ending in a newline
+	enc.SetEscapeHTML(false)   // commands keep their & and <
+	if err := enc.Encode(s); err != nil {
 		return "", err
 	}
 	path := filepath.Join(dir, s.Name+".summary.json")
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
 		return "", err
 	}
 	return path, os.Rename(tmp, path)

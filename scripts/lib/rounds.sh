@@ -26,6 +26,8 @@
 # Then rounds_init TMPDIR PARLEY-BINARY builds the summary tool and reads
 # the build's commit.
 
+# rounds_root: the checkout holding this file, where cmd/benchtable is.
+rounds_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 quick=${QUICK:-0}
 if [[ "$quick" = 1 ]]; then
 	rounds=${ROUNDS:-1}
@@ -54,7 +56,7 @@ fi
 # with -buildvcs=false) this checkout's `git describe`.
 rounds_init() {
 	benchtable=$1/benchtable
-	go build -o "$benchtable" ./cmd/benchtable
+	(cd "$rounds_root" && go build -o "$benchtable" ./cmd/benchtable)
 	local v
 	v=$("$2" version 2>/dev/null || true)
 	if [[ -n "${BENCH_COMMIT:-}" ]]; then
