@@ -122,6 +122,9 @@ func TestTableRewrite(t *testing.T) {
 	if !strings.Contains(errOut.String(), "left out 1 summaries of quick runs") {
 		t.Errorf("stderr %q: want the quick summary counted", errOut.String())
 	}
+	if strings.Contains(errOut.String(), "lines now") {
+		t.Errorf("stderr %q: a short file warned of its length", errOut.String())
+	}
 	got, err := os.ReadFile(doc)
 	if err != nil {
 		t.Fatal(err)
@@ -185,5 +188,22 @@ func TestReplaceBetweenRefuses(t *testing.T) {
 	}
 	if want := "a\n  " + beginMarker + "\n| t |\n" + endMarker + "\nb"; string(got) != want {
 		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// TestTableWarnsLong: a rewrite that leaves the file over 250 lines says
+// so (and still writes it).
+func TestTableWarnsLong(t *testing.T) {
+	doc := filepath.Join(t.TempDir(), "BENCHMARKS.md")
+	long := strings.Repeat("a line\n", maxLines) + beginMarker + "\n" + endMarker + "\n"
+	if err := os.WriteFile(doc, []byte(long), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if err := run([]string{"table", "-results", "testdata/results", "-file", doc}, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errOut.String(), "lines now, over its 250: move") {
+		t.Errorf("stderr %q: want the length warned of", errOut.String())
 	}
 }

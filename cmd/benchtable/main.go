@@ -119,9 +119,14 @@ func runTable(args []string, stdout, stderr io.Writer) error {
 		_, err := io.WriteString(stdout, table)
 		return err
 	}
-	if err := rewriteFile(*file, table); err != nil {
+	lines, err := rewriteFile(*file, table)
+	if err != nil {
 		return fmt.Errorf("table: %w", err)
 	}
 	fmt.Fprintf(stdout, "%s: headline table rewritten, %d rows\n", *file, len(sums))
+	if lines > maxLines {
+		fmt.Fprintf(stderr, "benchtable: %s has %d lines now, over its %d: move the sections the headline table supersedes (their older, unpinned figures) into docs/perf-log.md\n",
+			*file, lines, maxLines)
+	}
 	return nil
 }
