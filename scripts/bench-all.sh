@@ -42,7 +42,7 @@
 # run of one script (ONLY=NAME).
 set -uo pipefail
 
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 results=${1:-bench-results/headline}
 only=${ONLY:-"rest backup centrifugo cluster rabbitmq"}
 file=${BENCH_FILE:-BENCHMARKS.md}

@@ -42,7 +42,7 @@ set -euo pipefail
 out=$(realpath -m "${1:-bench-results}")
 here=$(cd "$(dirname "$0")" && pwd)
 cd "${PARLEY_REPO:-$here/..}"
-# shellcheck source=lib/rounds.sh
+# shellcheck source=scripts/lib/rounds.sh
 source "$here/lib/rounds.sh"
 if [[ "$quick" = 1 ]]; then
 	users=${USERS:-6} duration=${DURATION:-3s} seed_rooms=${SEED_ROOMS:-4} seed_msgs=${SEED_MESSAGES:-500}
@@ -132,6 +132,7 @@ figures() {
 	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); r=d["messaging"]["receipt_latency"]; print("%.2f %.2f %.2f %d" % (r["p99_ms"], r["p50_ms"], d["latency"]["p99_ms"], d["error_count"]))' "$1"
 }
 
+p99_backup='' p99_none=''
 printf '%-8s %-6s %12s %12s %13s %6s %s\n' round backup receipt_p99 receipt_p50 delivery_p99 errors backups
 echo "# pair receipt_p99_ms_with_backups receipt_p99_ms_without" >"$out/backup-p99.rounds"
 for r in $(seq "$rounds"); do
@@ -150,7 +151,7 @@ for r in $(seq "$rounds"); do
 		wait "$load_pid"
 		read -r p99 p50 d99 errs < <(figures "$json")
 		printf '%-8s %-6s %12s %12s %13s %6s %s\n' "$r" "$mode" "$p99" "$p50" "$d99" "$errs" "$n"
-		declare "p99_$mode=$p99"
+		if [ "$mode" = backup ]; then p99_backup=$p99; else p99_none=$p99; fi
 	done
 	echo "$r $p99_backup $p99_none" >>"$out/backup-p99.rounds"
 done

@@ -49,7 +49,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 cd "${PARLEY_REPO:-$here/..}"
-# shellcheck source=lib/rounds.sh
+# shellcheck source=scripts/lib/rounds.sh
 source "$here/lib/rounds.sh"
 out=${1:-bench-results}
 if [[ "$quick" = 1 ]]; then

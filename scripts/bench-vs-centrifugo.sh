@@ -52,7 +52,7 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-# shellcheck source=lib/rounds.sh
+# shellcheck source=scripts/lib/rounds.sh
 source scripts/lib/rounds.sh
 out=${1:-bench-results}
 if [[ "$quick" = 1 ]]; then

@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034 # its variables are for the scripts that source it
 # rounds.sh is sourced by the comparison scripts (scripts/bench-*.sh): the
 # one place for how they measure here (issue 33, "Measure pinned"):
 #
