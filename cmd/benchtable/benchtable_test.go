@@ -170,6 +170,15 @@ func TestTableEmpty(t *testing.T) {
 	}
 }
 
+// TestTableUnpinned: a PIN=0 run's row says so.
+func TestTableUnpinned(t *testing.T) {
+	s := Summary{Name: "x", Title: "t", Metric: "m", A: "a", B: "b", Median: 1, Min: 1, Max: 1,
+		Rounds: []Round{{Round: 1, A: 1, B: 1, Ratio: 1}}, Pinned: "not pinned (PIN=0)", Command: "PIN=0 scripts/x.sh"}
+	if got := renderTable([]Summary{s}); !strings.Contains(got, "| t (not pinned) | m, a / b | **1.00** | 1.00-1.00 (1.00) | 1 |") {
+		t.Errorf("table %q: want the row marked not pinned", got)
+	}
+}
+
 func TestReplaceBetweenRefuses(t *testing.T) {
 	for doc, want := range map[string]string{
 		"no markers\n":                                      "no <!-- headline:begin -->",

@@ -104,6 +104,9 @@ func renderTable(sums []Summary) string {
 		if s.Note != "" {
 			title += " (" + s.Note + ")"
 		}
+		if strings.HasPrefix(s.Pinned, "not pinned") {
+			title += " (not pinned)"
+		}
 		if s.Quick {
 			title += " (QUICK: not a measurement)"
 		}
