@@ -85,7 +85,7 @@ else
 fi
 rounds_init "$tmp" "$bin"
 
-parley_pid= cf_pid=
+parley_pid='' cf_pid=''
 cleanup() {
 	for p in $parley_pid $cf_pid; do
 		kill "$p" 2>/dev/null || true
@@ -96,7 +96,7 @@ cleanup() {
 trap cleanup EXIT
 
 await() { # url
-	for i in $(seq 1 100); do
+	for _ in $(seq 1 100); do
 		curl -fsS "$1" >/dev/null 2>&1 && return
 		sleep 0.1
 	done
@@ -194,9 +194,7 @@ kname() { awk -v k="$1" 'BEGIN { printf "%02gx", k }'; }
 # fsync_p99 NAME.metrics: the p99 of parley_store_fsync_seconds in ms (the
 # upper bound of its bucket; set-up included), "-" without fsyncs.
 fsync_p99() {
-	awk -F'[{}" ]+' '/^parley_store_fsync_seconds_bucket/ { le[n] = $3; c[n++] = $NF }
-		END { t = c[n - 1]; if (t == 0) { print "-"; exit }
-			for (i = 0; i < n; i++) if (c[i] >= 0.99 * t) { print le[i] * 1000; exit } }' "$1"
+	"$benchtable" quantile -metric parley_store_fsync_seconds -q 0.99 -scale 1000 "$1"
 }
 
 # record KEY R PARLEY.json CENTRIFUGO.json [FSYNC]: a round's p99s to

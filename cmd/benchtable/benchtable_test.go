@@ -216,3 +216,33 @@ func TestTableWarnsLong(t *testing.T) {
 		t.Errorf("stderr %q: want the length warned of", errOut.String())
 	}
 }
+
+// TestQuantile: a histogram's quantile is its bucket's upper bound (the
+// last finite one past it), the buckets summed over their other labels;
+// "-" without observations.
+func TestQuantile(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-metric", "parley_store_fsync_seconds"}, "51.2"},                        // 0.99 × 69 = 68.3: the 69th
+		{[]string{"-metric", "parley_store_fsync_seconds", "-q", "0.5"}, "0.4"},            // 34.5: within 0.4 ms
+		{[]string{"-metric", "parley_other_seconds", "-q", "0.8", "-scale", "1"}, "0.001"}, // 4 of 5 by 1 ms
+		{[]string{"-metric", "parley_other_seconds", "-q", "0.9", "-scale", "1"}, "0.001"}, // past the last bound: that bound
+		{[]string{"-metric", "parley_empty_seconds"}, "-"},
+		{[]string{"-metric", "parley_missing_seconds"}, "-"},
+	} {
+		var out, errOut bytes.Buffer
+		if err := run(append(append([]string{"quantile"}, c.args...), "testdata/fsync.metrics"), &out, &errOut); err != nil {
+			t.Errorf("%v: %v (%s)", c.args, err, errOut.String())
+			continue
+		}
+		if got := strings.TrimSpace(out.String()); got != c.want {
+			t.Errorf("%v: %q, want %q", c.args, got, c.want)
+		}
+	}
+	var out, errOut bytes.Buffer
+	if err := run([]string{"quantile", "-metric", "x", "-q", "0", "testdata/fsync.metrics"}, &out, &errOut); err == nil {
+		t.Error("-q 0 was taken")
+	}
+}

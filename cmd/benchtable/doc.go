@@ -27,6 +27,13 @@
 // run (QUICK=1: one short round, to try a script) are left out unless
 // -quick.
 //
+//	benchtable quantile -metric NAME [-q 0.99] [-scale 1000] METRICS-FILE
+//
+// prints the q-quantile of a Prometheus histogram in a saved /metrics page
+// (the upper bound of its bucket, times scale: ms from seconds), or "-"
+// when it has no observations: the fsync p99 that bench-vs-centrifugo.sh
+// adds to Centrifugo's p99 with --sync full.
+//
 // It runs no load itself and touches no server: single-threaded, no
 // concurrency.
 package main

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 )
 
@@ -18,6 +19,7 @@ func main() {
 const usage = `usage:
   benchtable summary -name NAME -title TITLE -metric METRIC -a SIDE -b SIDE -out DIR [flags] ROUNDS-FILE
   benchtable table -results DIR [-results DIR...] [-file BENCHMARKS.md] [-quick]
+  benchtable quantile -metric NAME [-q 0.99] [-scale 1000] METRICS-FILE
 (go doc ./cmd/benchtable tells more)`
 
 // dirs is a repeatable -results flag.
@@ -35,6 +37,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runSummary(args[1:], stdout, stderr)
 	case "table":
 		return runTable(args[1:], stdout, stderr)
+	case "quantile":
+		return runQuantile(args[1:], stdout, stderr)
 	default:
 		return fmt.Errorf("unknown subcommand %q\n%s", args[0], usage)
 	}
@@ -129,4 +133,33 @@ func runTable(args []string, stdout, stderr io.Writer) error {
 			*file, lines, maxLines)
 	}
 	return nil
+}
+
+func runQuantile(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("quantile", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	name := fs.String("metric", "", "the histogram's name, e.g. parley_store_fsync_seconds")
+	q := fs.Float64("q", 0.99, "the quantile, in (0, 1]")
+	scale := fs.Float64("scale", 1000, "what to multiply the bucket bound by (1000: seconds to ms)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *name == "" || fs.NArg() != 1 || *q <= 0 || *q > 1 {
+		return fmt.Errorf("quantile: give -metric NAME, a -q in (0, 1] and one /metrics file")
+	}
+	f, err := os.Open(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	v, ok, err := histQuantile(f, *name, *q)
+	if err != nil {
+		return fmt.Errorf("quantile: %s: %w", fs.Arg(0), err)
+	}
+	if !ok {
+		_, err = fmt.Fprintln(stdout, "-")
+		return err
+	}
+	_, err = fmt.Fprintln(stdout, strconv.FormatFloat(v**scale, 'f', -1, 64))
+	return err
 }
