@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -244,5 +246,60 @@ func TestQuantile(t *testing.T) {
 	var out, errOut bytes.Buffer
 	if err := run([]string{"quantile", "-metric", "x", "-q", "0", "testdata/fsync.metrics"}, &out, &errOut); err == nil {
 		t.Error("-q 0 was taken")
+	}
+}
+
+// TestRoundsLib sources scripts/lib/rounds.sh, the shell half of the
+// scripts' rules: its defaults, the alternating order, the rerun command
+// and a bad ROUNDS refused.
+func TestRoundsLib(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	lib, err := filepath.Abs("../../scripts/lib/rounds.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := `set -euo pipefail; source "$LIB"
+echo "rounds=$rounds quick=$quick pinned=$pinned server=${server_cpu[*]:-} load=${load_cpu[*]:-}"
+rounds_order 1 parley peer; rounds_order 2 parley peer; rounds_order 5 parley peer
+rounds_command scripts/x.sh ROUNDS=5 RATES="8 16" EMPTY=`
+	sh := func(env ...string) (string, error) {
+		cmd := exec.Command(bash, "-c", script)
+		cmd.Env = append([]string{"LIB=" + lib, "PATH=" + os.Getenv("PATH")}, env...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+
+	got, err := sh("PIN=0")
+	if err != nil {
+		t.Fatalf("%v: %s", err, got)
+	}
+	want := `rounds=5 quick=0 pinned=not pinned (PIN=0) server= load=
+parley peer
+peer parley
+parley peer
+PIN=0 ROUNDS=5 RATES=8\ 16 EMPTY='' scripts/x.sh
+`
+	if got != want {
+		t.Errorf("PIN=0:\n%s\nwant:\n%s", got, want)
+	}
+
+	got, err = sh("PIN=0", "QUICK=1")
+	if err != nil || !strings.HasPrefix(got, "rounds=1 quick=1 ") || !strings.Contains(got, "PIN=0 QUICK=1 ROUNDS=5") {
+		t.Errorf("QUICK=1: %v:\n%s", err, got)
+	}
+
+	if runtime.NumCPU() >= 2 {
+		got, err = sh("SERVER_CPU=1", "LOAD_CPU=0")
+		if err != nil || !strings.Contains(got, "pinned=server on core 1, load generator on core 0 server=taskset -c 1 load=taskset -c 0") {
+			t.Errorf("pinned: %v:\n%s", err, got)
+		}
+	}
+
+	got, err = sh("PIN=0", "ROUNDS=zero")
+	if err == nil || !strings.Contains(got, "ROUNDS=zero: give a whole number of rounds") {
+		t.Errorf("ROUNDS=zero: %v:\n%s", err, got)
 	}
 }
