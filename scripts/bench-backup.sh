@@ -99,7 +99,7 @@ SELECT r.id, s.n, printf('seedmsg%05d%014d', r.num, s.n), 'seeduser0000000000000
 FROM rooms r, s ORDER BY r.id, s.n;
 INSERT INTO messages_fts (messages_fts) VALUES ('rebuild');
 SQL
-ls -l "$tmp/data/parley.db" | awk '{printf "seed database: %.1f MB\n", $5 / 1e6}'
+stat -c %s "$tmp/data/parley.db" | awk '{printf "seed database: %.1f MB\n", $1 / 1e6}'
 
 url=http://127.0.0.1:$port
 # start_server: a fresh server process on the data (each round has one).
@@ -120,7 +120,7 @@ start_server() {
 # backups runs parley backup back to back while the process $1 lives,
 # appending each one's line to $2.
 backups() {
-	for i in $(seq 1000); do
+	for _ in $(seq 1000); do
 		kill -0 "$1" 2>/dev/null || return 0
 		"${server_cpu[@]}" "${backup_wrap[@]}" "$bin" backup "${backup_args[@]}" --data "$tmp/data" "$backup_dir/snap.db" >>"$2"
 		rm -f "$backup_dir/snap.db"

@@ -65,7 +65,7 @@ mkdir -p "$out"
 (( nmsgs >= 300 )) || { echo "MESSAGES must be at least 300 (the older page is seqs 51-100, below the 200 recent)" >&2; exit 1; }
 
 tmp=$(mktemp -d)
-parley_pid= mirror_pid=
+parley_pid='' mirror_pid=''
 cleanup() {
 	for p in $parley_pid $mirror_pid; do
 		kill "$p" 2>/dev/null || true

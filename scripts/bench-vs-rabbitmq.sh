@@ -54,7 +54,7 @@ mkdir -p "$out"
 
 echo "== enabling rabbitmq_web_stomp"
 rabbitmq-plugins enable rabbitmq_web_stomp >/dev/null
-for i in $(seq 1 50); do
+for _ in $(seq 1 50); do
 	(exec 3<>/dev/tcp/127.0.0.1/15674) 2>/dev/null && break
 	sleep 0.2
 done
@@ -86,7 +86,7 @@ start_parley() {
 	"${server_cpu[@]}" "$bin" serve --addr "127.0.0.1:$port" --data "$data" --sync "$sync" --signup-rate 0 \
 		--rest-send-rate 0 --stomp-max-conns 20000 --stomp-send-rate 100 ${PARLEY_FLAGS:-} >>"$out/parley-serve.log" 2>&1 &
 	parley_pid=$!
-	for i in $(seq 1 100); do
+	for _ in $(seq 1 100); do
 		curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && return
 		sleep 0.1
 	done
@@ -112,7 +112,7 @@ interval() {
 # subscription queues of the last run, so that a backlog it could not
 # deliver does not weigh on the next run.
 drain_rabbitmq() {
-	for i in $(seq 1 120); do
+	for _ in $(seq 1 120); do
 		n=$(rabbitmqctl -q list_queues name 2>/dev/null | grep -c '^stomp-subscription' || true)
 		[ "$n" = 0 ] && return
 		sleep 1
