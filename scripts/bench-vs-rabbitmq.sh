@@ -10,7 +10,8 @@
 #           messages each)
 #
 # RabbitMQ must run locally (AMQP on 5672, guest/guest); the script enables
-# rabbitmq_web_stomp (ws://127.0.0.1:15674/ws). Parley runs with SQLite and
+# rabbitmq_web_stomp (ws://127.0.0.1:15674/ws), and disables it again at
+# the end if it was not enabled before. Parley runs with SQLite and
 # --sync PARLEY_SYNC (full) on 127.0.0.1:PARLEY_PORT, a fresh process and
 # data directory for each run, with the limits a load test needs lifted
 # (as scripts/bench-vs-centrifugo.sh) and PARLEY_FLAGS.
@@ -52,6 +53,9 @@ port=${PARLEY_PORT:-8089}
 sync=${PARLEY_SYNC:-full}
 mkdir -p "$out"
 
+# The plugin is left as it was found: disabled again at the end when this
+# script enabled it.
+web_stomp_was=$(rabbitmq-plugins list -e -m 2>/dev/null | grep -cx rabbitmq_web_stomp || true)
 echo "== enabling rabbitmq_web_stomp"
 rabbitmq-plugins enable rabbitmq_web_stomp >/dev/null
 for _ in $(seq 1 50); do
@@ -76,6 +80,10 @@ cleanup() {
 		wait "$parley_pid" 2>/dev/null || true
 	fi
 	rm -rf "$tmp"
+	if [ "$web_stomp_was" = 0 ]; then
+		echo "== disabling rabbitmq_web_stomp again"
+		rabbitmq-plugins disable rabbitmq_web_stomp >/dev/null || true
+	fi
 }
 trap cleanup EXIT
 
