@@ -4,8 +4,8 @@
 # and what it costs the sends: the receipt p99 of `parley bench direct`
 # while backups run back to back, against the same load without them.
 #
-# A fresh data directory is seeded (below), then one `parley serve
-# --signup-rate 0` runs on it (SQLite, --sync full, its defaults
+# A fresh data directory is seeded (below), then `parley serve
+# --signup-rate 0` runs on it, a fresh process for each run (SQLite, --sync full, its defaults
 # otherwise, but for the send limits, out of the load's way). Then ROUNDS
 # pairs of rounds alternate: each runs the same `parley bench direct
 # --users USERS --rate RATE --duration DURATION`, one of a pair with
@@ -15,8 +15,12 @@
 # the receipt p99 and p50 (send to durable commit) and the delivery p99;
 # each backup its bytes, messages and time.
 #
-# Pinning: the server and the backups on CPU 0, the load generator on CPU
-# 1 (taskset), unless PIN=0. BACKUP_WRAP runs each backup under a command,
+# The median of the pairs' p99 ratios (with backups / without) with its
+# spread and each pair's figures are printed and saved as
+# OUT/backup-p99.summary.json (scripts/lib/rounds.sh, cmd/benchtable).
+#
+# Pinning (scripts/lib/rounds.sh): the server and the backups on CPU 0,
+# the load generator on CPU 1 (taskset), unless PIN=0. BACKUP_WRAP runs each backup under a command,
 # for example "nice -n 19 ionice -c 3" (lowest CPU priority, idle I/O);
 # BACKUP_ARGS are more flags of parley backup, for example "--vacuum" or
 # "--backup-rate 0";
@@ -27,23 +31,26 @@
 # the index's secure-delete option) and python3.
 #
 # Usage: scripts/bench-backup.sh [output-dir]
-# Environment: ROUNDS (5), USERS (40), RATE (10 messages/s per user),
+# Environment: ROUNDS (5), PIN (1), QUICK (0; 1: one pair of 3 s, 6 users,
+# 4 rooms of 500 messages: a try), USERS (40), RATE (10 messages/s per user),
 # DURATION (15s), SEED_ROOMS (20), SEED_MESSAGES (10000 per room),
-# PARLEY_PORT (8096), PIN (1), PARLEY_BIN (a prebuilt binary
-# instead of building ./cmd/parley), PARLEY_REPO (the checkout to build
+# PARLEY_PORT (8096), PARLEY_BIN (a prebuilt binary
+# instead of building ./cmd/parley; BENCH_COMMIT names its commit), PARLEY_REPO (the checkout to build
 # from; default: the one holding the script).
 set -euo pipefail
 
-cd "${PARLEY_REPO:-$(dirname "$0")/..}"
 out=$(realpath -m "${1:-bench-results}")
-rounds=${ROUNDS:-5}
-users=${USERS:-40}
+here=$(cd "$(dirname "$0")" && pwd)
+cd "${PARLEY_REPO:-$here/..}"
+# shellcheck source=scripts/lib/rounds.sh
+source "$here/lib/rounds.sh"
+if [[ "$quick" = 1 ]]; then
+	users=${USERS:-6} duration=${DURATION:-3s} seed_rooms=${SEED_ROOMS:-4} seed_msgs=${SEED_MESSAGES:-500}
+else
+	users=${USERS:-40} duration=${DURATION:-15s} seed_rooms=${SEED_ROOMS:-20} seed_msgs=${SEED_MESSAGES:-10000}
+fi
 rate=${RATE:-10}
-duration=${DURATION:-15s}
-seed_rooms=${SEED_ROOMS:-20}
-seed_msgs=${SEED_MESSAGES:-10000}
 port=${PARLEY_PORT:-8096}
-pin=${PIN:-1}
 read -r -a backup_wrap <<<"${BACKUP_WRAP:-}"
 read -r -a backup_args <<<"${BACKUP_ARGS:-}"
 backup_dir=${BACKUP_DIR:-}
@@ -68,10 +75,7 @@ else
 	bin=$tmp/parley
 	GOFLAGS="${GOFLAGS:--tags=sqlite_fts5}" go build -o "$bin" ./cmd/parley
 fi
-server_cpu=() load_cpu=()
-if [ "$pin" = 1 ]; then
-	server_cpu=(taskset -c 0) load_cpu=(taskset -c 1)
-fi
+rounds_init "$tmp" "$bin"
 
 # The seed: SEED_ROOMS rooms of SEED_MESSAGES messages each (~200-byte
 # bodies), written with the sqlite3 shell into a database `parley
@@ -95,21 +99,28 @@ SELECT r.id, s.n, printf('seedmsg%05d%014d', r.num, s.n), 'seeduser0000000000000
 FROM rooms r, s ORDER BY r.id, s.n;
 INSERT INTO messages_fts (messages_fts) VALUES ('rebuild');
 SQL
-ls -l "$tmp/data/parley.db" | awk '{printf "seed database: %.1f MB\n", $5 / 1e6}'
+stat -c %s "$tmp/data/parley.db" | awk '{printf "seed database: %.1f MB\n", $1 / 1e6}'
 
 url=http://127.0.0.1:$port
-"${server_cpu[@]}" "$bin" serve --addr "127.0.0.1:$port" --data "$tmp/data" \
-	--signup-rate 0 --stomp-send-rate 1000 --rest-send-rate 0 2>"$out/serve.log" &
-server_pid=$!
-for _ in $(seq 100); do
-	"$bin" healthcheck --addr "127.0.0.1:$port" --ready >/dev/null 2>&1 && break
-	sleep 0.1
-done
+# start_server: a fresh server process on the data (each round has one).
+start_server() {
+	if [ -n "$server_pid" ]; then
+		kill "$server_pid" 2>/dev/null || true
+		wait "$server_pid" 2>/dev/null || true
+	fi
+	"${server_cpu[@]}" "$bin" serve --addr "127.0.0.1:$port" --data "$tmp/data" \
+		--signup-rate 0 --stomp-send-rate 1000 --rest-send-rate 0 2>>"$out/serve.log" &
+	server_pid=$!
+	for _ in $(seq 100); do
+		"$bin" healthcheck --addr "127.0.0.1:$port" --ready >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+}
 
 # backups runs parley backup back to back while the process $1 lives,
 # appending each one's line to $2.
 backups() {
-	for i in $(seq 1000); do
+	for _ in $(seq 1000); do
 		kill -0 "$1" 2>/dev/null || return 0
 		"${server_cpu[@]}" "${backup_wrap[@]}" "$bin" backup "${backup_args[@]}" --data "$tmp/data" "$backup_dir/snap.db" >>"$2"
 		rm -f "$backup_dir/snap.db"
@@ -121,14 +132,13 @@ figures() {
 	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); r=d["messaging"]["receipt_latency"]; print("%.2f %.2f %.2f %d" % (r["p99_ms"], r["p50_ms"], d["latency"]["p99_ms"], d["error_count"]))' "$1"
 }
 
+p99_backup='' p99_none=''
 printf '%-8s %-6s %12s %12s %13s %6s %s\n' round backup receipt_p99 receipt_p50 delivery_p99 errors backups
+echo "# pair receipt_p99_ms_with_backups receipt_p99_ms_without" >"$out/backup-p99.rounds"
 for r in $(seq "$rounds"); do
-	order="none backup"
-	if [ $((r % 2)) = 0 ]; then
-		order="backup none"
-	fi
-	for mode in $order; do
+	for mode in $(rounds_order "$r" none backup); do
 		json=$out/round-$r-$mode.json
+		start_server
 		"${load_cpu[@]}" "$bin" bench direct --url "$url" --users "$users" --rate "$rate" --loops 1000000 \
 			--duration "$duration" --ramp-up 1s --progress off --json "$json" >"$out/round-$r-$mode.txt" 2>&1 &
 		load_pid=$!
@@ -141,7 +151,9 @@ for r in $(seq "$rounds"); do
 		wait "$load_pid"
 		read -r p99 p50 d99 errs < <(figures "$json")
 		printf '%-8s %-6s %12s %12s %13s %6s %s\n' "$r" "$mode" "$p99" "$p50" "$d99" "$errs" "$n"
+		if [ "$mode" = backup ]; then p99_backup=$p99; else p99_none=$p99; fi
 	done
+	echo "$r $p99_backup $p99_none" >>"$out/backup-p99.rounds"
 done
 
 echo "== backups (bytes, messages, seconds → MB/s, messages/s)"
@@ -158,4 +170,14 @@ mps = [n / s for n, _, s in rows]
 print("%d backups of %d-%d messages, %.1f-%.1f MB" % (len(rows), min(r[0] for r in rows), max(r[0] for r in rows), min(r[1] for r in rows) / 1e6, max(r[1] for r in rows) / 1e6))
 print("MB/s median %.1f (min %.1f, max %.1f); messages/s median %.0f (min %.0f, max %.0f); time median %.2f s" % (
     statistics.median(mbs), min(mbs), max(mbs), statistics.median(mps), min(mps), max(mps), statistics.median(r[2] for r in rows)))
-'
+' | tee "$out/backups.txt"
+
+echo "== receipt p99 with backups / without, per pair"
+args=
+[ -n "${BACKUP_ARGS:-}" ] && args=" $BACKUP_ARGS"
+name=backup-p99
+[ -z "${BACKUP_ARGS:-}" ] || name=backup-$(echo "$BACKUP_ARGS" | tr -c 'a-z0-9\n' - | tr -s - | sed 's/^-//; s/-$//')-p99
+rounds_summary "$out" "$name" "$out/backup-p99.rounds" \
+	"parley backup$args back to back on a node of $seed_rooms × $seed_msgs messages, bench direct at $users × $rate/s" \
+	"receipt p99 (ms)" "with backups" "without" "≤ 1.50" "backups: $(tail -1 "$out/backups.txt")" \
+	"$(rounds_command scripts/bench-backup.sh ROUNDS="$rounds" USERS="$users" RATE="$rate" DURATION="$duration" SEED_ROOMS="$seed_rooms" SEED_MESSAGES="$seed_msgs" BACKUP_ARGS="${BACKUP_ARGS:-}")"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # bench-cluster.sh measures seed 002's group load on one node and over a
 # cluster, alternating in one run on the same machine, with the same load
-# generator (issue 16, goal 5: the cluster's p99 at most 1.5× one node's,
-# at most nodes − 1 broker publishes a message):
+# generator (issue 16, goal 5; issue 33, goal 4: the cluster's p99 at most
+# 1.5× one node's, at most nodes − 1 broker publishes a message):
 #
 #   one      `parley serve` with its defaults (SQLite, --sync full), a fresh
 #            --data each round
@@ -10,30 +10,47 @@
 #            RabbitMQ and Redis, a fresh database and Redis key prefix
 #            each round
 #
-# Each round runs `parley bench group --users USERS --interval INTERVAL
-# --duration DURATION` against one node, then against the cluster's nodes
-# (--nodes: the members spread over them), and prints the ratio of the
-# p99s. Each run leaves its report (NAME.txt, .json, .html) and each
-# cluster node's /metrics at its end (cluster-R.nodeN.metrics: the relay's
-# parley_cluster_delivery_seconds, the store's parley_store_commit_seconds,
-# set-up included) in the output directory.
+# Each of ROUNDS rounds runs `parley bench group --users USERS --interval
+# INTERVAL --duration DURATION` against one node and against the cluster's
+# nodes (--nodes: the members spread over them), one node first in odd
+# rounds and the cluster first in even ones; then the median of the
+# rounds' p99 ratios (cluster / one node) with its spread and each round's
+# figures are printed and saved as OUT/cluster-p99.summary.json
+# (scripts/lib/rounds.sh, cmd/benchtable). Each run leaves its report
+# (NAME.txt, .json, .html) and each cluster node's /metrics at its end
+# (cluster-R.nodeN.metrics: the relay's parley_cluster_delivery_seconds, the
+# store's parley_store_commit_seconds, set-up included).
+#
+# Pinning (PIN=1, the default): the one node, and all NODES nodes of the
+# cluster together, on core 0; the load generator on core 1. PostgreSQL,
+# RabbitMQ and Redis are the machine's shared services (other work uses
+# them too) and are not pinned: they may run on either core, so the
+# cluster side gets their CPU beside its core 0 and the load generator
+# shares core 1 with them. Read the ratio as the cluster's cost with its
+# services' CPU not counted against it.
 #
 # Usage: scripts/bench-cluster.sh [output-dir]
-# Environment: PARLEY_BIN (a parley binary to run instead of building this
-# checkout), ROUNDS (2), DURATION (20s), USERS (250), INTERVAL (1s-3s),
-# NODES (3), ONE_PORT (19650), BASE_PORT (19311: the cluster's first node),
-# PG_URL (postgres://postgres@127.0.0.1:5432: the server where each round
-# creates, and at the end drops, its database parley_bc_RUN_R), and
-# cluster.sh's PARLEY_BROKER and PARLEY_REDIS. The cluster's nodes keep
-# their files in data/cluster/ (cluster.sh), which each round empties of
-# node data: the script refuses to start while a node of cluster.sh runs.
+# Environment: ROUNDS (5), PIN (1), QUICK (0; 1: one round of 3 s with 20
+# users, a try), PARLEY_BIN (a parley binary to run instead of building
+# this checkout; BENCH_COMMIT names its commit), DURATION (20s), USERS
+# (250), INTERVAL (1s-3s), NODES (3), ONE_PORT (19650), BASE_PORT (19311:
+# the cluster's first node), PG_URL (postgres://postgres@127.0.0.1:5432:
+# the server where each round creates, and at the end drops, its database
+# parley_bc_RUN_R), and cluster.sh's PARLEY_BROKER and PARLEY_REDIS. The
+# cluster's nodes keep their files in data/cluster/ (cluster.sh), which
+# each round empties of node data: the script refuses to start while a
+# node of cluster.sh runs.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib/rounds.sh
+source scripts/lib/rounds.sh
 out=${1:-bench-results}
-rounds=${ROUNDS:-2}
-duration=${DURATION:-20s}
-users=${USERS:-250}
+if [[ "$quick" = 1 ]]; then
+	duration=${DURATION:-3s} users=${USERS:-20}
+else
+	duration=${DURATION:-20s} users=${USERS:-250}
+fi
 interval=${INTERVAL:-1s-3s}
 nodes=${NODES:-3}
 one_port=${ONE_PORT:-19650}
@@ -56,6 +73,7 @@ else
 	echo "== building parley"
 	go build -tags sqlite_fts5 -o "$bin" ./cmd/parley
 fi
+rounds_init "$tmp" "$bin"
 
 run_id="$(date +%s)$$"
 one_pid=
@@ -79,53 +97,62 @@ trap cleanup EXIT
 bench() {
 	local name=$1
 	shift
-	echo "== $name ($(cut -d' ' -f1-3 /proc/loadavg))"
-	"$bin" bench group --users "$users" --interval "$interval" --duration "$duration" --progress off \
+	echo "== $name ($(cut -d' ' -f1-3 /proc/loadavg); $pinned)"
+	"${load_cpu[@]}" "$bin" bench group --users "$users" --interval "$interval" --duration "$duration" --progress off \
 		--json "$out/$name.json" --html "$out/$name.html" "$@" | tee "$out/$name.txt"
 }
 
-# field NAME.txt: "p50 p99 lost publishes" of a report.
-field() {
-	awk '/^ *latency \(ms\)/ { for (i = 1; i < NF; i++) { if ($i == "p50") p50 = $(i+1); if ($i == "p99") p99 = $(i+1) } }
-		/^ *deliveries / { for (i = 1; i < NF; i++) if ($i == "lost") lost = $(i+1) }
-		/^ *publishes\/msg/ { pub = $2 }
-		END { sub(/,$/, "", lost); print p50, p99, lost, pub }' "$1"
-}
-
-summary=()
-for ((r = 1; r <= rounds; r++)); do
+# run_one R: seed 002's load on a fresh single node.
+run_one() {
+	local data
 	data=$(mktemp -d -p "$tmp")
-	"$bin" serve --addr "127.0.0.1:$one_port" --data "$data" --signup-rate 0 --login-max-wait 0 \
+	"${server_cpu[@]}" "$bin" serve --addr "127.0.0.1:$one_port" --data "$data" --signup-rate 0 --login-max-wait 0 \
 		--rest-send-rate 0 --log-level warn >>"$out/one-serve.log" 2>&1 &
 	one_pid=$!
 	for _ in $(seq 1 100); do
 		curl -fsS "http://127.0.0.1:$one_port/readyz" >/dev/null 2>&1 && break
 		sleep 0.1
 	done
-	bench "one-$r" --url "http://127.0.0.1:$one_port" --server-pid "$one_pid"
+	bench "one-$1" --url "http://127.0.0.1:$one_port" --server-pid "$one_pid"
 	kill "$one_pid"
 	wait "$one_pid" 2>/dev/null || true
 	one_pid=
+}
 
-	db="parley_bc_${run_id}_$r"
+# run_cluster R: the same load over NODES fresh nodes, a fresh database.
+run_cluster() {
+	local db="parley_bc_${run_id}_$1" urls='' i
 	databases+=("$db")
 	rm -rf data/cluster/node[0-9]*/
+	# The nodes are cluster.sh's children: they inherit its core.
 	PARLEY_BIN=$bin BASE_PORT=$base_port PARLEY_STORE="$pg/$db?sslmode=disable" \
-		scripts/cluster.sh start "$nodes" --signup-rate 0 --login-max-wait 0 --rest-send-rate 0 \
-		--redis-prefix "parley:bc$run_id$r:" >>"$out/cluster-serve.log" 2>&1
-	urls=
+		"${server_cpu[@]}" scripts/cluster.sh start "$nodes" --signup-rate 0 --login-max-wait 0 --rest-send-rate 0 \
+		--redis-prefix "parley:bc$run_id$1:" >>"$out/cluster-serve.log" 2>&1
 	for ((i = 0; i < nodes; i++)); do urls+="${urls:+,}http://127.0.0.1:$((base_port + i))"; done
-	bench "cluster-$r" --nodes "$urls"
+	bench "cluster-$1" --nodes "$urls"
 	for ((i = 1; i <= nodes; i++)); do
-		curl -fsS "http://127.0.0.1:$((base_port + i - 1))/metrics" >"$out/cluster-$r.node$i.metrics" || true
+		curl -fsS "http://127.0.0.1:$((base_port + i - 1))/metrics" >"$out/cluster-$1.node$i.metrics" || true
 	done
 	scripts/cluster.sh stop >/dev/null
+}
 
-	read -r p50a p99a losta _ <<<"$(field "$out/one-$r.txt")"
-	read -r p50b p99b lostb pubb <<<"$(field "$out/cluster-$r.txt")"
-	summary+=("$(awk -v r="$r" -v a="$p50a" -v b="$p99a" -v c="$p50b" -v d="$p99b" -v la="$losta" -v lb="$lostb" -v p="$pubb" -v n="$nodes" \
-		'BEGIN { printf "round %d: one node p50 %s p99 %s ms (lost %s); %d nodes p50 %s p99 %s ms (lost %s, %s publishes/msg); p99 ratio %.2f (goal <= 1.50)", r, a, b, la, n, c, d, lb, p, d / b }')")
+rf=$out/cluster-p99.rounds
+echo "# round p99_ms_${nodes}_nodes p99_ms_one_node" >"$rf"
+lost=0 pubmax=0 nocount=
+for ((r = 1; r <= rounds; r++)); do
+	for side in $(rounds_order "$r" one cluster); do
+		"run_$side" "$r"
+	done
+	echo "$r $(rounds_json "$out/cluster-$r.json" .latency.p99_ms) $(rounds_json "$out/one-$r.json" .latency.p99_ms)" >>"$rf"
+	for f in "$out/one-$r.json" "$out/cluster-$r.json"; do
+		l=$(rounds_json "$f" '.messaging.lost + .messaging.duplicates')
+		if [[ "$l" =~ ^[0-9]+$ ]]; then lost=$((lost + l)); else nocount+=" $(basename "$f")"; fi
+	done
+	pubmax=$(awk -v a="$pubmax" -v b="$(rounds_json "$out/cluster-$r.json" .messaging.publishes_per_message)" 'BEGIN { print (b + 0 > a + 0 ? b + 0 : a + 0) }')
 done
 
 echo "== summary (results in $out/)"
-printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
+rounds_summary "$out" cluster-p99 "$rf" "cluster: seed 002's group load, $nodes nodes (PostgreSQL, RabbitMQ, Redis) against one (SQLite)" \
+	"p99 (ms)" "$nodes nodes" "one node" "≤ 1.50" "lost + duplicates $lost${nocount:+ (no count in$nocount)}; publishes a message ≤ $pubmax (goal ≤ $((nodes - 1)))" \
+	"$(rounds_command scripts/bench-cluster.sh ROUNDS="$rounds" DURATION="$duration" USERS="$users" INTERVAL="$interval" NODES="$nodes")" |
+	tee "$out/summary.txt"
