@@ -32,12 +32,12 @@ func ChangeEvent(m *parley.Message) *RoomEvent {
 // ReplayEvent returns the event that replays m, a changed message in its
 // current version (since-change): a replay carries each changed message
 // once, at its last change, so its kind says what the message shows now
-// rather than which change came last: deleted for a tombstone, edited
-// for an edited message, else reaction when it carries reactions, thread
-// when it carries a thread summary, pin when it is pinned, and edited for
-// the rest (a sender's name changed by an account's deletion, a message
-// unpinned or with its last reaction gone). A replayed reaction, thread
-// or pin event has only the change and seq headers (and, for a pinned
+// rather than which change came last: deleted for a tombstone, pin for
+// a message whose last change is its pin (Pinned.Change), edited for an
+// edited message, else reaction when it carries reactions, thread when it
+// carries a thread summary, and edited for the rest (a sender's name
+// changed by an account's deletion, a message unpinned or with its last
+// reaction gone). A replayed reaction, thread or pin event has only the change and seq headers (and, for a pinned
 // message, pinned-by and pinned-at, as every event of one has); its body
 // is the message as it is now (counts, summary, pin).
 func ReplayEvent(m *parley.Message) *RoomEvent {
@@ -45,13 +45,13 @@ func ReplayEvent(m *parley.Message) *RoomEvent {
 	switch {
 	case m.Deleted():
 		kind = KindDeleted
+	case m.Pinned != nil && m.Pinned.Change == m.Change:
+		kind = KindPin // its last change is its pin
 	case m.EditedAt != nil:
 	case len(m.Reactions) > 0:
 		kind = KindReaction
 	case m.Thread != nil:
 		kind = KindThread
-	case m.Pinned != nil:
-		kind = KindPin
 	}
 	return changeEvent(kind, m)
 }
