@@ -17,6 +17,7 @@ const (
 	EventUnban                         // UserID's ban from Room was lifted by ActorID (UserID is not a member)
 	EventReaction                      // UserID added or removed (Reason) Emoji on Message (its new version); Room is the room after it
 	EventThread                        // Message (a root, its new version) got a reply from UserID; Room is the room after it
+	EventPin                           // UserID pinned or unpinned (Reason) Message (its new version); Room is the room after it
 )
 
 // Why a member left a room (Event.Reason of an EventLeave).
@@ -38,7 +39,7 @@ type Event struct {
 	ReadSeq int64   // EventRead, EventJoin: the member's read position
 	Message Message // EventMessage; EventEdited and EventDeleted: the message's new version
 	Role    string  // EventJoin, EventRole: the member's role
-	Reason  string  // EventLeave: LeaveLeft, LeaveRemoved or LeaveBanned; EventReaction: ReactionAdded or ReactionRemoved
+	Reason  string  // EventLeave: LeaveLeft, LeaveRemoved or LeaveBanned; EventReaction: ReactionAdded or ReactionRemoved; EventPin: PinAdded or PinRemoved
 	Emoji   string  // EventReaction: the emoji
 	ActorID string  // EventRoomInfo, EventRole, EventUnban, a removal: who did it
 	Reads   []Read  // EventReads: the read positions that moved

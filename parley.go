@@ -103,6 +103,8 @@ type Message struct {
 	// Files are the files the message carries (files.go); nil for most
 	// messages and for a tombstone.
 	Files FileList `json:"files,omitempty"`
+	// Pinned is the message's pin (pins.go); nil when it is not pinned.
+	Pinned *Pin `json:"pinned,omitempty"`
 }
 
 // Deleted reports whether the message is a tombstone.

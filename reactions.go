@@ -172,9 +172,9 @@ func containsAny(s, chars string) bool {
 
 // ChangesMessage reports whether events of kind k carry a stored message
 // in a new version (Event.Message) that caches put in place of the old:
-// edits, deletions, reactions and a root's thread summary.
+// edits, deletions, reactions, a root's thread summary and pins.
 func (k EventKind) ChangesMessage() bool {
-	return k == EventEdited || k == EventDeleted || k == EventReaction || k == EventThread
+	return k == EventEdited || k == EventDeleted || k == EventReaction || k == EventThread || k == EventPin
 }
 
 // storedReaction is one emoji's count as the stores keep it with the

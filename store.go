@@ -108,6 +108,8 @@ type Store interface {
 	ReactionStore
 	// Threads of replies (replies.go).
 	ThreadStore
+	// Pinned messages (pins.go).
+	PinStore
 	// PeopleStore: the member listing, roles, room info, removals and
 	// bans (people.go).
 	PeopleStore

@@ -20,6 +20,7 @@ const (
 	HookMessageDeleted = "message.deleted"
 	HookReaction       = "message.reaction" // a reaction added or taken back (the message's counts now)
 	HookThread         = "message.thread"   // a root's thread summary moved (a reply)
+	HookPin            = "message.pin"      // a message was pinned (its last change is its pin)
 	HookMemberJoined   = "member.joined"
 	HookMemberLeft     = "member.left"
 	HookMemberRemoved  = "member.removed"
@@ -30,7 +31,7 @@ const (
 )
 
 // HookKinds are the webhook event kinds, in the order they are listed.
-var HookKinds = []string{HookMessageSent, HookMessageEdited, HookMessageDeleted, HookReaction, HookThread,
+var HookKinds = []string{HookMessageSent, HookMessageEdited, HookMessageDeleted, HookReaction, HookThread, HookPin,
 	HookMemberJoined, HookMemberLeft, HookMemberRemoved, HookMemberBanned, HookMemberRole,
 	HookRoomCreated, HookRoomUpdated}
 

@@ -114,6 +114,9 @@ func fill(t testing.TB, s parley.Store) string {
 			t.Fatalf("react: %v", err)
 		}
 	}
+	if _, _, err := s.Pin(ctx, parley.PinMessage{RoomID: room.ID, Seq: 3, UserID: a.ID, Add: true}); err != nil {
+		t.Fatalf("pin: %v", err)
+	}
 	if _, err := s.RemoveMember(ctx, room.ID, a.ID, d.ID, true); err != nil {
 		t.Fatalf("ban: %v", err)
 	}
@@ -189,6 +192,12 @@ func TestRoundTripSQLite(t *testing.T) {
 		}
 		if got := strings.Count(string(file), `"type":"reaction"`); got != 3 || !strings.Contains(string(file), `"reactions":[{"emoji":"👍","count":2,"me":false}]`) {
 			t.Errorf("secrets %v: %d reaction records in the file, want 3, and message 1's counts", secrets, got)
+		}
+		if got := strings.Count(string(file), `"pinned":{"by":"`); got != 1 {
+			t.Errorf("secrets %v: %d pinned messages in the file, want 1", secrets, got)
+		}
+		if pins, err := dst.Pins(ctx, room, 0, 50); err != nil || len(pins) != 1 || pins[0].Seq != 3 || pins[0].Pinned == nil {
+			t.Errorf("secrets %v: pins of the imported room = %+v, %v; want message 3", secrets, pins, err)
 		}
 		if got := strings.Contains(string(file), `"password_hash"`); got != secrets {
 			t.Errorf("secrets %v: file holds password hashes: %v", secrets, got)
@@ -548,6 +557,7 @@ var exported = map[string]map[string]bool{
 	"messages": {"room_id": true, "seq": true, "id": true, "sender_id": true, "sender_name": true, "body": true,
 		"client_id": true, "sent_at": true, "edited_at": true, "deleted_at": true, "change": true, "reactions": true,
 		"reply_seq": true, "reply_sender": true, "reply_excerpt": true, "thread": true,
+		"pinned_by": true, "pinned_at": true, "pin_change": true, // a pin travels with its message (parley.Message.Pinned)
 		"files": false}, // files and attachments: the blobs live outside the database (docs/files.md)
 	"message_reactions": {"room_id": true, "seq": true, "emoji": true, "user_id": true, "created_at": true},
 	// Not exported: the blobs live outside the database (a directory, a

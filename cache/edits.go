@@ -137,3 +137,15 @@ func (s *Store) MyReactions(ctx context.Context, roomID, userID string, seqs []i
 func (s *Store) Replies(ctx context.Context, roomID string, root, after int64, limit int) ([]parley.Message, error) {
 	return s.inner.Replies(ctx, roomID, root, after, limit)
 }
+
+// Pin passes through to the inner store; its event (EventPin, the
+// message's new version) updates the cache as an edit's does.
+func (s *Store) Pin(ctx context.Context, p parley.PinMessage) (parley.Message, bool, error) {
+	return s.inner.Pin(ctx, p)
+}
+
+// Pins passes through to the inner store: the pin list is read where it
+// is kept.
+func (s *Store) Pins(ctx context.Context, roomID string, before int64, limit int) ([]parley.Message, error) {
+	return s.inner.Pins(ctx, roomID, before, limit)
+}

@@ -528,3 +528,11 @@ func (f *fakeStore) MyReactions(ctx context.Context, roomID, userID string, seqs
 func (f *fakeStore) Replies(ctx context.Context, roomID string, root, after int64, limit int) ([]parley.Message, error) {
 	return nil, nil
 }
+
+func (f *fakeStore) Pin(ctx context.Context, p parley.PinMessage) (parley.Message, bool, error) {
+	return parley.Message{}, false, parley.Errorf(parley.CodeInvalid, "fake: no pins")
+}
+
+func (f *fakeStore) Pins(ctx context.Context, roomID string, before int64, limit int) ([]parley.Message, error) {
+	return nil, nil
+}

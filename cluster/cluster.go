@@ -248,7 +248,7 @@ func (r *Relay) Apply(evs []parley.Event) {
 	for _, ev := range evs {
 		switch ev.Kind {
 		case parley.EventMessage, parley.EventJoin, parley.EventLeave, parley.EventRoom,
-			parley.EventRole, parley.EventRoomInfo, parley.EventUnban, parley.EventEdited, parley.EventDeleted, parley.EventReaction, parley.EventThread:
+			parley.EventRole, parley.EventRoomInfo, parley.EventUnban, parley.EventEdited, parley.EventDeleted, parley.EventReaction, parley.EventThread, parley.EventPin:
 			keep = append(keep, ev)
 		}
 	}

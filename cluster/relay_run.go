@@ -78,7 +78,7 @@ func (r *Relay) local(ev *parley.Event) {
 		}
 		r.headLater(roomID, ev.Message.Seq)
 		r.offer(ev.Message, rt.members, true)
-	case parley.EventEdited, parley.EventDeleted, parley.EventReaction, parley.EventThread:
+	case parley.EventEdited, parley.EventDeleted, parley.EventReaction, parley.EventThread, parley.EventPin:
 		r.localChange(ev)
 	case parley.EventJoin, parley.EventLeave, parley.EventRole, parley.EventRoomInfo, parley.EventUnban:
 		// The room's nodes and the user's: the one who left or was
@@ -136,7 +136,7 @@ func (r *Relay) receive(b *parley.Batch) {
 		r.m.messages.WithLabelValues("remote").Inc()
 		r.offer(ev.Message, b.Recipients, false)
 		r.toEvents(ev) // its sender's read position moved: no publish of its own
-	case parley.EventEdited, parley.EventDeleted, parley.EventReaction, parley.EventThread:
+	case parley.EventEdited, parley.EventDeleted, parley.EventReaction, parley.EventThread, parley.EventPin:
 		r.applyChanges(ev)
 		r.toEvents(ev) // edited and deleted events for this node's subscribers
 	case parley.EventJoin, parley.EventLeave:

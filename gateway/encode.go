@@ -80,6 +80,12 @@ func prepareMessage(m *parley.Message, shape int) *encodedMessage {
 		if m.Files != "" {
 			f.Add("files", string(m.Files))
 		}
+		// A pinned message says so, live and in every replay (design
+		// §3b): who pinned it and when.
+		if p := m.Pinned; p != nil {
+			f.Add("pinned-by", p.By)
+			f.Add("pinned-at", p.At.UTC().Format(time.RFC3339Nano))
+		}
 		f.Body = []byte(m.Body)
 	}
 	build(true)

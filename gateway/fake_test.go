@@ -388,3 +388,9 @@ func (c *fakeChat) SendReply(ctx context.Context, u parley.User, roomID, body, c
 	}
 	return c.Send(ctx, u, roomID, body, clientID)
 }
+
+// PinMessage: the fake has no pins (cmd/parley's TestStompPins runs them
+// over the real store).
+func (c *fakeChat) PinMessage(ctx context.Context, u parley.User, roomID string, seq int64, pin bool) (parley.Message, bool, error) {
+	return parley.Message{}, false, parley.Errorf(parley.CodeInvalid, "fake: no pins")
+}

@@ -62,6 +62,12 @@ func (s *session) handleFrame(f *stomp.Frame, rs *readState, connected bool) boo
 		err = s.unsubscribe(f)
 	case f.Command == stomp.Send && isTypingDest(f.Get("destination")):
 		err = s.typing(f) // events.go
+	case f.Command == stomp.Send && isPinSend(f):
+		var m parley.Message
+		if m, err = s.pin(f); err == nil && receipt != nil {
+			s.changeReceipt(receipt, &m) // pins.go
+			receipt = nil
+		}
 	case f.Command == stomp.Send && isReactSend(f):
 		var m parley.Message
 		if m, err = s.react(f); err == nil && receipt != nil {

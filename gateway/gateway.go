@@ -52,6 +52,9 @@ type Chat interface {
 	// React adds (add) or removes u's emoji on a message, as
 	// chat.Service does (reactions.go).
 	React(ctx context.Context, u parley.User, roomID string, seq int64, emoji string, add bool) (parley.Message, bool, error)
+	// PinMessage pins (pin) or unpins a message, as chat.Service does
+	// (pins.go).
+	PinMessage(ctx context.Context, u parley.User, roomID string, seq int64, pin bool) (parley.Message, bool, error)
 }
 
 // Config configures a Server. Zero fields take the documented defaults.

@@ -36,6 +36,8 @@ func kindName(k parley.EventKind) string {
 		return "reaction"
 	case parley.EventThread:
 		return "thread"
+	case parley.EventPin:
+		return "pin"
 	}
 	return fmt.Sprintf("kind(%d)", k)
 }

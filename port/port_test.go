@@ -3,6 +3,7 @@ package port_test
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -70,14 +71,19 @@ func newSource(t *testing.T) string {
 			('k-1', 'deploys', 'u-erin', NULL, x'5eed', 'send read', %[1]d + 1, NULL),
 			('k-2', 'hook', 'u-erin', '%[2]s', x'600d', 'send', %[1]d + 2, %[1]d + 3);
 		WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < %[3]d)
-		INSERT INTO messages (room_id, seq, id, sender_id, sender_name, body, client_id, sent_at, edited_at, deleted_at, change)
+		INSERT INTO messages (room_id, seq, id, sender_id, sender_name, body, client_id, sent_at, edited_at, deleted_at, change,
+				pinned_by, pinned_at, pin_change)
 			SELECT '%[2]s', i, printf('m-big-%%05d', i), 'u-erin', 'erin',
 				CASE WHEN i %% 13 = 0 THEN '' ELSE 'pineapple number ' || i || ' ünïcode' END,
 				CASE WHEN i %% 7 = 0 THEN 'c' || i ELSE '' END,
 				%[1]d + i,
 				CASE WHEN i %% 11 = 0 AND i %% 13 <> 0 THEN %[1]d + i + 7 END,
 				CASE WHEN i %% 13 = 0 THEN %[1]d + i + 9 END,
-				CASE WHEN i %% 10 = 0 THEN i / 10 ELSE 0 END
+				CASE WHEN i %% 10 = 0 THEN i / 10 ELSE 0 END,
+				-- a few pinned messages (pins.go): every 170th, none deleted
+				CASE WHEN i %% 170 = 0 THEN 'u-erin' ELSE '' END,
+				CASE WHEN i %% 170 = 0 THEN %[1]d + i + 5 END,
+				CASE WHEN i %% 170 = 0 THEN i / 10 ELSE 0 END
 			FROM n;
 		INSERT INTO messages_fts (messages_fts) VALUES ('rebuild');`, t0, bigRoom, bigMessages)
 	db, err := sql.Open(sqlDriver(t), path)
@@ -191,10 +197,15 @@ func compareRoom(t *testing.T, a, b parley.Store, room string) {
 		{"changed after 50", func(s parley.Store) (any, error) { return s.Changed(ctx, room, 50, 100) }},
 		{"search", func(s parley.Store) (any, error) { return s.SearchRoom(ctx, room, q, 0, 100) }},
 		{"members", func(s parley.Store) (any, error) { return s.RoomMembers(ctx, room) }},
+		{"pins", func(s parley.Store) (any, error) { return s.Pins(ctx, room, 0, 100) }},
 	} {
 		ga, err1 := c.read(a)
 		gb, err2 := c.read(b)
-		if sa, sb := fmt.Sprintf("%+v", ga), fmt.Sprintf("%+v", gb); err1 != nil || err2 != nil || sa != sb || len(sa) < 10 {
+		// As JSON: a message's pin is a pointer, which %+v prints as an
+		// address.
+		ja, _ := json.Marshal(ga)
+		jb, _ := json.Marshal(gb)
+		if sa, sb := string(ja), string(jb); err1 != nil || err2 != nil || sa != sb || len(sa) < 10 {
 			t.Errorf("%s of %s differs:\nsqlite   %.500s, %v\npostgres %.500s, %v", c.name, room, sa, err1, sb, err2)
 		}
 	}

@@ -40,11 +40,12 @@ const (
 // vectors (none for a tombstone), as a send and an edit do, and returns
 // the keys of those it wrote: one statement for a batch.
 var importMessages = `INSERT INTO messages (room_id, seq, id, sender_id, sender_name, body, client_id, sent_at, edited_at, deleted_at, change, reactions,
-		reply_seq, reply_sender, reply_excerpt, thread, tsv)
-	SELECT r, s, i, sn, nm, b, c, sa, ea, da, ch, rx, rq, rs, re, th, CASE WHEN da IS NULL AND b <> '' THEN ` + tsvOf(true)("b") + ` END
+		reply_seq, reply_sender, reply_excerpt, thread, pinned_by, pinned_at, pin_change, tsv)
+	SELECT r, s, i, sn, nm, b, c, sa, ea, da, ch, rx, rq, rs, re, th, pb, pa, pc, CASE WHEN da IS NULL AND b <> '' THEN ` + tsvOf(true)("b") + ` END
 	FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 		$8::timestamptz[], $9::timestamptz[], $10::timestamptz[], $11::bigint[], $12::text[],
-		$13::bigint[], $14::text[], $15::text[], $16::text[]) AS t (r, s, i, sn, nm, b, c, sa, ea, da, ch, rx, rq, rs, re, th)
+		$13::bigint[], $14::text[], $15::text[], $16::text[], $17::text[], $18::timestamptz[], $19::bigint[])
+		AS t (r, s, i, sn, nm, b, c, sa, ea, da, ch, rx, rq, rs, re, th, pb, pa, pc)
 	ON CONFLICT DO NOTHING
 	RETURNING room_id, seq`
 
@@ -259,6 +260,7 @@ func (im *pgImporter) messages(ms []parley.Message, counts *bulk.Counts) error {
 		roomIDs, ids, senders, names, bodies, clients = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		reactions, replySenders, excerpts, threads    = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		replySeqs                                     = make([]int64, n)
+		pinnedBy, pinnedAt, pinChanges                = make([]string, n), make([]*time.Time, n), make([]int64, n)
 		seqs, changes                                 = make([]int64, n), make([]int64, n)
 		sent                                          = make([]time.Time, n)
 		edited, deleted                               = make([]*time.Time, n), make([]*time.Time, n)
@@ -275,13 +277,17 @@ func (im *pgImporter) messages(ms []parley.Message, counts *bulk.Counts) error {
 			replySeqs[i], replySenders[i], excerpts[i] = r.Seq, r.SenderName, r.Excerpt
 		}
 		threads[i] = parley.EncodeThread(m.Thread)
+		if p := m.Pinned; p != nil && m.DeletedAt == nil {
+			at := p.At
+			pinnedBy[i], pinnedAt[i], pinChanges[i] = p.By, &at, p.Change
+		}
 	}
 	slices.Sort(rooms)
 	if _, err := im.tx.Exec(im.ctx, `SELECT 1 FROM rooms WHERE id = ANY($1) ORDER BY id FOR UPDATE`, rooms); err != nil {
 		return fmt.Errorf("import messages: lock rooms: %w", err)
 	}
 	rows, err := im.tx.Query(im.ctx, importMessages, roomIDs, seqs, ids, senders, names, bodies, clients, sent, edited, deleted, changes, reactions,
-		replySeqs, replySenders, excerpts, threads)
+		replySeqs, replySenders, excerpts, threads, pinnedBy, pinnedAt, pinChanges)
 	if err != nil {
 		return fmt.Errorf("import messages: %w", err)
 	}

@@ -29,7 +29,8 @@ func msgOut(a string) string {
 	return strings.NewReplacer("a.", a+".").Replace(`coalesce(a.id, ''), coalesce(a.room_id, ''), coalesce(a.seq, 0),
 		coalesce(a.sender_id, ''), coalesce(a.sender_name, ''), coalesce(a.body, ''), coalesce(a.client_id, ''),
 		coalesce(a.sent_at, 'epoch'), a.edited_at, a.deleted_at, coalesce(a.change, 0), coalesce(a.reactions, ''),
-		coalesce(a.reply_seq, 0), coalesce(a.reply_sender, ''), coalesce(a.reply_excerpt, ''), coalesce(a.thread, ''), coalesce(a.files, '')`)
+		coalesce(a.reply_seq, 0), coalesce(a.reply_sender, ''), coalesce(a.reply_excerpt, ''), coalesce(a.thread, ''), coalesce(a.files, ''),
+		coalesce(a.pinned_by, ''), a.pinned_at, coalesce(a.pin_change, 0)`)
 }
 
 // changeWrites are the writer's statements of edits and deletions.
@@ -63,7 +64,8 @@ func newChangeWrites(m *metrics, tsv func(string) string) changeWrites {
 				WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM k)
 					AND EXISTS (SELECT 1 FROM old WHERE (sender_id = $3 OR $4::boolean) AND deleted_at IS NULL)
 				RETURNING ` + roomRet + `),
-			m AS (UPDATE messages SET body = '', files = NULL, deleted_at = $5, change = r.last_change, tsv = NULL, reactions = ''
+			m AS (UPDATE messages SET body = '', files = NULL, deleted_at = $5, change = r.last_change, tsv = NULL, reactions = '',
+					pinned_by = '', pinned_at = NULL, pin_change = 0
 				FROM r WHERE messages.room_id = $1 AND messages.seq = $2),
 			rx AS (DELETE FROM message_reactions USING r WHERE message_reactions.room_id = $1 AND message_reactions.seq = $2),
 			ex AS (UPDATE messages SET reply_excerpt = ''
@@ -109,7 +111,8 @@ func newChangeReads(m *metrics) changeReads {
 func msgColsOf(a string) string {
 	return strings.NewReplacer("a.", a+".").Replace(`a.id, a.room_id, a.seq, a.sender_id, a.sender_name, a.body,
 		a.client_id, a.sent_at, a.edited_at, a.deleted_at, a.change, a.reactions,
-		a.reply_seq, a.reply_sender, a.reply_excerpt, a.thread, coalesce(a.files, '')`)
+		a.reply_seq, a.reply_sender, a.reply_excerpt, a.thread, coalesce(a.files, ''),
+		a.pinned_by, a.pinned_at, a.pin_change`)
 }
 
 // EditMessage implements parley.Store.
@@ -190,7 +193,7 @@ func (o *change) decode(row pgx.Row) (result, []parley.Event, error) {
 	if o.edit {
 		m.Body, m.EditedAt = o.body, &at
 	} else {
-		m.Body, m.DeletedAt, m.Reactions, m.Files, kind = "", &at, nil, "", parley.EventDeleted
+		m.Body, m.DeletedAt, m.Reactions, m.Files, m.Pinned, kind = "", &at, nil, "", nil, parley.EventDeleted
 	}
 	return result{msg: m, ok: true}, []parley.Event{{Kind: kind, Room: r, UserID: o.actor, Message: m}}, nil
 }

@@ -28,7 +28,7 @@ func evRoom(a string) string {
 
 // msgCols are the columns scanMessage reads.
 const msgCols = `id, room_id, seq, sender_id, sender_name, body, client_id, sent_at, edited_at, deleted_at, change, reactions,
-	reply_seq, reply_sender, reply_excerpt, thread, coalesce(files, '') AS files`
+	reply_seq, reply_sender, reply_excerpt, thread, coalesce(files, '') AS files, pinned_by, pinned_at, pin_change`
 
 // writeQueries are the writer's statements. Each write is one statement
 // that returns its outcome as one row, a logical failure (name taken, room
@@ -254,6 +254,7 @@ type readQueries struct {
 	senderRooms *query             // the rooms a user wrote in (accounts.go)
 	changes     changeReads        // changed_after (edits.go)
 	reactions   reactionReads      // reactions.go
+	pins        *query             // a room's pin list (pins.go)
 	thread      *query             // a root's replies (replies.go)
 	search      searchReads        // search.go
 	people      *peopleReadQueries // people.go
@@ -297,6 +298,7 @@ func newReadQueries(m *metrics) *readQueries {
 		q.memberships, q.messagesBefore, q.messagesAfter, q.roomsFirst, q.roomsAfter)
 	q.changes = newChangeReads(m)
 	q.reactions = newReactionReads(m)
+	q.pins = newPinsQuery(m)
 	q.thread = &query{kind: "replies", text: `SELECT ` + msgCols + ` FROM messages
 		WHERE room_id = $1 AND reply_seq = $2 AND seq > $3 AND reply_seq > 0 ORDER BY seq LIMIT $4`}
 	bind(m, q.thread)

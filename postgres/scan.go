@@ -44,7 +44,55 @@ func scanMessage(row pgx.Row) (parley.Message, error) {
 func messageDest(m *parley.Message) []any {
 	return []any{&m.ID, &m.RoomID, &m.Seq, &m.SenderID, &m.SenderName, &m.Body, &m.ClientID, &m.SentAt,
 		&m.EditedAt, &m.DeletedAt, &m.Change, reactionsDest{&m.Reactions},
-		extraDest{m, 0}, extraDest{m, 1}, extraDest{m, 2}, extraDest{m, 3}, (*string)(&m.Files)}
+		extraDest{m, 0}, extraDest{m, 1}, extraDest{m, 2}, extraDest{m, 3}, (*string)(&m.Files),
+		pinDest{m, 0}, pinDest{m, 1}, pinDest{m, 2}}
+}
+
+// pinDest scans a message's pin columns (pinned_by, pinned_at,
+// pin_change: col 0 to 2, in that order) into the message: Pinned is nil
+// unless pin_change is above 0.
+type pinDest struct {
+	m   *parley.Message
+	col int
+}
+
+// Scan implements sql.Scanner.
+func (d pinDest) Scan(src any) error {
+	switch d.col {
+	case 0:
+		d.m.Pinned = &parley.Pin{}
+		switch v := src.(type) {
+		case nil:
+		case string:
+			d.m.Pinned.By = v
+		case []byte:
+			d.m.Pinned.By = string(v)
+		default:
+			return fmt.Errorf("scan pinned_by: unexpected %T", src)
+		}
+	case 1:
+		switch v := src.(type) {
+		case nil:
+		case time.Time:
+			d.m.Pinned.At = v.UTC()
+		default:
+			return fmt.Errorf("scan pinned_at: unexpected %T", src)
+		}
+	case 2:
+		switch v := src.(type) {
+		case int64:
+			d.m.Pinned.Change = v
+		case int32:
+			d.m.Pinned.Change = int64(v)
+		case nil:
+		default:
+			return fmt.Errorf("scan pin_change: unexpected %T", src)
+		}
+		if d.m.Pinned.Change <= 0 {
+			d.m.Pinned = nil
+		}
+	}
+	return nil
 }
 
 // extraDest scans a reply's columns (reply_seq, reply_sender,

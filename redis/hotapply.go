@@ -278,7 +278,7 @@ func (h *HotStore) write(base context.Context, batches [][]parley.Event) bool {
 					rooms = append(rooms, room)
 				}
 				msgs[room] = append(msgs[room], m)
-			case parley.EventEdited, parley.EventDeleted, parley.EventReaction, parley.EventThread:
+			case parley.EventEdited, parley.EventDeleted, parley.EventReaction, parley.EventThread, parley.EventPin:
 				inv = append(inv, h.applyChange(ctx, pipe, ev, ttl)...)
 				patchQueued(msgs[room], &ev.Message)
 			}

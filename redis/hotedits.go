@@ -185,3 +185,13 @@ func (h *HotStore) React(ctx context.Context, r parley.React) (parley.Message, b
 	}
 	return m, changed, err
 }
+
+// Pin implements parley.Store: it returns once the hot data holds the
+// pin (the message's new version), as an edit does.
+func (h *HotStore) Pin(ctx context.Context, p parley.PinMessage) (parley.Message, bool, error) {
+	m, changed, err := h.Store.Pin(ctx, p)
+	if err == nil && changed {
+		h.caughtUp(ctx)
+	}
+	return m, changed, err
+}

@@ -70,7 +70,7 @@ func (o *owed) add(batches [][]parley.Event) {
 			case parley.EventMessage:
 				o.message(&ev.Message, ev.Room.LastActivityAt)
 				o.raise(ev.Message.SenderID, ev.Room.ID, ev.Message.Seq)
-			case parley.EventEdited, parley.EventDeleted, parley.EventReaction, parley.EventThread:
+			case parley.EventEdited, parley.EventDeleted, parley.EventReaction, parley.EventThread, parley.EventPin:
 				o.change(ev)
 			}
 		}

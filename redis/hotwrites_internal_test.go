@@ -18,11 +18,11 @@ import (
 // (hotwrites.go) that waits (caughtUp); the others are reads, or writes
 // of what the hot data does not hold.
 var (
-	commitsEvents  = []string{"CreateRoom", "Join", "Leave", "Send", "MarkRead", "UpdateRoom", "SetRole", "RemoveMember", "EditMessage", "DeleteMessage", "React"}
+	commitsEvents  = []string{"CreateRoom", "Join", "Leave", "Send", "MarkRead", "UpdateRoom", "SetRole", "RemoveMember", "EditMessage", "DeleteMessage", "React", "Pin"}
 	commitsNothing = []string{
 		"CreateUser", "UserByName", "User", "CreateToken", "TokenUser", "RevokeToken", "RevokeUserTokens",
 		"Room", "Member", "Members", "Memberships", "Messages", "Rooms", "Ping", "Close",
-		"RoomMembers", "Bans", "Unban", "Changed", "SearchRoom", "Search", "Reactors", "MyReactions", "Replies",
+		"RoomMembers", "Bans", "Unban", "Changed", "SearchRoom", "Search", "Reactors", "MyReactions", "Replies", "Pins",
 	}
 )
 

@@ -131,6 +131,21 @@ func appendMessage(b []byte, m *parley.Message) []byte {
 		b = append(b, `,"files":`...)
 		b = append(b, m.Files...)
 	}
+	if p := m.Pinned; p != nil {
+		b = append(b, `,"pinned":`...)
+		b = appendPin(b, p)
+	}
+	return append(b, '}')
+}
+
+// appendPin appends a message's pin as encoding/json writes parley.Pin.
+func appendPin(b []byte, p *parley.Pin) []byte {
+	b = append(b, `{"by":`...)
+	b = appendString(b, p.By)
+	b = append(b, `,"at":`...)
+	b = appendTime(b, p.At)
+	b = append(b, `,"change":`...)
+	b = strconv.AppendInt(b, p.Change, 10)
 	return append(b, '}')
 }
 

@@ -50,6 +50,9 @@ func TestEncodeMatchesEncodingJSON(t *testing.T) {
 			fs = append(fs, parley.File{ID: pick(), Name: pick(), Type: pick(), Size: rng.Int64N(1 << 30), Preview: j%2 == 0})
 		}
 		m.Files = parley.NewFileList(fs)
+		if i%5 == 2 { // pinned
+			m.Pinned = &parley.Pin{By: pick(), At: times[rng.IntN(len(times))], Change: rng.Int64N(1 << 40)}
+		}
 		msgs := []parley.Message{m, m}
 		want, _ := json.Marshal(struct {
 			Messages []parley.Message `json:"messages"`

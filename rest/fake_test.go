@@ -436,3 +436,12 @@ func (c *fakeChat) SendReply(ctx context.Context, u parley.User, roomID, body, c
 func (c *fakeChat) Replies(ctx context.Context, u parley.User, roomID string, root, after int64, limit int) ([]parley.Message, error) {
 	return nil, parley.Errorf(parley.CodeInvalid, "fake: no replies")
 }
+
+// The fake has no pins: pins_test.go runs over the real stack (openStack).
+func (c *fakeChat) PinMessage(ctx context.Context, u parley.User, roomID string, seq int64, pin bool) (parley.Message, bool, error) {
+	return parley.Message{}, false, parley.Errorf(parley.CodeInvalid, "fake: no pins")
+}
+
+func (c *fakeChat) Pins(ctx context.Context, u parley.User, roomID string, before int64, limit int) ([]parley.Message, error) {
+	return nil, parley.Errorf(parley.CodeInvalid, "fake: no pins")
+}

@@ -264,7 +264,15 @@ func messageEqual(a, b *parley.Message) bool {
 		a.ClientID == b.ClientID && a.SentAt == b.SentAt &&
 		optTimeEqual(a.EditedAt, b.EditedAt) && optTimeEqual(a.DeletedAt, b.DeletedAt) &&
 		slices.Equal(a.Reactions, b.Reactions) && // Me too: a page is per caller once it has reactions
-		replyEqual(a.ReplyTo, b.ReplyTo) && threadEqual(a.Thread, b.Thread) // an excerpt moves with its root, not the reply's change
+		replyEqual(a.ReplyTo, b.ReplyTo) && threadEqual(a.Thread, b.Thread) && // an excerpt moves with its root, not the reply's change
+		pinEqual(a.Pinned, b.Pinned)
+}
+
+func pinEqual(a, b *parley.Pin) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.By == b.By && a.At.Equal(b.At) && a.Change == b.Change
 }
 
 func replyEqual(a, b *parley.ReplyRef) bool {
@@ -312,6 +320,10 @@ func copyMessage(m *parley.Message) parley.Message {
 		c.DeletedAt = &t
 	}
 	c.Reactions = slices.Clone(m.Reactions)
+	if m.Pinned != nil {
+		p := *m.Pinned
+		c.Pinned = &p
+	}
 	if m.ReplyTo != nil {
 		r := *m.ReplyTo
 		c.ReplyTo = &r

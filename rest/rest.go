@@ -72,6 +72,8 @@ type Chat interface {
 	// Reactions are the reactions, Threads the replies (reactions.go).
 	Reactions
 	Threads
+	// Pins are the pinned messages (pins.go).
+	Pins
 
 	// People and moderation (chat/people.go): to anyone but a member the
 	// room is unknown (parley.CodeNotFound); a member without the role,
@@ -318,6 +320,7 @@ func (h *Handler) routes() {
 	h.handle("PUT /api/rooms/{id}/read", h.authed(h.markRead))
 	h.changeRoutes()
 	h.reactionRoutes() // reactions.go
+	h.pinRoutes()      // pins.go
 	h.fileRoutes()     // files.go
 	// People and moderation (people.go).
 	h.handle("GET /api/rooms/{id}/members", h.authed(h.members))

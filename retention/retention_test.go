@@ -153,3 +153,44 @@ func TestStartRefusesNegativeRetention(t *testing.T) {
 		t.Errorf("Start(retention -1s) error = nil, want one")
 	}
 }
+
+// TestSweeperUnpins: retention that deletes a pinned message removes its
+// pin (the deletion unpins); a pin of a message it keeps stays.
+func TestSweeperUnpins(t *testing.T) {
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "parley.db")})
+	if err != nil {
+		t.Fatalf("Open() error = %v", err)
+	}
+	defer s.Close()
+	u := parleytest.MustCreateUser(t, s, "keeper")
+	room := parleytest.MustCreateRoom(t, s, u, "r", 0)
+	var msgs []parley.Message
+	for range 3 {
+		msgs = append(msgs, parleytest.MustSend(t, s, room, u, "words"))
+	}
+	parleytest.MustPin(t, s, room, u, 1, true)
+	parleytest.MustPin(t, s, room, u, 3, true)
+
+	const keep = time.Hour
+	tick := make(chan time.Time)
+	passes := make(chan pass)
+	now := msgs[1].SentAt.Add(keep + time.Microsecond) // messages 1 and 2 are older than an hour
+	sw, err := retention.Start(retention.Config{
+		Store: s, Retention: keep, Tick: tick,
+		Now:    func() time.Time { return now },
+		OnPass: func(n int, err error) { passes <- pass{n, err} },
+	})
+	if err != nil {
+		t.Fatalf("Start() error = %v", err)
+	}
+	defer sw.Close()
+	tick <- now
+	if p := <-passes; p.err != nil || p.deleted != 2 {
+		t.Fatalf("pass = %+v, want 2 deleted", p)
+	}
+	pins, err := s.Pins(ctx, room.ID, 0, 10)
+	if err != nil || len(pins) != 1 || pins[0].Seq != 3 {
+		t.Errorf("Pins() after the pass = %+v, %v; want only message 3", pins, err)
+	}
+}

@@ -216,6 +216,10 @@ func (e *Events) commit(ev *parley.Event, remote bool) {
 		if e.hasSubs() {
 			e.toRoom(ThreadEvent(ev), "", "")
 		}
+	case parley.EventPin:
+		if e.hasSubs() {
+			e.toRoom(PinEvent(ev), "", "")
+		}
 	}
 }
 

@@ -14,6 +14,7 @@ package roomevents
 import (
 	"encoding/json"
 	"strconv"
+	"time"
 
 	"parley"
 )
@@ -31,17 +32,21 @@ func ChangeEvent(m *parley.Message) *RoomEvent {
 // ReplayEvent returns the event that replays m, a changed message in its
 // current version (since-change): a replay carries each changed message
 // once, at its last change, so its kind says what the message shows now
-// rather than which change came last: deleted for a tombstone, edited
-// for an edited message, else reaction when it carries reactions, thread
-// when it carries a thread summary, and edited for the rest (a sender's
-// name changed by an account's deletion). A replayed reaction or thread
-// event has only the change and seq headers; its body is the message as
-// it is now (counts, summary).
+// rather than which change came last: deleted for a tombstone, pin for
+// a message whose last change is its pin (Pinned.Change), edited for an
+// edited message, else reaction when it carries reactions, thread when it
+// carries a thread summary, and edited for the rest (a sender's name
+// changed by an account's deletion, a message unpinned or with its last
+// reaction gone). A replayed reaction, thread or pin event has only the change and seq headers (and, for a pinned
+// message, pinned-by and pinned-at, as every event of one has); its body
+// is the message as it is now (counts, summary, pin).
 func ReplayEvent(m *parley.Message) *RoomEvent {
 	kind := KindEdited
 	switch {
 	case m.Deleted():
 		kind = KindDeleted
+	case m.Pinned != nil && m.Pinned.Change == m.Change:
+		kind = KindPin // its last change is its pin
 	case m.EditedAt != nil:
 	case len(m.Reactions) > 0:
 		kind = KindReaction
@@ -51,13 +56,35 @@ func ReplayEvent(m *parley.Message) *RoomEvent {
 	return changeEvent(kind, m)
 }
 
-// changeEvent is the event of kind of m, headers change and seq.
+// changeEvent is the event of kind of m, headers change and seq (and the
+// pin's, pinHeaders, when m is pinned).
 func changeEvent(kind string, m *parley.Message) *RoomEvent {
 	body, _ := json.Marshal(m)
 	return &RoomEvent{
 		ID: parley.NewID(), Kind: kind, RoomID: m.RoomID, Body: body, change: m.Change,
-		Headers: [][2]string{{"change", strconv.FormatInt(m.Change, 10)}, {"seq", strconv.FormatInt(m.Seq, 10)}},
+		Headers: pinHeaders([][2]string{{"change", strconv.FormatInt(m.Change, 10)}, {"seq", strconv.FormatInt(m.Seq, 10)}}, m),
 	}
+}
+
+// pinHeaders appends to h, when m is pinned, headers pinned-by (the user
+// who pinned it) and pinned-at (RFC 3339), as the MESSAGE frames of a
+// pinned message carry them (gateway).
+func pinHeaders(h [][2]string, m *parley.Message) [][2]string {
+	if p := m.Pinned; p != nil {
+		h = append(h, [2]string{"pinned-by", p.By}, [2]string{"pinned-at", p.At.UTC().Format(time.RFC3339Nano)})
+	}
+	return h
+}
+
+// PinEvent returns the live pin event of ev (an EventPin): headers
+// change, seq, user (who pinned or unpinned) and action (parley.PinAdded
+// or parley.PinRemoved), and for a pin pinned-by and pinned-at; body the
+// message in its new version (its pinned field, absent after an unpin).
+func PinEvent(ev *parley.Event) *RoomEvent {
+	m := &ev.Message
+	re := changeEvent(KindPin, m)
+	re.Headers = append(re.Headers, [2]string{"user", ev.UserID}, [2]string{"action", ev.Reason})
+	return re
 }
 
 // ThreadEvent returns the live thread event of ev (an EventThread): a

@@ -17,6 +17,7 @@ const (
 	KindDeleted  = "deleted"  // a message's tombstone (replay.go)
 	KindReaction = "reaction" // a message's reactions changed (replay.go)
 	KindThread   = "thread"   // a root got a reply: its thread summary (replay.go)
+	KindPin      = "pin"      // a message was pinned or unpinned (replay.go)
 )
 
 // Actions of a member event, the value of the action header.

@@ -215,8 +215,8 @@ func (im *importer) room(r *bulk.Room, n *bulk.Counts) error {
 // The grouped statements of messages, by chunk size (chunks).
 func insertMessagesText(rows int) string {
 	return `INSERT INTO messages (room_id, seq, id, sender_id, sender_name, body, client_id, sent_at, edited_at, deleted_at, change, reactions,
-		reply_seq, reply_sender, reply_excerpt, thread)
-		VALUES ` + values(rows, 16) + ` ON CONFLICT DO NOTHING RETURNING room_id, seq`
+		reply_seq, reply_sender, reply_excerpt, thread, pinned_by, pinned_at, pin_change)
+		VALUES ` + values(rows, 19) + ` ON CONFLICT DO NOTHING RETURNING room_id, seq`
 }
 
 func indexMessagesText(rows int) string {
@@ -247,7 +247,7 @@ func (im *importer) messages(ms []parley.Message, n *bulk.Counts) error {
 		seq  int64
 	}
 	wrote := map[key]bool{}
-	args := make([]any, 0, chunkSizes[0]*16)
+	args := make([]any, 0, chunkSizes[0]*19)
 	err := chunks(len(ms), func(start, size, _ int) error {
 		st, err := im.stmt(insertMessagesText(size))
 		if err != nil {
@@ -262,6 +262,11 @@ func (im *importer) messages(ms []parley.Message, n *bulk.Counts) error {
 				r = &parley.ReplyRef{}
 			}
 			args = append(args, r.Seq, r.SenderName, r.Excerpt, parley.EncodeThread(m.Thread))
+			if p := m.Pinned; p != nil && m.DeletedAt == nil {
+				args = append(args, p.By, p.At.UnixMicro(), p.Change)
+			} else {
+				args = append(args, "", nil, int64(0))
+			}
 		}
 		rows, err := st.QueryContext(im.ctx, args...)
 		if err != nil {

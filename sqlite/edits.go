@@ -27,6 +27,7 @@ type changeWrites struct {
 	// reactions are the writes of reactions.go, replies of replies.go.
 	reactions reactionWrites
 	replies   replyWrites
+	pins      pinWrites // pins.go
 	// ftsInsert indexes a chunk of new messages, one per chunk size.
 	ftsInsert [len(chunkSizes)]*query
 }
@@ -40,7 +41,8 @@ func (q *changeWrites) all() []*query {
 				WHERE id = ? RETURNING ` + roomCols},
 			edit: &query{kind: "edit_message", text: `UPDATE messages SET body = ?, edited_at = ?, change = ?
 				WHERE room_id = ? AND seq = ?`},
-			tombstone: &query{kind: "delete_message", text: `UPDATE messages SET body = '', files = NULL, deleted_at = ?, change = ?, reactions = ''
+			tombstone: &query{kind: "delete_message", text: `UPDATE messages SET body = '', files = NULL, deleted_at = ?, change = ?, reactions = '',
+				pinned_by = '', pinned_at = NULL, pin_change = 0
 				WHERE room_id = ? AND seq = ?`},
 			// An external-content table forgets a row when told its old
 			// text: exactly what was indexed.
@@ -56,7 +58,7 @@ func (q *changeWrites) all() []*query {
 			q.ftsInsert[i] = &query{kind: "fts_insert", text: `INSERT INTO messages_fts (rowid, body) VALUES ` + values(n, 2)}
 		}
 	}
-	return append(append([]*query{q.messageAt, q.bumpChange, q.edit, q.tombstone, q.ftsDelete, q.ftsPut, q.keyAt, q.keyPut}, q.ftsInsert[:]...), append(q.reactions.all(), q.replies.all()...)...)
+	return append(append([]*query{q.messageAt, q.bumpChange, q.edit, q.tombstone, q.ftsDelete, q.ftsPut, q.keyAt, q.keyPut}, q.ftsInsert[:]...), append(append(q.reactions.all(), q.replies.all()...), q.pins.all()...)...)
 }
 
 // changeReads are the readers' statements of changed_after and search.
@@ -102,7 +104,8 @@ func (q *changeReads) all() []*query {
 func msgColsOf(a string) string {
 	return a + ".id, " + a + ".room_id, " + a + ".seq, " + a + ".sender_id, " + a + ".sender_name, " + a + ".body, " +
 		a + ".client_id, " + a + ".sent_at, " + a + ".edited_at, " + a + ".deleted_at, " + a + ".change, " + a + ".reactions, " +
-		a + ".reply_seq, " + a + ".reply_sender, " + a + ".reply_excerpt, " + a + ".thread, " + a + ".files"
+		a + ".reply_seq, " + a + ".reply_sender, " + a + ".reply_excerpt, " + a + ".thread, " + a + ".files, " +
+		a + ".pinned_by, " + a + ".pinned_at, " + a + ".pin_change"
 }
 
 func roomColsOf(a string) string {
@@ -241,7 +244,7 @@ func (s *Store) DeleteMessage(ctx context.Context, d parley.Deletion) (parley.Me
 		}
 		at := fromMicro(w.now())
 		m := old
-		m.Body, m.DeletedAt, m.Change, m.Reactions, m.Files = "", &at, r.LastChange, nil, ""
+		m.Body, m.DeletedAt, m.Change, m.Reactions, m.Files, m.Pinned = "", &at, r.LastChange, nil, "", nil
 		if _, err := w.exec(w.s.wq.changes.tombstone, at.UnixMicro(), m.Change, m.RoomID, m.Seq); err != nil {
 			return result{}, fmt.Errorf("delete: %w", err)
 		}

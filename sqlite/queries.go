@@ -113,6 +113,8 @@ type readQueries struct {
 	// changed_after and search (edits.go, search.go).
 	changes changeReads
 	people  peopleReadQueries // people.go
+	// A room's pin list (pins.go).
+	pins *query
 }
 
 // roomListQuery is the room list: it walks the members_user index for the
@@ -154,8 +156,9 @@ func (q *readQueries) all() []*query {
 			roomsFirst:  &query{kind: "rooms", text: fmt.Sprintf(roomListQuery, "")},
 			roomsAfter:  &query{kind: "rooms", text: fmt.Sprintf(roomListQuery, "AND (r.last_activity_at, r.id) < (?3, ?4)")},
 			senderRooms: &query{kind: "sender_rooms", text: `SELECT DISTINCT room_id FROM messages WHERE sender_id = ?`},
+			pins:        &query{kind: "pins", text: pinsQuery},
 		}
 	}
 	return append([]*query{q.ping, q.userByName, q.user, q.tokenUser, q.room, q.roomExists, q.member, q.members,
-		q.memberships, q.messagesBefore, q.messagesAfter, q.roomsFirst, q.roomsAfter, q.senderRooms}, append(append(q.people.all(), q.changes.all()...), q.apiKeys.all()...)...)
+		q.memberships, q.messagesBefore, q.messagesAfter, q.roomsFirst, q.roomsAfter, q.senderRooms, q.pins}, append(append(q.people.all(), q.changes.all()...), q.apiKeys.all()...)...)
 }

@@ -11,7 +11,7 @@ import (
 const (
 	roomCols = `id, kind, title, capacity, member_count, last_seq, last_activity_at, created_at, coalesce(direct_key, ''), last_change, retention_seconds`
 	msgCols  = `id, room_id, seq, sender_id, sender_name, body, client_id, sent_at, edited_at, deleted_at, change, reactions,
-		reply_seq, reply_sender, reply_excerpt, thread, files`
+		reply_seq, reply_sender, reply_excerpt, thread, files, pinned_by, pinned_at, pin_change`
 )
 
 // scanner is a *sql.Row or *sql.Rows.
@@ -70,15 +70,21 @@ type extras struct {
 	reactions, replySender, replyExcerpt, thread string
 	replySeq                                     int64
 	files                                        sql.NullString // NULL for a message without files
+	pinnedBy                                     string
+	pinnedAt                                     sql.NullInt64 // NULL for a message that is not pinned
+	pinChange                                    int64
 }
 
 func (x *extras) dest() []any {
-	return []any{&x.reactions, &x.replySeq, &x.replySender, &x.replyExcerpt, &x.thread, &x.files}
+	return []any{&x.reactions, &x.replySeq, &x.replySender, &x.replyExcerpt, &x.thread, &x.files, &x.pinnedBy, &x.pinnedAt, &x.pinChange}
 }
 
 func (x *extras) fill(m *parley.Message) error {
 	var err error
 	m.Files = parley.FileList(x.files.String)
+	if x.pinChange > 0 && x.pinnedAt.Valid {
+		m.Pinned = &parley.Pin{By: x.pinnedBy, At: fromMicro(x.pinnedAt.Int64), Change: x.pinChange}
+	}
 	if m.Reactions, err = parley.DecodeReactions(x.reactions); err != nil {
 		return err
 	}

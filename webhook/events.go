@@ -135,14 +135,18 @@ func changedAt(m *parley.Message) time.Time {
 // since-change replay does (roomevents.ReplayEvent): the store keeps the
 // message's last change number, not what moved it, and a change read
 // late is delivered once, at its last change. So: deleted for a
-// tombstone, edited for an edited message (a reaction on it too), else
-// reaction when it carries reactions, thread when it carries a thread
-// summary, and edited for the rest (a sender renamed by an account's
-// deletion).
+// tombstone, pin when its last change is its pin (Pinned.Change), edited
+// for an edited message (a reaction on it too), else reaction when it
+// carries reactions, thread when it carries a thread summary, and edited
+// for the rest (a sender renamed by an account's deletion, an unpin: the
+// store keeps no trace of a pin that is gone, so an unpin is delivered as
+// what the message shows now, without pinned).
 func changeKind(m *parley.Message) string {
 	switch {
 	case m.Deleted():
 		return parley.HookMessageDeleted
+	case m.Pinned != nil && m.Pinned.Change == m.Change:
+		return parley.HookPin
 	case m.EditedAt != nil:
 	case len(m.Reactions) > 0:
 		return parley.HookReaction

@@ -25,6 +25,9 @@ func TestChangeKind(t *testing.T) {
 		{"a reply", parley.Message{Thread: &parley.Thread{Replies: 1}}, parley.HookThread},
 		{"a reaction and a reply", parley.Message{Reactions: reacted, Thread: &parley.Thread{Replies: 1}}, parley.HookReaction},
 		{"renamed sender", parley.Message{}, parley.HookMessageEdited},
+		{"pinned", parley.Message{Change: 4, Reactions: reacted, EditedAt: &now, Pinned: &parley.Pin{Change: 4}}, parley.HookPin},
+		{"pinned, then a reaction", parley.Message{Change: 5, Reactions: reacted, Pinned: &parley.Pin{Change: 4}}, parley.HookReaction},
+		{"unpinned", parley.Message{Change: 6}, parley.HookMessageEdited},
 	} {
 		if got := changeKind(&c.m); got != c.want {
 			t.Errorf("%s: changeKind = %s, want %s", c.name, got, c.want)

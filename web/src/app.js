@@ -19,6 +19,7 @@ import { bindConfirm } from './confirm.js';
 import { Notifier } from './notify.js';
 import { panel } from './panel.js';
 import { composerReply, threads } from './threads.js';
+import { pins } from './pins.js';
 import { Switcher } from './switcher.js';
 
 /** members says a member count in words: "1 member", "3 members". */
@@ -481,6 +482,7 @@ class App {
     this.search = new Search(this); // the search box over every room (search.js)
     panel.bind(); // the panel beside the timeline (panel.js)
     threads.bind(); // the thread panel and the reply quote (threads.js)
+    pins.bind(); // the Pinned panel (pins.js)
     bindConfirm(); // the confirmation dialog (confirm.js)
     bindTouch($('messages')); // the message toolbar on a touch screen (actions.js)
     this.notifier = new Notifier(this); // desktop notifications (notify.js)

@@ -12,6 +12,7 @@ import { addMessageAction, toolbar } from './actions.js';
 import { confirmAction } from './confirm.js';
 import { chips, mergeReaction } from './reactions.js';
 import { quote, rootChanged, threadLink, threads } from './threads.js';
+import { pinMarker, pins } from './pins.js';
 
 const enc = encodeURIComponent;
 
@@ -153,7 +154,7 @@ export class Changes {
     return this.catching;
   }
 
-  /** onEvent takes a live `edited`, `deleted` or `reaction` event of this room. */
+  /** onEvent takes a live `edited`, `deleted`, `reaction`, `thread` or `pin` event of this room. */
   onEvent(ev) {
     let m = ev.body;
     if (!m || typeof m !== 'object' || !m.seq) return;
@@ -172,6 +173,7 @@ export class Changes {
     this.saw(m.change || 0);
     this.app.messageChanged(m);
     threads.changed(this.view, m); // the thread panel shows it (threads.js)
+    pins.changed(this.view, m); // the Pinned panel follows pins (pins.js)
     const old = this.view.msgs.get(m.seq);
     if (!old || !newer(old, m)) return;
     this.view.msgs.set(m.seq, m);
@@ -209,6 +211,11 @@ export class Changes {
     } else if (m.edited_at) {
       el.classList.add('edited');
       foot.append(h('span', { class: 'msg-edited', title: 'edited ' + new Date(m.edited_at).toLocaleString() }, 'edited'));
+    }
+    const pm = m.seq ? pinMarker(m, this.ctx) : null; // pins.js
+    if (pm) {
+      el.classList.add('pinned');
+      foot.prepend(pm);
     }
     el.querySelector('.msg-body').after(foot);
     const q = quote(m, this.ctx); // threads.js

@@ -5,6 +5,7 @@
 import { $, h, setText, randomId } from './dom.js';
 import { Changes } from './changes.js';
 import { composerReply, excerptOf, threads } from './threads.js';
+import { pins } from './pins.js';
 import { People } from './members.js';
 import { renderMarkdown } from './markdown.js';
 import { renderFiles } from './files.js';
@@ -101,6 +102,7 @@ export class ChatView {
     app.live.openRoom(this.roomId, () => this.maxSeq);
     this.timesTimer = setInterval(() => refreshTimes(this.list), 30000);
     this.people.open();
+    pins.attach(this); // the Pinned panel shows this room (pins.js)
     this.fillViewport();
     this.maybeMarkRead();
   }
@@ -145,6 +147,7 @@ export class ChatView {
     this.closed = true;
     composerReply.cancel();
     threads.close(this); // the thread panel shows this room's thread (threads.js)
+    pins.close(this); // pins.js
     clearInterval(this.timesTimer);
     this.people.close();
     if (this.app.live) this.app.live.closeRoom(this.roomId);

@@ -83,7 +83,7 @@ export function roomEvent(app, ev) {
     if (ev.user === app.me.id && ev.action === 'joined' && !entry) app.refreshRoomsSoon();
   }
   const view = app.view;
-  if (ev.kind === 'edited' || ev.kind === 'deleted' || ev.kind === 'reaction' || ev.kind === 'thread') {
+  if (ev.kind === 'edited' || ev.kind === 'deleted' || ev.kind === 'reaction' || ev.kind === 'thread' || ev.kind === 'pin') {
     if (view && view.roomId === ev.roomId && view.changes) view.changes.onEvent(ev);
     else if (ev.body && ev.body.seq) app.messageChanged(ev.body); // the room list's last message
     return;

@@ -5,8 +5,8 @@
 
 import { $, setText } from './dom.js';
 
-const sections = ['people', 'invite', 'search', 'thread'];
-const buttons = { people: 'people-button', invite: 'invite-button' };
+const sections = ['people', 'invite', 'search', 'thread', 'pins'];
+const buttons = { people: 'people-button', invite: 'invite-button', pins: 'pins-button' };
 
 class Panel {
   constructor() {

@@ -50,7 +50,7 @@ function bodyOf(page, seq) {
 
 /** controls are the Edit and Delete of a message's toolbar (Reply, React and Copy link are everyone's). */
 function controls(page, seq) {
-  return page.evaluate((sel) => [...document.querySelectorAll(sel + ' .msg-actions button:not([data-action="copy-link"]):not([data-action="reply"]):not([data-action="react"])')].map((b) => b.textContent), li(seq));
+  return page.evaluate((sel) => [...document.querySelectorAll(sel + ' .msg-actions button:not([data-action="copy-link"]):not([data-action="reply"]):not([data-action="react"]):not([data-action="pin"])')].map((b) => b.textContent), li(seq));
 }
 
 /** deleteMessage deletes message seq from p's toolbar, confirming in the dialog. */
@@ -109,7 +109,7 @@ test('alice and bob share a room; each page offers only the controls its user ma
   const bobLive = await bob.page.evaluate(() => Number([...document.querySelectorAll('#messages li[data-seq]')].find((e) =>
     e.querySelector('.msg-body')?.textContent === 'a live one from bob').dataset.seq));
   seqs.bobLive = bobLive;
-  await until(bob.page, 'bob’s controls', (sel) => document.querySelectorAll(sel + ' .msg-actions button:not([data-action="copy-link"]):not([data-action="reply"]):not([data-action="react"])').length === 2, li(bobLive));
+  await until(bob.page, 'bob’s controls', (sel) => document.querySelectorAll(sel + ' .msg-actions button:not([data-action="copy-link"]):not([data-action="reply"]):not([data-action="react"]):not([data-action="pin"])').length === 2, li(bobLive));
   assert.deepEqual(await controls(bob.page, bobLive), ['Edit', 'Delete']);
   assert.deepEqual(await controls(bob.page, bobLive - 1), [], 'a member has no control on someone else’s message');
   // alice, the owner, may delete bob's message but not edit it.

@@ -64,10 +64,19 @@ test('desktop notifications: direct messages of others, and mentions once the se
 });
 
 test('the toolbar: one entry per action, in order; adding one is one call', () => {
-  assert.deepEqual(messageActions.map((a) => a.id), ['reply', 'react', 'edit', 'copy-link', 'delete']);
+  assert.deepEqual(messageActions.map((a) => a.id), ['reply', 'react', 'pin', 'unpin', 'edit', 'copy-link', 'delete']);
   for (const a of messageActions) {
     assert.equal(typeof a.when, 'function');
     assert.equal(typeof a.run, 'function');
     assert.ok(a.label);
   }
+});
+
+test('pins: the owner and admins of a group room pin, a member does not; either member of a direct room does', async () => {
+  const { mayPin } = await import('../src/pins.js');
+  assert.equal(mayPin('owner', 'group'), true);
+  assert.equal(mayPin('admin', 'group'), true);
+  assert.equal(mayPin('member', 'group'), false);
+  assert.equal(mayPin('', 'group'), false, 'a role not known yet');
+  assert.equal(mayPin('member', 'direct'), true);
 });

@@ -306,7 +306,7 @@ test('the toolbar: on hover, by keyboard, by a tap on the phone; Copy link copie
   await alice.page.hover(li(seq) + ' .msg-body');
   assert.equal(await opacity(), '1');
   assert.deepEqual(await alice.page.evaluate((s) => [...document.querySelectorAll(s + ' .msg-actions button')].map((b) => b.textContent), li(seq)),
-    ['Reply', 'React', 'Edit', 'Copy link', 'Delete']);
+    ['Reply', 'React', 'Pin', 'Edit', 'Copy link', 'Delete']); // alice owns the room: she pins
   await shot(alice, 'toolbar-desktop.png');
   // By keyboard: Tab from the message before reaches this toolbar's buttons, and shows them.
   await alice.page.mouse.move(5, 5);
