@@ -27,6 +27,10 @@ type Account interface {
 	// DeleteAccount deletes the user's account once password is theirs:
 	// parley.CodeForbidden for a wrong one, and nothing changes.
 	DeleteAccount(ctx context.Context, u parley.User, password string) error
+	// DeleteAccountSignedIn deletes the account of an outside identity
+	// (no password) once token comes from a recent sign-in:
+	// parley.CodeForbidden "sign in again …" for an older one.
+	DeleteAccountSignedIn(ctx context.Context, u parley.User, token string) error
 }
 
 // exportLine is one line of GET /api/me/export (docs/api.md, "Your own
@@ -128,7 +132,10 @@ func (h *Handler) exportMe(w http.ResponseWriter, r *http.Request) error {
 }
 
 // deleteMe deletes the caller's account (DELETE /api/me) once the body's
-// password proves it theirs: 204; 403 forbidden for a wrong password.
+// password proves it theirs: 204; 403 forbidden for a wrong password. An
+// account with no password (an outside identity's: OpenID Connect, JWT)
+// proves it with a token of a recent sign-in instead, the body's password
+// ignored: 403 "sign in again to delete this account" for an older one.
 func (h *Handler) deleteMe(w http.ResponseWriter, r *http.Request) error {
 	a, ok := h.chat.(Account)
 	if !ok {
@@ -144,6 +151,14 @@ func (h *Handler) deleteMe(w http.ResponseWriter, r *http.Request) error {
 	// address's failed logins and counts a wrong password as one, so a
 	// stolen token guesses no faster than POST /api/tokens.
 	u := userOf(r)
+	if chat.IsExternalUser(u.ID) {
+		token, _ := bearer(r.Header.Get("Authorization")) // authed: it is there
+		if err := a.DeleteAccountSignedIn(r.Context(), u, token); err != nil {
+			return err
+		}
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
 	att, err := h.beginLogin(w, r, u.Name)
 	if err != nil {
 		return err

@@ -320,6 +320,14 @@ func TestOIDCHydra(t *testing.T) {
 	if st := newClient(t, m.Addr()).do("POST", "/api/users", map[string]any{"name": "bob", "password": "longenough"}, nil); st != http.StatusForbidden {
 		t.Errorf("sign-up with --password-login=false: %d, want 403", st)
 	}
+	// The account has no password: the token of its sign-in, minutes
+	// old, deletes it (DELETE /api/me), and it is gone.
+	if st := c.do("DELETE", "/api/me", map[string]any{}, nil); st != http.StatusNoContent {
+		t.Errorf("DELETE /api/me with the token of a fresh OIDC sign-in: %d, want 204", st)
+	}
+	if st := c.do("GET", "/api/me", nil, nil); st != http.StatusUnauthorized {
+		t.Errorf("GET /api/me after the deletion: %d, want 401", st)
+	}
 }
 
 // labelled reads one labelled series of a counter from m's /metrics.
