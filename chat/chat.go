@@ -73,10 +73,10 @@ type Service struct {
 	accounts Accounts // nil: no account deletion
 	nameHold time.Duration
 	signedIn time.Duration // Config.SignInWindow
-	jwt      JWTVerifier  // nil: no JWT sign-in
-	keep     bool         // Config.KeepMessages
-	keys     APIKeys      // nil: no API keys
-	files    *FilesConfig // nil: no files
+	jwt      JWTVerifier   // nil: no JWT sign-in
+	keep     bool          // Config.KeepMessages
+	keys     APIKeys       // nil: no API keys
+	files    *FilesConfig  // nil: no files
 
 	accepted    prometheus.Counter
 	provisioned prometheus.Counter // accounts made for outside identities

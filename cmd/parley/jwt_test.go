@@ -373,7 +373,9 @@ func checkJWTDeletion(t *testing.T, idp *idProvider, kid, a, b string) {
 	}
 	for _, tok := range []string{zed.token, idp.tokenIssued(kid, "sub-zed", "zed", hour, time.Time{})} {
 		c := &client{t: t, base: "http://" + b, token: tok}
-		var e struct{ Error struct{ Code, Message string } }
+		var e struct {
+			Error struct{ Code, Message string }
+		}
 		if st := c.do("DELETE", "/api/me", map[string]any{"password": "anything"}, &e); st != http.StatusForbidden || !strings.Contains(e.Error.Message, "sign in again to delete this account") {
 			t.Errorf("DELETE /api/me with a JWT of an old sign-in (or none said) = %d %+v, want 403 sign in again", st, e)
 		}
