@@ -2,7 +2,8 @@
 // OpenID provider (hydra.mjs; skipped without $PARLEY_TEST_HYDRA, which
 // .ci/run sets). alice clicks "Sign in with Hydra", goes through Hydra and
 // its login app, lands in the chat signed in, and sends a message; no URL
-// the browser requested carried her token. A refusal at the provider
+// the browser requested carried her token; "Delete my account" asks her
+// for no password and deletes the account. A refusal at the provider
 // shows its reason on the sign-in form. A second server runs with
 // --password-login=false: its page shows the button and no password form.
 // Each step waits for a page's DOM to change, bounded in time.
@@ -82,14 +83,17 @@ test('alice signs in with Hydra, lands in the chat and sends a message', { skip 
   await say(alice.page, 'hello from an OpenID user');
   await until(alice.page, 'the message is in the timeline', () =>
     [...document.querySelectorAll('#messages li .msg-body')].some((el) => el.textContent === 'hello from an OpenID user'));
-  // Her account has no password: "Delete my account" says so plainly.
+  // Her account has no password: "Delete my account" asks for none, and
+  // her sign-in, seconds old, confirms the deletion.
   await alice.page.click('#account-box summary');
   await alice.page.click('#delete-account');
   await until(alice.page, 'the delete dialog open', () => document.getElementById('delete-dialog').open);
-  await alice.page.fill('#delete-password', 'any password');
+  assert.equal(await alice.page.isVisible('#delete-password'), false, 'no password field');
   await alice.page.click('#delete-confirm');
-  await until(alice.page, 'no password said', () => document.getElementById('delete-error').textContent.includes('has no password'));
-  assert.equal((await api(alice, 'GET', '/api/me')).status, 200, 'nothing deleted');
+  await until(alice.page, 'back at sign-in', () => !document.getElementById('auth').hidden &&
+    document.getElementById('auth-error').textContent.includes('deleted'));
+  const gone = await fetch(server.url + '/api/me', { headers: { Authorization: 'Bearer ' + token } });
+  assert.equal(gone.status, 401, 'the account is deleted');
   assert.deepEqual(alice.errors, []);
   await alice.context.close();
 });
