@@ -58,6 +58,17 @@ func TestBackupRestoreFiles(t *testing.T) {
 		t.Fatalf("DEST.files holds %v, want %v (the snapshot's files and preview only)", got, want)
 	}
 
+	// A node that keeps its files in S3: the backup holds their rows and
+	// says the bytes stay in the bucket.
+	s3dest := filepath.Join(t.TempDir(), "s3-backup.db")
+	out, _, err = runCLI("backup", "--data", dir, "--files-s3-endpoint", "http://127.0.0.1:1", s3dest)
+	if err != nil || !strings.Contains(out, "its 2 files") || !strings.Contains(out, "stay in the S3 bucket") {
+		t.Errorf("parley backup --files-s3-endpoint = %q, %v; want it to say the 2 files stay in the bucket", out, err)
+	}
+	if _, err := os.Stat(s3dest + ".files"); !os.IsNotExist(err) {
+		t.Errorf("parley backup --files-s3-endpoint made %s.files (%v)", s3dest, err)
+	}
+
 	// A blob missing, then one damaged: refused, nothing changed.
 	blob := filepath.Join(dest+".files", img.ID)
 	orig, err := os.ReadFile(blob)
