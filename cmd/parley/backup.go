@@ -141,9 +141,9 @@ func runRestore(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 			}
 		}
 	}
-	undo := func() {}
+	undo, report := func() {}, ""
 	if *s3 == "" {
-		if undo, err = restoreBlobs(ctx, src, data, stdout); err != nil {
+		if undo, report, err = restoreBlobs(ctx, src, data); err != nil {
 			return err
 		}
 	}
@@ -152,6 +152,7 @@ func runRestore(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 		undo()
 		return err
 	}
+	fmt.Fprint(stdout, report)
 	fmt.Fprintf(stdout, "restored %s into %s: %v\n", src, db, bi)
 	if bi.Version < bi.Latest {
 		fmt.Fprintf(stdout, "its schema is version %d of this program's %d: parley serve (or parley migrate) will upgrade it\n", bi.Version, bi.Latest)

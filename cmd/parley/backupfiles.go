@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -99,19 +98,19 @@ func keepBlobs(ctx context.Context, data, dest, stage string) (n, size int64, er
 // restoreBlobs checks that SRC.files holds every blob the snapshot src
 // refers to, whole, and only then links them into the data directory's
 // files; undo removes those it added (when the database's restore fails
-// after). A snapshot without files needs no SRC.files. An error from
+// after), and report says what it restored. A snapshot without files needs no SRC.files. An error from
 // reading src is left to sqlite.Restore, whose Inspect says what is wrong
 // with the file.
-func restoreBlobs(ctx context.Context, src, data string, stdout io.Writer) (undo func(), err error) {
+func restoreBlobs(ctx context.Context, src, data string) (undo func(), report string, err error) {
 	undo = func() {}
 	refs, n, size, err := blobRefs(ctx, src)
 	if err != nil || n == 0 {
-		return undo, nil
+		return undo, "", nil
 	}
 	from := backupFilesDir(src)
 	for _, r := range refs {
 		if err := files.Check(from, r); err != nil {
-			return undo, fmt.Errorf("restore %s: its files are not whole (%w): nothing was restored; restore a whole backup (DEST and DEST.files from parley backup), or, for a node that kept its files in S3, pass --files-s3-endpoint", src, err)
+			return undo, "", fmt.Errorf("restore %s: its files are not whole (%w): nothing was restored; restore a whole backup (DEST and DEST.files from parley backup), or, for a node that kept its files in S3, pass --files-s3-endpoint", src, err)
 		}
 	}
 	to := filepath.Join(data, "files")
@@ -127,14 +126,13 @@ func restoreBlobs(ctx context.Context, src, data string, stdout io.Writer) (undo
 		}
 		if err := files.Link(from, to, r.Key); err != nil {
 			undo()
-			return func() {}, fmt.Errorf("restore %s: files: %w", src, err)
+			return func() {}, "", fmt.Errorf("restore %s: files: %w", src, err)
 		}
 		added = append(added, r.Key)
 	}
 	if err := files.SyncDir(to); err != nil {
 		undo()
-		return func() {}, fmt.Errorf("restore %s: files: %w", src, err)
+		return func() {}, "", fmt.Errorf("restore %s: files: %w", src, err)
 	}
-	fmt.Fprintf(stdout, "restored %d files (%d bytes) from %s into %s\n", n, size, from, to)
-	return undo, nil
+	return undo, fmt.Sprintf("restored %d files (%d bytes) from %s into %s\n", n, size, from, to), nil
 }
