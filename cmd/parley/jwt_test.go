@@ -394,13 +394,21 @@ func checkJWTDeletion(t *testing.T, idp *idProvider, kid, a, b string) {
 	}
 }
 
-// TestJWTDeleteAccount: checkJWTDeletion on one node (SQLite).
+// TestJWTDeleteAccount: checkJWTDeletion on one node (SQLite), and
+// --delete-signin-window.
 func TestJWTDeleteAccount(t *testing.T) {
 	idp := newIDProvider(t)
 	idp.addKey("es-1")
 	idp.serve("es-1")
 	p := startServeProcess(t, append([]string{"--data", t.TempDir(), "--sync", "normal"}, idp.flags()...)...)
 	checkJWTDeletion(t, idp, "es-1", p.addr, p.addr)
+
+	// --delete-signin-window widens it: a sign-in an hour old will do.
+	q := startServeProcess(t, append([]string{"--data", t.TempDir(), "--sync", "normal", "--delete-signin-window", "2h"}, idp.flags()...)...)
+	c := &client{t: t, base: "http://" + q.addr, token: idp.tokenIssued("es-1", "sub-old", "old", time.Now().Add(time.Hour), time.Now().Add(-time.Hour))}
+	if st := c.do("DELETE", "/api/me", map[string]any{}, nil); st != http.StatusNoContent {
+		t.Errorf("DELETE /api/me with a JWT an hour old and --delete-signin-window 2h: %d, want 204", st)
+	}
 }
 
 // TestClusterJWTDeleteAccount: checkJWTDeletion over two cluster nodes
