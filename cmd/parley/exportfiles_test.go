@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"parley/servicetest"
 )
 
 // TestExportImportFiles: parley export --files-dir of a server process
@@ -78,5 +80,56 @@ func TestExportImportFiles(t *testing.T) {
 	}
 	if resp, _ := c.fetch("/api/files/" + img.ID + "/preview"); resp.StatusCode != http.StatusOK {
 		t.Errorf("GET the preview after the import = %d", resp.StatusCode)
+	}
+}
+
+// TestExportImportFilesPostgres: a SQLite node's export with its files'
+// bytes, imported into PostgreSQL with --files-dir and the cluster's
+// --files-s3-* (versitygw): a cluster node serves the file; parley export
+// --files-dir of the PostgreSQL store reads the bytes back from the
+// bucket; without --files-s3-endpoint both refuse --files-dir with
+// PostgreSQL.
+func TestExportImportFilesPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts server processes")
+	}
+	env := needCluster(t)
+	g := servicetest.StartVersityGW(t)
+	dir := t.TempDir()
+	p := startServeProcess(t, "--data", dir)
+	c, _ := mustSignUp(t, p.addr, "keeper")
+	var r room
+	c.do("POST", "/api/rooms", map[string]string{"kind": "group", "title": "kept"}, &r)
+	pic := testPNG(t)
+	_, img, _ := c.upload(r.ID, "photo.png", "image/png", pic)
+	if st := c.do("POST", "/api/rooms/"+r.ID+"/messages", map[string]any{"body": "look", "files": []string{img.ID}}, nil); st != http.StatusCreated {
+		t.Fatalf("send: %d", st)
+	}
+	stopServe(t, p)
+	out := t.TempDir()
+	file, blobs := filepath.Join(out, "export.jsonl"), filepath.Join(out, "blobs")
+	if _, errs, err := runCLI("export", "--data", dir, "--with-secrets", "-o", file, "--files-dir", blobs); err != nil {
+		t.Fatalf("parley export --files-dir = %q, %v", errs, err)
+	}
+	s3 := []string{"--files-s3-endpoint", g.Endpoint, "--files-s3-bucket", "parley-import", "--files-s3-access-key", g.AccessKey, "--files-s3-secret-key", g.SecretKey}
+	imp := []string{"import", "--store", env.store, "--no-redis", "--files-dir", blobs}
+	if _, _, err := runCLI(append(imp, file)...); err == nil || !strings.Contains(err.Error(), "--files-s3-endpoint") {
+		t.Errorf("import --files-dir into PostgreSQL without the bucket: %v, want a refusal naming --files-s3-endpoint", err)
+	}
+	if res, _, err := runCLI(append(append(imp, s3...), file)...); err != nil || !strings.Contains(res, "1 files written") || !strings.Contains(res, "put 2 blobs") {
+		t.Fatalf("import --files-dir into PostgreSQL = %q, %v", res, err)
+	}
+	node := startServeProcess(t, append([]string{"--data", t.TempDir(), "--store", env.store, "--broker", env.broker, "--redis", env.redis,
+		"--redis-prefix", env.prefix, "--node-id", "import-" + filepath.Base(dir)}, s3...)...)
+	c.base = "http://" + node.addr
+	if resp, body := c.fetch("/api/files/" + img.ID); resp.StatusCode != http.StatusOK || !bytes.Equal(body, pic) {
+		t.Errorf("GET the file on the cluster node = %d, %d bytes; want the %d exported", resp.StatusCode, len(body), len(pic))
+	}
+	back := filepath.Join(out, "back")
+	if _, errs, err := runCLI(append([]string{"export", "--store", env.store, "-o", filepath.Join(out, "back.jsonl"), "--files-dir", back}, s3...)...); err != nil {
+		t.Fatalf("parley export --files-dir of PostgreSQL = %q, %v", errs, err)
+	}
+	if got, err := os.ReadFile(filepath.Join(back, img.ID)); err != nil || !bytes.Equal(got, pic) {
+		t.Errorf("the file's bytes exported from the bucket: %d bytes, %v; want the %d uploaded", len(got), err, len(pic))
 	}
 }
