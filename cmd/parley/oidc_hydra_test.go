@@ -364,4 +364,12 @@ func TestOIDCHydraCluster(t *testing.T) {
 	if got := labelled(t, b, "parley_oidc_logins_total", "result", "ok"); got != 1 {
 		t.Errorf("B's parley_oidc_logins_total{result=\"ok\"} = %v, want 1", got)
 	}
+	// The token made by the sign-in at B deletes the account at A (its
+	// sign-in time is the token's, in PostgreSQL), and B refuses it.
+	if st := (&client{t: t, base: "http://" + a.Addr(), token: token}).do("DELETE", "/api/me", map[string]any{}, nil); st != http.StatusNoContent {
+		t.Errorf("DELETE /api/me at A with the fresh OIDC token: %d, want 204", st)
+	}
+	if st := (&client{t: t, base: "http://" + b.Addr(), token: token}).do("GET", "/api/me", nil, nil); st != http.StatusUnauthorized {
+		t.Errorf("GET /api/me at B after the deletion: %d, want 401", st)
+	}
 }
