@@ -3,6 +3,7 @@ package bulk_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -158,6 +159,36 @@ func fill(t testing.TB, s parley.Store) string {
 	if _, _, err := s.Send(ctx, parley.NewMessage{RoomID: other.ID, SenderID: c.ID, SenderName: c.Name, Body: "elsewhere"}); err != nil {
 		t.Fatalf("send: %v", err)
 	}
+	// Files in the other room: one a message carries, one unattached.
+	fs, ok := s.(interface {
+		CreateFile(context.Context, parley.StoredFile, int64) error
+		ClaimFiles(context.Context, string, string, string, []string) ([]parley.StoredFile, error)
+		AttachFiles(context.Context, string, int64) error
+	})
+	if !ok {
+		t.Fatalf("%T stores no files", s)
+	}
+	sum := sha256.Sum256([]byte("png"))
+	attached := parley.StoredFile{File: parley.File{ID: "file1", Name: "a.png", Type: "image/png", Size: 3, Preview: true},
+		RoomID: other.ID, Uploader: c.ID, SHA256: sum[:]}
+	loose := parley.StoredFile{File: parley.File{ID: "file2", Name: "b.txt", Type: "text/plain; charset=utf-8", Size: 3},
+		RoomID: other.ID, Uploader: c.ID, SHA256: sum[:]}
+	for _, f := range []parley.StoredFile{attached, loose} {
+		if err := fs.CreateFile(ctx, f, 1<<20); err != nil {
+			t.Fatalf("file: %v", err)
+		}
+	}
+	if _, err := fs.ClaimFiles(ctx, other.ID, c.ID, "r:1", []string{"file1"}); err != nil {
+		t.Fatalf("claim: %v", err)
+	}
+	m, _, err := s.Send(ctx, parley.NewMessage{RoomID: other.ID, SenderID: c.ID, SenderName: c.Name, Body: "a picture",
+		Files: parley.NewFileList([]parley.File{attached.File})})
+	if err != nil {
+		t.Fatalf("send with a file: %v", err)
+	}
+	if err := fs.AttachFiles(ctx, "r:1", m.Seq); err != nil {
+		t.Fatalf("attach: %v", err)
+	}
 	return room.ID
 }
 
@@ -198,6 +229,9 @@ func TestRoundTripSQLite(t *testing.T) {
 		}
 		if pins, err := dst.Pins(ctx, room, 0, 50); err != nil || len(pins) != 1 || pins[0].Seq != 3 || pins[0].Pinned == nil {
 			t.Errorf("secrets %v: pins of the imported room = %+v, %v; want message 3", secrets, pins, err)
+		}
+		if got := strings.Count(string(file), `"type":"file"`); got != 2 || !strings.Contains(string(file), `"files":[{"id":"file1","name":"a.png"`) {
+			t.Errorf("secrets %v: %d file records in the file, want 2, and the message's files", secrets, got)
 		}
 		if got := strings.Contains(string(file), `"password_hash"`); got != secrets {
 			t.Errorf("secrets %v: file holds password hashes: %v", secrets, got)
@@ -433,12 +467,14 @@ func TestImportBadFile(t *testing.T) {
 		{"empty", "", bulk.ErrNotExport},
 		{"foreign", "id,name\n1,alice\n", bulk.ErrNotExport},
 		{"another JSON", `{"type":"account","version":1,"user":{"id":"x","name":"alice"}}` + "\n", bulk.ErrNotExport},
-		{"newer", strings.Replace(file, `"version":1`, `"version":2`, 1), bulk.ErrNewer},
+		{"newer", strings.Replace(file, `"version":2`, `"version":3`, 1), bulk.ErrNewer},
 		{"truncated", cut, bulk.ErrInvalid},
 		{"half a line", file[:len(file)-20], bulk.ErrInvalid},
 		{"garbled", strings.Replace(file, `"type":"message"`, `"type":"massage"`, 1), bulk.ErrInvalid},
 		{"seq out of order", strings.Replace(file, `"seq":3`, `"seq":1`, 1), bulk.ErrInvalid},
-		{"counts", strings.Replace(file, `"messages":10`, `"messages":9`, 1), bulk.ErrInvalid},
+		{"counts", strings.Replace(file, `"messages":11`, `"messages":10`, 1), bulk.ErrInvalid},
+		{"a file id that is not one", strings.Replace(file, `"id":"file2"`, `"id":"../file2"`, 1), bulk.ErrInvalid},
+		{"a file of another room", strings.Replace(file, `"type":"file","file":{"id":"file1","room_id":"`, `"type":"file","file":{"id":"file1","room_id":"x`, 1), bulk.ErrInvalid},
 		{"after the end", file + ls[1] + "\n", bulk.ErrInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -558,12 +594,12 @@ var exported = map[string]map[string]bool{
 		"client_id": true, "sent_at": true, "edited_at": true, "deleted_at": true, "change": true, "reactions": true,
 		"reply_seq": true, "reply_sender": true, "reply_excerpt": true, "thread": true,
 		"pinned_by": true, "pinned_at": true, "pin_change": true, // a pin travels with its message (parley.Message.Pinned)
-		"files": false}, // files and attachments: the blobs live outside the database (docs/files.md)
+		"files": true},
 	"message_reactions": {"room_id": true, "seq": true, "emoji": true, "user_id": true, "created_at": true},
-	// Not exported: the blobs live outside the database (a directory, a
-	// bucket), which an export does not carry (docs/files.md).
-	"files": {"id": false, "room_id": false, "uploader": false, "name": false, "type": false, "size": false,
-		"sha256": false, "preview": false, "created_at": false, "seq": false, "claim": false},
+	// The files' rows; their bytes, outside the database, by flag
+	// (parley export --files-dir, docs/export-format.md).
+	"files": {"id": true, "room_id": true, "uploader": true, "name": true, "type": true, "size": true,
+		"sha256": true, "preview": true, "created_at": true, "seq": true, "claim": true},
 	"change_keys":       {"room_id": true, "user_id": true, "client_id": true, "seq": true, "deleted": true, "change": true},
 	"schema_migrations": nil, // the target's own
 	// Outgoing webhooks are the server's configuration, not its users'

@@ -37,6 +37,8 @@ type Source interface {
 	ChangeKeys(ctx context.Context, roomID string, each func(*ChangeKey) error) error
 	// Reactions streams the room's reactions, by seq, emoji and user.
 	Reactions(ctx context.Context, roomID string, each func(*Reaction) error) error
+	// Files streams the rows of the files uploaded into the room, by id.
+	Files(ctx context.Context, roomID string, each func(*File) error) error
 	// Bans streams the room's bans, by user.
 	Bans(ctx context.Context, roomID string, each func(*parley.Ban) error) error
 	// Members streams the room's members, by user.
@@ -55,6 +57,10 @@ type Options struct {
 	Source string
 	// Now is the header's time; default time.Now.
 	Now func() time.Time
+	// OnFile, when set, is called with each file record before it is
+	// written (parley export --files-dir copies its bytes); its error
+	// ends the export.
+	OnFile func(*File) error
 }
 
 // roomPage is how many rooms Export reads a round.
@@ -104,6 +110,16 @@ func Export(ctx context.Context, src Source, w io.Writer, opt Options) (Counts, 
 		}
 		if err == nil {
 			err = src.Reactions(ctx, id, func(x *Reaction) error { return put(&line{Type: typeReaction, Reaction: x}, &c.Reactions) })
+		}
+		if err == nil {
+			err = src.Files(ctx, id, func(f *File) error {
+				if opt.OnFile != nil {
+					if err := opt.OnFile(f); err != nil {
+						return err
+					}
+				}
+				return put(&line{Type: typeFile, File: f}, &c.Files)
+			})
 		}
 		if err == nil {
 			err = src.Bans(ctx, id, func(b *parley.Ban) error { return put(&line{Type: typeBan, Ban: b}, &c.Bans) })

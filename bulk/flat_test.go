@@ -81,6 +81,7 @@ func (s synthetic) Messages(_ context.Context, roomID string, each func(*parley.
 
 func (synthetic) ChangeKeys(context.Context, string, func(*bulk.ChangeKey) error) error { return nil }
 func (synthetic) Reactions(context.Context, string, func(*bulk.Reaction) error) error   { return nil }
+func (synthetic) Files(context.Context, string, func(*bulk.File) error) error           { return nil }
 func (synthetic) Bans(context.Context, string, func(*parley.Ban) error) error           { return nil }
 
 func (s synthetic) Members(_ context.Context, roomID string, each func(*parley.Member) error) error {

@@ -10,7 +10,8 @@ import (
 const Format = "parley-export"
 
 // Version is the newest format version this program writes and reads.
-const Version = 1
+// Version 2 added the file records; a version 1 file reads as before.
+const Version = 2
 
 // Header is the first line of a file.
 type Header struct {
@@ -96,6 +97,24 @@ type Reaction struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
+// File is an uploaded file's row (docs/files.md): its metadata, the
+// SHA-256 of its bytes, and the seq of the message that carries it (0:
+// none). The bytes are not in the file: parley export --files-dir writes
+// them beside it, one file per blob named by the id (docs/export-format.md).
+type File struct {
+	ID        string    `json:"id"`
+	RoomID    string    `json:"room_id"`
+	Uploader  string    `json:"uploader"`
+	Name      string    `json:"name"`
+	Type      string    `json:"type"`
+	Size      int64     `json:"size"`
+	SHA256    []byte    `json:"sha256"`
+	Preview   bool      `json:"preview"`
+	CreatedAt time.Time `json:"created_at"`
+	Seq       int64     `json:"seq"`
+	Claim     string    `json:"claim,omitempty"`
+}
+
 // Counts is how many records of each type a file holds (its end line) or
 // an import wrote.
 type Counts struct {
@@ -109,6 +128,7 @@ type Counts struct {
 	Messages   int64 `json:"messages"`
 	ChangeKeys int64 `json:"change_keys"`
 	Reactions  int64 `json:"reactions"`
+	Files      int64 `json:"files"`
 }
 
 // Add adds o's counts to c.
@@ -123,11 +143,12 @@ func (c *Counts) Add(o Counts) {
 	c.Messages += o.Messages
 	c.ChangeKeys += o.ChangeKeys
 	c.Reactions += o.Reactions
+	c.Files += o.Files
 }
 
 // Records is the number of records counted.
 func (c Counts) Records() int64 {
-	return c.Users + c.Tokens + c.APIKeys + c.NameHolds + c.Rooms + c.Members + c.Bans + c.Messages + c.ChangeKeys + c.Reactions
+	return c.Users + c.Tokens + c.APIKeys + c.NameHolds + c.Rooms + c.Members + c.Bans + c.Messages + c.ChangeKeys + c.Reactions + c.Files
 }
 
 // line is every line after the header: Type says which one other field
@@ -144,6 +165,7 @@ type line struct {
 	Message   *parley.Message `json:"message,omitempty"`
 	ChangeKey *ChangeKey      `json:"change_key,omitempty"`
 	Reaction  *Reaction       `json:"reaction,omitempty"`
+	File      *File           `json:"file,omitempty"`
 	Counts    *Counts         `json:"counts,omitempty"` // the end line
 }
 
@@ -158,6 +180,7 @@ const (
 	typeMessage   = "message"
 	typeChangeKey = "change_key"
 	typeReaction  = "reaction"
+	typeFile      = "file"
 	typeBan       = "ban"
 	typeMember    = "member"
 	typeEnd       = "end"

@@ -19,13 +19,14 @@ type Batch struct {
 	Messages   []parley.Message
 	ChangeKeys []ChangeKey
 	Reactions  []Reaction
+	Files      []File
 	Bans       []parley.Ban
 	Members    []parley.Member
 }
 
 func (b *Batch) len() int {
 	return len(b.Users) + len(b.Tokens) + len(b.APIKeys) + len(b.NameHolds) + len(b.Rooms) + len(b.Messages) +
-		len(b.ChangeKeys) + len(b.Reactions) + len(b.Bans) + len(b.Members)
+		len(b.ChangeKeys) + len(b.Reactions) + len(b.Files) + len(b.Bans) + len(b.Members)
 }
 
 func (b *Batch) add(r Record) {
@@ -46,6 +47,8 @@ func (b *Batch) add(r Record) {
 		b.ChangeKeys = append(b.ChangeKeys, *r.ChangeKey)
 	case r.Reaction != nil:
 		b.Reactions = append(b.Reactions, *r.Reaction)
+	case r.File != nil:
+		b.Files = append(b.Files, *r.File)
 	case r.Ban != nil:
 		b.Bans = append(b.Bans, *r.Ban)
 	case r.Member != nil:
@@ -55,18 +58,18 @@ func (b *Batch) add(r Record) {
 
 func (b *Batch) reset() {
 	*b = Batch{Users: b.Users[:0], Tokens: b.Tokens[:0], APIKeys: b.APIKeys[:0], NameHolds: b.NameHolds[:0], Rooms: b.Rooms[:0],
-		Messages: b.Messages[:0], ChangeKeys: b.ChangeKeys[:0], Reactions: b.Reactions[:0], Bans: b.Bans[:0], Members: b.Members[:0]}
+		Messages: b.Messages[:0], ChangeKeys: b.ChangeKeys[:0], Reactions: b.Reactions[:0], Files: b.Files[:0], Bans: b.Bans[:0], Members: b.Members[:0]}
 }
 
 // Sink is a store an import writes into.
 type Sink interface {
 	// Import writes b in one transaction, in the order users, tokens,
-	// API keys, name holds, rooms, messages, change keys, reactions, bans, members, and
+	// API keys, name holds, rooms, messages, change keys, reactions, files, bans, members, and
 	// returns how many records it wrote. A record already there is
 	// skipped (the target's version stays): a user by id, a token by
 	// hash, an API key by id, a name hold by name, a room by id, a message by room and
 	// seq, a change key by room, user and client_id, a reaction by room,
-	// seq, emoji and user, a ban and a member
+	// seq, emoji and user, a file by id, a ban and a member
 	// by room and user. A room's counters (last_seq, last_change,
 	// last_activity_at) only move forward, to cover its messages, and
 	// its member_count is its members' count. It fails with

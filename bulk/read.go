@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 
 	"parley"
 )
@@ -23,13 +24,16 @@ var (
 	ErrInvalid = errors.New("invalid parley-export file")
 )
 
+// fileID is what a file's id is made of: it names its blob (files.Blobs).
+var fileID = regexp.MustCompile(`^[a-z0-9]{1,64}$`)
+
 // maxLine is the longest line a Reader accepts.
 const maxLine = 16 << 20
 
 // The order of the record types in a file (see the type constants).
 var rank = map[string]int{
 	typeUser: 1, typeToken: 2, typeAPIKey: 3, typeNameHold: 4, typeRoom: 5,
-	typeMessage: 6, typeChangeKey: 7, typeReaction: 8, typeBan: 9, typeMember: 10, typeEnd: 11,
+	typeMessage: 6, typeChangeKey: 7, typeReaction: 8, typeFile: 9, typeBan: 10, typeMember: 11, typeEnd: 12,
 }
 
 // Reader reads a parley-export file a record at a time, checking each
@@ -110,6 +114,7 @@ type Record struct {
 	Message   *parley.Message
 	ChangeKey *ChangeKey
 	Reaction  *Reaction
+	File      *File
 	Ban       *parley.Ban
 	Member    *parley.Member
 }
@@ -144,7 +149,7 @@ func (rd *Reader) Next() (Record, error) {
 		return rd.Next()
 	}
 	return Record{User: l.User, Token: l.Token, APIKey: l.APIKey, NameHold: l.NameHold, Room: l.Room, Message: l.Message,
-		ChangeKey: l.ChangeKey, Reaction: l.Reaction, Ban: l.Ban, Member: l.Member}, nil
+		ChangeKey: l.ChangeKey, Reaction: l.Reaction, File: l.File, Ban: l.Ban, Member: l.Member}, nil
 }
 
 // Counts is what the records read so far hold.
@@ -162,7 +167,7 @@ func (rd *Reader) check(l *line) error {
 	}
 	var set int
 	for _, p := range []bool{l.User != nil, l.Token != nil, l.APIKey != nil, l.NameHold != nil, l.Room != nil, l.Message != nil,
-		l.ChangeKey != nil, l.Reaction != nil, l.Ban != nil, l.Member != nil, l.Counts != nil} {
+		l.ChangeKey != nil, l.Reaction != nil, l.File != nil, l.Ban != nil, l.Member != nil, l.Counts != nil} {
 		if p {
 			set++
 		}
@@ -243,6 +248,19 @@ func (rd *Reader) check(l *line) error {
 			return rd.bad("reaction on message %d: %v", x.Seq, err)
 		}
 		rd.count.Reactions++
+	case typeFile:
+		f := l.File
+		switch {
+		case f.RoomID != rd.room.ID || f.Uploader == "":
+			return rd.bad("a file of room %q: want room %q and an uploader", f.RoomID, rd.room.ID)
+		case !fileID.MatchString(f.ID):
+			return rd.bad("file id %q: not an id the server makes", f.ID)
+		case f.Size <= 0 || len(f.SHA256) != 32:
+			return rd.bad("file %s: want a size above 0 and a 32-byte sha256", f.ID)
+		case f.Seq < 0 || f.Seq > rd.room.LastSeq:
+			return rd.bad("file %s: seq %d, want 0 (unattached) to the room's last_seq %d", f.ID, f.Seq, rd.room.LastSeq)
+		}
+		rd.count.Files++
 	case typeBan:
 		if b := l.Ban; b.RoomID != rd.room.ID || b.UserID == "" || b.ActorID == "" {
 			return rd.bad("a ban of room %q: want room %q, a user and an actor", b.RoomID, rd.room.ID)

@@ -163,6 +163,7 @@ func (s *Store) User(ctx context.Context, id string) (parley.User, error) {
 		s.metrics.hit(kindUser)
 		return user, nil
 	}
+	revoked := s.revoked
 	s.mu.RUnlock()
 	s.metrics.miss(kindUser)
 	user, err := s.inner.User(ctx, id)
@@ -170,6 +171,10 @@ func (s *Store) User(ctx context.Context, id string) (parley.User, error) {
 		return user, err
 	}
 	s.mu.Lock()
+	if s.revoked != revoked { // what we read may be a deleted account's old self
+		s.mu.Unlock()
+		return user, nil
+	}
 	u := s.userLocked(id)
 	u.user, u.hasUser = user, true
 	s.mu.Unlock()

@@ -218,7 +218,7 @@ func (s *Store) RevokeToken(ctx context.Context, hash []byte) error {
 }
 
 // RevokeUserTokens revokes every token of the user in the inner store,
-// then forgets them as RevokeToken does. Tokens are cached by hash alone,
+// then forgets them as RevokeToken does, and the user's record. Tokens are cached by hash alone,
 // so this walks them all (at most Config.MaxTokens): logging out
 // everywhere is rare enough not to need a second index.
 func (s *Store) RevokeUserTokens(ctx context.Context, userID string) error {
@@ -229,6 +229,11 @@ func (s *Store) RevokeUserTokens(ctx context.Context, userID string) error {
 		if t.user.ID == userID {
 			delete(s.tokens, hash)
 		}
+	}
+	// And the user: a deleted account (DeleteAccount revokes its tokens
+	// after the rename too) is renamed.
+	if u := s.users[userID]; u != nil {
+		u.hasUser = false
 	}
 	s.mu.Unlock()
 	return err

@@ -41,6 +41,10 @@ type Config struct {
 	// NameHold is how long a deleted account's name is refused to a new
 	// sign-up. Default DefaultNameHold.
 	NameHold time.Duration
+	// SignInWindow is how recent the sign-in behind the token of an
+	// account with no password (an outside identity's) must be for
+	// DeleteAccountSignedIn. Default DefaultSignInWindow.
+	SignInWindow time.Duration
 	// JWT, when set, checks the tokens shaped as JWTs (jwt.go): their
 	// users sign in with them wherever a Parley token is taken. Nil: a
 	// JWT is an unknown token.
@@ -68,10 +72,11 @@ type Service struct {
 	seen     Seen     // nil: nobody online
 	accounts Accounts // nil: no account deletion
 	nameHold time.Duration
-	jwt      JWTVerifier  // nil: no JWT sign-in
-	keep     bool         // Config.KeepMessages
-	keys     APIKeys      // nil: no API keys
-	files    *FilesConfig // nil: no files
+	signedIn time.Duration // Config.SignInWindow
+	jwt      JWTVerifier   // nil: no JWT sign-in
+	keep     bool          // Config.KeepMessages
+	keys     APIKeys       // nil: no API keys
+	files    *FilesConfig  // nil: no files
 
 	accepted    prometheus.Counter
 	provisioned prometheus.Counter // accounts made for outside identities
@@ -90,6 +95,9 @@ func New(cfg Config) *Service {
 	}
 	if cfg.NameHold <= 0 {
 		cfg.NameHold = DefaultNameHold
+	}
+	if cfg.SignInWindow <= 0 {
+		cfg.SignInWindow = DefaultSignInWindow
 	}
 	if cfg.KDF == (KDF{}) {
 		cfg.KDF = DefaultKDF
@@ -119,6 +127,7 @@ func New(cfg Config) *Service {
 		seen:     cfg.Seen,
 		accounts: cfg.Accounts,
 		nameHold: cfg.NameHold,
+		signedIn: cfg.SignInWindow,
 		jwt:      cfg.JWT,
 		keep:     cfg.KeepMessages,
 		keys:     cfg.Keys,

@@ -29,6 +29,10 @@ type Accounts interface {
 // (Config.KeepMessages), and on their tombstones otherwise.
 const DeletedSenderName = "Deleted user"
 
+// DefaultSignInWindow is Config.SignInWindow's default: an account with
+// no password is deleted with the token of a sign-in at most this old.
+const DefaultSignInWindow = 10 * time.Minute
+
 // DefaultNameHold is how long a deleted account's name stays out of reach
 // of a new sign-up when Config.NameHold is zero.
 const DefaultNameHold = 30 * 24 * time.Hour
@@ -63,6 +67,46 @@ func (s *Service) DeleteAccount(ctx context.Context, u parley.User, password str
 	if err := s.checkPassword(ctx, u, password); err != nil {
 		return err
 	}
+	return s.deleteAccount(ctx, u)
+}
+
+// DeleteAccountSignedIn deletes u's account as DeleteAccount does, for
+// an account with no password (an outside identity's, IsExternalUser):
+// in the password's place, token (u's, the request's own) must come from
+// a sign-in made within Config.SignInWindow. For a Parley token, made by
+// an OpenID Connect sign-in (LoginExternal), that is when it was made;
+// for a JWT, its auth_time, else its iat (a JWT with neither cannot
+// show it). Fails with CodeForbidden "sign in again to delete this
+// account" for an older sign-in, and for a password account (whose
+// deletion takes the password), changing nothing.
+func (s *Service) DeleteAccountSignedIn(ctx context.Context, u parley.User, token string) error {
+	if s.accounts == nil {
+		return parley.Errorf(parley.CodeUnavailable, "account deletion is not available")
+	}
+	if !IsExternalUser(u.ID) {
+		return parley.Errorf(parley.CodeForbidden, "wrong password: this account has one, and its deletion takes it")
+	}
+	tu, t, err := s.AuthenticateToken(ctx, token)
+	if err != nil {
+		return err
+	}
+	if tu.ID != u.ID {
+		return parley.Errorf(parley.CodeForbidden, "the token is not this account's")
+	}
+	if !s.signedInRecently(t) {
+		return parley.Errorf(parley.CodeForbidden, "sign in again to delete this account: the sign-in behind this token is older than %v", s.signedIn)
+	}
+	return s.deleteAccount(ctx, u)
+}
+
+// signedInRecently reports whether t's sign-in (its CreatedAt) is within
+// Config.SignInWindow; a token that does not say when is not.
+func (s *Service) signedInRecently(t parley.Token) bool {
+	return !t.CreatedAt.IsZero() && s.now().Sub(t.CreatedAt) <= s.signedIn
+}
+
+// deleteAccount is DeleteAccount once the account is proven u's.
+func (s *Service) deleteAccount(ctx context.Context, u parley.User) error {
 	if err := s.logOutAndLeave(ctx, u); err != nil {
 		return err
 	}

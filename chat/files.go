@@ -46,6 +46,8 @@ type FileStore interface {
 	SweepFiles(ctx context.Context, unattachedBefore time.Time) ([]parley.StoredFile, error)
 	// FilesKnown returns which of ids have a row.
 	FilesKnown(ctx context.Context, ids []string) (map[string]bool, error)
+	// UploaderFiles returns the files uploader uploaded, oldest first.
+	UploaderFiles(ctx context.Context, uploader string) ([]parley.StoredFile, error)
 }
 
 // FilesConfig configures files (Config.Files).
@@ -408,4 +410,13 @@ func (fw *FileSweep) Close() {
 	}
 	fw.once.Do(func() { close(fw.stop) })
 	<-fw.done
+}
+
+// ExportFiles returns the files u uploaded that the store still holds,
+// oldest first (GET /api/me/export); none when files are off.
+func (s *Service) ExportFiles(ctx context.Context, u parley.User) ([]parley.StoredFile, error) {
+	if s.files == nil {
+		return nil, nil
+	}
+	return s.files.Store.UploaderFiles(ctx, u.ID)
 }

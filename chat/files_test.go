@@ -358,3 +358,26 @@ func mustDir(t *testing.T, dir string) *files.Dir {
 	}
 	return d
 }
+
+// TestExportFiles: ExportFiles lists the files a user uploaded, attached
+// or not, oldest first, and none of another's.
+func TestExportFiles(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func(t *testing.T) fileDB) {
+		w := newFileWorld(t, open, 0)
+		a, _ := w.s.Upload(ctx, w.alice, w.room.ID, "a.txt", []byte("first"))
+		w.now = w.now.Add(time.Second)
+		b, _ := w.s.Upload(ctx, w.alice, w.other.ID, "b.txt", []byte("second"))
+		if _, err := w.s.Upload(ctx, w.bob, w.room.ID, "c.txt", []byte("bob's")); err != nil {
+			t.Fatal(err)
+		}
+		m, _, err := w.s.SendFiles(ctx, w.alice, w.room.ID, "", "", 0, []string{a.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs, err := w.s.ExportFiles(ctx, w.alice)
+		if err != nil || len(fs) != 2 || fs[0].ID != a.ID || fs[0].Seq != m.Seq || fs[0].Size != 5 || len(fs[0].SHA256) != 32 ||
+			fs[1].ID != b.ID || fs[1].RoomID != w.other.ID || fs[1].Seq != 0 {
+			t.Errorf("ExportFiles(alice) = %+v, %v; want a.txt (sent at seq %d) then b.txt (unattached)", fs, err, m.Seq)
+		}
+	})
+}

@@ -190,7 +190,9 @@ func (s *Service) authenticateJWT(ctx context.Context, token string) (parley.Use
 	if err != nil {
 		return parley.User{}, parley.Token{}, err
 	}
-	return u, parley.Token{Hash: tokenHash(token), UserID: u.ID, ExpiresAt: id.ExpiresAt}, nil
+	// CreatedAt is the sign-in's time (auth_time, else iat; zero for
+	// neither), as a Parley token's is its sign-in's: DeleteAccountSignedIn.
+	return u, parley.Token{Hash: tokenHash(token), UserID: u.ID, CreatedAt: id.SignedInAt, ExpiresAt: id.ExpiresAt}, nil
 }
 
 // isJWT reports whether token goes to Config.JWT: one is set and the

@@ -33,8 +33,9 @@ func TestLoginExternal(t *testing.T) {
 	if _, _, err := svc.Login(ctx, "Ada", "anything-at-all"); parley.ErrorCode(err) != parley.CodeUnauthorized {
 		t.Errorf("password Login of the OIDC account: %v, want unauthorized", err)
 	}
-	// An outside identity's account has no password for DELETE /api/me:
-	// it is deleted as an operator would.
+	// An outside identity's account has no password for DELETE /api/me
+	// (DeleteAccountSignedIn takes a recent sign-in's token in its
+	// place): here it is deleted as an operator would.
 	if err := store.(*sqlite.Store).DeleteUser(ctx, u, time.Now()); err != nil {
 		t.Fatalf("DeleteUser: %v", err)
 	}

@@ -99,6 +99,9 @@ type Identity struct {
 	Name string
 	// ExpiresAt is the token's exp.
 	ExpiresAt time.Time
+	// SignedInAt is when the user signed in: the token's auth_time
+	// (OpenID Connect), else its iat; zero when it has neither.
+	SignedInAt time.Time
 }
 
 // Error is a refused token: Reason is the label of the refusal metric
@@ -309,6 +312,12 @@ func (v *Verifier) check(c jwt.Claims, extra map[string]any) (Identity, error) {
 		return Identity{}, &Error{reasonClaims, fmt.Sprintf("claims: %v", err)}
 	}
 	id := Identity{Issuer: c.Issuer, Subject: c.Subject, ExpiresAt: c.Expiry.Time().UTC()}
+	if c.IssuedAt != nil {
+		id.SignedInAt = c.IssuedAt.Time().UTC()
+	}
+	if at, ok := extra["auth_time"].(float64); ok && at > 0 {
+		id.SignedInAt = time.Unix(int64(at), 0).UTC()
+	}
 	names := DefaultNameClaims
 	if v.cfg.NameClaim != "" {
 		names = []string{v.cfg.NameClaim}

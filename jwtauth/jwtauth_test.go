@@ -193,15 +193,15 @@ func TestVerifyValid(t *testing.T) {
 		extra  map[string]any
 		wantID Identity
 	}{
-		{"HS256", mustKey(t, HS256, ""), nil, Identity{testIssuer, "user-1", "ada", t0.Add(time.Hour)}},
-		{"RS256", rs, nil, Identity{testIssuer, "user-1", "ada", t0.Add(time.Hour)}},
-		{"ES256", es, map[string]any{"sub": "user-2"}, Identity{testIssuer, "user-2", "ada", t0.Add(time.Hour)}},
-		{"EdDSA", ed, nil, Identity{testIssuer, "user-1", "ada", t0.Add(time.Hour)}},
-		{"RS256 without kid", signer{RS256, "", rs.key}, nil, Identity{testIssuer, "user-1", "ada", t0.Add(time.Hour)}},
-		{"name from name", rs, map[string]any{"preferred_username": nil, "name": "Ada L"}, Identity{testIssuer, "user-1", "Ada L", t0.Add(time.Hour)}},
-		{"no name", rs, map[string]any{"preferred_username": nil}, Identity{testIssuer, "user-1", "", t0.Add(time.Hour)}},
-		{"audience list", rs, map[string]any{"aud": []string{"other", testAudience}}, Identity{testIssuer, "user-1", "ada", t0.Add(time.Hour)}},
-		{"expired within the leeway", rs, map[string]any{"exp": t0.Add(-10 * time.Second).Unix()}, Identity{testIssuer, "user-1", "ada", t0.Add(-10 * time.Second)}},
+		{"HS256", mustKey(t, HS256, ""), nil, Identity{testIssuer, "user-1", "ada", t0.Add(time.Hour), t0}},
+		{"RS256", rs, nil, Identity{testIssuer, "user-1", "ada", t0.Add(time.Hour), t0}},
+		{"ES256", es, map[string]any{"sub": "user-2"}, Identity{testIssuer, "user-2", "ada", t0.Add(time.Hour), t0}},
+		{"EdDSA", ed, nil, Identity{testIssuer, "user-1", "ada", t0.Add(time.Hour), t0}},
+		{"RS256 without kid", signer{RS256, "", rs.key}, nil, Identity{testIssuer, "user-1", "ada", t0.Add(time.Hour), t0}},
+		{"name from name", rs, map[string]any{"preferred_username": nil, "name": "Ada L"}, Identity{testIssuer, "user-1", "Ada L", t0.Add(time.Hour), t0}},
+		{"no name", rs, map[string]any{"preferred_username": nil}, Identity{testIssuer, "user-1", "", t0.Add(time.Hour), t0}},
+		{"audience list", rs, map[string]any{"aud": []string{"other", testAudience}}, Identity{testIssuer, "user-1", "ada", t0.Add(time.Hour), t0}},
+		{"expired within the leeway", rs, map[string]any{"exp": t0.Add(-10 * time.Second).Unix()}, Identity{testIssuer, "user-1", "ada", t0.Add(-10 * time.Second), t0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tok := tc.s.sign(t, claims(tc.extra))
@@ -210,6 +210,28 @@ func TestVerifyValid(t *testing.T) {
 				t.Errorf("Verify = %+v, %v; want %+v", got, err, tc.wantID)
 			}
 		})
+	}
+}
+
+// TestSignedInAt: the identity says when the user signed in, from
+// auth_time, else iat, else not at all (DELETE /api/me of an account
+// with no password wants a recent sign-in).
+func TestSignedInAt(t *testing.T) {
+	hs := mustKey(t, HS256, "")
+	v, _ := mustVerifier(t, Config{HS256Secret: testSecret})
+	for _, tc := range []struct {
+		name  string
+		extra map[string]any
+		want  time.Time
+	}{
+		{"iat", nil, t0},
+		{"auth_time", map[string]any{"auth_time": t0.Add(-time.Hour).Unix()}, t0.Add(-time.Hour)},
+		{"neither", map[string]any{"iat": nil}, time.Time{}},
+	} {
+		got, err := v.Verify(context.Background(), hs.sign(t, claims(tc.extra)))
+		if err != nil || !got.SignedInAt.Equal(tc.want) {
+			t.Errorf("%s: Verify = %+v, %v; want SignedInAt %v", tc.name, got, err, tc.want)
+		}
 	}
 }
 

@@ -85,6 +85,11 @@ func newSource(t *testing.T) string {
 				CASE WHEN i %% 170 = 0 THEN %[1]d + i + 5 END,
 				CASE WHEN i %% 170 = 0 THEN i / 10 ELSE 0 END
 			FROM n;
+		INSERT INTO files (id, room_id, uploader, name, type, size, sha256, preview, created_at, seq, claim) VALUES
+			('f-one', '%[2]s', 'u-erin', 'a.png', 'image/png', 1234, x'a1a1', 1, %[1]d + 4, 1, 'r:1'),
+			('f-two', '%[2]s', 'u-erin', 'b.txt', 'text/plain; charset=utf-8', 5, x'b2b2', 0, %[1]d + 5, NULL, NULL);
+		UPDATE messages SET files = '[{"id":"f-one","name":"a.png","type":"image/png","size":1234,"preview":true}]'
+			WHERE room_id = '%[2]s' AND seq = 1;
 		INSERT INTO messages_fts (messages_fts) VALUES ('rebuild');`, t0, bigRoom, bigMessages)
 	db, err := sql.Open(sqlDriver(t), path)
 	if err != nil {

@@ -17,6 +17,7 @@ const (
 	kTime                // INTEGER unix µs / timestamptz
 	kOptTime             // INTEGER unix µs or NULL / timestamptz or NULL
 	kBool                // INTEGER 0 or 1 / boolean
+	kOptInt              // INTEGER or NULL / bigint or NULL
 )
 
 // column is one column of a ported table, of the same name in both stores.
@@ -76,11 +77,17 @@ var tables = []table{
 		{"retention_seconds", kInt}, {"last_seq", kInt}, {"last_change", kInt}, {"last_activity_at", kTime}, {"at", kTime}}},
 	{name: "message_reactions", nkey: 4, cols: []column{
 		{"room_id", kText}, {"seq", kInt}, {"emoji", kText}, {"user_id", kText}, {"created_at", kTime}}},
+	// The files' rows (docs/files.md); their blobs are not in the
+	// database: parley port copies them to the cluster's object store
+	// after the rows (cmd/parley/portfiles.go).
+	{name: "files", nkey: 1, cols: []column{
+		{"id", kText}, {"room_id", kText}, {"uploader", kText}, {"name", kText}, {"type", kText}, {"size", kInt},
+		{"sha256", kBlob}, {"preview", kBool}, {"created_at", kTime}, {"seq", kOptInt}, {"claim", kOptText}}},
 	{name: "messages", nkey: 2, room: true, cols: []column{
 		{"room_id", kText}, {"seq", kInt}, {"id", kText}, {"sender_id", kText}, {"sender_name", kText},
 		{"body", kText}, {"client_id", kText}, {"sent_at", kTime}, {"edited_at", kOptTime}, {"deleted_at", kOptTime},
 		{"change", kInt}, {"reactions", kText}, {"reply_seq", kInt}, {"reply_sender", kText}, {"reply_excerpt", kText},
-		{"thread", kText}, {"pinned_by", kText}, {"pinned_at", kOptTime}, {"pin_change", kInt}}},
+		{"thread", kText}, {"pinned_by", kText}, {"pinned_at", kOptTime}, {"pin_change", kInt}, {"files", kOptText}}},
 }
 
 // notCopied are the tables and columns of either schema the port leaves
@@ -89,8 +96,6 @@ var notCopied = map[string]string{
 	"schema_migrations": "each store's own: the target's migrations make it",
 	"rooms.num":         "SQLite only: the key of a room's messages in the full-text index",
 	"messages.tsv":      "PostgreSQL only: computed from the body as the port inserts each message",
-	"messages.files":    "not ported: the blobs live outside the database, in a directory the port does not move (docs/files.md)",
-	"files":             "not ported: the blobs live outside the database, in a directory the port does not move (docs/files.md)",
 }
 
 // TableNames are the tables a port copies, in their order.
@@ -178,7 +183,10 @@ func toTarget(c column, v any) (any, error) {
 			}
 		}
 		return nil, fmt.Errorf("column %s: want text, got %T", c.name, v)
-	case kInt:
+	case kInt, kOptInt:
+		if v == nil && c.kind == kOptInt {
+			return nil, nil
+		}
 		if _, ok := v.(int64); !ok {
 			return nil, fmt.Errorf("column %s: want an integer, got %T", c.name, v)
 		}

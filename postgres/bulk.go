@@ -216,6 +216,19 @@ func (s *Snapshot) Reactions(ctx context.Context, roomID string, each func(*bulk
 		ORDER BY seq, emoji COLLATE "C", user_id COLLATE "C"`, roomID)
 }
 
+// Files implements bulk.Source.
+func (s *Snapshot) Files(ctx context.Context, roomID string, each func(*bulk.File) error) error {
+	var f bulk.File
+	return s.each(ctx, func(rows pgx.Rows) error {
+		if err := rows.Scan(&f.ID, &f.RoomID, &f.Uploader, &f.Name, &f.Type, &f.Size, &f.SHA256, &f.Preview, &f.CreatedAt, &f.Seq, &f.Claim); err != nil {
+			return err
+		}
+		f.CreatedAt = f.CreatedAt.UTC()
+		return each(&f)
+	}, `SELECT id, room_id, uploader, name, type, size, sha256, preview, created_at, coalesce(seq, 0), coalesce(claim, '')
+		FROM files WHERE room_id = $1 ORDER BY id COLLATE "C"`, roomID)
+}
+
 // Bans implements bulk.Source.
 func (s *Snapshot) Bans(ctx context.Context, roomID string, each func(*parley.Ban) error) error {
 	var b parley.Ban

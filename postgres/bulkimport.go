@@ -27,6 +27,8 @@ const (
 	importRoom = `INSERT INTO rooms (id, kind, title, capacity, member_count, last_seq, last_change, retention_seconds,
 		last_activity_at, created_at, direct_key)
 		VALUES ($1, $2, $3, $4, 0, $5, $6, $7, $8, $9, nullif($10, '')) ON CONFLICT DO NOTHING`
+	importFile = `INSERT INTO files (id, room_id, uploader, name, type, size, sha256, preview, created_at, seq, claim)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, nullif($10::bigint, 0), nullif($11, '')) ON CONFLICT DO NOTHING`
 	importReaction = `INSERT INTO message_reactions (room_id, seq, emoji, user_id, created_at) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT DO NOTHING`
 	importChangeKey = `INSERT INTO change_keys (room_id, user_id, client_id, seq, deleted, change) VALUES ($1, $2, $3, $4, $5, $6)
@@ -40,12 +42,12 @@ const (
 // vectors (none for a tombstone), as a send and an edit do, and returns
 // the keys of those it wrote: one statement for a batch.
 var importMessages = `INSERT INTO messages (room_id, seq, id, sender_id, sender_name, body, client_id, sent_at, edited_at, deleted_at, change, reactions,
-		reply_seq, reply_sender, reply_excerpt, thread, pinned_by, pinned_at, pin_change, tsv)
-	SELECT r, s, i, sn, nm, b, c, sa, ea, da, ch, rx, rq, rs, re, th, pb, pa, pc, CASE WHEN da IS NULL AND b <> '' THEN ` + tsvOf(true)("b") + ` END
+		reply_seq, reply_sender, reply_excerpt, thread, pinned_by, pinned_at, pin_change, files, tsv)
+	SELECT r, s, i, sn, nm, b, c, sa, ea, da, ch, rx, rq, rs, re, th, pb, pa, pc, nullif(fl, ''), CASE WHEN da IS NULL AND b <> '' THEN ` + tsvOf(true)("b") + ` END
 	FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 		$8::timestamptz[], $9::timestamptz[], $10::timestamptz[], $11::bigint[], $12::text[],
-		$13::bigint[], $14::text[], $15::text[], $16::text[], $17::text[], $18::timestamptz[], $19::bigint[])
-		AS t (r, s, i, sn, nm, b, c, sa, ea, da, ch, rx, rq, rs, re, th, pb, pa, pc)
+		$13::bigint[], $14::text[], $15::text[], $16::text[], $17::text[], $18::timestamptz[], $19::bigint[], $20::text[])
+		AS t (r, s, i, sn, nm, b, c, sa, ea, da, ch, rx, rq, rs, re, th, pb, pa, pc, fl)
 	ON CONFLICT DO NOTHING
 	RETURNING room_id, seq`
 
@@ -196,6 +198,14 @@ func (im *pgImporter) run(b *bulk.Batch) (n bulk.Counts, err error) {
 	}
 	n.Reactions = count(wrote)
 	args = args[:0]
+	for _, f := range b.Files {
+		args = append(args, []any{f.ID, f.RoomID, f.Uploader, f.Name, f.Type, f.Size, f.SHA256, f.Preview, f.CreatedAt, f.Seq, f.Claim})
+	}
+	if wrote, err = im.execAll(importFile, args); err != nil {
+		return n, fmt.Errorf("import files: %w", err)
+	}
+	n.Files = count(wrote)
+	args = args[:0]
 	for _, x := range b.Bans {
 		args = append(args, []any{x.RoomID, x.UserID, x.ActorID, x.BannedAt})
 	}
@@ -259,6 +269,7 @@ func (im *pgImporter) messages(ms []parley.Message, counts *bulk.Counts) error {
 	var (
 		roomIDs, ids, senders, names, bodies, clients = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		reactions, replySenders, excerpts, threads    = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		fileLists                                     = make([]string, n)
 		replySeqs                                     = make([]int64, n)
 		pinnedBy, pinnedAt, pinChanges                = make([]string, n), make([]*time.Time, n), make([]int64, n)
 		seqs, changes                                 = make([]int64, n), make([]int64, n)
@@ -281,13 +292,14 @@ func (im *pgImporter) messages(ms []parley.Message, counts *bulk.Counts) error {
 			at := p.At
 			pinnedBy[i], pinnedAt[i], pinChanges[i] = p.By, &at, p.Change
 		}
+		fileLists[i] = string(m.Files)
 	}
 	slices.Sort(rooms)
 	if _, err := im.tx.Exec(im.ctx, `SELECT 1 FROM rooms WHERE id = ANY($1) ORDER BY id FOR UPDATE`, rooms); err != nil {
 		return fmt.Errorf("import messages: lock rooms: %w", err)
 	}
 	rows, err := im.tx.Query(im.ctx, importMessages, roomIDs, seqs, ids, senders, names, bodies, clients, sent, edited, deleted, changes, reactions,
-		replySeqs, replySenders, excerpts, threads, pinnedBy, pinnedAt, pinChanges)
+		replySeqs, replySenders, excerpts, threads, pinnedBy, pinnedAt, pinChanges, fileLists)
 	if err != nil {
 		return fmt.Errorf("import messages: %w", err)
 	}

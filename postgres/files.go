@@ -185,3 +185,12 @@ func (s *Store) FilesKnown(ctx context.Context, ids []string) (map[string]bool, 
 	}
 	return known, nil
 }
+
+// UploaderFiles is sqlite.Store.UploaderFiles.
+func (s *Store) UploaderFiles(ctx context.Context, uploader string) ([]parley.StoredFile, error) {
+	fs, err := collectFiles(s.pool.Query(ctx, `SELECT `+fileCols+` FROM files WHERE uploader = $1 ORDER BY created_at, id COLLATE "C"`, uploader))
+	if err != nil {
+		return nil, s.readErr("uploader files", err)
+	}
+	return fs, nil
+}

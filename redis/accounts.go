@@ -9,8 +9,10 @@ import (
 )
 
 // accounts is each node's own memory of users and access tokens. A user
-// never changes once written (there is no rename), so it needs no sharing
-// through Redis to stay correct: a node that has read one keeps it, and
+// changes only when its account is deleted (renamed, DELETE /api/me),
+// which revokes all of its tokens before and after the rename: every node
+// hears that revocation (revoke.go) and forgets the user with its tokens.
+// So users need no sharing through Redis: a node that has read one keeps it, and
 // requests stop reading PostgreSQL to authenticate. A token expires, which
 // is checked on every hit, and it can be revoked on any node: revoke.go
 // tells every node, which forgets it, and while a node cannot hear those
@@ -46,11 +48,18 @@ func (h *HotStore) User(ctx context.Context, id string) (parley.User, error) {
 		return u, nil
 	}
 	h.m.miss(kindUser)
+	h.acc.mu.RLock()
+	revoked := h.acc.revoked
+	h.acc.mu.RUnlock()
 	u, err := h.Store.User(ctx, id)
 	if err != nil {
 		return u, err
 	}
 	h.acc.mu.Lock()
+	if h.acc.revoked != revoked { // what we read may be a deleted account's old self
+		h.acc.mu.Unlock()
+		return u, nil
+	}
 	if h.acc.users == nil || len(h.acc.users) >= maxAccounts {
 		h.acc.users = map[string]parley.User{}
 	}
@@ -120,7 +129,7 @@ func (h *HotStore) RevokeUserTokens(ctx context.Context, userID string) error {
 }
 
 // forgetTokens drops the token hash from memory, or with hash nil every
-// token of userID. Tokens are kept by hash alone, so the latter walks them
+// token of userID and the user itself. Tokens are kept by hash alone, so the latter walks them
 // all (at most maxAccounts): logging out everywhere is rare enough not to
 // need a second index.
 func (h *HotStore) forgetTokens(userID string, hash []byte) {
@@ -136,6 +145,7 @@ func (h *HotStore) forgetTokens(userID string, hash []byte) {
 			delete(h.acc.tokens, k)
 		}
 	}
+	delete(h.acc.users, userID) // a deleted account's is renamed (DeleteAccount)
 }
 
 // trustTokens drops every token from memory and, with trusted, starts

@@ -2,6 +2,7 @@ package rest
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -21,24 +22,43 @@ type Account interface {
 	// ExportMessages calls each with every message the user sent in the
 	// room, oldest first, reading the history a page at a time.
 	ExportMessages(ctx context.Context, u parley.User, roomID string, each func(*parley.Message) error) error
+	// ExportFiles returns the files the user uploaded, oldest first.
+	ExportFiles(ctx context.Context, u parley.User) ([]parley.StoredFile, error)
 	// VerifyPassword checks that password is the user's:
 	// parley.CodeForbidden when it is not.
 	VerifyPassword(ctx context.Context, u parley.User, password string) error
 	// DeleteAccount deletes the user's account once password is theirs:
 	// parley.CodeForbidden for a wrong one, and nothing changes.
 	DeleteAccount(ctx context.Context, u parley.User, password string) error
+	// DeleteAccountSignedIn deletes the account of an outside identity
+	// (no password) once token comes from a recent sign-in:
+	// parley.CodeForbidden "sign in again …" for an older one.
+	DeleteAccountSignedIn(ctx context.Context, u parley.User, token string) error
 }
 
 // exportLine is one line of GET /api/me/export (docs/api.md, "Your own
 // data"): its type says which of the other fields it carries.
 type exportLine struct {
-	Type       string          `json:"type"` // account, room, message, end or error
+	Type       string          `json:"type"` // account, room, message, file, end or error
 	Version    int             `json:"version,omitempty"`
 	User       *parley.User    `json:"user,omitempty"`
 	Room       *parley.Room    `json:"room,omitempty"`
 	Membership *exportMember   `json:"membership,omitempty"`
 	Message    *parley.Message `json:"message,omitempty"`
+	File       *exportFile     `json:"file,omitempty"`
 	Error      *exportError    `json:"error,omitempty"`
+}
+
+// exportFile is a file the caller uploaded, in an export: its metadata,
+// and the path that downloads its bytes (with the caller's token, as
+// long as the file is kept).
+type exportFile struct {
+	parley.File
+	RoomID    string    `json:"room_id"`
+	Seq       int64     `json:"seq"` // of the message that carries it; 0: none
+	SHA256    string    `json:"sha256"`
+	CreatedAt time.Time `json:"created_at"`
+	Download  string    `json:"download"`
 }
 
 // exportError is the error that cut an export short.
@@ -78,7 +98,8 @@ const exportVersion = 1
 
 // exportMe streams the caller's own data (GET /api/me/export) as a JSON
 // Lines download: the account, then each room with the membership
-// followed by the caller's messages in it, then an end line. The
+// followed by the caller's messages in it, then the files the caller
+// uploaded (their metadata and download path), then an end line. The
 // messages are read and written a page at a time, so the handler's memory
 // does not grow with them. A failure after the first line can no longer
 // change the status: it ends the download with an error line instead of
@@ -119,6 +140,9 @@ func (h *Handler) exportMe(w http.ResponseWriter, r *http.Request) error {
 			})
 		}
 	}
+	if err == nil {
+		err = exportFiles(r.Context(), a, u, enc)
+	}
 	if err != nil {
 		enc.Encode(exportLine{Type: "error", Error: &exportError{parley.ErrorCode(err), parley.ErrorMessage(err)}})
 		return nil
@@ -127,8 +151,22 @@ func (h *Handler) exportMe(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// exportFiles writes a file line for each file u uploaded.
+func exportFiles(ctx context.Context, a Account, u parley.User, enc *json.Encoder) error {
+	fs, err := a.ExportFiles(ctx, u)
+	for i := 0; i < len(fs) && err == nil; i++ {
+		f := fs[i]
+		err = enc.Encode(exportLine{Type: "file", File: &exportFile{File: f.File, RoomID: f.RoomID, Seq: f.Seq,
+			SHA256: hex.EncodeToString(f.SHA256), CreatedAt: f.CreatedAt, Download: "/api/files/" + f.ID}})
+	}
+	return err
+}
+
 // deleteMe deletes the caller's account (DELETE /api/me) once the body's
-// password proves it theirs: 204; 403 forbidden for a wrong password.
+// password proves it theirs: 204; 403 forbidden for a wrong password. An
+// account with no password (an outside identity's: OpenID Connect, JWT)
+// proves it with a token of a recent sign-in instead, the body's password
+// ignored: 403 "sign in again to delete this account" for an older one.
 func (h *Handler) deleteMe(w http.ResponseWriter, r *http.Request) error {
 	a, ok := h.chat.(Account)
 	if !ok {
@@ -144,6 +182,14 @@ func (h *Handler) deleteMe(w http.ResponseWriter, r *http.Request) error {
 	// address's failed logins and counts a wrong password as one, so a
 	// stolen token guesses no faster than POST /api/tokens.
 	u := userOf(r)
+	if chat.IsExternalUser(u.ID) {
+		token, _ := bearer(r.Header.Get("Authorization")) // authed: it is there
+		if err := a.DeleteAccountSignedIn(r.Context(), u, token); err != nil {
+			return err
+		}
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
 	att, err := h.beginLogin(w, r, u.Name)
 	if err != nil {
 		return err

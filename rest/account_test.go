@@ -41,7 +41,7 @@ func openAccountStackWith(t *testing.T, cfg rest.Config) (*chat.Service, *rest.H
 	}
 	c = cache.New(db, cache.Config{})
 	t.Cleanup(func() { c.Close() })
-	svc := chat.New(chat.Config{Store: c, Accounts: db, KDF: chat.KDF{Time: 1, Memory: 64, Threads: 1}})
+	svc := chat.New(chat.Config{Store: c, Accounts: db, KDF: chat.KDF{Time: 1, Memory: 64, Threads: 1}, Now: cfg.Now})
 	cfg.Chat = svc
 	return svc, rest.New(cfg)
 }
@@ -222,6 +222,59 @@ func TestDeleteMe(t *testing.T) {
 	}
 	if len(page.Messages) != 2 {
 		t.Errorf("GET messages = %s, want 2", w.Body)
+	}
+}
+
+// TestDeleteMeSignedInRecently: an account of an outside identity has
+// no password; DELETE /api/me takes, in its place, a token of a sign-in
+// made within chat.DefaultSignInWindow (here an OpenID Connect sign-in,
+// LoginExternal), and answers an older one 403 "sign in again", changing
+// nothing. A password account keeps the password rule.
+func TestDeleteMeSignedInRecently(t *testing.T) {
+	ctx := context.Background()
+	c := &clock{t: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
+	svc, h := openAccountStackWith(t, rest.Config{Now: c.Now})
+	_, tokAnn := signUp(t, svc, "ann")
+	tokXena, xena, err := svc.LoginExternal(ctx, "https://id.example", "sub-xena", "xena", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(chat.DefaultSignInWindow + time.Minute)
+	for _, tc := range []struct {
+		name, tok, body, msg string
+	}{
+		{"an old sign-in", tokXena, `{}`, "sign in again to delete this account"},
+		{"an old sign-in with a password", tokXena, `{"password":"anything"}`, "sign in again to delete this account"},
+		{"a password account without its password", tokAnn, `{}`, "wrong password"},
+	} {
+		w := serveAccount(h, "DELETE", "/api/me", tc.tok, tc.body)
+		var e struct {
+			Error struct{ Code, Message string }
+		}
+		json.Unmarshal(w.Body.Bytes(), &e)
+		if w.Code != http.StatusForbidden || e.Error.Code != parley.CodeForbidden || !strings.Contains(e.Error.Message, tc.msg) {
+			t.Errorf("%s: DELETE /api/me = %d %s, want 403 %q", tc.name, w.Code, w.Body, tc.msg)
+		}
+		if w := serveAccount(h, "GET", "/api/me", tc.tok, ""); w.Code != http.StatusOK {
+			t.Fatalf("%s: then GET /api/me = %d, want 200: nothing changes", tc.name, w.Code)
+		}
+	}
+	// Signed in again: the new token deletes the account, with no password.
+	tok2, _, err := svc.LoginExternal(ctx, "https://id.example", "sub-xena", "xena", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(time.Minute)
+	if w := serveAccount(h, "DELETE", "/api/me", tok2, `{}`); w.Code != http.StatusNoContent {
+		t.Fatalf("DELETE /api/me just after a sign-in = %d %s, want 204", w.Code, w.Body)
+	}
+	for _, tok := range []string{tokXena, tok2} {
+		if w := serveAccount(h, "GET", "/api/me", tok, ""); w.Code != http.StatusUnauthorized {
+			t.Errorf("GET /api/me with a token of %s after the deletion = %d, want 401", xena.Name, w.Code)
+		}
+	}
+	if _, _, err := svc.LoginExternal(ctx, "https://id.example", "sub-xena", "xena", nil); parley.ErrorCode(err) != parley.CodeUnauthorized {
+		t.Errorf("signing in again after the deletion: %v, want unauthorized", err)
 	}
 }
 

@@ -220,6 +220,20 @@ func (s *Snapshot) Reactions(ctx context.Context, roomID string, each func(*bulk
 	}, `SELECT room_id, seq, emoji, user_id, created_at FROM message_reactions WHERE room_id = ? ORDER BY seq, emoji, user_id`, roomID)
 }
 
+// Files implements bulk.Source.
+func (s *Snapshot) Files(ctx context.Context, roomID string, each func(*bulk.File) error) error {
+	var f bulk.File
+	return s.each(ctx, func(rows *sql.Rows) error {
+		var at int64
+		if err := rows.Scan(&f.ID, &f.RoomID, &f.Uploader, &f.Name, &f.Type, &f.Size, &f.SHA256, &f.Preview, &at, &f.Seq, &f.Claim); err != nil {
+			return err
+		}
+		f.CreatedAt = fromMicro(at)
+		return each(&f)
+	}, `SELECT id, room_id, uploader, name, type, size, sha256, preview, created_at, coalesce(seq, 0), coalesce(claim, '')
+		FROM files WHERE room_id = ? ORDER BY id`, roomID)
+}
+
 // Bans implements bulk.Source.
 func (s *Snapshot) Bans(ctx context.Context, roomID string, each func(*parley.Ban) error) error {
 	var b parley.Ban

@@ -25,6 +25,8 @@ var importStmts = [...]string{
 		VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, nullif(?, ''), (SELECT coalesce(max(num), 0) + 1 FROM rooms)) ON CONFLICT DO NOTHING`,
 	`INSERT INTO change_keys (room_id, user_id, client_id, seq, deleted, change) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 	`INSERT INTO message_reactions (room_id, seq, emoji, user_id, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+	`INSERT INTO files (id, room_id, uploader, name, type, size, sha256, preview, created_at, seq, claim)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, nullif(?, 0), nullif(?, '')) ON CONFLICT DO NOTHING`,
 	`INSERT INTO bans (room_id, user_id, actor_id, banned_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 	`INSERT INTO members (room_id, user_id, read_seq, joined_at, role) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 }
@@ -37,6 +39,7 @@ const (
 	impRoom
 	impChangeKey
 	impReaction
+	impFile
 	impBan
 	impMember
 )
@@ -175,6 +178,13 @@ func (im *importer) run(b *bulk.Batch) (n bulk.Counts, err error) {
 		}
 		n.Reactions += b2i(ok)
 	}
+	for _, f := range b.Files {
+		ok, err := im.exec(impFile, f.ID, f.RoomID, f.Uploader, f.Name, f.Type, f.Size, f.SHA256, f.Preview, f.CreatedAt.UnixMicro(), f.Seq, f.Claim)
+		if err != nil {
+			return n, fmt.Errorf("import file %s: %w", f.ID, err)
+		}
+		n.Files += b2i(ok)
+	}
 	for _, x := range b.Bans {
 		ok, err := im.exec(impBan, x.RoomID, x.UserID, x.ActorID, x.BannedAt.UnixMicro())
 		if err != nil {
@@ -215,8 +225,8 @@ func (im *importer) room(r *bulk.Room, n *bulk.Counts) error {
 // The grouped statements of messages, by chunk size (chunks).
 func insertMessagesText(rows int) string {
 	return `INSERT INTO messages (room_id, seq, id, sender_id, sender_name, body, client_id, sent_at, edited_at, deleted_at, change, reactions,
-		reply_seq, reply_sender, reply_excerpt, thread, pinned_by, pinned_at, pin_change)
-		VALUES ` + values(rows, 19) + ` ON CONFLICT DO NOTHING RETURNING room_id, seq`
+		reply_seq, reply_sender, reply_excerpt, thread, pinned_by, pinned_at, pin_change, files)
+		VALUES ` + values(rows, 20) + ` ON CONFLICT DO NOTHING RETURNING room_id, seq`
 }
 
 func indexMessagesText(rows int) string {
@@ -247,7 +257,7 @@ func (im *importer) messages(ms []parley.Message, n *bulk.Counts) error {
 		seq  int64
 	}
 	wrote := map[key]bool{}
-	args := make([]any, 0, chunkSizes[0]*19)
+	args := make([]any, 0, chunkSizes[0]*20)
 	err := chunks(len(ms), func(start, size, _ int) error {
 		st, err := im.stmt(insertMessagesText(size))
 		if err != nil {
@@ -261,12 +271,17 @@ func (im *importer) messages(ms []parley.Message, n *bulk.Counts) error {
 			if r == nil {
 				r = &parley.ReplyRef{}
 			}
+			var files any // NULL for none, as a send stores it
+			if m.Files != "" {
+				files = string(m.Files)
+			}
 			args = append(args, r.Seq, r.SenderName, r.Excerpt, parley.EncodeThread(m.Thread))
 			if p := m.Pinned; p != nil && m.DeletedAt == nil {
 				args = append(args, p.By, p.At.UnixMicro(), p.Change)
 			} else {
 				args = append(args, "", nil, int64(0))
 			}
+			args = append(args, files)
 		}
 		rows, err := st.QueryContext(im.ctx, args...)
 		if err != nil {

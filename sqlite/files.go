@@ -215,3 +215,13 @@ func (s *Store) FilesKnown(ctx context.Context, ids []string) (map[string]bool, 
 	}
 	return known, nil
 }
+
+// UploaderFiles returns the files uploader uploaded, oldest first (the
+// files_uploader index; a user's files are bounded by the quota).
+func (s *Store) UploaderFiles(ctx context.Context, uploader string) ([]parley.StoredFile, error) {
+	fs, err := collectFiles(s.rdb.QueryContext(ctx, `SELECT `+fileCols+` FROM files WHERE uploader = ? ORDER BY created_at, id`, uploader))
+	if err != nil {
+		return nil, s.readErr("uploader files", err)
+	}
+	return fs, nil
+}

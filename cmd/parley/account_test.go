@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -118,6 +120,10 @@ func TestDeleteAccount(t *testing.T) {
 	alice, bob, aliceU, r := deletionSetUp(t, m, m)
 	sa := openSession(t, m, "websocket", alice.token)
 	ev := subscribeEvents(t, m, bob.token, r.ID, false)
+	st, up, _ := alice.upload(r.ID, "notes.txt", "text/plain", []byte("alice's notes"))
+	if st != http.StatusCreated {
+		t.Fatalf("upload = %d", st)
+	}
 
 	req, _ := http.NewRequest("GET", alice.base+"/api/me/export", nil)
 	req.Header.Set("Authorization", "Bearer "+alice.token)
@@ -126,17 +132,33 @@ func TestDeleteAccount(t *testing.T) {
 		t.Fatal(err)
 	}
 	var bodies []string
+	var fileLines []struct {
+		ID, Name, RoomID, SHA256, Download string
+		Size                               int64
+	}
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		var l struct {
 			Type    string
 			Message *parley.Message
+			File    *struct {
+				ID, Name, SHA256, Download string
+				RoomID                     string `json:"room_id"`
+				Size                       int64
+			}
 		}
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			t.Fatalf("export line %q: %v", sc.Text(), err)
 		}
-		if l.Type == "message" {
+		switch l.Type {
+		case "message":
 			bodies = append(bodies, l.Message.Body)
+		case "file":
+			f := l.File
+			fileLines = append(fileLines, struct {
+				ID, Name, RoomID, SHA256, Download string
+				Size                               int64
+			}{f.ID, f.Name, f.RoomID, f.SHA256, f.Download, f.Size})
 		}
 	}
 	resp.Body.Close()
@@ -144,6 +166,13 @@ func TestDeleteAccount(t *testing.T) {
 		strings.Join(bodies, "|") != "alice one|alice two" {
 		t.Errorf("GET /api/me/export = %d %q, messages %q; want an attachment with alice's two", resp.StatusCode,
 			resp.Header.Get("Content-Disposition"), bodies)
+	}
+	sum := sha256.Sum256([]byte("alice's notes"))
+	if len(fileLines) != 1 || fileLines[0].ID != up.ID || fileLines[0].Name != "notes.txt" || fileLines[0].RoomID != r.ID ||
+		fileLines[0].Size != 13 || fileLines[0].SHA256 != hex.EncodeToString(sum[:]) || fileLines[0].Download != "/api/files/"+up.ID {
+		t.Errorf("export file lines = %+v, want alice's upload %s with its download path", fileLines, up.ID)
+	} else if resp, body := alice.fetch(fileLines[0].Download); resp.StatusCode != http.StatusOK || string(body) != "alice's notes" {
+		t.Errorf("GET the export's download path = %d %q", resp.StatusCode, body)
 	}
 
 	if st := alice.do("DELETE", "/api/me", map[string]string{"password": "wrong horse"}, nil); st != http.StatusForbidden {

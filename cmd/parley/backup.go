@@ -41,8 +41,9 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fl.StringVar(&data, "data", "./data", "data directory of the embedded SQLite store")
 	rate := fl.Float64("backup-rate", float64(sqlite.DefaultBackupRate)/1e6, "MB a second the copy may read, at most, so that a server on the same machine keeps its CPU and disk; 0: no limit")
 	vacuum := fl.Bool("vacuum", false, "copy with VACUUM INTO at full speed (a compacted copy; the quickest with no server running), --backup-rate aside")
+	s3 := fl.String("files-s3-endpoint", "", "the node keeps its files in this S3-compatible store: the backup holds their rows, the blobs stay in the bucket (empty: they are copied from the files directory under --data to DEST.files)")
 	fl.String("config", "", configHelp)
-	setUsage(fl, stderr, "usage: parley backup [flags] DEST\n\nWrite a consistent snapshot of the SQLite database in --data to the new file DEST,\nwhile the server runs or not. DEST must not exist.\nEvery flag can also be set by the environment variable named beside it.\n\n")
+	setUsage(fl, stderr, "usage: parley backup [flags] DEST\n\nWrite a consistent snapshot of the SQLite database in --data to the new file DEST,\nwhile the server runs or not, and the blobs of its files to the new directory DEST.files.\nDEST must not exist.\nEvery flag can also be set by the environment variable named beside it.\n\n")
 	dest, err := parseWithArg(fl, args, "DEST")
 	if err != nil {
 		return err
@@ -63,6 +64,13 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if _, err := os.Stat(db); errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("backup: no database in %s (%s does not exist)", data, db)
 	}
+	var stage string
+	if *s3 == "" {
+		if stage, err = stageBlobs(data, dest); err != nil {
+			return err
+		}
+		defer os.RemoveAll(stage) // gone by the rename, unless a step failed
+	}
 	bi, err := sqlite.Backup(ctx, db, dest, cfg)
 	if errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("backup: %s exists: choose a new file", dest)
@@ -71,6 +79,22 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	fmt.Fprintf(stdout, "backed up %s to %s: %v\n", db, dest, bi)
+	if *s3 != "" {
+		_, n, size, err := blobRefs(ctx, dest)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "its %d files (%d bytes) stay in the S3 bucket of %s: the backup holds their rows, not their bytes\n", n, size, *s3)
+		return nil
+	}
+	n, size, err := keepBlobs(ctx, data, dest, stage)
+	if err != nil {
+		os.Remove(dest) // a backup whose files are not whole is none
+		return err
+	}
+	if n > 0 {
+		fmt.Fprintf(stdout, "backed up %d files (%d bytes) to %s\n", n, size, backupFilesDir(dest))
+	}
 	return nil
 }
 
@@ -84,6 +108,7 @@ func runRestore(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	fl.StringVar(&store, "store", "", "store: empty for SQLite in --data; postgres://… is refused (use pg_restore or the base backup)")
 	fl.StringVar(&data, "data", "./data", "data directory of the embedded SQLite store; no server may be running on it")
 	fl.BoolVar(&force, "force", false, "replace a data directory's database that holds data")
+	s3 := fl.String("files-s3-endpoint", "", "the node keeps its files in this S3-compatible store, where they stayed: restore their rows only (empty: their blobs come from SRC.files into the files directory under --data)")
 	fl.String("config", "", configHelp)
 	setUsage(fl, stderr, "usage: parley restore [flags] SRC\n\nCheck the snapshot SRC (from parley backup) and make it the SQLite database of --data,\nwhich no server may be running on. Refuses a database that holds data unless --force.\nEvery flag can also be set by the environment variable named beside it.\n\n")
 	src, err := parseWithArg(fl, args, "SRC")
@@ -116,10 +141,18 @@ func runRestore(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 			}
 		}
 	}
+	undo, report := func() {}, ""
+	if *s3 == "" {
+		if undo, report, err = restoreBlobs(ctx, src, data); err != nil {
+			return err
+		}
+	}
 	bi, err := sqlite.Restore(ctx, src, db)
 	if err != nil {
+		undo()
 		return err
 	}
+	fmt.Fprint(stdout, report)
 	fmt.Fprintf(stdout, "restored %s into %s: %v\n", src, db, bi)
 	if bi.Version < bi.Latest {
 		fmt.Fprintf(stdout, "its schema is version %d of this program's %d: parley serve (or parley migrate) will upgrade it\n", bi.Version, bi.Latest)

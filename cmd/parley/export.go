@@ -14,6 +14,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"parley/bulk"
+	"parley/files"
 	"parley/postgres"
 	"parley/redis"
 	"parley/sqlite"
@@ -32,6 +33,9 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fl.StringVar(&room, "room", "", "export this room (and the accounts it names) only; default: the whole server")
 	fl.BoolVar(&secrets, "with-secrets", false, "add the password hashes and the tokens' hashes (keep the file as private as the data)")
 	fl.StringVar(&out, "o", "-", "the new file to write (it must not exist); - for standard output")
+	filesDir := fl.String("files-dir", "", "also write the bytes of the exported files into this new directory, a file per blob (default: the files' rows only)")
+	var fc filesConfig
+	fc.flags(fl) // with PostgreSQL and --files-dir: the cluster's --files-s3-*
 	fl.String("config", "", configHelp)
 	setUsage(fl, stderr, "usage: parley export [flags]\n\nWrite the store's data, or one room's, as a parley-export file (JSON Lines,\ndocs/export-format.md), from one consistent snapshot, beside running servers or not.\nEvery flag can also be set by the environment variable named beside it.\n\n")
 	if err := parseFlags(fl, args, os.Getenv); err != nil {
@@ -68,7 +72,20 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
-	c, err := bulk.Export(ctx, src, w, bulk.Options{Room: room, WithSecrets: secrets, Source: name})
+	opt := bulk.Options{Room: room, WithSecrets: secrets, Source: name}
+	if *filesDir != "" {
+		blobs, err := blobStore(ctx, store, data, &fc, "export")
+		if err != nil {
+			done(false)
+			return err
+		}
+		if err := os.Mkdir(*filesDir, 0o750); err != nil {
+			done(false)
+			return fmt.Errorf("export: --files-dir: %w (it must be a new directory)", err)
+		}
+		opt.OnFile = func(f *bulk.File) error { return exportBlob(ctx, blobs, *filesDir, f) }
+	}
+	c, err := bulk.Export(ctx, src, w, opt)
 	if derr := done(err == nil); err == nil {
 		err = derr
 	}
@@ -114,8 +131,8 @@ func createOutput(path string, stdout io.Writer) (io.Writer, func(ok bool) error
 
 // countsString reports c in one line.
 func countsString(c bulk.Counts) string {
-	return fmt.Sprintf("%d users, %d tokens, %d API keys, %d name holds, %d rooms, %d members, %d bans, %d messages, %d change keys",
-		c.Users, c.Tokens, c.APIKeys, c.NameHolds, c.Rooms, c.Members, c.Bans, c.Messages, c.ChangeKeys)
+	return fmt.Sprintf("%d users, %d tokens, %d API keys, %d name holds, %d rooms, %d members, %d bans, %d messages, %d change keys, %d files",
+		c.Users, c.Tokens, c.APIKeys, c.NameHolds, c.Rooms, c.Members, c.Bans, c.Messages, c.ChangeKeys, c.Files)
 }
 
 // runImport is `parley import FILE`: a parley-export file written into a
@@ -130,6 +147,9 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	fl.StringVar(&redisURL, "redis", "", "PostgreSQL: the cluster's Redis, whose hot data of what the import writes it forgets (required unless --no-redis)")
 	fl.StringVar(&prefix, "redis-prefix", "parley:", "PostgreSQL: the nodes' --redis-prefix")
 	fl.BoolVar(&noRedis, "no-redis", false, "PostgreSQL: no Redis holds this database's hot data (no node has run on it, or its Redis was flushed and the nodes are stopped)")
+	filesDir := fl.String("files-dir", "", "the directory parley export --files-dir wrote: every file's bytes are checked in it first, then put in the store's files (default: the files' rows only)")
+	var fc filesConfig
+	fc.flags(fl) // with PostgreSQL and --files-dir: the cluster's --files-s3-*
 	fl.String("config", "", configHelp)
 	setUsage(fl, stderr, "usage: parley import [flags] FILE\n\nWrite the parley-export file FILE into the store: into a stopped node's --data, or into\nPostgreSQL beside running nodes (with --redis). Records already there are skipped: importing\na file twice, or again after a failure, writes it once. The file is checked whole first.\nEvery flag can also be set by the environment variable named beside it.\n\n")
 	file, err := parseWithArg(fl, args, "FILE")
@@ -151,9 +171,23 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	// makes no database and no connection); bulk.Write then reads it once
 	// more to write it, and stops if it changed meanwhile.
 	var checked bulk.Result
+	var refs []files.Ref
+	var blobs files.Blobs
 	check := func() (err error) {
 		if checked, err = bulk.Check(f); err != nil {
 			return fmt.Errorf("import %s: %w", file, err)
+		}
+		if *filesDir == "" {
+			return nil
+		}
+		if refs, err = fileRefs(f); err != nil {
+			return fmt.Errorf("import %s: %w", file, err)
+		}
+		if err := checkImportBlobs(*filesDir, refs); err != nil {
+			return fmt.Errorf("import %s: %w", file, err)
+		}
+		if blobs, err = blobStore(ctx, store, data, &fc, "import"); err != nil {
+			return err
 		}
 		return nil
 	}
@@ -212,6 +246,13 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 			fmt.Fprintf(stdout, "imported before the failure: %s; run the import again once it is fixed: what is there is skipped\n", countsString(res.Written))
 		}
 		return fmt.Errorf("import %s: %w", file, err)
+	}
+	if blobs != nil {
+		n, err := importBlobs(ctx, *filesDir, refs, blobs)
+		if err != nil {
+			return fmt.Errorf("import %s: the files' bytes: %w (the records are written; run the import again)", file, err)
+		}
+		fmt.Fprintf(stdout, "put %d blobs of the files from %s into the store's files (%d there already)\n", n, *filesDir, len(refs)-n)
 	}
 	took := time.Since(start)
 	fmt.Fprintf(stdout, "imported %s: %s written (%d records there already) in %v (%.0f messages/s)\n", file, countsString(res.Written),

@@ -151,7 +151,7 @@ func TestExportImportEndToEnd(t *testing.T) {
 	if err != nil || !strings.Contains(out, "31 messages") {
 		t.Fatalf("import = %q, %v", out, err)
 	}
-	if out, _, err = runCLI("import", "--data", moved, file); err != nil || !strings.Contains(out, "0 users, 0 tokens, 0 API keys, 0 name holds, 0 rooms, 0 members, 0 bans, 0 messages, 0 change keys written") {
+	if out, _, err = runCLI("import", "--data", moved, file); err != nil || !strings.Contains(out, "0 users, 0 tokens, 0 API keys, 0 name holds, 0 rooms, 0 members, 0 bans, 0 messages, 0 change keys, 0 files written") {
 		t.Errorf("second import = %q, %v; want nothing written", out, err)
 	}
 	q := startServeProcess(t, "--data", moved, "--sync", "normal", "--signup-rate", "0")
@@ -198,13 +198,13 @@ func TestExportImportEndToEnd(t *testing.T) {
 func TestImportRefusals(t *testing.T) {
 	work := t.TempDir()
 	newer := filepath.Join(work, "newer.jsonl")
-	os.WriteFile(newer, []byte(`{"format":"parley-export","version":2,"type":"header"}`+"\n"), 0o600)
+	os.WriteFile(newer, []byte(`{"format":"parley-export","version":3,"type":"header"}`+"\n"), 0o600)
 	foreign := filepath.Join(work, "foreign.jsonl")
 	os.WriteFile(foreign, []byte("SQLite format 3\x00 or so\n"), 0o600)
 	for _, tc := range []struct{ name, file, want string }{
 		{"missing", filepath.Join(work, "none.jsonl"), "no such file"},
 		{"foreign", foreign, "not a parley-export file"},
-		{"newer", newer, "version 2, this program reads up to 1"},
+		{"newer", newer, "version 3, this program reads up to 2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			data := filepath.Join(work, "data-"+tc.name)

@@ -78,19 +78,9 @@ func (m *Main) openFiles(ctx context.Context, db parley.Store) (*chat.FilesConfi
 	}
 	var blobs files.Blobs
 	if c.S3Endpoint != "" {
-		secret := c.S3SecretKey
-		if c.S3SecretFile != "" {
-			b, err := os.ReadFile(c.S3SecretFile)
-			if err != nil {
-				return nil, fmt.Errorf("--files-s3-secret-key-file: %w", err)
-			}
-			secret = strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
-		}
-		s3, err := files.OpenS3(ctx, files.S3Config{
-			Endpoint: c.S3Endpoint, Bucket: c.S3Bucket, AccessKey: c.S3AccessKey, SecretKey: secret, Region: c.S3Region,
-		})
+		s3, err := c.openS3(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("--files-s3-endpoint: %w", err)
+			return nil, err
 		}
 		blobs = s3
 	} else {
@@ -101,4 +91,23 @@ func (m *Main) openFiles(ctx context.Context, db parley.Store) (*chat.FilesConfi
 		blobs = dir
 	}
 	return &chat.FilesConfig{Store: st, Blobs: blobs, MaxSize: c.MaxSize, Quota: c.Quota, UnattachedTTL: c.UnattachedTTL}, nil
+}
+
+// openS3 connects to the object store of --files-s3-endpoint.
+func (c *filesConfig) openS3(ctx context.Context) (*files.S3, error) {
+	secret := c.S3SecretKey
+	if c.S3SecretFile != "" {
+		b, err := os.ReadFile(c.S3SecretFile)
+		if err != nil {
+			return nil, fmt.Errorf("--files-s3-secret-key-file: %w", err)
+		}
+		secret = strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+	}
+	s3, err := files.OpenS3(ctx, files.S3Config{
+		Endpoint: c.S3Endpoint, Bucket: c.S3Bucket, AccessKey: c.S3AccessKey, SecretKey: secret, Region: c.S3Region,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("--files-s3-endpoint: %w", err)
+	}
+	return s3, nil
 }

@@ -85,6 +85,12 @@ func (p *idProvider) serve(kids ...string) {
 // token signs a token of sub, named name, that expires at exp.
 func (p *idProvider) token(kid, sub, name string, exp time.Time) string {
 	p.t.Helper()
+	return p.tokenIssued(kid, sub, name, exp, time.Now())
+}
+
+// tokenIssued is token with iat; a zero iat leaves the claim out.
+func (p *idProvider) tokenIssued(kid, sub, name string, exp, iat time.Time) string {
+	p.t.Helper()
 	p.mu.Lock()
 	key := p.keys[kid]
 	p.mu.Unlock()
@@ -96,7 +102,10 @@ func (p *idProvider) token(kid, sub, name string, exp time.Time) string {
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	claims := map[string]any{"iss": jwtTestIssuer, "aud": jwtTestAudience, "sub": sub, "exp": exp.Unix(), "iat": time.Now().Unix()}
+	claims := map[string]any{"iss": jwtTestIssuer, "aud": jwtTestAudience, "sub": sub, "exp": exp.Unix()}
+	if !iat.IsZero() {
+		claims["iat"] = iat.Unix()
+	}
 	if name != "" {
 		claims["preferred_username"] = name
 	}
@@ -200,10 +209,12 @@ func TestJWTServe(t *testing.T) {
 	}
 	tcp.expect("MESSAGE", "seq:2")
 
-	// A JWT user has no password, and Parley cannot revoke a JWT.
+	// A JWT user has no password: a JWT of an old sign-in does not
+	// delete the account (checkJWTDeletion); and Parley cannot revoke a JWT.
 	var e apiError
-	if st := ada.do("DELETE", "/api/me", map[string]string{"password": "guess"}, &e); st != http.StatusForbidden || e.Error.Code != "forbidden" {
-		t.Errorf("DELETE /api/me as a JWT user = %d %+v, want 403 forbidden", st, e)
+	adaOld := &client{t: t, base: ada.base, token: idp.tokenIssued("rs-1", "sub-ada", "ada", hour, time.Now().Add(-time.Hour))}
+	if st := adaOld.do("DELETE", "/api/me", map[string]string{"password": "guess"}, &e); st != http.StatusForbidden || e.Error.Code != "forbidden" {
+		t.Errorf("DELETE /api/me as a JWT user of an hour-old sign-in = %d %+v, want 403 forbidden", st, e)
 	}
 	if st := ada.do("DELETE", "/api/tokens/current", nil, &e); st != http.StatusBadRequest || e.Error.Code != "invalid" {
 		t.Errorf("DELETE /api/tokens/current with a JWT = %d %+v, want 400 invalid", st, e)
@@ -344,4 +355,69 @@ func TestClusterJWTFirstSight(t *testing.T) {
 	if f := ds.expect("ERROR", "code:unauthorized"); !strings.Contains(string(f.Body), "expired") {
 		t.Errorf("the expired session's ERROR = %v, want it to say expired", f)
 	}
+}
+
+// checkJWTDeletion: a JWT account (no password) deletes itself with a
+// JWT issued within the sign-in window, and not with an older one or one
+// without iat (403 "sign in again", nothing changes); afterwards no JWT
+// of that identity signs in. a and b are two nodes' addresses (the same
+// node twice on one).
+func checkJWTDeletion(t *testing.T, idp *idProvider, kid, a, b string) {
+	t.Helper()
+	hour := time.Now().Add(time.Hour)
+	old := time.Now().Add(-chat.DefaultSignInWindow - time.Minute)
+	zed := &client{t: t, base: "http://" + a, token: idp.tokenIssued(kid, "sub-zed", "zed", hour, old)}
+	var me user
+	if st := zed.do("GET", "/api/me", nil, &me); st != http.StatusOK {
+		t.Fatalf("GET /api/me with zed's JWT: %d", st)
+	}
+	for _, tok := range []string{zed.token, idp.tokenIssued(kid, "sub-zed", "zed", hour, time.Time{})} {
+		c := &client{t: t, base: "http://" + b, token: tok}
+		var e struct {
+			Error struct{ Code, Message string }
+		}
+		if st := c.do("DELETE", "/api/me", map[string]any{"password": "anything"}, &e); st != http.StatusForbidden || !strings.Contains(e.Error.Message, "sign in again to delete this account") {
+			t.Errorf("DELETE /api/me with a JWT of an old sign-in (or none said) = %d %+v, want 403 sign in again", st, e)
+		}
+	}
+	if st := zed.do("GET", "/api/me", nil, nil); st != http.StatusOK {
+		t.Fatalf("GET /api/me after the refusals: %d, want 200 (nothing changed)", st)
+	}
+	fresh := &client{t: t, base: "http://" + b, token: idp.token(kid, "sub-zed", "zed", hour)}
+	if st := fresh.do("DELETE", "/api/me", map[string]any{}, nil); st != http.StatusNoContent {
+		t.Fatalf("DELETE /api/me with a fresh JWT: %d, want 204", st)
+	}
+	for _, c := range []*client{zed, fresh} {
+		if st := c.do("GET", "/api/me", nil, nil); st != http.StatusUnauthorized {
+			t.Errorf("GET /api/me with a JWT of the deleted account: %d, want 401", st)
+		}
+	}
+}
+
+// TestJWTDeleteAccount: checkJWTDeletion on one node (SQLite), and
+// --delete-signin-window.
+func TestJWTDeleteAccount(t *testing.T) {
+	idp := newIDProvider(t)
+	idp.addKey("es-1")
+	idp.serve("es-1")
+	p := startServeProcess(t, append([]string{"--data", t.TempDir(), "--sync", "normal"}, idp.flags()...)...)
+	checkJWTDeletion(t, idp, "es-1", p.addr, p.addr)
+
+	// --delete-signin-window widens it: a sign-in an hour old will do.
+	q := startServeProcess(t, append([]string{"--data", t.TempDir(), "--sync", "normal", "--delete-signin-window", "2h"}, idp.flags()...)...)
+	c := &client{t: t, base: "http://" + q.addr, token: idp.tokenIssued("es-1", "sub-old", "old", time.Now().Add(time.Hour), time.Now().Add(-time.Hour))}
+	if st := c.do("DELETE", "/api/me", map[string]any{}, nil); st != http.StatusNoContent {
+		t.Errorf("DELETE /api/me with a JWT an hour old and --delete-signin-window 2h: %d, want 204", st)
+	}
+}
+
+// TestClusterJWTDeleteAccount: checkJWTDeletion over two cluster nodes
+// (PostgreSQL): the account is seen on one and deleted on the other.
+func TestClusterJWTDeleteAccount(t *testing.T) {
+	env := needCluster(t)
+	idp := newIDProvider(t)
+	idp.addKey("es-1")
+	idp.serve("es-1")
+	a, b := startNode(t, env, "a", idp.config), startNode(t, env, "b", idp.config)
+	checkJWTDeletion(t, idp, "es-1", a.Addr(), b.Addr())
 }

@@ -320,6 +320,14 @@ func TestOIDCHydra(t *testing.T) {
 	if st := newClient(t, m.Addr()).do("POST", "/api/users", map[string]any{"name": "bob", "password": "longenough"}, nil); st != http.StatusForbidden {
 		t.Errorf("sign-up with --password-login=false: %d, want 403", st)
 	}
+	// The account has no password: the token of its sign-in, minutes
+	// old, deletes it (DELETE /api/me), and it is gone.
+	if st := c.do("DELETE", "/api/me", map[string]any{}, nil); st != http.StatusNoContent {
+		t.Errorf("DELETE /api/me with the token of a fresh OIDC sign-in: %d, want 204", st)
+	}
+	if st := c.do("GET", "/api/me", nil, nil); st != http.StatusUnauthorized {
+		t.Errorf("GET /api/me after the deletion: %d, want 401", st)
+	}
 }
 
 // labelled reads one labelled series of a counter from m's /metrics.
@@ -355,5 +363,13 @@ func TestOIDCHydraCluster(t *testing.T) {
 	}
 	if got := labelled(t, b, "parley_oidc_logins_total", "result", "ok"); got != 1 {
 		t.Errorf("B's parley_oidc_logins_total{result=\"ok\"} = %v, want 1", got)
+	}
+	// The token made by the sign-in at B deletes the account at A (its
+	// sign-in time is the token's, in PostgreSQL), and B refuses it.
+	if st := (&client{t: t, base: "http://" + a.Addr(), token: token}).do("DELETE", "/api/me", map[string]any{}, nil); st != http.StatusNoContent {
+		t.Errorf("DELETE /api/me at A with the fresh OIDC token: %d, want 204", st)
+	}
+	if st := (&client{t: t, base: "http://" + b.Addr(), token: token}).do("GET", "/api/me", nil, nil); st != http.StatusUnauthorized {
+		t.Errorf("GET /api/me at B after the deletion: %d, want 401", st)
 	}
 }

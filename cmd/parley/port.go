@@ -9,10 +9,12 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"parley/dirlock"
+	"parley/files"
 	"parley/port"
 	"parley/postgres"
 	"parley/sqlite"
@@ -24,7 +26,8 @@ const portUsage = `usage: parley port --from DIR --to postgres://… [flags]
 Move the whole data of a stopped SQLite node (its data directory DIR) into
 a PostgreSQL database for cluster mode: users, tokens, rooms, members,
 bans, every message with its edits and tombstones, change and read
-positions. The target is migrated to the current schema, and must be
+positions, and the files: their rows, and their blobs, from DIR/files to
+the cluster's object store (--files-s3-*). The target is migrated to the current schema, and must be
 empty or hold an interrupted port of the same source, which is resumed.
 At the end both stores are compared (row counts, per-table and per-room
 checksums); a difference fails the command. See docs/operations.md.
@@ -46,6 +49,8 @@ func runPort(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fl.BoolVar(&verifyOnly, "verify-only", false, "copy nothing: compare the two stores and report")
 	fl.StringVar(&progress, "progress", "auto", "progress line on standard error: auto (when it is a terminal), on, off")
 	fl.IntVar(&stopAfter, "stop-after", 0, "stop after this many batches, as a kill would (to try resuming)")
+	var fc filesConfig
+	fc.flags(fl) // the cluster's --files-s3-*, where the files' blobs go
 	fl.String("config", "", configHelp)
 	setUsage(fl, stderr, portUsage)
 	if err := parseFlags(fl, args, os.Getenv); err != nil {
@@ -67,6 +72,23 @@ func runPort(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	defer unlock()
 	defer src.Close()
+	// The files' blobs go to the cluster's object store: without one, a
+	// source with files is refused before anything changes.
+	_, nfiles, _, err := blobRefs(ctx, sqliteFile(from))
+	if err != nil {
+		return fmt.Errorf("port: %w", err)
+	}
+	var blobs files.Blobs
+	switch {
+	case nfiles > 0 && fc.S3Endpoint == "":
+		return fmt.Errorf("port: the source holds %d files, whose bytes go to the cluster's object store: give its --files-s3-endpoint, --files-s3-bucket and keys, as the nodes have them (docs/files.md)", nfiles)
+	case nfiles > 0:
+		s3, err := fc.openS3(ctx)
+		if err != nil {
+			return fmt.Errorf("port: %w", err)
+		}
+		blobs = s3
+	}
 	// A target of a newer schema is refused here, before anything changes.
 	st, err := postgres.Migrate(ctx, to, false)
 	if err != nil {
@@ -96,6 +118,9 @@ func runPort(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if verifyOnly {
 		rep, err := port.Verify(ctx, cfg)
 		fmt.Fprint(stdout, rep)
+		if err == nil && blobs != nil {
+			err = verifyBlobs(ctx, sqliteFile(from), blobs, stdout)
+		}
 		if err == nil {
 			fmt.Fprintf(stdout, "the stores hold the same data (verified in %v)\n", rep.Took.Round(time.Millisecond))
 		}
@@ -107,6 +132,14 @@ func runPort(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if err != nil {
 		return err
+	}
+	if blobs != nil {
+		bc, err := portBlobs(ctx, sqliteFile(from), filepath.Join(from, "files"), blobs)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "files: %d (%d bytes), their blobs in %s: %d copied (and %d previews), %d there already, each checked by size and SHA-256\n",
+			bc.Files, bc.Bytes, fc.S3Endpoint, bc.Copied, bc.PreviewsCopied, bc.Had)
 	}
 	switch {
 	case res.Already:

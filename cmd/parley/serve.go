@@ -110,6 +110,10 @@ type Config struct {
 
 	// KDF overrides the password hashing cost (tests); zero is the default.
 	KDF chat.KDF
+
+	// DeleteSignInWindow: how recent the sign-in behind the token of an
+	// account with no password must be for DELETE /api/me (account.go).
+	DeleteSignInWindow time.Duration
 }
 
 // flags registers the serve flags on fs, with their defaults.
@@ -290,7 +294,7 @@ func (m *Main) Open(ctx context.Context) error {
 	}
 	svc := chat.New(chat.Config{
 		Store: rp.reads, TokenTTL: cfg.TokenTTL, MaxBody: cfg.MaxBody, KDF: cfg.KDF, Registerer: m.registry,
-		OnRevoke: endSessions, Seen: shownSeen{m}, Accounts: accountsOf(db), NameHold: cfg.DeletedNameHold,
+		OnRevoke: endSessions, Seen: shownSeen{m}, Accounts: accountsOf(db), NameHold: cfg.DeletedNameHold, SignInWindow: cfg.DeleteSignInWindow,
 		KeepMessages: cfg.KeepDeletedMessages, JWT: jv, Keys: keysOf(db), Files: fc,
 	})
 	m.keyWatch = svc.StartKeyWatch(cfg.APIKeyWatch)

@@ -52,8 +52,11 @@ export class Api {
   config() { return this.req('GET', '/api/config'); }
   /** logout revokes this token on the server: it stops working everywhere. */
   logout() { return this.req('DELETE', '/api/tokens/current'); }
-  /** deleteMe deletes the account, confirmed with its password (403 forbidden when wrong). */
-  deleteMe(password) { return this.req('DELETE', '/api/me', { password }); }
+  /**
+   * deleteMe deletes the account, confirmed with its password (403 forbidden when wrong); an
+   * account with no password sends none, and its token must come from a recent sign-in.
+   */
+  deleteMe(password) { return this.req('DELETE', '/api/me', password === undefined ? {} : { password }); }
   rooms() { return this.req('GET', '/api/me/rooms?limit=100'); }
   room(id) { return this.req('GET', '/api/rooms/' + encodeURIComponent(id)); }
   join(id) { return this.req('POST', '/api/rooms/' + encodeURIComponent(id) + '/members'); }

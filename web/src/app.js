@@ -3,7 +3,7 @@
 // and runs one chat view at a time. Routes live in the URL fragment:
 // #/room/{id} opens a room, #/join/{id} is an invite link.
 
-import { bindAccount } from './account.js';
+import { bindAccount, resumeDelete } from './account.js';
 import { finishOIDC, showMethods } from './signin.js';
 import { Api } from './api.js';
 import { ChatView } from './chat.js';
@@ -50,6 +50,7 @@ class App {
       this.api.token = oidc.token;
       localStorage.setItem(tokenKey, oidc.token);
       this.startSession(oidc.user);
+      resumeDelete(this); // a sign-in made to delete the account (account.js)
       return;
     }
     if (oidc.error) {

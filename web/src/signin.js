@@ -39,13 +39,7 @@ export async function finishOIDC(api) {
  */
 let methods = null;
 export async function showMethods(api) {
-  if (!methods) {
-    try {
-      methods = await api.config();
-    } catch {
-      return; // the server cannot be reached: leave the form as it is
-    }
-  }
+  if (!(await loadMethods(api))) return; // the server cannot be reached: leave the form as it is
   const oidc = methods.oidc;
   $('oidc-signin').hidden = !oidc;
   if (oidc) {
@@ -57,4 +51,21 @@ export async function showMethods(api) {
   for (const el of document.querySelectorAll('#auth .password-only')) el.hidden = !passwords;
   $('auth-or').hidden = !(passwords && oidc);
   if (!passwords && oidc) $('oidc-button').focus();
+}
+
+/** loadMethods asks the server for its ways in, once per page: false when it cannot. */
+async function loadMethods(api) {
+  if (!methods) {
+    try {
+      methods = await api.config();
+    } catch {
+      return false;
+    }
+  }
+  return true;
+}
+
+/** oidcStart returns the URL that starts an OpenID Connect sign-in, '' when the server has no provider. */
+export async function oidcStart(api) {
+  return (await loadMethods(api)) && methods.oidc ? methods.oidc.start : '';
 }

@@ -2,7 +2,11 @@
 // OpenID provider (hydra.mjs; skipped without $PARLEY_TEST_HYDRA, which
 // .ci/run sets). alice clicks "Sign in with Hydra", goes through Hydra and
 // its login app, lands in the chat signed in, and sends a message; no URL
-// the browser requested carried her token. A refusal at the provider
+// the browser requested carried her token; "Delete my account" asks her
+// for no password and deletes the account; on a server where every
+// sign-in is too old for it (--delete-signin-window 1ns), the dialog
+// offers "Sign in again", which goes through Hydra and back to the
+// dialog. A refusal at the provider
 // shows its reason on the sign-in form. A second server runs with
 // --password-login=false: its page shows the button and no password form.
 // Each step waits for a page's DOM to change, bounded in time.
@@ -20,7 +24,7 @@ const skip = hydraBin ? false : 'needs PARLEY_TEST_HYDRA, the ORY Hydra binary (
 const clientId = 'parley-web';
 const secret = 'parley-web-client-secret';
 
-let tmp, hydra, server, noPasswords, browser;
+let tmp, hydra, server, noPasswords, stale, browser;
 
 /** oidcServer starts parley serve on a port of its own, signing in with hydra. */
 async function oidcServer(dir, extra = []) {
@@ -38,15 +42,20 @@ before(async () => {
   await hydra.start();
   server = await oidcServer('data');
   noPasswords = await oidcServer('data2', ['--password-login=false']);
-  await hydra.createClient(clientId, secret, [server.url + '/api/auth/oidc/callback', noPasswords.url + '/api/auth/oidc/callback']);
+  // Every sign-in is too old to delete an account here: the page offers
+  // "Sign in again".
+  stale = await oidcServer('data3', ['--delete-signin-window', '1ns']);
+  await hydra.createClient(clientId, secret, [server.url + '/api/auth/oidc/callback', noPasswords.url + '/api/auth/oidc/callback',
+    stale.url + '/api/auth/oidc/callback']);
   await server.start();
   await noPasswords.start();
+  await stale.start();
   browser = await launchBrowser();
 });
 
 after(async () => {
   if (browser) await browser.close().catch(() => {});
-  for (const s of [server, noPasswords]) if (s) await s.stop().catch(() => {});
+  for (const s of [server, noPasswords, stale]) if (s) await s.stop().catch(() => {});
   if (hydra) await hydra.stop().catch(() => {});
   if (tmp) tmp.cleanup();
 });
@@ -82,14 +91,17 @@ test('alice signs in with Hydra, lands in the chat and sends a message', { skip 
   await say(alice.page, 'hello from an OpenID user');
   await until(alice.page, 'the message is in the timeline', () =>
     [...document.querySelectorAll('#messages li .msg-body')].some((el) => el.textContent === 'hello from an OpenID user'));
-  // Her account has no password: "Delete my account" says so plainly.
+  // Her account has no password: "Delete my account" asks for none, and
+  // her sign-in, seconds old, confirms the deletion.
   await alice.page.click('#account-box summary');
   await alice.page.click('#delete-account');
   await until(alice.page, 'the delete dialog open', () => document.getElementById('delete-dialog').open);
-  await alice.page.fill('#delete-password', 'any password');
+  assert.equal(await alice.page.isVisible('#delete-password'), false, 'no password field');
   await alice.page.click('#delete-confirm');
-  await until(alice.page, 'no password said', () => document.getElementById('delete-error').textContent.includes('has no password'));
-  assert.equal((await api(alice, 'GET', '/api/me')).status, 200, 'nothing deleted');
+  await until(alice.page, 'back at sign-in', () => !document.getElementById('auth').hidden &&
+    document.getElementById('auth-error').textContent.includes('deleted'));
+  const gone = await fetch(server.url + '/api/me', { headers: { Authorization: 'Bearer ' + token } });
+  assert.equal(gone.status, 401, 'the account is deleted');
   assert.deepEqual(alice.errors, []);
   await alice.context.close();
 });
@@ -135,4 +147,32 @@ test('with --password-login=false the page shows only the OpenID button', { skip
   await carol.page.waitForSelector('#chat-app:not([hidden])', { timeout: 30000 });
   await waitLive(carol.page);
   await carol.context.close();
+});
+
+test('a sign-in too old to delete the account: "Sign in again" goes through Hydra and back to the dialog', { skip }, async () => {
+  const dave = await person(browser, 'dave', stale.url);
+  await dave.page.goto(stale.url + '/');
+  await until(dave.page, 'the OpenID button', () => !document.getElementById('oidc-signin').hidden);
+  await dave.page.click('#oidc-button');
+  await dave.page.waitForSelector('#chat-app:not([hidden])', { timeout: 30000 });
+  await waitLive(dave.page);
+  await dave.page.click('#account-box summary');
+  await dave.page.click('#delete-account');
+  await until(dave.page, 'the delete dialog open', () => document.getElementById('delete-dialog').open);
+  assert.equal(await dave.page.isVisible('#delete-password'), false, 'no password field');
+  await dave.page.click('#delete-confirm');
+  await until(dave.page, '"Sign in again" offered', () => !document.getElementById('delete-signin-row').hidden &&
+    document.getElementById('delete-error').textContent.includes('sign in again to confirm'));
+  await shot(dave.page, 'oidc-delete-sign-in-again.png');
+  // Through Hydra and back: the dialog opens again by itself.
+  await dave.page.click('#delete-signin');
+  await dave.page.waitForSelector('#chat-app:not([hidden])', { timeout: 30000 });
+  await until(dave.page, 'the delete dialog open again after the sign-in', () => document.getElementById('delete-dialog').open, null, 30000);
+  assert.equal(await dave.page.evaluate(() => sessionStorage.getItem('parley.delete-after-signin')), null, 'the mark is spent');
+  await dave.page.click('#delete-confirm');
+  await until(dave.page, 'refused again (every sign-in is too old on this server)', () =>
+    document.getElementById('delete-error').textContent.includes('sign in again to confirm'));
+  assert.equal((await api(dave, 'GET', '/api/me')).status, 200, 'nothing deleted');
+  assert.deepEqual(dave.errors, []);
+  await dave.context.close();
 });
