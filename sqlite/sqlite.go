@@ -47,10 +47,9 @@ type Config struct {
 	// Logger logs when writes start being refused for a full storage and
 	// when they succeed again, once each. Default slog.Default().
 	Logger *slog.Logger
-	// NoSearchIndex leaves new messages out of the full-text index: only
-	// for measuring what the index costs (BENCHMARKS.md), on a database
-	// that is thrown away after; search misses those messages, and editing
-	// or deleting one corrupts the index.
+	// NoSearchIndex runs no search indexer (indexer.go): only for
+	// measuring what the index costs (BENCHMARKS.md), on a database that is
+	// thrown away after; search misses the messages sent meanwhile.
 	NoSearchIndex bool
 }
 
@@ -93,7 +92,8 @@ type Store struct {
 	wal      *os.File // the WAL, fsynced by the group-commit Writer under SyncFull
 	wq       writeQueries
 	rq       readQueries
-	noIndex  bool // Config.NoSearchIndex
+	noIndex  bool     // Config.NoSearchIndex
+	idx      *indexer // the search indexer; nil with NoSearchIndex
 
 	// txMu is held by the writer through each batch, and by the
 	// checkpointer through a RESTART checkpoint (checkpoint.go).
@@ -128,6 +128,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 
 	s := &Store{m: newMetrics(), full: storagefull.New("sqlite", cfg.Logger, ""), onCommit: cfg.OnCommit, noIndex: cfg.NoSearchIndex}
+	if !cfg.NoSearchIndex {
+		s.idx = newIndexer(s)
+	}
 	s.wdb = openDB(cfg.Path, 1, true, cfg)
 	if err := s.init(ctx, cfg); err != nil {
 		s.closeDBs()
@@ -153,6 +156,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s.w = groupcommit.New(s.commit, gc)
 	go s.ck.run()
+	if s.idx != nil {
+		go s.idx.run()
+	}
 	return s, nil
 }
 
@@ -213,8 +219,17 @@ func (s *Store) init(ctx context.Context, cfg Config) error {
 	if err := prepareAll(s.ck.db, s.m, []*query{s.ck.passive, s.ck.restart}); err != nil {
 		return err
 	}
+	if s.idx != nil {
+		if err := s.idx.scan(ctx, s.rdb); err != nil {
+			return err
+		}
+	}
 	if cfg.Registerer != nil {
-		if err := s.m.register(cfg.Registerer, s.full.Collectors()...); err != nil {
+		more := s.full.Collectors()
+		if s.idx != nil {
+			more = append(more, s.idx.collectors()...)
+		}
+		if err := s.m.register(cfg.Registerer, more...); err != nil {
 			return err
 		}
 	}
@@ -226,6 +241,10 @@ func (s *Store) init(ctx context.Context, cfg Config) error {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
+		if s.idx != nil {
+			close(s.idx.stop) // its round in progress ends first
+			<-s.idx.done
+		}
 		s.w.Close()
 		close(s.ck.stop)
 		<-s.ck.done
