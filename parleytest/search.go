@@ -375,27 +375,15 @@ func testSearchManyRooms(t *testing.T, newStore NewStoreFunc) {
 	}
 }
 
-// Indexer is a store whose search index trails the commit (design §5):
-// WaitIndexed returns once every message committed before the call is
-// in the index.
-type Indexer interface {
-	WaitIndexed(ctx context.Context) error
-}
-
 // WaitIndexed waits until s's search index holds every message committed
-// so far, when s is an Indexer; a store that indexes in the commit passes
-// at once. Tests call it before a search that must see what they just
-// wrote: search may trail a commit, and they synchronise rather than
-// sleep.
+// so far (parley.WaitIndexed), failing tb after a minute. Tests call it
+// before a search that must see what they just wrote: search may trail a
+// commit, and they synchronise rather than sleep.
 func WaitIndexed(tb testing.TB, s any) {
 	tb.Helper()
-	x, ok := s.(Indexer)
-	if !ok {
-		return
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := x.WaitIndexed(ctx); err != nil {
+	if err := parley.WaitIndexed(ctx, s); err != nil {
 		tb.Fatalf("WaitIndexed: %v", err)
 	}
 }

@@ -64,7 +64,7 @@ import (
 // Indexer bounds.
 const (
 	indexRoundMessages = 2048                   // one round's statement
-	indexPoll          = 100 * time.Millisecond // other nodes' sends
+	indexPoll          = 250 * time.Millisecond // other nodes' sends
 	behindCap          = 1_000_000              // the gauge's count stops there
 )
 
@@ -82,11 +82,15 @@ type indexer struct {
 	behind atomic.Int64 // the last count of messages_unindexed
 	lag    prometheus.Histogram
 	gauge  prometheus.GaugeFunc
+	// rounds counts the indexer's statements, which are not in
+	// parley_store_queries_total (Store.Queries): they run on their own
+	// schedule, as the liveness probe's do.
+	rounds *prometheus.CounterVec
 
-	index, count *query
+	index, count string
 }
 
-func newIndexer(s *Store, m *metrics) *indexer {
+func newIndexer(s *Store) *indexer {
 	x := &indexer{
 		s:     s,
 		wake:  make(chan struct{}, 1),
@@ -98,26 +102,29 @@ func newIndexer(s *Store, m *metrics) *indexer {
 			Help:    "Time from a message's send to the commit of the search index round that made it findable.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14), // 1ms to 8s
 		}),
-		index: &query{kind: "search_index", text: `WITH todo AS (
+		rounds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_search_index_queries_total",
+			Help: "Statements of the search indexer, by kind: index (a round), behind (a count of what is left).",
+		}, []string{"kind"}),
+		index: `WITH todo AS (
 				SELECT room_id, seq FROM messages WHERE tsv IS NULL AND deleted_at IS NULL
 				ORDER BY sent_at LIMIT $1 FOR UPDATE SKIP LOCKED)
 			UPDATE messages m SET tsv = ` + tsvOf(true)("m.body") + `
 			FROM todo WHERE m.room_id = todo.room_id AND m.seq = todo.seq
-			RETURNING m.sent_at`},
-		count: &query{kind: "search_behind", text: `SELECT count(*) FROM (SELECT 1 FROM messages
-			WHERE tsv IS NULL AND deleted_at IS NULL LIMIT ` + fmt.Sprint(behindCap) + `) AS x`},
+			RETURNING m.sent_at`,
+		count: `SELECT count(*) FROM (SELECT 1 FROM messages
+			WHERE tsv IS NULL AND deleted_at IS NULL LIMIT ` + fmt.Sprint(behindCap) + `) AS x`,
 	}
 	x.gauge = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "parley_search_behind_messages",
 		Help: "Messages stored and not yet in the search index (counted after each round of this node's indexer).",
 	}, func() float64 { return float64(x.behind.Load()) })
-	bind(m, x.index, x.count)
 	return x
 }
 
 // collectors are the indexer's metrics.
 func (x *indexer) collectors() []prometheus.Collector {
-	return []prometheus.Collector{x.lag, x.gauge}
+	return []prometheus.Collector{x.lag, x.gauge, x.rounds}
 }
 
 // kick wakes the indexer.
@@ -187,7 +194,8 @@ func (x *indexer) run() {
 func (x *indexer) indexRound() (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), x.s.writeTimeout)
 	defer cancel()
-	rows, err := x.s.query(ctx, x.index, indexRoundMessages)
+	x.rounds.WithLabelValues("index").Inc()
+	rows, err := x.s.pool.Query(ctx, x.index, indexRoundMessages)
 	if err != nil {
 		return 0, err
 	}
@@ -206,10 +214,17 @@ func (x *indexer) indexRound() (int, error) {
 func (x *indexer) countBehind() {
 	ctx, cancel := context.WithTimeout(context.Background(), x.s.writeTimeout)
 	defer cancel()
-	var n int64
-	if err := x.s.queryRow(ctx, x.count).Scan(&n); err == nil {
+	if n, err := x.countNow(ctx); err == nil {
 		x.behind.Store(n)
 	}
+}
+
+// countNow counts the messages not indexed yet.
+func (x *indexer) countNow(ctx context.Context) (int64, error) {
+	x.rounds.WithLabelValues("behind").Inc()
+	var n int64
+	err := x.s.pool.QueryRow(ctx, x.count).Scan(&n)
+	return n, err
 }
 
 // WaitIndexed waits until every message committed before it was called,
@@ -222,8 +237,8 @@ func (s *Store) WaitIndexed(ctx context.Context) error {
 	}
 	for {
 		done := s.idx.roundDone()
-		var n int64
-		if err := s.queryRow(ctx, s.idx.count).Scan(&n); err != nil {
+		n, err := s.idx.countNow(ctx)
+		if err != nil {
 			return s.readErr("wait for the search index", err)
 		}
 		if n == 0 {

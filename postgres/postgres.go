@@ -162,7 +162,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	s := &Store{m: m, seq: newSequencer(), onCommit: cfg.OnCommit, wq: newWriteQueries(m, !cfg.NoSearchIndex), rq: newReadQueries(m),
 		writeTimeout: cfg.WriteTimeout, minSendBatch: minSendBatch, out: outage{log: cfg.Logger}, full: storagefull.New("postgres", cfg.Logger, " (SQLSTATE 53100)")}
 	if !cfg.NoSearchIndex {
-		s.idx = newIndexer(s, m)
+		s.idx = newIndexer(s)
 	}
 	s.pool, err = pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
@@ -242,7 +242,8 @@ func (s *Store) Ping(ctx context.Context) error {
 }
 
 // Queries returns how many statements the store has sent to PostgreSQL so
-// far (the sum of parley_store_queries_total).
+// far (the sum of parley_store_queries_total); the search indexer's, on
+// their own schedule, are parley_search_index_queries_total.
 func (s *Store) Queries() uint64 { return s.m.total.Load() }
 
 // BatchStats returns the group-commit writers' counters, summed: batches,
