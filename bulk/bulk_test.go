@@ -556,6 +556,9 @@ var exported = map[string]map[string]bool{
 		"sha256": false, "preview": false, "created_at": false, "seq": false, "claim": false},
 	"change_keys":       {"room_id": true, "user_id": true, "client_id": true, "seq": true, "deleted": true, "change": true},
 	"schema_migrations": nil, // the target's own
+	// The search indexer's position: each store's own; an import's
+	// messages are indexed by the target's indexer.
+	"search_position": {"room_id": false, "seq": false},
 	// Outgoing webhooks are the server's configuration, not its users'
 	// data, and hold their signing secrets: an import does not add
 	// them (docs/webhooks.md, "Export, import and port").

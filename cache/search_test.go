@@ -24,6 +24,8 @@ type countingStore struct {
 	onPage   func()
 }
 
+func (c *countingStore) WaitIndexed(ctx context.Context) error { return parley.WaitIndexed(ctx, c.Store) }
+
 func (c *countingStore) SearchRoom(ctx context.Context, roomID string, q parley.Query, before int64, limit int) ([]parley.Message, error) {
 	c.searches.Add(1)
 	return c.Store.SearchRoom(ctx, roomID, q, before, limit)
@@ -299,6 +301,7 @@ func differential(t *testing.T, cfg cache.Config, rng *rand.Rand) {
 		for i := range rooms {
 			rooms[i], _ = c.Room(ctx, rooms[i].ID)
 		}
+		parleytest.WaitIndexed(t, inner) // the store's index trails its commits
 		compare(round)
 	}
 	// Every word leaves the dictionary with the last index holding it.
@@ -399,6 +402,8 @@ type totalSearches struct {
 	parley.Store
 	n *atomic.Int64
 }
+
+func (c *totalSearches) WaitIndexed(ctx context.Context) error { return parley.WaitIndexed(ctx, c.Store) }
 
 func (c *totalSearches) SearchRoom(ctx context.Context, roomID string, q parley.Query, before int64, limit int) ([]parley.Message, error) {
 	c.n.Add(1)
