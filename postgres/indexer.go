@@ -61,11 +61,14 @@ import (
 // messages in messages_unindexed, counted after each round and capped at
 // behindCap). WaitIndexed waits for zero.
 
+// DefaultSearchBatch is the default Config.SearchBatch: the messages of
+// one round's statement.
+const DefaultSearchBatch = 2048
+
 // Indexer bounds.
 const (
-	indexRoundMessages = 2048                   // one round's statement
-	indexPoll          = 250 * time.Millisecond // other nodes' sends
-	behindCap          = 1_000_000              // the gauge's count stops there
+	indexPoll = 250 * time.Millisecond // other nodes' sends
+	behindCap = 1_000_000              // the gauge's count stops there
 )
 
 // indexer is the Store's search indexer; Store.idx.
@@ -79,6 +82,7 @@ type indexer struct {
 	mu    sync.Mutex
 	round chan struct{}
 
+	batch  int          // messages a round indexes at most (Config.SearchBatch)
 	behind atomic.Int64 // the last count of messages_unindexed
 	lag    prometheus.Histogram
 	gauge  prometheus.GaugeFunc
@@ -90,9 +94,10 @@ type indexer struct {
 	index, count string
 }
 
-func newIndexer(s *Store) *indexer {
+func newIndexer(s *Store, batch int) *indexer {
 	x := &indexer{
 		s:     s,
+		batch: batch,
 		wake:  make(chan struct{}, 1),
 		stop:  make(chan struct{}),
 		done:  make(chan struct{}),
@@ -172,7 +177,7 @@ func (x *indexer) run() {
 			x.countBehind()
 		}
 		x.finished()
-		if err == nil && n == indexRoundMessages {
+		if err == nil && n == x.batch {
 			select {
 			case <-x.stop:
 				return
@@ -189,13 +194,13 @@ func (x *indexer) run() {
 	}
 }
 
-// indexRound indexes up to indexRoundMessages messages in one statement
+// indexRound indexes up to x.batch messages in one statement
 // and returns how many.
 func (x *indexer) indexRound() (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), x.s.writeTimeout)
 	defer cancel()
 	x.rounds.WithLabelValues("index").Inc()
-	rows, err := x.s.pool.Query(ctx, x.index, indexRoundMessages)
+	rows, err := x.s.pool.Query(ctx, x.index, x.batch)
 	if err != nil {
 		return 0, err
 	}

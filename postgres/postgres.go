@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -68,6 +69,9 @@ type Config struct {
 	// unreachable) and of a full disk (writes refused with SQLSTATE
 	// 53100), once each. Default slog.Default().
 	Logger *slog.Logger
+	// SearchBatch is how many messages the search indexer indexes in one
+	// statement (indexer.go). Default 2048.
+	SearchBatch int
 	// NoSearchIndex runs no search indexer (indexer.go) and edits compute
 	// no search vector: only for measuring what the index costs
 	// (docs/perf-log.md); search misses the messages sent meanwhile.
@@ -162,7 +166,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	s := &Store{m: m, seq: newSequencer(), onCommit: cfg.OnCommit, wq: newWriteQueries(m, !cfg.NoSearchIndex), rq: newReadQueries(m),
 		writeTimeout: cfg.WriteTimeout, minSendBatch: minSendBatch, out: outage{log: cfg.Logger}, full: storagefull.New("postgres", cfg.Logger, " (SQLSTATE 53100)")}
 	if !cfg.NoSearchIndex {
-		s.idx = newIndexer(s)
+		s.idx = newIndexer(s, cmp.Or(max(cfg.SearchBatch, 0), DefaultSearchBatch))
 	}
 	s.pool, err = pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {

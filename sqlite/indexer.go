@@ -50,9 +50,10 @@ import (
 // round that indexed the message) and parley_search_behind_messages
 // (stored, not yet indexed). WaitIndexed waits for zero behind.
 
-// indexRoundMessages bounds one round: its transaction holds the writer
-// while it indexes, so Sends wait at most about this many entries.
-const indexRoundMessages = 2048
+// DefaultSearchBatch is the default Config.SearchBatch: a round's
+// transaction holds the writer while it indexes, so Sends wait at most
+// about this many entries.
+const DefaultSearchBatch = 2048
 
 // indexer is the Store's search indexer; Store.idx.
 type indexer struct {
@@ -68,14 +69,16 @@ type indexer struct {
 	// round is closed, and replaced, after each round of the indexer.
 	round chan struct{}
 
+	batch  int          // messages a round indexes at most (Config.SearchBatch)
 	behind atomic.Int64 // messages stored and not indexed
 	lag    prometheus.Histogram
 	gauge  prometheus.GaugeFunc
 }
 
-func newIndexer(s *Store) *indexer {
+func newIndexer(s *Store, batch int) *indexer {
 	x := &indexer{
 		s:     s,
+		batch: batch,
 		wake:  make(chan struct{}, 1),
 		stop:  make(chan struct{}),
 		done:  make(chan struct{}),
@@ -229,7 +232,7 @@ func (s *Store) indexRound(rooms []string) ([]string, error) {
 	_, err := s.write(context.Background(), func(w *wtx) (result, error) {
 		// A batch may be run again (commit): start over each time.
 		again, sent = again[:0], sent[:0]
-		budget := indexRoundMessages
+		budget := s.idx.batch
 		for i, room := range rooms {
 			if budget == 0 {
 				again = append(again, rooms[i:]...)

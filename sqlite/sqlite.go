@@ -47,6 +47,9 @@ type Config struct {
 	// Logger logs when writes start being refused for a full storage and
 	// when they succeed again, once each. Default slog.Default().
 	Logger *slog.Logger
+	// SearchBatch is how many messages the search indexer indexes in one
+	// transaction of the writer (indexer.go). Default 2048.
+	SearchBatch int
 	// NoSearchIndex runs no search indexer (indexer.go): only for
 	// measuring what the index costs (BENCHMARKS.md), on a database that is
 	// thrown away after; search misses the messages sent meanwhile.
@@ -77,6 +80,9 @@ func (c *Config) defaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.SearchBatch <= 0 {
+		c.SearchBatch = DefaultSearchBatch
 	}
 }
 
@@ -129,7 +135,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 
 	s := &Store{m: newMetrics(), full: storagefull.New("sqlite", cfg.Logger, ""), onCommit: cfg.OnCommit, noIndex: cfg.NoSearchIndex}
 	if !cfg.NoSearchIndex {
-		s.idx = newIndexer(s)
+		s.idx = newIndexer(s, cfg.SearchBatch)
 	}
 	s.wdb = openDB(cfg.Path, 1, true, cfg)
 	if err := s.init(ctx, cfg); err != nil {
