@@ -1,9 +1,12 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,7 +37,10 @@ import (
 // the commit (idx.sent); the indexer takes the noted rooms for its round
 // and notes again the rooms it did not finish. Open notes every room
 // whose last_seq is past its position (a crash loses the notes, never
-// the positions). A room noted needlessly costs one lookup.
+// the positions). A room noted needlessly costs one lookup. A round waits
+// indexGather after the first note unless a full round is behind, so
+// that it covers several of the writer's batches: one commit and one
+// FTS5 segment for them all.
 //
 // Edits and deletions. They run on the writer, between rounds: an edit or
 // a deletion of a message at or below its room's position changes its
@@ -55,12 +61,17 @@ import (
 // about this many entries.
 const DefaultSearchBatch = 2048
 
+// indexGather is how long the indexer lets sends gather before a round
+// (gather): a small part of the lag's budget of a second.
+const indexGather = 50 * time.Millisecond
+
 // indexer is the Store's search indexer; Store.idx.
 type indexer struct {
-	s    *Store
-	wake chan struct{} // buffered 1: rooms were noted
-	stop chan struct{} // closed by Close
-	done chan struct{} // closed when run returns
+	s     *Store
+	wake  chan struct{} // buffered 1: rooms were noted
+	hurry chan struct{} // buffered 1: WaitIndexed waits, no gathering
+	stop  chan struct{} // closed by Close
+	done  chan struct{} // closed when run returns
 
 	// mu guards dirty and round.
 	mu sync.Mutex
@@ -80,6 +91,7 @@ func newIndexer(s *Store, batch int) *indexer {
 		s:     s,
 		batch: batch,
 		wake:  make(chan struct{}, 1),
+		hurry: make(chan struct{}, 1),
 		stop:  make(chan struct{}),
 		done:  make(chan struct{}),
 		dirty: map[string]struct{}{},
@@ -187,6 +199,23 @@ func (x *indexer) roundDone() <-chan struct{} {
 	return x.round
 }
 
+// gather lets the sends of about indexGather gather before a round, unless
+// a full round is behind already or WaitIndexed hurries it: a round over
+// several batches of the writer costs each message less (fewer FTS5
+// segments, one commit) than a round a batch.
+func (x *indexer) gather() {
+	if x.behind.Load() >= int64(x.batch) {
+		return
+	}
+	t := time.NewTimer(indexGather)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-x.hurry:
+	case <-x.stop:
+	}
+}
+
 // run is the indexer's goroutine: a round whenever rooms are noted, until
 // stop. A failed round notes its rooms again and is retried after a pause
 // (the store's writes fail the same way meanwhile: a full disk, a closed
@@ -199,6 +228,7 @@ func (x *indexer) run() {
 			x.finished(nil)
 			select {
 			case <-x.wake:
+				x.gather()
 				continue
 			case <-x.stop:
 				return
@@ -231,23 +261,9 @@ func (s *Store) indexRound(rooms []string) ([]string, error) {
 	var sent []int64
 	_, err := s.write(context.Background(), func(w *wtx) (result, error) {
 		// A batch may be run again (commit): start over each time.
-		again, sent = again[:0], sent[:0]
-		budget := s.idx.batch
-		for i, room := range rooms {
-			if budget == 0 {
-				again = append(again, rooms[i:]...)
-				break
-			}
-			n, err := w.indexRoom(room, budget, &sent)
-			if err != nil {
-				return result{}, fmt.Errorf("search index: room %s: %w", room, err)
-			}
-			if n == budget {
-				again = append(again, room)
-			}
-			budget -= n
-		}
-		return result{}, nil
+		var err error
+		again, sent, err = w.indexRooms(rooms, s.idx.batch, sent[:0])
+		return result{}, err
 	})
 	if err != nil {
 		return nil, err
@@ -260,53 +276,108 @@ func (s *Store) indexRound(rooms []string) ([]string, error) {
 	return again, nil
 }
 
-// indexRoom indexes up to limit messages of room after its position, moves
-// the position past them, appends their send times to sent and returns how
-// many it read.
-func (w *wtx) indexRoom(room string, limit int, sent *[]int64) (int, error) {
+// roomPos is a room of a round: its number, position and last seq, and
+// how many messages the round read, up to which seq.
+type roomPos struct {
+	id              string
+	num, pos, last  int64
+	read, readUntil int64
+}
+
+// indexRooms is a round: up to budget messages of rooms after their
+// positions, read in key order (rooms by number, then seq), which FTS5
+// needs to keep the round's entries in one segment (a rowid lower than the
+// one before makes it write out what it holds as a segment of its own,
+// each merged again later); their entries written and the positions moved
+// in grouped statements. It appends the messages' send times to sent and
+// returns the rooms left unfinished.
+func (w *wtx) indexRooms(rooms []string, budget int, sent []int64) (again []string, _ []int64, err error) {
 	q := &w.s.wq.changes.search
-	var num, pos int64
-	if err := w.row(q.position, room).Scan(&num, &pos); err != nil {
-		return 0, fmt.Errorf("position: %w", err)
-	}
-	rows, err := w.stmt(q.after).Query(room, pos, limit)
+	rps := make([]roomPos, 0, len(rooms))
+	err = chunks(len(rooms), func(start, size, qi int) error {
+		args := make([]any, size)
+		for i, r := range rooms[start : start+size] {
+			args[i] = r
+		}
+		rows, err := w.stmt(q.positions[qi]).Query(args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var rp roomPos
+			if err := rows.Scan(&rp.id, &rp.num, &rp.pos, &rp.last); err != nil {
+				return err
+			}
+			if rp.last > rp.pos {
+				rps = append(rps, rp)
+			}
+		}
+		return rows.Err()
+	})
 	if err != nil {
-		return 0, fmt.Errorf("read: %w", err)
+		return nil, nil, fmt.Errorf("search index: positions: %w", err)
 	}
+	slices.SortFunc(rps, func(a, b roomPos) int { return cmp.Compare(a.num, b.num) })
 	args := w.args[:0]
-	n, last := 0, pos
-	for rows.Next() {
-		var seq, at int64
-		var body string
-		var deleted bool
-		if err := rows.Scan(&seq, &body, &deleted, &at); err != nil {
-			rows.Close()
-			return 0, fmt.Errorf("read: %w", err)
+	for i := range rps {
+		rp := &rps[i]
+		if budget == 0 {
+			again = append(again, rp.id)
+			continue
 		}
-		n, last = n+1, seq
-		*sent = append(*sent, at)
-		if !deleted && body != "" {
-			args = append(args, ftsKey(num, seq), body)
+		rows, err := w.stmt(q.after).Query(rp.id, rp.pos, budget)
+		if err != nil {
+			return nil, nil, fmt.Errorf("search index: room %s: %w", rp.id, err)
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return 0, fmt.Errorf("read: %w", err)
+		for rows.Next() {
+			var seq, at int64
+			var body string
+			var deleted bool
+			if err := rows.Scan(&seq, &body, &deleted, &at); err != nil {
+				rows.Close()
+				return nil, nil, fmt.Errorf("search index: room %s: %w", rp.id, err)
+			}
+			rp.read, rp.readUntil = rp.read+1, seq
+			sent = append(sent, at)
+			if !deleted && body != "" {
+				args = append(args, ftsKey(rp.num, seq), body)
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return nil, nil, fmt.Errorf("search index: room %s: %w", rp.id, err)
+		}
+		budget -= int(rp.read)
+		if rp.pos+rp.read < rp.last {
+			again = append(again, rp.id)
+		}
 	}
 	w.args = args
-	if n == 0 {
-		return 0, nil
-	}
 	err = chunks(len(args)/2, func(start, size, qi int) error {
 		_, err := w.stmt(w.s.wq.changes.ftsInsert[qi]).Exec(args[2*start : 2*(start+size)]...)
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("insert: %w", err)
+		return nil, nil, fmt.Errorf("search index: insert: %w", err)
 	}
-	if _, err := w.exec(q.move, room, last); err != nil {
-		return 0, fmt.Errorf("move: %w", err)
+	var moved []roomPos
+	for _, rp := range rps {
+		if rp.read > 0 {
+			moved = append(moved, rp)
+		}
 	}
-	return n, nil
+	err = chunks(len(moved), func(start, size, qi int) error {
+		margs := make([]any, 0, 2*size)
+		for _, rp := range moved[start : start+size] {
+			margs = append(margs, rp.id, rp.readUntil)
+		}
+		_, err := w.stmt(q.move[qi]).Exec(margs...)
+		return err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("search index: move positions: %w", err)
+	}
+	return again, sent, nil
 }
 
 // indexedAt reports whether message seq of room is at or below its room's
@@ -332,9 +403,11 @@ func (s *Store) WaitIndexed(ctx context.Context) error {
 		if s.idx.behind.Load() <= 0 {
 			return nil
 		}
-		select {
-		case s.idx.wake <- struct{}{}:
-		default:
+		for _, c := range []chan struct{}{s.idx.wake, s.idx.hurry} {
+			select {
+			case c <- struct{}{}:
+			default:
+			}
 		}
 		select {
 		case <-done:
@@ -355,7 +428,10 @@ func (s *Store) SearchBehind() int64 {
 
 // searchWrites are the writer's statements of the indexer.
 type searchWrites struct {
-	position, after, move *query
+	position, after *query
+	// positions reads and move moves the positions of a chunk of rooms,
+	// one per chunk size.
+	positions, move [len(chunkSizes)]*query
 }
 
 func (q *searchWrites) all() []*query {
@@ -365,9 +441,13 @@ func (q *searchWrites) all() []*query {
 				FROM rooms r LEFT JOIN search_position p ON p.room_id = r.id WHERE r.id = ?`},
 			after: &query{kind: "search_unindexed", text: `SELECT seq, body, deleted_at IS NOT NULL, sent_at
 				FROM messages WHERE room_id = ? AND seq > ? ORDER BY seq LIMIT ?`},
-			move: &query{kind: "search_move", text: `INSERT INTO search_position (room_id, seq) VALUES (?, ?)
-				ON CONFLICT (room_id) DO UPDATE SET seq = excluded.seq`},
+		}
+		for i, n := range chunkSizes {
+			q.positions[i] = &query{kind: "search_positions", text: `SELECT r.id, r.num, coalesce(p.seq, 0), r.last_seq
+				FROM rooms r LEFT JOIN search_position p ON p.room_id = r.id WHERE r.id IN (?` + strings.Repeat(", ?", n-1) + `)`}
+			q.move[i] = &query{kind: "search_move", text: `INSERT INTO search_position (room_id, seq) VALUES ` + values(n, 2) + `
+				ON CONFLICT (room_id) DO UPDATE SET seq = excluded.seq`}
 		}
 	}
-	return []*query{q.position, q.after, q.move}
+	return append(append([]*query{q.position, q.after}, q.positions[:]...), q.move[:]...)
 }
