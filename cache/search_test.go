@@ -380,6 +380,7 @@ func TestSearchConcurrent(t *testing.T) {
 	for range 4 {
 		<-searchers
 	}
+	parleytest.WaitIndexed(t, inner) // the store's index trails its commits
 	for _, w := range []string{"alpha", "beta", "gamma", "edited", "late", "alpha beta"} {
 		q := parleytest.MustQuery(t, w)
 		for _, u := range users {
