@@ -24,7 +24,9 @@ type countingStore struct {
 	onPage   func()
 }
 
-func (c *countingStore) WaitIndexed(ctx context.Context) error { return parley.WaitIndexed(ctx, c.Store) }
+func (c *countingStore) WaitIndexed(ctx context.Context) error {
+	return parley.WaitIndexed(ctx, c.Store)
+}
 
 func (c *countingStore) SearchRoom(ctx context.Context, roomID string, q parley.Query, before int64, limit int) ([]parley.Message, error) {
 	c.searches.Add(1)
@@ -404,7 +406,9 @@ type totalSearches struct {
 	n *atomic.Int64
 }
 
-func (c *totalSearches) WaitIndexed(ctx context.Context) error { return parley.WaitIndexed(ctx, c.Store) }
+func (c *totalSearches) WaitIndexed(ctx context.Context) error {
+	return parley.WaitIndexed(ctx, c.Store)
+}
 
 func (c *totalSearches) SearchRoom(ctx context.Context, roomID string, q parley.Query, before int64, limit int) ([]parley.Message, error) {
 	c.n.Add(1)
