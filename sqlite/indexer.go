@@ -319,38 +319,50 @@ func (w *wtx) indexRooms(rooms []string, budget int, sent []int64) (again []stri
 		return nil, nil, fmt.Errorf("search index: positions: %w", err)
 	}
 	slices.SortFunc(rps, func(a, b roomPos) int { return cmp.Compare(a.num, b.num) })
-	args := w.args[:0]
-	for i := range rps {
-		rp := &rps[i]
+	// Each room's share of the budget, in key order: its messages after
+	// its position up to readUntil (seqs have no holes).
+	var moved []roomPos
+	for _, rp := range rps {
 		if budget == 0 {
 			again = append(again, rp.id)
 			continue
 		}
-		rows, err := w.stmt(q.after).Query(rp.id, rp.pos, budget)
-		if err != nil {
-			return nil, nil, fmt.Errorf("search index: room %s: %w", rp.id, err)
-		}
-		for rows.Next() {
-			var seq, at int64
-			var body string
-			var deleted bool
-			if err := rows.Scan(&seq, &body, &deleted, &at); err != nil {
-				rows.Close()
-				return nil, nil, fmt.Errorf("search index: room %s: %w", rp.id, err)
-			}
-			rp.read, rp.readUntil = rp.read+1, seq
-			sent = append(sent, at)
-			if !deleted && body != "" {
-				args = append(args, ftsKey(rp.num, seq), body)
-			}
-		}
-		if err := rows.Err(); err != nil {
-			return nil, nil, fmt.Errorf("search index: room %s: %w", rp.id, err)
-		}
+		rp.read = min(rp.last-rp.pos, int64(budget))
+		rp.readUntil = rp.pos + rp.read
 		budget -= int(rp.read)
-		if rp.pos+rp.read < rp.last {
+		if rp.readUntil < rp.last {
 			again = append(again, rp.id)
 		}
+		moved = append(moved, rp)
+	}
+	// Their messages, one statement a chunk of rooms.
+	args := w.args[:0]
+	err = chunks(len(moved), func(start, size, qi int) error {
+		rargs := make([]any, 0, 4*size)
+		for _, rp := range moved[start : start+size] {
+			rargs = append(rargs, rp.id, rp.pos, rp.readUntil, rp.num)
+		}
+		rows, err := w.stmt(q.after[qi]).Query(rargs...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var num, seq, at int64
+			var body string
+			var deleted bool
+			if err := rows.Scan(&num, &seq, &body, &deleted, &at); err != nil {
+				return err
+			}
+			sent = append(sent, at)
+			if !deleted && body != "" {
+				args = append(args, ftsKey(num, seq), body)
+			}
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("search index: read: %w", err)
 	}
 	w.args = args
 	err = chunks(len(args)/2, func(start, size, qi int) error {
@@ -359,12 +371,6 @@ func (w *wtx) indexRooms(rooms []string, budget int, sent []int64) (again []stri
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("search index: insert: %w", err)
-	}
-	var moved []roomPos
-	for _, rp := range rps {
-		if rp.read > 0 {
-			moved = append(moved, rp)
-		}
 	}
 	err = chunks(len(moved), func(start, size, qi int) error {
 		margs := make([]any, 0, 2*size)
@@ -428,10 +434,11 @@ func (s *Store) SearchBehind() int64 {
 
 // searchWrites are the writer's statements of the indexer.
 type searchWrites struct {
-	position, after *query
-	// positions reads and move moves the positions of a chunk of rooms,
-	// one per chunk size.
-	positions, move [len(chunkSizes)]*query
+	position *query
+	// positions reads the positions of a chunk of rooms, after their
+	// messages in a range each, move moves their positions; one per chunk
+	// size.
+	positions, after, move [len(chunkSizes)]*query
 }
 
 func (q *searchWrites) all() []*query {
@@ -439,15 +446,19 @@ func (q *searchWrites) all() []*query {
 		*q = searchWrites{
 			position: &query{kind: "search_position", text: `SELECT r.num, coalesce(p.seq, 0)
 				FROM rooms r LEFT JOIN search_position p ON p.room_id = r.id WHERE r.id = ?`},
-			after: &query{kind: "search_unindexed", text: `SELECT seq, body, deleted_at IS NOT NULL, sent_at
-				FROM messages WHERE room_id = ? AND seq > ? ORDER BY seq LIMIT ?`},
 		}
 		for i, n := range chunkSizes {
 			q.positions[i] = &query{kind: "search_positions", text: `SELECT r.id, r.num, coalesce(p.seq, 0), r.last_seq
 				FROM rooms r LEFT JOIN search_position p ON p.room_id = r.id WHERE r.id IN (?` + strings.Repeat(", ?", n-1) + `)`}
+			// (room, position, up to, num) rows, rooms by num: the
+			// messages in key order.
+			q.after[i] = &query{kind: "search_unindexed", text: `SELECT v.column4, m.seq, m.body, m.deleted_at IS NOT NULL, m.sent_at
+				FROM (VALUES ` + values(n, 4) + `) AS v
+				CROSS JOIN messages m ON m.room_id = v.column1 AND m.seq > v.column2 AND m.seq <= v.column3
+				ORDER BY v.column4, m.seq`}
 			q.move[i] = &query{kind: "search_move", text: `INSERT INTO search_position (room_id, seq) VALUES ` + values(n, 2) + `
 				ON CONFLICT (room_id) DO UPDATE SET seq = excluded.seq`}
 		}
 	}
-	return append(append([]*query{q.position, q.after}, q.positions[:]...), q.move[:]...)
+	return append(append(append([]*query{q.position}, q.positions[:]...), q.after[:]...), q.move[:]...)
 }
