@@ -112,3 +112,21 @@ func EachWord(s string, buf []byte, fn func(w []byte)) []byte {
 	}
 	return buf[:0]
 }
+
+// IndexWaiter is a store whose search index trails the commit (design §5:
+// search may trail a commit by a second): WaitIndexed returns once every
+// message committed before the call is in the index, or ctx ends. A store
+// that wraps another passes it on.
+type IndexWaiter interface {
+	WaitIndexed(ctx context.Context) error
+}
+
+// WaitIndexed waits for s's search index when s is an IndexWaiter; a
+// store that indexes in the commit returns at once. For tests and tools
+// that must search what they just wrote.
+func WaitIndexed(ctx context.Context, s any) error {
+	if x, ok := s.(IndexWaiter); ok {
+		return x.WaitIndexed(ctx)
+	}
+	return nil
+}

@@ -412,3 +412,7 @@ func (s *Store) cachedSearch(userID string, q parley.Query, c parley.SearchCurso
 	}
 	return hits, next, nil, true
 }
+
+// WaitIndexed waits for the inner store's search index, when it trails
+// the commit (parley.IndexWaiter).
+func (s *Store) WaitIndexed(ctx context.Context) error { return parley.WaitIndexed(ctx, s.inner) }

@@ -24,6 +24,10 @@ type countingStore struct {
 	onPage   func()
 }
 
+func (c *countingStore) WaitIndexed(ctx context.Context) error {
+	return parley.WaitIndexed(ctx, c.Store)
+}
+
 func (c *countingStore) SearchRoom(ctx context.Context, roomID string, q parley.Query, before int64, limit int) ([]parley.Message, error) {
 	c.searches.Add(1)
 	return c.Store.SearchRoom(ctx, roomID, q, before, limit)
@@ -299,6 +303,7 @@ func differential(t *testing.T, cfg cache.Config, rng *rand.Rand) {
 		for i := range rooms {
 			rooms[i], _ = c.Room(ctx, rooms[i].ID)
 		}
+		parleytest.WaitIndexed(t, inner) // the store's index trails its commits
 		compare(round)
 	}
 	// Every word leaves the dictionary with the last index holding it.
@@ -377,6 +382,7 @@ func TestSearchConcurrent(t *testing.T) {
 	for range 4 {
 		<-searchers
 	}
+	parleytest.WaitIndexed(t, inner) // the store's index trails its commits
 	for _, w := range []string{"alpha", "beta", "gamma", "edited", "late", "alpha beta"} {
 		q := parleytest.MustQuery(t, w)
 		for _, u := range users {
@@ -398,6 +404,10 @@ func TestSearchConcurrent(t *testing.T) {
 type totalSearches struct {
 	parley.Store
 	n *atomic.Int64
+}
+
+func (c *totalSearches) WaitIndexed(ctx context.Context) error {
+	return parley.WaitIndexed(ctx, c.Store)
 }
 
 func (c *totalSearches) SearchRoom(ctx context.Context, roomID string, q parley.Query, before int64, limit int) ([]parley.Message, error) {

@@ -313,3 +313,7 @@ func (s *Store) addLocked(b *block) {
 		s.bytes -= old.bytes
 	}
 }
+
+// WaitIndexed waits for the inner store's search index, when it trails
+// the commit (parley.IndexWaiter).
+func (s *Store) WaitIndexed(ctx context.Context) error { return parley.WaitIndexed(ctx, s.Store) }

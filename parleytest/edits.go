@@ -27,6 +27,7 @@ func testChanges(t *testing.T, newStore NewStoreFunc) {
 		{"SearchRooms", testSearchRooms},
 		{"SearchRoomNumbers", testSearchRoomNumbers},
 		{"SearchManyRooms", testSearchManyRooms},
+		{"SearchTrails", testSearchTrails},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore) })
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"parley"
 )
@@ -41,6 +42,7 @@ func testSearch(t *testing.T, newStore NewStoreFunc) {
 
 	inRoom := func(r parley.Room, q string, before int64) []int64 {
 		t.Helper()
+		WaitIndexed(t, s)
 		msgs, err := s.SearchRoom(ctx, r.ID, MustQuery(t, q), before, 50)
 		if err != nil {
 			t.Fatalf("SearchRoom(%s, %q) error = %v", r.Title, q, err)
@@ -49,6 +51,7 @@ func testSearch(t *testing.T, newStore NewStoreFunc) {
 	}
 	everywhere := func(u parley.User, q string) []string {
 		t.Helper()
+		WaitIndexed(t, s)
 		hits, next, err := s.Search(ctx, u.ID, MustQuery(t, q), "", 50)
 		if err != nil || next != "" {
 			t.Fatalf("Search(%s, %q) = next %q, %v", u.Name, q, next, err)
@@ -99,6 +102,7 @@ func testSearch(t *testing.T, newStore NewStoreFunc) {
 	if got := inRoom(general, "turtle", 0); !slices.Equal(got, []int64{1}) {
 		t.Errorf("SearchRoom(turtle) after the edit = %v, want [1]", got)
 	}
+	WaitIndexed(t, s)
 	hits, _, err := s.Search(ctx, bob.ID, MustQuery(t, "turtle"), "", 10)
 	if err != nil || len(hits) != 1 || hits[0].Message.Body != "a slow green turtle" || hits[0].Message.EditedAt == nil ||
 		hits[0].Room.LastChange != 1 {
@@ -119,9 +123,11 @@ func testSearch(t *testing.T, newStore NewStoreFunc) {
 	if got := everywhere(alice, "fox"); !slices.Equal(got, []string{d1.ID}) {
 		t.Errorf("Search(alice, fox) after leaving secret = %v, want the direct message only", got)
 	}
+	WaitIndexed(t, s)
 	if _, err := s.SearchRoom(ctx, "nope", MustQuery(t, "fox"), 0, 10); parley.ErrorCode(err) != parley.CodeNotFound {
 		t.Errorf("SearchRoom(unknown room) error = %v, want not_found", err)
 	}
+	WaitIndexed(t, s)
 	if _, _, err := s.Search(ctx, alice.ID, MustQuery(t, "fox"), "garbage", 10); parley.ErrorCode(err) != parley.CodeInvalid {
 		t.Errorf("Search(bad cursor) error = %v, want invalid", err)
 	}
@@ -144,6 +150,7 @@ func testSearchPaging(t *testing.T, newStore NewStoreFunc) {
 	var got []string
 	cursor := ""
 	for page := 0; page < 10; page++ {
+		WaitIndexed(t, s)
 		hits, next, err := s.Search(ctx, u.ID, MustQuery(t, "needle"), cursor, 4)
 		if err != nil {
 			t.Fatalf("Search(cursor %q) error = %v", cursor, err)
@@ -163,6 +170,7 @@ func testSearchPaging(t *testing.T, newStore NewStoreFunc) {
 		t.Errorf("Search pages = %v, want %v (newest first, each once)", got, want)
 	}
 	for _, r := range rooms {
+		WaitIndexed(t, s)
 		msgs, err := s.SearchRoom(ctx, r.ID, MustQuery(t, "needle"), 0, 2)
 		if err != nil || len(msgs) != 2 || msgs[0].Seq <= msgs[1].Seq {
 			t.Errorf("SearchRoom(%s, limit 2) = %v, %v; want two, newest first", r.Title, seqsOf(msgs), err)
@@ -177,6 +185,7 @@ func searchIDs(t *testing.T, s parley.Store, u parley.User, q string, limit int)
 	var ids []string
 	cursor := ""
 	for page := 0; page < 1000; page++ {
+		WaitIndexed(t, s)
 		hits, next, err := s.Search(context.Background(), u.ID, MustQuery(t, q), cursor, limit)
 		if err != nil {
 			t.Fatalf("Search(%s, %q, cursor %q) error = %v", u.Name, q, cursor, err)
@@ -281,6 +290,7 @@ func testSearchRoomNumbers(t *testing.T, newStore NewStoreFunc) {
 	year := MustSend(t, s, rooms[2], alice, "meet in 2024, room 101")
 	for _, q := range []string{"2abc", "abc1", "abc2", "1abc", "1024", "x11", "x112", "12", "22", "21"} {
 		for _, r := range rooms {
+			WaitIndexed(t, s)
 			msgs, err := s.SearchRoom(ctx, r.ID, MustQuery(t, q), 0, 10)
 			if err != nil || len(msgs) != 0 {
 				t.Errorf("SearchRoom(%s, %q) = %v, %v; want none", r.Title, q, seqsOf(msgs), err)
@@ -299,6 +309,7 @@ func testSearchRoomNumbers(t *testing.T, newStore NewStoreFunc) {
 		if got := searchIDs(t, s, alice, q, 10); !slices.Equal(got, []string{twelve.ID}) {
 			t.Errorf("Search(alice, %q) = %v, want [%s]", q, got, twelve.ID)
 		}
+		WaitIndexed(t, s)
 		msgs, err := s.SearchRoom(ctx, r12.ID, MustQuery(t, q), 0, 10)
 		if err != nil || !slices.Equal(seqsOf(msgs), []int64{1}) {
 			t.Errorf("SearchRoom(room 12, %q) = %v, %v; want [1]", q, seqsOf(msgs), err)
@@ -361,5 +372,18 @@ func testSearchManyRooms(t *testing.T, newStore NewStoreFunc) {
 	}
 	if got := searchIDs(t, s, u, "hay", 100); len(got) != n-1+1 {
 		t.Errorf("Search(u, hay) = %d hits, want %d (one a room but the left one, and the edit)", len(got), n)
+	}
+}
+
+// WaitIndexed waits until s's search index holds every message committed
+// so far (parley.WaitIndexed), failing tb after a minute. Tests call it
+// before a search that must see what they just wrote: search may trail a
+// commit, and they synchronise rather than sleep.
+func WaitIndexed(tb testing.TB, s any) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := parley.WaitIndexed(ctx, s); err != nil {
+		tb.Fatalf("WaitIndexed: %v", err)
 	}
 }

@@ -40,7 +40,8 @@ func SearchBody(i, j int) string {
 // SendSearchHistory sends history messages to each of rooms (SearchBody),
 // from 64 goroutines: room i's even messages from users[i%len(users)], its
 // odd ones from users[(i+len(users)-1)%len(users)], the two members
-// search benchmarks give each room. It fails tb at the first refused send.
+// search benchmarks give each room. It fails tb at the first refused send,
+// and returns once the store's search index holds them all (WaitIndexed).
 func SendSearchHistory(tb testing.TB, s parley.Store, rooms []parley.Room, users []parley.User, history int) {
 	tb.Helper()
 	ctx := context.Background()
@@ -72,4 +73,5 @@ func SendSearchHistory(tb testing.TB, s parley.Store, rooms []parley.Room, users
 	if err := <-errs; err != nil {
 		tb.Fatalf("Send() error = %v", err)
 	}
+	WaitIndexed(tb, s)
 }

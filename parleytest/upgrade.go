@@ -405,6 +405,7 @@ func checkUpgradedRoomList(t *testing.T, s parley.Store, f UpgradeFeatures, user
 
 func searchRoomSeqs(t *testing.T, s parley.Store, room, words string) []int64 {
 	t.Helper()
+	WaitIndexed(t, s)
 	ms, err := s.SearchRoom(context.Background(), room, MustQuery(t, words), 0, parley.MaxPageLimit)
 	if err != nil {
 		t.Errorf("SearchRoom(%s, %q) error = %v", room, words, err)
@@ -439,6 +440,7 @@ func checkUpgradedSearch(t *testing.T, s parley.Store, f UpgradeFeatures) {
 		{"r-dm", "alice", []int64{2}},
 		{"r-quiet", "hello", nil},
 	} {
+		WaitIndexed(t, s)
 		ms, err := s.SearchRoom(ctx, tt.room, MustQuery(t, tt.words), 0, parley.MaxPageLimit)
 		var want []parley.Message
 		for _, seq := range tt.want {
@@ -456,6 +458,7 @@ func checkUpgradedSearch(t *testing.T, s parley.Store, f UpgradeFeatures) {
 		{"u-carol", "hello", []string{"r-small/1", "r-general/1"}},
 		{"u-dave", "hello", nil},
 	} {
+		WaitIndexed(t, s)
 		hits, next, err := s.Search(ctx, tt.user, MustQuery(t, tt.words), "", parley.MaxPageLimit)
 		var got []string
 		for _, h := range hits {

@@ -96,6 +96,7 @@ var notCopied = map[string]string{
 	"schema_migrations": "each store's own: the target's migrations make it",
 	"rooms.num":         "SQLite only: the key of a room's messages in the full-text index",
 	"messages.tsv":      "PostgreSQL only: computed from the body as the port inserts each message",
+	"search_position":   "SQLite only: how far the search indexer has come in each room; the port indexes what it copies",
 }
 
 // TableNames are the tables a port copies, in their order.

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -68,9 +69,12 @@ type Config struct {
 	// unreachable) and of a full disk (writes refused with SQLSTATE
 	// 53100), once each. Default slog.Default().
 	Logger *slog.Logger
-	// NoSearchIndex stores new messages without their search vector: only
-	// for measuring what the index costs (docs/perf-log.md); search misses
-	// those messages.
+	// SearchBatch is how many messages the search indexer indexes in one
+	// statement (indexer.go). Default 2048.
+	SearchBatch int
+	// NoSearchIndex runs no search indexer (indexer.go) and edits compute
+	// no search vector: only for measuring what the index costs
+	// (docs/perf-log.md); search misses the messages sent meanwhile.
 	NoSearchIndex bool
 }
 
@@ -111,6 +115,8 @@ type Store struct {
 	// a crossShard write and must wait for other batches in flight.
 	fenceWait func()
 	lastNow   atomic.Int64 // the latest write time handed out, unix µs
+
+	idx *indexer // the search indexer; nil with NoSearchIndex
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -159,6 +165,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	m := newMetrics()
 	s := &Store{m: m, seq: newSequencer(), onCommit: cfg.OnCommit, wq: newWriteQueries(m, !cfg.NoSearchIndex), rq: newReadQueries(m),
 		writeTimeout: cfg.WriteTimeout, minSendBatch: minSendBatch, out: outage{log: cfg.Logger}, full: storagefull.New("postgres", cfg.Logger, " (SQLSTATE 53100)")}
+	if !cfg.NoSearchIndex {
+		s.idx = newIndexer(s, cmp.Or(max(cfg.SearchBatch, 0), DefaultSearchBatch))
+	}
 	s.pool, err = pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
@@ -173,6 +182,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if cfg.LivenessTimeout > 0 {
 		s.startLiveness(newLiveness(pc.ConnConfig, cfg.LivenessTimeout))
+	}
+	if s.idx != nil {
+		go s.idx.run()
 	}
 	return s, nil
 }
@@ -192,7 +204,11 @@ func (s *Store) init(ctx context.Context, cfg Config) error {
 		return err
 	}
 	if cfg.Registerer != nil {
-		if err := s.m.register(cfg.Registerer, s.full.Collectors()...); err != nil {
+		more := s.full.Collectors()
+		if s.idx != nil {
+			more = append(more, s.idx.collectors()...)
+		}
+		if err := s.m.register(cfg.Registerer, more...); err != nil {
 			return err
 		}
 	}
@@ -204,6 +220,10 @@ func (s *Store) init(ctx context.Context, cfg Config) error {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
+		if s.idx != nil {
+			close(s.idx.stop) // its round in progress ends first
+			<-s.idx.done
+		}
 		for _, w := range s.w {
 			w.Close()
 		}
@@ -226,7 +246,8 @@ func (s *Store) Ping(ctx context.Context) error {
 }
 
 // Queries returns how many statements the store has sent to PostgreSQL so
-// far (the sum of parley_store_queries_total).
+// far (the sum of parley_store_queries_total); the search indexer's, on
+// their own schedule, are parley_search_index_queries_total.
 func (s *Store) Queries() uint64 { return s.m.total.Load() }
 
 // BatchStats returns the group-commit writers' counters, summed: batches,

@@ -45,7 +45,9 @@ type writeQueries struct {
 }
 
 func newWriteQueries(m *metrics, index bool) *writeQueries {
-	tsv := tsvOf(index)
+	// A new message's vector is the indexer's (indexer.go); an edit's is
+	// computed in the edit's statement.
+	tsv, newTsv := tsvOf(index), tsvOf(false)
 	q := &writeQueries{
 		// The rooms a batch changes, locked in id order before anything
 		// else: every node locks in the same order (no deadlock between
@@ -170,7 +172,7 @@ func newWriteQueries(m *metrics, index bool) *writeQueries {
 				WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM old) AND EXISTS (SELECT 1 FROM who) AND EXISTS (SELECT 1 FROM mem)
 				RETURNING ` + roomRet + `),
 			m AS (INSERT INTO messages (room_id, seq, id, sender_id, sender_name, body, client_id, sent_at, tsv, files)
-				SELECT r.id, r.last_seq, $6, $2, who.name, $4, $5, $7, ` + tsv("$4") + `, nullif($8::text, '') FROM r, who),
+				SELECT r.id, r.last_seq, $6, $2, who.name, $4, $5, $7, ` + newTsv("$4") + `, nullif($8::text, '') FROM r, who),
 			rd AS (UPDATE members SET read_seq = r.last_seq FROM r
 				WHERE members.room_id = $1 AND members.user_id = $2 AND members.read_seq < r.last_seq)
 			SELECT EXISTS (SELECT 1 FROM who), EXISTS (SELECT 1 FROM rooms WHERE id = $1), EXISTS (SELECT 1 FROM mem),
@@ -208,7 +210,7 @@ func newWriteQueries(m *metrics, index bool) *writeQueries {
 				FROM checked c JOIN rooms r ON r.id = c.room_id
 				WHERE c.user_name IS NOT NULL AND c.member_ok AND c.old_id IS NULL AND c.nth = 1),
 			ins AS (INSERT INTO messages (room_id, seq, id, sender_id, sender_name, body, client_id, sent_at, tsv, files)
-				SELECT room_id, seq, id, sender_id, name, body, client_id, sent_at, ` + tsv("body") + `, nullif(files, '') FROM new),
+				SELECT room_id, seq, id, sender_id, name, body, client_id, sent_at, ` + newTsv("body") + `, nullif(files, '') FROM new),
 			up AS (UPDATE rooms SET last_seq = n.seq, last_activity_at = greatest(rooms.last_activity_at, n.sent_at)
 				FROM (SELECT room_id, max(seq) AS seq, max(sent_at) AS sent_at FROM new GROUP BY room_id) AS n
 				WHERE rooms.id = n.room_id),
@@ -240,9 +242,9 @@ func newWriteQueries(m *metrics, index bool) *writeQueries {
 	bind(m, q.lockRooms, q.insertUser, q.insertToken, q.deleteToken, q.deleteTokens, q.createGroup, q.createDirect,
 		q.join, q.leave, q.send, q.sendMany, q.markRead, q.begin, q.commit, q.rollback)
 	q.changes = newChangeWrites(m, tsv)
-	q.reply = newReplyQuery(m, tsv)
+	q.reply = newReplyQuery(m, newTsv)
 	q.people = newPeopleWriteQueries(m)
-	q.sends = newSendBatchQueries(m, tsv)
+	q.sends = newSendBatchQueries(m, newTsv)
 	return q
 }
 

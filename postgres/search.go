@@ -9,8 +9,9 @@ import (
 	"parley"
 )
 
-// A message's search vector (tsv) is written in the statement that sends,
-// edits or deletes it (edits.go); a search reads it with plainto_tsquery.
+// A message's search vector (tsv) is written by the indexer after its send
+// (indexer.go), and in the statement that edits or deletes it (edits.go);
+// a search reads it with plainto_tsquery and skips tombstones.
 
 // tsvOf returns the expression of a body's search vector: the 'simple'
 // configuration (lower-cased words, no stemming, no stop words), or NULL
@@ -32,13 +33,13 @@ func newSearchReads(m *metrics) searchReads {
 		// plainto_tsquery ANDs the words and knows no operators: the
 		// user's words cannot be a query of their own.
 		searchRoom: &query{kind: "search_room", text: `SELECT ` + msgCols + ` FROM messages
-			WHERE room_id = $1 AND tsv @@ plainto_tsquery('simple', $2) AND seq < $3
+			WHERE room_id = $1 AND tsv @@ plainto_tsquery('simple', $2) AND seq < $3 AND deleted_at IS NULL
 			ORDER BY seq DESC LIMIT $4`},
 		search: &query{kind: "search", text: `SELECT ` + msgColsOf("m") + `, ` + roomOut("r") + `
 			FROM messages m
 			JOIN members mb ON mb.room_id = m.room_id AND mb.user_id = $1
 			JOIN rooms r ON r.id = m.room_id
-			WHERE m.tsv @@ plainto_tsquery('simple', $2) AND (m.sent_at, m.room_id, m.seq) < ($3, $4, $5)
+			WHERE m.tsv @@ plainto_tsquery('simple', $2) AND (m.sent_at, m.room_id, m.seq) < ($3, $4, $5) AND m.deleted_at IS NULL
 			ORDER BY m.sent_at DESC, m.room_id DESC, m.seq DESC LIMIT $6`},
 	}
 	bind(m, q.searchRoom, q.search)

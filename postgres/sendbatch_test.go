@@ -213,7 +213,10 @@ func testSendBatchOutcomes(t *testing.T, minBatch int, stranger bool) {
 			delta("insert_messages"), delta("send_batch"), delta("rollback"), wantInserts, wantRuns, wantRollbacks)
 	}
 
-	// The search vector is stored with each new message.
+	// The indexer stores the search vector of each new message.
+	if err := s.WaitIndexed(ctx); err != nil {
+		t.Fatal(err)
+	}
 	hits, err := s.SearchRoom(ctx, room.ID, parley.Query{Terms: []string{"last"}}, 0, 10)
 	if err != nil || len(hits) != 1 || hits[0].Seq != 5 {
 		t.Errorf("SearchRoom(last) = %d messages, %v, want seq 5", len(hits), err)

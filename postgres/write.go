@@ -359,9 +359,12 @@ func decodeBatch(br pgx.BatchResults, reqs []*groupcommit.Request[writeOp, resul
 	return tr, nil
 }
 
-// committed calls the afterCommit hook of tests with a committed batch's
-// events.
+// committed wakes the search indexer for a committed batch's new messages
+// and calls the afterCommit hook of tests with its events.
 func (s *Store) committed(events []parley.Event) {
+	if s.idx != nil {
+		s.idx.committed(events)
+	}
 	if s.afterCommit != nil {
 		s.afterCommit(events)
 	}

@@ -433,3 +433,7 @@ func (c HotConfig) withKeyDefaults() HotConfig {
 	}
 	return c
 }
+
+// WaitIndexed waits for the inner store's search index, when it trails
+// the commit (parley.IndexWaiter).
+func (h *HotStore) WaitIndexed(ctx context.Context) error { return parley.WaitIndexed(ctx, h.Store) }

@@ -63,7 +63,7 @@ func (s *Store) Import(ctx context.Context, b *bulk.Batch) (n bulk.Counts, err e
 			tx.Rollback()
 		}
 	}()
-	im := importer{ctx: ctx, tx: tx, noIndex: s.noIndex}
+	im := importer{ctx: ctx, tx: tx, rooms: map[string]struct{}{}}
 	for i, q := range importStmts {
 		if im.st[i], err = tx.PrepareContext(ctx, q); err != nil {
 			return n, fmt.Errorf("import: prepare: %w", err)
@@ -81,6 +81,10 @@ func (s *Store) Import(ctx context.Context, b *bulk.Batch) (n bulk.Counts, err e
 	if err := tx.Commit(); err != nil {
 		return bulk.Counts{}, fmt.Errorf("import: commit: %w", s.writeErr(err))
 	}
+	if s.idx != nil {
+		// The search indexer indexes them as it does sent ones.
+		s.idx.sent(im.rooms, int(n.Messages))
+	}
 	return n, nil
 }
 
@@ -90,7 +94,7 @@ type importer struct {
 	tx       *sql.Tx
 	st       [len(importStmts)]*sql.Stmt
 	prepared map[string]*sql.Stmt // the grouped statements (stmt)
-	noIndex  bool
+	rooms    map[string]struct{}  // the rooms messages were written in
 }
 
 // exec runs statement i and reports whether it wrote a row.
@@ -229,10 +233,6 @@ func insertMessagesText(rows int) string {
 		VALUES ` + values(rows, 20) + ` ON CONFLICT DO NOTHING RETURNING room_id, seq`
 }
 
-func indexMessagesText(rows int) string {
-	return `INSERT INTO messages_fts (rowid, body) VALUES ` + values(rows, 2)
-}
-
 // stmt returns text prepared on the transaction, once per Import.
 func (im *importer) stmt(text string) (*sql.Stmt, error) {
 	if st := im.prepared[text]; st != nil {
@@ -249,8 +249,8 @@ func (im *importer) stmt(text string) (*sql.Stmt, error) {
 	return st, nil
 }
 
-// messages inserts ms, a chunk a statement, indexes those it wrote, then
-// moves their rooms' counters.
+// messages inserts ms, a chunk a statement, then moves their rooms'
+// counters; the search indexer indexes them after the commit (Import).
 func (im *importer) messages(ms []parley.Message, n *bulk.Counts) error {
 	type key struct {
 		room string
@@ -301,13 +301,8 @@ func (im *importer) messages(ms []parley.Message, n *bulk.Counts) error {
 		return fmt.Errorf("import messages: %w", err)
 	}
 	n.Messages += int64(len(wrote))
-	var index []any // rowid, body pairs
 	for i := 0; i < len(ms); {
 		room := ms[i].RoomID
-		var num int64
-		if err := im.tx.QueryRowContext(im.ctx, `SELECT num FROM rooms WHERE id = ?`, room).Scan(&num); err != nil {
-			return fmt.Errorf("import messages of room %s: %w", room, err)
-		}
 		var top parley.Message // the room's highest seq, change and send time written
 		for ; i < len(ms) && ms[i].RoomID == room; i++ {
 			m := &ms[i]
@@ -322,9 +317,6 @@ func (im *importer) messages(ms []parley.Message, n *bulk.Counts) error {
 				}
 				continue
 			}
-			if m.DeletedAt == nil && m.Body != "" && !im.noIndex {
-				index = append(index, ftsKey(num, m.Seq), m.Body)
-			}
 			top.Seq, top.Change = max(top.Seq, m.Seq), max(top.Change, m.Change)
 			if m.SentAt.After(top.SentAt) {
 				top.SentAt = m.SentAt
@@ -333,21 +325,12 @@ func (im *importer) messages(ms []parley.Message, n *bulk.Counts) error {
 		if top.Seq == 0 {
 			continue
 		}
+		im.rooms[room] = struct{}{} // for the search indexer, once committed
 		_, err := im.tx.ExecContext(im.ctx, `UPDATE rooms SET last_seq = max(last_seq, ?), last_change = max(last_change, ?),
 			last_activity_at = max(last_activity_at, ?) WHERE id = ?`, top.Seq, top.Change, top.SentAt.UnixMicro(), room)
 		if err != nil {
 			return fmt.Errorf("import messages of room %s: %w", room, err)
 		}
-	}
-	err = chunks(len(index)/2, func(start, size, _ int) error {
-		st, err := im.stmt(indexMessagesText(size))
-		if err == nil {
-			_, err = st.ExecContext(im.ctx, index[2*start:2*(start+size)]...)
-		}
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("index imported messages: %w", err)
 	}
 	return nil
 }

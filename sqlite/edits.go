@@ -11,9 +11,10 @@ import (
 
 // Edits and deletions run on the writer like every other write, in the
 // batch's transaction: the room's last_change moves by one (UPDATE ...
-// RETURNING) in the same transaction that changes the message and its
-// entry in the full-text index, so change numbers have no holes and a
-// committed edit is searchable at once. The old text leaves the files
+// RETURNING) in the same transaction that changes the message and, once
+// the search indexer has indexed it (indexer.go), its entry in the
+// full-text index, so change numbers have no holes and a committed edit
+// of an indexed message is searchable at once. The old text leaves the files
 // within EraseBound (checkpoint.go). A keyed change reads its key
 // (change_keys) first and stores it in the same transaction: the writer is
 // the only one, so a repeat in the same batch or a later one finds it.
@@ -28,6 +29,8 @@ type changeWrites struct {
 	reactions reactionWrites
 	replies   replyWrites
 	pins      pinWrites // pins.go
+	// search are the indexer's (indexer.go).
+	search searchWrites
 	// ftsInsert indexes a chunk of new messages, one per chunk size.
 	ftsInsert [len(chunkSizes)]*query
 }
@@ -58,7 +61,7 @@ func (q *changeWrites) all() []*query {
 			q.ftsInsert[i] = &query{kind: "fts_insert", text: `INSERT INTO messages_fts (rowid, body) VALUES ` + values(n, 2)}
 		}
 	}
-	return append(append([]*query{q.messageAt, q.bumpChange, q.edit, q.tombstone, q.ftsDelete, q.ftsPut, q.keyAt, q.keyPut}, q.ftsInsert[:]...), append(append(q.reactions.all(), q.replies.all()...), q.pins.all()...)...)
+	return append(append([]*query{q.messageAt, q.bumpChange, q.edit, q.tombstone, q.ftsDelete, q.ftsPut, q.keyAt, q.keyPut}, q.ftsInsert[:]...), append(append(append(q.reactions.all(), q.replies.all()...), q.pins.all()...), q.search.all()...)...)
 }
 
 // changeReads are the readers' statements of changed_after and search.
@@ -80,7 +83,7 @@ func (q *changeReads) all() []*query {
 			roomNum: &query{kind: "room_num", text: `SELECT num FROM rooms WHERE id = ?`},
 			searchRoom: &query{kind: "search_room", text: `SELECT ` + msgColsOf("m") + `
 				FROM messages_fts f CROSS JOIN messages m ON m.room_id = ?1 AND m.seq = (f.rowid & ` + seqMask + `)
-				WHERE messages_fts MATCH ?2 AND f.rowid >= ?3 AND f.rowid < ?4
+				WHERE messages_fts MATCH ?2 AND f.rowid >= ?3 AND f.rowid < ?4 AND m.deleted_at IS NULL
 				ORDER BY f.rowid DESC LIMIT ?5`},
 			// The user's rooms are read once into a set; each match of
 			// the index in one of them joins its room and message by key.
@@ -90,7 +93,7 @@ func (q *changeReads) all() []*query {
 				CROSS JOIN messages m ON m.room_id = r.id AND m.seq = (f.rowid & ` + seqMask + `)
 				WHERE messages_fts MATCH ?2
 					AND (f.rowid >> 36) IN (SELECT rr.num FROM members mb JOIN rooms rr ON rr.id = mb.room_id WHERE mb.user_id = ?1)
-					AND (m.sent_at, m.room_id, m.seq) < (?3, ?4, ?5)
+					AND (m.sent_at, m.room_id, m.seq) < (?3, ?4, ?5) AND m.deleted_at IS NULL
 				ORDER BY m.sent_at DESC, m.room_id DESC, m.seq DESC LIMIT ?6`},
 		}
 	}
@@ -202,7 +205,7 @@ func (s *Store) EditMessage(ctx context.Context, e parley.Edit) (parley.Message,
 		if _, err := w.exec(w.s.wq.changes.edit, m.Body, at.UnixMicro(), m.Change, m.RoomID, m.Seq); err != nil {
 			return result{}, fmt.Errorf("edit: %w", err)
 		}
-		if err := w.reindex(num, m.Seq, old.Body, m.Body); err != nil {
+		if err := w.reindex(m.RoomID, num, m.Seq, old.Body, m.Body); err != nil {
 			return result{}, fmt.Errorf("edit: index: %w", err)
 		}
 		w.s.ck.erased() // the old text: edits keep no history
@@ -254,7 +257,7 @@ func (s *Store) DeleteMessage(ctx context.Context, d parley.Deletion) (parley.Me
 		if err := w.refreshExcerpts(&m); err != nil {
 			return result{}, fmt.Errorf("delete: replies: %w", err)
 		}
-		if err := w.reindex(num, m.Seq, old.Body, ""); err != nil {
+		if err := w.reindex(m.RoomID, num, m.Seq, old.Body, ""); err != nil {
 			return result{}, fmt.Errorf("delete: index: %w", err)
 		}
 		w.s.ck.erased()

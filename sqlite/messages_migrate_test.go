@@ -104,6 +104,9 @@ func TestMigrateMessageKeys(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if err := s.WaitIndexed(ctx); err != nil {
+			t.Fatal(err)
+		}
 		ms, err := s.SearchRoom(ctx, room, q, 0, 10)
 		if err != nil {
 			t.Fatalf("SearchRoom(%s, %q) error = %v", room, words, err)

@@ -14,7 +14,9 @@ import (
 // external-content table whose key is num << 36 | seq, num being the room's
 // number. A room's messages are one range of keys, so a search in a room
 // is a range of the index read newest first, and a search over a user's
-// rooms keeps the matches whose room number is one of theirs.
+// rooms keeps the matches whose room number is one of theirs. The
+// indexer writes the entries of new messages after their commit
+// (indexer.go); both searches join the message and skip tombstones.
 
 // seqMask keeps the seq of a full-text key (num << 36 | seq).
 const seqMask = "68719476735"
@@ -22,28 +24,16 @@ const seqMask = "68719476735"
 // ftsKey is the full-text key of message seq of room number num.
 func ftsKey(num, seq int64) int64 { return num<<36 + seq }
 
-// indexMessages adds new messages to the full-text index, one grouped
-// statement per chunk, in the send's transaction.
-func (w *wtx) indexMessages(stored []*sendItem) error {
-	if w.s.noIndex {
+// reindex replaces message seq of room (number num) in the index: its old
+// text out, its new one ("" for none, a tombstone) in. A message past its
+// room's search position is not in the index yet: the indexer will index
+// its text as it is then (indexer.go), so nothing changes here.
+func (w *wtx) reindex(room string, num, seq int64, old, body string) error {
+	if w.s.idx == nil {
 		return nil
 	}
-	return chunks(len(stored), func(start, size, qi int) error {
-		args := w.args[:0]
-		for _, it := range stored[start : start+size] {
-			args = append(args, it.key, it.msg.Body)
-		}
-		w.args = args
-		_, err := w.stmt(w.s.wq.changes.ftsInsert[qi]).Exec(args...)
+	if in, err := w.indexedAt(room, seq); err != nil || !in {
 		return err
-	})
-}
-
-// reindex replaces message seq of room number num in the index: its old
-// text out, its new one ("" for none, a tombstone) in.
-func (w *wtx) reindex(num, seq int64, old, body string) error {
-	if w.s.noIndex {
-		return nil
 	}
 	key := ftsKey(num, seq)
 	if _, err := w.exec(w.s.wq.changes.ftsDelete, key, old); err != nil {

@@ -80,18 +80,14 @@ func (w *wtx) flushSends(group []*sendReq) error {
 		return err
 	}
 	// Stored in key order: each room's messages in a run (one leaf of
-	// the table after another), and the full-text index's rowids rising,
-	// which FTS5 needs to keep the group in one segment: a rowid lower
-	// than the one before makes it write out what it holds as a segment
-	// of its own, each later merged again.
+	// the table after another). The full-text index is the indexer's,
+	// after the commit (indexer.go).
 	byKey := slices.Clone(stored)
 	slices.SortFunc(byKey, func(a, b *sendItem) int { return cmp.Compare(a.key, b.key) })
 	if err := w.insertMessages(byKey); err != nil {
 		return fmt.Errorf("send: insert messages: %w", err)
 	}
-	if err := w.indexMessages(byKey); err != nil {
-		return fmt.Errorf("send: search index: %w", err)
-	}
+	w.noteSent(stored) // for the search indexer (indexer.go)
 	if err := w.senderReads(stored); err != nil {
 		return fmt.Errorf("send: sender read: %w", err)
 	}

@@ -47,10 +47,12 @@ type Config struct {
 	// Logger logs when writes start being refused for a full storage and
 	// when they succeed again, once each. Default slog.Default().
 	Logger *slog.Logger
-	// NoSearchIndex leaves new messages out of the full-text index: only
-	// for measuring what the index costs (BENCHMARKS.md), on a database
-	// that is thrown away after; search misses those messages, and editing
-	// or deleting one corrupts the index.
+	// SearchBatch is how many messages the search indexer indexes in one
+	// transaction of the writer (indexer.go). Default 2048.
+	SearchBatch int
+	// NoSearchIndex runs no search indexer (indexer.go): only for
+	// measuring what the index costs (BENCHMARKS.md), on a database that is
+	// thrown away after; search misses the messages sent meanwhile.
 	NoSearchIndex bool
 }
 
@@ -79,6 +81,9 @@ func (c *Config) defaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.SearchBatch <= 0 {
+		c.SearchBatch = DefaultSearchBatch
+	}
 }
 
 // Store is the SQLite parley.Store. It is safe for concurrent use; Close
@@ -93,7 +98,8 @@ type Store struct {
 	wal      *os.File // the WAL, fsynced by the group-commit Writer under SyncFull
 	wq       writeQueries
 	rq       readQueries
-	noIndex  bool // Config.NoSearchIndex
+	noIndex  bool     // Config.NoSearchIndex
+	idx      *indexer // the search indexer; nil with NoSearchIndex
 
 	// txMu is held by the writer through each batch, and by the
 	// checkpointer through a RESTART checkpoint (checkpoint.go).
@@ -128,6 +134,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 
 	s := &Store{m: newMetrics(), full: storagefull.New("sqlite", cfg.Logger, ""), onCommit: cfg.OnCommit, noIndex: cfg.NoSearchIndex}
+	if !cfg.NoSearchIndex {
+		s.idx = newIndexer(s, cfg.SearchBatch)
+	}
 	s.wdb = openDB(cfg.Path, 1, true, cfg)
 	if err := s.init(ctx, cfg); err != nil {
 		s.closeDBs()
@@ -153,6 +162,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s.w = groupcommit.New(s.commit, gc)
 	go s.ck.run()
+	if s.idx != nil {
+		go s.idx.run()
+	}
 	return s, nil
 }
 
@@ -213,8 +225,17 @@ func (s *Store) init(ctx context.Context, cfg Config) error {
 	if err := prepareAll(s.ck.db, s.m, []*query{s.ck.passive, s.ck.restart}); err != nil {
 		return err
 	}
+	if s.idx != nil {
+		if err := s.idx.scan(ctx, s.rdb); err != nil {
+			return err
+		}
+	}
 	if cfg.Registerer != nil {
-		if err := s.m.register(cfg.Registerer, s.full.Collectors()...); err != nil {
+		more := s.full.Collectors()
+		if s.idx != nil {
+			more = append(more, s.idx.collectors()...)
+		}
+		if err := s.m.register(cfg.Registerer, more...); err != nil {
 			return err
 		}
 	}
@@ -226,6 +247,10 @@ func (s *Store) init(ctx context.Context, cfg Config) error {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
+		if s.idx != nil {
+			close(s.idx.stop) // its round in progress ends first
+			<-s.idx.done
+		}
 		s.w.Close()
 		close(s.ck.stop)
 		<-s.ck.done

@@ -119,13 +119,16 @@ func TestMetrics(t *testing.T) {
 	room := parleytest.MustCreateRoom(t, s, u, "counted", 0)
 	before := s.Queries()
 	parleytest.MustSend(t, s, room, u, "one")
+	parleytest.WaitIndexed(t, s)
 	if _, err := s.Messages(context.Background(), room.ID, parley.Newest(10)); err != nil {
 		t.Fatalf("Messages() error = %v", err)
 	}
-	// begin, sender_member, next_seq, insert_message, fts_insert,
-	// sender_read, commit; messages_before.
-	if got := s.Queries() - before; got != 8 {
-		t.Errorf("Queries() grew by %d for a send and a page, want 8", got)
+	// The send: begin, sender_member, next_seq, insert_message,
+	// sender_read, commit; the indexer's round after it: begin,
+	// search_position, search_unindexed, fts_insert, search_move, commit;
+	// the page: messages_before.
+	if got := s.Queries() - before; got != 13 {
+		t.Errorf("Queries() grew by %d for a send, its indexing and a page, want 13", got)
 	}
 
 	families, err := reg.Gather()
@@ -155,7 +158,7 @@ func TestMetrics(t *testing.T) {
 		t.Errorf("sum of parley_store_queries_total = %v, want Queries() = %d", sum, s.Queries())
 	}
 	for _, name := range []string{"parley_store_queries_total{insert_message}", "parley_store_queries_total{messages_before}", "parley_store_fsync_seconds",
-		"parley_store_batch_size", "parley_store_commit_seconds"} {
+		"parley_store_batch_size", "parley_store_commit_seconds", "parley_search_lag_seconds"} {
 		if got[name] < 1 {
 			t.Errorf("metric %s = %v, want ≥ 1", name, got[name])
 		}

@@ -133,6 +133,9 @@ func (s *Store) tryBatch(reqs []*groupcommit.Request[writeOp, result], grouped b
 	if err := tx.Commit(); err != nil {
 		return nil, wholeBatch, fmt.Errorf("commit: %w", err)
 	}
+	if s.idx != nil {
+		s.idx.sent(w.sent, w.nsent)
+	}
 	return w.events, 0, nil
 }
 
@@ -156,6 +159,10 @@ type wtx struct {
 	stmts  []*sql.Stmt // the writer's statements bound to tx, by query.idx
 	events []parley.Event
 	args   []any // a buffer for the grouped statements' arguments
+	// sent are the rooms this transaction stored messages in, nsent how
+	// many: the search indexer's notes once it commits (indexer.go).
+	sent  map[string]struct{}
+	nsent int
 }
 
 // stmt returns q bound to the transaction and counts one execution.

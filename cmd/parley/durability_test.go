@@ -16,11 +16,11 @@ import (
 	"parley/parleytest"
 )
 
-// startServerProcess runs this test binary as `parley serve` on dataDir and
-// returns the process and its address.
-func startServerProcess(t *testing.T, dataDir string) (*exec.Cmd, string) {
+// startServerProcess runs this test binary as `parley serve` on dataDir,
+// with the flags extra, and returns the process and its address.
+func startServerProcess(t *testing.T, dataDir string, extra ...string) (*exec.Cmd, string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "--addr", "127.0.0.1:0", "--data", dataDir, "--sync", "full")
+	cmd := exec.Command(os.Args[0], append([]string{"--addr", "127.0.0.1:0", "--data", dataDir, "--sync", "full"}, extra...)...)
 	cmd.Env = append(os.Environ(), "PARLEY_TEST_EXEC_SERVE=1")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -238,6 +238,11 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		return fmt.Errorf("--store %q: want empty (SQLite) or postgres://…", store)
 	}
 	res, err := bulk.Write(ctx, sink, f, checked, opt)
+	if db, ok := sink.(*sqlite.Store); ok && err == nil {
+		// The search indexer indexes the messages after their batches:
+		// the import ends with the index caught up.
+		err = db.WaitIndexed(ctx)
+	}
 	if cerr := sink.Close(); err == nil {
 		err = cerr
 	}

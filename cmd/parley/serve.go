@@ -51,6 +51,7 @@ type Config struct {
 	CacheRecent     int           // newest messages of each room kept in memory
 	CacheHistory    int           // MiB of older messages kept in memory, over all rooms; 0: none
 	CacheSearch     int           // MiB of search indexes kept in memory, over all rooms; 0: none
+	SearchBatch     int           // messages per search indexer transaction; 0: the store's default
 	AllowedOrigins  string        // comma-separated Origins allowed on /ws; "" for the same host
 	StompHeartBeat  time.Duration // heart-beat interval offered both ways
 	StompSendRate   float64       // SEND frames per second per user
@@ -128,6 +129,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.StompAddr, "stomp-addr", "", "raw TCP STOMP listen address (empty: WebSocket /ws only)")
 	fs.IntVar(&c.CacheRecent, "cache-recent", cache.DefaultRecentMessages, "newest messages of each room served from memory (older history pages read the store)")
 	fs.IntVar(&c.CacheHistory, "cache-history-mib", history.DefaultMaxBytes>>20, "MiB of older messages kept in memory, over all rooms, in blocks of 100 read once (0: older pages always read the store)")
+	fs.IntVar(&c.SearchBatch, "search-batch", 0, "messages the search indexer indexes in one transaction, after their send (0: 2048): smaller holds the SQLite writer less at a time, larger catches up with a backlog in fewer commits")
 	fs.IntVar(&c.CacheSearch, "cache-search-mib", cache.DefaultSearchBytes>>20, "MiB of search indexes kept in memory (each searched room's messages and words), over all rooms, least recently searched dropped first; a search whose rooms do not fit uses the store's index (0: always the store's; one node only)")
 	fs.StringVar(&c.DebugAddr, "debug-addr", "", "serve Go's pprof profiles at http://ADDR/debug/pprof/ (keep it on loopback; empty: off)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve /metrics at this address instead of on --addr, apart from the public endpoints (may equal --debug-addr; empty: on --addr)")

@@ -30,7 +30,7 @@ func (m *Main) openStore(ctx context.Context, onCommit parley.EventSink) (parley
 	switch {
 	case isPostgres(cfg.Store):
 		db, err := postgres.Open(ctx, postgres.Config{URL: cfg.Store, OnCommit: onCommit, Registerer: m.registry,
-			Writers: cfg.PGWriters})
+			Writers: cfg.PGWriters, SearchBatch: cfg.SearchBatch})
 		if err != nil {
 			return nil, fmt.Errorf("open store: %w", err)
 		}
@@ -51,6 +51,7 @@ func (m *Main) openStore(ctx context.Context, onCommit parley.EventSink) (parley
 		}
 		db, err := sqlite.Open(ctx, sqlite.Config{
 			Path: sqliteFile(cfg.Data), Sync: sync, OnCommit: onCommit, Registerer: m.registry,
+			SearchBatch: cfg.SearchBatch,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("open store: %w", err)

@@ -1,0 +1,259 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"parley"
+)
+
+// # The search indexer
+//
+// Search trails the commit (design §5, issue 33): a send stores its
+// messages with no search vector (tsv NULL); the indexer computes the
+// vectors after, in batches of its own, so that the send's statement
+// costs what the message costs.
+//
+// Position. The indexer's position is not a counter but each message's
+// own state: a message is indexed when its tsv is set, and the partial
+// index messages_unindexed (migration 0014) holds exactly the messages
+// that are not: tsv NULL and not deleted. A position kept as a number
+// (a sequence, a per-room seq) would skip on PostgreSQL: transactions
+// take their numbers in one order and commit in another, so a reader that
+// has seen number n committed cannot conclude that every number below n
+// is; a message committed later with a lower number would be passed for
+// good. A state cannot be passed: a message that commits late is in
+// messages_unindexed from its commit until a round indexes it, whatever
+// committed around it. A round is one statement,
+//
+//	WITH todo AS (SELECT ... FROM messages WHERE tsv IS NULL AND
+//	    deleted_at IS NULL ORDER BY sent_at LIMIT n FOR UPDATE SKIP LOCKED)
+//	UPDATE messages SET tsv = to_tsvector('simple', body) FROM todo ...
+//
+// in its own transaction: the vector and the "position" (the row leaving
+// messages_unindexed) are one write, so a crash or a SIGKILL before the
+// commit loses both and the next round does them again, and one after it
+// keeps both: nothing missed, nothing indexed twice.
+//
+// Cluster mode. Every node runs an indexer on the shared database; they
+// need no lease: FOR UPDATE SKIP LOCKED gives concurrent rounds disjoint
+// rows, and a row that another round indexed and committed meanwhile no
+// longer matches tsv IS NULL when it is locked (READ COMMITTED re-checks
+// the condition on the newest version), so it is not indexed again. A
+// round is woken by this node's commits of messages and, for the other
+// nodes' messages when they have no indexer running, every PollInterval.
+//
+// Edits and deletions compute or clear tsv in their own statement, as
+// before (edits.go): they lock the row, so a round either indexed the old
+// text before (and the edit replaces it) or finds tsv set, or the row
+// deleted, after (and skips it). Changes thus reach the index in change
+// order and a deleted message's vector is gone when its DELETE returns;
+// the searches also skip tombstones.
+//
+// The lag is parley_search_lag_seconds (send time to the commit of the
+// round that indexed the message) and parley_search_behind_messages (the
+// messages in messages_unindexed, counted after each round and capped at
+// behindCap). WaitIndexed waits for zero.
+
+// DefaultSearchBatch is the default Config.SearchBatch: the messages of
+// one round's statement.
+const DefaultSearchBatch = 2048
+
+// Indexer bounds.
+const (
+	indexPoll = 250 * time.Millisecond // other nodes' sends
+	behindCap = 1_000_000              // the gauge's count stops there
+)
+
+// indexer is the Store's search indexer; Store.idx.
+type indexer struct {
+	s    *Store
+	wake chan struct{} // buffered 1: messages were committed
+	stop chan struct{} // closed by Close
+	done chan struct{} // closed when run returns
+
+	// mu guards round, which is closed and replaced after each round.
+	mu    sync.Mutex
+	round chan struct{}
+
+	batch  int          // messages a round indexes at most (Config.SearchBatch)
+	behind atomic.Int64 // the last count of messages_unindexed
+	lag    prometheus.Histogram
+	gauge  prometheus.GaugeFunc
+	// rounds counts the indexer's statements, which are not in
+	// parley_store_queries_total (Store.Queries): they run on their own
+	// schedule, as the liveness probe's do.
+	rounds *prometheus.CounterVec
+
+	index, count string
+}
+
+func newIndexer(s *Store, batch int) *indexer {
+	x := &indexer{
+		s:     s,
+		batch: batch,
+		wake:  make(chan struct{}, 1),
+		stop:  make(chan struct{}),
+		done:  make(chan struct{}),
+		round: make(chan struct{}),
+		lag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "parley_search_lag_seconds",
+			Help:    "Time from a message's send to the commit of the search index round that made it findable.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14), // 1ms to 8s
+		}),
+		rounds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_search_index_queries_total",
+			Help: "Statements of the search indexer, by kind: index (a round), behind (a count of what is left).",
+		}, []string{"kind"}),
+		index: `WITH todo AS (
+				SELECT room_id, seq FROM messages WHERE tsv IS NULL AND deleted_at IS NULL
+				ORDER BY sent_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+			UPDATE messages m SET tsv = ` + tsvOf(true)("m.body") + `
+			FROM todo WHERE m.room_id = todo.room_id AND m.seq = todo.seq
+			RETURNING m.sent_at`,
+		count: `SELECT count(*) FROM (SELECT 1 FROM messages
+			WHERE tsv IS NULL AND deleted_at IS NULL LIMIT ` + fmt.Sprint(behindCap) + `) AS x`,
+	}
+	x.gauge = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "parley_search_behind_messages",
+		Help: "Messages stored and not yet in the search index (counted after each round of this node's indexer).",
+	}, func() float64 { return float64(x.behind.Load()) })
+	return x
+}
+
+// collectors are the indexer's metrics.
+func (x *indexer) collectors() []prometheus.Collector {
+	return []prometheus.Collector{x.lag, x.gauge, x.rounds}
+}
+
+// kick wakes the indexer.
+func (x *indexer) kick() {
+	select {
+	case x.wake <- struct{}{}:
+	default:
+	}
+}
+
+// committed wakes the indexer when events hold a new message.
+func (x *indexer) committed(events []parley.Event) {
+	for _, e := range events {
+		if e.Kind == parley.EventMessage {
+			x.kick()
+			return
+		}
+	}
+}
+
+// roundDone returns a channel closed at the end of the next round.
+func (x *indexer) roundDone() <-chan struct{} {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.round
+}
+
+func (x *indexer) finished() {
+	x.mu.Lock()
+	close(x.round)
+	x.round = make(chan struct{})
+	x.mu.Unlock()
+}
+
+// run is the indexer's goroutine: rounds while they find messages, then
+// one when woken or every indexPoll, until stop. A failed round (the
+// database unreachable) is tried again at the next poll.
+func (x *indexer) run() {
+	defer close(x.done)
+	t := time.NewTicker(indexPoll)
+	defer t.Stop()
+	for {
+		n, err := x.indexRound()
+		if err == nil {
+			x.countBehind()
+		}
+		x.finished()
+		if err == nil && n == x.batch {
+			select {
+			case <-x.stop:
+				return
+			default:
+				continue // a backlog: on at once
+			}
+		}
+		select {
+		case <-x.wake:
+		case <-t.C:
+		case <-x.stop:
+			return
+		}
+	}
+}
+
+// indexRound indexes up to x.batch messages in one statement
+// and returns how many.
+func (x *indexer) indexRound() (int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), x.s.writeTimeout)
+	defer cancel()
+	x.rounds.WithLabelValues("index").Inc()
+	rows, err := x.s.pool.Query(ctx, x.index, x.batch)
+	if err != nil {
+		return 0, err
+	}
+	sent, err := pgx.CollectRows(rows, pgx.RowTo[time.Time])
+	if err != nil {
+		return 0, err
+	}
+	now := time.Now()
+	for _, at := range sent {
+		x.lag.Observe(max(0, now.Sub(at).Seconds()))
+	}
+	return len(sent), nil
+}
+
+// countBehind sets the gauge to the messages not indexed yet.
+func (x *indexer) countBehind() {
+	ctx, cancel := context.WithTimeout(context.Background(), x.s.writeTimeout)
+	defer cancel()
+	if n, err := x.countNow(ctx); err == nil {
+		x.behind.Store(n)
+	}
+}
+
+// countNow counts the messages not indexed yet.
+func (x *indexer) countNow(ctx context.Context) (int64, error) {
+	x.rounds.WithLabelValues("behind").Inc()
+	var n int64
+	err := x.s.pool.QueryRow(ctx, x.count).Scan(&n)
+	return n, err
+}
+
+// WaitIndexed waits until every message committed before it was called,
+// on any node, is in the search index, or ctx ends. With
+// Config.NoSearchIndex it returns at once. Tests use it where a search
+// must see what was just sent.
+func (s *Store) WaitIndexed(ctx context.Context) error {
+	if s.idx == nil {
+		return nil
+	}
+	for {
+		done := s.idx.roundDone()
+		n, err := s.idx.countNow(ctx)
+		if err != nil {
+			return s.readErr("wait for the search index", err)
+		}
+		if n == 0 {
+			return nil
+		}
+		s.idx.kick()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return fmt.Errorf("postgres: wait for the search index (%d messages behind): %w", n, ctx.Err())
+		}
+	}
+}
