@@ -103,6 +103,9 @@ type Message struct {
 	// Files are the files the message carries (files.go); nil for most
 	// messages and for a tombstone.
 	Files FileList `json:"files,omitempty"`
+	// Mentions are the members the text mentions (mentions.go): their
+	// user ids, and MentionRoom for "@room"; empty for none.
+	Mentions MentionList `json:"mentions,omitempty"`
 }
 
 // Deleted reports whether the message is a tombstone.
@@ -113,6 +116,11 @@ type RoomEntry struct {
 	Room        Room     `json:"room"`
 	LastMessage *Message `json:"last_message"`
 	Unread      int64    `json:"unread"`
+	// Mentions is how many unread messages mention the member (or the
+	// room), and Notifications the member's level (mentions.go). The
+	// stores leave them zero; package chat fills them.
+	Mentions      int64  `json:"mentions"`
+	Notifications string `json:"notifications"`
 }
 
 // Unread is the number of messages of room r after read position readSeq.

@@ -108,6 +108,8 @@ type Store interface {
 	ReactionStore
 	// Threads of replies (replies.go).
 	ThreadStore
+	// Notification levels and mention counts (mentions.go).
+	MentionStore
 	// PeopleStore: the member listing, roles, room info, removals and
 	// bans (people.go).
 	PeopleStore
@@ -164,6 +166,9 @@ type NewMessage struct {
 	// Files are the files the message carries, claimed by the caller
 	// (files.go); stores that keep no files refuse a message with files.
 	Files FileList
+	// Mentions are the resolved mentions of Body (mentions.go), stored
+	// with the message.
+	Mentions MentionList
 }
 
 // MaxClientID is the longest idempotency key (client_id), in bytes.

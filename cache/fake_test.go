@@ -528,3 +528,15 @@ func (f *fakeStore) MyReactions(ctx context.Context, roomID, userID string, seqs
 func (f *fakeStore) Replies(ctx context.Context, roomID string, root, after int64, limit int) ([]parley.Message, error) {
 	return nil, nil
 }
+
+func (f *fakeStore) SetNotifyLevel(ctx context.Context, roomID, userID, level string) error {
+	return nil
+}
+
+func (f *fakeStore) NotifyStates(ctx context.Context, userID string) (map[string]parley.RoomNotify, error) {
+	return nil, nil
+}
+
+func (f *fakeStore) NotifyLevels(ctx context.Context, roomID string, userIDs []string) (map[string]string, error) {
+	return nil, nil
+}

@@ -50,6 +50,7 @@ func RunStoreTests(t *testing.T, newStore NewStoreFunc) {
 		{"Changes", testChanges},
 		{"Reactions", testReactions},
 		{"Replies", testReplies},
+		{"Mentions", testMentions},
 	}
 	for _, tt := range append(tests, peopleTests...) {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, newStore) })

@@ -44,7 +44,7 @@ func scanMessage(row pgx.Row) (parley.Message, error) {
 func messageDest(m *parley.Message) []any {
 	return []any{&m.ID, &m.RoomID, &m.Seq, &m.SenderID, &m.SenderName, &m.Body, &m.ClientID, &m.SentAt,
 		&m.EditedAt, &m.DeletedAt, &m.Change, reactionsDest{&m.Reactions},
-		extraDest{m, 0}, extraDest{m, 1}, extraDest{m, 2}, extraDest{m, 3}, (*string)(&m.Files)}
+		extraDest{m, 0}, extraDest{m, 1}, extraDest{m, 2}, extraDest{m, 3}, (*string)(&m.Files), (*string)(&m.Mentions)}
 }
 
 // extraDest scans a reply's columns (reply_seq, reply_sender,

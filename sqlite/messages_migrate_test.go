@@ -164,7 +164,7 @@ func TestMigrateMessageKeys(t *testing.T) {
 		names = append(names, n)
 	}
 	rows.Close()
-	if want := []string{"messages_change", "messages_client", "messages_thread"}; !reflect.DeepEqual(names, want) { // messages_thread: a thread's replies (0010)
+	if want := []string{"messages_change", "messages_client", "messages_mentions", "messages_thread"}; !reflect.DeepEqual(names, want) { // messages_thread: a thread's replies (0010); messages_mentions: unread mentions (0014)
 		t.Errorf("indexes of messages = %v, want %v", names, want)
 	}
 	_, err = db.Exec(`INSERT INTO messages (room_id, seq, id, sender_id, sender_name, body, client_id, sent_at)

@@ -11,7 +11,7 @@ import (
 const (
 	roomCols = `id, kind, title, capacity, member_count, last_seq, last_activity_at, created_at, coalesce(direct_key, ''), last_change, retention_seconds`
 	msgCols  = `id, room_id, seq, sender_id, sender_name, body, client_id, sent_at, edited_at, deleted_at, change, reactions,
-		reply_seq, reply_sender, reply_excerpt, thread, files`
+		reply_seq, reply_sender, reply_excerpt, thread, files, mentions`
 )
 
 // scanner is a *sql.Row or *sql.Rows.
@@ -70,15 +70,17 @@ type extras struct {
 	reactions, replySender, replyExcerpt, thread string
 	replySeq                                     int64
 	files                                        sql.NullString // NULL for a message without files
+	mentions                                     sql.NullString // NULL for a message without mentions
 }
 
 func (x *extras) dest() []any {
-	return []any{&x.reactions, &x.replySeq, &x.replySender, &x.replyExcerpt, &x.thread, &x.files}
+	return []any{&x.reactions, &x.replySeq, &x.replySender, &x.replyExcerpt, &x.thread, &x.files, &x.mentions}
 }
 
 func (x *extras) fill(m *parley.Message) error {
 	var err error
 	m.Files = parley.FileList(x.files.String)
+	m.Mentions = parley.MentionList(x.mentions.String)
 	if m.Reactions, err = parley.DecodeReactions(x.reactions); err != nil {
 		return err
 	}
@@ -87,6 +89,15 @@ func (x *extras) fill(m *parley.Message) error {
 	}
 	m.Thread, err = parley.DecodeThread(x.thread)
 	return err
+}
+
+// mentionsText is the stored form of a message's mentions: NULL (nil)
+// for none.
+func mentionsText(l parley.MentionList) any {
+	if l == "" {
+		return nil
+	}
+	return string(l)
 }
 
 // filesJSON is the stored form of a message's files: NULL (nil) for none.
