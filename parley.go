@@ -117,8 +117,9 @@ type RoomEntry struct {
 	LastMessage *Message `json:"last_message"`
 	Unread      int64    `json:"unread"`
 	// Mentions is how many unread messages mention the member (or the
-	// room), and Notifications the member's level (mentions.go). The
-	// stores leave them zero; package chat fills them.
+	// room), and Notifications the member's level (mentions.go; ""
+	// stands for NotifyAll). The stores leave them zero; package chat
+	// fills them.
 	Mentions      int64  `json:"mentions"`
 	Notifications string `json:"notifications"`
 }

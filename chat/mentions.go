@@ -159,17 +159,19 @@ func (s *Service) SetNotifyLevel(ctx context.Context, u parley.User, roomID, lev
 }
 
 // withNotify fills the entries' mention counts and levels from the store.
+// Rooms at the default (level all, no unread mention) keep Notifications
+// "" (parley.RoomEntry); when every room is, es itself is returned, so
+// that a memo of the store's slice still knows it.
 func (s *Service) withNotify(ctx context.Context, u parley.User, es []parley.RoomEntry) ([]parley.RoomEntry, error) {
 	if len(es) == 0 {
 		return es, nil
 	}
 	st, err := s.store.NotifyStates(ctx, u.ID)
-	if err != nil {
-		return nil, err
+	if err != nil || len(st) == 0 {
+		return es, err
 	}
 	out := make([]parley.RoomEntry, len(es)) // es may be shared (a cache's)
 	for i, e := range es {
-		e.Notifications = parley.NotifyAll
 		if n, ok := st[e.Room.ID]; ok {
 			e.Notifications, e.Mentions = n.Level, n.Mentions
 		}

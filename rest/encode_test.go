@@ -50,6 +50,12 @@ func TestEncodeMatchesEncodingJSON(t *testing.T) {
 			fs = append(fs, parley.File{ID: pick(), Name: pick(), Type: pick(), Size: rng.Int64N(1 << 30), Preview: j%2 == 0})
 		}
 		m.Files = parley.NewFileList(fs)
+		switch i % 4 { // some mention one, several, or the room
+		case 1:
+			m.Mentions = "u1abcdefghijklmnopqrstuvwx"
+		case 2:
+			m.Mentions = parley.JoinMentions([]string{"u1abc", parley.MentionRoom, "u2def"})
+		}
 		msgs := []parley.Message{m, m}
 		want, _ := json.Marshal(struct {
 			Messages []parley.Message `json:"messages"`
@@ -70,7 +76,8 @@ func TestEncodeMatchesEncodingJSON(t *testing.T) {
 		if i%3 != 0 {
 			last = &m
 		}
-		entries := []roomEntryView{{Room: roomView{Room: room, Peer: peer}, LastMessage: last, Unread: rng.Int64N(50)}}
+		entries := []roomEntryView{{Room: roomView{Room: room, Peer: peer}, LastMessage: last, Unread: rng.Int64N(50),
+			Mentions: rng.Int64N(5), Notifications: []string{"all", "mentions", "none"}[i%3]}}
 		for _, next := range []string{"", pick()} {
 			var cursor *string
 			if next != "" {

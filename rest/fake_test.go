@@ -436,3 +436,7 @@ func (c *fakeChat) SendReply(ctx context.Context, u parley.User, roomID, body, c
 func (c *fakeChat) Replies(ctx context.Context, u parley.User, roomID string, root, after int64, limit int) ([]parley.Message, error) {
 	return nil, parley.Errorf(parley.CodeInvalid, "fake: no replies")
 }
+
+func (c *fakeChat) SetNotifyLevel(ctx context.Context, u parley.User, roomID, level string) error {
+	return parley.Errorf(parley.CodeInvalid, "fake: no notification levels")
+}

@@ -72,6 +72,8 @@ type Chat interface {
 	// Reactions are the reactions, Threads the replies (reactions.go).
 	Reactions
 	Threads
+	// Notifications are the notification levels (mentions.go).
+	Notifications
 
 	// People and moderation (chat/people.go): to anyone but a member the
 	// room is unknown (parley.CodeNotFound); a member without the role,
@@ -319,6 +321,7 @@ func (h *Handler) routes() {
 	h.changeRoutes()
 	h.reactionRoutes() // reactions.go
 	h.fileRoutes()     // files.go
+	h.mentionRoutes()  // mentions.go
 	// People and moderation (people.go).
 	h.handle("GET /api/rooms/{id}/members", h.authed(h.members))
 	h.handle("PATCH /api/rooms/{id}", h.authed(h.updateRoom))
