@@ -80,6 +80,11 @@ func prepareMessage(m *parley.Message, shape int) *encodedMessage {
 		if m.Files != "" {
 			f.Add("files", string(m.Files))
 		}
+		// The members the text mentions (design §3b): user ids and
+		// "@room", comma-separated.
+		if m.Mentions != "" {
+			f.Add("mentions", string(m.Mentions))
+		}
 		f.Body = []byte(m.Body)
 	}
 	build(true)

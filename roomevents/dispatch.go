@@ -216,6 +216,8 @@ func (e *Events) commit(ev *parley.Event, remote bool) {
 		if e.hasSubs() {
 			e.toRoom(ThreadEvent(ev), "", "")
 		}
+	case parley.EventMention:
+		e.mention(ev)
 	}
 }
 
