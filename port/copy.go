@@ -19,16 +19,16 @@ import (
 const stageMessages = `CREATE TEMP TABLE IF NOT EXISTS port_messages (
 	room_id text, seq bigint, id text, sender_id text, sender_name text, body text, client_id text,
 	sent_at timestamptz, edited_at timestamptz, deleted_at timestamptz, change bigint, reactions text,
-	reply_seq bigint, reply_sender text, reply_excerpt text, thread text
+	reply_seq bigint, reply_sender text, reply_excerpt text, thread text, mentions text
 ) ON COMMIT DELETE ROWS`
 
 // insertMessages moves the staged batch into messages: a live message gets
 // the search vector a send gives it, a tombstone none (as a deletion
 // leaves it).
 const insertMessages = `INSERT INTO messages (room_id, seq, id, sender_id, sender_name, body, client_id,
-		sent_at, edited_at, deleted_at, change, reactions, reply_seq, reply_sender, reply_excerpt, thread, tsv)
+		sent_at, edited_at, deleted_at, change, reactions, reply_seq, reply_sender, reply_excerpt, thread, mentions, tsv)
 	SELECT room_id, seq, id, sender_id, sender_name, body, client_id, sent_at, edited_at, deleted_at, change, reactions,
-		reply_seq, reply_sender, reply_excerpt, thread,
+		reply_seq, reply_sender, reply_excerpt, thread, mentions,
 		CASE WHEN deleted_at IS NULL THEN to_tsvector('simple', body) END
 	FROM port_messages`
 
