@@ -1,7 +1,9 @@
 package chat_test
 
 import (
+	"context"
 	"errors"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -307,3 +309,53 @@ func testMentionLevels(t *testing.T, open func(t *testing.T) parley.Store) {
 }
 
 func asRetry(err error, re **parley.RetryError) bool { return errors.As(err, re) }
+
+// countingStore counts the reads a mention costs.
+type countingStore struct {
+	parley.Store
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func (s *countingStore) count(name string) {
+	s.mu.Lock()
+	s.calls[name]++
+	s.mu.Unlock()
+}
+
+func (s *countingStore) UserByName(ctx context.Context, name string) (parley.User, []byte, error) {
+	s.count("UserByName")
+	return s.Store.UserByName(ctx, name)
+}
+
+func (s *countingStore) NotifyLevels(ctx context.Context, roomID string, ids []string) (map[string]string, error) {
+	s.count("NotifyLevels")
+	return s.Store.NotifyLevels(ctx, roomID, ids)
+}
+
+func (s *countingStore) Member(ctx context.Context, roomID, userID string) (parley.Member, error) {
+	s.count("Member")
+	return s.Store.Member(ctx, roomID, userID)
+}
+
+// TestMentionFreeSendCostsNothing: a text with no "@" (or one that names
+// nobody) reads nothing more than a send did before mentions: the
+// membership check, no user lookup, no level read.
+func TestMentionFreeSendCostsNothing(t *testing.T) {
+	cs := &countingStore{calls: map[string]int{}}
+	w := newMentionWorld(t, func(t *testing.T) parley.Store { cs.Store = mustOpenStore(t); return cs }, 10)
+	for _, body := range []string{"no mention at all", "an email: bob@example.com"} {
+		cs.mu.Lock()
+		clear(cs.calls)
+		cs.mu.Unlock()
+		if _, _, err := w.s.Send(ctx, w.alice, w.room.ID, body, ""); err != nil {
+			t.Fatal(err)
+		}
+		cs.mu.Lock()
+		got := maps.Clone(cs.calls)
+		cs.mu.Unlock()
+		if got["UserByName"] != 0 || got["NotifyLevels"] != 0 || got["Member"] != 1 {
+			t.Errorf("Send(%q) read %v, want the membership check only", body, got)
+		}
+	}
+}
