@@ -149,7 +149,32 @@ func TestMentionsSTOMP(t *testing.T) {
 	if len(list.Rooms) != 1 || list.Rooms[0].Mentions != 1 || list.Rooms[0].Notifications != "all" {
 		t.Errorf("carol's room list = %+v, want 1 mention at level all", list.Rooms)
 	}
-	_ = cu
+
+	// An edit over STOMP re-resolves: carol, newly mentioned, is told and
+	// counts it; bob, edited out, is not told again.
+	a.send("SEND\ndestination:/app/rooms." + r.ID + "\nedit-seq:1\nreceipt:e1\n\nhi @carol, see this\x00")
+	for { // past the room's messages and events that came since
+		f := a.read()
+		if f.Command == stomp.Receipt && string(f.Get("receipt-id")) == "e1" {
+			break
+		}
+		if f.Command != stomp.Message {
+			t.Fatalf("got %v, want the edit's RECEIPT", f)
+		}
+	}
+	if ev := nextMention(t, ce); ev["seq"] != "1" || ev["excerpt"] != "hi @carol, see this" {
+		t.Errorf("carol's mention event after the edit = %v, want seq 1's new text", ev)
+	}
+	carol.do("GET", "/api/me/rooms", nil, &list)
+	if len(list.Rooms) != 1 || list.Rooms[0].Mentions != 2 {
+		t.Errorf("carol's room list after the edit = %+v, want 2 mentions", list.Rooms)
+	}
+	carol.do("GET", "/api/rooms/"+r.ID+"/messages", nil, &page)
+	for _, msg := range page.Messages {
+		if msg.Seq == 1 && string(msg.Mentions) != cu.ID {
+			t.Errorf("seq 1's mentions after the edit = %q, want carol's id", msg.Mentions)
+		}
+	}
 }
 
 // TestClusterMentions: the sender on node a, the mentioned member on node
