@@ -336,7 +336,7 @@ func (s *Service) checkSend(ctx context.Context, u parley.User, roomID, body, cl
 	if err != nil {
 		return "", err
 	}
-	return s.resolveMentions(ctx, u, me, roomID, body)
+	return s.resolveMentions(ctx, u, me, roomID, body, false)
 }
 
 // SendReply is Send of a reply to message replyTo of the room (0: no

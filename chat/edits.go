@@ -32,14 +32,11 @@ func (s *Service) EditMessage(ctx context.Context, u parley.User, roomID string,
 	if err != nil {
 		return parley.Message{}, err
 	}
-	mentions, err := s.resolveMentions(ctx, u, me, roomID, body)
-	if err != nil {
-		return parley.Message{}, err
-	}
-	// Only an edit that mentions someone reads the message before it, to
-	// tell those it newly mentions (mentions.go).
+	// Only an edit whose text may mention someone reads the message
+	// before it: to tell only those it newly mentions, and to spend no
+	// @room of the limit on an @room the message had (mentions.go).
 	var before parley.MentionList
-	if mentions != "" {
+	if len(parley.MentionNames(body)) > 0 {
 		old, err := s.store.Messages(ctx, roomID, parley.Page{After: seq - 1, Limit: 1})
 		if err != nil {
 			return parley.Message{}, err
@@ -47,6 +44,10 @@ func (s *Service) EditMessage(ctx context.Context, u parley.User, roomID string,
 		if len(old) == 1 && old[0].Seq == seq {
 			before = old[0].Mentions
 		}
+	}
+	mentions, err := s.resolveMentions(ctx, u, me, roomID, body, before.Room())
+	if err != nil {
+		return parley.Message{}, err
 	}
 	m, err := s.store.EditMessage(ctx, parley.Edit{RoomID: roomID, Seq: seq, EditorID: u.ID, Body: body, ClientID: clientID, Mentions: mentions})
 	if err == nil && m.Body == body && m.Mentions == mentions {

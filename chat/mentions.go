@@ -48,8 +48,10 @@ func NewRoomMentionLimit() *ratelimit.Limiter {
 }
 
 // resolveMentions resolves the mentions of body, a text u (whose
-// membership of roomID is me) sends or edits into.
-func (s *Service) resolveMentions(ctx context.Context, u parley.User, me parley.Member, roomID, body string) (parley.MentionList, error) {
+// membership of roomID is me) sends or edits into; hadRoom: an edit of a
+// message that mentioned @room already, which spends no @room of the
+// limit again.
+func (s *Service) resolveMentions(ctx context.Context, u parley.User, me parley.Member, roomID, body string, hadRoom bool) (parley.MentionList, error) {
 	names := parley.MentionNames(body)
 	if len(names) == 0 {
 		return "", nil
@@ -86,7 +88,7 @@ func (s *Service) resolveMentions(ctx context.Context, u parley.User, me parley.
 		}
 		ids = append(ids, v.ID)
 	}
-	if room {
+	if room && !hadRoom {
 		if ok, wait := s.roomMentions.Allow(u.ID + ":" + roomID); !ok {
 			secs := int64(math.Ceil(wait.Seconds()))
 			return "", parley.RetryAfter(wait, parley.Errorf(parley.CodeRateLimited,

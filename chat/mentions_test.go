@@ -221,10 +221,15 @@ func testMentionRefused(t *testing.T, open func(t *testing.T) parley.Store) {
 		t.Errorf("non-member mention error = %v, want it to say to invite dave", err)
 	}
 	// @room: the first within the limit passes, the next is refused with a wait.
-	if _, _, err := w.s.Send(ctx, w.alice, w.room.ID, "@room one", ""); err != nil {
+	first, _, err := w.s.Send(ctx, w.alice, w.room.ID, "@room one", "")
+	if err != nil {
 		t.Fatalf("first @room: %v", err)
 	}
-	_, _, err := w.s.Send(ctx, w.alice, w.room.ID, "@room two", "")
+	// Fixing a typo in it spends no @room of the limit again.
+	if _, err := w.s.EditMessage(ctx, w.alice, w.room.ID, first.Seq, "@room one!", ""); err != nil {
+		t.Errorf("an edit of an @room message past the limit: %v, want it allowed", err)
+	}
+	_, _, err = w.s.Send(ctx, w.alice, w.room.ID, "@room two", "")
 	var re *parley.RetryError
 	if parley.ErrorCode(err) != parley.CodeRateLimited || !asRetry(err, &re) || re.After != time.Minute {
 		t.Errorf("second @room = %v, want rate_limited with a wait of a minute", err)
