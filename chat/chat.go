@@ -82,6 +82,7 @@ type Service struct {
 
 	onMention    func(parley.Event) // nil: nobody is told
 	roomMentions Limiter
+	notify       notifyMemo // the room list's mention counts and levels (mentions.go)
 
 	accepted    prometheus.Counter
 	provisioned prometheus.Counter // accounts made for outside identities
