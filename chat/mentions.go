@@ -246,25 +246,29 @@ func (m *notifyMemo) drop(userID string) {
 }
 
 // fingerprint hashes what moves a member's mention counts: each entry's
-// room, last seq, last change and unread count (FNV-1a).
+// room (the first 8 bytes of its id: 40 random bits), last seq, last
+// change and unread count, a word at a time.
 func fingerprint(es []parley.RoomEntry) uint64 {
 	h := uint64(14695981039346656037)
 	mix := func(v uint64) {
-		for i := 0; i < 8; i++ {
-			h ^= v & 0xff
-			h *= 1099511628211
-			v >>= 8
-		}
+		h = (h ^ v) * 1099511628211
+		h ^= h >> 29
 	}
 	for i := range es {
 		e := &es[i]
-		for j := 0; j < len(e.Room.ID); j++ {
-			h ^= uint64(e.Room.ID[j])
-			h *= 1099511628211
-		}
+		mix(idWord(e.Room.ID))
 		mix(uint64(e.Room.LastSeq))
 		mix(uint64(e.Room.LastChange))
 		mix(uint64(e.Unread))
 	}
 	return h
+}
+
+// idWord is the first 8 bytes of id as a word (fewer: those there are).
+func idWord(id string) uint64 {
+	var w uint64
+	for i := 0; i < 8 && i < len(id); i++ {
+		w |= uint64(id[i]) << (8 * i)
+	}
+	return w
 }
