@@ -37,6 +37,9 @@ type Edit struct {
 	EditorID string
 	Body     string
 	ClientID string
+	// Mentions are the resolved mentions of Body (mentions.go): they
+	// replace the message's.
+	Mentions MentionList
 }
 
 // Deletion asks to delete a message; ActorID is who asks, Moderator whether

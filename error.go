@@ -3,6 +3,7 @@ package parley
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Error codes. Each transport maps them to its wire in exactly one place:
@@ -62,3 +63,20 @@ func ErrorMessage(err error) string {
 	}
 	return "internal error"
 }
+
+// RetryError is an *Error that may be tried again after a wait: the
+// transports say when (REST Retry-After, a STOMP ERROR's retry-after).
+// errors.As finds the *Error inside it.
+type RetryError struct {
+	Err   *Error
+	After time.Duration
+}
+
+// RetryAfter returns err with the wait after which it may be tried again.
+func RetryAfter(after time.Duration, err *Error) error { return &RetryError{Err: err, After: after} }
+
+// Error implements the error interface.
+func (e *RetryError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the *Error.
+func (e *RetryError) Unwrap() error { return e.Err }

@@ -43,6 +43,8 @@ type Event struct {
 	Emoji   string  // EventReaction: the emoji
 	ActorID string  // EventRoomInfo, EventRole, EventUnban, a removal: who did it
 	Reads   []Read  // EventReads: the read positions that moved
+	// Users are, for EventMention, the users to tell.
+	Users []string
 }
 
 // Signals: room events that are never stored. They travel between the
@@ -50,8 +52,9 @@ type Event struct {
 // nodes that hold the room's online members (design §4 "Room events").
 // Their values stay clear of the committed kinds above, which may grow.
 const (
-	EventTyping EventKind = 100 + iota // UserID is typing in Room (Room.ID only)
-	EventReads                         // read positions of Room moved (Reads), coalesced by the node that committed them
+	EventTyping  EventKind = 100 + iota // UserID is typing in Room (Room.ID only)
+	EventReads                          // read positions of Room moved (Reads), coalesced by the node that committed them
+	EventMention                        // Message (stored, or its new version after an edit) mentions Users, who are told (mentions.go)
 )
 
 // Read is one member's read position, as a read event lists it.

@@ -103,6 +103,9 @@ type Message struct {
 	// Files are the files the message carries (files.go); nil for most
 	// messages and for a tombstone.
 	Files FileList `json:"files,omitempty"`
+	// Mentions are the members the text mentions (mentions.go): their
+	// user ids, and MentionRoom for "@room"; empty for none.
+	Mentions MentionList `json:"mentions,omitempty"`
 	// Pinned is the message's pin (pins.go); nil when it is not pinned.
 	Pinned *Pin `json:"pinned,omitempty"`
 }
@@ -115,6 +118,12 @@ type RoomEntry struct {
 	Room        Room     `json:"room"`
 	LastMessage *Message `json:"last_message"`
 	Unread      int64    `json:"unread"`
+	// Mentions is how many unread messages mention the member (or the
+	// room), and Notifications the member's level (mentions.go; ""
+	// stands for NotifyAll). The stores leave them zero; package chat
+	// fills them.
+	Mentions      int64  `json:"mentions"`
+	Notifications string `json:"notifications"`
 }
 
 // Unread is the number of messages of room r after read position readSeq.

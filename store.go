@@ -110,6 +110,8 @@ type Store interface {
 	ThreadStore
 	// Pinned messages (pins.go).
 	PinStore
+	// Notification levels and mention counts (mentions.go).
+	MentionStore
 	// PeopleStore: the member listing, roles, room info, removals and
 	// bans (people.go).
 	PeopleStore
@@ -166,6 +168,9 @@ type NewMessage struct {
 	// Files are the files the message carries, claimed by the caller
 	// (files.go); stores that keep no files refuse a message with files.
 	Files FileList
+	// Mentions are the resolved mentions of Body (mentions.go), stored
+	// with the message.
+	Mentions MentionList
 }
 
 // MaxClientID is the longest idempotency key (client_id), in bytes.

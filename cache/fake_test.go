@@ -536,3 +536,15 @@ func (f *fakeStore) Pin(ctx context.Context, p parley.PinMessage) (parley.Messag
 func (f *fakeStore) Pins(ctx context.Context, roomID string, before int64, limit int) ([]parley.Message, error) {
 	return nil, nil
 }
+
+func (f *fakeStore) SetNotifyLevel(ctx context.Context, roomID, userID, level string) error {
+	return nil
+}
+
+func (f *fakeStore) NotifyStates(ctx context.Context, userID string) (map[string]parley.RoomNotify, error) {
+	return nil, nil
+}
+
+func (f *fakeStore) NotifyLevels(ctx context.Context, roomID string, userIDs []string) (map[string]string, error) {
+	return nil, nil
+}

@@ -58,6 +58,13 @@ type Config struct {
 	// Files, when set, keeps uploaded files (files.go); nil: uploads and
 	// messages with files are refused with CodeUnavailable.
 	Files *FilesConfig
+	// OnMention, when set, is called after a send or an edit is stored
+	// with an parley.EventMention: the message and the members to tell
+	// of it (mentions.go). It must not block.
+	OnMention func(parley.Event)
+	// RoomMentionLimit bounds each user's @room per room (key "user:room").
+	// Default NewRoomMentionLimit() (one node).
+	RoomMentionLimit Limiter
 }
 
 // Service implements the chat operations. It is safe for concurrent use.
@@ -77,6 +84,10 @@ type Service struct {
 	keep     bool          // Config.KeepMessages
 	keys     APIKeys       // nil: no API keys
 	files    *FilesConfig  // nil: no files
+
+	onMention    func(parley.Event) // nil: nobody is told
+	roomMentions Limiter
+	notify       notifyMemo // the room list's mention counts and levels (mentions.go)
 
 	accepted    prometheus.Counter
 	provisioned prometheus.Counter // accounts made for outside identities
@@ -115,22 +126,27 @@ func New(cfg Config) *Service {
 		}
 		cfg.Files = &fc
 	}
+	if cfg.RoomMentionLimit == nil {
+		cfg.RoomMentionLimit = NewRoomMentionLimit()
+	}
 	s := &Service{
-		files:    cfg.Files,
-		store:    cfg.Store,
-		tokenTTL: cfg.TokenTTL,
-		now:      cfg.Now,
-		maxBody:  cfg.MaxBody,
-		kdf:      cfg.KDF,
-		kdfSlots: make(chan struct{}, kdfConcurrency()),
-		onRevoke: cfg.OnRevoke,
-		seen:     cfg.Seen,
-		accounts: cfg.Accounts,
-		nameHold: cfg.NameHold,
-		signedIn: cfg.SignInWindow,
-		jwt:      cfg.JWT,
-		keep:     cfg.KeepMessages,
-		keys:     cfg.Keys,
+		onMention:    cfg.OnMention,
+		roomMentions: cfg.RoomMentionLimit,
+		files:        cfg.Files,
+		store:        cfg.Store,
+		tokenTTL:     cfg.TokenTTL,
+		now:          cfg.Now,
+		maxBody:      cfg.MaxBody,
+		kdf:          cfg.KDF,
+		kdfSlots:     make(chan struct{}, kdfConcurrency()),
+		onRevoke:     cfg.OnRevoke,
+		seen:         cfg.Seen,
+		accounts:     cfg.Accounts,
+		nameHold:     cfg.NameHold,
+		signedIn:     cfg.SignInWindow,
+		jwt:          cfg.JWT,
+		keep:         cfg.KeepMessages,
+		keys:         cfg.Keys,
 		accepted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_messages_accepted_total",
 			Help: "Messages stored, from every transport (idempotent repeats excluded).",
@@ -282,7 +298,12 @@ func (s *Service) Rooms(ctx context.Context, u parley.User, cursor string, limit
 	if err := checkLimit(limit); err != nil {
 		return nil, "", err
 	}
-	return s.store.Rooms(ctx, u.ID, cursor, limit) // a malformed cursor: CodeInvalid
+	es, next, err := s.store.Rooms(ctx, u.ID, cursor, limit) // a malformed cursor: CodeInvalid
+	if err != nil {
+		return nil, "", err
+	}
+	es, err = s.withNotify(ctx, u, es)
+	return es, next, err
 }
 
 // Messages returns a page of a room's history to a member.
@@ -310,18 +331,22 @@ func (s *Service) Send(ctx context.Context, u parley.User, roomID, body, clientI
 
 // checkSend checks a send before the store sees it: the body (which may
 // be empty with emptyOK: a message of files only), the client-id, and
-// that u is a member of the room.
-func (s *Service) checkSend(ctx context.Context, u parley.User, roomID, body, clientID string, emptyOK bool) error {
+// that u is a member of the room; it returns the body's mentions
+// (mentions.go).
+func (s *Service) checkSend(ctx context.Context, u parley.User, roomID, body, clientID string, emptyOK bool) (parley.MentionList, error) {
 	if body != "" || !emptyOK {
 		if err := s.CheckBody(body); err != nil {
-			return err
+			return "", err
 		}
 	}
 	if err := parley.CheckClientID(clientID); err != nil {
-		return err
+		return "", err
 	}
-	_, err := s.Authorize(ctx, u, roomID)
-	return err
+	me, err := s.Authorize(ctx, u, roomID)
+	if err != nil {
+		return "", err
+	}
+	return s.resolveMentions(ctx, u, me, roomID, body, false)
 }
 
 // SendReply is Send of a reply to message replyTo of the room (0: no
@@ -331,14 +356,16 @@ func (s *Service) SendReply(ctx context.Context, u parley.User, roomID, body, cl
 	if replyTo < 0 {
 		return parley.Message{}, false, parley.Errorf(parley.CodeInvalid, "reply_to must be a seq of 1 or more")
 	}
-	if err := s.checkSend(ctx, u, roomID, body, clientID, false); err != nil {
+	mentions, err := s.checkSend(ctx, u, roomID, body, clientID, false)
+	if err != nil {
 		return parley.Message{}, false, err
 	}
 	m, created, err := s.store.Send(ctx, parley.NewMessage{
-		RoomID: roomID, SenderID: u.ID, SenderName: u.Name, Body: body, ClientID: clientID, ReplyTo: replyTo,
+		RoomID: roomID, SenderID: u.ID, SenderName: u.Name, Body: body, ClientID: clientID, ReplyTo: replyTo, Mentions: mentions,
 	})
 	if err == nil && created {
 		s.accepted.Inc()
+		s.tellMentioned(ctx, m, "")
 	}
 	if err == nil && !created && m.Body != body && m.Change == 0 {
 		// The same idempotency key with another body is a client bug (a

@@ -28,10 +28,32 @@ func (s *Service) EditMessage(ctx context.Context, u parley.User, roomID string,
 	if seq < 1 {
 		return parley.Message{}, parley.Errorf(parley.CodeInvalid, "seq must be 1 or more")
 	}
-	if _, err := s.Authorize(ctx, u, roomID); err != nil {
+	me, err := s.Authorize(ctx, u, roomID)
+	if err != nil {
 		return parley.Message{}, err
 	}
-	return s.store.EditMessage(ctx, parley.Edit{RoomID: roomID, Seq: seq, EditorID: u.ID, Body: body, ClientID: clientID})
+	// Only an edit whose text may mention someone reads the message
+	// before it: to tell only those it newly mentions, and to spend no
+	// @room of the limit on an @room the message had (mentions.go).
+	var before parley.MentionList
+	if len(parley.MentionNames(body)) > 0 {
+		old, err := s.store.Messages(ctx, roomID, parley.Page{After: seq - 1, Limit: 1})
+		if err != nil {
+			return parley.Message{}, err
+		}
+		if len(old) == 1 && old[0].Seq == seq {
+			before = old[0].Mentions
+		}
+	}
+	mentions, err := s.resolveMentions(ctx, u, me, roomID, body, before.Room())
+	if err != nil {
+		return parley.Message{}, err
+	}
+	m, err := s.store.EditMessage(ctx, parley.Edit{RoomID: roomID, Seq: seq, EditorID: u.ID, Body: body, ClientID: clientID, Mentions: mentions})
+	if err == nil && m.Body == body && m.Mentions == mentions {
+		s.tellMentioned(ctx, m, before)
+	}
+	return m, err
 }
 
 // DeleteMessage makes message seq of a room a tombstone; its sender may,

@@ -239,7 +239,8 @@ func (s *Service) SendFiles(ctx context.Context, u parley.User, roomID, body, cl
 		}
 		seen[id] = true
 	}
-	if err := s.checkSend(ctx, u, roomID, body, clientID, true); err != nil {
+	mentions, err := s.checkSend(ctx, u, roomID, body, clientID, true)
+	if err != nil {
 		return parley.Message{}, false, err
 	}
 	claim := "r:" + parley.NewID()
@@ -267,7 +268,7 @@ func (s *Service) SendFiles(ctx context.Context, u parley.User, roomID, body, cl
 		carried[i] = byID[id]
 	}
 	m, created, err := s.store.Send(ctx, parley.NewMessage{
-		RoomID: roomID, SenderID: u.ID, SenderName: u.Name, Body: body, ClientID: clientID, ReplyTo: replyTo, Files: parley.NewFileList(carried),
+		RoomID: roomID, SenderID: u.ID, SenderName: u.Name, Body: body, ClientID: clientID, ReplyTo: replyTo, Files: parley.NewFileList(carried), Mentions: mentions,
 	})
 	if err != nil {
 		if rerr := s.files.Store.ReleaseFiles(ctx, claim); rerr != nil {
@@ -277,6 +278,7 @@ func (s *Service) SendFiles(ctx context.Context, u parley.User, roomID, body, cl
 	}
 	if created {
 		s.accepted.Inc()
+		s.tellMentioned(ctx, m, "")
 	}
 	// A crash before this leaves the files claimed and unattached: the
 	// sweeper finds their message and attaches them.

@@ -44,8 +44,9 @@ type Config struct {
 	// (edits.go).
 	ApplyChanges func(evs []parley.Event)
 	// Events, when set, takes the room events other nodes send: joins,
-	// leaves, role and room changes, unbans, edits and deletions, typing and
-	// coalesced reads (roomevents.Events.ApplyRemote). It must not block.
+	// leaves, role and room changes, unbans, edits and deletions, typing,
+	// coalesced reads and mentions (roomevents.Events.ApplyRemote). It
+	// must not block.
 	Events func(ev parley.Event)
 	// GapWait is how long a held message waits before the relay reads
 	// (again) the gap below it from the store: the first message of a room

@@ -145,7 +145,7 @@ func (r *Relay) receive(b *parley.Batch) {
 			r.cfg.ApplyLeaves([]parley.Event{*ev})
 		}
 		r.toEvents(ev)
-	case parley.EventRole, parley.EventRoomInfo, parley.EventUnban, parley.EventTyping, parley.EventReads:
+	case parley.EventRole, parley.EventRoomInfo, parley.EventUnban, parley.EventTyping, parley.EventReads, parley.EventMention:
 		r.toEvents(ev)
 	}
 }

@@ -24,8 +24,9 @@ import "parley"
 // notes, on its own, the changes made while it runs (routes.go), so the
 // two goroutines may read at once.
 
-// Signal sends a room event that is never stored (parley.EventTyping, or
-// parley.EventReads with the positions this node coalesced) to the other
+// Signal sends a room event that is never stored (parley.EventTyping,
+// parley.EventReads with the positions this node coalesced, or
+// parley.EventMention with the users to tell) to the other
 // nodes of the room's route: one publish per node with online members, as
 // for a message. It queues and returns; a full queue drops it.
 func (r *Relay) Signal(ev parley.Event) {

@@ -86,6 +86,11 @@ func prepareMessage(m *parley.Message, shape int) *encodedMessage {
 			f.Add("pinned-by", p.By)
 			f.Add("pinned-at", p.At.UTC().Format(time.RFC3339Nano))
 		}
+		// The members the text mentions (design §3b): user ids and
+		// "@room", comma-separated.
+		if m.Mentions != "" {
+			f.Add("mentions", string(m.Mentions))
+		}
 		f.Body = []byte(m.Body)
 	}
 	build(true)

@@ -51,6 +51,7 @@ func RunStoreTests(t *testing.T, newStore NewStoreFunc) {
 		{"Reactions", testReactions},
 		{"Replies", testReplies},
 		{"Pins", testPins},
+		{"Mentions", testMentions},
 	}
 	for _, tt := range append(tests, peopleTests...) {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, newStore) })

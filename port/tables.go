@@ -55,7 +55,8 @@ var tables = []table{
 		{"id", kText}, {"name", kText}, {"user_id", kText}, {"room_id", kOptText}, {"hash", kBlob}, {"scopes", kText},
 		{"created_at", kTime}, {"revoked_at", kOptTime}}},
 	{name: "members", nkey: 2, cols: []column{
-		{"room_id", kText}, {"user_id", kText}, {"role", kText}, {"read_seq", kInt}, {"joined_at", kTime}}},
+		{"room_id", kText}, {"user_id", kText}, {"role", kText}, {"read_seq", kInt}, {"joined_at", kTime},
+		{"notify", kText}}},
 	{name: "bans", nkey: 2, cols: []column{
 		{"room_id", kText}, {"user_id", kText}, {"actor_id", kText}, {"banned_at", kTime}}},
 	{name: "change_keys", nkey: 3, cols: []column{
@@ -87,7 +88,7 @@ var tables = []table{
 		{"room_id", kText}, {"seq", kInt}, {"id", kText}, {"sender_id", kText}, {"sender_name", kText},
 		{"body", kText}, {"client_id", kText}, {"sent_at", kTime}, {"edited_at", kOptTime}, {"deleted_at", kOptTime},
 		{"change", kInt}, {"reactions", kText}, {"reply_seq", kInt}, {"reply_sender", kText}, {"reply_excerpt", kText},
-		{"thread", kText}, {"pinned_by", kText}, {"pinned_at", kOptTime}, {"pin_change", kInt}, {"files", kOptText}}},
+		{"thread", kText}, {"pinned_by", kText}, {"pinned_at", kOptTime}, {"pin_change", kInt}, {"files", kOptText}, {"mentions", kOptText}}},
 }
 
 // notCopied are the tables and columns of either schema the port leaves

@@ -30,7 +30,7 @@ func msgOut(a string) string {
 		coalesce(a.sender_id, ''), coalesce(a.sender_name, ''), coalesce(a.body, ''), coalesce(a.client_id, ''),
 		coalesce(a.sent_at, 'epoch'), a.edited_at, a.deleted_at, coalesce(a.change, 0), coalesce(a.reactions, ''),
 		coalesce(a.reply_seq, 0), coalesce(a.reply_sender, ''), coalesce(a.reply_excerpt, ''), coalesce(a.thread, ''), coalesce(a.files, ''),
-		coalesce(a.pinned_by, ''), a.pinned_at, coalesce(a.pin_change, 0)`)
+		coalesce(a.pinned_by, ''), a.pinned_at, coalesce(a.pin_change, 0), coalesce(a.mentions, '')`)
 }
 
 // changeWrites are the writer's statements of edits and deletions.
@@ -40,7 +40,8 @@ type changeWrites struct {
 
 func newChangeWrites(m *metrics, tsv func(string) string) changeWrites {
 	q := changeWrites{
-		// $1 room, $2 seq, $3 editor, $4 body, $5 now, $6 client_id. The
+		// $1 room, $2 seq, $3 editor, $4 body, $5 now, $6 client_id, $7
+		// the mentions. The
 		// stored key of the change (k), the message as it was (old; the
 		// key's message when there is a key), and the room after the
 		// change when there is no key, the editor is its sender and it is
@@ -50,7 +51,7 @@ func newChangeWrites(m *metrics, tsv func(string) string) changeWrites {
 				WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM k)
 					AND EXISTS (SELECT 1 FROM old WHERE sender_id = $3 AND deleted_at IS NULL)
 				RETURNING ` + roomRet + `),
-			m AS (UPDATE messages SET body = $4, edited_at = $5, change = r.last_change, tsv = ` + tsv("$4") + `
+			m AS (UPDATE messages SET body = $4, edited_at = $5, change = r.last_change, mentions = nullif($7::text, ''), tsv = ` + tsv("$4") + `
 				FROM r WHERE messages.room_id = $1 AND messages.seq = $2),
 			ex AS (UPDATE messages SET reply_excerpt = left($4, ` + fmt.Sprint(parley.MaxExcerpt) + `)
 				FROM r WHERE messages.room_id = $1 AND messages.reply_seq = $2 AND messages.reply_seq > 0),
@@ -64,7 +65,7 @@ func newChangeWrites(m *metrics, tsv func(string) string) changeWrites {
 				WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM k)
 					AND EXISTS (SELECT 1 FROM old WHERE (sender_id = $3 OR $4::boolean) AND deleted_at IS NULL)
 				RETURNING ` + roomRet + `),
-			m AS (UPDATE messages SET body = '', files = NULL, deleted_at = $5, change = r.last_change, tsv = NULL, reactions = '',
+			m AS (UPDATE messages SET body = '', files = NULL, mentions = NULL, deleted_at = $5, change = r.last_change, tsv = NULL, reactions = '',
 					pinned_by = '', pinned_at = NULL, pin_change = 0
 				FROM r WHERE messages.room_id = $1 AND messages.seq = $2),
 			rx AS (DELETE FROM message_reactions USING r WHERE message_reactions.room_id = $1 AND message_reactions.seq = $2),
@@ -112,12 +113,12 @@ func msgColsOf(a string) string {
 	return strings.NewReplacer("a.", a+".").Replace(`a.id, a.room_id, a.seq, a.sender_id, a.sender_name, a.body,
 		a.client_id, a.sent_at, a.edited_at, a.deleted_at, a.change, a.reactions,
 		a.reply_seq, a.reply_sender, a.reply_excerpt, a.thread, coalesce(a.files, ''),
-		a.pinned_by, a.pinned_at, a.pin_change`)
+		a.pinned_by, a.pinned_at, a.pin_change, coalesce(a.mentions, '')`)
 }
 
 // EditMessage implements parley.Store.
 func (s *Store) EditMessage(ctx context.Context, e parley.Edit) (parley.Message, error) {
-	res, err := s.write(ctx, &change{roomID: e.RoomID, seq: e.Seq, actor: e.EditorID, body: e.Body, edit: true, clientID: e.ClientID})
+	res, err := s.write(ctx, &change{roomID: e.RoomID, seq: e.Seq, actor: e.EditorID, body: e.Body, edit: true, clientID: e.ClientID, mentions: e.Mentions})
 	return res.msg, err
 }
 
@@ -134,8 +135,9 @@ type change struct {
 	roomID    string
 	seq       int64
 	actor     string
-	body      string // the new body of an edit
-	moderator bool   // a deletion by the room's owner or an admin
+	body      string             // the new body of an edit
+	mentions  parley.MentionList // the new mentions of an edit
+	moderator bool               // a deletion by the room's owner or an admin
 	edit      bool
 	clientID  string // the change's idempotency key, "" for none
 	at        time.Time
@@ -148,7 +150,7 @@ func (o *change) queue(b *pgx.Batch, q *writeQueries, now time.Time) {
 	o.at = now
 	if o.edit {
 		q.changes.edit.count()
-		b.Queue(q.changes.edit.text, o.roomID, o.seq, o.actor, o.body, now, o.clientID)
+		b.Queue(q.changes.edit.text, o.roomID, o.seq, o.actor, o.body, now, o.clientID, string(o.mentions))
 		return
 	}
 	q.changes.remove.count()
@@ -191,9 +193,9 @@ func (o *change) decode(row pgx.Row) (result, []parley.Event, error) {
 	m.Change = r.LastChange
 	kind := parley.EventEdited
 	if o.edit {
-		m.Body, m.EditedAt = o.body, &at
+		m.Body, m.EditedAt, m.Mentions = o.body, &at, o.mentions
 	} else {
-		m.Body, m.DeletedAt, m.Reactions, m.Files, m.Pinned, kind = "", &at, nil, "", nil, parley.EventDeleted
+		m.Body, m.DeletedAt, m.Reactions, m.Files, m.Pinned, m.Mentions, kind = "", &at, nil, "", nil, "", parley.EventDeleted
 	}
 	return result{msg: m, ok: true}, []parley.Event{{Kind: kind, Room: r, UserID: o.actor, Message: m}}, nil
 }

@@ -307,14 +307,14 @@ func (o *send) shard() string    { return o.m.RoomID }
 func (o *send) setMessage(now time.Time) {
 	m := o.m
 	o.msg = parley.Message{ID: parley.NewID(), RoomID: m.RoomID, SenderID: m.SenderID, SenderName: m.SenderName,
-		Body: m.Body, ClientID: m.ClientID, SentAt: now, Files: m.Files}
+		Body: m.Body, ClientID: m.ClientID, SentAt: now, Files: m.Files, Mentions: m.Mentions}
 }
 
 func (o *send) queue(b *pgx.Batch, q *writeQueries, now time.Time) {
 	o.setMessage(now)
 	m := o.m
 	q.send.count()
-	b.Queue(q.send.text, m.RoomID, m.SenderID, m.SenderName, m.Body, m.ClientID, o.msg.ID, now, string(m.Files))
+	b.Queue(q.send.text, m.RoomID, m.SenderID, m.SenderName, m.Body, m.ClientID, o.msg.ID, now, string(m.Files), string(m.Mentions))
 }
 
 func (o *send) decode(row pgx.Row) (result, []parley.Event, error) {

@@ -28,7 +28,7 @@ func evRoom(a string) string {
 
 // msgCols are the columns scanMessage reads.
 const msgCols = `id, room_id, seq, sender_id, sender_name, body, client_id, sent_at, edited_at, deleted_at, change, reactions,
-	reply_seq, reply_sender, reply_excerpt, thread, coalesce(files, '') AS files, pinned_by, pinned_at, pin_change`
+	reply_seq, reply_sender, reply_excerpt, thread, coalesce(files, '') AS files, pinned_by, pinned_at, pin_change, coalesce(mentions, '') AS mentions`
 
 // writeQueries are the writer's statements. Each write is one statement
 // that returns its outcome as one row, a logical failure (name taken, room
@@ -171,8 +171,8 @@ func newWriteQueries(m *metrics, index bool) *writeQueries {
 			r AS (UPDATE rooms SET last_seq = last_seq + 1, last_activity_at = greatest(last_activity_at, $7)
 				WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM old) AND EXISTS (SELECT 1 FROM who) AND EXISTS (SELECT 1 FROM mem)
 				RETURNING ` + roomRet + `),
-			m AS (INSERT INTO messages (room_id, seq, id, sender_id, sender_name, body, client_id, sent_at, tsv, files)
-				SELECT r.id, r.last_seq, $6, $2, who.name, $4, $5, $7, ` + newTsv("$4") + `, nullif($8::text, '') FROM r, who),
+			m AS (INSERT INTO messages (room_id, seq, id, sender_id, sender_name, body, client_id, sent_at, tsv, files, mentions)
+				SELECT r.id, r.last_seq, $6, $2, who.name, $4, $5, $7, ` + newTsv("$4") + `, nullif($8::text, ''), nullif($9::text, '') FROM r, who),
 			rd AS (UPDATE members SET read_seq = r.last_seq FROM r
 				WHERE members.room_id = $1 AND members.user_id = $2 AND members.read_seq < r.last_seq)
 			SELECT EXISTS (SELECT 1 FROM who), EXISTS (SELECT 1 FROM rooms WHERE id = $1), EXISTS (SELECT 1 FROM mem),
@@ -191,8 +191,8 @@ func newWriteQueries(m *metrics, index bool) *writeQueries {
 		// before the statement. A repeat of a client id within the
 		// statement (nth > 1) gets no seq: the writer returns the first.
 		sendMany: &query{kind: "send_batch", text: `WITH input AS (SELECT * FROM
-				unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[], $8::text[])
-				WITH ORDINALITY AS t (room_id, sender_id, sender_name, body, client_id, id, sent_at, files, ord)),
+				unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[], $8::text[], $9::text[])
+				WITH ORDINALITY AS t (room_id, sender_id, sender_name, body, client_id, id, sent_at, files, mentions, ord)),
 			checked AS (SELECT i.*, u.name AS user_name, r.id IS NOT NULL AS room_ok,
 					EXISTS (SELECT 1 FROM members mm WHERE mm.room_id = i.room_id AND mm.user_id = i.sender_id) AS member_ok,
 					o.id AS old_id, o.seq AS old_seq, o.sender_name AS old_name, o.body AS old_body, o.sent_at AS old_sent_at,
@@ -204,13 +204,13 @@ func newWriteQueries(m *metrics, index bool) *writeQueries {
 				LEFT JOIN rooms r ON r.id = i.room_id
 				LEFT JOIN messages o ON i.client_id <> '' AND o.room_id = i.room_id AND o.sender_id = i.sender_id
 					AND o.client_id = i.client_id AND o.client_id <> ''),
-			new AS (SELECT c.ord, c.room_id, c.sender_id, c.body, c.client_id, c.id, c.sent_at, c.files,
+			new AS (SELECT c.ord, c.room_id, c.sender_id, c.body, c.client_id, c.id, c.sent_at, c.files, c.mentions,
 					r.last_seq + row_number() OVER (PARTITION BY c.room_id ORDER BY c.ord) AS seq,
 					CASE WHEN c.sender_name = '' THEN c.user_name ELSE c.sender_name END AS name
 				FROM checked c JOIN rooms r ON r.id = c.room_id
 				WHERE c.user_name IS NOT NULL AND c.member_ok AND c.old_id IS NULL AND c.nth = 1),
-			ins AS (INSERT INTO messages (room_id, seq, id, sender_id, sender_name, body, client_id, sent_at, tsv, files)
-				SELECT room_id, seq, id, sender_id, name, body, client_id, sent_at, ` + newTsv("body") + `, nullif(files, '') FROM new),
+			ins AS (INSERT INTO messages (room_id, seq, id, sender_id, sender_name, body, client_id, sent_at, tsv, files, mentions)
+				SELECT room_id, seq, id, sender_id, name, body, client_id, sent_at, ` + newTsv("body") + `, nullif(files, ''), nullif(mentions, '') FROM new),
 			up AS (UPDATE rooms SET last_seq = n.seq, last_activity_at = greatest(rooms.last_activity_at, n.sent_at)
 				FROM (SELECT room_id, max(seq) AS seq, max(sent_at) AS sent_at FROM new GROUP BY room_id) AS n
 				WHERE rooms.id = n.room_id),
@@ -267,7 +267,7 @@ type readQueries struct {
 // joins each room's last message by its key (room_id, seq = last_seq).
 var roomListQuery = `SELECT ` + roomOut("r") + `, m.read_seq,
 		coalesce(g.id, ''), coalesce(g.sender_id, ''), coalesce(g.sender_name, ''), coalesce(g.body, ''),
-		coalesce(g.client_id, ''), coalesce(g.sent_at, 'epoch'), g.edited_at, g.deleted_at, coalesce(g.change, 0), coalesce(g.reactions, ''), coalesce(g.files, '')
+		coalesce(g.client_id, ''), coalesce(g.sent_at, 'epoch'), g.edited_at, g.deleted_at, coalesce(g.change, 0), coalesce(g.reactions, ''), coalesce(g.files, ''), coalesce(g.mentions, '')
 	FROM members m
 	JOIN rooms r ON r.id = m.room_id
 	LEFT JOIN messages g ON g.room_id = r.id AND g.seq = r.last_seq

@@ -45,7 +45,7 @@ func messageDest(m *parley.Message) []any {
 	return []any{&m.ID, &m.RoomID, &m.Seq, &m.SenderID, &m.SenderName, &m.Body, &m.ClientID, &m.SentAt,
 		&m.EditedAt, &m.DeletedAt, &m.Change, reactionsDest{&m.Reactions},
 		extraDest{m, 0}, extraDest{m, 1}, extraDest{m, 2}, extraDest{m, 3}, (*string)(&m.Files),
-		pinDest{m, 0}, pinDest{m, 1}, pinDest{m, 2}}
+		pinDest{m, 0}, pinDest{m, 1}, pinDest{m, 2}, (*string)(&m.Mentions)}
 }
 
 // pinDest scans a message's pin columns (pinned_by, pinned_at,

@@ -72,10 +72,10 @@ func newSendBatchQueries(m *metrics, tsv func(string) string) *sendBatchQueries 
 			FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS k (r, s, c, ord)
 			JOIN messages m ON m.room_id = k.r AND m.sender_id = k.s AND m.client_id = k.c AND m.client_id <> ''`},
 		insert: &query{kind: "insert_messages", text: `INSERT INTO messages
-				(room_id, seq, id, sender_id, sender_name, body, client_id, sent_at, tsv, files)
-			SELECT r, q, i, s, n, b, c, a, ` + tsv("b") + `, nullif(f, '')
+				(room_id, seq, id, sender_id, sender_name, body, client_id, sent_at, tsv, files, mentions)
+			SELECT r, q, i, s, n, b, c, a, ` + tsv("b") + `, nullif(f, ''), nullif(mt, '')
 			FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-				$8::timestamptz[], $9::text[]) AS x (r, q, i, s, n, b, c, a, f)`},
+				$8::timestamptz[], $9::text[], $10::text[]) AS x (r, q, i, s, n, b, c, a, f, mt)`},
 		// $1 room, $2 its new last seq, $3 the time of its last message.
 		rooms: &query{kind: "send_rooms", text: `UPDATE rooms SET last_seq = u.seq,
 				last_activity_at = greatest(rooms.last_activity_at, u.at)
@@ -367,21 +367,22 @@ func readSendChecks(br pgx.BatchResults, nPairs, nKeys int) (map[string]*parley.
 
 // insertCols are the columns of the INSERT of trySends.
 type insertCols struct {
-	rooms, ids, senders, names, bodies, clientIDs, files []string
-	seqs                                                 []int64
-	times                                                []time.Time
+	rooms, ids, senders, names, bodies, clientIDs, files, mentions []string
+	seqs                                                           []int64
+	times                                                          []time.Time
 }
 
 func newInsertCols(n int) *insertCols {
 	return &insertCols{rooms: make([]string, 0, n), ids: make([]string, 0, n), senders: make([]string, 0, n),
 		names: make([]string, 0, n), bodies: make([]string, 0, n), clientIDs: make([]string, 0, n),
-		seqs: make([]int64, 0, n), times: make([]time.Time, 0, n), files: make([]string, 0, n)}
+		seqs: make([]int64, 0, n), times: make([]time.Time, 0, n), files: make([]string, 0, n), mentions: make([]string, 0, n)}
 }
 
 func (c *insertCols) add(m parley.Message) {
 	c.rooms, c.seqs, c.ids = append(c.rooms, m.RoomID), append(c.seqs, m.Seq), append(c.ids, m.ID)
 	c.senders, c.names, c.bodies = append(c.senders, m.SenderID), append(c.names, m.SenderName), append(c.bodies, m.Body)
 	c.clientIDs, c.times, c.files = append(c.clientIDs, m.ClientID), append(c.times, m.SentAt), append(c.files, string(m.Files))
+	c.mentions = append(c.mentions, string(m.Mentions))
 }
 
 // writeSends is trySends' second round trip: the INSERT of the new
@@ -410,7 +411,7 @@ func (s *Store) writeSends(ctx context.Context, tx pgx.Tx, ins *insertCols, ur [
 			rr, rs, rq = append(rr, p.room), append(rs, p.sender), append(rq, seq)
 		}
 		q.insert.count()
-		b.Queue(q.insert.text, ins.rooms, ins.seqs, ins.ids, ins.senders, ins.names, ins.bodies, ins.clientIDs, ins.times, ins.files)
+		b.Queue(q.insert.text, ins.rooms, ins.seqs, ins.ids, ins.senders, ins.names, ins.bodies, ins.clientIDs, ins.times, ins.files, ins.mentions)
 		q.rooms.count()
 		b.Queue(q.rooms.text, ur, us, ua)
 		q.reads.count()

@@ -20,15 +20,15 @@ func queueSends(b *pgx.Batch, q *writeQueries, ops []*send, now func() time.Time
 	n := len(ops)
 	rooms, senders, names := make([]string, n), make([]string, n), make([]string, n)
 	bodies, clientIDs, ids := make([]string, n), make([]string, n), make([]string, n)
-	times, files := make([]time.Time, n), make([]string, n)
+	times, files, mentions := make([]time.Time, n), make([]string, n), make([]string, n)
 	for i, o := range ops {
 		o.setMessage(now())
 		rooms[i], senders[i], names[i] = o.m.RoomID, o.m.SenderID, o.m.SenderName
 		bodies[i], clientIDs[i], ids[i], times[i] = o.m.Body, o.m.ClientID, o.msg.ID, o.msg.SentAt
-		files[i] = string(o.m.Files)
+		files[i], mentions[i] = string(o.m.Files), string(o.m.Mentions)
 	}
 	q.sendMany.count()
-	b.Queue(q.sendMany.text, rooms, senders, names, bodies, clientIDs, ids, times, files)
+	b.Queue(q.sendMany.text, rooms, senders, names, bodies, clientIDs, ids, times, files, mentions)
 }
 
 // decodeSends reads the result of queueSends: one row per send, in order.

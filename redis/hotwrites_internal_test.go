@@ -23,6 +23,7 @@ var (
 		"CreateUser", "UserByName", "User", "CreateToken", "TokenUser", "RevokeToken", "RevokeUserTokens",
 		"Room", "Member", "Members", "Memberships", "Messages", "Rooms", "Ping", "Close",
 		"RoomMembers", "Bans", "Unban", "Changed", "SearchRoom", "Search", "Reactors", "MyReactions", "Replies", "Pins",
+		"SetNotifyLevel", "NotifyStates", "NotifyLevels",
 	}
 )
 

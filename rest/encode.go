@@ -131,6 +131,17 @@ func appendMessage(b []byte, m *parley.Message) []byte {
 		b = append(b, `,"files":`...)
 		b = append(b, m.Files...)
 	}
+	if m.Mentions != "" { // user ids and "@room": no character to escape
+		b = append(b, `,"mentions":["`...)
+		for i := 0; i < len(m.Mentions); i++ {
+			if c := m.Mentions[i]; c == ',' {
+				b = append(b, `","`...)
+			} else {
+				b = append(b, c)
+			}
+		}
+		b = append(b, `"]`...)
+	}
 	if p := m.Pinned; p != nil {
 		b = append(b, `,"pinned":`...)
 		b = appendPin(b, p)
@@ -174,6 +185,10 @@ func appendRoomList(b []byte, rooms []roomEntryView, next string) []byte {
 		}
 		b = append(b, `,"unread":`...)
 		b = strconv.AppendInt(b, e.Unread, 10)
+		b = append(b, `,"mentions":`...)
+		b = strconv.AppendInt(b, e.Mentions, 10)
+		b = append(b, `,"notifications":`...)
+		b = appendString(b, e.Notifications)
 		b = append(b, '}')
 	}
 	b = append(b, `],"next_cursor":`...)

@@ -53,6 +53,12 @@ func TestEncodeMatchesEncodingJSON(t *testing.T) {
 		if i%5 == 2 { // pinned
 			m.Pinned = &parley.Pin{By: pick(), At: times[rng.IntN(len(times))], Change: rng.Int64N(1 << 40)}
 		}
+		switch i % 4 { // some mention one, several, or the room
+		case 1:
+			m.Mentions = "u1abcdefghijklmnopqrstuvwx"
+		case 2:
+			m.Mentions = parley.JoinMentions([]string{"u1abc", parley.MentionRoom, "u2def"})
+		}
 		msgs := []parley.Message{m, m}
 		want, _ := json.Marshal(struct {
 			Messages []parley.Message `json:"messages"`
@@ -73,7 +79,8 @@ func TestEncodeMatchesEncodingJSON(t *testing.T) {
 		if i%3 != 0 {
 			last = &m
 		}
-		entries := []roomEntryView{{Room: roomView{Room: room, Peer: peer}, LastMessage: last, Unread: rng.Int64N(50)}}
+		entries := []roomEntryView{{Room: roomView{Room: room, Peer: peer}, LastMessage: last, Unread: rng.Int64N(50),
+			Mentions: rng.Int64N(5), Notifications: []string{"all", "mentions", "none"}[i%3]}}
 		for _, next := range []string{"", pick()} {
 			var cursor *string
 			if next != "" {

@@ -445,3 +445,7 @@ func (c *fakeChat) PinMessage(ctx context.Context, u parley.User, roomID string,
 func (c *fakeChat) Pins(ctx context.Context, u parley.User, roomID string, before int64, limit int) ([]parley.Message, error) {
 	return nil, parley.Errorf(parley.CodeInvalid, "fake: no pins")
 }
+
+func (c *fakeChat) SetNotifyLevel(ctx context.Context, u parley.User, roomID, level string) error {
+	return parley.Errorf(parley.CodeInvalid, "fake: no notification levels")
+}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net/http"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -56,6 +58,10 @@ func writeError(w http.ResponseWriter, err error) {
 	body.Error.Message = parley.ErrorMessage(err)
 	if body.Error.Code == parley.CodeUnavailable {
 		w.Header().Set("Retry-After", retryUnavailable)
+	}
+	var re *parley.RetryError
+	if errors.As(err, &re) {
+		w.Header().Set("Retry-After", strconv.FormatInt(int64(math.Ceil(re.After.Seconds())), 10))
 	}
 	writeJSON(w, errorStatus(body.Error.Code), body)
 }

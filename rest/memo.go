@@ -235,7 +235,7 @@ var (
 // (the same instant in the same location encodes alike).
 
 func roomEntryEqual(a *roomEntryView, b *parley.RoomEntry, peer func(*parley.Room) *parley.User) bool {
-	if a.Unread != b.Unread || a.Room.Room != b.Room || !optMessageEqual(a.LastMessage, b.LastMessage) {
+	if a.Unread != b.Unread || a.Mentions != b.Mentions || notifyLevel(a.Notifications) != notifyLevel(b.Notifications) || a.Room.Room != b.Room || !optMessageEqual(a.LastMessage, b.LastMessage) {
 		return false
 	}
 	if b.Room.Kind != parley.KindDirect {
@@ -261,7 +261,7 @@ func optMessageEqual(a, b *parley.Message) bool {
 func messageEqual(a, b *parley.Message) bool {
 	return a.Seq == b.Seq && a.Change == b.Change && a.ID == b.ID && a.RoomID == b.RoomID &&
 		a.SenderID == b.SenderID && a.SenderName == b.SenderName && a.Body == b.Body &&
-		a.ClientID == b.ClientID && a.SentAt == b.SentAt &&
+		a.ClientID == b.ClientID && a.SentAt == b.SentAt && a.Mentions == b.Mentions && a.Files == b.Files &&
 		optTimeEqual(a.EditedAt, b.EditedAt) && optTimeEqual(a.DeletedAt, b.DeletedAt) &&
 		slices.Equal(a.Reactions, b.Reactions) && // Me too: a page is per caller once it has reactions
 		replyEqual(a.ReplyTo, b.ReplyTo) && threadEqual(a.Thread, b.Thread) && // an excerpt moves with its root, not the reply's change

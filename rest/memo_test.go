@@ -37,7 +37,7 @@ func entriesOf(vs []roomEntryView) ([]parley.RoomEntry, func(*parley.Room) *parl
 	es := make([]parley.RoomEntry, len(vs))
 	peers := map[string]*parley.User{}
 	for i, v := range vs {
-		es[i] = parley.RoomEntry{Room: v.Room.Room, LastMessage: v.LastMessage, Unread: v.Unread}
+		es[i] = parley.RoomEntry{Room: v.Room.Room, LastMessage: v.LastMessage, Unread: v.Unread, Mentions: v.Mentions, Notifications: v.Notifications}
 		peers[v.Room.ID] = v.Room.Peer
 	}
 	return es, func(r *parley.Room) *parley.User { return peers[r.ID] }
@@ -98,6 +98,8 @@ func TestMemoRoomListMissesOnAnyChange(t *testing.T) {
 		"last change":      func(vs []roomEntryView) { vs[0].Room.LastChange = 3 },
 		"last activity":    func(vs []roomEntryView) { vs[0].Room.LastActivityAt = later },
 		"unread":           func(vs []roomEntryView) { vs[0].Unread = 0 },
+		"mentions":         func(vs []roomEntryView) { vs[0].Mentions = 4 },
+		"level":            func(vs []roomEntryView) { vs[0].Notifications = parley.NotifyNone },
 		"last message":     func(vs []roomEntryView) { vs[0].LastMessage.Body = "x" },
 		"new last message": func(vs []roomEntryView) { vs[1].LastMessage = &parley.Message{} },
 		"no last message":  func(vs []roomEntryView) { vs[0].LastMessage = nil },

@@ -74,6 +74,8 @@ type Chat interface {
 	Threads
 	// Pins are the pinned messages (pins.go).
 	Pins
+	// Notifications are the notification levels (mentions.go).
+	Notifications
 
 	// People and moderation (chat/people.go): to anyone but a member the
 	// room is unknown (parley.CodeNotFound); a member without the role,
@@ -322,6 +324,7 @@ func (h *Handler) routes() {
 	h.reactionRoutes() // reactions.go
 	h.pinRoutes()      // pins.go
 	h.fileRoutes()     // files.go
+	h.mentionRoutes()  // mentions.go
 	// People and moderation (people.go).
 	h.handle("GET /api/rooms/{id}/members", h.authed(h.members))
 	h.handle("PATCH /api/rooms/{id}", h.authed(h.updateRoom))

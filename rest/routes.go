@@ -79,6 +79,9 @@ type roomEntryView struct {
 	Room        roomView        `json:"room"`
 	LastMessage *parley.Message `json:"last_message"`
 	Unread      int64           `json:"unread"`
+	// Mentions and Notifications: see parley.RoomEntry.
+	Mentions      int64  `json:"mentions"`
+	Notifications string `json:"notifications"`
 }
 
 func (h *Handler) view(r *http.Request, room parley.Room) roomView {
@@ -173,10 +176,20 @@ func (h *Handler) roomList(r *http.Request, u parley.User) (*memoBody, error) {
 	views := (*vp)[:0]
 	for i := range rooms {
 		e := &rooms[i]
-		views = append(views, roomEntryView{Room: roomView{Room: e.Room, Peer: peer(&e.Room)}, LastMessage: e.LastMessage, Unread: e.Unread})
+		views = append(views, roomEntryView{Room: roomView{Room: e.Room, Peer: peer(&e.Room)}, LastMessage: e.LastMessage, Unread: e.Unread,
+			Mentions: e.Mentions, Notifications: notifyLevel(e.Notifications)})
 	}
 	*vp = views
 	return h.memo.putRoomList(k, rooms, views, next, encode(func(b []byte) []byte { return appendRoomList(b, views, next) })), nil
+}
+
+// notifyLevel is the level a room list shows: parley.NotifyAll for the
+// default ("").
+func notifyLevel(level string) string {
+	if level == "" {
+		return parley.NotifyAll
+	}
+	return level
 }
 
 // viewsPool holds the room list views of myRooms, which the memo copies

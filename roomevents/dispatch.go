@@ -220,6 +220,8 @@ func (e *Events) commit(ev *parley.Event, remote bool) {
 		if e.hasSubs() {
 			e.toRoom(PinEvent(ev), "", "")
 		}
+	case parley.EventMention:
+		e.mention(ev)
 	}
 }
 

@@ -1,7 +1,8 @@
 // Package roomevents fans room events out to this node's event
 // subscribers (design §4 "Room events"): member, typing, read, online and
 // offline, edited and deleted events for the subscribers of
-// /topic/rooms.{id}.events and of the personal /user/queue/events.
+// /topic/rooms.{id}.events and of the personal /user/queue/events, and
+// mention events (mentions.go) for the personal queue only.
 // Events takes them from the store's commits (Apply), from other nodes
 // (ApplyRemote), from sessions (Typing) and from presence
 // (PresenceChanged).

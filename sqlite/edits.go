@@ -42,9 +42,9 @@ func (q *changeWrites) all() []*query {
 				(SELECT num FROM rooms WHERE rooms.id = messages.room_id) FROM messages WHERE room_id = ? AND seq = ?`},
 			bumpChange: &query{kind: "next_change", text: `UPDATE rooms SET last_change = last_change + 1
 				WHERE id = ? RETURNING ` + roomCols},
-			edit: &query{kind: "edit_message", text: `UPDATE messages SET body = ?, edited_at = ?, change = ?
+			edit: &query{kind: "edit_message", text: `UPDATE messages SET body = ?, edited_at = ?, change = ?, mentions = ?
 				WHERE room_id = ? AND seq = ?`},
-			tombstone: &query{kind: "delete_message", text: `UPDATE messages SET body = '', files = NULL, deleted_at = ?, change = ?, reactions = '',
+			tombstone: &query{kind: "delete_message", text: `UPDATE messages SET body = '', files = NULL, mentions = NULL, deleted_at = ?, change = ?, reactions = '',
 				pinned_by = '', pinned_at = NULL, pin_change = 0
 				WHERE room_id = ? AND seq = ?`},
 			// An external-content table forgets a row when told its old
@@ -108,7 +108,7 @@ func msgColsOf(a string) string {
 	return a + ".id, " + a + ".room_id, " + a + ".seq, " + a + ".sender_id, " + a + ".sender_name, " + a + ".body, " +
 		a + ".client_id, " + a + ".sent_at, " + a + ".edited_at, " + a + ".deleted_at, " + a + ".change, " + a + ".reactions, " +
 		a + ".reply_seq, " + a + ".reply_sender, " + a + ".reply_excerpt, " + a + ".thread, " + a + ".files, " +
-		a + ".pinned_by, " + a + ".pinned_at, " + a + ".pin_change"
+		a + ".pinned_by, " + a + ".pinned_at, " + a + ".pin_change, " + a + ".mentions"
 }
 
 func roomColsOf(a string) string {
@@ -201,8 +201,8 @@ func (s *Store) EditMessage(ctx context.Context, e parley.Edit) (parley.Message,
 		}
 		at := fromMicro(w.now())
 		m := old
-		m.Body, m.EditedAt, m.Change = e.Body, &at, r.LastChange
-		if _, err := w.exec(w.s.wq.changes.edit, m.Body, at.UnixMicro(), m.Change, m.RoomID, m.Seq); err != nil {
+		m.Body, m.EditedAt, m.Change, m.Mentions = e.Body, &at, r.LastChange, e.Mentions
+		if _, err := w.exec(w.s.wq.changes.edit, m.Body, at.UnixMicro(), m.Change, mentionsText(m.Mentions), m.RoomID, m.Seq); err != nil {
 			return result{}, fmt.Errorf("edit: %w", err)
 		}
 		if err := w.reindex(m.RoomID, num, m.Seq, old.Body, m.Body); err != nil {
@@ -247,7 +247,7 @@ func (s *Store) DeleteMessage(ctx context.Context, d parley.Deletion) (parley.Me
 		}
 		at := fromMicro(w.now())
 		m := old
-		m.Body, m.DeletedAt, m.Change, m.Reactions, m.Files, m.Pinned = "", &at, r.LastChange, nil, "", nil
+		m.Body, m.DeletedAt, m.Change, m.Reactions, m.Files, m.Pinned, m.Mentions = "", &at, r.LastChange, nil, "", nil, ""
 		if _, err := w.exec(w.s.wq.changes.tombstone, at.UnixMicro(), m.Change, m.RoomID, m.Seq); err != nil {
 			return result{}, fmt.Errorf("delete: %w", err)
 		}

@@ -167,7 +167,7 @@ func TestMigrateMessageKeys(t *testing.T) {
 		names = append(names, n)
 	}
 	rows.Close()
-	if want := []string{"messages_change", "messages_client", "messages_pins", "messages_thread"}; !reflect.DeepEqual(names, want) { // messages_thread: a thread's replies (0012); messages_pins: a room's pins (0014)
+	if want := []string{"messages_change", "messages_client", "messages_mentions", "messages_pins", "messages_thread"}; !reflect.DeepEqual(names, want) { // messages_thread: a thread's replies (0012); messages_pins: a room's pins (0014); messages_mentions: unread mentions (0015)
 		t.Errorf("indexes of messages = %v, want %v", names, want)
 	}
 	_, err = db.Exec(`INSERT INTO messages (room_id, seq, id, sender_id, sender_name, body, client_id, sent_at)

@@ -80,7 +80,7 @@ func (q *writeQueries) all() []*query {
 				SET last_seq = last_seq + v.column2, last_activity_at = max(last_activity_at, v.column3)
 				FROM (VALUES ` + values(n, 3) + `) AS v WHERE rooms.id = v.column1 RETURNING ` + roomCols + `, num`}
 			q.insertMessages[i] = &query{kind: "insert_message", text: `INSERT INTO messages
-				(id, room_id, seq, sender_id, sender_name, body, client_id, sent_at, files) VALUES ` + values(n, 9)}
+				(id, room_id, seq, sender_id, sender_name, body, client_id, sent_at, files, mentions) VALUES ` + values(n, 10)}
 			// Each (room, sender) once, with the sender's last seq.
 			q.senderReads[i] = &query{kind: "sender_read", text: `UPDATE members SET read_seq = v.column3
 				FROM (VALUES ` + values(n, 3) + `) AS v
@@ -124,7 +124,7 @@ type readQueries struct {
 const roomListQuery = `SELECT p.id, p.kind, p.title, p.capacity, p.member_count, p.last_seq, p.last_activity_at,
 		p.created_at, p.direct_key, p.last_change, p.retention_seconds, p.read_seq,
 		coalesce(g.id, ''), coalesce(g.sender_id, ''), coalesce(g.sender_name, ''), coalesce(g.body, ''),
-		coalesce(g.client_id, ''), coalesce(g.sent_at, 0), g.edited_at, g.deleted_at, coalesce(g.change, 0), coalesce(g.reactions, ''), coalesce(g.files, '')
+		coalesce(g.client_id, ''), coalesce(g.sent_at, 0), g.edited_at, g.deleted_at, coalesce(g.change, 0), coalesce(g.reactions, ''), coalesce(g.files, ''), coalesce(g.mentions, '')
 	FROM (
 		SELECT r.id, r.kind, r.title, r.capacity, r.member_count, r.last_seq, r.last_activity_at,
 			r.created_at, coalesce(r.direct_key, '') AS direct_key, r.last_change, r.retention_seconds, m.read_seq

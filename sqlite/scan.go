@@ -11,7 +11,7 @@ import (
 const (
 	roomCols = `id, kind, title, capacity, member_count, last_seq, last_activity_at, created_at, coalesce(direct_key, ''), last_change, retention_seconds`
 	msgCols  = `id, room_id, seq, sender_id, sender_name, body, client_id, sent_at, edited_at, deleted_at, change, reactions,
-		reply_seq, reply_sender, reply_excerpt, thread, files, pinned_by, pinned_at, pin_change`
+		reply_seq, reply_sender, reply_excerpt, thread, files, pinned_by, pinned_at, pin_change, mentions`
 )
 
 // scanner is a *sql.Row or *sql.Rows.
@@ -73,10 +73,11 @@ type extras struct {
 	pinnedBy                                     string
 	pinnedAt                                     sql.NullInt64 // NULL for a message that is not pinned
 	pinChange                                    int64
+	mentions                                     sql.NullString // NULL for a message without mentions
 }
 
 func (x *extras) dest() []any {
-	return []any{&x.reactions, &x.replySeq, &x.replySender, &x.replyExcerpt, &x.thread, &x.files, &x.pinnedBy, &x.pinnedAt, &x.pinChange}
+	return []any{&x.reactions, &x.replySeq, &x.replySender, &x.replyExcerpt, &x.thread, &x.files, &x.pinnedBy, &x.pinnedAt, &x.pinChange, &x.mentions}
 }
 
 func (x *extras) fill(m *parley.Message) error {
@@ -85,6 +86,7 @@ func (x *extras) fill(m *parley.Message) error {
 	if x.pinChange > 0 && x.pinnedAt.Valid {
 		m.Pinned = &parley.Pin{By: x.pinnedBy, At: fromMicro(x.pinnedAt.Int64), Change: x.pinChange}
 	}
+	m.Mentions = parley.MentionList(x.mentions.String)
 	if m.Reactions, err = parley.DecodeReactions(x.reactions); err != nil {
 		return err
 	}
@@ -93,6 +95,15 @@ func (x *extras) fill(m *parley.Message) error {
 	}
 	m.Thread, err = parley.DecodeThread(x.thread)
 	return err
+}
+
+// mentionsText is the stored form of a message's mentions: NULL (nil)
+// for none.
+func mentionsText(l parley.MentionList) any {
+	if l == "" {
+		return nil
+	}
+	return string(l)
 }
 
 // filesJSON is the stored form of a message's files: NULL (nil) for none.

@@ -259,7 +259,7 @@ func number(items []sendItem, bumps map[string]*roomBump) ([]*sendItem, error) {
 		it.msg = parley.Message{
 			ID: messageID(b.num, b.next), RoomID: it.m.RoomID, Seq: b.next, SenderID: it.m.SenderID,
 			SenderName: it.m.SenderName, Body: it.m.Body, ClientID: it.m.ClientID, SentAt: fromMicro(it.now),
-			Files: it.m.Files,
+			Files: it.m.Files, Mentions: it.m.Mentions,
 		}
 		b.next++
 		stored = append(stored, it)
@@ -273,7 +273,7 @@ func (w *wtx) insertMessages(stored []*sendItem) error {
 		args := w.args[:0]
 		for _, it := range stored[start : start+size] {
 			m := &it.msg
-			args = append(args, m.ID, m.RoomID, m.Seq, m.SenderID, m.SenderName, m.Body, m.ClientID, it.now, filesJSON(m.Files))
+			args = append(args, m.ID, m.RoomID, m.Seq, m.SenderID, m.SenderName, m.Body, m.ClientID, it.now, filesJSON(m.Files), mentionsText(m.Mentions))
 		}
 		w.args = args
 		_, err := w.stmt(w.s.wq.insertMessages[qi]).Exec(args...)

@@ -298,6 +298,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Store: rp.reads, TokenTTL: cfg.TokenTTL, MaxBody: cfg.MaxBody, KDF: cfg.KDF, Registerer: m.registry,
 		OnRevoke: endSessions, Seen: shownSeen{m}, Accounts: accountsOf(db), NameHold: cfg.DeletedNameHold, SignInWindow: cfg.DeleteSignInWindow,
 		KeepMessages: cfg.KeepDeletedMessages, JWT: jv, Keys: keysOf(db), Files: fc,
+		OnMention: m.onMention, RoomMentionLimit: m.roomMentionLimit(clustered, rdb),
 	})
 	m.keyWatch = svc.StartKeyWatch(cfg.APIKeyWatch)
 	m.fileSweep = svc.StartFileSweep(cfg.Files.SweepEvery)

@@ -21,6 +21,7 @@ import { panel } from './panel.js';
 import { composerReply, threads } from './threads.js';
 import { pins } from './pins.js';
 import { Switcher } from './switcher.js';
+import { MentionComplete, NotifySetting, mentionCount } from './mentions.js';
 
 /** members says a member count in words: "1 member", "3 members". */
 export function members(n) {
@@ -234,6 +235,7 @@ class App {
       const next = new Map();
       for (const e of r.rooms) {
         const old = this.rooms.get(e.room.id);
+        const serverSeq = e.room.last_seq;
         let readSeq = e.room.last_seq - e.unread;
         let last = e.last_message;
         if (old) {
@@ -244,7 +246,10 @@ class App {
             e.room.last_activity_at = last.sent_at;
           }
         }
-        next.set(e.room.id, { room: e.room, last, readSeq });
+        // The server's mention count holds up to its last_seq; mention
+        // events add to it (mentions.js).
+        next.set(e.room.id, { room: e.room, last, readSeq, notifications: e.notifications || 'all',
+          mentionBase: e.mentions || 0, mentionBaseSeq: serverSeq });
       }
       // A room created or joined here while the list was loading stays.
       for (const [id, e] of this.rooms) if (e.added && !next.has(id)) next.set(id, e);
@@ -333,6 +338,7 @@ class App {
     const current = this.view ? this.view.roomId : null;
     list.replaceChildren(...entries.map((e) => {
       const unread = Math.max(0, e.room.last_seq - e.readSeq);
+      const mentions = mentionCount(e);
       const last = e.last;
       let text = 'No messages yet';
       if (last) text = (last.sender_id === this.me.id ? 'You' : last.sender_name) + ': ' + preview(last);
@@ -346,9 +352,13 @@ class App {
         h('span', { class: 'room-title' }, this.roomName(e.room, last)),
         h('time', { class: 'room-time', datetime: at }, shortTime(at)),
         h('span', { class: 'room-last' }, text),
-        unread > 0 ? h('span', { class: 'badge', title: unread + ' unread' },
-          h('span', { 'aria-hidden': 'true' }, String(unread)),
-          h('span', { class: 'visually-hidden' }, ', ' + unread + ' unread')) : null),
+        unread > 0 || mentions > 0 ? h('span', { class: 'badges' },
+          unread > 0 ? h('span', { class: e.notifications === 'all' || !e.notifications ? 'badge' : 'badge badge-muted', title: unread + ' unread' },
+            h('span', { 'aria-hidden': 'true' }, String(unread)),
+            h('span', { class: 'visually-hidden' }, ', ' + unread + ' unread')) : null,
+          mentions > 0 ? h('span', { class: 'badge mention-badge', title: mentions + (mentions === 1 ? ' mention' : ' mentions') },
+            h('span', { 'aria-hidden': 'true' }, '@' + mentions),
+            h('span', { class: 'visually-hidden' }, ', ' + mentions + (mentions === 1 ? ' mention' : ' mentions'))) : null) : null),
       );
     }));
     $('room-list-empty').hidden = entries.length > 0;
@@ -359,11 +369,15 @@ class App {
     }
   }
 
-  /** updateTitle puts the number of unread messages over all rooms in the tab title. */
+  /** updateTitle puts the number of unread messages (and mentions) over all rooms in the tab title. */
   updateTitle() {
     let unread = 0;
-    for (const e of this.rooms.values()) unread += Math.max(0, e.room.last_seq - e.readSeq);
-    document.title = unreadTitle(unread);
+    let mentions = 0;
+    for (const e of this.rooms.values()) {
+      unread += Math.max(0, e.room.last_seq - e.readSeq);
+      mentions += mentionCount(e);
+    }
+    document.title = unreadTitle(unread, 'Parley', mentions);
   }
 
   // ---- routes
@@ -397,6 +411,7 @@ class App {
     $('chat-app').classList.add('room-open');
     this.view = new ChatView(this, id, target);
     this.view.open();
+    this.notifySetting.show(id);
     this.renderRooms();
   }
 
@@ -561,6 +576,8 @@ class App {
     $('invite-copy').addEventListener('click', () => copyInvite($('invite-link'), $('invite-copy')));
 
     const input = $('composer-input');
+    this.mentionComplete = new MentionComplete(this, input, $('mention-list')); // @name in the composer (mentions.js)
+    this.notifySetting = new NotifySetting(this); // the room's notification level (mentions.js)
     this.limit = new ComposerLimit(input, $('composer-count'), $('composer').querySelector('button[type=submit]'));
     this.attachments = new Attachments(this);
     const submit = () => {

@@ -8,6 +8,7 @@ import { composerReply, excerptOf, threads } from './threads.js';
 import { pins } from './pins.js';
 import { People } from './members.js';
 import { renderMarkdown } from './markdown.js';
+import { highlightMentions } from './mentions.js';
 import { renderFiles } from './files.js';
 import { avatar, botBadge, clock, isBot, markFirstUnread, msgTime, refreshTimes, regroup } from './timeline.js';
 
@@ -270,7 +271,7 @@ export class ChatView {
           isBot(m.sender_id) ? botBadge() : null,
           m.sent_at ? msgTime(m.sent_at) : null,
         ),
-        h('div', { class: 'msg-body' }, ...renderMarkdown(m.body || '')),
+        h('div', { class: 'msg-body' }, ...highlightMentions(renderMarkdown(m.body || ''), m, this.app.me)),
         m.deleted_at ? null : renderFiles(this.app.api, m.files),
         status ? h('p', { class: 'msg-status' }, status) : null,
       ),

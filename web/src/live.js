@@ -33,6 +33,8 @@ export function messageOf(frame) {
     // A reply names its thread's root (docs/stomp.md).
     ...(hd['reply-to'] ? { reply_to: { seq: Number(hd['reply-to']), sender_name: hd['reply-to-sender'] || '', excerpt: hd['reply-to-excerpt'] || '' } } : {}),
     files: filesOf(hd.files),
+    // The members the text mentions (docs/stomp.md): ids and "@room".
+    ...(hd.mentions ? { mentions: hd.mentions.split(',') } : {}),
   };
 }
 

@@ -9,6 +9,7 @@ import { Recent, Typists, TypingThrottle, typingText } from './events.js';
 import { confirmAction } from './confirm.js';
 import { panel, narrow } from './panel.js';
 import { botBadge, isBot } from './timeline.js';
+import { noteMention } from './mentions.js';
 
 const enc = encodeURIComponent;
 
@@ -83,6 +84,11 @@ export function roomEvent(app, ev) {
     if (ev.user === app.me.id && ev.action === 'joined' && !entry) app.refreshRoomsSoon();
   }
   const view = app.view;
+  if (ev.kind === 'mention') {
+    noteMention(app, ev); // mentions.js
+    return;
+  }
+  if (ev.kind === 'member' && app.mentionComplete) app.mentionComplete.forget(ev.roomId);
   if (ev.kind === 'edited' || ev.kind === 'deleted' || ev.kind === 'reaction' || ev.kind === 'thread' || ev.kind === 'pin') {
     if (view && view.roomId === ev.roomId && view.changes) view.changes.onEvent(ev);
     else if (ev.body && ev.body.seq) app.messageChanged(ev.body); // the room list's last message

@@ -4,21 +4,21 @@
 // small prompt shown after the first message they send. Unread counts in
 // the room list and the tab title are app.js's.
 //
-// Mentions (issue 31) plug in at shouldNotify: a message whose `mentions`
-// names the user notifies like a direct message does, once the server
-// fills that field; a per-room setting (all, mentions, none) belongs
-// there too.
+// Mentions (issue 31): a message whose `mentions` names the user (or
+// @room) notifies like a direct message does. The room's level decides
+// (docs/api.md "Mentions and notifications"): all: direct messages and
+// mentions; mentions: mentions only; none: nothing.
 
 import { $, setText } from './dom.js';
 
 const askedKey = 'parley.notify.asked';
 
-/** shouldNotify decides whether message m of room (the room list's entry) calls for a notification. */
-export function shouldNotify(m, room, me) {
-  if (!m || !me || m.sender_id === me.id || m.deleted_at) return false;
-  if (room && room.kind === 'direct') return true;
-  // The hook for mentions (issue 31): the server's resolved `mentions`.
-  return Array.isArray(m.mentions) && m.mentions.some((x) => x === me.id || (x && (x.id === me.id || x.user_id === me.id)));
+/** shouldNotify decides whether message m of room (the room list's entry) calls for a notification at level (all, mentions, none). */
+export function shouldNotify(m, room, me, level = 'all') {
+  if (!m || !me || m.sender_id === me.id || m.deleted_at || level === 'none') return false;
+  const mentioned = Array.isArray(m.mentions) && m.mentions.some((x) => x === me.id || x === '@room');
+  if (mentioned) return true;
+  return level === 'all' && !!room && room.kind === 'direct';
 }
 
 export class Notifier {
@@ -82,7 +82,7 @@ export class Notifier {
       if (this.waiting.length < 50) this.waiting.push(m);
       return;
     }
-    if (!shouldNotify(m, entry.room, this.app.me)) return;
+    if (!shouldNotify(m, entry.room, this.app.me, entry.notifications)) return;
     const key = m.room_id + '/' + m.seq;
     if (this.seen.has(key)) return;
     this.seen.add(key);

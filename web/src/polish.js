@@ -46,9 +46,10 @@ export class ComposerLimit {
   }
 }
 
-/** unreadTitle is the tab title: the unread count first when there is any. */
-export function unreadTitle(unread, base = 'Parley') {
-  return unread > 0 ? `(${unread}) ${base}` : base;
+/** unreadTitle is the tab title: the unread count first when there is any, and the mentions of me. */
+export function unreadTitle(unread, base = 'Parley', mentions = 0) {
+  const at = mentions > 0 ? `@${mentions} ` : '';
+  return unread > 0 ? `${at}(${unread}) ${base}` : at + base;
 }
 
 /** fullText says that a room has no free seat, in words that fit the count. */

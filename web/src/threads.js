@@ -9,6 +9,7 @@ import { $, h, setText } from './dom.js';
 import { addMessageAction } from './actions.js';
 import { panel } from './panel.js';
 import { renderMarkdown } from './markdown.js';
+import { highlightMentions } from './mentions.js';
 import { msgTime, relTime } from './timeline.js';
 import { chips } from './reactions.js';
 
@@ -168,7 +169,7 @@ class ThreadPanel {
       h('div', { class: 'msg-meta' },
         h('span', { class: 'msg-sender' }, m.sender_id === this.view.app.me.id ? this.view.app.me.name : m.sender_name || 'Someone'),
         m.sent_at ? msgTime(m.sent_at) : null),
-      deleted ? h('p', { class: 'msg-body msg-deleted' }, 'message deleted') : h('div', { class: 'msg-body' }, ...renderMarkdown(m.body || '')),
+      deleted ? h('p', { class: 'msg-body msg-deleted' }, 'message deleted') : h('div', { class: 'msg-body' }, ...highlightMentions(renderMarkdown(m.body || ''), m, this.view.app.me)),
       m.seq === this.root && m.thread ? h('p', { class: 'hint thread-count' }, m.thread.replies === 1 ? '1 reply' : `${m.thread.replies} replies`) : null,
       chips(m, ctx),
     );

@@ -7,6 +7,8 @@ import assert from 'node:assert/strict';
 import { avatarClass, initials, dayLabel, relTime } from '../src/timeline.js';
 import { safeHref } from '../src/markdown.js';
 import { shouldNotify } from '../src/notify.js';
+import { mentionBefore, matchNames, mentionCount } from '../src/mentions.js';
+import { unreadTitle } from '../src/polish.js';
 import { messageActions } from '../src/actions.js';
 import '../src/changes.js'; // registers Edit and Delete
 
@@ -59,8 +61,28 @@ test('desktop notifications: direct messages of others, and mentions once the se
   assert.equal(shouldNotify({ sender_id: 'u1', body: 'mine' }, direct, me), false);
   assert.equal(shouldNotify({ sender_id: 'u2', body: 'hi' }, group, me), false);
   assert.equal(shouldNotify({ sender_id: 'u2', deleted_at: 'x' }, direct, me), false);
-  assert.equal(shouldNotify({ sender_id: 'u2', body: '@me', mentions: ['u1'] }, group, me), true, 'the hook for mentions');
-  assert.equal(shouldNotify({ sender_id: 'u2', body: '@me', mentions: [{ id: 'u1' }] }, group, me), true);
+  assert.equal(shouldNotify({ sender_id: 'u2', body: '@me', mentions: ['u1'] }, group, me), true, 'a mention');
+  assert.equal(shouldNotify({ sender_id: 'u2', body: '@room', mentions: ['@room'] }, group, me), true, '@room');
+  assert.equal(shouldNotify({ sender_id: 'u2', body: '@x', mentions: ['u3'] }, group, me), false, 'another mentioned');
+  // The room's level: mentions only, or nothing.
+  assert.equal(shouldNotify({ sender_id: 'u2', body: 'hi' }, direct, me, 'mentions'), false);
+  assert.equal(shouldNotify({ sender_id: 'u2', body: '@me', mentions: ['u1'] }, group, me, 'mentions'), true);
+  assert.equal(shouldNotify({ sender_id: 'u2', body: '@me', mentions: ['u1'] }, group, me, 'none'), false);
+  assert.equal(shouldNotify({ sender_id: 'u2', body: 'hi' }, direct, me, 'none'), false);
+});
+
+test('mentions: the @prefix typed, the names that complete it, the counts, the title', () => {
+  assert.equal(mentionBefore('hi @al'), 'al');
+  assert.equal(mentionBefore('@'), '');
+  assert.equal(mentionBefore('mail bob@al'), null, 'not at a word start');
+  assert.equal(mentionBefore('hi @al ice'), null, 'a space ends it');
+  assert.deepEqual(matchNames(['bob', 'alice', 'Alan', 'al'], 'al'), ['al', 'alice', 'Alan']);
+  const e = { readSeq: 3, mentionBase: 2, mentionBaseSeq: 5, mentionSeqs: new Set([6, 2]) };
+  assert.equal(mentionCount(e), 3, 'the server\'s two, and seq 6');
+  assert.equal(mentionCount({ ...e, readSeq: 5 }), 1, 'read past the server\'s');
+  assert.equal(mentionCount({ ...e, notifications: 'none' }), 0);
+  assert.equal(unreadTitle(4, 'Parley', 2), '@2 (4) Parley');
+  assert.equal(unreadTitle(0), 'Parley');
 });
 
 test('the toolbar: one entry per action, in order; adding one is one call', () => {
