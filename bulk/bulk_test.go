@@ -604,7 +604,7 @@ var exported = map[string]map[string]bool{
 		"client_id": true, "sent_at": true, "edited_at": true, "deleted_at": true, "change": true, "reactions": true,
 		"reply_seq": true, "reply_sender": true, "reply_excerpt": true, "thread": true,
 		"pinned_by": true, "pinned_at": true, "pin_change": true, // a pin travels with its message (parley.Message.Pinned)
-		"files": true,
+		"files":    true,
 		"mentions": false}, // not carried yet: an imported message mentions nobody (its text still names them)
 	"message_reactions": {"room_id": true, "seq": true, "emoji": true, "user_id": true, "created_at": true},
 	// The files' rows; their bytes, outside the database, by flag
