@@ -94,6 +94,9 @@ func (s *Service) DeleteAccountSignedIn(ctx context.Context, u parley.User, toke
 	if tu.ID != u.ID {
 		return parley.Errorf(parley.CodeForbidden, "the token is not this account's")
 	}
+	if t.CreatedAt.IsZero() {
+		return parley.Errorf(parley.CodeForbidden, "sign in again to delete this account: this token does not say when its sign-in was (a JWT needs an auth_time or iat claim)")
+	}
 	if t.CreatedAt.After(s.now()) {
 		return parley.Errorf(parley.CodeForbidden, "sign in again to delete this account: the sign-in behind this token is dated %v, ahead of this server's clock (check the identity provider's clock)", t.CreatedAt.UTC().Format(time.RFC3339))
 	}

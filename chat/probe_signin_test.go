@@ -1,6 +1,7 @@
 package chat_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -39,6 +40,11 @@ func TestDeleteAccountSignedInClock(t *testing.T) {
 		if got, err := svc.Authenticate(ctx, jwtOf(5)); err != nil || got.ID != u.ID {
 			t.Fatalf("after the refusal with %s, Authenticate = %+v, %v; want the account still there", what, got, err)
 		}
+	}
+	// A JWT that does not say when its sign-in was is told so, not that
+	// its sign-in is old.
+	if err := svc.DeleteAccountSignedIn(ctx, u, jwtOf(3)); err == nil || !strings.Contains(err.Error(), "auth_time") {
+		t.Errorf("DeleteAccountSignedIn with no auth_time or iat: %v, want an error that names auth_time", err)
 	}
 	if err := svc.DeleteAccountSignedIn(ctx, u, jwtOf(5)); err != nil {
 		t.Fatalf("DeleteAccountSignedIn with a sign-in a minute old: %v", err)
