@@ -452,8 +452,12 @@ func TestImportConflict(t *testing.T) {
 	}
 }
 
-// TestImportBadFile: a foreign, newer, garbled or truncated file is
-// refused before anything is written.
+// pinned matches a pinned message's pin in an export: by, at, change.
+var pinned = regexp.MustCompile(`"pinned":\{"by":"([^"]*)","at":"([^"]*)","change":(\d+)\}`)
+
+// TestImportBadFile: a foreign, newer, garbled or truncated file, or one
+// whose records could not have been made (a pin no pin could have
+// taken), is refused before anything is written.
 func TestImportBadFile(t *testing.T) {
 	src, srcPath := MustSQLite(t)
 	fill(t, src)
@@ -476,7 +480,13 @@ func TestImportBadFile(t *testing.T) {
 		{"a file id that is not one", strings.Replace(file, `"id":"file2"`, `"id":"../file2"`, 1), bulk.ErrInvalid},
 		{"a file of another room", strings.Replace(file, `"type":"file","file":{"id":"file1","room_id":"`, `"type":"file","file":{"id":"file1","room_id":"x`, 1), bulk.ErrInvalid},
 		{"after the end", file + ls[1] + "\n", bulk.ErrInvalid},
+		{"a pin above the room's last change", pinned.ReplaceAllString(file, `"pinned":{"by":"$1","at":"$2","change":999999}`), bulk.ErrInvalid},
+		{"a pin of change 0", pinned.ReplaceAllString(file, `"pinned":{"by":"$1","at":"$2","change":0}`), bulk.ErrInvalid},
+		{"a pin by nobody", pinned.ReplaceAllString(file, `"pinned":{"by":"","at":"$2","change":$3}`), bulk.ErrInvalid},
 	} {
+		if tc.file == file {
+			t.Fatalf("%s: the file is unchanged (no pinned message in it?)", tc.name)
+		}
 		t.Run(tc.name, func(t *testing.T) {
 			dst, dstPath := MustSQLite(t)
 			before := MustExportSQLite(t, dstPath, bulk.Options{})
