@@ -253,8 +253,11 @@ func TestDiskFullEndToEnd(t *testing.T) {
 		t.Errorf("/readyz on a full disk = %d %q, want 200 naming the full storage", st, text)
 	}
 	_, metrics := getText(t, "http://"+p.addr+"/metrics")
-	if got, want := refusedCount(metrics), float64(1+more+1); got != want {
-		t.Errorf("parley_store_full_total = %v, want %v (every refused write)", got, want)
+	// Every refused send counts, and so does each round of the search
+	// indexer (sqlite/indexer.go) that the full disk refused meanwhile:
+	// a write like the others, retried after a pause.
+	if got, want := refusedCount(metrics), float64(1+more+1); got < want {
+		t.Errorf("parley_store_full_total = %v, want at least %v (every refused send, and the indexer's refused rounds)", got, want)
 	}
 	if got := metricValue(metrics, "parley_store_full"); got != 1 {
 		t.Errorf("parley_store_full = %v on a full disk, want 1", got)
