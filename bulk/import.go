@@ -70,7 +70,10 @@ type Sink interface {
 	// hash, an API key by id, a name hold by name, a room by id, a message by room and
 	// seq, a change key by room, user and client_id, a reaction by room,
 	// seq, emoji and user, a file by id, a ban and a member
-	// by room and user. A room's counters (last_seq, last_change,
+	// by room and user (with its notification level: a member already
+	// there keeps the target's). A message is stored with its mentions,
+	// a member with its level (parley.NotifyAll when empty), as a send
+	// and a level's change store them. A room's counters (last_seq, last_change,
 	// last_activity_at) only move forward, to cover its messages, and
 	// its member_count is its members' count. It fails with
 	// parley.CodeConflict, and writes nothing of b, for a record that
