@@ -68,3 +68,12 @@ func CheckPins(pinned int) error {
 	}
 	return nil
 }
+
+// PinDeleted is the stores' refusal, CodeConflict, of a pin (add) or an
+// unpin of a deleted message, which its deletion unpinned.
+func PinDeleted(add bool) error {
+	if add {
+		return Errorf(CodeConflict, "the message is deleted: a deleted message cannot be pinned")
+	}
+	return Errorf(CodeConflict, "the message is deleted, which unpinned it: nothing to unpin")
+}

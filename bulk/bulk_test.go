@@ -505,8 +505,12 @@ func TestImportConflict(t *testing.T) {
 	}
 }
 
-// TestImportBadFile: a foreign, newer, garbled or truncated file is
-// refused before anything is written.
+// pinned matches a pinned message's pin in an export: by, at, change.
+var pinned = regexp.MustCompile(`"pinned":\{"by":"([^"]*)","at":"([^"]*)","change":(\d+)\}`)
+
+// TestImportBadFile: a foreign, newer, garbled or truncated file, or one
+// whose records could not have been made (a pin no pin could have
+// taken), is refused before anything is written.
 func TestImportBadFile(t *testing.T) {
 	src, srcPath := MustSQLite(t)
 	fill(t, src)
@@ -529,6 +533,9 @@ func TestImportBadFile(t *testing.T) {
 		{"a file id that is not one", strings.Replace(file, `"id":"file2"`, `"id":"../file2"`, 1), bulk.ErrInvalid},
 		{"a file of another room", strings.Replace(file, `"type":"file","file":{"id":"file1","room_id":"`, `"type":"file","file":{"id":"file1","room_id":"x`, 1), bulk.ErrInvalid},
 		{"after the end", file + ls[1] + "\n", bulk.ErrInvalid},
+		{"a pin above the room's last change", pinned.ReplaceAllString(file, `"pinned":{"by":"$1","at":"$2","change":999999}`), bulk.ErrInvalid},
+		{"a pin of change 0", pinned.ReplaceAllString(file, `"pinned":{"by":"$1","at":"$2","change":0}`), bulk.ErrInvalid},
+		{"a pin by nobody", pinned.ReplaceAllString(file, `"pinned":{"by":"","at":"$2","change":$3}`), bulk.ErrInvalid},
 		{"an unknown level", strings.Replace(file, `"notifications":"none"`, `"notifications":"loud"`, 1), bulk.ErrInvalid},
 		{"a level not a string", strings.Replace(file, `"notifications":"none"`, `"notifications":0`, 1), bulk.ErrInvalid},
 		{"mentions twice", strings.Replace(file, `"@room"]`, `"@room","@room"]`, 1), bulk.ErrInvalid},
@@ -536,6 +543,9 @@ func TestImportBadFile(t *testing.T) {
 		{"mentions not a list", strings.Replace(file, `"mentions":[`, `"mentions":"bob","x":[`, 1), bulk.ErrInvalid},
 		{"a tombstone's mentions", strings.Replace(file, `"body":"","client_id":"c-b"`, `"body":"","mentions":["@room"],"client_id":"c-b"`, 1), bulk.ErrInvalid},
 	} {
+		if tc.file == file {
+			t.Fatalf("%s: the file is unchanged (no pinned message in it?)", tc.name)
+		}
 		t.Run(tc.name, func(t *testing.T) {
 			dst, dstPath := MustSQLite(t)
 			before := MustExportSQLite(t, dstPath, bulk.Options{})
@@ -748,5 +758,52 @@ func TestEveryColumn(t *testing.T) {
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestImportPinsBound: a room of the file with more pinned messages than
+// parley.MaxPinsPerRoom, which no store makes, is refused before anything
+// is written; one with exactly that many is imported.
+func TestImportPinsBound(t *testing.T) {
+	src, srcPath := MustSQLite(t)
+	u, err := src.CreateUser(ctx, parley.NewUser{Name: "alice", PasswordHash: []byte("h")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	room, _, err := src.CreateRoom(ctx, parley.NewRoom{Kind: parley.KindGroup, Title: "pins", Capacity: 10, CreatorID: u.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i <= parley.MaxPinsPerRoom; i++ {
+		if _, _, err := src.Send(ctx, parley.NewMessage{RoomID: room.ID, SenderID: u.ID, SenderName: u.Name, Body: "m"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for seq := int64(1); seq <= parley.MaxPinsPerRoom; seq++ {
+		if _, _, err := src.Pin(ctx, parley.PinMessage{RoomID: room.ID, Seq: seq, UserID: u.ID, Add: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file := string(MustExportSQLite(t, srcPath, bulk.Options{}))
+	dst, _ := MustSQLite(t)
+	if _, err := bulk.Import(ctx, dst, strings.NewReader(file), bulk.ImportOptions{}); err != nil {
+		t.Fatalf("import of %d pins: %v", parley.MaxPinsPerRoom, err)
+	}
+	// The last message, unpinned, pinned in the file too.
+	last := fmt.Sprintf(`"seq":%d,`, parley.MaxPinsPerRoom+1)
+	i := strings.Index(file, last)
+	j := strings.Index(file[i:], `"change":0`)
+	if i < 0 || j < 0 {
+		t.Fatalf("no unpinned message %q in the file", last)
+	}
+	change := room.LastChange + parley.MaxPinsPerRoom
+	over := file[:i+j] + fmt.Sprintf(`"change":%d,"pinned":{"by":%q,"at":"2026-01-01T00:00:00Z","change":%d}`, change, u.ID, change) + file[i+j+len(`"change":0`):]
+	dst2, dstPath2 := MustSQLite(t)
+	before := MustExportSQLite(t, dstPath2, bulk.Options{})
+	if _, err := bulk.Import(ctx, dst2, strings.NewReader(over), bulk.ImportOptions{}); !errors.Is(err, bulk.ErrInvalid) || !strings.Contains(err.Error(), "pinned") {
+		t.Errorf("import of %d pins in a room = %v, want invalid, saying so", parley.MaxPinsPerRoom+1, err)
+	}
+	if after := MustExportSQLite(t, dstPath2, bulk.Options{}); !bytes.Equal(after, before) {
+		t.Errorf("the refused file wrote:\n%s", after)
 	}
 }

@@ -50,6 +50,7 @@ type Reader struct {
 	lastID string // the id of the last user or room, which ascend
 	room   *Room  // the room whose records are being read
 	seq    int64  // its last message's seq
+	pins   int    // its pinned messages so far
 	count  Counts // the records read so far
 	done   bool   // the end line is read
 
@@ -284,6 +285,13 @@ func (rd *Reader) check(l *line) error {
 			return rd.bad("message change %d: want 0 to the room's last_change %d", m.Change, rd.room.LastChange)
 		case m.DeletedAt != nil && m.Body != "":
 			return rd.bad("deleted message %d has a body", m.Seq)
+		case m.Pinned != nil && (m.Pinned.By == "" || m.Pinned.Change < 1 || m.Pinned.Change > m.Change):
+			return rd.bad("message %d: a pin by %q of change %d: want a user and a change from 1 to the message's change %d", m.Seq, m.Pinned.By, m.Pinned.Change, m.Change)
+		}
+		if m.Pinned != nil && m.DeletedAt == nil {
+			if rd.pins++; rd.pins > parley.MaxPinsPerRoom {
+				return rd.bad("message %d: more than %d pinned messages in room %q", m.Seq, parley.MaxPinsPerRoom, rd.room.ID)
+			}
 		}
 		if err := parley.CheckClientID(m.ClientID); err != nil {
 			return rd.bad("message %d: %v", m.Seq, err)
@@ -366,7 +374,7 @@ func (rd *Reader) checkRoom(r *Room) error {
 		return rd.bad("room %q after %q: rooms ascend by id", r.ID, rd.room.ID)
 	}
 	rd.endRoom()
-	rd.room, rd.seq = r, 0
+	rd.room, rd.seq, rd.pins = r, 0, 0
 	rd.count.Rooms++
 	return nil
 }

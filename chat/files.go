@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -415,10 +416,24 @@ func (fw *FileSweep) Close() {
 }
 
 // ExportFiles returns the files u uploaded that the store still holds,
-// oldest first (GET /api/me/export); none when files are off.
+// in the rooms u is a member of (those whose download OpenFile allows u,
+// as the export holds only those rooms), oldest first (GET
+// /api/me/export); none when files are off.
 func (s *Service) ExportFiles(ctx context.Context, u parley.User) ([]parley.StoredFile, error) {
 	if s.files == nil {
 		return nil, nil
 	}
-	return s.files.Store.UploaderFiles(ctx, u.ID)
+	fs, err := s.files.Store.UploaderFiles(ctx, u.ID)
+	if err != nil || len(fs) == 0 {
+		return fs, err
+	}
+	ms, err := s.store.Memberships(ctx, u.ID)
+	if err != nil {
+		return nil, err
+	}
+	in := make(map[string]bool, len(ms))
+	for _, m := range ms {
+		in[m.RoomID] = true
+	}
+	return slices.DeleteFunc(fs, func(f parley.StoredFile) bool { return !in[f.RoomID] }), nil
 }

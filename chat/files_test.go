@@ -381,3 +381,32 @@ func TestExportFiles(t *testing.T) {
 		}
 	})
 }
+
+// TestExportFilesOfRoomsLeft: the export's files are those their download
+// path fetches (GET /api/files/{id}, OpenFile): a file bob uploaded in a
+// room he has left since, which OpenFile refuses him, is not in it, as
+// the room is not (docs/api.md, "Your own data").
+func TestExportFilesOfRoomsLeft(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func(t *testing.T) fileDB) {
+		w := newFileWorld(t, open, 0)
+		f, err := w.s.Upload(ctx, w.bob, w.room.ID, "left.txt", []byte("left behind"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := w.s.SendFiles(ctx, w.bob, w.room.ID, "", "", 0, []string{f.ID}); err != nil {
+			t.Fatal(err)
+		}
+		if fs, err := w.s.ExportFiles(ctx, w.bob); err != nil || len(fs) != 1 {
+			t.Fatalf("ExportFiles(bob) as a member = %+v, %v; want left.txt", fs, err)
+		}
+		if err := w.s.Leave(ctx, w.bob, w.room.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := w.s.OpenFile(ctx, w.bob, f.ID, false); parley.ErrorCode(err) != parley.CodeNotFound {
+			t.Fatalf("OpenFile by bob after leaving: %v, want not found", err)
+		}
+		if fs, err := w.s.ExportFiles(ctx, w.bob); err != nil || len(fs) != 0 {
+			t.Errorf("ExportFiles(bob) after leaving = %+v, %v; want none: its download would be refused", fs, err)
+		}
+	})
+}

@@ -88,21 +88,41 @@ func Link(src, dst, key string) error {
 	return nil
 }
 
-// Check verifies that the directory store dir holds r whole: present,
-// and for a file's bytes of r's size and hash. It reads the blob through,
-// a buffer at a time.
+// Check verifies that the directory store dir holds r whole: present, a
+// plain file (not a symbolic link, which restore or import would carry
+// into the store pointing anywhere, nor a directory), and for a file's
+// bytes of r's size and hash. It reads the blob through, a buffer at a
+// time.
 func Check(dir string, r Ref) error {
 	if err := checkKey(r.Key); err != nil {
 		return err
 	}
-	f, err := os.Open(filepath.Join(dir, r.Key))
+	path := filepath.Join(dir, r.Key)
+	li, err := os.Lstat(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("blob %s: missing from %s", r.Key, dir)
 	}
 	if err != nil {
 		return fmt.Errorf("blob %s: %w", r.Key, err)
 	}
+	if !li.Mode().IsRegular() {
+		what := "special file"
+		switch {
+		case li.Mode()&os.ModeSymlink != 0:
+			what = "symbolic link"
+		case li.IsDir():
+			what = "directory"
+		}
+		return fmt.Errorf("blob %s in %s: a %s, not a plain file: copy the blobs as plain files (cp -rL, or the directory parley wrote as it is)", r.Key, dir, what)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("blob %s: %w", r.Key, err)
+	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !os.SameFile(li, fi) {
+		return fmt.Errorf("blob %s in %s: replaced while it was checked: check again", r.Key, dir)
+	}
 	if r.SHA256 == nil {
 		return nil
 	}

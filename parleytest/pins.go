@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -166,6 +167,10 @@ func testPinDeleted(t *testing.T, newStore NewStoreFunc) {
 	wantCode(t, "Pin(tombstone)", err, parley.CodeConflict)
 	_, _, err = s.Pin(ctx, parley.PinMessage{RoomID: room.ID, Seq: 1, UserID: alice.ID, Add: false})
 	wantCode(t, "Unpin(tombstone)", err, parley.CodeConflict)
+	// The refusal of an unpin speaks of the unpin, not of a pin.
+	if err == nil || !strings.Contains(err.Error(), "nothing to unpin") {
+		t.Errorf("Unpin(tombstone) = %v, want an error saying there is nothing to unpin", err)
+	}
 }
 
 // testPinBound: at most MaxPinsPerRoom pins in a room, even when more are

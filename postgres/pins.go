@@ -62,7 +62,7 @@ func (o *pin) decode(row pgx.Row) (result, []parley.Event, error) {
 	case old.ID == "":
 		return result{}, nil, parley.Errorf(parley.CodeNotFound, "message not found")
 	case old.Deleted():
-		return result{}, nil, parley.Errorf(parley.CodeConflict, "the message is deleted: a deleted message cannot be pinned")
+		return result{}, nil, parley.PinDeleted(o.Add)
 	case (old.Pinned != nil) == o.Add:
 		return result{msg: old}, nil, nil // nothing to do
 	case r.ID == "":

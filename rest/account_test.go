@@ -276,6 +276,11 @@ func TestDeleteMeSignedInRecently(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Advance(time.Minute)
+	// The old token, stolen say, stays old after the fresh sign-in: the
+	// sign-in that counts is the one behind the request's own token.
+	if w := serveAccount(h, "DELETE", "/api/me", tokXena, `{}`); w.Code != http.StatusForbidden {
+		t.Fatalf("DELETE /api/me with the old token after a fresh sign-in = %d %s, want 403", w.Code, w.Body)
+	}
 	if w := serveAccount(h, "DELETE", "/api/me", tok2, `{}`); w.Code != http.StatusNoContent {
 		t.Fatalf("DELETE /api/me just after a sign-in = %d %s, want 204", w.Code, w.Body)
 	}

@@ -41,7 +41,7 @@ func (s *Store) Pin(ctx context.Context, p parley.PinMessage) (parley.Message, b
 		case err != nil:
 			return result{}, err
 		case old.Deleted():
-			return result{}, parley.Errorf(parley.CodeConflict, "the message is deleted: a deleted message cannot be pinned")
+			return result{}, parley.PinDeleted(p.Add)
 		case (old.Pinned != nil) == p.Add:
 			return result{msg: old}, nil // nothing to do
 		}

@@ -20,9 +20,9 @@ var (
 // accountFlags registers the flags of account deletion (DELETE /api/me).
 func (c *Config) accountFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.DeletedNameHold, "deleted-name-hold", chat.DefaultNameHold,
-		"how long a deleted account's name is refused to a new sign-up, then free again")
+		"how long a deleted account's name is refused to a new sign-up, then free again (0: the default)")
 	fs.DurationVar(&c.DeleteSignInWindow, "delete-signin-window", chat.DefaultSignInWindow,
-		"an account with no password (OpenID Connect, JWT) deletes itself with a token of a sign-in at most this old")
+		"an account with no password (OpenID Connect, JWT) deletes itself with a token of a sign-in at most this old (0: the default)")
 	fs.Func("deleted-account-messages", `what becomes of a deleted account's messages: "erase" (tombstones, the default) or "keep" (their text stays); either way they show as "`+chat.DeletedSenderName+`"`,
 		func(v string) error {
 			switch v {

@@ -97,10 +97,12 @@ func keepBlobs(ctx context.Context, data, dest, stage string) (n, size int64, er
 
 // restoreBlobs checks that SRC.files holds every blob the snapshot src
 // refers to, whole, and only then links them into the data directory's
-// files; undo removes those it added (when the database's restore fails
-// after), and report says what it restored. A snapshot without files needs no SRC.files. An error from
-// reading src is left to sqlite.Restore, whose Inspect says what is wrong
-// with the file.
+// files, replacing one there that is damaged (or not a plain file) and
+// keeping one there whole; undo removes those it added (when the
+// database's restore fails after), and report says what it restored. A
+// snapshot without files needs no SRC.files. An error from reading src
+// is left to sqlite.Restore, whose Inspect says what is wrong with the
+// file.
 func restoreBlobs(ctx context.Context, src, data string) (undo func(), report string, err error) {
 	undo = func() {}
 	refs, n, size, err := blobRefs(ctx, src)
@@ -120,19 +122,35 @@ func restoreBlobs(ctx context.Context, src, data string) (undo func(), report st
 			os.Remove(filepath.Join(to, k))
 		}
 	}
+	replaced := 0
 	for _, r := range refs {
 		if _, err := os.Lstat(filepath.Join(to, r.Key)); err == nil {
-			continue
+			if files.Check(to, r) == nil {
+				continue
+			}
+			// Damaged, or not a plain file: the backup's copy replaces
+			// it (a key's bytes never change, so it is the right one
+			// for the database restored or the one there now).
+			if err := os.Remove(filepath.Join(to, r.Key)); err != nil {
+				undo()
+				return func() {}, "", fmt.Errorf("restore %s: files: replace the damaged blob: %w", src, err)
+			}
+			replaced++
+		} else {
+			added = append(added, r.Key)
 		}
 		if err := files.Link(from, to, r.Key); err != nil {
 			undo()
 			return func() {}, "", fmt.Errorf("restore %s: files: %w", src, err)
 		}
-		added = append(added, r.Key)
 	}
 	if err := files.SyncDir(to); err != nil {
 		undo()
 		return func() {}, "", fmt.Errorf("restore %s: files: %w", src, err)
 	}
-	return undo, fmt.Sprintf("restored %d files (%d bytes) from %s into %s\n", n, size, from, to), nil
+	report = fmt.Sprintf("restored %d files (%d bytes) from %s into %s\n", n, size, from, to)
+	if replaced > 0 {
+		report += fmt.Sprintf("replaced %d damaged blobs in %s (not whole, or not plain files) with the backup's copies\n", replaced, to)
+	}
+	return undo, report, nil
 }

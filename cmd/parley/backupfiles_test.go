@@ -99,6 +99,39 @@ func TestBackupRestoreFiles(t *testing.T) {
 	if err != nil || !strings.Contains(out, "restored 2 files") {
 		t.Fatalf("parley restore = %q, %v; want it to say 2 files", out, err)
 	}
+	// Restored again with --force over blobs gone bad in the data
+	// directory (the reason to restore): a damaged one, and a preview
+	// that is now a link to another file of the machine, are replaced by
+	// the backup's, not kept because a blob of that name is there.
+	// (Replaced, not written in place: the restored blobs are hard links
+	// to the backup's.)
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("not a preview"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(restored, "files", img.ID)
+	if err := os.Remove(bad); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, make([]byte, len(pic)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(bad + ".p"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, bad+".p"); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err = runCLI("restore", "--data", restored, "--force", dest)
+	if err != nil || !strings.Contains(out, "restored 2 files") || !strings.Contains(out, "2 damaged") {
+		t.Fatalf("parley restore --force over damaged blobs = %q, %v; want it to say 2 files, 2 damaged ones replaced", out, err)
+	}
+	if got, err := os.ReadFile(bad); err != nil || !bytes.Equal(got, pic) {
+		t.Errorf("the damaged blob after restore --force: %d bytes, %v; want the backup's %d", len(got), err, len(pic))
+	}
+	if fi, err := os.Lstat(bad + ".p"); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("the linked preview after restore --force: %v, %v; want a plain file", fi, err)
+	}
 	q := startServeProcess(t, "--data", restored, "--sync", "normal")
 	rc := newClient(t, q.addr)
 	var tok struct{ Token string }

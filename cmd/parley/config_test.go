@@ -149,3 +149,12 @@ func wantOpenRefused(t *testing.T, cfg Config, flag string) {
 		t.Errorf("Open() with %s: error = %v, want one naming the flag", flag, err)
 	}
 }
+
+// TestAccountFlagsRefuseNegative: a negative --delete-signin-window or
+// --deleted-name-hold is refused by name, not taken silently as the
+// default (which would let an account delete itself with a sign-in ten
+// minutes old, or hold a name 30 days, when the operator asked otherwise).
+func TestAccountFlagsRefuseNegative(t *testing.T) {
+	wantOpenRefused(t, Config{DeleteSignInWindow: -time.Minute}, "--delete-signin-window")
+	wantOpenRefused(t, Config{DeletedNameHold: -time.Hour}, "--deleted-name-hold")
+}

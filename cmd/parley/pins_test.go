@@ -258,6 +258,12 @@ func TestPins(t *testing.T) {
 		"pin-seq:1\nreceipt:z\n\nbody\x00",
 		"pin-seq:1\nunpin-seq:1\nreceipt:z\n\n\x00",
 		"pin-seq:1\nreact-seq:1\nemoji:👍\nreceipt:z\n\n\x00",
+		"pin-seq:1\nedit-seq:1\nreceipt:z\n\nnew text\x00",
+		"unpin-seq:1\ndelete-seq:1\nreceipt:z\n\n\x00",
+		"pin-seq:-1\nreceipt:z\n\n\x00",
+		"pin-seq:0\nreceipt:z\n\n\x00",
+		"unpin-seq:99999999999999999999\nreceipt:z\n\n\x00",
+		"pin-seq:\nreceipt:z\n\n\x00",
 	} {
 		c := dialStomp(t, m, "websocket", alice.token)
 		c.send("SEND\n" + dest + frame)

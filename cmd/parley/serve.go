@@ -361,6 +361,12 @@ func (c *Config) checkOpen() (clustered bool, sendLimit, readLimit *ratelimit.Li
 	if c.PGWriters < 0 {
 		return false, nil, nil, fmt.Errorf("--pg-writers %d: want 1 or more (0: the default)", c.PGWriters)
 	}
+	if c.DeleteSignInWindow < 0 {
+		return false, nil, nil, fmt.Errorf("--delete-signin-window %v: want a duration above 0, such as 10m (0: the default)", c.DeleteSignInWindow)
+	}
+	if c.DeletedNameHold < 0 {
+		return false, nil, nil, fmt.Errorf("--deleted-name-hold %v: want a duration above 0, such as 720h (0: the default)", c.DeletedNameHold)
+	}
 	return clustered, sendLimit, readLimit, nil
 }
 
