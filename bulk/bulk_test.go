@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -95,8 +96,13 @@ func fill(t testing.TB, s parley.Store) string {
 		t.Fatalf("role: %v", err)
 	}
 	for i, u := range []parley.User{a, b, c, a, b, c, d} {
-		if _, _, err := s.Send(ctx, parley.NewMessage{RoomID: room.ID, SenderID: u.ID, SenderName: u.Name,
-			Body: "hello number " + string(rune('a'+i)), ClientID: "c-" + string(rune('a'+i))}); err != nil {
+		m := parley.NewMessage{RoomID: room.ID, SenderID: u.ID, SenderName: u.Name,
+			Body: "hello number " + string(rune('a'+i)), ClientID: "c-" + string(rune('a'+i))}
+		if i == 3 { // message 4 mentions bob and the whole room
+			m.Body += ", @bob and @room"
+			m.Mentions = parley.JoinMentions([]string{b.ID, parley.MentionRoom})
+		}
+		if _, _, err := s.Send(ctx, m); err != nil {
 			t.Fatalf("send: %v", err)
 		}
 	}
@@ -117,6 +123,12 @@ func fill(t testing.TB, s parley.Store) string {
 	}
 	if _, _, err := s.Pin(ctx, parley.PinMessage{RoomID: room.ID, Seq: 3, UserID: a.ID, Add: true}); err != nil {
 		t.Fatalf("pin: %v", err)
+	}
+	// Notification levels: bob hears of mentions only, carol of nothing.
+	for u, level := range map[string]string{b.ID: parley.NotifyMentions, c.ID: parley.NotifyNone} {
+		if err := s.SetNotifyLevel(ctx, room.ID, u, level); err != nil {
+			t.Fatalf("level: %v", err)
+		}
 	}
 	if _, err := s.RemoveMember(ctx, room.ID, a.ID, d.ID, true); err != nil {
 		t.Fatalf("ban: %v", err)
@@ -240,6 +252,38 @@ func TestRoundTripSQLite(t *testing.T) {
 		if got := strings.Contains(string(file), `"password_hash"`); got != secrets {
 			t.Errorf("secrets %v: file holds password hashes: %v", secrets, got)
 		}
+		checkMentions(t, dst, room, file)
+	}
+}
+
+// checkMentions checks that file carries fill's mentions and levels, and
+// that s, which imported it, holds them: message 4 mentions bob and the
+// room; bob is at level mentions, carol at none, the others at all
+// (absent from the file).
+func checkMentions(t *testing.T, s parley.Store, room string, file []byte) {
+	t.Helper()
+	ids := map[string]string{}
+	for _, name := range []string{"alice", "bob", "carol"} {
+		u, _, err := s.UserByName(ctx, name)
+		if err != nil {
+			t.Fatalf("user %s: %v", name, err)
+		}
+		ids[name] = u.ID
+	}
+	if want := `"mentions":["` + ids["bob"] + `","@room"]`; strings.Count(string(file), `"mentions":`) != 1 || !strings.Contains(string(file), want) {
+		t.Errorf("the file's mentions: want one message with %s", want)
+	}
+	if got := strings.Count(string(file), `"notifications":`); got != 2 ||
+		!strings.Contains(string(file), `"notifications":"mentions"`) || !strings.Contains(string(file), `"notifications":"none"`) {
+		t.Errorf("the file holds %d levels, want bob's mentions and carol's none", got)
+	}
+	page, err := s.Messages(ctx, room, parley.Page{After: 3, Limit: 1})
+	if err != nil || len(page) != 1 || page[0].Mentions != parley.JoinMentions([]string{ids["bob"], parley.MentionRoom}) {
+		t.Errorf("imported message 4 = %+v, %v; want it to mention bob and @room", page, err)
+	}
+	levels, err := s.NotifyLevels(ctx, room, []string{ids["alice"], ids["bob"], ids["carol"]})
+	if want := map[string]string{ids["bob"]: parley.NotifyMentions, ids["carol"]: parley.NotifyNone}; err != nil || !maps.Equal(levels, want) {
+		t.Errorf("imported levels = %v, %v; want %v", levels, err, want)
 	}
 }
 
@@ -301,6 +345,7 @@ func TestRoundTripPostgres(t *testing.T) {
 		if err != nil || len(hits) != 6 {
 			t.Errorf("secrets %v: search of the imported room = %d hits, %v; want 6", secrets, len(hits), err)
 		}
+		checkMentions(t, pg, room, fromPG)
 	}
 }
 
@@ -491,6 +536,12 @@ func TestImportBadFile(t *testing.T) {
 		{"a pin above the room's last change", pinned.ReplaceAllString(file, `"pinned":{"by":"$1","at":"$2","change":999999}`), bulk.ErrInvalid},
 		{"a pin of change 0", pinned.ReplaceAllString(file, `"pinned":{"by":"$1","at":"$2","change":0}`), bulk.ErrInvalid},
 		{"a pin by nobody", pinned.ReplaceAllString(file, `"pinned":{"by":"","at":"$2","change":$3}`), bulk.ErrInvalid},
+		{"an unknown level", strings.Replace(file, `"notifications":"none"`, `"notifications":"loud"`, 1), bulk.ErrInvalid},
+		{"a level not a string", strings.Replace(file, `"notifications":"none"`, `"notifications":0`, 1), bulk.ErrInvalid},
+		{"mentions twice", strings.Replace(file, `"@room"]`, `"@room","@room"]`, 1), bulk.ErrInvalid},
+		{"an empty mention", strings.Replace(file, `"mentions":["`, `"mentions":["","`, 1), bulk.ErrInvalid},
+		{"mentions not a list", strings.Replace(file, `"mentions":[`, `"mentions":"bob","x":[`, 1), bulk.ErrInvalid},
+		{"a tombstone's mentions", strings.Replace(file, `"body":"","client_id":"c-b"`, `"body":"","mentions":["@room"],"client_id":"c-b"`, 1), bulk.ErrInvalid},
 	} {
 		if tc.file == file {
 			t.Fatalf("%s: the file is unchanged (no pinned message in it?)", tc.name)
@@ -504,6 +555,44 @@ func TestImportBadFile(t *testing.T) {
 			}
 			if after := MustExportSQLite(t, dstPath, bulk.Options{}); !bytes.Equal(after, before) {
 				t.Errorf("the refused file wrote:\n%s", after)
+			}
+		})
+	}
+}
+
+// TestImportDropsStrayMentions: the mentions of users who are not members
+// of the message's room in the file (dave, banned; an id no account has)
+// are left out, and said; the others are imported.
+func TestImportDropsStrayMentions(t *testing.T) {
+	src, srcPath := MustSQLite(t)
+	room := fill(t, src)
+	file := string(MustExportSQLite(t, srcPath, bulk.Options{}))
+	bob, _, err := src.UserByName(ctx, "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dave, _, err := src.UserByName(ctx, "dave")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stray := strings.Replace(file, `"mentions":["`+bob.ID+`"`, `"mentions":["`+dave.ID+`","`+bob.ID+`","nobody0000"`, 1)
+	if stray == file {
+		t.Fatal("message 4's mentions are not in the file")
+	}
+	for name, open := range sinks(t) {
+		t.Run(name, func(t *testing.T) {
+			dst, export := open(t)
+			res, err := bulk.Import(ctx, dst, strings.NewReader(stray), bulk.ImportOptions{BatchSize: 3})
+			if err != nil || res.DroppedMentions != 2 {
+				t.Fatalf("import = %d mentions dropped, %v; want 2", res.DroppedMentions, err)
+			}
+			if got := export(bulk.Options{}); !same(got, []byte(file)) {
+				t.Errorf("the import exports as\n%s\nwant\n%s", got, file)
+			}
+			st := dst.(parley.Store)
+			page, err := st.Messages(ctx, room, parley.Page{After: 3, Limit: 1})
+			if err != nil || len(page) != 1 || page[0].Mentions != parley.JoinMentions([]string{bob.ID, parley.MentionRoom}) {
+				t.Errorf("imported message 4 = %+v, %v; want it to mention bob and @room", page, err)
 			}
 		})
 	}
@@ -607,7 +696,7 @@ var exported = map[string]map[string]bool{
 		"num":        false,  // the full-text index's number of the room: each store's own
 		"last_event": false}, // the counter of room_events, not carried: an imported room's events start again at 1
 	"members": {"room_id": true, "user_id": true, "read_seq": true, "joined_at": true, "role": true,
-		"notify": false}, // the notification level (mentions): not carried yet; an imported member is at the default, all
+		"notify": true}, // the member's "notifications", absent at the default, all
 
 	"bans": {"room_id": true, "user_id": true, "actor_id": true, "banned_at": true},
 	"messages": {"room_id": true, "seq": true, "id": true, "sender_id": true, "sender_name": true, "body": true,
@@ -615,7 +704,7 @@ var exported = map[string]map[string]bool{
 		"reply_seq": true, "reply_sender": true, "reply_excerpt": true, "thread": true,
 		"pinned_by": true, "pinned_at": true, "pin_change": true, // a pin travels with its message (parley.Message.Pinned)
 		"files":    true,
-		"mentions": false}, // not carried yet: an imported message mentions nobody (its text still names them)
+		"mentions": true}, // the message's, as the API shows them; those of non-members dropped by an import (Result.DroppedMentions)
 	"message_reactions": {"room_id": true, "seq": true, "emoji": true, "user_id": true, "created_at": true},
 	// The files' rows; their bytes, outside the database, by flag
 	// (parley export --files-dir, docs/export-format.md).

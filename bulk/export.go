@@ -41,8 +41,9 @@ type Source interface {
 	Files(ctx context.Context, roomID string, each func(*File) error) error
 	// Bans streams the room's bans, by user.
 	Bans(ctx context.Context, roomID string, each func(*parley.Ban) error) error
-	// Members streams the room's members, by user.
-	Members(ctx context.Context, roomID string, each func(*parley.Member) error) error
+	// Members streams the room's members, by user, with their
+	// notification levels (empty for parley.NotifyAll).
+	Members(ctx context.Context, roomID string, each func(*Member) error) error
 }
 
 // Options selects what Export writes.
@@ -125,7 +126,7 @@ func Export(ctx context.Context, src Source, w io.Writer, opt Options) (Counts, 
 			err = src.Bans(ctx, id, func(b *parley.Ban) error { return put(&line{Type: typeBan, Ban: b}, &c.Bans) })
 		}
 		if err == nil {
-			err = src.Members(ctx, id, func(m *parley.Member) error { return put(&line{Type: typeMember, Member: m}, &c.Members) })
+			err = src.Members(ctx, id, func(m *Member) error { return put(&line{Type: typeMember, Member: m}, &c.Members) })
 		}
 		return err
 	}

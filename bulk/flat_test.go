@@ -84,13 +84,13 @@ func (synthetic) Reactions(context.Context, string, func(*bulk.Reaction) error) 
 func (synthetic) Files(context.Context, string, func(*bulk.File) error) error           { return nil }
 func (synthetic) Bans(context.Context, string, func(*parley.Ban) error) error           { return nil }
 
-func (s synthetic) Members(_ context.Context, roomID string, each func(*parley.Member) error) error {
+func (s synthetic) Members(_ context.Context, roomID string, each func(*bulk.Member) error) error {
 	for i := range s.users {
 		role := parley.RoleMember
 		if i == 0 {
 			role = parley.RoleOwner
 		}
-		m := parley.Member{RoomID: roomID, UserID: s.userID(i), Role: role, JoinedAt: t0}
+		m := bulk.Member{Member: parley.Member{RoomID: roomID, UserID: s.userID(i), Role: role, JoinedAt: t0}}
 		if err := each(&m); err != nil {
 			return err
 		}

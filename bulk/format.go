@@ -11,6 +11,10 @@ const Format = "parley-export"
 
 // Version is the newest format version this program writes and reads.
 // Version 2 added the file records; a version 1 file reads as before.
+// The messages' mentions and the members' notifications came later in
+// version 2: a reader that does not know them ignores them (it imports the
+// messages mentioning nobody and the members at all), and misreads
+// nothing, so they made no new version.
 const Version = 2
 
 // Header is the first line of a file.
@@ -115,6 +119,14 @@ type File struct {
 	Claim     string    `json:"claim,omitempty"`
 }
 
+// Member is a membership (parley.Member) with the member's notification
+// level in the room (parley.NotifyAll and the others), empty for
+// parley.NotifyAll, the default, so that the file names only the others.
+type Member struct {
+	parley.Member
+	Notifications string `json:"notifications,omitempty"`
+}
+
 // Counts is how many records of each type a file holds (its end line) or
 // an import wrote.
 type Counts struct {
@@ -160,7 +172,7 @@ type line struct {
 	APIKey    *APIKey         `json:"api_key,omitempty"`
 	NameHold  *NameHold       `json:"name_hold,omitempty"`
 	Room      *Room           `json:"room,omitempty"`
-	Member    *parley.Member  `json:"member,omitempty"`
+	Member    *Member         `json:"member,omitempty"`
 	Ban       *parley.Ban     `json:"ban,omitempty"`
 	Message   *parley.Message `json:"message,omitempty"`
 	ChangeKey *ChangeKey      `json:"change_key,omitempty"`

@@ -21,7 +21,7 @@ type Batch struct {
 	Reactions  []Reaction
 	Files      []File
 	Bans       []parley.Ban
-	Members    []parley.Member
+	Members    []Member
 }
 
 func (b *Batch) len() int {
@@ -70,7 +70,10 @@ type Sink interface {
 	// hash, an API key by id, a name hold by name, a room by id, a message by room and
 	// seq, a change key by room, user and client_id, a reaction by room,
 	// seq, emoji and user, a file by id, a ban and a member
-	// by room and user. A room's counters (last_seq, last_change,
+	// by room and user (with its notification level: a member already
+	// there keeps the target's). A message is stored with its mentions,
+	// a member with its level (parley.NotifyAll when empty), as a send
+	// and a level's change store them. A room's counters (last_seq, last_change,
 	// last_activity_at) only move forward, to cover its messages, and
 	// its member_count is its members' count. It fails with
 	// parley.CodeConflict, and writes nothing of b, for a record that
@@ -100,6 +103,14 @@ type Result struct {
 	Header  Header
 	File    Counts // the records of the file
 	Written Counts // the records written; the others were there already
+	// DroppedMentions is how many mentions of the file's messages Write
+	// left out: those of users who are not members of the message's
+	// room in the file (who left the room, or whose account was
+	// deleted, after the mention; an import cannot tell them from a
+	// user of the target with that id).
+	DroppedMentions int64
+
+	strays map[string]map[string]bool // Reader.Strays, by Check
 }
 
 // Check reads the whole file r and checks every line against the format:
@@ -116,7 +127,7 @@ func Check(r io.Reader) (Result, error) {
 	if err != io.EOF {
 		return Result{}, err
 	}
-	return Result{Header: rd.Header, File: rd.Counts()}, nil
+	return Result{Header: rd.Header, File: rd.Counts(), strays: rd.Strays()}, nil
 }
 
 // Import checks the whole file f first (Check: nothing is written when it
@@ -172,6 +183,9 @@ func Write(ctx context.Context, sink Sink, f io.ReadSeeker, res Result, opt Impo
 		if err != nil {
 			return res, err // the file changed since the check
 		}
+		if r.Message != nil {
+			res.DroppedMentions += dropStrays(r.Message, res.strays[r.Message.RoomID])
+		}
 		if b.add(r); b.len() >= opt.BatchSize {
 			if err := flush(); err != nil {
 				return res, err
@@ -184,4 +198,21 @@ func Write(ctx context.Context, sink Sink, f io.ReadSeeker, res Result, opt Impo
 		}
 	}
 	return res, nil
+}
+
+// dropStrays removes from m's mentions the users of stray (users who are
+// not members of its room in the file) and returns how many it removed.
+func dropStrays(m *parley.Message, stray map[string]bool) int64 {
+	if len(stray) == 0 || m.Mentions == "" {
+		return 0
+	}
+	ids := m.Mentions.IDs()
+	kept := ids[:0]
+	for _, id := range ids {
+		if !stray[id] {
+			kept = append(kept, id)
+		}
+	}
+	m.Mentions = parley.JoinMentions(kept)
+	return int64(len(ids) - len(kept))
 }

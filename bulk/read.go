@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"strings"
 
 	"parley"
 )
@@ -52,6 +53,11 @@ type Reader struct {
 	pins   int    // its pinned messages so far
 	count  Counts // the records read so far
 	done   bool   // the end line is read
+
+	// mentioned is the users the room's messages mention and its members
+	// read so far do not hold; at the room's end they are its strays.
+	mentioned map[string]bool
+	stray     map[string]map[string]bool // by room: users mentioned who are not its members in the file
 }
 
 // NewReader reads and checks the header of the file r: ErrNotExport for
@@ -117,7 +123,7 @@ type Record struct {
 	Reaction  *Reaction
 	File      *File
 	Ban       *parley.Ban
-	Member    *parley.Member
+	Member    *Member
 }
 
 // Next returns the next record, and io.EOF after the end line once its
@@ -147,6 +153,7 @@ func (rd *Reader) Next() (Record, error) {
 	}
 	if l.Type == typeEnd {
 		rd.done = true
+		rd.endRoom()
 		return rd.Next()
 	}
 	return Record{User: l.User, Token: l.Token, APIKey: l.APIKey, NameHold: l.NameHold, Room: l.Room, Message: l.Message,
@@ -155,6 +162,56 @@ func (rd *Reader) Next() (Record, error) {
 
 // Counts is what the records read so far hold.
 func (rd *Reader) Counts() Counts { return rd.count }
+
+// Strays returns, for each room read whole so far, the users its
+// messages mention who are not its members in the file (they left, or
+// their accounts were deleted, after the mention): an import drops them
+// from the mentions (Write). Rooms with none are absent.
+func (rd *Reader) Strays() map[string]map[string]bool { return rd.stray }
+
+// endRoom keeps the room's mentioned users that none of its members held.
+func (rd *Reader) endRoom() {
+	if rd.room != nil && len(rd.mentioned) > 0 {
+		if rd.stray == nil {
+			rd.stray = map[string]map[string]bool{}
+		}
+		rd.stray[rd.room.ID] = rd.mentioned
+	}
+	rd.mentioned = nil
+}
+
+// checkMentions checks message m's mentions: user ids (or
+// parley.MentionRoom), each once, at most parley.MaxMentions, none in a
+// tombstone; and notes the users it mentions for Strays.
+func (rd *Reader) checkMentions(m *parley.Message) error {
+	if m.Mentions == "" {
+		return nil
+	}
+	if m.DeletedAt != nil {
+		return rd.bad("deleted message %d has mentions", m.Seq)
+	}
+	ids := m.Mentions.IDs()
+	if len(ids) > parley.MaxMentions {
+		return rd.bad("message %d mentions %d users, at most %d", m.Seq, len(ids), parley.MaxMentions)
+	}
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		switch {
+		case id == "" || strings.ContainsAny(id, ", \t\n"):
+			return rd.bad("message %d: mention %q is not a user id nor %q", m.Seq, id, parley.MentionRoom)
+		case seen[id]:
+			return rd.bad("message %d mentions %q twice", m.Seq, id)
+		}
+		seen[id] = true
+		if id != parley.MentionRoom {
+			if rd.mentioned == nil {
+				rd.mentioned = map[string]bool{}
+			}
+			rd.mentioned[id] = true
+		}
+	}
+	return nil
+}
 
 func (rd *Reader) bad(format string, args ...any) error {
 	return fmt.Errorf("%w: line %d: %s", ErrInvalid, rd.n, fmt.Sprintf(format, args...))
@@ -239,6 +296,9 @@ func (rd *Reader) check(l *line) error {
 		if err := parley.CheckClientID(m.ClientID); err != nil {
 			return rd.bad("message %d: %v", m.Seq, err)
 		}
+		if err := rd.checkMentions(m); err != nil {
+			return err
+		}
 		rd.seq = m.Seq
 		rd.count.Messages++
 	case typeChangeKey:
@@ -282,6 +342,12 @@ func (rd *Reader) check(l *line) error {
 		if m.Role != parley.RoleOwner && m.Role != parley.RoleAdmin && m.Role != parley.RoleMember {
 			return rd.bad("member %q: role %q", m.UserID, m.Role)
 		}
+		if m.Notifications != "" {
+			if err := parley.CheckNotifyLevel(m.Notifications); err != nil {
+				return rd.bad("member %q: notifications %q: %s", m.UserID, m.Notifications, parley.ErrorMessage(err))
+			}
+		}
+		delete(rd.mentioned, m.UserID)
 		rd.count.Members++
 	case typeEnd:
 		if *l.Counts != rd.count {
@@ -307,6 +373,7 @@ func (rd *Reader) checkRoom(r *Room) error {
 	if rd.room != nil && r.ID <= rd.room.ID {
 		return rd.bad("room %q after %q: rooms ascend by id", r.ID, rd.room.ID)
 	}
+	rd.endRoom()
 	rd.room, rd.seq, rd.pins = r, 0, 0
 	rd.count.Rooms++
 	return nil

@@ -7,16 +7,22 @@ import (
 )
 
 // ExportedRoom is one room of a user's own data (GET /api/me/export): the
-// room and the user's membership of it.
+// room, the user's membership of it and their notification level there.
 type ExportedRoom struct {
-	Room   parley.Room
-	Member parley.Member
+	Room          parley.Room
+	Member        parley.Member
+	Notifications string // parley.NotifyAll and the others
 }
 
 // ExportRooms returns every room u is a member of, with the membership
-// (role, read position, joined time), in no particular order.
+// (role, read position, joined time) and the notification level, in no
+// particular order.
 func (s *Service) ExportRooms(ctx context.Context, u parley.User) ([]ExportedRoom, error) {
 	ms, err := s.store.Memberships(ctx, u.ID)
+	if err != nil {
+		return nil, err
+	}
+	levels, err := s.store.NotifyStates(ctx, u.ID) // the rooms at another level than all
 	if err != nil {
 		return nil, err
 	}
@@ -29,7 +35,11 @@ func (s *Service) ExportRooms(ctx context.Context, u parley.User) ([]ExportedRoo
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, ExportedRoom{Room: r, Member: m})
+		level := parley.NotifyAll
+		if n, ok := levels[m.RoomID]; ok && n.Level != "" {
+			level = n.Level
+		}
+		out = append(out, ExportedRoom{Room: r, Member: m, Notifications: level})
 	}
 	return out, nil
 }

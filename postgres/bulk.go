@@ -243,13 +243,14 @@ func (s *Snapshot) Bans(ctx context.Context, roomID string, each func(*parley.Ba
 }
 
 // Members implements bulk.Source.
-func (s *Snapshot) Members(ctx context.Context, roomID string, each func(*parley.Member) error) error {
-	var m parley.Member
+func (s *Snapshot) Members(ctx context.Context, roomID string, each func(*bulk.Member) error) error {
+	var m bulk.Member
 	return s.each(ctx, func(rows pgx.Rows) error {
-		if err := rows.Scan(&m.RoomID, &m.UserID, &m.Role, &m.ReadSeq, &m.JoinedAt); err != nil {
+		if err := rows.Scan(&m.RoomID, &m.UserID, &m.Role, &m.ReadSeq, &m.JoinedAt, &m.Notifications); err != nil {
 			return err
 		}
 		m.JoinedAt = m.JoinedAt.UTC()
 		return each(&m)
-	}, `SELECT room_id, user_id, role, read_seq, joined_at FROM members WHERE room_id = $1 ORDER BY user_id`, roomID)
+	}, `SELECT room_id, user_id, role, read_seq, joined_at, CASE notify WHEN 'all' THEN '' ELSE notify END
+		FROM members WHERE room_id = $1 ORDER BY user_id`, roomID)
 }

@@ -34,20 +34,20 @@ const (
 	importChangeKey = `INSERT INTO change_keys (room_id, user_id, client_id, seq, deleted, change) VALUES ($1, $2, $3, $4, $5, $6)
 		ON CONFLICT DO NOTHING`
 	importBan    = `INSERT INTO bans (room_id, user_id, actor_id, banned_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`
-	importMember = `INSERT INTO members (room_id, user_id, read_seq, joined_at, role) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT DO NOTHING`
+	importMember = `INSERT INTO members (room_id, user_id, read_seq, joined_at, role, notify)
+		VALUES ($1, $2, $3, $4, $5, coalesce(nullif($6, ''), 'all')) ON CONFLICT DO NOTHING`
 )
 
 // importMessages stores messages, one array a column, with their search
 // vectors (none for a tombstone), as a send and an edit do, and returns
 // the keys of those it wrote: one statement for a batch.
 var importMessages = `INSERT INTO messages (room_id, seq, id, sender_id, sender_name, body, client_id, sent_at, edited_at, deleted_at, change, reactions,
-		reply_seq, reply_sender, reply_excerpt, thread, pinned_by, pinned_at, pin_change, files, tsv)
-	SELECT r, s, i, sn, nm, b, c, sa, ea, da, ch, rx, rq, rs, re, th, pb, pa, pc, nullif(fl, ''), CASE WHEN da IS NULL AND b <> '' THEN ` + tsvOf(true)("b") + ` END
+		reply_seq, reply_sender, reply_excerpt, thread, pinned_by, pinned_at, pin_change, files, mentions, tsv)
+	SELECT r, s, i, sn, nm, b, c, sa, ea, da, ch, rx, rq, rs, re, th, pb, pa, pc, nullif(fl, ''), nullif(mn, ''), CASE WHEN da IS NULL AND b <> '' THEN ` + tsvOf(true)("b") + ` END
 	FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 		$8::timestamptz[], $9::timestamptz[], $10::timestamptz[], $11::bigint[], $12::text[],
-		$13::bigint[], $14::text[], $15::text[], $16::text[], $17::text[], $18::timestamptz[], $19::bigint[], $20::text[])
-		AS t (r, s, i, sn, nm, b, c, sa, ea, da, ch, rx, rq, rs, re, th, pb, pa, pc, fl)
+		$13::bigint[], $14::text[], $15::text[], $16::text[], $17::text[], $18::timestamptz[], $19::bigint[], $20::text[], $21::text[])
+		AS t (r, s, i, sn, nm, b, c, sa, ea, da, ch, rx, rq, rs, re, th, pb, pa, pc, fl, mn)
 	ON CONFLICT DO NOTHING
 	RETURNING room_id, seq`
 
@@ -269,7 +269,7 @@ func (im *pgImporter) messages(ms []parley.Message, counts *bulk.Counts) error {
 	var (
 		roomIDs, ids, senders, names, bodies, clients = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		reactions, replySenders, excerpts, threads    = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		fileLists                                     = make([]string, n)
+		fileLists, mentions                           = make([]string, n), make([]string, n)
 		replySeqs                                     = make([]int64, n)
 		pinnedBy, pinnedAt, pinChanges                = make([]string, n), make([]*time.Time, n), make([]int64, n)
 		seqs, changes                                 = make([]int64, n), make([]int64, n)
@@ -292,14 +292,14 @@ func (im *pgImporter) messages(ms []parley.Message, counts *bulk.Counts) error {
 			at := p.At
 			pinnedBy[i], pinnedAt[i], pinChanges[i] = p.By, &at, p.Change
 		}
-		fileLists[i] = string(m.Files)
+		fileLists[i], mentions[i] = string(m.Files), string(m.Mentions) // NULL for none, as a send stores it
 	}
 	slices.Sort(rooms)
 	if _, err := im.tx.Exec(im.ctx, `SELECT 1 FROM rooms WHERE id = ANY($1) ORDER BY id FOR UPDATE`, rooms); err != nil {
 		return fmt.Errorf("import messages: lock rooms: %w", err)
 	}
 	rows, err := im.tx.Query(im.ctx, importMessages, roomIDs, seqs, ids, senders, names, bodies, clients, sent, edited, deleted, changes, reactions,
-		replySeqs, replySenders, excerpts, threads, pinnedBy, pinnedAt, pinChanges, fileLists)
+		replySeqs, replySenders, excerpts, threads, pinnedBy, pinnedAt, pinChanges, fileLists, mentions)
 	if err != nil {
 		return fmt.Errorf("import messages: %w", err)
 	}
@@ -355,10 +355,10 @@ func (im *pgImporter) messages(ms []parley.Message, counts *bulk.Counts) error {
 }
 
 // members inserts ms, then sets their rooms' member_count.
-func (im *pgImporter) members(ms []parley.Member, n *bulk.Counts) error {
+func (im *pgImporter) members(ms []bulk.Member, n *bulk.Counts) error {
 	args := make([][]any, 0, len(ms))
 	for _, m := range ms {
-		args = append(args, []any{m.RoomID, m.UserID, m.ReadSeq, m.JoinedAt, m.Role})
+		args = append(args, []any{m.RoomID, m.UserID, m.ReadSeq, m.JoinedAt, m.Role, m.Notifications})
 	}
 	wrote, err := im.execAll(importMember, args)
 	if err != nil {
@@ -375,7 +375,7 @@ func (im *pgImporter) members(ms []parley.Member, n *bulk.Counts) error {
 		var one int
 		err := im.tx.QueryRow(im.ctx, `SELECT 1 FROM members WHERE room_id = $1 AND user_id = $2`, m.RoomID, m.UserID).Scan(&one)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return bulk.SecondOwner(m)
+			return bulk.SecondOwner(&m.Member)
 		}
 		if err != nil {
 			return fmt.Errorf("import member %s of room %s: %w", m.UserID, m.RoomID, err)

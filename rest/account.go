@@ -69,9 +69,10 @@ type exportError struct {
 
 // exportMember is the caller's membership of a room, in an export.
 type exportMember struct {
-	Role     string    `json:"role"`
-	ReadSeq  int64     `json:"read_seq"`
-	JoinedAt time.Time `json:"joined_at"`
+	Role          string    `json:"role"`
+	ReadSeq       int64     `json:"read_seq"`
+	JoinedAt      time.Time `json:"joined_at"`
+	Notifications string    `json:"notifications"` // the level, "all" included
 }
 
 // A download moves its write deadline exportStall on every
@@ -133,7 +134,7 @@ func (h *Handler) exportMe(w http.ResponseWriter, r *http.Request) error {
 	for i := 0; i < len(rooms) && err == nil; i++ {
 		m := rooms[i].Member
 		err = enc.Encode(exportLine{Type: "room", Room: &rooms[i].Room, Membership: &exportMember{
-			Role: m.Role, ReadSeq: m.ReadSeq, JoinedAt: m.JoinedAt}})
+			Role: m.Role, ReadSeq: m.ReadSeq, JoinedAt: m.JoinedAt, Notifications: rooms[i].Notifications}})
 		if err == nil {
 			err = a.ExportMessages(r.Context(), u, rooms[i].Room.ID, func(m *parley.Message) error {
 				return enc.Encode(exportLine{Type: "message", Message: m})

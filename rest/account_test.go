@@ -89,11 +89,17 @@ func serveAccount(h *rest.Handler, method, path, tok, body string) *httptest.Res
 
 // exportLine is one line of GET /api/me/export.
 type exportLine struct {
-	Type       string          `json:"type"`
-	User       *parley.User    `json:"user"`
-	Room       *parley.Room    `json:"room"`
-	Membership *parley.Member  `json:"membership"`
-	Message    *parley.Message `json:"message"`
+	Type       string            `json:"type"`
+	User       *parley.User      `json:"user"`
+	Room       *parley.Room      `json:"room"`
+	Membership *exportMembership `json:"membership"`
+	Message    *parley.Message   `json:"message"`
+}
+
+// exportMembership is a room line's membership.
+type exportMembership struct {
+	parley.Member
+	Notifications string `json:"notifications"`
 }
 
 // TestExportMe: GET /api/me/export is a JSON Lines download of the
@@ -110,7 +116,8 @@ func TestExportMe(t *testing.T) {
 		t.Fatal(err)
 	}
 	must(t)(svc.Join(ctx, bob, room.ID))
-	m1, _, _ := svc.Send(ctx, ann, room.ID, "first", "c-1")
+	m1, _, _ := svc.Send(ctx, ann, room.ID, "first, @bob", "c-1")
+	must(t)(svc.SetNotifyLevel(ctx, ann, room.ID, parley.NotifyMentions))
 	must(t)(svc.Send(ctx, bob, room.ID, "bob's", ""))
 	m3, _, _ := svc.Send(ctx, ann, room.ID, "to edit", "")
 	m4, _, _ := svc.Send(ctx, ann, room.ID, "to delete", "")
@@ -139,8 +146,12 @@ func TestExportMe(t *testing.T) {
 	if len(lines) != 6 || lines[0].Type != "account" || lines[0].User.ID != ann.ID || lines[0].User.Name != "ann" || lines[5].Type != "end" {
 		t.Fatalf("export = %s, want the account, the room, ann's 3 messages and the end", body)
 	}
-	if l := lines[1]; l.Type != "room" || l.Room.ID != room.ID || l.Membership.Role != parley.RoleOwner || l.Membership.ReadSeq != m4.Seq {
-		t.Errorf("line 2 = %+v, want the room with ann the owner, read up to %d", l, m4.Seq)
+	if l := lines[1]; l.Type != "room" || l.Room.ID != room.ID || l.Membership.Role != parley.RoleOwner || l.Membership.ReadSeq != m4.Seq ||
+		l.Membership.Notifications != parley.NotifyMentions {
+		t.Errorf("line 2 = %+v, want the room with ann the owner, read up to %d, at level mentions", l, m4.Seq)
+	}
+	if m := lines[2].Message; m == nil || m.Mentions != parley.MentionList(bob.ID) {
+		t.Errorf("message line 0 = %+v, want it to mention bob", m)
 	}
 	for i, want := range []struct {
 		seq      int64
@@ -148,7 +159,7 @@ func TestExportMe(t *testing.T) {
 		clientID string
 		edited   bool
 		deleted  bool
-	}{{m1.Seq, "first", "c-1", false, false}, {m3.Seq, "edited", "", true, false}, {m4.Seq, "", "", false, true}} {
+	}{{m1.Seq, "first, @bob", "c-1", false, false}, {m3.Seq, "edited", "", true, false}, {m4.Seq, "", "", false, true}} {
 		m := lines[2+i].Message
 		if lines[2+i].Type != "message" || m.Seq != want.seq || m.Body != want.body || m.ClientID != want.clientID ||
 			(m.EditedAt != nil) != want.edited || (m.DeletedAt != nil) != want.deleted || m.ID == "" || m.SentAt.IsZero() {

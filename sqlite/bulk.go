@@ -249,14 +249,15 @@ func (s *Snapshot) Bans(ctx context.Context, roomID string, each func(*parley.Ba
 }
 
 // Members implements bulk.Source.
-func (s *Snapshot) Members(ctx context.Context, roomID string, each func(*parley.Member) error) error {
-	var m parley.Member
+func (s *Snapshot) Members(ctx context.Context, roomID string, each func(*bulk.Member) error) error {
+	var m bulk.Member
 	var joined int64
 	return s.each(ctx, func(rows *sql.Rows) error {
-		if err := rows.Scan(&m.RoomID, &m.UserID, &m.Role, &m.ReadSeq, &joined); err != nil {
+		if err := rows.Scan(&m.RoomID, &m.UserID, &m.Role, &m.ReadSeq, &joined, &m.Notifications); err != nil {
 			return err
 		}
 		m.JoinedAt = fromMicro(joined)
 		return each(&m)
-	}, `SELECT room_id, user_id, role, read_seq, joined_at FROM members WHERE room_id = ? ORDER BY user_id`, roomID)
+	}, `SELECT room_id, user_id, role, read_seq, joined_at, CASE notify WHEN 'all' THEN '' ELSE notify END
+		FROM members WHERE room_id = ? ORDER BY user_id`, roomID)
 }

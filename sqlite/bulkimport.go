@@ -28,7 +28,8 @@ var importStmts = [...]string{
 	`INSERT INTO files (id, room_id, uploader, name, type, size, sha256, preview, created_at, seq, claim)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, nullif(?, 0), nullif(?, '')) ON CONFLICT DO NOTHING`,
 	`INSERT INTO bans (room_id, user_id, actor_id, banned_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-	`INSERT INTO members (room_id, user_id, read_seq, joined_at, role) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+	`INSERT INTO members (room_id, user_id, read_seq, joined_at, role, notify) VALUES (?, ?, ?, ?, ?, coalesce(nullif(?, ''), 'all'))
+		ON CONFLICT DO NOTHING`,
 }
 
 const (
@@ -226,11 +227,15 @@ func (im *importer) room(r *bulk.Room, n *bulk.Counts) error {
 	return bulk.SameRoom(r, &have)
 }
 
+// msgImportCols is how many columns a message's row of the grouped
+// statement has.
+const msgImportCols = 21
+
 // The grouped statements of messages, by chunk size (chunks).
 func insertMessagesText(rows int) string {
 	return `INSERT INTO messages (room_id, seq, id, sender_id, sender_name, body, client_id, sent_at, edited_at, deleted_at, change, reactions,
-		reply_seq, reply_sender, reply_excerpt, thread, pinned_by, pinned_at, pin_change, files)
-		VALUES ` + values(rows, 20) + ` ON CONFLICT DO NOTHING RETURNING room_id, seq`
+		reply_seq, reply_sender, reply_excerpt, thread, pinned_by, pinned_at, pin_change, files, mentions)
+		VALUES ` + values(rows, msgImportCols) + ` ON CONFLICT DO NOTHING RETURNING room_id, seq`
 }
 
 // stmt returns text prepared on the transaction, once per Import.
@@ -257,7 +262,7 @@ func (im *importer) messages(ms []parley.Message, n *bulk.Counts) error {
 		seq  int64
 	}
 	wrote := map[key]bool{}
-	args := make([]any, 0, chunkSizes[0]*20)
+	args := make([]any, 0, chunkSizes[0]*msgImportCols)
 	err := chunks(len(ms), func(start, size, _ int) error {
 		st, err := im.stmt(insertMessagesText(size))
 		if err != nil {
@@ -281,7 +286,7 @@ func (im *importer) messages(ms []parley.Message, n *bulk.Counts) error {
 			} else {
 				args = append(args, "", nil, int64(0))
 			}
-			args = append(args, files)
+			args = append(args, files, mentionsText(m.Mentions)) // NULL for none, as a send stores it
 		}
 		rows, err := st.QueryContext(im.ctx, args...)
 		if err != nil {
@@ -336,10 +341,10 @@ func (im *importer) messages(ms []parley.Message, n *bulk.Counts) error {
 }
 
 // members inserts ms, then sets their rooms' member_count.
-func (im *importer) members(ms []parley.Member, n *bulk.Counts) error {
+func (im *importer) members(ms []bulk.Member, n *bulk.Counts) error {
 	rooms := map[string]bool{}
 	for _, m := range ms {
-		ok, err := im.exec(impMember, m.RoomID, m.UserID, m.ReadSeq, m.JoinedAt.UnixMicro(), m.Role)
+		ok, err := im.exec(impMember, m.RoomID, m.UserID, m.ReadSeq, m.JoinedAt.UnixMicro(), m.Role, m.Notifications)
 		if err != nil {
 			return fmt.Errorf("import member %s of room %s: %w", m.UserID, m.RoomID, err)
 		}
@@ -351,7 +356,7 @@ func (im *importer) members(ms []parley.Member, n *bulk.Counts) error {
 		var one int
 		err = im.tx.QueryRowContext(im.ctx, `SELECT 1 FROM members WHERE room_id = ? AND user_id = ?`, m.RoomID, m.UserID).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
-			return bulk.SecondOwner(&m)
+			return bulk.SecondOwner(&m.Member)
 		}
 		if err != nil {
 			return fmt.Errorf("import member %s of room %s: %w", m.UserID, m.RoomID, err)

@@ -265,6 +265,9 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	if !res.Header.WithSecrets && res.Written.Users > 0 {
 		fmt.Fprintf(stdout, "the file holds no password hashes: the %d accounts it added cannot log in (export with --with-secrets to move them)\n", res.Written.Users)
 	}
+	if res.DroppedMentions > 0 {
+		fmt.Fprintf(stdout, "left out %d mentions of users who are not members of the message's room in the file (they left it, or their accounts were deleted)\n", res.DroppedMentions)
+	}
 	return nil
 }
 

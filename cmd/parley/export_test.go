@@ -93,6 +93,9 @@ func fillOverREST(t *testing.T, addr string) (map[string]*client, map[string]str
 		if i%7 == 0 {
 			body += " about pineapple"
 		}
+		if i == 20 {
+			body += ", @bob" // an unread mention of bob's (he reads up to 12)
+		}
 		if st := cs[name].do("POST", "/api/rooms/"+g.ID+"/messages", map[string]string{"body": body, "client_id": fmt.Sprintf("k%d", i)}, nil); st != http.StatusCreated {
 			t.Fatalf("send: %d", st)
 		}
@@ -109,6 +112,11 @@ func fillOverREST(t *testing.T, addr string) (map[string]*client, map[string]str
 	if st := cs["bob"].do("PUT", "/api/rooms/"+g.ID+"/read", map[string]int{"seq": 12}, nil); st != http.StatusNoContent {
 		t.Fatalf("read: %d", st)
 	}
+	for name, level := range map[string]string{"bob": "mentions", "carol": "none"} {
+		if st := cs[name].do("PUT", "/api/rooms/"+g.ID+"/notifications", map[string]string{"level": level}, nil); st != http.StatusOK {
+			t.Fatalf("%s's level: %d", name, st)
+		}
+	}
 	if st := cs["carol"].do("POST", "/api/rooms", map[string]string{"kind": "direct", "peer": ids["bob"]}, &d); st != http.StatusCreated {
 		t.Fatalf("direct room: %d", st)
 	}
@@ -120,8 +128,9 @@ func fillOverREST(t *testing.T, addr string) (map[string]*client, map[string]str
 
 // TestExportImportEndToEnd: a `parley serve` filled over REST is
 // exported (while it runs, then stopped), imported into a new data
-// directory, and served again: every REST page (room lists, history,
-// changes, members, search) is the same, the same tokens work, and the
+// directory, and served again: every REST page (room lists with their
+// mention counts and levels, history with its mentions, changes, members,
+// search) is the same, the same tokens work, and the
 // import of the same file again writes nothing.
 func TestExportImportEndToEnd(t *testing.T) {
 	if testing.Short() {
