@@ -55,8 +55,8 @@ func TestForgetHot(t *testing.T) {
 	now := parley.Now()
 	two := bulk.Room{Room: parley.Room{ID: parley.NewID(), Kind: parley.KindGroup, Title: "two", LastActivityAt: now}, CreatedAt: now}
 	b := &bulk.Batch{Rooms: []bulk.Room{two},
-		Members: []parley.Member{{RoomID: two.ID, UserID: ann.ID, Role: parley.RoleOwner, JoinedAt: now},
-			{RoomID: two.ID, UserID: bob.ID, Role: parley.RoleMember, JoinedAt: now}}}
+		Members: []bulk.Member{{Member: parley.Member{RoomID: two.ID, UserID: ann.ID, Role: parley.RoleOwner, JoinedAt: now}},
+			{Member: parley.Member{RoomID: two.ID, UserID: bob.ID, Role: parley.RoleMember, JoinedAt: now}}}}
 	for seq := int64(4); seq <= 5; seq++ {
 		b.Messages = append(b.Messages, parley.Message{ID: parley.NewID(), RoomID: one.ID, Seq: seq, SenderID: ann.ID,
 			SenderName: "ann", Body: "imported", SentAt: now.Add(time.Duration(seq) * time.Second)})
