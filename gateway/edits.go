@@ -1,9 +1,7 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"strconv"
 
 	"parley"
@@ -52,52 +50,24 @@ func isChangeSend(f *stomp.Frame) bool {
 // change edits or deletes a message through the chat service; it returns
 // the message in its new version once committed.
 func (s *session) change(f *stomp.Frame) (parley.Message, error) {
-	dest := f.Get("destination")
-	if !bytes.HasPrefix(dest, []byte(appPrefix)) || len(dest) == len(appPrefix) {
-		return parley.Message{}, parley.Errorf(parley.CodeNotFound, "no destination %q: send to %s{roomId}", dest, appPrefix)
+	name, edit := "edit-seq", true
+	if _, ok := f.Lookup("delete-seq"); ok {
+		name, edit = "delete-seq", false
 	}
-	if _, ok := f.Lookup("transaction"); ok {
-		return parley.Message{}, parley.Errorf(parley.CodeInvalid, "transactions are not supported")
-	}
-	editSeq, edit := f.Lookup("edit-seq")
-	delSeq, del := f.Lookup("delete-seq")
-	if edit && del {
-		return parley.Message{}, parley.Errorf(parley.CodeInvalid, "a SEND has edit-seq or delete-seq, not both")
-	}
-	name, raw := "edit-seq", editSeq
-	if del {
-		name, raw = "delete-seq", delSeq
-	}
-	seq, err := strconv.ParseInt(string(raw), 10, 64)
-	if err != nil || seq < 1 {
-		return parley.Message{}, parley.Errorf(parley.CodeInvalid, "%s must be a seq of 1 or more", name)
-	}
-	if del && len(f.Body) > 0 {
-		return parley.Message{}, parley.Errorf(parley.CodeInvalid, "a SEND with delete-seq has an empty body")
+	u, roomID, seq, err := s.seqSend(f, name, edit) // seqsend.go
+	if err != nil {
+		return parley.Message{}, err
 	}
 	clientID := string(f.Get("client-id")) // checked by EditMessage/DeleteMessage
-	u := s.readUser()
-	if allowed, _ := s.srv.sendLimit.Allow(u.ID); !allowed {
-		return parley.Message{}, parley.Errorf(parley.CodeRateLimited, "over %g messages a second", s.srv.cfg.SendRate)
-	}
-	// Not under srv.ctx, as a send (see send).
-	ctx, cancel := context.WithTimeout(s.srv.sendCtx, s.srv.cfg.SendTimeout)
+	ctx, cancel := s.seqContext()
 	defer cancel()
-	roomID := string(dest[len(appPrefix):])
 	var m parley.Message
 	if edit {
 		m, err = s.srv.chat.EditMessage(ctx, u, roomID, seq, string(f.Body), clientID)
 	} else {
 		m, err = s.srv.chat.DeleteMessage(ctx, u, roomID, seq, clientID)
 	}
-	switch {
-	case err == nil:
-	case errors.Is(err, context.DeadlineExceeded):
-		err = parley.Errorf(parley.CodeUnavailable, "the change was not committed within %v", s.srv.cfg.SendTimeout)
-	case errors.Is(err, context.Canceled):
-		err = parley.Errorf(parley.CodeUnavailable, "the server is shutting down; send the change again with the same client-id")
-	}
-	return m, err
+	return m, s.uncommitted(err, "the change", "send the change again with the same client-id")
 }
 
 // changeReceipt queues the RECEIPT of a change: seq, message-id, change.

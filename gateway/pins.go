@@ -1,11 +1,6 @@
 package gateway
 
 import (
-	"bytes"
-	"context"
-	"errors"
-	"strconv"
-
 	"parley"
 	"parley/stomp"
 )
@@ -37,43 +32,16 @@ func isPinSend(f *stomp.Frame) bool {
 // pin pins or unpins a message through the chat service; it returns the
 // message in its new version once committed.
 func (s *session) pin(f *stomp.Frame) (parley.Message, error) {
-	dest := f.Get("destination")
-	if !bytes.HasPrefix(dest, []byte(appPrefix)) || len(dest) == len(appPrefix) {
-		return parley.Message{}, parley.Errorf(parley.CodeNotFound, "no destination %q: send to %s{roomId}", dest, appPrefix)
+	name, pin := "pin-seq", true
+	if _, ok := f.Lookup("unpin-seq"); ok {
+		name, pin = "unpin-seq", false
 	}
-	if _, ok := f.Lookup("transaction"); ok {
-		return parley.Message{}, parley.Errorf(parley.CodeInvalid, "transactions are not supported")
+	u, roomID, seq, err := s.seqSend(f, name, false) // seqsend.go
+	if err != nil {
+		return parley.Message{}, err
 	}
-	pinV, pin := f.Lookup("pin-seq")
-	unpinV, unpin := f.Lookup("unpin-seq")
-	if pin && unpin || isChangeSend(f) || isReactSend(f) {
-		return parley.Message{}, parley.Errorf(parley.CodeInvalid, "a SEND has pin-seq, unpin-seq, react-seq, edit-seq or delete-seq, one of them")
-	}
-	name, v := "pin-seq", pinV
-	if unpin {
-		name, v = "unpin-seq", unpinV
-	}
-	seq, err := strconv.ParseInt(string(v), 10, 64)
-	if err != nil || seq < 1 {
-		return parley.Message{}, parley.Errorf(parley.CodeInvalid, "%s must be a seq of 1 or more", name)
-	}
-	if len(f.Body) > 0 {
-		return parley.Message{}, parley.Errorf(parley.CodeInvalid, "a SEND with %s has an empty body", name)
-	}
-	u := s.readUser()
-	if allowed, _ := s.srv.sendLimit.Allow(u.ID); !allowed {
-		return parley.Message{}, parley.Errorf(parley.CodeRateLimited, "over %g messages a second", s.srv.cfg.SendRate)
-	}
-	// Not under srv.ctx, as a send (see send).
-	ctx, cancel := context.WithTimeout(s.srv.sendCtx, s.srv.cfg.SendTimeout)
+	ctx, cancel := s.seqContext()
 	defer cancel()
-	m, _, err := s.srv.chat.PinMessage(ctx, u, string(dest[len(appPrefix):]), seq, pin)
-	switch {
-	case err == nil:
-	case errors.Is(err, context.DeadlineExceeded):
-		err = parley.Errorf(parley.CodeUnavailable, "the pin was not committed within %v", s.srv.cfg.SendTimeout)
-	case errors.Is(err, context.Canceled):
-		err = parley.Errorf(parley.CodeUnavailable, "the server is shutting down; send the pin again")
-	}
-	return m, err
+	m, _, err := s.srv.chat.PinMessage(ctx, u, roomID, seq, pin)
+	return m, s.uncommitted(err, "the pin", "send the pin again")
 }

@@ -1,11 +1,6 @@
 package gateway
 
 import (
-	"bytes"
-	"context"
-	"errors"
-	"strconv"
-
 	"parley"
 	"parley/stomp"
 )
@@ -33,23 +28,6 @@ func isReactSend(f *stomp.Frame) bool {
 // react adds or removes a reaction through the chat service; it returns
 // the message in its new version once committed.
 func (s *session) react(f *stomp.Frame) (parley.Message, error) {
-	dest := f.Get("destination")
-	if !bytes.HasPrefix(dest, []byte(appPrefix)) || len(dest) == len(appPrefix) {
-		return parley.Message{}, parley.Errorf(parley.CodeNotFound, "no destination %q: send to %s{roomId}", dest, appPrefix)
-	}
-	if _, ok := f.Lookup("transaction"); ok {
-		return parley.Message{}, parley.Errorf(parley.CodeInvalid, "transactions are not supported")
-	}
-	if isChangeSend(f) {
-		return parley.Message{}, parley.Errorf(parley.CodeInvalid, "a SEND has react-seq, edit-seq or delete-seq, one of them")
-	}
-	seq, err := strconv.ParseInt(string(f.Get("react-seq")), 10, 64)
-	if err != nil || seq < 1 {
-		return parley.Message{}, parley.Errorf(parley.CodeInvalid, "react-seq must be a seq of 1 or more")
-	}
-	if len(f.Body) > 0 {
-		return parley.Message{}, parley.Errorf(parley.CodeInvalid, "a SEND with react-seq has an empty body")
-	}
 	add := true
 	switch a := string(f.Get("action")); a {
 	case "", "add":
@@ -58,20 +36,12 @@ func (s *session) react(f *stomp.Frame) (parley.Message, error) {
 	default:
 		return parley.Message{}, parley.Errorf(parley.CodeInvalid, "action must be add or remove, not %q", a)
 	}
-	u := s.readUser()
-	if allowed, _ := s.srv.sendLimit.Allow(u.ID); !allowed {
-		return parley.Message{}, parley.Errorf(parley.CodeRateLimited, "over %g messages a second", s.srv.cfg.SendRate)
+	u, roomID, seq, err := s.seqSend(f, "react-seq", false) // seqsend.go
+	if err != nil {
+		return parley.Message{}, err
 	}
-	// Not under srv.ctx, as a send (see send).
-	ctx, cancel := context.WithTimeout(s.srv.sendCtx, s.srv.cfg.SendTimeout)
+	ctx, cancel := s.seqContext()
 	defer cancel()
-	m, _, err := s.srv.chat.React(ctx, u, string(dest[len(appPrefix):]), seq, string(f.Get("emoji")), add)
-	switch {
-	case err == nil:
-	case errors.Is(err, context.DeadlineExceeded):
-		err = parley.Errorf(parley.CodeUnavailable, "the reaction was not committed within %v", s.srv.cfg.SendTimeout)
-	case errors.Is(err, context.Canceled):
-		err = parley.Errorf(parley.CodeUnavailable, "the server is shutting down; send the reaction again")
-	}
-	return m, err
+	m, _, err := s.srv.chat.React(ctx, u, roomID, seq, string(f.Get("emoji")), add)
+	return m, s.uncommitted(err, "the reaction", "send the reaction again")
 }
