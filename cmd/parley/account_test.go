@@ -220,6 +220,9 @@ func TestClusterDeleteAccountKeep(t *testing.T) {
 			if string(f.Get("user")) == aliceU.ID {
 				t.Fatalf("alice left before her messages were renamed (%d of 2)", edited)
 			}
+		case "read":
+			// The set-up's own sends moved read positions; their
+			// events may reach node B after the subscription.
 		default:
 			t.Fatalf("got %v, want edited events", f)
 		}
