@@ -101,6 +101,13 @@ type Reaction struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
+// MaxFileSize is the largest file record an import takes, in bytes:
+// 1 TiB, far above any upload a server takes (--files-max-size; an
+// export from a server with a larger limit than this one's still
+// imports), and low enough that no user's files can total more than an
+// int64 holds.
+const MaxFileSize int64 = 1 << 40
+
 // File is an uploaded file's row (docs/files.md): its metadata, the
 // SHA-256 of its bytes, and the seq of the message that carries it (0:
 // none). The bytes are not in the file: parley export --files-dir writes

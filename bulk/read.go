@@ -323,8 +323,10 @@ func (rd *Reader) check(l *line) error {
 			return rd.bad("a file of room %q: want room %q and an uploader", f.RoomID, rd.room.ID)
 		case !fileID.MatchString(f.ID):
 			return rd.bad("file id %q: not an id the server makes", f.ID)
-		case f.Size <= 0 || len(f.SHA256) != 32:
-			return rd.bad("file %s: want a size above 0 and a 32-byte sha256", f.ID)
+		case f.Size <= 0 || f.Size > MaxFileSize:
+			return rd.bad("file %s: size %d, want 1 to %d bytes (1 TiB)", f.ID, f.Size, MaxFileSize)
+		case len(f.SHA256) != 32:
+			return rd.bad("file %s: want a 32-byte sha256", f.ID)
 		case f.Seq < 0 || f.Seq > rd.room.LastSeq:
 			return rd.bad("file %s: seq %d, want 0 (unattached) to the room's last_seq %d", f.ID, f.Seq, rd.room.LastSeq)
 		}

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"parley"
+	"parley/jwtauth"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -45,6 +46,11 @@ type Config struct {
 	// account with no password (an outside identity's) must be for
 	// DeleteAccountSignedIn. Default DefaultSignInWindow.
 	SignInWindow time.Duration
+	// SignInLeeway is the clock skew DeleteAccountSignedIn allows on a
+	// sign-in dated ahead of Now: one up to SignInLeeway ahead counts as
+	// made now. Default jwtauth.DefaultLeeway, the JWT checks' own
+	// (--jwt-leeway).
+	SignInLeeway time.Duration
 	// JWT, when set, checks the tokens shaped as JWTs (jwt.go): their
 	// users sign in with them wherever a Parley token is taken. Nil: a
 	// JWT is an unknown token.
@@ -80,6 +86,7 @@ type Service struct {
 	accounts Accounts // nil: no account deletion
 	nameHold time.Duration
 	signedIn time.Duration // Config.SignInWindow
+	leeway   time.Duration // Config.SignInLeeway
 	jwt      JWTVerifier   // nil: no JWT sign-in
 	keep     bool          // Config.KeepMessages
 	keys     APIKeys       // nil: no API keys
@@ -109,6 +116,9 @@ func New(cfg Config) *Service {
 	}
 	if cfg.SignInWindow <= 0 {
 		cfg.SignInWindow = DefaultSignInWindow
+	}
+	if cfg.SignInLeeway <= 0 {
+		cfg.SignInLeeway = jwtauth.DefaultLeeway
 	}
 	if cfg.KDF == (KDF{}) {
 		cfg.KDF = DefaultKDF
@@ -144,6 +154,7 @@ func New(cfg Config) *Service {
 		accounts:     cfg.Accounts,
 		nameHold:     cfg.NameHold,
 		signedIn:     cfg.SignInWindow,
+		leeway:       cfg.SignInLeeway,
 		jwt:          cfg.JWT,
 		keep:         cfg.KeepMessages,
 		keys:         cfg.Keys,

@@ -76,10 +76,11 @@ func (s *Service) DeleteAccount(ctx context.Context, u parley.User, password str
 // a sign-in made within Config.SignInWindow. For a Parley token, made by
 // an OpenID Connect sign-in (LoginExternal), that is when it was made;
 // for a JWT, its auth_time, else its iat (a JWT with neither cannot
-// show it, nor one dated after the server's now). Fails with
-// CodeForbidden "sign in again to delete this account" for an older
-// sign-in or one dated ahead, and for a password account (whose deletion
-// takes the password), changing nothing.
+// show it, nor one dated more than Config.SignInLeeway after the
+// server's now; one dated ahead by at most that counts as made now).
+// Fails with CodeForbidden "sign in again to delete this account" for an
+// older sign-in or one dated too far ahead, and for a password account
+// (whose deletion takes the password), changing nothing.
 func (s *Service) DeleteAccountSignedIn(ctx context.Context, u parley.User, token string) error {
 	if s.accounts == nil {
 		return parley.Errorf(parley.CodeUnavailable, "account deletion is not available")
@@ -97,8 +98,8 @@ func (s *Service) DeleteAccountSignedIn(ctx context.Context, u parley.User, toke
 	if t.CreatedAt.IsZero() {
 		return parley.Errorf(parley.CodeForbidden, "sign in again to delete this account: this token does not say when its sign-in was (a JWT needs an auth_time or iat claim)")
 	}
-	if t.CreatedAt.After(s.now()) {
-		return parley.Errorf(parley.CodeForbidden, "sign in again to delete this account: the sign-in behind this token is dated %v, ahead of this server's clock (check the identity provider's clock)", t.CreatedAt.UTC().Format(time.RFC3339))
+	if now := s.now(); t.CreatedAt.After(now.Add(s.leeway)) {
+		return parley.Errorf(parley.CodeForbidden, "sign in again to delete this account: the sign-in behind this token is dated %v, more than %v ahead of this server's clock (check the identity provider's clock)", t.CreatedAt.UTC().Format(time.RFC3339), s.leeway)
 	}
 	if !s.signedInRecently(t) {
 		return parley.Errorf(parley.CodeForbidden, "sign in again to delete this account: the sign-in behind this token is older than %v", s.signedIn)
@@ -108,11 +109,12 @@ func (s *Service) DeleteAccountSignedIn(ctx context.Context, u parley.User, toke
 
 // signedInRecently reports whether t's sign-in (its CreatedAt) is within
 // Config.SignInWindow before now; a token that does not say when is not,
-// nor one dated after now (a skewed clock or a forged auth_time would
-// otherwise stay recent for as long as it is ahead).
+// nor one dated more than Config.SignInLeeway after now (a skewed clock
+// or a forged auth_time would otherwise stay recent for as long as it is
+// ahead); one dated ahead by at most the leeway counts as made now.
 func (s *Service) signedInRecently(t parley.Token) bool {
 	age := s.now().Sub(t.CreatedAt)
-	return !t.CreatedAt.IsZero() && age >= 0 && age <= s.signedIn
+	return !t.CreatedAt.IsZero() && age >= -s.leeway && age <= s.signedIn
 }
 
 // deleteAccount is DeleteAccount once the account is proven u's.

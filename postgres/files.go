@@ -43,7 +43,9 @@ func collectFiles(rows pgx.Rows, err error) ([]parley.StoredFile, error) {
 }
 
 // CreateFile stores f when its uploader's files, f included, total at
-// most quota bytes; CodeTooLarge otherwise.
+// most quota bytes; CodeTooLarge otherwise. sum(size) of a bigint is a
+// numeric: a total past an int64 (rows an import wrote before it bounded
+// file sizes) is over any quota, not an overflow.
 func (s *Store) CreateFile(ctx context.Context, f parley.StoredFile, quota int64) error {
 	if f.CreatedAt.IsZero() {
 		f.CreatedAt = parley.Now()

@@ -47,7 +47,11 @@ func collectFiles(rows *sql.Rows, err error) ([]parley.StoredFile, error) {
 
 // CreateFile stores f when its uploader's files, f included, total at
 // most quota bytes; CodeTooLarge otherwise (the quota is checked in the
-// INSERT itself, in the one writer's transaction).
+// INSERT itself, in the one writer's transaction). The total is
+// total(size), a float, not sum(size), which fails with "integer
+// overflow" past an int64 (rows an import wrote before it bounded file
+// sizes): such a user is over any quota. It is exact below 2^53 bytes
+// (8 PiB).
 func (s *Store) CreateFile(ctx context.Context, f parley.StoredFile, quota int64) error {
 	_, err := s.write(ctx, func(w *wtx) (result, error) {
 		if f.CreatedAt.IsZero() {
@@ -55,7 +59,7 @@ func (s *Store) CreateFile(ctx context.Context, f parley.StoredFile, quota int64
 		}
 		res, err := w.tx.Exec(`INSERT INTO files (id, room_id, uploader, name, type, size, sha256, preview, created_at)
 			SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9
-			WHERE (SELECT coalesce(sum(size), 0) FROM files WHERE uploader = ?3) + ?6 <= ?10`,
+			WHERE (SELECT total(size) FROM files WHERE uploader = ?3) + ?6 <= ?10`,
 			f.ID, f.RoomID, f.Uploader, f.Name, f.Type, f.Size, f.SHA256, f.Preview, f.CreatedAt.UnixMicro(), quota)
 		if err != nil {
 			return result{}, fmt.Errorf("create file: %w", err)

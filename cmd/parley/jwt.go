@@ -31,7 +31,7 @@ func (c *jwtConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Audience, "jwt-audience", "", "JWT sign-in: a value every token's aud must hold (required with a secret or a JWKS)")
 	fs.StringVar(&c.Algorithms, "jwt-algorithms", "", "JWT sign-in: comma-separated algorithms accepted, of HS256, RS256, ES256, EdDSA (empty: HS256 with a secret, the other three with a JWKS)")
 	fs.StringVar(&c.NameClaim, "jwt-name-claim", "", "JWT sign-in: the claim a new user's name comes from (empty: preferred_username, else name, else one derived from the identity)")
-	fs.DurationVar(&c.Leeway, "jwt-leeway", jwtauth.DefaultLeeway, "JWT sign-in: clock skew allowed on a token's exp, nbf and iat")
+	fs.DurationVar(&c.Leeway, "jwt-leeway", jwtauth.DefaultLeeway, "JWT sign-in: clock skew allowed on a token's exp, nbf and iat, and on the sign-in time of an account deletion (--delete-signin-window)")
 	fs.DurationVar(&c.JWKSRefresh, "jwt-jwks-refresh", jwtauth.DefaultRefreshEvery, "JWT sign-in: time between fetches of the JWKS")
 }
 

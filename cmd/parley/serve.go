@@ -297,6 +297,7 @@ func (m *Main) Open(ctx context.Context) error {
 	svc := chat.New(chat.Config{
 		Store: rp.reads, TokenTTL: cfg.TokenTTL, MaxBody: cfg.MaxBody, KDF: cfg.KDF, Registerer: m.registry,
 		OnRevoke: endSessions, Seen: shownSeen{m}, Accounts: accountsOf(db), NameHold: cfg.DeletedNameHold, SignInWindow: cfg.DeleteSignInWindow,
+		SignInLeeway: cfg.JWT.Leeway,
 		KeepMessages: cfg.KeepDeletedMessages, JWT: jv, Keys: keysOf(db), Files: fc,
 		OnMention: m.onMention, RoomMentionLimit: m.roomMentionLimit(clustered, rdb),
 	})
