@@ -98,6 +98,8 @@ SELECT r.id, s.n, printf('seedmsg%05d%014d', r.num, s.n), 'seeduser0000000000000
 	'', 1700000000000000 + s.n, 0
 FROM rooms r, s ORDER BY r.id, s.n;
 INSERT INTO messages_fts (messages_fts) VALUES ('rebuild');
+-- The index holds every seeded message: the search indexer starts there.
+INSERT OR REPLACE INTO search_position (room_id, seq) SELECT id, last_seq FROM rooms;
 SQL
 stat -c %s "$tmp/data/parley.db" | awk '{printf "seed database: %.1f MB\n", $1 / 1e6}'
 
