@@ -12,8 +12,10 @@
 # `parley backup` run back to back (each snapshot removed after it) from
 # the load's start to its end, at most 1,000 times: second in odd pairs,
 # first in even ones, so that what the order does cancels out. Each round prints
-# the receipt p99 and p50 (send to durable commit) and the delivery p99;
-# each backup its bytes, messages and time.
+# the receipt p99 and p50 (send to durable commit), the delivery p99 and
+# the store's fsync p50 and p99 (parley_store_fsync_seconds, bucket bounds,
+# from the server's /metrics at the round's end, kept as
+# round-R-MODE.metrics); each backup its bytes, messages and time.
 #
 # The median of the pairs' p99 ratios (with backups / without) with its
 # spread and each pair's figures are printed and saved as
@@ -135,7 +137,7 @@ figures() {
 }
 
 p99_backup='' p99_none=''
-printf '%-8s %-6s %12s %12s %13s %6s %s\n' round backup receipt_p99 receipt_p50 delivery_p99 errors backups
+printf '%-8s %-6s %12s %12s %13s %6s %-7s %9s %9s\n' round backup receipt_p99 receipt_p50 delivery_p99 errors backups fsync_p50 fsync_p99
 echo "# pair receipt_p99_ms_with_backups receipt_p99_ms_without" >"$out/backup-p99.rounds"
 for r in $(seq "$rounds"); do
 	for mode in $(rounds_order "$r" none backup); do
@@ -151,8 +153,11 @@ for r in $(seq "$rounds"); do
 			n=$(wc -l <"$out/round-$r-backups.txt")
 		fi
 		wait "$load_pid"
+		curl -fsS "$url/metrics" >"$out/round-$r-$mode.metrics" || true
 		read -r p99 p50 d99 errs < <(figures "$json")
-		printf '%-8s %-6s %12s %12s %13s %6s %s\n' "$r" "$mode" "$p99" "$p50" "$d99" "$errs" "$n"
+		f50=$("$benchtable" quantile -metric parley_store_fsync_seconds -q 0.5 -scale 1000 "$out/round-$r-$mode.metrics" 2>/dev/null || echo -)
+		f99=$("$benchtable" quantile -metric parley_store_fsync_seconds -q 0.99 -scale 1000 "$out/round-$r-$mode.metrics" 2>/dev/null || echo -)
+		printf '%-8s %-6s %12s %12s %13s %6s %-7s %9s %9s\n' "$r" "$mode" "$p99" "$p50" "$d99" "$errs" "$n" "$f50" "$f99"
 		if [ "$mode" = backup ]; then p99_backup=$p99; else p99_none=$p99; fi
 	done
 	echo "$r $p99_backup $p99_none" >>"$out/backup-p99.rounds"
