@@ -10,7 +10,10 @@
 // apply the embedded schema under an advisory lock; StorageFull reports a
 // full disk. An unreachable server, or one a probe of its own finds not
 // answering (Config.LivenessTimeout), is an outage: new calls fail as
-// unavailable, logged at its start and end.
+// unavailable, logged at its start and end. The search indexer
+// (indexer.go) gives messages their search vectors after the commit,
+// woken by the node's own sends and, through LISTEN/NOTIFY, the other
+// nodes'.
 //
 // Invariants: PostgreSQL's room locks and unique indexes keep the nodes'
 // writes apart (seqs contiguous, capacity and client_id respected);

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,9 +46,37 @@ import (
 // need no lease: FOR UPDATE SKIP LOCKED gives concurrent rounds disjoint
 // rows, and a row that another round indexed and committed meanwhile no
 // longer matches tsv IS NULL when it is locked (READ COMMITTED re-checks
-// the condition on the newest version), so it is not indexed again. A
-// round is woken by this node's commits of messages and, for the other
-// nodes' messages when they have no indexer running, every PollInterval.
+// the condition on the newest version), so it is not indexed again.
+//
+// Waking. An idle indexer sends PostgreSQL nothing: a round runs when
+// something may be unindexed, never on a short poll (indexwake.go).
+//
+//   - This node's commits of messages wake its indexer at once (sent, the
+//     wake channel, as sqlite's indexer is woken).
+//   - Other nodes' commits wake it through LISTEN/NOTIFY: after a commit
+//     with messages, a node announces it on notifyChannel (one NOTIFY at
+//     a time, the commits meanwhile coalesced into the next, at most one
+//     every announceGap), and every node's listener, on a connection of
+//     its own, wakes its indexer for another node's announcement of the
+//     same schema. A node's own indexer has its messages already; the
+//     others' rounds take what it has not (a node stopped between its
+//     commit and its round).
+//   - A backstop round every indexBackstop (5 s) with no other wake finds
+//     what no announcement reached: a NOTIFY lost with a LISTEN
+//     connection that dropped (the listener reconnects, and wakes the
+//     indexer then, every listenRetry), one that failed, or the messages
+//     of a node killed between its commit and its NOTIFY. The lag goal is
+//     a second at p99 (design §5); a message whose announcement is lost
+//     is still indexed within indexBackstop of its commit, and so a
+//     stopped node's leftovers too.
+//   - A failed round (the database unreachable, a full disk) is tried
+//     again after indexRetry.
+//
+// Idle, a node thus sends two statements every indexBackstop (a round and
+// its count) where it used to send eight a second; the gauge
+// parley_search_behind_messages, counted after each of this node's
+// rounds, may show other nodes' messages for up to indexBackstop after
+// they were indexed elsewhere.
 //
 // Edits and deletions compute or clear tsv in their own statement, as
 // before (edits.go): they lock the row, so a round either indexed the old
@@ -67,16 +96,31 @@ const DefaultSearchBatch = 2048
 
 // Indexer bounds.
 const (
-	indexPoll = 250 * time.Millisecond // other nodes' sends
-	behindCap = 1_000_000              // the gauge's count stops there
+	// indexBackstop is how long an idle indexer waits, with no wake, before
+	// a round of its own: the bound on the lag of a message whose
+	// announcement was lost (the LISTEN connection dropped).
+	indexBackstop = 5 * time.Second
+	// indexRetry is the wait after a failed round before the next.
+	indexRetry = 250 * time.Millisecond
+	behindCap  = 1_000_000 // the gauge's count stops there
 )
 
 // indexer is the Store's search indexer; Store.idx.
 type indexer struct {
-	s    *Store
-	wake chan struct{} // buffered 1: messages were committed
-	stop chan struct{} // closed by Close
-	done chan struct{} // closed when run returns
+	s        *Store
+	wake     chan struct{} // buffered 1: messages were committed, here or on another node
+	announce chan struct{} // buffered 1: this node committed messages, for the other nodes
+	ctx      context.Context
+	stop     context.CancelFunc // ends ctx: Close
+	wg       sync.WaitGroup     // run, listen and tell
+	// listening is closed once the listener's first LISTEN is done (or
+	// failed): the first round comes after it, so that nothing committed
+	// between the two goes unannounced.
+	listening chan struct{}
+	tune      indexTuning
+	node      string // this node's mark in its announcements: its own are not heard
+	listenCC  *pgx.ConnConfig
+	log       *slog.Logger
 
 	// mu guards round, which is closed and replaced after each round.
 	mu    sync.Mutex
@@ -94,14 +138,34 @@ type indexer struct {
 	index, count string
 }
 
-func newIndexer(s *Store, batch int) *indexer {
+// indexTuning is what tests change of an indexer; the zero value is the
+// product's.
+type indexTuning struct {
+	backstop    time.Duration    // default indexBackstop
+	beforeRound func()           // called before each round's statement
+	afterRound  func(n int)      // called after each round with the messages it indexed (-1: failed)
+	quiet       bool             // announce nothing to the other nodes
+	heard       func(own bool)   // called for each announcement the listener hears
+	listened    func(pid uint32) // called when the listener LISTENs, with its backend's pid
+}
+
+// newIndexer returns the indexer of s (not started): its listener
+// connects with cc.
+func newIndexer(s *Store, batch int, cc *pgx.ConnConfig, log *slog.Logger, tune indexTuning) *indexer {
+	if tune.backstop <= 0 {
+		tune.backstop = indexBackstop
+	}
 	x := &indexer{
-		s:     s,
-		batch: batch,
-		wake:  make(chan struct{}, 1),
-		stop:  make(chan struct{}),
-		done:  make(chan struct{}),
-		round: make(chan struct{}),
+		s:         s,
+		batch:     batch,
+		wake:      make(chan struct{}, 1),
+		announce:  make(chan struct{}, 1),
+		listening: make(chan struct{}),
+		round:     make(chan struct{}),
+		tune:      tune,
+		node:      parley.NewID(),
+		listenCC:  cc,
+		log:       log,
 		lag: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "parley_search_lag_seconds",
 			Help:    "Time from a message's send to the commit of the search index round that made it findable.",
@@ -109,7 +173,7 @@ func newIndexer(s *Store, batch int) *indexer {
 		}),
 		rounds: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_search_index_queries_total",
-			Help: "Statements of the search indexer, by kind: index (a round), behind (a count of what is left).",
+			Help: "Statements of the search indexer, by kind: index (a round), behind (a count of what is left), notify (an announcement of this node's sends to the other nodes).",
 		}, []string{"kind"}),
 		index: `WITH todo AS (
 				SELECT room_id, seq FROM messages WHERE tsv IS NULL AND deleted_at IS NULL
@@ -124,7 +188,22 @@ func newIndexer(s *Store, batch int) *indexer {
 		Name: "parley_search_behind_messages",
 		Help: "Messages stored and not yet in the search index (counted after each round of this node's indexer).",
 	}, func() float64 { return float64(x.behind.Load()) })
+	x.ctx, x.stop = context.WithCancel(context.Background())
 	return x
+}
+
+// start starts the indexer's goroutines, which close stops.
+func (x *indexer) start() {
+	x.wg.Add(3)
+	go x.listen()
+	go x.tell()
+	go x.run()
+}
+
+// close stops the indexer: its round in progress ends first.
+func (x *indexer) close() {
+	x.stop()
+	x.wg.Wait()
 }
 
 // collectors are the indexer's metrics.
@@ -140,11 +219,17 @@ func (x *indexer) kick() {
 	}
 }
 
-// committed wakes the indexer when events hold a new message.
-func (x *indexer) committed(events []parley.Event) {
+// sent wakes the indexer, and has the other nodes' woken, when a
+// committed batch's events hold a new message. The writer calls it after
+// the commit; it never blocks.
+func (x *indexer) sent(events []parley.Event) {
 	for _, e := range events {
 		if e.Kind == parley.EventMessage {
 			x.kick()
+			select {
+			case x.announce <- struct{}{}:
+			default:
+			}
 			return
 		}
 	}
@@ -165,30 +250,50 @@ func (x *indexer) finished() {
 }
 
 // run is the indexer's goroutine: rounds while they find messages, then
-// one when woken or every indexPoll, until stop. A failed round (the
-// database unreachable) is tried again at the next poll.
+// one when woken (sent, the listener, WaitIndexed) or after
+// tune.backstop with no wake, until stop. A failed round is tried again
+// after indexRetry.
 func (x *indexer) run() {
-	defer close(x.done)
-	t := time.NewTicker(indexPoll)
+	defer x.wg.Done()
+	select {
+	case <-x.listening:
+	case <-x.ctx.Done():
+		return
+	}
+	t := time.NewTimer(x.tune.backstop)
 	defer t.Stop()
 	for {
+		if x.tune.beforeRound != nil {
+			x.tune.beforeRound()
+		}
 		n, err := x.indexRound()
 		if err == nil {
 			x.countBehind()
 		}
 		x.finished()
+		if x.tune.afterRound != nil {
+			if err != nil {
+				n = -1
+			}
+			x.tune.afterRound(n)
+		}
 		if err == nil && n == x.batch {
 			select {
-			case <-x.stop:
+			case <-x.ctx.Done():
 				return
 			default:
 				continue // a backlog: on at once
 			}
 		}
+		wait := x.tune.backstop
+		if err != nil {
+			wait = indexRetry
+		}
+		t.Reset(wait)
 		select {
 		case <-x.wake:
 		case <-t.C:
-		case <-x.stop:
+		case <-x.ctx.Done():
 			return
 		}
 	}

@@ -45,6 +45,8 @@ type Config struct {
 	Writers int
 	// MaxConns is the size of the connection pool, the writers'
 	// connections included. Default 4 × GOMAXPROCS, at least Writers + 4.
+	// The liveness probe and the search indexer's listener (indexer.go)
+	// each hold one more connection, outside the pool.
 	MaxConns int
 	// ConnectTimeout bounds Open's first connection. Default 10s.
 	ConnectTimeout time.Duration
@@ -72,8 +74,8 @@ type Config struct {
 	// SearchBatch is how many messages the search indexer indexes in one
 	// statement (indexer.go). Default 2048.
 	SearchBatch int
-	// NoSearchIndex runs no search indexer (indexer.go) and edits compute
-	// no search vector: only for measuring what the index costs
+	// NoSearchIndex runs no search indexer (indexer.go: no listener, no
+	// announcement of sends either) and edits compute no search vector: only for measuring what the index costs
 	// (docs/perf-log.md); search misses the messages sent meanwhile.
 	NoSearchIndex bool
 }
@@ -129,6 +131,11 @@ var _ parley.Store = (*Store)(nil)
 // Open connects to the database at cfg.URL, applies the pending migrations
 // and starts the writer.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
+	return open(ctx, cfg, indexTuning{})
+}
+
+// open is Open with the search indexer tuned (tests).
+func open(ctx context.Context, cfg Config, tune indexTuning) (*Store, error) {
 	if cfg.URL == "" {
 		return nil, errors.New("postgres: no database URL")
 	}
@@ -166,7 +173,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	s := &Store{m: m, seq: newSequencer(), onCommit: cfg.OnCommit, wq: newWriteQueries(m, !cfg.NoSearchIndex), rq: newReadQueries(m),
 		writeTimeout: cfg.WriteTimeout, minSendBatch: minSendBatch, out: outage{log: cfg.Logger}, full: storagefull.New("postgres", cfg.Logger, " (SQLSTATE 53100)")}
 	if !cfg.NoSearchIndex {
-		s.idx = newIndexer(s, cmp.Or(max(cfg.SearchBatch, 0), DefaultSearchBatch))
+		s.idx = newIndexer(s, cmp.Or(max(cfg.SearchBatch, 0), DefaultSearchBatch), pc.ConnConfig, cfg.Logger, tune)
 	}
 	s.pool, err = pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
@@ -184,7 +191,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		s.startLiveness(newLiveness(pc.ConnConfig, cfg.LivenessTimeout))
 	}
 	if s.idx != nil {
-		go s.idx.run()
+		s.idx.start()
 	}
 	return s, nil
 }
@@ -221,8 +228,7 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
 		if s.idx != nil {
-			close(s.idx.stop) // its round in progress ends first
-			<-s.idx.done
+			s.idx.close() // its round in progress ends first
 		}
 		for _, w := range s.w {
 			w.Close()

@@ -360,10 +360,10 @@ func decodeBatch(br pgx.BatchResults, reqs []*groupcommit.Request[writeOp, resul
 }
 
 // committed wakes the search indexer for a committed batch's new messages
-// and calls the afterCommit hook of tests with its events.
+// (and has the other nodes' woken) and calls the afterCommit hook of tests with its events.
 func (s *Store) committed(events []parley.Event) {
 	if s.idx != nil {
-		s.idx.committed(events)
+		s.idx.sent(events)
 	}
 	if s.afterCommit != nil {
 		s.afterCommit(events)

@@ -16,7 +16,7 @@ import { createHmac } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Server, launchBrowser, parleyBinary, tempDir } from './harness.mjs';
-import { person, until, waitLive, signUp, api, openRoom } from './pages.mjs';
+import { until, waitLive, api, twoInRoom } from './pages.mjs';
 
 const secret = 'a shared secret of the test, 32 bytes or more';
 const issuer = 'https://id.example.test';
@@ -64,19 +64,13 @@ after(async () => {
 const li = (s) => `#messages li[data-seq="${s}"]`;
 
 test('zed (a JWT of an hour-old sign-in) and bob share a room', async () => {
-  zed = await person(browser, 'zed', server.url);
-  bob = await person(browser, 'bob', server.url);
-  await signInWith(zed, jwt(3600));
-  await signUp(bob);
+  const set = await twoInRoom(browser, server.url, {
+    people: [{ name: 'zed', signIn: (p) => signInWith(p, jwt(3600)) }, { name: 'bob' }], messages: ['words of zed'], open: [1],
+  });
+  [zed, bob] = set.people;
   assert.equal(await zed.page.textContent('#me-name'), 'zed');
-  const created = await api(zed, 'POST', '/api/rooms', { kind: 'group', title: 'Team' });
-  assert.equal(created.status, 201);
-  roomId = created.data.id;
-  assert.equal((await api(bob, 'POST', `/api/rooms/${roomId}/members`)).status, 201);
-  const sent = await api(zed, 'POST', `/api/rooms/${roomId}/messages`, { body: 'words of zed' });
-  assert.equal(sent.status, 201);
-  seq = sent.data.seq;
-  await openRoom(bob, roomId);
+  roomId = set.room.id;
+  [seq] = set.seqs;
   await until(bob.page, 'bob sees zed\'s message', (sel) => {
     const el = document.querySelector(sel + ' .msg-body');
     return el && el.textContent === 'words of zed';

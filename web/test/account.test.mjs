@@ -15,7 +15,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Server, launchBrowser, parleyBinary, tempDir } from './harness.mjs';
-import { person, until, waitLive, signUp, api, openRoom, password } from './pages.mjs';
+import { until, waitLive, api, twoInRoom, password } from './pages.mjs';
 
 let tmp, server, browser;
 let alice, bob, aliceTab2;
@@ -38,18 +38,10 @@ after(async () => {
 const li = (s) => `#messages li[data-seq="${s}"]`;
 
 test('alice and bob share a room; alice has a second tab', async () => {
-  alice = await person(browser, 'alice', server.url);
-  bob = await person(browser, 'bob', server.url);
-  await signUp(alice);
-  await signUp(bob);
-  const created = await api(alice, 'POST', '/api/rooms', { kind: 'group', title: 'Team' });
-  assert.equal(created.status, 201);
-  roomId = created.data.id;
-  assert.equal((await api(bob, 'POST', `/api/rooms/${roomId}/members`)).status, 201);
-  const sent = await api(alice, 'POST', `/api/rooms/${roomId}/messages`, { body: 'words of alice' });
-  assert.equal(sent.status, 201);
-  seq = sent.data.seq;
-  await openRoom(bob, roomId);
+  const set = await twoInRoom(browser, server.url, { messages: ['words of alice'], open: [1] });
+  [alice, bob] = set.people;
+  roomId = set.room.id;
+  [seq] = set.seqs;
   await until(bob.page, 'bob sees alice\'s message', (sel) => {
     const el = document.querySelector(sel + ' .msg-body');
     return el && el.textContent === 'words of alice';

@@ -13,7 +13,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { Server, Proxy, launchBrowser, parleyBinary, tempDir } from './harness.mjs';
-import { person, until, waitLive, signUp, say, api, openRoom, shot, confirmDialog } from './pages.mjs';
+import { until, waitLive, say, api, twoInRoom, openRoom, shot, confirmDialog } from './pages.mjs';
 
 let tmp, server, proxy, browser;
 let alice, bob;
@@ -78,14 +78,11 @@ async function post(p, room, body) {
 }
 
 test('alice and bob share a room; each page offers only the controls its user may use', async () => {
-  alice = await person(browser, 'alice', server.url);
-  bob = await person(browser, 'bob', proxy.url, { width: 390, height: 780 });
-  await signUp(alice);
-  await signUp(bob);
-  const created = await api(alice, 'POST', '/api/rooms', { kind: 'group', title: 'Team' });
-  assert.equal(created.status, 201);
-  roomId = created.data.id;
-  assert.equal((await api(bob, 'POST', `/api/rooms/${roomId}/members`)).status, 201);
+  const set = await twoInRoom(browser, server.url, {
+    people: [{ name: 'alice' }, { name: 'bob', base: proxy.url, viewport: { width: 390, height: 780 } }], open: [],
+  });
+  [alice, bob] = set.people;
+  roomId = set.room.id;
   const other = await api(bob, 'POST', '/api/rooms', { kind: 'group', title: 'Elsewhere' });
   otherId = other.data.id;
 

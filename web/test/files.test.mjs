@@ -13,7 +13,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { deflateSync, crc32 } from 'node:zlib';
 import { Server, launchBrowser, parleyBinary, tempDir } from './harness.mjs';
-import { person, until, signUp, api, openRoom, shot } from './pages.mjs';
+import { person, until, signUp, api, twoInRoom, openRoom, shot } from './pages.mjs';
 
 let tmp, server, browser;
 
@@ -52,14 +52,7 @@ function png(w, h, [r, g, b]) {
 }
 
 test('alice sends an image and a text file; bob sees the preview and downloads the file', async () => {
-  const alice = await person(browser, 'alice', server.url);
-  const bob = await person(browser, 'bob', server.url);
-  for (const p of [alice, bob]) await signUp(p);
-  const created = await api(alice, 'POST', '/api/rooms', { kind: 'group', title: 'Files' });
-  assert.equal(created.status, 201);
-  const roomId = created.data.id;
-  assert.equal((await api(bob, 'POST', `/api/rooms/${roomId}/members`)).status, 201);
-  for (const p of [alice, bob]) await openRoom(p, roomId);
+  const { people: [alice, bob], room: { id: roomId } } = await twoInRoom(browser, server.url, { title: 'Files' });
 
   const notes = 'shopping list\n- bread\n- tea\n';
   await alice.page.setInputFiles('#attach-input', [

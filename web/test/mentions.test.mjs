@@ -15,7 +15,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { Server, launchBrowser, parleyBinary, tempDir } from './harness.mjs';
-import { person, until, signUp, api, openRoom, showPeople, shot } from './pages.mjs';
+import { until, api, twoInRoom, openRoom, showPeople, shot } from './pages.mjs';
 
 let tmp, server, browser;
 let alice, bob;
@@ -59,14 +59,10 @@ function badgeOf(page, roomId) {
 }
 
 test('alice and bob share a room; alice looks at another', async () => {
-  alice = await person(browser, 'alice', server.url);
-  bob = await person(browser, 'bob', server.url);
-  for (const p of [alice, bob]) await p.page.addInitScript(fakeNotifications);
-  await signUp(alice);
-  await signUp(bob);
-  team = (await api(alice, 'POST', '/api/rooms', { kind: 'group', title: 'Team' })).data.id;
+  const set = await twoInRoom(browser, server.url, { init: (p) => p.page.addInitScript(fakeNotifications), open: [] });
+  [alice, bob] = set.people;
+  team = set.room.id;
   elsewhere = (await api(alice, 'POST', '/api/rooms', { kind: 'group', title: 'Elsewhere' })).data.id;
-  assert.equal((await api(bob, 'POST', `/api/rooms/${team}/members`)).status, 201);
   await openRoom(alice, elsewhere);
   await openRoom(bob, team);
   assert.equal(await alice.page.evaluate(() => window.__notes.asked), 0, 'not asked on load');

@@ -1,7 +1,8 @@
-// Page helpers of the people tests: one browser context per person, waits
-// on the page's DOM bounded in time (never sleeps), and REST calls as a
-// page's user.
+// Page helpers of the browser tests: one browser context per person, waits
+// on the page's DOM bounded in time (never sleeps), REST calls as a page's
+// user, and twoInRoom, the set-up of two people sharing a room.
 
+import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { outDir } from './harness.mjs';
 
@@ -67,6 +68,38 @@ export async function api(p, method, path, body) {
   });
   const data = res.status === 204 ? null : await res.json().catch(() => null);
   return { status: res.status, data };
+}
+
+/**
+ * twoInRoom is the set-up most tests of two people start from: each in a
+ * browser context of its own (person, at base or the person's own base,
+ * with the person's viewport), init run on each (before any page loads),
+ * each signed up (or signed in by the person's signIn), a group room
+ * titled title that the first creates and the second joins, the first's
+ * messages sent in it, then the room opened on the pages of those in open
+ * (indexes into people: both by default). It returns the two people, the
+ * room as created and the messages' seqs.
+ */
+export async function twoInRoom(browser, base, {
+  people = [{ name: 'alice' }, { name: 'bob' }], init, title = 'Team', messages = [], open = [0, 1],
+} = {}) {
+  const ps = [];
+  for (const spec of people) ps.push(await person(browser, spec.name, spec.base || base, spec.viewport));
+  if (init) for (const p of ps) await init(p);
+  for (const [i, p] of ps.entries()) await (people[i].signIn || signUp)(p);
+  const [first, second] = ps;
+  const created = await api(first, 'POST', '/api/rooms', { kind: 'group', title });
+  assert.equal(created.status, 201);
+  const room = created.data;
+  assert.equal((await api(second, 'POST', `/api/rooms/${room.id}/members`)).status, 201);
+  const seqs = [];
+  for (const body of messages) {
+    const sent = await api(first, 'POST', `/api/rooms/${room.id}/messages`, { body });
+    assert.equal(sent.status, 201);
+    seqs.push(sent.data.seq);
+  }
+  for (const i of open) await openRoom(ps[i], room.id);
+  return { people: ps, room, seqs };
 }
 
 /** openRoom opens a room by its route and waits for its view and the live connection. */

@@ -12,7 +12,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { Server, launchBrowser, parleyBinary, tempDir } from './harness.mjs';
-import { person, until, signUp, api, openRoom, shot } from './pages.mjs';
+import { until, api, twoInRoom, shot } from './pages.mjs';
 
 let tmp, server, browser;
 let alice, bob;
@@ -47,21 +47,10 @@ function untilListed(p, what, want) {
 }
 
 test('alice (the owner) and bob (a member) share a room with two messages', async () => {
-  alice = await person(browser, 'alice', server.url);
-  bob = await person(browser, 'bob', server.url);
-  await signUp(alice);
-  await signUp(bob);
-  const created = await api(alice, 'POST', '/api/rooms', { kind: 'group', title: 'Team' });
-  assert.equal(created.status, 201);
-  roomId = created.data.id;
-  assert.equal((await api(bob, 'POST', `/api/rooms/${roomId}/members`)).status, 201);
-  for (const body of ['the plan for friday', 'lunch at noon']) {
-    const sent = await api(alice, 'POST', `/api/rooms/${roomId}/messages`, { body });
-    assert.equal(sent.status, 201);
-    seqs.push(sent.data.seq);
-  }
-  await openRoom(alice, roomId);
-  await openRoom(bob, roomId);
+  const set = await twoInRoom(browser, server.url, { messages: ['the plan for friday', 'lunch at noon'] });
+  [alice, bob] = set.people;
+  roomId = set.room.id;
+  seqs.push(...set.seqs);
   await until(alice.page, 'alice’s Pin action (she owns the room)', (sel) =>
     !!document.querySelector(sel + ' .msg-actions button[data-action="pin"]'), li(seqs[0]));
   await until(bob.page, 'bob’s page knows his role', () => document.querySelector('#messages').dataset.role === 'member');

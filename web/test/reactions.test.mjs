@@ -12,7 +12,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { Server, launchBrowser, parleyBinary, tempDir } from './harness.mjs';
-import { person, until, signUp, api, openRoom, shot } from './pages.mjs';
+import { until, api, twoInRoom, shot } from './pages.mjs';
 
 let tmp, server, browser;
 let alice, bob;
@@ -49,19 +49,12 @@ function untilChips(p, what, want) {
 }
 
 test('alice and bob share a room with one message', async () => {
-  alice = await person(browser, 'alice', server.url);
-  bob = await person(browser, 'bob', server.url, { width: 390, height: 780 });
-  await signUp(alice);
-  await signUp(bob);
-  const created = await api(alice, 'POST', '/api/rooms', { kind: 'group', title: 'Team' });
-  assert.equal(created.status, 201);
-  roomId = created.data.id;
-  assert.equal((await api(bob, 'POST', `/api/rooms/${roomId}/members`)).status, 201);
-  const sent = await api(alice, 'POST', `/api/rooms/${roomId}/messages`, { body: 'react to this' });
-  assert.equal(sent.status, 201);
-  seq = sent.data.seq;
-  await openRoom(alice, roomId);
-  await openRoom(bob, roomId);
+  const set = await twoInRoom(browser, server.url, {
+    people: [{ name: 'alice' }, { name: 'bob', viewport: { width: 390, height: 780 } }], messages: ['react to this'],
+  });
+  [alice, bob] = set.people;
+  roomId = set.room.id;
+  [seq] = set.seqs;
   await until(bob.page, 'the message on bob’s page', (sel) => !!document.querySelector(sel), li());
   await until(alice.page, 'the message on alice’s page', (sel) => !!document.querySelector(sel), li());
   assert.deepEqual(await chipsOf(alice.page), [], 'no reactions yet');

@@ -11,7 +11,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { Server, launchBrowser, parleyBinary, tempDir } from './harness.mjs';
-import { person, until, signUp, api, openRoom, showPeople, shot } from './pages.mjs';
+import { until, api, twoInRoom, showPeople, shot } from './pages.mjs';
 
 let tmp, server, browser;
 let alice, bob;
@@ -33,16 +33,11 @@ after(async () => {
 const retentionOf = (page) => page.evaluate(() => document.getElementById('room-retention').textContent);
 
 test('alice keeps her room\'s messages 1 day; bob sees it, read-only', async () => {
-  alice = await person(browser, 'alice', server.url);
-  bob = await person(browser, 'bob', server.url);
-  for (const p of [alice, bob]) await signUp(p);
-  const created = await api(alice, 'POST', '/api/rooms', { kind: 'group', title: 'Short-lived' });
-  assert.equal(created.status, 201);
-  roomId = created.data.id;
-  assert.equal(created.data.retention_seconds, 0);
-  assert.equal((await api(bob, 'POST', `/api/rooms/${roomId}/members`)).status, 201);
+  const set = await twoInRoom(browser, server.url, { title: 'Short-lived' });
+  [alice, bob] = set.people;
+  roomId = set.room.id;
+  assert.equal(set.room.retention_seconds, 0);
   for (const p of [alice, bob]) {
-    await openRoom(p, roomId);
     await showPeople(p.page);
     await until(p.page, `${p.name} sees the server's default`, () => document.getElementById('room-retention').textContent === 'Keep messages: Server default');
   }

@@ -14,7 +14,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { Server, launchBrowser, parleyBinary, tempDir } from './harness.mjs';
-import { person, until, signUp, api, openRoom, shot } from './pages.mjs';
+import { until, api, twoInRoom, shot } from './pages.mjs';
 
 let tmp, server, browser;
 let alice, bob;
@@ -42,17 +42,10 @@ function untilReplies(p, what, n) {
 }
 
 test('alice and bob share a room; alice asks a question', async () => {
-  alice = await person(browser, 'alice', server.url);
-  bob = await person(browser, 'bob', server.url);
-  await signUp(alice);
-  await signUp(bob);
-  const created = await api(alice, 'POST', '/api/rooms', { kind: 'group', title: 'Team' });
-  roomId = created.data.id;
-  assert.equal((await api(bob, 'POST', `/api/rooms/${roomId}/members`)).status, 201);
-  const sent = await api(alice, 'POST', `/api/rooms/${roomId}/messages`, { body: 'lunch on friday?' });
-  root = sent.data.seq;
-  await openRoom(alice, roomId);
-  await openRoom(bob, roomId);
+  const set = await twoInRoom(browser, server.url, { messages: ['lunch on friday?'] });
+  [alice, bob] = set.people;
+  roomId = set.room.id;
+  [root] = set.seqs;
   await until(bob.page, 'the question on bob’s page', (sel) => !!document.querySelector(sel), li(root));
 });
 
