@@ -69,9 +69,15 @@ export function preview(m) {
   return isDeleted(m) ? 'message deleted' : m.body;
 }
 
-/** newer reports whether b is a later version of the same message than a. */
+/**
+ * newer reports whether b is a later version of the same message than a.
+ * A stand-in made from a send's RECEIPT (fromReceipt: chat.js) is older
+ * than the server's own copy of the same change: it lacks what only the
+ * server knows (the mentions it resolved, the time it stored).
+ */
 export function newer(a, b) {
-  return (b.change || 0) > (a.change || 0);
+  const ca = a.change || 0, cb = b.change || 0;
+  return cb > ca || (cb === ca && !!a.fromReceipt && !b.fromReceipt);
 }
 
 // The toolbar's Edit and Delete (actions.js), for whom may use them.

@@ -318,9 +318,11 @@ export class ChatView {
     }
     this.pending.delete(clientId);
     p.el.remove();
-    // The RECEIPT may come before the MESSAGE: show it as sent now, the
-    // MESSAGE with the same seq is then a duplicate.
+    // The RECEIPT may come before the MESSAGE: show it as sent now; the
+    // MESSAGE with the same seq then replaces this stand-in (newer,
+    // changes.js), which lacks the mentions the server resolved.
     this.insert({
+      fromReceipt: true,
       id: r.messageId, room_id: this.roomId, seq: r.seq, sender_id: this.app.me.id,
       sender_name: this.app.me.name, body: p.body, client_id: clientId, sent_at: new Date().toISOString(),
       ...(p.ref ? { reply_to: p.ref } : {}),

@@ -40,6 +40,10 @@ test('newer compares change numbers; a live copy without one is the oldest', () 
   assert.equal(newer(msg({ change: 2 }), msg({ change: 2 })), false);
   assert.equal(newer(msg({ change: 3 }), msg({ change: 2 })), false);
   assert.equal(newer({ seq: 3 }, msg({ change: 1 })), true);
+  // A send's stand-in (its RECEIPT came first) gives way to the server's copy.
+  assert.equal(newer(msg({ fromReceipt: true }), msg({ mentions: ['alice'] })), true);
+  assert.equal(newer(msg({ mentions: ['alice'] }), msg({ fromReceipt: true })), false);
+  assert.equal(newer(msg({ fromReceipt: true, change: 2 }), msg({ change: 1 })), false);
 });
 
 test('preview and hitLink', () => {
