@@ -98,7 +98,9 @@ func (h *HotStore) loadMemberships(ctx context.Context, userID, gen string, stor
 
 // Rooms implements parley.Store: the memberships, the rooms' info and their
 // last messages come from Redis (two round trips when warm), loaded from
-// the inner store where missing.
+// the inner store where missing. The mention counts and levels come from
+// the inner store (NotifyStates, one statement): Redis does not keep them,
+// and the shared store has every node's levels and reads at once.
 func (h *HotStore) Rooms(ctx context.Context, userID, cursor string, limit int) ([]parley.RoomEntry, string, error) {
 	c, after, err := parley.ParseRoomCursor(cursor)
 	if err != nil {
@@ -118,12 +120,22 @@ func (h *HotStore) Rooms(ctx context.Context, userID, cursor string, limit int) 
 	if err != nil {
 		return nil, "", err
 	}
+	var notify map[string]parley.RoomNotify
+	if len(es) > 0 {
+		if notify, err = h.Store.NotifyStates(ctx, userID); err != nil {
+			return nil, "", err
+		}
+	}
 	entries := make([]parley.RoomEntry, 0, len(es))
 	for _, e := range es {
 		if e == nil || (after && c.Before(e.Room)) {
 			continue
 		}
 		e.Unread = parley.Unread(e.Room, reads[e.Room.ID])
+		e.Mentions, e.Notifications = 0, parley.NotifyAll // rooms at the default are not in notify
+		if n, ok := notify[e.Room.ID]; ok {
+			e.Mentions, e.Notifications = n.Mentions, n.Level
+		}
 		entries = append(entries, *e)
 	}
 	slices.SortFunc(entries, func(a, b parley.RoomEntry) int {
