@@ -112,6 +112,7 @@ func (s *Store) recountLocked(st *roomState, userID string, m *member, read bool
 	last := st.room.LastSeq
 	if m.readSeq >= last {
 		m.mentions = 0
+		m.through = max(m.through, last)
 		return
 	}
 	if !st.win.covers(m.readSeq+1, last) {
@@ -124,7 +125,10 @@ func (s *Store) recountLocked(st *roomState, userID string, m *member, read bool
 			n++
 		}
 	}
-	m.mentions = n
+	// The window's versions from now on: a change it holds already
+	// finds no older version (mentionsBefore), one it does not is
+	// counted from the version it holds.
+	m.mentions, m.through, m.change = n, max(m.through, last), 0
 }
 
 // known reports whether m's mention state is known: loaded or kept at the
@@ -190,6 +194,10 @@ func (s *Store) applyMentionsLocked(st *roomState, ev *parley.Event, old *parley
 			return
 		}
 		add := func(id string, u *userState, m *member) {
+			if msg.Seq <= m.through {
+				return // counted already (loaded, or the window's)
+			}
+			m.through = msg.Seq
 			if id != msg.SenderID && m.level != parley.NotifyNone && msg.Seq > m.readSeq && mentionsUser(msg, id) {
 				m.mentions++
 				u.readVer++
@@ -220,8 +228,8 @@ func (s *Store) applyMentionsLocked(st *roomState, ev *parley.Event, old *parley
 			return
 		}
 		s.roomMembersLocked(st, roomID, func(id string, u *userState, m *member) {
-			if msg.Seq <= m.readSeq || m.level == parley.NotifyNone {
-				return
+			if ev.Room.LastChange <= m.change || msg.Seq <= m.readSeq || m.level == parley.NotifyNone {
+				return // counted already (loaded), read, or not counted
 			}
 			had, has := mentionsUser(old, id), mentionsUser(msg, id)
 			if had != has {
@@ -248,6 +256,7 @@ func (s *Store) applyMentionsLocked(st *roomState, ev *parley.Event, old *parley
 func joinedLocked(st *roomState, ev *parley.Event, m *member) {
 	m.level, m.mentions, m.epoch = parley.NotifyAll, 0, st.mentionEpoch
 	last := st.room.LastSeq
+	m.through, m.change = last, 0
 	switch {
 	case m.readSeq >= last:
 		m.notifyOK = true
@@ -263,9 +272,11 @@ func joinedLocked(st *roomState, ev *parley.Event, m *member) {
 
 // loadNotify loads the mention states of the user's memberships that are
 // not known, from the inner store's room list, each installed only when
-// the cache's room (last seq, last change) and read position are what
-// the list was read at: a commit the list saw and Apply has not (or the
-// reverse) leaves that membership unknown, for the next list to load.
+// the cache's room (last seq, last change) is what the list was read at
+// (so every event applied is in the list: the cache's room is never older
+// than Apply made it) and its read position too. The events of commits
+// the list saw and Apply has not yet are not counted again: the member
+// keeps the last seq and change the list counted (through, change).
 func (s *Store) loadNotify(ctx context.Context, userID string) error {
 	s.mu.RLock()
 	u := s.users[userID]
@@ -299,10 +310,14 @@ func (s *Store) loadNotify(ctx context.Context, userID string) error {
 		e := &all[i]
 		m, st := u.members[e.Room.ID], s.rooms[e.Room.ID]
 		if m == nil || st == nil || known(st, m) || !st.hasRoom ||
-			st.room.LastSeq != e.Room.LastSeq || st.room.LastChange != e.Room.LastChange || parley.Unread(st.room, m.readSeq) != e.Unread {
+			st.room.LastSeq != e.Room.LastSeq || st.room.LastChange != e.Room.LastChange {
 			continue
 		}
+		if read := e.Room.LastSeq - e.Unread; e.Unread > 0 && m.readSeq != read || e.Unread == 0 && m.readSeq < e.Room.LastSeq {
+			continue // a read the list saw and Apply has not, or the reverse
+		}
 		m.level, m.mentions, m.notifyOK, m.epoch = entryLevel(e.Notifications), e.Mentions, true, st.mentionEpoch
+		m.through, m.change = e.Room.LastSeq, e.Room.LastChange
 		u.readVer++
 	}
 	return nil

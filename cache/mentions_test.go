@@ -3,10 +3,13 @@ package cache_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"testing"
 
 	"parley"
 	"parley/cache"
+	"parley/parleytest"
+	"parley/sqlite"
 )
 
 // TestMentionsSteadyState runs random sends that mention members or
@@ -98,5 +101,62 @@ func TestMentionsSteadyState(t *testing.T) {
 	}
 	if n := e.cnt.reset(); n["Rooms"] != 0 {
 		t.Errorf("inner reads: %v, want no Rooms (the room lists served from memory)", n)
+	}
+}
+
+// TestMentionsLoadBeforeApply: a room list that loads a member's mention
+// state from SQLite after a mention was committed and before the cache
+// applied its event counts it once, not again when the event arrives.
+func TestMentionsLoadBeforeApply(t *testing.T) {
+	var c *cache.Store
+	var held []parley.Event
+	hold := false
+	inner, err := sqlite.Open(ctx, sqlite.Config{
+		Path: filepath.Join(t.TempDir(), "parley.db"),
+		Sync: sqlite.SyncOff,
+		OnCommit: func(events []parley.Event) {
+			if hold {
+				held = append(held, events...)
+				return
+			}
+			c.Apply(events)
+		},
+	})
+	if err != nil {
+		t.Fatalf("sqlite.Open: %v", err)
+	}
+	cnt := newCounting(inner)
+	c = cache.New(cnt, cache.Config{MaxRooms: 1})
+	t.Cleanup(func() { c.Close() })
+	alice := parleytest.MustCreateUser(t, c, "alice")
+	bob := parleytest.MustCreateUser(t, c, "bob")
+	r := parleytest.MustCreateRoom(t, c, alice, "r", 0)
+	parleytest.MustJoin(t, c, r, bob)
+	// Another room evicts r's state, so that bob's list loads r's info
+	// from SQLite, at the commits the events have not brought yet.
+	parleytest.MustCreateRoom(t, c, alice, "other", 0)
+
+	hold = true // the writer's events wait: the commit is visible, not applied
+	for i, mentions := range []parley.MentionList{parley.MentionList(bob.ID), parley.MentionRoom} {
+		if _, _, err := c.Send(ctx, parley.NewMessage{RoomID: r.ID, SenderID: alice.ID, SenderName: alice.Name, Body: fmt.Sprint("hi ", i), Mentions: mentions}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Members(ctx, r.ID); err != nil { // @room finds bob by them
+		t.Fatal(err)
+	}
+	es, _, err := c.Rooms(ctx, bob.ID, "", 10)
+	if err != nil || len(es) != 1 || es[0].Mentions != 2 {
+		t.Fatalf("bob's room list before the events are applied = %+v, %v; want 2 mentions", es, err)
+	}
+	hold = false
+	c.Apply(held)
+	cnt.reset()
+	es, _, err = c.Rooms(ctx, bob.ID, "", 10)
+	if err != nil || len(es) != 1 || es[0].Mentions != 2 {
+		t.Errorf("bob's room list once the events are applied = %+v, %v; want 2 mentions, each counted once", es, err)
+	}
+	if n := cnt.reset(); len(n) != 0 {
+		t.Errorf("bob's room list once the events are applied read %v, want it from memory", n)
 	}
 }

@@ -38,7 +38,8 @@ type userState struct {
 // does not carry it, so the next Member or Memberships read that needs it
 // asks the inner store. mentions and level are the member's unread
 // mentions and notification level, known when notifyOK and epoch is the
-// room's mentionEpoch (mentions.go).
+// room's mentionEpoch; through and change are the last seq and change of
+// the room they count (mentions.go).
 type member struct {
 	readSeq  int64
 	joinedAt time.Time
@@ -47,6 +48,8 @@ type member struct {
 	level    string
 	notifyOK bool
 	epoch    uint64
+	through  int64
+	change   int64
 }
 
 func (u *userState) busy() bool          { return u.backlog.loads > 0 }
