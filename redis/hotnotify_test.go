@@ -34,7 +34,7 @@ type countedNode struct {
 
 // openCountedNode opens a node on database dbURL and Redis prefix, as
 // openNode does, over a statesCounter.
-func openCountedNode(t *testing.T, dbURL string, rdb *goredis.Client, prefix string) countedNode {
+func openCountedNode(t testing.TB, dbURL string, rdb *goredis.Client, prefix string) countedNode {
 	t.Helper()
 	var hot *redis.HotStore
 	ready := make(chan struct{})
@@ -50,6 +50,40 @@ func openCountedNode(t *testing.T, dbURL string, rdb *goredis.Client, prefix str
 	close(ready)
 	t.Cleanup(func() { hot.Close() })
 	return countedNode{inner: inner, hot: hot}
+}
+
+// BenchmarkHotRoomsWarm: one user's warm room list (30 rooms, mentions
+// unread in 10) on one node, nothing changing. It reports the inner
+// store's NotifyStates calls per list:
+//
+//	PARLEY_TEST_POSTGRES=… PARLEY_TEST_REDIS=… go test -run - -bench HotRoomsWarm ./redis/
+func BenchmarkHotRoomsWarm(b *testing.B) {
+	rdb, prefix := testClient(b)
+	n := openCountedNode(b, pgtest.Schema(b), rdb, prefix)
+	ann := parleytest.MustCreateUser(b, n.hot, "ann")
+	bob := parleytest.MustCreateUser(b, n.hot, "bob")
+	for i := range 30 {
+		r := parleytest.MustCreateRoom(b, n.hot, ann, "room", 0)
+		parleytest.MustJoin(b, n.hot, r, bob)
+		var ms parley.MentionList
+		if i%3 == 0 {
+			ms = parley.MentionList(bob.ID)
+		}
+		for range 3 {
+			if _, _, err := n.hot.Send(context.Background(), parley.NewMessage{RoomID: r.ID, SenderID: ann.ID, SenderName: "ann", Body: "x", Mentions: ms}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	parleytest.AllRooms(b, n.hot, bob, 50) // warm
+	before := n.inner.calls.Load()
+	b.ResetTimer()
+	for range b.N {
+		if _, _, err := n.hot.Rooms(context.Background(), bob.ID, "", 50); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(n.inner.calls.Load()-before)/float64(b.N), "notifystates/op")
 }
 
 // entryOf returns u's room list entry of room on s.
