@@ -119,9 +119,11 @@ type RoomEntry struct {
 	LastMessage *Message `json:"last_message"`
 	Unread      int64    `json:"unread"`
 	// Mentions is how many unread messages mention the member (or the
-	// room), and Notifications the member's level (mentions.go; ""
-	// stands for NotifyAll). The stores leave them zero; package chat
-	// fills them.
+	// room), none at level NotifyNone, and Notifications the member's
+	// level (mentions.go: NotifyAll, NotifyMentions or NotifyNone; ""
+	// stands for NotifyAll in an entry built by hand). Every Store's Rooms
+	// fills both: the durable stores count them with the list, the caches
+	// keep them with the membership.
 	Mentions      int64  `json:"mentions"`
 	Notifications string `json:"notifications"`
 }

@@ -36,21 +36,23 @@ func (s *Store) applyLocked(ev *parley.Event) {
 	if st.listOK {
 		listAfter(st.list, ev)
 	}
+	old := mentionsBefore(st, ev)
 	st.win.apply(ev, s.recent)
 	s.applySearchLocked(st, ev)
 
-	if ev.UserID == "" {
-		return
-	}
-	u := s.users[ev.UserID]
-	if u == nil {
-		return
-	}
-	u.backlog.add(ev)
-	if u.membersOK {
-		if memberAfter(u.members, ev) {
-			u.gen++
+	if ev.UserID != "" {
+		if u := s.users[ev.UserID]; u != nil {
+			u.backlog.add(ev)
+			if u.membersOK {
+				if memberAfter(u.members, ev) {
+					u.gen++
+					if m := u.members[ev.Room.ID]; m != nil {
+						joinedLocked(st, ev, m)
+					}
+				}
+				u.readVer++
+			}
 		}
-		u.readVer++
 	}
+	s.applyMentionsLocked(st, ev, old)
 }

@@ -63,6 +63,9 @@ type Store struct {
 	// revoked counts revocations, so that a token load that began before
 	// one does not install what it read (see RevokeToken).
 	revoked uint64
+	// epochs is the last epoch of mention states given to a room
+	// (roomState.mentionEpoch).
+	epochs uint64
 }
 
 var _ parley.Store = (*Store)(nil)

@@ -33,6 +33,11 @@ type roomState struct {
 
 	backlog backlog // for the loads of any part in flight
 	gone    bool    // removed from Store.rooms: events no longer reach it
+
+	// mentionEpoch is the room's epoch of mention states (mentions.go): a
+	// member's state counted at another one is unknown. Each new state
+	// and each change Apply cannot count takes a new one (Store.epochs).
+	mentionEpoch uint64
 }
 
 func (st *roomState) busy() bool          { return st.backlog.loads > 0 }
@@ -48,6 +53,8 @@ func (s *Store) roomLocked(id string) *roomState {
 	if st == nil {
 		st = &roomState{}
 		st.used.Store(true) // a new key is not the next victim
+		s.epochs++
+		st.mentionEpoch = s.epochs
 		s.rooms[id] = st
 		evictLocked(s.rooms, s.maxRooms)
 	}

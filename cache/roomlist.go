@@ -20,7 +20,7 @@ func (s *Store) Rooms(ctx context.Context, userID string, cursor string, limit i
 		return s.inner.Rooms(ctx, userID, cursor, limit)
 	}
 	for attempt := range 3 {
-		entries, next, missing, ok := s.cachedRooms(userID, cur, hasCur, limit)
+		entries, next, missing, notify, ok := s.cachedRooms(userID, cur, hasCur, limit)
 		if ok {
 			if attempt == 0 {
 				s.metrics.hit(kindRooms)
@@ -30,7 +30,7 @@ func (s *Store) Rooms(ctx context.Context, userID string, cursor string, limit i
 		if attempt == 0 {
 			s.metrics.miss(kindRooms)
 		}
-		if err := s.warmRooms(ctx, userID, missing); err != nil {
+		if err := s.warmRooms(ctx, userID, missing, notify); err != nil {
 			break
 		}
 	}
@@ -88,7 +88,8 @@ func (s *Store) buildOrderLocked(u *userState) (*roomOrder, []string) {
 
 // cachedRooms builds the room list from the cache. If something is missing it
 // returns ok false and the rooms whose info or last message is missing (nil
-// when the memberships themselves are missing). It allocates only the
+// when the memberships themselves are missing), and notify true when a
+// membership's mention state is (mentions.go). It allocates only the
 // entries: each LastMessage points into the room's window, whose messages are
 // never changed once stored.
 //
@@ -99,39 +100,40 @@ func (s *Store) buildOrderLocked(u *userState) (*roomOrder, []string) {
 // racing store equally valid values (the same rooms in the same order, the
 // same page); the last one wins, and a later reader checks gen and the
 // versions before it trusts either.
-func (s *Store) cachedRooms(userID string, cur parley.RoomCursor, hasCur bool, limit int) (entries []parley.RoomEntry, next string, missing []string, ok bool) {
+func (s *Store) cachedRooms(userID string, cur parley.RoomCursor, hasCur bool, limit int) (entries []parley.RoomEntry, next string, missing []string, notify, ok bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	u := s.users[userID]
 	if u == nil || !u.membersOK {
-		return nil, "", nil, false
+		return nil, "", nil, false, false
 	}
 	var keyBuf [64]listKey
-	o, keys, rebuilt, missing := s.orderLocked(u, keyBuf[:0])
-	if missing != nil {
-		return nil, "", missing, false
+	o, keys, rebuilt, missing, notify := s.orderLocked(u, keyBuf[:0])
+	if missing != nil || notify {
+		return nil, "", missing, notify, false
 	}
 	u.used.Store(true)
 	o = sortOrder(u, o, keys, rebuilt)
 	if !hasCur {
 		if p := u.page.Load(); p != nil && p.order == o && p.limit == limit && p.readVer == u.readVer && p.fresh() {
-			return p.entries, p.next, nil, true
+			return p.entries, p.next, nil, false, true
 		}
 	}
 	entries, next = pageOf(u, o, cur, hasCur, limit)
-	return entries, next, nil, true
+	return entries, next, nil, false, true
 }
 
 // orderLocked returns the user's order of rooms, rebuilt (rebuilt true)
 // when a join or leave made it stale or a room of it was evicted, with one
 // sort key per room appended to keys; or the rooms whose info or last
-// message the cache lacks. s.mu is held, for reading at least.
-func (s *Store) orderLocked(u *userState, keys []listKey) (o *roomOrder, _ []listKey, rebuilt bool, missing []string) {
+// message the cache lacks, and notify true when the mention state of a
+// membership is not known. s.mu is held, for reading at least.
+func (s *Store) orderLocked(u *userState, keys []listKey) (o *roomOrder, _ []listKey, rebuilt bool, missing []string, notify bool) {
 	o = u.order.Load()
 	for {
 		if o == nil || o.gen != u.gen {
 			if o, missing = s.buildOrderLocked(u); missing != nil {
-				return nil, nil, false, missing
+				return nil, nil, false, missing, false
 			}
 			rebuilt = true
 		}
@@ -146,12 +148,14 @@ func (s *Store) orderLocked(u *userState, keys []listKey) (o *roomOrder, _ []lis
 			if !st.hasRoom || (st.room.LastSeq > 0 && !st.win.covers(st.room.LastSeq, st.room.LastSeq)) {
 				missing = append(missing, ref.id)
 			}
+			notify = notify || !known(st, ref.m)
 			keys = append(keys, listKey{at: st.room.LastActivityAt.UnixNano(), i: i})
 		}
 		if !gone {
-			return o, keys, rebuilt, missing
+			return o, keys, rebuilt, missing, notify
 		}
 		o = nil // an evicted room: rebuild
+		notify = false
 	}
 }
 
@@ -205,6 +209,7 @@ func pageOf(u *userState, o *roomOrder, cur parley.RoomCursor, hasCur bool, limi
 		r := &ref.st.room
 		e := &entries[i]
 		e.Room, e.Unread = *r, parley.Unread(*r, ref.m.readSeq)
+		e.Mentions, e.Notifications = ref.m.mentions, ref.m.level
 		if r.LastSeq > 0 {
 			e.LastMessage = ref.st.win.at(r.LastSeq)
 		}
@@ -247,12 +252,15 @@ func (p *firstPage) fresh() bool {
 }
 
 // warmRooms loads what cachedRooms found missing: the user's memberships,
-// or the info and last message of some of their rooms. It fails only when
-// the inner store does.
-func (s *Store) warmRooms(ctx context.Context, userID string, missing []string) error {
-	if missing == nil {
-		_, err := s.loadMemberships(ctx, userID)
-		return err
+// or the info and last message of some of their rooms, and the mention
+// states (notify, and after the memberships). It fails only when the inner
+// store does.
+func (s *Store) warmRooms(ctx context.Context, userID string, missing []string, notify bool) error {
+	if missing == nil && !notify {
+		if _, err := s.loadMemberships(ctx, userID); err != nil {
+			return err
+		}
+		notify = true
 	}
 	for _, roomID := range missing {
 		s.mu.RLock()
@@ -268,6 +276,9 @@ func (s *Store) warmRooms(ctx context.Context, userID string, missing []string) 
 		if !winOK {
 			s.loadNewest(ctx, roomID, 1)
 		}
+	}
+	if notify {
+		return s.loadNotify(ctx, userID)
 	}
 	return nil
 }

@@ -24,19 +24,32 @@ type userState struct {
 	// page its first page as last built.
 	gen     uint64
 	readVer uint64
-	order   atomic.Pointer[roomOrder]
-	page    atomic.Pointer[firstPage]
+	// notifyGen counts the notification levels set (SetNotifyLevel), so
+	// that a load of mention states that began before one does not
+	// install what it read (loadNotify).
+	notifyGen uint64
+	order     atomic.Pointer[roomOrder]
+	page      atomic.Pointer[firstPage]
 
 	backlog backlog // for the membership loads in flight
 }
 
 // member is a cached membership. joinedAt is zero when unknown: a join event
 // does not carry it, so the next Member or Memberships read that needs it
-// asks the inner store.
+// asks the inner store. mentions and level are the member's unread
+// mentions and notification level, known when notifyOK and epoch is the
+// room's mentionEpoch; through and change are the last seq and change of
+// the room they count (mentions.go).
 type member struct {
 	readSeq  int64
 	joinedAt time.Time
 	role     string
+	mentions int64
+	level    string
+	notifyOK bool
+	epoch    uint64
+	through  int64
+	change   int64
 }
 
 func (u *userState) busy() bool          { return u.backlog.loads > 0 }

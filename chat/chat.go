@@ -94,7 +94,6 @@ type Service struct {
 
 	onMention    func(parley.Event) // nil: nobody is told
 	roomMentions Limiter
-	notify       notifyMemo // the room list's mention counts and levels (mentions.go)
 
 	accepted    prometheus.Counter
 	provisioned prometheus.Counter // accounts made for outside identities
@@ -309,12 +308,9 @@ func (s *Service) Rooms(ctx context.Context, u parley.User, cursor string, limit
 	if err := checkLimit(limit); err != nil {
 		return nil, "", err
 	}
-	es, next, err := s.store.Rooms(ctx, u.ID, cursor, limit) // a malformed cursor: CodeInvalid
-	if err != nil {
-		return nil, "", err
-	}
-	es, err = s.withNotify(ctx, u, es)
-	return es, next, err
+	// A malformed cursor: CodeInvalid. The entries carry the mention
+	// counts and levels (parley.RoomEntry).
+	return s.store.Rooms(ctx, u.ID, cursor, limit)
 }
 
 // Messages returns a page of a room's history to a member.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"sync"
 	"time"
 
 	"parley"
@@ -146,7 +145,11 @@ func (s *Service) tellMentioned(ctx context.Context, m parley.Message, before pa
 }
 
 // SetNotifyLevel sets u's notification level in a room (parley.NotifyAll,
-// NotifyMentions or NotifyNone), for members only.
+// NotifyMentions or NotifyNone), for members only. The room list shows
+// it, with the unread mentions, from the store's Rooms: the caches keep
+// both with the membership (cache: at once; redis.HotStore, a cluster's,
+// reads them with the list from the shared store, so at once on every
+// node).
 func (s *Service) SetNotifyLevel(ctx context.Context, u parley.User, roomID, level string) error {
 	if err := parley.CheckNotifyLevel(level); err != nil {
 		return err
@@ -155,120 +158,8 @@ func (s *Service) SetNotifyLevel(ctx context.Context, u parley.User, roomID, lev
 		return err
 	}
 	err := s.store.SetNotifyLevel(ctx, roomID, u.ID, level)
-	s.notify.drop(u.ID)
 	if parley.ErrorCode(err) == parley.CodeNotFound { // left meanwhile
 		return parley.Errorf(parley.CodeForbidden, "not a member of this room")
 	}
 	return err
-}
-
-// withNotify fills the entries' mention counts and levels from the store.
-// Rooms at the default (level all, no unread mention) keep Notifications
-// "" (parley.RoomEntry); when every room is, es itself is returned, so
-// that a memo of the store's slice still knows it.
-//
-// The store's answer is kept per user (notifyMemo) with a fingerprint of
-// the entries it was read for: their rooms' last seq and change and the
-// member's unread count, which every message, edit, deletion and read
-// moves. While they stand still, so do the counts, and the room list,
-// the hottest read, makes no store read for them. A level set on this
-// node drops the user's memo at once; one set on another node of a
-// cluster shows here within notifyMemoTTL.
-func (s *Service) withNotify(ctx context.Context, u parley.User, es []parley.RoomEntry) ([]parley.RoomEntry, error) {
-	if len(es) == 0 {
-		return es, nil
-	}
-	fp := fingerprint(es)
-	st, ok := s.notify.get(u.ID, fp, s.now())
-	if !ok {
-		var err error
-		if st, err = s.store.NotifyStates(ctx, u.ID); err != nil {
-			return nil, err
-		}
-		s.notify.put(u.ID, fp, st, s.now())
-	}
-	if len(st) == 0 {
-		return es, nil
-	}
-	out := make([]parley.RoomEntry, len(es)) // es may be shared (a cache's)
-	for i, e := range es {
-		if n, ok := st[e.Room.ID]; ok {
-			e.Notifications, e.Mentions = n.Level, n.Mentions
-		}
-		out[i] = e
-	}
-	return out, nil
-}
-
-// notifyMemoTTL bounds how long a room list may show a level set on
-// another node; notifyMemoMax bounds the users whose answers are kept
-// (past it the memo starts again empty).
-const (
-	notifyMemoTTL = 10 * time.Second
-	notifyMemoMax = 100_000
-)
-
-// notifyMemo keeps each user's last NotifyStates answer (withNotify).
-type notifyMemo struct {
-	mu    sync.Mutex // guards the following fields
-	users map[string]notifyEntry
-}
-
-type notifyEntry struct {
-	fp uint64
-	at time.Time
-	st map[string]parley.RoomNotify // shared, read-only
-}
-
-func (m *notifyMemo) get(userID string, fp uint64, now time.Time) (map[string]parley.RoomNotify, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	e, ok := m.users[userID]
-	if !ok || e.fp != fp || now.Sub(e.at) >= notifyMemoTTL || now.Before(e.at) {
-		return nil, false
-	}
-	return e.st, true
-}
-
-func (m *notifyMemo) put(userID string, fp uint64, st map[string]parley.RoomNotify, now time.Time) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.users == nil || len(m.users) >= notifyMemoMax {
-		m.users = map[string]notifyEntry{}
-	}
-	m.users[userID] = notifyEntry{fp: fp, at: now, st: st}
-}
-
-func (m *notifyMemo) drop(userID string) {
-	m.mu.Lock()
-	delete(m.users, userID)
-	m.mu.Unlock()
-}
-
-// fingerprint hashes what moves a member's mention counts: each entry's
-// room (the first 8 bytes of its id: 40 random bits), last seq, last
-// change and unread count, a word at a time.
-func fingerprint(es []parley.RoomEntry) uint64 {
-	h := uint64(14695981039346656037)
-	mix := func(v uint64) {
-		h = (h ^ v) * 1099511628211
-		h ^= h >> 29
-	}
-	for i := range es {
-		e := &es[i]
-		mix(idWord(e.Room.ID))
-		mix(uint64(e.Room.LastSeq))
-		mix(uint64(e.Room.LastChange))
-		mix(uint64(e.Unread))
-	}
-	return h
-}
-
-// idWord is the first 8 bytes of id as a word (fewer: those there are).
-func idWord(id string) uint64 {
-	var w uint64
-	for i := 0; i < 8 && i < len(id); i++ {
-		w |= uint64(id[i]) << (8 * i)
-	}
-	return w
 }

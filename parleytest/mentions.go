@@ -11,7 +11,11 @@ import (
 // its commit event; an edit replaces them and a deletion drops them; a
 // member's unread mentions are those above the read position that name
 // the member or the room, not deleted, and none at level none; levels are
-// kept per member and refused to non-members.
+// kept per member and refused to non-members. Each member's room list
+// (Rooms: the entries' Mentions and Notifications) says the same as
+// NotifyStates at every step, whether a cache serves it from memory
+// (warmed before the changes, so kept current by their events) or a
+// store reads it.
 func testMentions(t *testing.T, newStore NewStoreFunc) {
 	ctx := context.Background()
 	rec := &Recorder{}
@@ -22,7 +26,9 @@ func testMentions(t *testing.T, newStore NewStoreFunc) {
 	MustJoin(t, s, room, bob)
 	MustJoin(t, s, room, carol)
 	MustJoin(t, s, other, bob)
-	AllRooms(t, s, bob, 10) // warm what a cache keeps
+	for _, u := range []parley.User{alice, bob, carol} {
+		AllRooms(t, s, u, 10) // warm what a cache keeps
+	}
 
 	send := func(u parley.User, body string, mentions ...string) parley.Message {
 		t.Helper()
@@ -58,6 +64,15 @@ func testMentions(t *testing.T, newStore NewStoreFunc) {
 		st, err := s.NotifyStates(ctx, u.ID)
 		if err != nil {
 			t.Fatalf("NotifyStates(%s) error = %v", u.Name, err)
+		}
+		for _, e := range AllRooms(t, s, u, 1) { // pages of one: the first page and the cursor's
+			want, ok := st[e.Room.ID]
+			if !ok {
+				want = parley.RoomNotify{Level: parley.NotifyAll}
+			}
+			if got := (parley.RoomNotify{Level: e.Notifications, Mentions: e.Mentions}); got != want {
+				t.Errorf("%s's room list entry of %s: level %q, %d mentions; NotifyStates says %+v", u.Name, e.Room.Title, e.Notifications, e.Mentions, want)
+			}
 		}
 		return st
 	}
@@ -119,5 +134,64 @@ func testMentions(t *testing.T, newStore NewStoreFunc) {
 	}
 	if err := s.SetNotifyLevel(ctx, other.ID, carol.ID, parley.NotifyNone); parley.ErrorCode(err) != parley.CodeNotFound {
 		t.Errorf("SetNotifyLevel of a non-member = %v, want not_found", err)
+	}
+
+	// At level none a mention is not counted; back at all, the unread
+	// ones count again (seq 3, "just @carol", and this one).
+	send(bob, "@carol at none", carol.ID)
+	if got := states(carol)[room.ID]; got != (parley.RoomNotify{Level: parley.NotifyNone}) {
+		t.Errorf("carol's state at level none after a mention = %+v, want level none, no mentions", got)
+	}
+	if err := s.SetNotifyLevel(ctx, room.ID, carol.ID, parley.NotifyAll); err != nil {
+		t.Fatal(err)
+	}
+	if got := states(carol)[room.ID]; got != (parley.RoomNotify{Level: parley.NotifyAll, Mentions: 2}) {
+		t.Errorf("carol's state back at level all = %+v, want level all, 2 mentions", got)
+	}
+	// A read short of the end clears the mentions up to it only; an edit
+	// that adds a mention above the read position counts it, one that
+	// removes it uncounts it.
+	m5 := send(alice, "@bob five", bob.ID)
+	m6 := send(alice, "@bob six", bob.ID)
+	m7 := send(alice, "seven")
+	if got := states(bob)[room.ID].Mentions; got != 2 {
+		t.Errorf("bob's mentions after two more = %d, want 2", got)
+	}
+	if _, err := s.MarkRead(ctx, room.ID, bob.ID, m5.Seq); err != nil {
+		t.Fatal(err)
+	}
+	if got := states(bob)[room.ID].Mentions; got != 1 {
+		t.Errorf("bob's mentions after reading to the first of two = %d, want 1", got)
+	}
+	if _, err := s.EditMessage(ctx, parley.Edit{RoomID: room.ID, Seq: m7.Seq, EditorID: alice.ID, Body: "seven @bob",
+		Mentions: parley.MentionList(bob.ID)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := states(bob)[room.ID].Mentions; got != 2 {
+		t.Errorf("bob's mentions after an edit mentions him = %d, want 2", got)
+	}
+	if _, err := s.EditMessage(ctx, parley.Edit{RoomID: room.ID, Seq: m6.Seq, EditorID: alice.ID, Body: "six"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := states(bob)[room.ID].Mentions; got != 1 {
+		t.Errorf("bob's mentions after an edit unmentions him = %d, want 1", got)
+	}
+	// A member who joins after a mention of @room has it unread.
+	dave := MustCreateUser(t, s, "dave")
+	AllRooms(t, s, dave, 10)
+	send(alice, "@room again", parley.MentionRoom)
+	MustJoin(t, s, room, dave)
+	states(dave)
+	// Leaving drops the room from the list; joining again starts at the default level.
+	if err := s.SetNotifyLevel(ctx, room.ID, bob.ID, parley.NotifyNone); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Leave(ctx, room.ID, bob.ID); err != nil {
+		t.Fatal(err)
+	}
+	states(bob)
+	MustJoin(t, s, room, bob)
+	if got := states(bob)[room.ID]; got.Level == parley.NotifyNone {
+		t.Errorf("bob's level after leaving and joining again = %q, want the default", got.Level)
 	}
 }

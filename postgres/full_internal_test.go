@@ -41,8 +41,11 @@ func TestDiskFullIsUnavailable(t *testing.T) {
 	if err := s.writeErr(ctx, &pgconn.PgError{Code: "42P01"}); parley.ErrorCode(err) != parley.CodeInternal {
 		t.Errorf("write failing with 42P01 = %v, want internal", err)
 	}
-	if got := testutil.ToFloat64(s.full.Counter()); got != n {
-		t.Errorf("parley_store_full_total = %v, want %d", got, n)
+	if got := testutil.ToFloat64(s.full.Counter(storagefull.Request)); got != n {
+		t.Errorf("parley_store_full_total{writer=request} = %v, want %d", got, n)
+	}
+	if got := testutil.ToFloat64(s.full.Counter(storagefull.Indexer)); got != 0 {
+		t.Errorf("parley_store_full_total{writer=indexer} = %v, want 0 (a write's refusal is a request's)", got)
 	}
 	if got := testutil.ToFloat64(s.full.Gauge()); got != 1 {
 		t.Errorf("parley_store_full = %v while full, want 1", got)

@@ -8,7 +8,8 @@ import (
 
 // Notification levels and mention counts (parley.MentionStore), as in
 // package sqlite: plain statements on the pool, the room list's counts
-// once per list, the levels only for a message that mentions someone.
+// with the list (Rooms, roomListQuery), the levels only for a message
+// that mentions someone.
 
 // SetNotifyLevel implements parley.Store.
 func (s *Store) SetNotifyLevel(ctx context.Context, roomID, userID, level string) error {
@@ -22,13 +23,17 @@ func (s *Store) SetNotifyLevel(ctx context.Context, roomID, userID, level string
 	return nil
 }
 
-// notifyStatesQuery is sqlite's: the unread messages whose mentions name
-// the user or the room, through the partial index messages_mentions.
-const notifyStatesQuery = `SELECT m.room_id, m.notify,
-		CASE WHEN m.notify = 'none' THEN 0 ELSE (SELECT count(*) FROM messages g
-			WHERE g.room_id = m.room_id AND g.seq > m.read_seq AND g.mentions IS NOT NULL AND g.deleted_at IS NULL
-				AND (position(',' || m.user_id || ',' IN ',' || g.mentions || ',') > 0
-					OR position(',@room,' IN ',' || g.mentions || ',') > 0)) END
+// unreadMentions is sqlite's, for the membership m: the unread messages
+// whose mentions name the user or the room, through the partial index
+// messages_mentions, none at level none. The room list (roomListQuery)
+// and notifyStatesQuery share it.
+const unreadMentions = `CASE WHEN m.notify = 'none' THEN 0 ELSE (SELECT count(*) FROM messages x
+			WHERE x.room_id = m.room_id AND x.seq > m.read_seq AND x.mentions IS NOT NULL AND x.deleted_at IS NULL
+				AND (position(',' || m.user_id || ',' IN ',' || x.mentions || ',') > 0
+					OR position(',@room,' IN ',' || x.mentions || ',') > 0)) END`
+
+// notifyStatesQuery is each room's level and unreadMentions.
+const notifyStatesQuery = `SELECT m.room_id, m.notify, ` + unreadMentions + `
 	FROM members m WHERE m.user_id = $1`
 
 // NotifyStates implements parley.Store.

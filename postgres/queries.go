@@ -264,10 +264,13 @@ type readQueries struct {
 
 // roomListQuery is the room list: it walks the members_user index for the
 // user, looks each room up by its key, sorts those rooms by activity and
-// joins each room's last message by its key (room_id, seq = last_seq).
+// joins each room's last message by its key (room_id, seq = last_seq),
+// and counts the page's unread mentions of the member (mentions.go: a
+// subquery, evaluated after the limit).
 var roomListQuery = `SELECT ` + roomOut("r") + `, m.read_seq,
 		coalesce(g.id, ''), coalesce(g.sender_id, ''), coalesce(g.sender_name, ''), coalesce(g.body, ''),
-		coalesce(g.client_id, ''), coalesce(g.sent_at, 'epoch'), g.edited_at, g.deleted_at, coalesce(g.change, 0), coalesce(g.reactions, ''), coalesce(g.files, ''), coalesce(g.mentions, '')
+		coalesce(g.client_id, ''), coalesce(g.sent_at, 'epoch'), g.edited_at, g.deleted_at, coalesce(g.change, 0), coalesce(g.reactions, ''), coalesce(g.files, ''), coalesce(g.mentions, ''),
+		m.notify, ` + unreadMentions + `
 	FROM members m
 	JOIN rooms r ON r.id = m.room_id
 	LEFT JOIN messages g ON g.room_id = r.id AND g.seq = r.last_seq

@@ -217,7 +217,8 @@ func (s *Store) Rooms(ctx context.Context, userID, cursor string, limit int) ([]
 		var readSeq int64
 		var m parley.Message
 		dest := append(roomDest(&e.Room), &readSeq,
-			&m.ID, &m.SenderID, &m.SenderName, &m.Body, &m.ClientID, &m.SentAt, &m.EditedAt, &m.DeletedAt, &m.Change, reactionsDest{&m.Reactions}, (*string)(&m.Files), (*string)(&m.Mentions))
+			&m.ID, &m.SenderID, &m.SenderName, &m.Body, &m.ClientID, &m.SentAt, &m.EditedAt, &m.DeletedAt, &m.Change, reactionsDest{&m.Reactions}, (*string)(&m.Files), (*string)(&m.Mentions),
+			&e.Notifications, &e.Mentions)
 		if err := rows.Scan(dest...); err != nil {
 			rows.Close()
 			return nil, "", s.readErr("rooms", err)

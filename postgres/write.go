@@ -14,6 +14,7 @@ import (
 
 	"parley"
 	"parley/groupcommit"
+	"parley/storagefull"
 )
 
 // writeOp is one write of a batch. The writer calls queue, then decode, on
@@ -85,8 +86,8 @@ func (s *Store) writeErr(ctx context.Context, err error) error {
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
 		// The caller went away.
 	case diskFull(err):
-		s.out.ok() // it answered
-		return s.full.Refuse(err)
+		s.out.ok()                                     // it answered
+		return s.full.Refuse(storagefull.Request, err) // the indexer's statements are not writes (indexer.go)
 	default:
 		return s.out.failed(err, true)
 	}

@@ -10,10 +10,11 @@ import (
 // ForgetHot drops the shared hot data (HotStore) of rooms and users that
 // a writer other than the nodes changed in PostgreSQL (parley import): each
 // room's info, last message, newest messages and member listing, and each
-// user's memberships. The info, listing and memberships go as a join's
-// invalidation does (the key deleted and its generation moved, so that a
-// load in flight installs nothing it read before); the last message and
-// the window are deleted. Every node's next read of each loads it from
+// user's memberships and the nodes' memos of their notification levels
+// (the user's notify generation moves: hotnotify.go). The info, listing
+// and memberships go as a join's invalidation does (the key deleted and
+// its generation moved, so that a load in flight installs nothing it read
+// before); the last message and the window are deleted. Every node's next read of each loads it from
 // PostgreSQL. prefix is the nodes' --redis-prefix (DefaultPrefix when
 // empty).
 //
@@ -35,6 +36,7 @@ func ForgetHot(ctx context.Context, rdb *goredis.Client, prefix string, rooms, u
 	}
 	for _, id := range users {
 		scriptInvalidate.Eval(ctx, pipe, []string{h.userKey(id), h.userGen(id)}, ttl)
+		h.moveNotifyGen(ctx, pipe, id)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("forget hot data: %w", err)

@@ -77,7 +77,9 @@ type HotConfig struct {
 // joined Unix µs, "o:{room}" -> role, plus the field "_" so that no rooms
 // is a value), "m:{room}" the room's member listing (hotmembers.go), and
 // "g:r:{room}", "g:u:{user}", "g:m:{room}" the generations that guard the
-// loads of r:, u: and m:. Token revocations (revoke.go) use the channel
+// loads of r:, u: and m:, and "g:n:{user}" the user's notify generation,
+// which keys each node's memo of their mention counts and levels
+// (hotnotify.go). Token revocations (revoke.go) use the channel
 // "{prefix}revoked", the stream "{prefix}revocations" and the short-lived
 // acknowledgement lists "{prefix}revoked:{id}".
 //
@@ -145,6 +147,8 @@ type HotStore struct {
 	acc accounts // this node's users and tokens (accounts.go)
 	hl  *Health  // the breaker (HotConfig.Health), or nil
 	rv  revoker  // the revocations between nodes (revoke.go)
+
+	notify notifyMemo // each user's last mention counts and levels (hotnotify.go)
 
 	retries  sync.WaitGroup // the retry goroutine (retryLoop), once started
 	stop     chan struct{}  // closed by Close: the retries end

@@ -263,6 +263,7 @@ func (h *HotStore) write(base context.Context, batches [][]parley.Event) bool {
 				for _, kg := range inv[len(inv)-2:] {
 					scriptInvalidate.Eval(ctx, pipe, kg[:], ttl)
 				}
+				h.moveNotifyGen(ctx, pipe, ev.UserID) // a rejoined room is back at level all (hotnotify.go)
 			case parley.EventRead:
 				scriptRaise.Eval(ctx, pipe, []string{h.userKey(ev.UserID), h.userGen(ev.UserID)},
 					room, strconv.FormatInt(ev.ReadSeq, 10), ttl)

@@ -18,10 +18,11 @@ const (
 	kindUser                       // a user (this node's memory)
 	kindToken                      // an access token (this node's memory)
 	kindRoomMembers                // a room's member listing (hotmembers.go)
+	kindNotify                     // a user's mention counts and levels (this node's memo: hotnotify.go)
 	numHotKinds
 )
 
-var hotKindNames = [numHotKinds]string{"room", "last", "messages", "memberships", "member", "user", "token", "room_members"}
+var hotKindNames = [numHotKinds]string{"room", "last", "messages", "memberships", "member", "user", "token", "room_members", "notify"}
 
 // hotMetrics counts the hot data's reads by kind and result, resolved once
 // so that counting is one atomic add. A miss is a read that went on to the

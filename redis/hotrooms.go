@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -11,32 +12,39 @@ import (
 )
 
 // memberships returns the user's rooms and read positions, from Redis or
-// loaded from the inner store.
-func (h *HotStore) memberships(ctx context.Context, userID string) (map[string]int64, error) {
+// loaded from the inner store, and the generations that key the memo of
+// their notification states (hotnotify.go), read in the same round trip.
+func (h *HotStore) memberships(ctx context.Context, userID string) (map[string]int64, notifyGens, error) {
 	pipe := h.rdb.Pipeline()
 	all := pipe.HGetAll(ctx, h.userKey(userID))
 	genCmd := pipe.Get(ctx, h.userGen(userID))
+	ngCmd := pipe.Get(ctx, h.notifyGen(userID))
 	if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
 		h.warn("read memberships", err)
 	}
+	var g notifyGens
+	var ok1, ok2 bool
+	g.user, ok1 = genOf(genCmd)
+	g.notify, ok2 = genOf(ngCmd)
+	g.ok = ok1 && ok2
 	if all.Err() == nil && len(all.Val()) > 0 {
 		if reads, ok := parseReads(all.Val()); ok {
 			h.m.hit(kindMemberships)
-			return reads, nil
+			return reads, g, nil
 		}
 		h.forget(ctx, userID) // unreadable: load it again
-		genCmd = nil
+		genCmd, g = nil, notifyGens{}
 	}
 	h.m.miss(kindMemberships)
 	ms, err := h.reload(ctx, userID, genCmd)
 	if err != nil {
-		return nil, err
+		return nil, g, err
 	}
 	reads := make(map[string]int64, len(ms))
 	for _, m := range ms {
 		reads[m.RoomID] = m.ReadSeq
 	}
-	return reads, nil
+	return reads, g, nil
 }
 
 // parseReads returns the read position of each room of a memberships hash;
@@ -98,7 +106,12 @@ func (h *HotStore) loadMemberships(ctx context.Context, userID, gen string, stor
 
 // Rooms implements parley.Store: the memberships, the rooms' info and their
 // last messages come from Redis (two round trips when warm), loaded from
-// the inner store where missing.
+// the inner store where missing. The mention counts and levels come from
+// the inner store (NotifyStates, one statement), which has every node's
+// levels and reads at once; this node keeps each user's answer, so that a
+// warm list asks it again only once the entries' rooms, last seqs, last
+// changes or unread counts have moved, or the user's level was set or
+// their rooms joined or left, on any node (hotnotify.go).
 func (h *HotStore) Rooms(ctx context.Context, userID, cursor string, limit int) ([]parley.RoomEntry, string, error) {
 	c, after, err := parley.ParseRoomCursor(cursor)
 	if err != nil {
@@ -106,7 +119,8 @@ func (h *HotStore) Rooms(ctx context.Context, userID, cursor string, limit int) 
 	}
 	limit = parley.ClampPageLimit(limit)
 	h.caughtUp(ctx)
-	reads, err := h.memberships(ctx, userID)
+	readAt := time.Now() // before the generations are read
+	reads, gens, err := h.memberships(ctx, userID)
 	if err != nil {
 		return nil, "", err
 	}
@@ -118,12 +132,26 @@ func (h *HotStore) Rooms(ctx context.Context, userID, cursor string, limit int) 
 	if err != nil {
 		return nil, "", err
 	}
+	for _, e := range es {
+		if e != nil {
+			e.Unread = parley.Unread(e.Room, reads[e.Room.ID])
+		}
+	}
+	var notify map[string]parley.RoomNotify
+	if len(es) > 0 {
+		if notify, err = h.notifyStates(ctx, userID, es, gens, readAt); err != nil {
+			return nil, "", err
+		}
+	}
 	entries := make([]parley.RoomEntry, 0, len(es))
 	for _, e := range es {
 		if e == nil || (after && c.Before(e.Room)) {
 			continue
 		}
-		e.Unread = parley.Unread(e.Room, reads[e.Room.ID])
+		e.Mentions, e.Notifications = 0, parley.NotifyAll // rooms at the default are not in notify
+		if n, ok := notify[e.Room.ID]; ok {
+			e.Mentions, e.Notifications = n.Mentions, n.Level
+		}
 		entries = append(entries, *e)
 	}
 	slices.SortFunc(entries, func(a, b parley.RoomEntry) int {

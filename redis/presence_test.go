@@ -17,7 +17,7 @@ import (
 // testClient returns a client for PARLEY_TEST_REDIS and a key prefix of
 // its own under PARLEY_TEST_REDIS_PREFIX, whose keys it deletes at the end;
 // it skips the test when PARLEY_TEST_REDIS is not set.
-func testClient(t *testing.T) (*goredis.Client, string) {
+func testClient(t testing.TB) (*goredis.Client, string) {
 	t.Helper()
 	url := os.Getenv("PARLEY_TEST_REDIS")
 	if url == "" {

@@ -10,6 +10,7 @@ import (
 
 	"parley"
 	"parley/bulk"
+	"parley/storagefull"
 )
 
 // importStmts are the statements of one Import, prepared on its
@@ -57,7 +58,7 @@ func (s *Store) Import(ctx context.Context, b *bulk.Batch) (n bulk.Counts, err e
 	defer s.txMu.Unlock()
 	tx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {
-		return n, fmt.Errorf("import: %w", s.writeErr(err))
+		return n, fmt.Errorf("import: %w", s.writeErr(storagefull.Request, err))
 	}
 	defer func() {
 		if err != nil {
@@ -80,7 +81,7 @@ func (s *Store) Import(ctx context.Context, b *bulk.Batch) (n bulk.Counts, err e
 		return bulk.Counts{}, err
 	}
 	if err := tx.Commit(); err != nil {
-		return bulk.Counts{}, fmt.Errorf("import: commit: %w", s.writeErr(err))
+		return bulk.Counts{}, fmt.Errorf("import: commit: %w", s.writeErr(storagefull.Request, err))
 	}
 	if s.idx != nil {
 		// The search indexer indexes them as it does sent ones.

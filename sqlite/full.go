@@ -6,6 +6,7 @@ import (
 
 	"parley"
 	"parley/groupcommit"
+	"parley/storagefull"
 )
 
 // StorageFull reports whether the store refuses writes because its storage
@@ -14,10 +15,11 @@ import (
 // without a refusal ends it.
 func (s *Store) StorageFull() (since time.Time, refused uint64) { return s.full.State() }
 
-// writeErr translates the error of a write from the group-commit writer:
-// errClosed once closed, storagefull.ErrWrite (unavailable) for a full storage. A nil
-// error or a write's own *parley.Error means its batch was committed.
-func (s *Store) writeErr(err error) error {
+// writeErr translates the error of a write of w from the group-commit
+// writer: errClosed once closed, storagefull.ErrWrite (unavailable) for a
+// full storage. A nil error or a write's own *parley.Error means its batch
+// was committed.
+func (s *Store) writeErr(w storagefull.Writer, err error) error {
 	var pe *parley.Error
 	switch {
 	case err == nil, errors.As(err, &pe):
@@ -25,7 +27,7 @@ func (s *Store) writeErr(err error) error {
 	case errors.Is(err, groupcommit.ErrClosed):
 		return errClosed
 	case isFull(err):
-		return s.full.Refuse(err)
+		return s.full.Refuse(w, err)
 	}
 	return err
 }

@@ -130,14 +130,16 @@ func TestStorageFullIsUnavailable(t *testing.T) {
 		t.Errorf("CreateUser() on a full store = %v, want unavailable", err)
 	}
 	refused := float64(1 + more + 1)
-	if got := testutil.ToFloat64(s.full.Counter()); got != refused {
-		t.Errorf("parley_store_full_total = %v, want %v", got, refused)
+	if got := testutil.ToFloat64(s.full.Counter(storagefull.Request)); got != refused {
+		t.Errorf("parley_store_full_total{writer=request} = %v, want %v", got, refused)
 	}
 	if got := testutil.ToFloat64(s.full.Gauge()); got != 1 {
 		t.Errorf("parley_store_full = %v while full, want 1", got)
 	}
 	if since, n := s.StorageFull(); since.IsZero() || n != uint64(refused) {
 		t.Errorf("StorageFull() = %v, %d while full, want a time and %v", since, n, refused)
+	} else if idx := testutil.ToFloat64(s.full.Counter(storagefull.Indexer)); float64(n) != refused+idx {
+		t.Errorf("StorageFull() counts %d refusals, parley_store_full_total %v requests and %v indexer rounds", n, refused, idx)
 	}
 
 	// Reads keep working.

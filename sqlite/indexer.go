@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"parley/storagefull"
 )
 
 // # The search indexer
@@ -259,7 +261,7 @@ func (x *indexer) run() {
 func (s *Store) indexRound(rooms []string) ([]string, error) {
 	var again []string
 	var sent []int64
-	_, err := s.write(context.Background(), func(w *wtx) (result, error) {
+	_, err := s.writeBy(context.Background(), storagefull.Indexer, func(w *wtx) (result, error) {
 		// A batch may be run again (commit): start over each time.
 		var err error
 		again, sent, err = w.indexRooms(rooms, s.idx.batch, sent[:0])

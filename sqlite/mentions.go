@@ -9,8 +9,9 @@ import (
 )
 
 // Notification levels and mention counts (parley.MentionStore). They
-// are read with plain statements: the room list's counts once per list,
-// the levels only for a message that mentions someone.
+// are read with plain statements: the room list's counts with the list
+// (Rooms, roomListQuery), the levels only for a message that mentions
+// someone.
 
 // SetNotifyLevel implements parley.Store.
 func (s *Store) SetNotifyLevel(ctx context.Context, roomID, userID, level string) error {
@@ -27,15 +28,19 @@ func (s *Store) SetNotifyLevel(ctx context.Context, roomID, userID, level string
 	return err
 }
 
-// notifyStatesQuery counts, per room of the user, the unread messages
-// whose mentions name the user or the room (through the partial index
-// messages_mentions), at levels other than none.
-const notifyStatesQuery = `SELECT m.room_id, m.notify,
-		CASE WHEN m.notify = 'none' THEN 0 ELSE (SELECT count(*) FROM messages g
-			WHERE g.room_id = m.room_id AND g.seq > m.read_seq AND g.mentions IS NOT NULL AND g.deleted_at IS NULL
-				AND (instr(',' || g.mentions || ',', ',' || m.user_id || ',') > 0
-					OR instr(',' || g.mentions || ',', ',@room,') > 0)) END
-	FROM members m WHERE m.user_id = ?`
+// unreadMentions counts, for the membership p (room_id as p.id,
+// user_id, read_seq, notify), the unread messages whose mentions name the
+// user or the room (through the partial index messages_mentions), at
+// levels other than none. The room list (roomListQuery) and
+// notifyStatesQuery share it.
+const unreadMentions = `CASE WHEN p.notify = 'none' THEN 0 ELSE (SELECT count(*) FROM messages x
+			WHERE x.room_id = p.id AND x.seq > p.read_seq AND x.mentions IS NOT NULL AND x.deleted_at IS NULL
+				AND (instr(',' || x.mentions || ',', ',' || p.user_id || ',') > 0
+					OR instr(',' || x.mentions || ',', ',@room,') > 0)) END`
+
+// notifyStatesQuery is each room's level and unreadMentions.
+const notifyStatesQuery = `SELECT p.id, p.notify, ` + unreadMentions + `
+	FROM (SELECT room_id AS id, user_id, read_seq, notify FROM members WHERE user_id = ?) AS p`
 
 // NotifyStates implements parley.Store.
 func (s *Store) NotifyStates(ctx context.Context, userID string) (map[string]parley.RoomNotify, error) {

@@ -120,14 +120,16 @@ type readQueries struct {
 // roomListQuery is the room list: it walks the members_user index for the
 // user, looks each room up by its key, sorts those rooms by activity, keeps
 // one page, and joins each room's last message by its key (room_id,
-// last_seq). Nothing scans messages.
+// last_seq). Nothing scans messages but the page's unread mentions of the
+// member (mentions.go), through the partial index messages_mentions.
 const roomListQuery = `SELECT p.id, p.kind, p.title, p.capacity, p.member_count, p.last_seq, p.last_activity_at,
 		p.created_at, p.direct_key, p.last_change, p.retention_seconds, p.read_seq,
 		coalesce(g.id, ''), coalesce(g.sender_id, ''), coalesce(g.sender_name, ''), coalesce(g.body, ''),
-		coalesce(g.client_id, ''), coalesce(g.sent_at, 0), g.edited_at, g.deleted_at, coalesce(g.change, 0), coalesce(g.reactions, ''), coalesce(g.files, ''), coalesce(g.mentions, '')
+		coalesce(g.client_id, ''), coalesce(g.sent_at, 0), g.edited_at, g.deleted_at, coalesce(g.change, 0), coalesce(g.reactions, ''), coalesce(g.files, ''), coalesce(g.mentions, ''),
+		p.notify, ` + unreadMentions + `
 	FROM (
 		SELECT r.id, r.kind, r.title, r.capacity, r.member_count, r.last_seq, r.last_activity_at,
-			r.created_at, coalesce(r.direct_key, '') AS direct_key, r.last_change, r.retention_seconds, m.read_seq
+			r.created_at, coalesce(r.direct_key, '') AS direct_key, r.last_change, r.retention_seconds, m.read_seq, m.notify, m.user_id
 		FROM members m JOIN rooms r ON r.id = m.room_id
 		WHERE m.user_id = ?1 %s
 		ORDER BY r.last_activity_at DESC, r.id DESC

@@ -228,7 +228,8 @@ func (s *Store) Rooms(ctx context.Context, userID, cursor string, limit int) ([]
 		var m parley.Message
 		var reactions string
 		dest := append(roomDest(&e.Room, &at, &created), &readSeq,
-			&m.ID, &m.SenderID, &m.SenderName, &m.Body, &m.ClientID, &sent, &edited, &deleted, &m.Change, &reactions, (*string)(&m.Files), (*string)(&m.Mentions))
+			&m.ID, &m.SenderID, &m.SenderName, &m.Body, &m.ClientID, &sent, &edited, &deleted, &m.Change, &reactions, (*string)(&m.Files), (*string)(&m.Mentions),
+			&e.Notifications, &e.Mentions)
 		if err := rows.Scan(dest...); err != nil {
 			return nil, "", s.readErr("rooms", err)
 		}

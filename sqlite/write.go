@@ -9,6 +9,7 @@ import (
 
 	"parley"
 	"parley/groupcommit"
+	"parley/storagefull"
 )
 
 // writeFunc is one write, run by the writer inside the batch's transaction.
@@ -33,10 +34,17 @@ type result struct {
 	ok     bool // created, joined
 }
 
-// write runs f in the next batch and waits until it is committed.
+// write runs f in the next batch and waits until it is committed: a
+// request (storagefull.Request).
 func (s *Store) write(ctx context.Context, f writeFunc) (result, error) {
+	return s.writeBy(ctx, storagefull.Request, f)
+}
+
+// writeBy is write for the writer w (storagefull.Indexer: the search
+// indexer's rounds).
+func (s *Store) writeBy(ctx context.Context, w storagefull.Writer, f writeFunc) (result, error) {
 	res, err := s.w.Do(ctx, writeOp{f: f})
-	return res, s.writeErr(err)
+	return res, s.writeErr(w, err)
 }
 
 // commit is the group-commit function: it runs the batch in one
@@ -446,7 +454,7 @@ func (s *Store) Send(ctx context.Context, m parley.NewMessage) (parley.Message, 
 		return s.sendReply(ctx, m) // replies.go
 	}
 	res, err := s.w.Do(ctx, writeOp{send: &m})
-	return res.msg, res.ok, s.writeErr(err)
+	return res.msg, res.ok, s.writeErr(storagefull.Request, err)
 }
 
 // MarkRead implements parley.Store.

@@ -21,6 +21,22 @@ const Quiet = 5 * time.Second
 var ErrWrite = parley.Errorf(parley.CodeUnavailable,
 	"the server's storage is full; send again later with the same client-id")
 
+// Writer is who made a refused write, the writer label of
+// parley_store_full_total.
+type Writer string
+
+// The writers.
+const (
+	// Request is a write asked of the store through its methods (a
+	// group-commit request: a send, an edit, a read mark, a retention
+	// pass's deletions): its caller gets ErrWrite, a client sees
+	// unavailable.
+	Request Writer = "request"
+	// Indexer is a round of the store's own search indexer: nobody
+	// sees the refusal, the round is tried again after a pause.
+	Indexer Writer = "indexer"
+)
+
 // State logs when writes start failing for a full storage, once, and when
 // a write is committed again, once, however many are refused in between.
 //
@@ -33,9 +49,9 @@ var ErrWrite = parley.Errorf(parley.CodeUnavailable,
 type State struct {
 	name    string // the store's name in log lines: "sqlite", "postgres"
 	log     *slog.Logger
-	refused prometheus.Counter // parley_store_full_total
-	gauge   prometheus.Gauge   // parley_store_full
-	down    atomic.Bool        // set while since is not zero: OK's fast path
+	refused *prometheus.CounterVec // parley_store_full_total{writer}
+	gauge   prometheus.Gauge       // parley_store_full
+	down    atomic.Bool            // set while since is not zero: OK's fast path
 
 	// Now is the clock, time.Now by default; tests set it before use.
 	Now func() time.Time
@@ -49,19 +65,24 @@ type State struct {
 // New returns the state of the store name, logging to log; help ends the
 // refusal counter's help text (what a full storage is for that store).
 func New(name string, log *slog.Logger, help string) *State {
-	return &State{
+	f := &State{
 		name: name,
 		log:  log,
 		Now:  time.Now,
-		refused: prometheus.NewCounter(prometheus.CounterOpts{
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_store_full_total",
-			Help: "Writes refused as unavailable because the store's storage was full" + help + ".",
-		}),
+			Help: "Writes refused as unavailable because the store's storage was full" + help +
+				", by writer: request (a write asked of the store, whose client was told), indexer (a round of the search indexer).",
+		}, []string{"writer"}),
 		gauge: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "parley_store_full",
 			Help: "1 while the store refuses writes because its storage is full, else 0.",
 		}),
 	}
+	for _, w := range []Writer{Request, Indexer} {
+		f.refused.WithLabelValues(string(w)) // shown at 0 before the first
+	}
+	return f
 }
 
 // Collectors returns the state's metrics, for the store to register.
@@ -69,16 +90,17 @@ func (f *State) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{f.refused, f.gauge}
 }
 
-// Counter returns parley_store_full_total, the writes refused.
-func (f *State) Counter() prometheus.Counter { return f.refused }
+// Counter returns parley_store_full_total{writer="w"}, the writes of w
+// refused.
+func (f *State) Counter(w Writer) prometheus.Counter { return f.refused.WithLabelValues(string(w)) }
 
 // Gauge returns parley_store_full, 1 while the state lasts.
 func (f *State) Gauge() prometheus.Gauge { return f.gauge }
 
-// Refuse records a write that failed with err, a full storage, and
+// Refuse records a write of w that failed with err, a full storage, and
 // returns the error its caller gets: ErrWrite, wrapping err.
-func (f *State) Refuse(err error) error {
-	f.refused.Inc()
+func (f *State) Refuse(w Writer, err error) error {
+	f.refused.WithLabelValues(string(w)).Inc()
 	now := f.Now()
 	f.mu.Lock()
 	first := f.since.IsZero()
@@ -117,7 +139,7 @@ func (f *State) OK() {
 }
 
 // State returns when the storage was found full, zero if it is not, and
-// how many writes were refused since.
+// how many writes (of every writer) were refused since.
 func (f *State) State() (since time.Time, refused uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

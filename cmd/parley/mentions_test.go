@@ -208,4 +208,28 @@ func TestClusterMentions(t *testing.T) {
 	if len(list.Rooms) != 1 || list.Rooms[0].Mentions != 1 {
 		t.Errorf("carol's room list on node c = %+v, want 1 mention", list.Rooms)
 	}
+
+	// A level set on node b shows on node c's room list at once, and
+	// a read on node b clears the count there too.
+	var levels struct {
+		Rooms []struct {
+			Mentions      int64  `json:"mentions"`
+			Notifications string `json:"notifications"`
+		} `json:"rooms"`
+	}
+	bobOnC := &client{t: t, base: carol.c.base, token: bob.c.token}
+	if st := bob.c.do("PUT", "/api/rooms/"+r.ID+"/notifications", map[string]string{"level": "mentions"}, nil); st != http.StatusOK {
+		t.Fatalf("set bob's level on node b: %d", st)
+	}
+	bobOnC.do("GET", "/api/me/rooms", nil, &levels)
+	if len(levels.Rooms) != 1 || levels.Rooms[0].Notifications != "mentions" || levels.Rooms[0].Mentions != 1 {
+		t.Errorf("bob's room list on node c after he set his level on node b = %+v, want level mentions, 1 mention", levels.Rooms)
+	}
+	if st := bob.c.do("PUT", "/api/rooms/"+r.ID+"/read", map[string]int64{"seq": 1}, nil); st/100 != 2 {
+		t.Fatalf("bob reads on node b: %d", st)
+	}
+	bobOnC.do("GET", "/api/me/rooms", nil, &levels)
+	if len(levels.Rooms) != 1 || levels.Rooms[0].Mentions != 0 {
+		t.Errorf("bob's room list on node c after he read on node b = %+v, want no mention", levels.Rooms)
+	}
 }
