@@ -36,6 +36,13 @@ func openNode(t *testing.T, dbURL string, rdb *goredis.Client, prefix string, si
 // events on to sink (when not nil) after the hot data's Apply.
 func openNodeWith(t testing.TB, dbURL string, rdb *goredis.Client, cfg redis.HotConfig, sink parley.EventSink) hotNode {
 	t.Helper()
+	return openNodeOver(t, dbURL, rdb, cfg, sink, nil)
+}
+
+// openNodeOver is openNodeWith with the HotStore over wrap(pg) instead of
+// pg itself (when wrap is not nil): a store that counts its calls.
+func openNodeOver(t testing.TB, dbURL string, rdb *goredis.Client, cfg redis.HotConfig, sink parley.EventSink, wrap func(*postgres.Store) parley.Store) hotNode {
+	t.Helper()
 	var hot *redis.HotStore
 	ready := make(chan struct{})
 	pg, err := postgres.Open(context.Background(), postgres.Config{URL: dbURL, OnCommit: func(evs []parley.Event) {
@@ -48,7 +55,11 @@ func openNodeWith(t testing.TB, dbURL string, rdb *goredis.Client, cfg redis.Hot
 	if err != nil {
 		t.Fatalf("postgres.Open() error = %v", err)
 	}
-	hot = redis.NewHotStore(pg, rdb, cfg)
+	var inner parley.Store = pg
+	if wrap != nil {
+		inner = wrap(pg)
+	}
+	hot = redis.NewHotStore(inner, rdb, cfg)
 	close(ready)
 	t.Cleanup(func() { hot.Close() })
 	return hotNode{pg: pg, hot: hot}

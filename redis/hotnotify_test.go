@@ -36,20 +36,12 @@ type countedNode struct {
 // openNode does, over a statesCounter.
 func openCountedNode(t testing.TB, dbURL string, rdb *goredis.Client, prefix string) countedNode {
 	t.Helper()
-	var hot *redis.HotStore
-	ready := make(chan struct{})
-	pg, err := postgres.Open(context.Background(), postgres.Config{URL: dbURL, OnCommit: func(evs []parley.Event) {
-		<-ready
-		hot.Apply(evs)
-	}})
-	if err != nil {
-		t.Fatalf("postgres.Open() error = %v", err)
-	}
-	inner := &statesCounter{Store: pg}
-	hot = redis.NewHotStore(inner, rdb, redis.HotConfig{Prefix: prefix, RecentMessages: 20})
-	close(ready)
-	t.Cleanup(func() { hot.Close() })
-	return countedNode{inner: inner, hot: hot}
+	var inner *statesCounter
+	n := openNodeOver(t, dbURL, rdb, redis.HotConfig{Prefix: prefix, RecentMessages: 20}, nil, func(pg *postgres.Store) parley.Store {
+		inner = &statesCounter{Store: pg}
+		return inner
+	})
+	return countedNode{inner: inner, hot: n.hot}
 }
 
 // BenchmarkHotRoomsWarm: one user's warm room list (30 rooms, mentions
