@@ -53,22 +53,23 @@ import (
 //
 //   - This node's commits of messages wake its indexer at once (sent, the
 //     wake channel, as sqlite's indexer is woken).
-//   - Other nodes' commits wake it through LISTEN/NOTIFY: after a commit
-//     with messages, a node announces it on notifyChannel (one NOTIFY at
-//     a time, the commits meanwhile coalesced into the next, at most one
-//     every announceGap), and every node's listener, on a connection of
-//     its own, wakes its indexer for another node's announcement of the
-//     same schema. A node's own indexer has its messages already; the
-//     others' rounds take what it has not (a node stopped between its
-//     commit and its round).
+//   - Another node's indexer wakes it, through LISTEN/NOTIFY, for what
+//     that indexer leaves behind: a node announces on notifyChannel when a
+//     round of its indexer failed (the others' rounds, on connections of
+//     their own, may succeed) and when it closes with messages it
+//     committed after its last complete round (Store.Close: the writes
+//     still queued are committed after the indexer stops). Every node's
+//     listener, on a connection of its own, wakes its indexer for another
+//     node's announcement of the same schema. Messages that their own
+//     node indexes are not announced: the other nodes would only run an
+//     empty round each (two statements) for every commit.
 //   - A backstop round every indexBackstop (5 s) with no other wake finds
 //     what no announcement reached: a NOTIFY lost with a LISTEN
 //     connection that dropped (the listener reconnects, and wakes the
 //     indexer then, every listenRetry), one that failed, or the messages
-//     of a node killed between its commit and its NOTIFY. The lag goal is
-//     a second at p99 (design §5); a message whose announcement is lost
-//     is still indexed within indexBackstop of its commit, and so a
-//     stopped node's leftovers too.
+//     of a node killed between its commit and its round. The lag goal is
+//     a second at p99 (design §5); such a message is indexed within
+//     indexBackstop of its commit.
 //   - A failed round (the database unreachable, a full disk) is tried
 //     again after indexRetry.
 //
@@ -107,15 +108,14 @@ const (
 
 // indexer is the Store's search indexer; Store.idx.
 type indexer struct {
-	s        *Store
-	wake     chan struct{} // buffered 1: messages were committed, here or on another node
-	announce chan struct{} // buffered 1: this node committed messages, for the other nodes
-	ctx      context.Context
-	stop     context.CancelFunc // ends ctx: Close
-	wg       sync.WaitGroup     // run, listen and tell
+	s    *Store
+	wake chan struct{} // buffered 1: messages were committed, here or on another node
+	ctx  context.Context
+	stop context.CancelFunc // ends ctx: close
+	wg   sync.WaitGroup     // run and listen
 	// listening is closed once the listener's first LISTEN is done (or
-	// failed): the first round comes after it, so that nothing committed
-	// between the two goes unannounced.
+	// failed): the first round comes after it, so that what another node
+	// hands over between the two is not missed.
 	listening chan struct{}
 	tune      indexTuning
 	node      string // this node's mark in its announcements: its own are not heard
@@ -128,8 +128,14 @@ type indexer struct {
 
 	batch  int          // messages a round indexes at most (Config.SearchBatch)
 	behind atomic.Int64 // the last count of messages_unindexed
-	lag    prometheus.Histogram
-	gauge  prometheus.GaugeFunc
+	// sends counts this node's commits with new messages (sent); indexed
+	// is its value read before the last round that succeeded and left no
+	// batch behind: every message committed here by then is indexed. run
+	// owns indexed; handOver reads it after run ended.
+	sends   atomic.Uint64
+	indexed uint64
+	lag     prometheus.Histogram
+	gauge   prometheus.GaugeFunc
 	// rounds counts the indexer's statements, which are not in
 	// parley_store_queries_total (Store.Queries): they run on their own
 	// schedule, as the liveness probe's do.
@@ -141,12 +147,12 @@ type indexer struct {
 // indexTuning is what tests change of an indexer; the zero value is the
 // product's.
 type indexTuning struct {
-	backstop    time.Duration    // default indexBackstop
-	beforeRound func()           // called before each round's statement
-	afterRound  func(n int)      // called after each round with the messages it indexed (-1: failed)
-	quiet       bool             // announce nothing to the other nodes
-	heard       func(own bool)   // called for each announcement the listener hears
-	listened    func(pid uint32) // called when the listener LISTENs, with its backend's pid
+	backstop    time.Duration     // default indexBackstop
+	beforeRound func() error      // called before each round's statement; an error fails the round
+	afterRound  func(n int)       // called after each round with the messages it indexed (-1: failed)
+	quiet       bool              // announce nothing to the other nodes
+	heard       func(node string) // called for each announcement of the schema the listener hears, with its node's mark
+	listened    func(pid uint32)  // called when the listener LISTENs, with its backend's pid
 }
 
 // newIndexer returns the indexer of s (not started): its listener
@@ -159,7 +165,6 @@ func newIndexer(s *Store, batch int, cc *pgx.ConnConfig, log *slog.Logger, tune 
 		s:         s,
 		batch:     batch,
 		wake:      make(chan struct{}, 1),
-		announce:  make(chan struct{}, 1),
 		listening: make(chan struct{}),
 		round:     make(chan struct{}),
 		tune:      tune,
@@ -173,7 +178,7 @@ func newIndexer(s *Store, batch int, cc *pgx.ConnConfig, log *slog.Logger, tune 
 		}),
 		rounds: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_search_index_queries_total",
-			Help: "Statements of the search indexer, by kind: index (a round), behind (a count of what is left), notify (an announcement of this node's sends to the other nodes).",
+			Help: "Statements of the search indexer, by kind: index (a round), behind (a count of what is left), notify (an announcement to the other nodes of messages this node leaves unindexed).",
 		}, []string{"kind"}),
 		index: `WITH todo AS (
 				SELECT room_id, seq FROM messages WHERE tsv IS NULL AND deleted_at IS NULL
@@ -194,16 +199,25 @@ func newIndexer(s *Store, batch int, cc *pgx.ConnConfig, log *slog.Logger, tune 
 
 // start starts the indexer's goroutines, which close stops.
 func (x *indexer) start() {
-	x.wg.Add(3)
+	x.wg.Add(2)
 	go x.listen()
-	go x.tell()
 	go x.run()
 }
 
-// close stops the indexer: its round in progress ends first.
+// close stops the indexer: its round in progress ends first. Messages
+// committed later are left to handOver.
 func (x *indexer) close() {
 	x.stop()
 	x.wg.Wait()
+}
+
+// handOver announces, after close and once the writers are closed, that
+// this node leaves messages unindexed: those committed after the start of
+// its last complete round. Store.Close calls it before closing the pool.
+func (x *indexer) handOver() {
+	if x.sends.Load() != x.indexed {
+		x.notify()
+	}
 }
 
 // collectors are the indexer's metrics.
@@ -219,17 +233,13 @@ func (x *indexer) kick() {
 	}
 }
 
-// sent wakes the indexer, and has the other nodes' woken, when a
-// committed batch's events hold a new message. The writer calls it after
-// the commit; it never blocks.
+// sent wakes the indexer when a committed batch's events hold a new
+// message. The writer calls it after the commit; it never blocks.
 func (x *indexer) sent(events []parley.Event) {
 	for _, e := range events {
 		if e.Kind == parley.EventMessage {
+			x.sends.Add(1)
 			x.kick()
-			select {
-			case x.announce <- struct{}{}:
-			default:
-			}
 			return
 		}
 	}
@@ -251,8 +261,8 @@ func (x *indexer) finished() {
 
 // run is the indexer's goroutine: rounds while they find messages, then
 // one when woken (sent, the listener, WaitIndexed) or after
-// tune.backstop with no wake, until stop. A failed round is tried again
-// after indexRetry.
+// tune.backstop with no wake, until stop. A failed round is announced to
+// the other nodes and tried again after indexRetry.
 func (x *indexer) run() {
 	defer x.wg.Done()
 	select {
@@ -263,12 +273,25 @@ func (x *indexer) run() {
 	t := time.NewTimer(x.tune.backstop)
 	defer t.Stop()
 	for {
+		sends := x.sends.Load() // committed, so in the round's snapshot
+		var err error
 		if x.tune.beforeRound != nil {
-			x.tune.beforeRound()
+			err = x.tune.beforeRound()
 		}
-		n, err := x.indexRound()
+		if x.ctx.Err() != nil {
+			return // closing: handOver announces what is left
+		}
+		var n int
+		if err == nil {
+			n, err = x.indexRound()
+		}
 		if err == nil {
 			x.countBehind()
+			if n < x.batch {
+				x.indexed = sends
+			}
+		} else {
+			x.notify()
 		}
 		x.finished()
 		if x.tune.afterRound != nil {

@@ -8,59 +8,42 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// How the nodes wake each other's search indexers (indexer.go, "Waking").
+// How the nodes wake each other's search indexers for what one leaves
+// behind (indexer.go, "Waking").
 //
 // The announcement is a NOTIFY on notifyChannel whose payload is the
-// sending node's mark and its schema (current_schema(), as the sender's
+// announcing node's mark and its schema (current_schema(), as the sender's
 // search_path resolves it): a listener hears every schema of its
 // database on the one channel, and wakes its indexer only for another
-// node of its own schema. The NOTIFY is a statement of its own, after
-// the send's commit and off the writer: in the send's transaction it
-// would hold PostgreSQL's lock on the notification queue over the
-// commit's WAL flush, and so serialise every node's commits. Alone it
-// writes no WAL and waits for no flush.
+// node of its own schema. The NOTIFY is a statement of its own, never in
+// a send's transaction: there it would hold PostgreSQL's lock on the
+// notification queue over the commit's WAL flush, and so serialise every
+// node's commits. Alone it writes no WAL and waits for no flush.
 
 // notifyChannel is the channel of the announcements.
 const notifyChannel = "parley_search_index"
 
-const (
-	// announceGap is the least time between two announcements of a node:
-	// the commits meanwhile (a busy node's, whose own indexer is awake
-	// anyway) make one more after it.
-	announceGap = 50 * time.Millisecond
-	// listenRetry is the wait before the listener connects again after
-	// its connection failed; meanwhile the backstop finds the messages.
-	listenRetry = time.Second
-)
+// listenRetry is the wait before the listener connects again after its
+// connection failed; meanwhile the backstop finds the messages.
+const listenRetry = time.Second
 
-// tell is the goroutine that announces this node's committed messages to
-// the other nodes, one NOTIFY at a time, at most one every announceGap,
-// until stop. A failed NOTIFY is not tried again: the other nodes find
-// the messages within their backstop, and this node's indexer has them.
-func (x *indexer) tell() {
-	defer x.wg.Done()
-	gap := time.NewTimer(0)
-	defer gap.Stop()
-	for {
-		select {
-		case <-x.announce:
-		case <-x.ctx.Done():
-			return
-		}
-		if !x.tune.quiet {
-			ctx, cancel := context.WithTimeout(x.ctx, x.s.writeTimeout)
-			x.rounds.WithLabelValues("notify").Inc()
-			_, _ = x.s.pool.Exec(ctx, `SELECT pg_notify($1, $2 || ' ' || current_schema())`, notifyChannel, x.node)
-			cancel()
-		}
-		gap.Reset(announceGap)
-		select {
-		case <-gap.C:
-		case <-x.ctx.Done():
-			return
-		}
+// notify announces to the other nodes that this node's indexer leaves
+// messages behind (indexer.go, "Waking"): after a failed round, and at
+// handOver. A failed NOTIFY is not tried again: the other nodes find the
+// messages within their backstop.
+func (x *indexer) notify() {
+	if x.tune.quiet {
+		return
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), notifyTimeout)
+	defer cancel()
+	x.rounds.WithLabelValues("notify").Inc()
+	_, _ = x.s.pool.Exec(ctx, `SELECT pg_notify($1, $2 || ' ' || current_schema())`, notifyChannel, x.node)
 }
+
+// notifyTimeout bounds an announcement: a failed round's retry, and a
+// node's Close, wait for it.
+const notifyTimeout = time.Second
 
 // listen is the goroutine that LISTENs, on a connection of its own, for
 // the other nodes' announcements and wakes the indexer for each, until
@@ -136,11 +119,10 @@ func (x *indexer) listenOn(listening func()) error {
 		if from != schema {
 			continue
 		}
-		own := node == x.node
 		if x.tune.heard != nil {
-			x.tune.heard(own)
+			x.tune.heard(node)
 		}
-		if !own {
+		if node != x.node {
 			x.kick()
 		}
 	}

@@ -2,6 +2,10 @@ package postgres
 
 import (
 	"context"
+	"errors"
+	"maps"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,12 +22,12 @@ const never = time.Hour
 // wakeLog receives what an indexer's hooks report, for a test to wait on.
 type wakeLog struct {
 	rounds   chan int    // each round's messages (-1: failed)
-	heard    chan bool   // each announcement of the schema heard: its own
+	heard    chan string // each announcement of the schema heard: its node's mark
 	listened chan uint32 // each LISTEN: the connection's backend pid
 }
 
 func newWakeLog() *wakeLog {
-	return &wakeLog{rounds: make(chan int, 1024), heard: make(chan bool, 1024), listened: make(chan uint32, 16)}
+	return &wakeLog{rounds: make(chan int, 1024), heard: make(chan string, 1024), listened: make(chan uint32, 16)}
 }
 
 // tuning reports to l, with the backstop given. A report that finds its
@@ -32,7 +36,7 @@ func (l *wakeLog) tuning(backstop time.Duration) indexTuning {
 	return indexTuning{
 		backstop:   backstop,
 		afterRound: func(n int) { report(l.rounds, n) },
-		heard:      func(own bool) { report(l.heard, own) },
+		heard:      func(node string) { report(l.heard, node) },
 		listened:   func(pid uint32) { report(l.listened, pid) },
 	}
 }
@@ -80,14 +84,38 @@ func openNode(t *testing.T, url string, tune indexTuning) *Store {
 }
 
 // heldNode opens a node whose indexer never gets past its first round
-// before the test ends: what it sends, only other nodes index.
-func heldNode(t *testing.T, url string, tune indexTuning) *Store {
+// until release is closed (at the latest when the test ends): what it
+// sends meanwhile, only other nodes index.
+func heldNode(t *testing.T, url string, tune indexTuning) (s *Store, release func()) {
 	t.Helper()
-	release := make(chan struct{})
-	tune.beforeRound = func() { <-release }
-	s := openNode(t, url, tune)
-	t.Cleanup(func() { close(release) }) // before the Close of openNode
-	return s
+	held := make(chan struct{})
+	tune.beforeRound = func() error { <-held; return nil }
+	s = openNode(t, url, tune)
+	release = sync.OnceFunc(func() { close(held) })
+	t.Cleanup(release) // before the Close of openNode
+	return s, release
+}
+
+// closeHeld closes a held node as a node stops while its indexer is
+// behind: the indexer stops before its round, then the node closes.
+func closeHeld(t *testing.T, s *Store, release func()) {
+	t.Helper()
+	closed := make(chan struct{})
+	go func() { s.Close(); close(closed) }()
+	<-s.idx.ctx.Done() // Close has stopped the indexer: its held round will not run
+	release()
+	next(t, closed, "Close")
+}
+
+// sentinel announces, as a node named "sentinel" would, on s's schema:
+// the notifications of one channel arrive in the order of their
+// commits, so a listener that hears it has heard every announcement made
+// before it.
+func sentinel(t *testing.T, s *Store) {
+	t.Helper()
+	if _, err := s.pool.Exec(context.Background(), `SELECT pg_notify($1, 'sentinel ' || current_schema())`, notifyChannel); err != nil {
+		t.Fatalf("sentinel NOTIFY: %v", err)
+	}
 }
 
 // indexQueries returns the counts of x's statements by kind.
@@ -100,64 +128,113 @@ func indexQueries(x *indexer) map[string]float64 {
 }
 
 // TestIndexerIdleSendsNothing: once its first round is done, an indexer
-// with nothing to index sends no statement, while two nodes commit writes
-// that store no message (which announce nothing either), over a window of
-// four of the 250 ms polls the indexer used to make. The window is a
-// sleep, but one that cannot turn the test red on a slow machine: it
-// only waits for rounds that must not come.
+// sends no statement while another node commits writes that store no
+// message (which wake nothing), sends a message its own indexer indexes,
+// and closes: none of it is announced. A sentinel announcement, made
+// after all of it, is the first the listener hears, and the round it
+// wakes is the idle indexer's only one.
 func TestIndexerIdleSendsNothing(t *testing.T) {
 	url := pgtest.Schema(t)
-	la := newWakeLog()
+	la, lb := newWakeLog(), newWakeLog()
 	a := openNode(t, url, la.tuning(never))
 	if n := next(t, la.rounds, "first round"); n != 0 {
 		t.Fatalf("the first round of an empty store indexed %d messages", n)
 	}
 	before := indexQueries(a.idx)
-	b := openNode(t, url, indexTuning{backstop: never})
+	b := openNode(t, url, lb.tuning(never))
+	next(t, lb.rounds, "node b's first round")
 
 	u := parleytest.MustCreateUser(t, b, "idle")
 	v := parleytest.MustCreateUser(t, a, "other")
 	r := parleytest.MustCreateRoom(t, b, u, "quiet", 0)
 	parleytest.MustJoin(t, a, r, v)
-	time.Sleep(time.Second)
+	if len(a.idx.wake) != 0 || len(b.idx.wake) != 0 {
+		t.Error("writes that store no message woke an indexer")
+	}
+	parleytest.MustSend(t, b, r, u, "indexed where it was sent")
+	if n := lb.indexing(t); n != 1 {
+		t.Errorf("node b's round indexed %d messages, want its 1", n)
+	}
+	b.Close()
+	if q := indexQueries(b.idx); q["notify"] != 0 {
+		t.Errorf("node b announced %v times, with nothing left behind", q["notify"])
+	}
 
+	sentinel(t, a)
+	if node := next(t, la.heard, "the sentinel"); node != "sentinel" {
+		t.Errorf("node a heard an announcement of %q before the sentinel", node)
+	}
+	if n := next(t, la.rounds, "the sentinel's round"); n != 0 {
+		t.Errorf("the sentinel's round indexed %d messages, want 0", n)
+	}
+	want := map[string]float64{"index": before["index"] + 1, "behind": before["behind"] + 1, "notify": 0}
+	if after := indexQueries(a.idx); !maps.Equal(after, want) {
+		t.Errorf("the idle indexer's statements went from %v to %v, want %v", before, after, want)
+	}
 	select {
 	case n := <-la.rounds:
-		t.Errorf("an idle indexer ran a round (%d messages indexed)", n)
+		t.Errorf("the idle indexer ran another round (%d messages indexed)", n)
 	default:
-	}
-	select {
-	case <-la.heard:
-		t.Error("writes that store no message were announced")
-	default:
-	}
-	if after := indexQueries(a.idx); after["index"] != before["index"] || after["behind"] != before["behind"] || after["notify"] != 0 {
-		t.Errorf("the idle indexer's statements went from %v to %v", before, after)
-	}
-	if q := indexQueries(b.idx); q["notify"] != 0 {
-		t.Errorf("node b announced %v times with no message sent", q["notify"])
 	}
 }
 
-// TestIndexerWokenByAnotherNode: a message sent on another node, whose own
-// indexer is held, is indexed by this node's indexer, whose backstop is an
-// hour: only the other node's announcement can have woken it. The search
-// on this node finds it.
-func TestIndexerWokenByAnotherNode(t *testing.T) {
+// TestIndexerTakesOverAFailedRound: when a node's round fails, it
+// announces so; another node, whose backstop is an hour, indexes the
+// message and finds it.
+func TestIndexerTakesOverAFailedRound(t *testing.T) {
 	url := pgtest.Schema(t)
 	la := newWakeLog()
 	a := openNode(t, url, la.tuning(never))
 	next(t, la.rounds, "first round")
-	b := heldNode(t, url, indexTuning{backstop: never})
+	var calls atomic.Int32
+	held := make(chan struct{})
+	b := openNode(t, url, indexTuning{backstop: never, beforeRound: func() error {
+		switch calls.Add(1) {
+		case 1:
+			return nil // the first round, at Open
+		case 2:
+			return errors.New("refused, as by a database that cannot take it")
+		}
+		<-held // the retries wait for the test's end
+		return nil
+	}})
+	t.Cleanup(func() { close(held) }) // before the Close of openNode
+
+	u := parleytest.MustCreateUser(t, b, "sender")
+	r := parleytest.MustCreateRoom(t, b, u, "failed", 0)
+	m := parleytest.MustSend(t, b, r, u, "takeoverword from node b")
+	if node := next(t, la.heard, "announcement"); node != b.idx.node {
+		t.Errorf("node a heard %q, want node b's announcement %q", node, b.idx.node)
+	}
+	if n := la.indexing(t); n != 1 {
+		t.Errorf("node a's round indexed %d messages, want the 1 of node b", n)
+	}
+	found, err := a.SearchRoom(context.Background(), r.ID, parleytest.MustQuery(t, "takeoverword"), 0, 10)
+	if err != nil || len(found) != 1 || found[0].Seq != m.Seq {
+		t.Errorf("SearchRoom(takeoverword) on node a = %v, %v; want seq %d", found, err, m.Seq)
+	}
+}
+
+// TestIndexerCloseHandsOver: a node that closes with a message its
+// indexer has not indexed announces it; another node, whose backstop is
+// an hour, indexes it and finds it.
+func TestIndexerCloseHandsOver(t *testing.T) {
+	url := pgtest.Schema(t)
+	la := newWakeLog()
+	a := openNode(t, url, la.tuning(never))
+	next(t, la.rounds, "first round")
+	b, release := heldNode(t, url, indexTuning{backstop: never})
 
 	u := parleytest.MustCreateUser(t, b, "sender")
 	r := parleytest.MustCreateRoom(t, b, u, "woken", 0)
 	m := parleytest.MustSend(t, b, r, u, "wakeword from node b")
+	node := b.idx.node
+	closeHeld(t, b, release)
+	if got := next(t, la.heard, "announcement"); got != node {
+		t.Errorf("node a heard %q, want node b's announcement %q", got, node)
+	}
 	if n := la.indexing(t); n != 1 {
 		t.Errorf("node a's round indexed %d messages, want the 1 of node b", n)
-	}
-	if own := next(t, la.heard, "announcement"); own {
-		t.Error("node a heard its own announcement, want node b's")
 	}
 	found, err := a.SearchRoom(context.Background(), r.ID, parleytest.MustQuery(t, "wakeword"), 0, 10)
 	if err != nil || len(found) != 1 || found[0].Seq != m.Seq {
@@ -166,16 +243,17 @@ func TestIndexerWokenByAnotherNode(t *testing.T) {
 }
 
 // TestIndexerBackstopFindsUnannounced: a message whose announcement never
-// went out (the sender quiet, its indexer held) is indexed by the other
-// node's backstop round.
+// went out (the sender quiet, its indexer held, then closed) is indexed
+// by the other node's backstop round.
 func TestIndexerBackstopFindsUnannounced(t *testing.T) {
 	url := pgtest.Schema(t)
 	la := newWakeLog()
 	a := openNode(t, url, la.tuning(50*time.Millisecond))
-	b := heldNode(t, url, indexTuning{backstop: never, quiet: true})
+	b, release := heldNode(t, url, indexTuning{backstop: never, quiet: true})
 	u := parleytest.MustCreateUser(t, b, "quiet")
 	r := parleytest.MustCreateRoom(t, b, u, "unannounced", 0)
 	m := parleytest.MustSend(t, b, r, u, "lostword")
+	closeHeld(t, b, release) // as a node killed: nothing announced
 	if n := la.indexing(t); n != 1 {
 		t.Errorf("node a's backstop round indexed %d messages, want 1", n)
 	}
@@ -192,14 +270,14 @@ func TestIndexerBackstopFindsUnannounced(t *testing.T) {
 
 // TestIndexerListensAgain: when its LISTEN connection is cut, the
 // listener connects again, wakes the indexer for what it may have missed,
-// and hears the other nodes' sends again.
+// and hears the other nodes' announcements again.
 func TestIndexerListensAgain(t *testing.T) {
 	url := pgtest.Schema(t)
 	la := newWakeLog()
 	a := openNode(t, url, la.tuning(never))
 	pid := next(t, la.listened, "LISTEN")
 	next(t, la.rounds, "first round")
-	b := heldNode(t, url, indexTuning{backstop: never})
+	b, release := heldNode(t, url, indexTuning{backstop: never})
 
 	var ok bool
 	if err := a.pool.QueryRow(context.Background(), "SELECT pg_terminate_backend($1)", pid).Scan(&ok); err != nil || !ok {
@@ -215,6 +293,7 @@ func TestIndexerListensAgain(t *testing.T) {
 	u := parleytest.MustCreateUser(t, b, "sender")
 	r := parleytest.MustCreateRoom(t, b, u, "again", 0)
 	parleytest.MustSend(t, b, r, u, "heard again")
+	closeHeld(t, b, release)
 	if n := la.indexing(t); n != 1 {
 		t.Errorf("node a's round indexed %d messages, want the 1 of node b", n)
 	}

@@ -233,6 +233,9 @@ func (s *Store) Close() error {
 		for _, w := range s.w {
 			w.Close()
 		}
+		if s.idx != nil {
+			s.idx.handOver() // what the writers committed after it stopped
+		}
 		if s.live != nil {
 			s.live.close()
 		}
