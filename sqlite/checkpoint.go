@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Checkpoints copy the WAL back into the database file; in WAL mode they
@@ -70,6 +72,9 @@ type checkpointer struct {
 	done    chan struct{}
 	errs    func(error) // reports a failed checkpoint
 	txMu    *sync.Mutex // the writer's: held by RESTART and TRUNCATE
+	// took observes each checkpoint's time by kind (passive, restart,
+	// truncate): parley_store_checkpoint_seconds.
+	took *prometheus.HistogramVec
 
 	// erase is set by a write that erased text, in its batch (under
 	// txMu), and cleared by the TRUNCATE checkpoint that erases it from
@@ -138,7 +143,10 @@ func (c *checkpointer) checkpoint() error {
 	ctx := context.Background()
 	var busy, log, done int
 	c.passive.count()
-	if err := c.passive.stmt.QueryRowContext(ctx).Scan(&busy, &log, &done); err != nil {
+	start := time.Now()
+	err := c.passive.stmt.QueryRowContext(ctx).Scan(&busy, &log, &done)
+	c.observe("passive", start)
+	if err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	if int64(log) > c.maxLog.Load() {
@@ -168,6 +176,7 @@ func (c *checkpointer) checkpoint() error {
 	c.restart.count()
 	c.txMu.Lock()
 	defer c.txMu.Unlock()
+	defer c.observe("restart", time.Now())
 	if err := c.restart.stmt.QueryRowContext(ctx).Scan(&busy, &log, &done); err != nil {
 		return fmt.Errorf("checkpoint (restart): %w", err)
 	}
@@ -182,6 +191,7 @@ func (c *checkpointer) truncate(ctx context.Context) error {
 	c.restart.count() // kind "checkpoint"; run at most once a second, so not prepared
 	c.txMu.Lock()
 	defer c.txMu.Unlock()
+	defer c.observe("truncate", time.Now())
 	c.erase.Store(false) // every commit that set it is over
 	c.lastErase = time.Now()
 	err := c.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &log, &done)
@@ -198,6 +208,11 @@ func (c *checkpointer) truncate(ctx context.Context) error {
 		c.erases.Add(1)
 	}
 	return nil
+}
+
+// observe records a checkpoint of kind that began at start.
+func (c *checkpointer) observe(kind string, start time.Time) {
+	c.took.WithLabelValues(kind).Observe(time.Since(start).Seconds())
 }
 
 // checkpointerConfig is the connection config of the checkpointer: it waits

@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
 	"parley"
 	"parley/groupcommit"
 	"parley/parleytest"
@@ -144,6 +147,13 @@ func TestCheckpointBoundsWAL(t *testing.T) {
 	if got := s.ck.restarts.Load(); got < 3 {
 		t.Errorf("checkpointer restarted the WAL %d times, want ≥ 3", got)
 	}
+	// parley_store_checkpoint_seconds saw them (a RESTART may be running:
+	// it is observed when it ends), and a PASSIVE before each.
+	restarts, passives := checkpoints(t, s, "restart"), checkpoints(t, s, "passive")
+	if restarts < 2 || restarts > s.ck.restarts.Load() || passives < restarts {
+		t.Errorf("parley_store_checkpoint_seconds counts restart %d, passive %d; want 2 to %d restarts and as many passives or more",
+			restarts, passives, s.ck.restarts.Load())
+	}
 	// A round of 400 messages writes well under 1,000 pages: the WAL never
 	// got far past the restart point.
 	if got := s.ck.maxLog.Load(); got > int64(walRestartAt)+2000 {
@@ -197,4 +207,15 @@ func TestCheckpointLeavesTheWriterToReaders(t *testing.T) {
 		parleytest.MustSend(t, s, room, u, "one more")
 		return s.ck.restarts.Load() > before
 	}, "no RESTART checkpoint after the reader ended")
+}
+
+// checkpoints returns the checkpoints of kind that
+// parley_store_checkpoint_seconds observed in s.
+func checkpoints(t *testing.T, s *Store, kind string) uint64 {
+	t.Helper()
+	var m dto.Metric
+	if err := s.ck.took.WithLabelValues(kind).(prometheus.Metric).Write(&m); err != nil {
+		t.Fatalf("parley_store_checkpoint_seconds{%s}: %v", kind, err)
+	}
+	return m.GetHistogram().GetSampleCount()
 }

@@ -16,6 +16,7 @@ type metrics struct {
 	batch    *groupcommit.Metrics
 	fsync    prometheus.Histogram
 	ckErrors prometheus.Counter
+	ckTime   *prometheus.HistogramVec
 	total    atomic.Uint64 // every query, for Store.Queries
 	reads    atomic.Uint64 // queries of the reader pool, for Store.Reads
 }
@@ -36,11 +37,16 @@ func newMetrics() *metrics {
 			Name: "parley_store_checkpoint_errors_total",
 			Help: "WAL checkpoints that failed (the WAL grows until one succeeds).",
 		}),
+		ckTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "parley_store_checkpoint_seconds",
+			Help:    "Time of one WAL checkpoint, by kind: passive (alongside the writer), restart and truncate (the writer held back for all of it).",
+			Buckets: prometheus.ExponentialBuckets(50e-6, 2, 14), // 50µs to 0.4s
+		}, []string{"kind"}),
 	}
 }
 
 func (m *metrics) register(r prometheus.Registerer, more ...prometheus.Collector) error {
-	return m.batch.Register(r, append([]prometheus.Collector{m.queries, m.fsync, m.ckErrors}, more...)...)
+	return m.batch.Register(r, append([]prometheus.Collector{m.queries, m.fsync, m.ckErrors, m.ckTime}, more...)...)
 }
 
 // query is one prepared statement and its counter.

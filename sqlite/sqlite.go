@@ -211,6 +211,7 @@ func (s *Store) init(ctx context.Context, cfg Config) error {
 		done:    make(chan struct{}),
 		errs:    func(error) { s.m.ckErrors.Inc() },
 		txMu:    &s.txMu,
+		took:    s.m.ckTime,
 	}
 	s.nwq = len(s.wq.all())
 	if err := prepareAll(s.wdb, s.m, s.wq.all()); err != nil {
