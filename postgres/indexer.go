@@ -52,12 +52,19 @@ import (
 // something may be unindexed, never on a short poll (indexwake.go).
 //
 //   - This node's commits of messages wake its indexer at once (sent, the
-//     wake channel, as sqlite's indexer is woken).
+//     wake channel, as sqlite's indexer is woken), and so do its commits
+//     that change a message row (a reaction, a pin, a thread's reply
+//     count, an edit, a deletion, a rename): a round skips the rows such
+//     a write holds locked (SKIP LOCKED), and the writer's node wakes its
+//     own indexer after the commit, which then takes them.
 //   - Another node's indexer wakes it, through LISTEN/NOTIFY, for what
 //     that indexer leaves behind: a node announces on notifyChannel when a
-//     round of its indexer failed (the others' rounds, on connections of
-//     their own, may succeed) and when it closes with messages it
-//     committed after its last complete round (Store.Close: the writes
+//     round of its indexer failed with this node's commits since its last
+//     complete round or announcement (the others' rounds, on connections
+//     of their own, may succeed; a round that fails again announces
+//     nothing more, so that nodes whose rounds all fail do not wake each
+//     other in a loop), and when it closes with commits after the start
+//     of its last complete round (Store.Close: the writes
 //     still queued are committed after the indexer stops). Every node's
 //     listener, on a connection of its own, wakes its indexer for another
 //     node's announcement of the same schema. Messages that their own
@@ -128,14 +135,18 @@ type indexer struct {
 
 	batch  int          // messages a round indexes at most (Config.SearchBatch)
 	behind atomic.Int64 // the last count of messages_unindexed
-	// sends counts this node's commits with new messages (sent); indexed
-	// is its value read before the last round that succeeded and left no
-	// batch behind: every message committed here by then is indexed. run
-	// owns indexed; handOver reads it after run ended.
-	sends   atomic.Uint64
-	indexed uint64
-	lag     prometheus.Histogram
-	gauge   prometheus.GaugeFunc
+	// touched counts this node's commits that wrote a message row (sent);
+	// indexed is its value read before the last round that succeeded and
+	// left no batch behind: every row those commits wrote is indexed, or
+	// was skipped locked by a write whose commit woke an indexer again.
+	// announced is its value at the last announcement of a failed round.
+	// run owns indexed and announced; handOver reads indexed after run
+	// ended.
+	touched   atomic.Uint64
+	indexed   uint64
+	announced uint64
+	lag       prometheus.Histogram
+	gauge     prometheus.GaugeFunc
 	// rounds counts the indexer's statements, which are not in
 	// parley_store_queries_total (Store.Queries): they run on their own
 	// schedule, as the liveness probe's do.
@@ -212,10 +223,11 @@ func (x *indexer) close() {
 }
 
 // handOver announces, after close and once the writers are closed, that
-// this node leaves messages unindexed: those committed after the start of
-// its last complete round. Store.Close calls it before closing the pool.
+// this node may leave messages unindexed: it committed writes of message
+// rows after the start of its last complete round. Store.Close calls it
+// before closing the pool.
 func (x *indexer) handOver() {
-	if x.sends.Load() != x.indexed {
+	if x.touched.Load() != x.indexed {
 		x.notify()
 	}
 }
@@ -234,11 +246,15 @@ func (x *indexer) kick() {
 }
 
 // sent wakes the indexer when a committed batch's events hold a new
-// message. The writer calls it after the commit; it never blocks.
+// message or a change of one (which may have held an unindexed row
+// locked while a round passed it). The writer calls it after the commit;
+// it never blocks.
 func (x *indexer) sent(events []parley.Event) {
 	for _, e := range events {
-		if e.Kind == parley.EventMessage {
-			x.sends.Add(1)
+		switch e.Kind {
+		case parley.EventMessage, parley.EventEdited, parley.EventDeleted,
+			parley.EventReaction, parley.EventThread, parley.EventPin:
+			x.touched.Add(1)
 			x.kick()
 			return
 		}
@@ -273,7 +289,7 @@ func (x *indexer) run() {
 	t := time.NewTimer(x.tune.backstop)
 	defer t.Stop()
 	for {
-		sends := x.sends.Load() // committed, so in the round's snapshot
+		touched := x.touched.Load() // committed, so in the round's snapshot
 		var err error
 		if x.tune.beforeRound != nil {
 			err = x.tune.beforeRound()
@@ -288,9 +304,10 @@ func (x *indexer) run() {
 		if err == nil {
 			x.countBehind()
 			if n < x.batch {
-				x.indexed = sends
+				x.indexed = touched
 			}
-		} else {
+		} else if touched != max(x.indexed, x.announced) {
+			x.announced = touched
 			x.notify()
 		}
 		x.finished()

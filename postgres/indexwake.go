@@ -63,7 +63,7 @@ func (x *indexer) listen() {
 			}
 			if down {
 				down = false
-				x.log.Info("postgres: the search indexer listens to the other nodes' sends again")
+				x.log.Info("postgres: the search indexer listens to the other nodes' announcements again")
 			}
 		})
 		if x.ctx.Err() != nil {
@@ -75,7 +75,7 @@ func (x *indexer) listen() {
 		}
 		if !down {
 			down = true
-			x.log.Warn("postgres: the search indexer does not hear the other nodes' sends; it looks for them every "+
+			x.log.Warn("postgres: the search indexer does not hear the other nodes' announcements; it looks for unindexed messages every "+
 				x.tune.backstop.String()+" until it does", "err", err)
 		}
 		select {

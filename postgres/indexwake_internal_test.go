@@ -188,7 +188,9 @@ func TestIndexerTakesOverAFailedRound(t *testing.T) {
 	next(t, la.rounds, "first round")
 	var calls atomic.Int32
 	held := make(chan struct{})
-	b := openNode(t, url, indexTuning{backstop: never, beforeRound: func() error {
+	lb := newWakeLog()
+	tb := lb.tuning(never)
+	tb.beforeRound = func() error {
 		switch calls.Add(1) {
 		case 1:
 			return nil // the first round, at Open
@@ -197,8 +199,10 @@ func TestIndexerTakesOverAFailedRound(t *testing.T) {
 		}
 		<-held // the retries wait for the test's end
 		return nil
-	}})
-	t.Cleanup(func() { close(held) }) // before the Close of openNode
+	}
+	b := openNode(t, url, tb)
+	t.Cleanup(func() { close(held) })          // before the Close of openNode
+	next(t, lb.rounds, "node b's first round") // before the send: it must not index it
 
 	u := parleytest.MustCreateUser(t, b, "sender")
 	r := parleytest.MustCreateRoom(t, b, u, "failed", 0)
@@ -212,6 +216,84 @@ func TestIndexerTakesOverAFailedRound(t *testing.T) {
 	found, err := a.SearchRoom(context.Background(), r.ID, parleytest.MustQuery(t, "takeoverword"), 0, 10)
 	if err != nil || len(found) != 1 || found[0].Seq != m.Seq {
 		t.Errorf("SearchRoom(takeoverword) on node a = %v, %v; want seq %d", found, err, m.Seq)
+	}
+}
+
+// TestIndexerFailingNodesDoNotLoop: when every round of two nodes fails,
+// the node with a message left behind announces it once, and neither
+// wakes the other again: a failed round woken by an announcement, with
+// nothing of its own node's left, announces nothing.
+func TestIndexerFailingNodesDoNotLoop(t *testing.T) {
+	url := pgtest.Schema(t)
+	refuse := func() error { return errors.New("refused, as by a full disk") }
+	la, lb := newWakeLog(), newWakeLog()
+	ta, tb := la.tuning(never), lb.tuning(never)
+	ta.beforeRound, tb.beforeRound = refuse, refuse
+	a := openNode(t, url, ta)
+	b := openNode(t, url, tb)
+	next(t, la.rounds, "node a's first round")
+	next(t, lb.rounds, "node b's first round")
+
+	u := parleytest.MustCreateUser(t, b, "sender")
+	r := parleytest.MustCreateRoom(t, b, u, "refused", 0)
+	parleytest.MustSend(t, b, r, u, "left behind")
+	if node := next(t, la.heard, "node b's announcement"); node != b.idx.node {
+		t.Errorf("node a heard %q, want node b's announcement %q", node, b.idx.node)
+	}
+	for range 3 { // each retried after indexRetry, or woken by an announcement
+		next(t, la.rounds, "a failed round of node a")
+		next(t, lb.rounds, "a failed round of node b")
+	}
+	if qa, qb := indexQueries(a.idx), indexQueries(b.idx); qa["notify"] != 0 || qb["notify"] != 1 {
+		t.Errorf("announcements: node a %v, node b %v; want 0 and 1", qa["notify"], qb["notify"])
+	}
+}
+
+// TestIndexerRowSkippedLocked: a round skips an unindexed message whose
+// row a write holds locked (a reaction in progress, here a lock taken by
+// hand); the commit of a change to a message wakes the indexer again, and
+// its round indexes it.
+func TestIndexerRowSkippedLocked(t *testing.T) {
+	url := pgtest.Schema(t)
+	lb := newWakeLog()
+	tb := lb.tuning(never)
+	var calls atomic.Int32
+	gate := make(chan struct{})
+	tb.beforeRound = func() error {
+		if calls.Add(1) == 2 { // the round the send wakes
+			<-gate
+		}
+		return nil
+	}
+	b := openNode(t, url, tb)
+	next(t, lb.rounds, "first round")
+	u := parleytest.MustCreateUser(t, b, "sender")
+	r := parleytest.MustCreateRoom(t, b, u, "locked", 0)
+	m := parleytest.MustSend(t, b, r, u, "lockedword")
+
+	ctx := context.Background()
+	tx, err := b.pool.Begin(ctx)
+	if err != nil {
+		t.Fatalf("Begin: %v", err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM messages WHERE room_id = $1 AND seq = $2 FOR NO KEY UPDATE`, r.ID, m.Seq); err != nil {
+		t.Fatalf("lock the message's row: %v", err)
+	}
+	close(gate)
+	if n := next(t, lb.rounds, "the round the send woke"); n != 0 {
+		t.Fatalf("the round with the message's row locked indexed %d messages, want 0", n)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatalf("Commit: %v", err)
+	}
+	parleytest.MustReact(t, b, r, u, m.Seq, "👍", true)
+	if n := lb.indexing(t); n != 1 {
+		t.Errorf("the round after the reaction indexed %d messages, want the 1 skipped", n)
+	}
+	found, err := b.SearchRoom(ctx, r.ID, parleytest.MustQuery(t, "lockedword"), 0, 10)
+	if err != nil || len(found) != 1 || found[0].Seq != m.Seq {
+		t.Errorf("SearchRoom(lockedword) = %v, %v; want seq %d", found, err, m.Seq)
 	}
 }
 

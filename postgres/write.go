@@ -360,8 +360,8 @@ func decodeBatch(br pgx.BatchResults, reqs []*groupcommit.Request[writeOp, resul
 	return tr, nil
 }
 
-// committed wakes the search indexer for a committed batch's new messages
-// (and has the other nodes' woken) and calls the afterCommit hook of tests with its events.
+// committed wakes the search indexer for a committed batch's new or
+// changed messages and calls the afterCommit hook of tests with its events.
 func (s *Store) committed(events []parley.Event) {
 	if s.idx != nil {
 		s.idx.sent(events)
