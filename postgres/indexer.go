@@ -251,9 +251,7 @@ func (x *indexer) kick() {
 // it never blocks.
 func (x *indexer) sent(events []parley.Event) {
 	for _, e := range events {
-		switch e.Kind {
-		case parley.EventMessage, parley.EventEdited, parley.EventDeleted,
-			parley.EventReaction, parley.EventThread, parley.EventPin:
+		if e.Kind == parley.EventMessage || e.Kind.ChangesMessage() {
 			x.touched.Add(1)
 			x.kick()
 			return
