@@ -118,6 +118,16 @@ func sentinel(t *testing.T, s *Store) {
 	}
 }
 
+// findsOnly checks that searching the room on s for word finds the
+// message seq and nothing else.
+func findsOnly(t *testing.T, s *Store, roomID, word string, seq int64) {
+	t.Helper()
+	found, err := s.SearchRoom(context.Background(), roomID, parleytest.MustQuery(t, word), 0, 10)
+	if err != nil || len(found) != 1 || found[0].Seq != seq {
+		t.Errorf("SearchRoom(%s) on node %s = %v, %v; want seq %d", word, s.idx.node, found, err, seq)
+	}
+}
+
 // indexQueries returns the counts of x's statements by kind.
 func indexQueries(x *indexer) map[string]float64 {
 	q := map[string]float64{}
@@ -213,10 +223,7 @@ func TestIndexerTakesOverAFailedRound(t *testing.T) {
 	if n := la.indexing(t); n != 1 {
 		t.Errorf("node a's round indexed %d messages, want the 1 of node b", n)
 	}
-	found, err := a.SearchRoom(context.Background(), r.ID, parleytest.MustQuery(t, "takeoverword"), 0, 10)
-	if err != nil || len(found) != 1 || found[0].Seq != m.Seq {
-		t.Errorf("SearchRoom(takeoverword) on node a = %v, %v; want seq %d", found, err, m.Seq)
-	}
+	findsOnly(t, a, r.ID, "takeoverword", m.Seq)
 }
 
 // TestIndexerFailingNodesDoNotLoop: when every round of two nodes fails,
@@ -291,10 +298,7 @@ func TestIndexerRowSkippedLocked(t *testing.T) {
 	if n := lb.indexing(t); n != 1 {
 		t.Errorf("the round after the reaction indexed %d messages, want the 1 skipped", n)
 	}
-	found, err := b.SearchRoom(ctx, r.ID, parleytest.MustQuery(t, "lockedword"), 0, 10)
-	if err != nil || len(found) != 1 || found[0].Seq != m.Seq {
-		t.Errorf("SearchRoom(lockedword) = %v, %v; want seq %d", found, err, m.Seq)
-	}
+	findsOnly(t, b, r.ID, "lockedword", m.Seq)
 }
 
 // TestIndexerCloseHandsOver: a node that closes with a message its
@@ -318,10 +322,7 @@ func TestIndexerCloseHandsOver(t *testing.T) {
 	if n := la.indexing(t); n != 1 {
 		t.Errorf("node a's round indexed %d messages, want the 1 of node b", n)
 	}
-	found, err := a.SearchRoom(context.Background(), r.ID, parleytest.MustQuery(t, "wakeword"), 0, 10)
-	if err != nil || len(found) != 1 || found[0].Seq != m.Seq {
-		t.Errorf("SearchRoom(wakeword) on node a = %v, %v; want seq %d", found, err, m.Seq)
-	}
+	findsOnly(t, a, r.ID, "wakeword", m.Seq)
 }
 
 // TestIndexerBackstopFindsUnannounced: a message whose announcement never
@@ -344,10 +345,7 @@ func TestIndexerBackstopFindsUnannounced(t *testing.T) {
 		t.Error("node a heard an announcement of a quiet node")
 	default:
 	}
-	found, err := a.SearchRoom(context.Background(), r.ID, parleytest.MustQuery(t, "lostword"), 0, 10)
-	if err != nil || len(found) != 1 || found[0].Seq != m.Seq {
-		t.Errorf("SearchRoom(lostword) on node a = %v, %v; want seq %d", found, err, m.Seq)
-	}
+	findsOnly(t, a, r.ID, "lostword", m.Seq)
 }
 
 // TestIndexerListensAgain: when its LISTEN connection is cut, the
