@@ -21,6 +21,10 @@ type metrics struct {
 	reads    atomic.Uint64 // queries of the reader pool, for Store.Reads
 }
 
+// diskBuckets are the buckets of the store's fsync and checkpoint times:
+// 50µs to 0.4s.
+var diskBuckets = prometheus.ExponentialBuckets(50e-6, 2, 14)
+
 func newMetrics() *metrics {
 	return &metrics{
 		queries: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -31,7 +35,7 @@ func newMetrics() *metrics {
 		fsync: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "parley_store_fsync_seconds",
 			Help:    "Time of one fsync of the WAL (sync=full), by the group-commit writer after its commit or by the flusher, which covers every batch committed before it.",
-			Buckets: prometheus.ExponentialBuckets(50e-6, 2, 14), // 50µs to 0.4s
+			Buckets: diskBuckets,
 		}),
 		ckErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_store_checkpoint_errors_total",
@@ -40,7 +44,7 @@ func newMetrics() *metrics {
 		ckTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "parley_store_checkpoint_seconds",
 			Help:    "Time of one WAL checkpoint, by kind: passive (alongside the writer), restart and truncate (the writer held back for all of it).",
-			Buckets: prometheus.ExponentialBuckets(50e-6, 2, 14), // 50µs to 0.4s
+			Buckets: diskBuckets,
 		}, []string{"kind"}),
 	}
 }
