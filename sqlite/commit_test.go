@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -218,4 +219,90 @@ func checkpoints(t *testing.T, s *Store, kind string) uint64 {
 		t.Fatalf("parley_store_checkpoint_seconds{%s}: %v", kind, err)
 	}
 	return m.GetHistogram().GetSampleCount()
+}
+
+// TestCheckpointShrinksWALInSteps: a WAL that grew while a reader held
+// its snapshot (a backup's copy) is cut back to walKeep by walShrinkStep
+// at most a restart, not at once: freeing the blocks stalls every
+// fdatasync on a filesystem that discards them (checkpoint.go).
+func TestCheckpointShrinksWALInSteps(t *testing.T) {
+	defer func(every time.Duration, at int, keep, step int64, shrinkEvery time.Duration) {
+		checkpointEvery, walRestartAt, walKeep, walShrinkStep, walShrinkEvery = every, at, keep, step, shrinkEvery
+	}(checkpointEvery, walRestartAt, walKeep, walShrinkStep, walShrinkEvery)
+	checkpointEvery, walRestartAt, walKeep, walShrinkStep, walShrinkEvery = 5*time.Millisecond, 64, 1<<20, 256<<10, 20*time.Millisecond
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "p.db")
+	s, err := Open(ctx, Config{Path: path, Sync: SyncOff})
+	if err != nil {
+		t.Fatalf("Open() error = %v", err)
+	}
+	defer s.Close()
+	u := parleytest.MustCreateUser(t, s, "u")
+	room := parleytest.MustCreateRoom(t, s, u, "r", 0)
+	parleytest.Eventually(t, 10*time.Second, func() bool { return s.ck.erases.Load() == 1 }, "no TRUNCATE checkpoint at Open")
+	walSize := func() int64 {
+		fi, err := os.Stat(path + "-wal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	body := strings.Repeat("a message to fill the WAL with ", 40)
+
+	conn, err := s.rdb.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `BEGIN DEFERRED`); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM messages`).Scan(new(int)); err != nil {
+		t.Fatal(err)
+	}
+	const grown = 4 << 20
+	for i := 0; walSize() < grown; i++ {
+		if i == 20_000 {
+			t.Fatalf("the WAL holds %d bytes after %d sends, want %d", walSize(), i, grown)
+		}
+		parleytest.MustSend(t, s, room, u, body)
+	}
+	// looked waits until the checkpointer has looked at the WAL's size
+	// as it is now (it looks in each round, and rounds go on while the
+	// reader holds the WAL or after a send).
+	looked := func() {
+		t.Helper()
+		parleytest.Eventually(t, 10*time.Second, func() bool { return s.ck.walSeen.Load() == walSize() }, "the checkpointer never looked at the WAL's size")
+	}
+	looked()
+	if _, err := conn.ExecContext(ctx, `COMMIT`); err != nil {
+		t.Fatal(err)
+	}
+
+	// One send at a time, each after the checkpointer looked at the size
+	// the last one left: the WAL shrinks only at a commit, so every cut
+	// is seen, and is at most a step plus the one send's pages.
+	prev := walSize()
+	var cuts []int64
+	for i := 0; prev > walKeep; i++ {
+		if i == 5_000 {
+			t.Fatalf("the WAL holds %d bytes after %d sends, cut %v, want %d or less", prev, i, cuts, walKeep)
+		}
+		parleytest.MustSend(t, s, room, u, body)
+		n := walSize()
+		if n < prev {
+			cuts = append(cuts, prev-n)
+		}
+		prev = n
+		looked()
+	}
+	t.Logf("cuts %v", cuts)
+	if len(cuts) < 4 {
+		t.Errorf("the WAL was cut %d times on its way from %d to %d bytes, want one a step: cuts %v", len(cuts), grown, walKeep, cuts)
+	}
+	for _, c := range cuts {
+		if c > walShrinkStep+32<<10 {
+			t.Errorf("the WAL was cut by %d bytes at once, want at most %d: cuts %v", c, walShrinkStep, cuts)
+		}
+	}
 }

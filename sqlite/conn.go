@@ -50,13 +50,14 @@ func openDB(path string, n int, write bool, cfg Config) *sql.DB {
 		fmt.Sprintf("PRAGMA cache_size = -%d", cfg.CacheKiB),
 	}
 	if write {
-		// After a checkpoint resets the WAL, cut it back to 64 MiB.
+		// After a checkpoint resets the WAL, cut it back to walKeep
+		// (the checkpointer moves this limit: checkpoint.go).
 		// secure_delete (a setting of the connection, not of the file):
 		// what a write deletes or replaces, the old text of a message
 		// too, is overwritten with zeros in its page, and a page it
 		// frees is zeroed, so the page images it writes hold no deleted
 		// bytes (checkpoint.go erases the WAL's older ones).
-		pragmas = append(pragmas, "PRAGMA journal_size_limit = 67108864",
+		pragmas = append(pragmas, fmt.Sprintf("PRAGMA journal_size_limit = %d", walKeep),
 			fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", writerAutoCheckpoint),
 			"PRAGMA secure_delete = ON")
 	} else {

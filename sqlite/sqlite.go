@@ -212,6 +212,12 @@ func (s *Store) init(ctx context.Context, cfg Config) error {
 		errs:    func(error) { s.m.ckErrors.Inc() },
 		txMu:    &s.txMu,
 		took:    s.m.ckTime,
+		wal:     cfg.Path + "-wal",
+		limit:   walKeep,
+		setLimit: func(ctx context.Context, n int64) error {
+			_, err := s.wdb.ExecContext(ctx, fmt.Sprintf("PRAGMA journal_size_limit = %d", n))
+			return err
+		},
 	}
 	s.nwq = len(s.wq.all())
 	if err := prepareAll(s.wdb, s.m, s.wq.all()); err != nil {
