@@ -9,7 +9,7 @@
 # otherwise, but for the send limits, out of the load's way). Then ROUNDS
 # pairs of rounds alternate: each runs the same `parley bench direct
 # --users USERS --rate RATE --duration DURATION`, one of a pair with
-# `parley backup` run back to back (each snapshot removed after it) from
+# `parley backup` run back to back (the snapshots removed after the round) from
 # the load's start to its end, at most 1,000 times: second in odd pairs,
 # first in even ones, so that what the order does cancels out. Each round prints
 # the receipt p99 and p50 (send to durable commit), the delivery p99 and
@@ -122,13 +122,22 @@ start_server() {
 }
 
 # backups runs parley backup back to back while the process $1 lives,
-# appending each one's line to $2.
+# appending each one's line to $2. The snapshots are kept until the round
+# has ended (drop_snapshots): on a filesystem mounted with online discard,
+# as this machine's is, deleting an 80 MB file stalls every fdatasync on
+# it for 20-26 ms (docs/operations.md, "Backups"), which is the cost of a
+# deletion, not of the backup.
 backups() {
-	for _ in $(seq 1000); do
+	for i in $(seq 1000); do
 		kill -0 "$1" 2>/dev/null || return 0
-		"${server_cpu[@]}" "${backup_wrap[@]}" "$bin" backup "${backup_args[@]}" --data "$tmp/data" "$backup_dir/snap.db" >>"$2"
-		rm -f "$backup_dir/snap.db"
+		"${server_cpu[@]}" "${backup_wrap[@]}" "$bin" backup "${backup_args[@]}" --data "$tmp/data" "$backup_dir/snap-$i.db" >>"$2"
 	done
+}
+
+# drop_snapshots removes the snapshots of a round, after it.
+drop_snapshots() {
+	rm -f "$backup_dir"/snap-*.db
+	sync # the deletion's discard now, not in the next round
 }
 
 # p99 of a JSON report: receipt p99, receipt p50, delivery p99 (ms).
@@ -154,6 +163,7 @@ for r in $(seq "$rounds"); do
 		fi
 		wait "$load_pid"
 		curl -fsS "$url/metrics" >"$out/round-$r-$mode.metrics" || true
+		drop_snapshots
 		read -r p99 p50 d99 errs < <(figures "$json")
 		f50=$("$benchtable" quantile -metric parley_store_fsync_seconds -q 0.5 -scale 1000 "$out/round-$r-$mode.metrics" 2>/dev/null || echo -)
 		f99=$("$benchtable" quantile -metric parley_store_fsync_seconds -q 0.99 -scale 1000 "$out/round-$r-$mode.metrics" 2>/dev/null || echo -)
