@@ -45,8 +45,16 @@ import (
 // has the measurements); when readers hold the WAL past checkpointBusy, it
 // tries again eraseEvery later. The first round
 // after Open erases too: a crash may have left erased text in the WAL.
+//
+// checkpointBusy is short: only the readers that began before the copy
+// ended hold a RESTART or TRUNCATE up (those that begin after it read the
+// database file alone), and a query ends in milliseconds, but a read that
+// does not (a backup's snapshot, begun between the round's PASSIVE and its
+// RESTART: back-to-back backups make that likely) holds the writer back
+// for all of the wait; at 200 ms that was a send's p99 of 246 ms
+// (docs/perf-log.md, "Backups: the deletions' cost").
 const (
-	checkpointBusy       = 200 * time.Millisecond
+	checkpointBusy       = 20 * time.Millisecond
 	writerAutoCheckpoint = 65536 // pages
 )
 
