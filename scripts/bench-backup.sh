@@ -9,7 +9,7 @@
 # otherwise, but for the send limits, out of the load's way). Then ROUNDS
 # pairs of rounds alternate: each runs the same `parley bench direct
 # --users USERS --rate RATE --duration DURATION`, one of a pair with
-# `parley backup` run back to back (the snapshots removed after the round) from
+# `parley backup` run back to back (the snapshots kept to the end) from
 # the load's start to its end, at most 1,000 times: second in odd pairs,
 # first in even ones, so that what the order does cancels out. Each round prints
 # the receipt p99 and p50 (send to durable commit), the delivery p99 and
@@ -66,6 +66,7 @@ cleanup() {
 		kill "$server_pid" 2>/dev/null || true
 		wait "$server_pid" 2>/dev/null || true
 	fi
+	rm -f "$backup_dir"/snap-*.db
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -107,11 +108,31 @@ stat -c %s "$tmp/data/parley.db" | awk '{printf "seed database: %.1f MB\n", $1 /
 
 url=http://127.0.0.1:$port
 # start_server: a fresh server process on the data (each round has one).
+# settle_disk waits until the data's disk has done no I/O for a second
+# (writes, discards and flushes in /proc/diskstats unchanged, none in
+# flight), at most 20 s: a server's shutdown deletes its WAL (up to 128 MB
+# after a round with backups), and on a disk with online discard that
+# stalled the next round's first seconds (docs/perf-log.md, "Backups: the
+# deletions' cost"). It returns at once where the disk is not found.
+settle_disk() {
+	local dev
+	dev=$(basename "$(findmnt -no SOURCE -T "$tmp" 2>/dev/null)" 2>/dev/null) || return 0
+	grep -q " $dev " /proc/diskstats || return 0
+	local last='' now
+	for _ in $(seq 20); do
+		now=$(awk -v d="$dev" '$3 == d { print $8, $12, $15, $19 }' /proc/diskstats)
+		[ "$now" = "$last" ] && [ "$(echo "$now" | cut -d' ' -f2)" = 0 ] && return 0
+		last=$now
+		sleep 1
+	done
+}
+
 start_server() {
 	if [ -n "$server_pid" ]; then
 		kill "$server_pid" 2>/dev/null || true
 		wait "$server_pid" 2>/dev/null || true
 	fi
+	settle_disk
 	"${server_cpu[@]}" "$bin" serve --addr "127.0.0.1:$port" --data "$tmp/data" \
 		--signup-rate 0 --stomp-send-rate 1000 --rest-send-rate 0 2>>"$out/serve.log" &
 	server_pid=$!
@@ -122,22 +143,18 @@ start_server() {
 }
 
 # backups runs parley backup back to back while the process $1 lives,
-# appending each one's line to $2. The snapshots are kept until the round
-# has ended (drop_snapshots): on a filesystem mounted with online discard,
-# as this machine's is, deleting an 80 MB file stalls every fdatasync on
-# it for 20-26 ms (docs/operations.md, "Backups"), which is the cost of a
-# deletion, not of the backup.
+# appending each one's line to $2 (round $3's snapshots, snap-$3-N.db). The
+# snapshots are kept until the whole run has ended (cleanup): on a
+# filesystem mounted with online discard, as this machine's is, deleting
+# an 80 MB file stalls every fdatasync on it for 20-26 ms, and the
+# deletions of a round's snapshots after it slowed the round that followed
+# (docs/operations.md, "Backups"): the cost of deleting, not of the backup.
+# A run of 5 pairs keeps about 1.5 GB of them.
 backups() {
 	for i in $(seq 1000); do
 		kill -0 "$1" 2>/dev/null || return 0
-		"${server_cpu[@]}" "${backup_wrap[@]}" "$bin" backup "${backup_args[@]}" --data "$tmp/data" "$backup_dir/snap-$i.db" >>"$2"
+		"${server_cpu[@]}" "${backup_wrap[@]}" "$bin" backup "${backup_args[@]}" --data "$tmp/data" "$backup_dir/snap-$3-$i.db" >>"$2"
 	done
-}
-
-# drop_snapshots removes the snapshots of a round, after it.
-drop_snapshots() {
-	rm -f "$backup_dir"/snap-*.db
-	sync # the deletion's discard now, not in the next round
 }
 
 # p99 of a JSON report: receipt p99, receipt p50, delivery p99 (ms).
@@ -158,12 +175,11 @@ for r in $(seq "$rounds"); do
 		n=0
 		if [ "$mode" = backup ]; then
 			: >"$out/round-$r-backups.txt"
-			backups "$load_pid" "$out/round-$r-backups.txt"
+			backups "$load_pid" "$out/round-$r-backups.txt" "$r"
 			n=$(wc -l <"$out/round-$r-backups.txt")
 		fi
 		wait "$load_pid"
 		curl -fsS "$url/metrics" >"$out/round-$r-$mode.metrics" || true
-		drop_snapshots
 		read -r p99 p50 d99 errs < <(figures "$json")
 		f50=$("$benchtable" quantile -metric parley_store_fsync_seconds -q 0.5 -scale 1000 "$out/round-$r-$mode.metrics" 2>/dev/null || echo -)
 		f99=$("$benchtable" quantile -metric parley_store_fsync_seconds -q 0.99 -scale 1000 "$out/round-$r-$mode.metrics" 2>/dev/null || echo -)
