@@ -169,28 +169,8 @@ func TestCheckpointBoundsWAL(t *testing.T) {
 func TestCheckpointLeavesTheWriterToReaders(t *testing.T) {
 	defer func(every time.Duration, at int) { checkpointEvery, walRestartAt = every, at }(checkpointEvery, walRestartAt)
 	checkpointEvery, walRestartAt = 5*time.Millisecond, 64
-	ctx := context.Background()
-	s, err := Open(ctx, Config{Path: filepath.Join(t.TempDir(), "p.db"), Sync: SyncOff})
-	if err != nil {
-		t.Fatalf("Open() error = %v", err)
-	}
-	defer s.Close()
-	u := parleytest.MustCreateUser(t, s, "u")
-	room := parleytest.MustCreateRoom(t, s, u, "r", 0)
-	parleytest.Eventually(t, 10*time.Second, func() bool { return s.ck.erases.Load() == 1 }, "no TRUNCATE checkpoint at Open")
-
-	conn, err := s.rdb.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	var n int
-	if _, err := conn.ExecContext(ctx, `BEGIN DEFERRED`); err != nil {
-		t.Fatal(err)
-	}
-	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM messages`).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
+	s, u, room := openErased(t, filepath.Join(t.TempDir(), "p.db"), SyncOff)
+	release := holdSnapshot(t, s)
 	before := s.ck.restarts.Load()
 	for i := 0; s.ck.deferred.Load() < 3 && s.ck.restarts.Load() == before; i++ {
 		if i == 10_000 {
@@ -201,9 +181,7 @@ func TestCheckpointLeavesTheWriterToReaders(t *testing.T) {
 	if got := s.ck.restarts.Load(); got != before {
 		t.Errorf("%d RESTART checkpoints while a reader held its snapshot, want none", got-before)
 	}
-	if _, err := conn.ExecContext(ctx, `COMMIT`); err != nil {
-		t.Fatal(err)
-	}
+	release()
 	parleytest.Eventually(t, 10*time.Second, func() bool {
 		parleytest.MustSend(t, s, room, u, "one more")
 		return s.ck.restarts.Load() > before
@@ -230,16 +208,8 @@ func TestCheckpointShrinksWALInSteps(t *testing.T) {
 		checkpointEvery, walRestartAt, walKeep, walShrinkStep, walShrinkEvery = every, at, keep, step, shrinkEvery
 	}(checkpointEvery, walRestartAt, walKeep, walShrinkStep, walShrinkEvery)
 	checkpointEvery, walRestartAt, walKeep, walShrinkStep, walShrinkEvery = 5*time.Millisecond, 64, 1<<20, 256<<10, 20*time.Millisecond
-	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "p.db")
-	s, err := Open(ctx, Config{Path: path, Sync: SyncOff})
-	if err != nil {
-		t.Fatalf("Open() error = %v", err)
-	}
-	defer s.Close()
-	u := parleytest.MustCreateUser(t, s, "u")
-	room := parleytest.MustCreateRoom(t, s, u, "r", 0)
-	parleytest.Eventually(t, 10*time.Second, func() bool { return s.ck.erases.Load() == 1 }, "no TRUNCATE checkpoint at Open")
+	s, u, room := openErased(t, path, SyncOff)
 	walSize := func() int64 {
 		fi, err := os.Stat(path + "-wal")
 		if err != nil {
@@ -249,17 +219,7 @@ func TestCheckpointShrinksWALInSteps(t *testing.T) {
 	}
 	body := strings.Repeat("a message to fill the WAL with ", 40)
 
-	conn, err := s.rdb.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, `BEGIN DEFERRED`); err != nil {
-		t.Fatal(err)
-	}
-	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM messages`).Scan(new(int)); err != nil {
-		t.Fatal(err)
-	}
+	release := holdSnapshot(t, s)
 	const grown = 4 << 20
 	for i := 0; walSize() < grown; i++ {
 		if i == 20_000 {
@@ -275,9 +235,7 @@ func TestCheckpointShrinksWALInSteps(t *testing.T) {
 		parleytest.Eventually(t, 10*time.Second, func() bool { return s.ck.walSeen.Load() == walSize() }, "the checkpointer never looked at the WAL's size")
 	}
 	looked()
-	if _, err := conn.ExecContext(ctx, `COMMIT`); err != nil {
-		t.Fatal(err)
-	}
+	release()
 
 	// One send at a time, each after the checkpointer looked at the size
 	// the last one left: the WAL shrinks only at a commit, so every cut
@@ -303,6 +261,47 @@ func TestCheckpointShrinksWALInSteps(t *testing.T) {
 	for _, c := range cuts {
 		if c > walShrinkStep+32<<10 {
 			t.Errorf("the WAL was cut by %d bytes at once, want at most %d: cuts %v", c, walShrinkStep, cuts)
+		}
+	}
+}
+
+// openErased opens a store at path with a user and a room of theirs, once
+// the checkpointer's first TRUNCATE (the one after Open) is over. Cleanup
+// closes it.
+func openErased(t *testing.T, path string, sync Sync) (*Store, parley.User, parley.Room) {
+	t.Helper()
+	s, err := Open(context.Background(), Config{Path: path, Sync: sync})
+	if err != nil {
+		t.Fatalf("Open() error = %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	u := parleytest.MustCreateUser(t, s, "u")
+	room := parleytest.MustCreateRoom(t, s, u, "r", 0)
+	parleytest.Eventually(t, 10*time.Second, func() bool { return s.ck.erases.Load() == 1 }, "no TRUNCATE checkpoint at Open")
+	return s, u, room
+}
+
+// holdSnapshot begins a read transaction on one of s's readers and reads,
+// so that it holds a snapshot of the WAL (as a backup's copy does), until
+// release, which the test must call (Cleanup only closes the connection).
+func holdSnapshot(t *testing.T, s *Store) (release func()) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := s.rdb.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if _, err := conn.ExecContext(ctx, `BEGIN DEFERRED`); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM messages`).Scan(new(int)); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		t.Helper()
+		if _, err := conn.ExecContext(ctx, `COMMIT`); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -117,31 +117,13 @@ func TestEraseWaitsForReaders(t *testing.T) {
 	checkpointEvery, eraseEvery = 5*time.Millisecond, 20*time.Millisecond
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "parley.db")
-	s, err := Open(ctx, Config{Path: path, Sync: SyncNormal})
-	if err != nil {
-		t.Fatalf("Open() error = %v", err)
-	}
-	defer s.Close()
-	u := parleytest.MustCreateUser(t, s, "keeper")
-	room := parleytest.MustCreateRoom(t, s, u, "r", 0)
-	parleytest.Eventually(t, 10*time.Second, func() bool { return s.ck.erases.Load() == 1 }, "no TRUNCATE checkpoint at Open")
+	s, u, room := openErased(t, path, SyncNormal)
 	word := parleytest.RandomWord(t)
 	m := parleytest.MustSend(t, s, room, u, "please forget "+word)
 	parleytest.MustSend(t, s, room, u, "and keep this")
 
 	// A snapshot taken now reads the WAL's frames of the message.
-	conn, err := s.rdb.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	var n int
-	if _, err := conn.ExecContext(ctx, `BEGIN DEFERRED`); err != nil {
-		t.Fatal(err)
-	}
-	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM messages`).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
+	release := holdSnapshot(t, s)
 	if _, _, err := s.DeleteMessage(ctx, parley.Deletion{RoomID: room.ID, Seq: m.Seq, ActorID: u.ID}); err != nil {
 		t.Fatalf("DeleteMessage() error = %v", err)
 	}
@@ -153,9 +135,7 @@ func TestEraseWaitsForReaders(t *testing.T) {
 	if in := parleytest.FilesHolding(path, parleytest.SQLiteFiles, word); len(in) == 0 {
 		t.Errorf("the text left the files while a reader held the WAL: the test shows nothing")
 	}
-	if _, err := conn.ExecContext(ctx, `COMMIT`); err != nil {
-		t.Fatal(err)
-	}
+	release()
 	parleytest.Eventually(t, 10*time.Second, func() bool { return s.ck.erases.Load() == 2 },
 		"after the reader ended, no TRUNCATE checkpoint emptied the WAL")
 	if in := parleytest.FilesHolding(path, parleytest.SQLiteFiles, word); len(in) > 0 {
@@ -172,14 +152,7 @@ func TestEraseAfterCrash(t *testing.T) {
 	eraseEvery = time.Hour // the deletion's checkpoint never comes
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "parley.db")
-	s, err := Open(ctx, Config{Path: path, Sync: SyncNormal})
-	if err != nil {
-		t.Fatalf("Open() error = %v", err)
-	}
-	defer s.Close()
-	u := parleytest.MustCreateUser(t, s, "keeper")
-	room := parleytest.MustCreateRoom(t, s, u, "r", 0)
-	parleytest.Eventually(t, 10*time.Second, func() bool { return s.ck.erases.Load() == 1 }, "no TRUNCATE checkpoint at Open")
+	s, u, room := openErased(t, path, SyncNormal)
 	word := parleytest.RandomWord(t)
 	m := parleytest.MustSend(t, s, room, u, "please forget "+word)
 	if _, _, err := s.DeleteMessage(ctx, parley.Deletion{RoomID: room.ID, Seq: m.Seq, ActorID: u.ID}); err != nil {
