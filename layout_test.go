@@ -106,7 +106,7 @@ var layers = []struct {
 		"parley/port",
 	}},
 	{"commands and whole-system tests", []string{
-		"parley/cmd/parley", "parley/cmd/httpmirror", "parley/cmd/benchtable", "parley/chaos",
+		"parley/cmd/parley", "parley/cmd/httpmirror", "parley/cmd/benchtable", "parley/cmd/unlinkprobe", "parley/chaos",
 	}},
 }
 
