@@ -40,21 +40,25 @@ import (
 // One runs at most every eraseEvery, at the first round after it is asked
 // for, so the erased text leaves the WAL within EraseBound of its commit
 // and the writer is held back at most once a second: as a RESTART holds
-// it (checkpointBusy at worst while readers finish), plus the ftruncate of
+// it (eraseBusy at worst while readers finish), plus the ftruncate of
 // the WAL, which costs more than the copy on a busy disk (docs/operations.md
-// has the measurements); when readers hold the WAL past checkpointBusy, it
+// has the measurements); when readers hold the WAL past eraseBusy, it
 // tries again eraseEvery later. The first round
 // after Open erases too: a crash may have left erased text in the WAL.
 //
-// checkpointBusy is short: only the readers that began before the copy
-// ended hold a RESTART or TRUNCATE up (those that begin after it read the
+// checkpointBusy, a RESTART's wait, is short: only the readers that began
+// before the copy ended hold it up (those that begin after it read the
 // database file alone), and a query ends in milliseconds, but a read that
 // does not (a backup's snapshot, begun between the round's PASSIVE and its
 // RESTART: back-to-back backups make that likely) holds the writer back
 // for all of the wait; at 200 ms that was a send's p99 of 246 ms
-// (docs/perf-log.md, "Backups: the deletions' cost").
+// (docs/perf-log.md, "Backups: the deletions' cost"). A RESTART that gives
+// up is tried again the next round. A TRUNCATE waits eraseBusy: it erases
+// text within EraseBound, which slow queries in flight at each attempt
+// must not put off.
 const (
 	checkpointBusy       = 20 * time.Millisecond
+	eraseBusy            = 200 * time.Millisecond
 	writerAutoCheckpoint = 65536 // pages
 )
 
@@ -76,7 +80,9 @@ const EraseBound = 2 * time.Second
 // about 0.35 ms a MB (a 64 MB cut, a 23 ms stall of the sends;
 // docs/operations.md, "Backups"). So the checkpointer moves the limit in
 // steps (shrink): each round it raises it at once to walShrinkStep below
-// the file's size, so that a restart cuts at most a step, and lowers it
+// the file's size, so that a restart cuts at most a step and what the WAL
+// grew by since the round looked (while that round's PASSIVE copied the
+// backlog a backup left: a fraction of a step), and lowers it
 // towards walKeep at most a step every walShrinkEvery, so that the cuts
 // come one at a time with the sends' time between them. A TRUNCATE
 // checkpoint (erased text) still cuts the whole file at once.
@@ -180,8 +186,8 @@ func (c *checkpointer) run() {
 // the WAL is long enough.
 func (c *checkpointer) checkpoint() error {
 	ctx := context.Background()
-	if err := c.shrink(ctx); err != nil {
-		return err
+	if err := c.shrink(ctx); err != nil && c.errs != nil {
+		c.errs(err) // the round goes on: the limit is an optimisation
 	}
 	var busy, log, done int
 	c.passive.count()
@@ -236,7 +242,9 @@ func (c *checkpointer) truncate(ctx context.Context) error {
 	defer c.observe("truncate", time.Now())
 	c.erase.Store(false) // every commit that set it is over
 	c.lastErase = time.Now()
-	err := c.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &log, &done)
+	err := c.waiting(ctx, eraseBusy, func() error {
+		return c.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &log, &done)
+	})
 	if err != nil || busy != 0 {
 		c.erase.Store(true)
 		c.wrote()
@@ -250,6 +258,23 @@ func (c *checkpointer) truncate(ctx context.Context) error {
 		c.erases.Add(1)
 	}
 	return nil
+}
+
+// waiting runs f with the checkpointer connection's busy timeout at wait,
+// then puts it back to checkpointBusy.
+func (c *checkpointer) waiting(ctx context.Context, wait time.Duration, f func() error) error {
+	set := func(d time.Duration) error {
+		_, err := c.db.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", d/time.Millisecond))
+		return err
+	}
+	if err := set(wait); err != nil {
+		return err
+	}
+	err := f()
+	if rerr := set(checkpointBusy); err == nil {
+		err = rerr
+	}
+	return err
 }
 
 // shrink moves the writer's journal_size_limit with the WAL file's size:
