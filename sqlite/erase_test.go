@@ -117,7 +117,8 @@ func TestEraseWaitsForReaders(t *testing.T) {
 	checkpointEvery, eraseEvery = 5*time.Millisecond, 20*time.Millisecond
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "parley.db")
-	s, u, room := openErased(t, path, SyncNormal)
+	s, u, room := openErased(t, path, Config{Sync: SyncNormal})
+	defer s.Close()
 	word := parleytest.RandomWord(t)
 	m := parleytest.MustSend(t, s, room, u, "please forget "+word)
 	parleytest.MustSend(t, s, room, u, "and keep this")
@@ -152,7 +153,8 @@ func TestEraseAfterCrash(t *testing.T) {
 	eraseEvery = time.Hour // the deletion's checkpoint never comes
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "parley.db")
-	s, u, room := openErased(t, path, SyncNormal)
+	s, u, room := openErased(t, path, Config{Sync: SyncNormal})
+	defer s.Close()
 	word := parleytest.RandomWord(t)
 	m := parleytest.MustSend(t, s, room, u, "please forget "+word)
 	if _, _, err := s.DeleteMessage(ctx, parley.Deletion{RoomID: room.ID, Seq: m.Seq, ActorID: u.ID}); err != nil {
