@@ -117,7 +117,8 @@ url=http://127.0.0.1:$port
 settle_disk() {
 	local dev
 	dev=$(basename "$(findmnt -no SOURCE -T "$tmp" 2>/dev/null)" 2>/dev/null) || return 0
-	grep -q " $dev " /proc/diskstats || return 0
+	[ -n "$dev" ] && grep -q " $dev " /proc/diskstats || return 0
+	sync -f "$tmp" # ext4 discards at its journal's commit: make it now
 	local last='' now
 	for _ in $(seq 20); do
 		now=$(awk -v d="$dev" '$3 == d { print $8, $12, $15, $19 }' /proc/diskstats)
