@@ -147,6 +147,12 @@ func (r *Relay) checkHeads() {
 	if r.cfg.Heads == nil {
 		return
 	}
+	// The flag is taken before the rooms are listed: a node's death told
+	// while a check is under way must be acted on with a list made after
+	// it, or the rooms this node delivered since the list was made would
+	// not be read from the store (TestNodeDeathFillsFromStore, 1 run in
+	// a few hundred under -race).
+	fromStore := r.fromStore.Swap(false)
 	reply := make(chan map[string]int64, 1)
 	if !r.enqueue(item{snap: reply}) {
 		return
@@ -171,7 +177,7 @@ func (r *Relay) checkHeads() {
 		}
 	}
 	behind := map[string]int64{}
-	if r.fromStore.Swap(false) {
+	if fromStore {
 		// A node died, or presence lost track of the nodes: the heads of
 		// a node killed right after a commit may never have reached
 		// Redis, and only the store knows its last messages. Each room is
