@@ -237,14 +237,24 @@ func (c *checkpointer) checkpoint() error {
 func (c *checkpointer) truncate(ctx context.Context) error {
 	var busy, log, done int
 	c.restart.count() // kind "checkpoint"; run at most once a second, so not prepared
+	// The longer wait is set before the writer is held back, and put back
+	// after it is let go (the defers run in reverse).
+	if err := c.busyTimeout(ctx, eraseBusy); err != nil {
+		c.erase.Store(true)
+		c.wrote()
+		return err
+	}
+	defer func() {
+		if err := c.busyTimeout(ctx, checkpointBusy); err != nil && c.errs != nil {
+			c.errs(err)
+		}
+	}()
 	c.txMu.Lock()
 	defer c.txMu.Unlock()
 	defer c.observe("truncate", time.Now())
 	c.erase.Store(false) // every commit that set it is over
 	c.lastErase = time.Now()
-	err := c.waiting(ctx, eraseBusy, func() error {
-		return c.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &log, &done)
-	})
+	err := c.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &log, &done)
 	if err != nil || busy != 0 {
 		c.erase.Store(true)
 		c.wrote()
@@ -260,21 +270,14 @@ func (c *checkpointer) truncate(ctx context.Context) error {
 	return nil
 }
 
-// waiting runs f with the checkpointer connection's busy timeout at wait,
-// then puts it back to checkpointBusy.
-func (c *checkpointer) waiting(ctx context.Context, wait time.Duration, f func() error) error {
-	set := func(d time.Duration) error {
-		_, err := c.db.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", d/time.Millisecond))
-		return err
+// busyTimeout sets how long the checkpointer's connection waits for
+// readers: checkpointBusy, or eraseBusy for a TRUNCATE.
+func (c *checkpointer) busyTimeout(ctx context.Context, d time.Duration) error {
+	_, err := c.db.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", d/time.Millisecond))
+	if err != nil {
+		return fmt.Errorf("checkpoint: busy timeout: %w", err)
 	}
-	if err := set(wait); err != nil {
-		return err
-	}
-	err := f()
-	if rerr := set(checkpointBusy); err == nil {
-		err = rerr
-	}
-	return err
+	return nil
 }
 
 // shrink moves the writer's journal_size_limit with the WAL file's size:

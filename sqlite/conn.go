@@ -57,7 +57,7 @@ func openDB(path string, n int, write bool, cfg Config) *sql.DB {
 		// too, is overwritten with zeros in its page, and a page it
 		// frees is zeroed, so the page images it writes hold no deleted
 		// bytes (checkpoint.go erases the WAL's older ones).
-		pragmas = append(pragmas, fmt.Sprintf("PRAGMA journal_size_limit = %d", walKeep),
+		pragmas = append(pragmas, journalSizeLimit(walKeep),
 			fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", writerAutoCheckpoint),
 			"PRAGMA secure_delete = ON")
 	} else {
@@ -71,4 +71,11 @@ func openDB(path string, n int, write bool, cfg Config) *sql.DB {
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
 	return db
+}
+
+// journalSizeLimit is the PRAGMA that sets the size the writer cuts the WAL
+// back to when it restarts it, in bytes (the checkpointer moves it:
+// checkpoint.go).
+func journalSizeLimit(n int64) string {
+	return fmt.Sprintf("PRAGMA journal_size_limit = %d", n)
 }

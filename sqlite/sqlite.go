@@ -215,7 +215,7 @@ func (s *Store) init(ctx context.Context, cfg Config) error {
 		wal:     cfg.Path + "-wal",
 		limit:   walKeep,
 		setLimit: func(ctx context.Context, n int64) error {
-			_, err := s.wdb.ExecContext(ctx, fmt.Sprintf("PRAGMA journal_size_limit = %d", n))
+			_, err := s.wdb.ExecContext(ctx, journalSizeLimit(n))
 			return err
 		},
 	}
