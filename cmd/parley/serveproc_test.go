@@ -33,9 +33,19 @@ var servingRE = regexp.MustCompile(`parley serving.* addr=(\S+) stomp_addr=(\S+)
 // waits until it logs that it serves. It is killed at the end of the test.
 func startServeProcess(t *testing.T, args ...string) *serveProcess {
 	t.Helper()
-	p := &serveProcess{done: make(chan struct{}), changed: make(chan struct{})}
-	p.cmd = exec.Command(os.Args[0], append([]string{"--addr", "127.0.0.1:0"}, args...)...)
-	p.cmd.Env = append(os.Environ(), "PARLEY_TEST_EXEC_SERVE=1")
+	return startServeCommand(t, exec.Command(os.Args[0], append([]string{"--addr", "127.0.0.1:0"}, args...)...))
+}
+
+// startServeCommand starts cmd, which runs this test binary as `parley
+// serve` (with PARLEY_TEST_EXEC_SERVE=1 added to its environment), and
+// waits until it logs that it serves, like startServeProcess.
+func startServeCommand(t *testing.T, cmd *exec.Cmd) *serveProcess {
+	t.Helper()
+	p := &serveProcess{cmd: cmd, done: make(chan struct{}), changed: make(chan struct{})}
+	if p.cmd.Env == nil {
+		p.cmd.Env = os.Environ()
+	}
+	p.cmd.Env = append(p.cmd.Env, "PARLEY_TEST_EXEC_SERVE=1")
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
