@@ -9,13 +9,16 @@ import (
 
 // newWALSyncer returns the WAL's syncer: fdatasync(2), as SQLite itself
 // syncs on Linux (the data and the size, not the times), raw while there
-// are two Ps or more (with one, a raw sync would stall the node).
+// are two Ps or more on two cores or more: with one P a raw sync would
+// stall the node, and with one core (where `parley serve` runs two Ps,
+// cmd/parley/procs.go) the thread that keeps its P through a raw sync
+// shares the core with the one that runs the fan-out.
 func newWALSyncer(f *os.File) *walSyncer {
 	return &walSyncer{
 		f:     f,
 		raw:   func(f *os.File) error { return fdatasync(f, true) },
 		sched: func(f *os.File) error { return fdatasync(f, false) },
-		rawOK: func() bool { return runtime.GOMAXPROCS(0) >= 2 },
+		rawOK: func() bool { return runtime.GOMAXPROCS(0) >= 2 && runtime.NumCPU() >= 2 },
 		now:   time.Now,
 	}
 }

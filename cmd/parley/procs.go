@@ -2,32 +2,38 @@ package main
 
 import (
 	"runtime"
+	"strconv"
 	"strings"
 )
 
-// minProcs is the fewest Go processors (GOMAXPROCS) serve runs on unless
-// told otherwise. On a machine or container of one core the runtime would
-// take one, and then a goroutine in a call that holds its thread (the
-// SQLite writer in a cgo call, the WAL's fsync, a file write) holds the
-// only processor until the runtime's monitor takes it back, 20 µs to 10 ms
-// later: meanwhile no session is written. With two the other one runs the
-// fan-out while the first is held, and the kernel shares the core between
-// the two threads. Measured on one pinned core at seed 002's load with
-// --sync normal: p99 0.87× Centrifugo's with two, 1.29× with one
-// (docs/perf-log.md, "Two processors on one core").
+// minProcs is the fewest Go processors (GOMAXPROCS) serve runs on with the
+// embedded SQLite store unless told otherwise. With one logical CPU (or an
+// affinity or cpuset of one) the runtime would take one, and then a
+// goroutine in a call that holds its thread (the SQLite writer in a cgo
+// call, a write or fsync of the WAL) keeps the only processor until the
+// runtime's monitor takes it back, 20 µs to 10 ms later. With two, the
+// kernel shares the core between that thread and the one running the
+// fan-out. Measured on one pinned core at seed 002's load with --sync
+// normal: p99 0.87-1.10× Centrifugo's in three runs with two, 1.29× with
+// one (docs/perf-log.md, "Two processors on one core"). A node on
+// PostgreSQL has no such calls on its hot path and keeps the runtime's.
 const minProcs = 2
 
 // procs returns the GOMAXPROCS serve sets, or 0 to leave the runtime's
-// own: the --procs flag when given (> 0); none when GOMAXPROCS is set in
-// the environment (the runtime took it); else minProcs when the runtime
+// own: the --procs flag when positive (-1 leaves the runtime's, whatever
+// it is); none when GOMAXPROCS is set in the environment to a number the
+// runtime took; else minProcs when the node runs on SQLite and the runtime
 // chose fewer. Only raising it from the runtime's choice sets it: setting
-// GOMAXPROCS stops the runtime from following a container's CPU limit as
-// it changes, which on two cores or more it keeps doing.
-func procs(flag int, env string, current int) int {
+// GOMAXPROCS stops the runtime from following the CPUs it may use as they
+// change (an affinity or cpuset widened), which it otherwise keeps doing.
+func procs(flag int, env string, current int, sqlite bool) int {
+	if n, err := strconv.Atoi(strings.TrimSpace(env)); flag == 0 && err == nil && n > 0 {
+		return 0
+	}
 	switch {
 	case flag > 0:
 		return flag
-	case strings.TrimSpace(env) != "":
+	case flag < 0 || !sqlite:
 		return 0
 	case current < minProcs:
 		return minProcs
@@ -37,8 +43,8 @@ func procs(flag int, env string, current int) int {
 
 // setProcs applies procs to the runtime and returns GOMAXPROCS as it is
 // then, for the "parley serving" line.
-func setProcs(flag int, env string) int {
-	if n := procs(flag, env, runtime.GOMAXPROCS(0)); n > 0 {
+func setProcs(flag int, env string, sqlite bool) int {
+	if n := procs(flag, env, runtime.GOMAXPROCS(0), sqlite); n > 0 {
 		runtime.GOMAXPROCS(n)
 	}
 	return runtime.GOMAXPROCS(0)

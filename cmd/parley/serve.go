@@ -59,7 +59,7 @@ type Config struct {
 	StompWriteDelay time.Duration // a session's writer waits this long after a MESSAGE is queued
 	StompWSPack     bool          // one WebSocket frame carries every STOMP frame of a write
 	StompWriters    int           // writer goroutines of the STOMP sessions (0: GOMAXPROCS, -1: one per busy session)
-	Procs           int           // GOMAXPROCS serve sets (0: the runtime's, at least minProcs unless GOMAXPROCS is in the environment)
+	Procs           int           // GOMAXPROCS serve sets (0: the runtime's, at least minProcs on SQLite unless GOMAXPROCS is in the environment; -1: the runtime's)
 	RestSendRate    float64       // REST messages and new rooms per second per user; 0: no limit
 	RestReadRate    float64       // REST read marks that move nothing, per second per user; 0: no limit
 	TrustedProxies  string        // comma-separated IPs and CIDRs whose X-Forwarded-For is believed
@@ -149,8 +149,8 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.LoginMaxWait, "login-max-wait", 15*time.Minute, "longest wait after failed logins; one failure is forgiven per this much quiet; 0: no login limits")
 	fs.StringVar(&c.LoginDeviceKey, "login-device-key", "", "secret that signs device cookies (a browser that logged in skips the name's and the address's waits); give every node the same one (empty: random, so a restart forgets them)")
 	fs.BoolVar(&c.StompWSPack, "stomp-ws-pack", false, "let one WebSocket text frame carry every STOMP frame of a socket write, for clients whose STOMP parser reads a WebSocket message as a stream of frames (stompjs and the web client do; one that takes a message for one frame loses the rest)")
-	fs.IntVar(&c.StompWriters, "stomp-writers", 0, "writer goroutines that write the STOMP connections' queued frames, each connection in turn, never waiting for a client (one that does not take a write at once gets a goroutine of its own for the rest); 0: one per core (GOMAXPROCS); -1: a goroutine per connection with frames queued")
-	fs.IntVar(&c.Procs, "procs", 0, "Go processors (GOMAXPROCS) that run the server's goroutines at once; 0: one per core, at least 2, so that a writer blocked in SQLite or an fsync never holds up the fan-out on a one-core machine (the GOMAXPROCS environment variable, when set, is kept)")
+	fs.IntVar(&c.StompWriters, "stomp-writers", 0, "writer goroutines that write the STOMP connections' queued frames, each connection in turn, never waiting for a client (one that does not take a write at once gets a goroutine of its own for the rest); 0: one per Go processor (GOMAXPROCS, see --procs); -1: a goroutine per connection with frames queued")
+	fs.IntVar(&c.Procs, "procs", 0, "Go processors (GOMAXPROCS) that run the server's goroutines at once; 0: the runtime's choice, but at least 2 with the embedded SQLite store, so that its writer blocked in a call into SQLite or an fsync shares a one-core machine with the fan-out instead of stopping it; -1: the runtime's choice; the GOMAXPROCS environment variable, when set, is kept")
 	fs.DurationVar(&c.StompWriteDelay, "stomp-write-delay", 0, "how long a STOMP connection's writer waits after a MESSAGE is queued for it, so that the messages queued meanwhile share one socket write (any other frame is written at once); 0: no wait")
 	fs.IntVar(&c.StompQueue, "stomp-queue", 1024, "outbound frames queued per STOMP connection before it is closed as a slow consumer")
 	fs.DurationVar(&c.StompFrameTimeout, "stomp-frame-timeout", 30*time.Second, "most time the server waits for the rest of a STOMP frame it has begun to read (its own stalls not counted), whatever the client's heart-beat, else ERROR")
@@ -196,7 +196,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	slog.SetDefault(logger)
-	procs := setProcs(cfg.Procs, os.Getenv("GOMAXPROCS")) // before Open: the STOMP writers follow it
+	procs := setProcs(cfg.Procs, os.Getenv("GOMAXPROCS"), cfg.Store == "") // before Open: the STOMP writers follow it
 
 	m := &Main{Config: cfg}
 	if err := m.Open(ctx); err != nil {
