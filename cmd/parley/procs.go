@@ -27,18 +27,23 @@ const minProcs = 2
 // GOMAXPROCS stops the runtime from following the CPUs it may use as they
 // change (an affinity or cpuset widened), which it otherwise keeps doing.
 func procs(flag int, env string, current int, sqlite bool) int {
-	if n, err := strconv.Atoi(strings.TrimSpace(env)); flag == 0 && err == nil && n > 0 {
-		return 0
-	}
 	switch {
 	case flag > 0:
 		return flag
-	case flag < 0 || !sqlite:
+	case flag < 0 || !sqlite || envProcs(env) > 0 || current >= minProcs:
 		return 0
-	case current < minProcs:
-		return minProcs
 	}
-	return 0
+	return minProcs
+}
+
+// envProcs is the GOMAXPROCS environment variable as the runtime takes it:
+// a positive number, else 0 (the runtime ignores the variable).
+func envProcs(env string) int {
+	n, err := strconv.Atoi(strings.TrimSpace(env))
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
 }
 
 // setProcs applies procs to the runtime and returns GOMAXPROCS as it is

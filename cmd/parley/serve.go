@@ -196,14 +196,14 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	slog.SetDefault(logger)
-	procs := setProcs(cfg.Procs, os.Getenv("GOMAXPROCS"), cfg.Store == "") // before Open: the STOMP writers follow it
+	gomaxprocs := setProcs(cfg.Procs, os.Getenv("GOMAXPROCS"), cfg.Store == "") // before Open: the STOMP writers follow it
 
 	m := &Main{Config: cfg}
 	if err := m.Open(ctx); err != nil {
 		m.Close(context.Background())
 		return err
 	}
-	slog.Info("parley serving", append([]any{"addr", m.Addr(), "stomp_addr", m.StompAddr(), "metrics_addr", m.MetricsAddr(), "data", cfg.Data, "procs", procs, "version", versionString()}, cfg.servicesAttrs()...)...)
+	slog.Info("parley serving", append([]any{"addr", m.Addr(), "stomp_addr", m.StompAddr(), "metrics_addr", m.MetricsAddr(), "data", cfg.Data, "procs", gomaxprocs, "version", versionString()}, cfg.servicesAttrs()...)...)
 	slog.Info("chat page: " + chatURL(m.Addr()))
 	<-ctx.Done()
 	slog.Info("parley shutting down")
