@@ -132,9 +132,12 @@ func TestMentionsLoadBeforeApply(t *testing.T) {
 	bob := parleytest.MustCreateUser(t, c, "bob")
 	r := parleytest.MustCreateRoom(t, c, alice, "r", 0)
 	parleytest.MustJoin(t, c, r, bob)
-	// Another room evicts r's state, so that bob's list loads r's info
-	// from SQLite, at the commits the events have not brought yet.
-	parleytest.MustCreateRoom(t, c, alice, "other", 0)
+	// A cache that starts now holds nothing of r, so that bob's list
+	// loads r's info from SQLite, at the commits the events have not
+	// brought yet. (Evicting r by caching another room was a coin toss:
+	// the sweep may evict the other room instead.) The first cache is
+	// dropped, not closed: Close closes the inner store they share.
+	c = cache.New(cnt, cache.Config{MaxRooms: 1})
 
 	hold = true // the writer's events wait: the commit is visible, not applied
 	for i, mentions := range []parley.MentionList{parley.MentionList(bob.ID), parley.MentionRoom} {
