@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -314,4 +316,156 @@ func TestExpiredEventsSkipped(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	})
+}
+
+// racingStore commits more of a room's activity between the worker's
+// read of the positions and its reads of the streams: race runs once,
+// on the first HookPositions whose position of the room matches when.
+type racingStore struct {
+	hookStore
+	room  string
+	when  func(p parley.HookPosition) bool
+	race  func()
+	fired atomic.Bool
+}
+
+func (s *racingStore) HookPositions(ctx context.Context, h parley.Webhook) ([]parley.HookPosition, error) {
+	ps, err := s.hookStore.HookPositions(ctx, h)
+	for _, p := range ps {
+		if err == nil && p.RoomID == s.room && s.when(p) && !s.fired.Swap(true) {
+			s.race()
+		}
+	}
+	return ps, err
+}
+
+// TestStreamsReadAtOneCut: sends, changes and member or room events
+// committed after the worker read the positions, while it reads the
+// three streams one after the other, are delivered in the order they
+// were made. The worker reads each stream only up to the positions,
+// which are one consistent cut of the room; reading one stream past
+// them while another was not read (it was not behind) delivered the
+// later commits first. (Three PostgreSQL nodes delivered a
+// room.updated before the send committed just before it.)
+func TestStreamsReadAtOneCut(t *testing.T) {
+	cases := []struct {
+		name    string
+		pending string // the change the positions see behind
+		// when the worker's positions show the pending change alone
+		when func(p parley.HookPosition) bool
+	}{
+		{"a member event pending, then a send and a room event", "join",
+			func(p parley.HookPosition) bool {
+				return p.LastEvent > p.Event && p.LastSeq == p.Seq && p.LastChange == p.Change
+			}},
+		{"a send pending, then a room event and a send", "send",
+			func(p parley.HookPosition) bool {
+				return p.LastSeq > p.Seq && p.LastEvent == p.Event && p.LastChange == p.Change
+			}},
+		{"an edit pending, then a room event and an edit", "edit",
+			func(p parley.HookPosition) bool {
+				return p.LastChange > p.Change && p.LastSeq == p.Seq && p.LastEvent == p.Event
+			}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			forEachStore(t, func(t *testing.T, st hookStore) {
+				ctx := context.Background()
+				alice, rooms := fill(t, st)
+				bob, err := st.CreateUser(ctx, parley.NewUser{Name: "bob", PasswordHash: []byte("x")})
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := rooms[0]
+				must := func(err error) {
+					t.Helper()
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+				lastEvent := func() string {
+					t.Helper()
+					evs, err := st.RoomEvents(ctx, r.ID, 0, parley.MaxPageLimit)
+					must(err)
+					return webhook.EventID(r.ID, evs[len(evs)-1].N)
+				}
+				send := func(body string) (int64, string) {
+					t.Helper()
+					m, _, err := st.Send(ctx, parley.NewMessage{RoomID: r.ID, SenderID: alice.ID, SenderName: alice.Name, Body: body})
+					must(err)
+					return m.Seq, webhook.SendID(r.ID, m.Seq)
+				}
+				rename := func(title string) string {
+					t.Helper()
+					_, err := st.UpdateRoom(ctx, r.ID, alice.ID, parley.RoomUpdate{Title: &title})
+					must(err)
+					return lastEvent()
+				}
+				edit := func(seq int64) string {
+					t.Helper()
+					m, err := st.EditMessage(ctx, parley.Edit{RoomID: r.ID, Seq: seq, EditorID: alice.ID, Body: "edited"})
+					must(err)
+					return webhook.ChangeID(r.ID, m.Change)
+				}
+				first, _ := send("first")
+				second, _ := send("second")
+
+				// The race's commits, in the order they were made; raced
+				// is closed after them.
+				var made []string
+				raced := make(chan struct{})
+				rs := &racingStore{hookStore: st, room: r.ID, when: tc.when, race: func() {
+					defer close(raced)
+					switch tc.pending {
+					case "join":
+						_, s := send("raced")
+						made = append(made, s, rename("raced"))
+					case "send":
+						e := rename("raced")
+						_, s := send("raced")
+						made = append(made, e, s)
+					case "edit":
+						made = append(made, rename("raced"), edit(second))
+					}
+				}}
+				rcv, srv := newReceiver(t, "whsec_test_secret_4", 0)
+				if _, err := st.CreateWebhook(ctx, parley.Webhook{ID: parley.NewID(), Name: "all", URL: srv.URL,
+					Secret: "whsec_test_secret_4", Kinds: parley.HookKinds, RoomID: r.ID}); err != nil {
+					t.Fatal(err)
+				}
+				m := startManager(t, rs, "n1", 1000)
+				defer m.Close()
+				var pending string
+				switch tc.pending {
+				case "join":
+					_, _, err := st.Join(ctx, r.ID, bob.ID)
+					must(err)
+					pending = lastEvent()
+				case "send":
+					_, pending = send("pending")
+				case "edit":
+					pending = edit(first)
+				}
+				select {
+				case <-raced:
+				case <-time.After(60 * time.Second):
+					t.Fatal("the worker never read the positions with the pending change alone")
+				}
+				order := append([]string{pending}, made...)
+				want := map[string]bool{}
+				for _, id := range order {
+					want[id] = true
+				}
+				var ids []string
+				for _, d := range rcv.await(t, want) {
+					if want[d.ID] && !slices.Contains(ids, d.ID) {
+						ids = append(ids, d.ID)
+					}
+				}
+				if strings.Join(ids, " ") != strings.Join(order, " ") {
+					t.Errorf("delivered %v\nwant      %v (the order they were made)", ids, order)
+				}
+			})
+		})
+	}
 }

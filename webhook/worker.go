@@ -99,9 +99,14 @@ func (w *worker) run(ctx context.Context) {
 
 // room delivers the room's next events after p (at most a page each of
 // member and room events, sends and changes) and moves the stored
-// position past each. The member and room events are read first: a send
-// or change that committed before one of them committed before the
-// sends and changes are read, so the merge sees it.
+// position past each. Each stream is read up to p's last positions only,
+// however far it has gone on since: those came from one read of the
+// room's row, whose three counters each write moves in its own
+// transaction, so they are one consistent cut of the room, and every
+// send, change or event before that cut is either read or, on a full
+// page, waited for (merge). Read further, a stream would show what was
+// made after a commit of another stream that was not read (it was not
+// behind at the cut), and the merge would deliver the later one first.
 func (w *worker) room(ctx context.Context, p parley.HookPosition) error {
 	st := w.m.cfg.Store
 	var evs []parley.RoomEvent
@@ -122,6 +127,11 @@ func (w *worker) room(ctx context.Context, p parley.HookPosition) error {
 			return err
 		}
 	}
+	evs = upTo(evs, func(e *parley.RoomEvent) bool { return e.N <= p.LastEvent })
+	sends = upTo(sends, func(m *parley.Message) bool { return m.Seq <= p.LastSeq })
+	// A message changed again after the cut carries its later change
+	// number only: it is delivered at that number, after the cut.
+	changes = upTo(changes, func(m *parley.Message) bool { return m.Change <= p.LastChange })
 	at := p
 	if p.LastEvent > p.Event && len(evs) == 0 {
 		// Every event up to the counter read is committed, and none
@@ -129,6 +139,8 @@ func (w *worker) room(ctx context.Context, p parley.HookPosition) error {
 		// behind by more than the room's retention). Move past them.
 		at.Event = p.LastEvent
 	}
+	// A page is full when it holds a page's worth up to the cut: more may
+	// follow before the cut.
 	full := [3]bool{len(evs) == parley.MaxPageLimit, len(sends) == parley.MaxPageLimit, len(changes) == parley.MaxPageLimit}
 	out, err := merge(p.RoomID, at, evs, sends, changes, full)
 	if err != nil {
@@ -153,6 +165,16 @@ func (w *worker) room(ctx context.Context, p parley.HookPosition) error {
 		return w.advance(ctx, at)
 	}
 	return nil
+}
+
+// upTo returns the prefix of xs, in stream order, whose items are in.
+func upTo[T any](xs []T, in func(*T) bool) []T {
+	for i := range xs {
+		if !in(&xs[i]) {
+			return xs[:i]
+		}
+	}
+	return xs
 }
 
 func (w *worker) advance(ctx context.Context, p parley.HookPosition) error {
