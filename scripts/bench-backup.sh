@@ -108,32 +108,12 @@ stat -c %s "$tmp/data/parley.db" | awk '{printf "seed database: %.1f MB\n", $1 /
 
 url=http://127.0.0.1:$port
 # start_server: a fresh server process on the data (each round has one).
-# settle_disk waits until the data's disk has done no I/O for a second
-# (writes, discards and flushes in /proc/diskstats unchanged, none in
-# flight), at most 20 s: a server's shutdown deletes its WAL (up to 128 MB
-# after a round with backups), and on a disk with online discard that
-# stalled the next round's first seconds (docs/perf-log.md, "Backups: the
-# deletions' cost"). It returns at once where the disk is not found.
-settle_disk() {
-	local dev
-	dev=$(basename "$(findmnt -no SOURCE -T "$tmp" 2>/dev/null)" 2>/dev/null) || return 0
-	[ -n "$dev" ] && grep -q " $dev " /proc/diskstats || return 0
-	sync -f "$tmp" # ext4 discards at its journal's commit: make it now
-	local last='' now
-	for _ in $(seq 20); do
-		now=$(awk -v d="$dev" '$3 == d { print $8, $12, $15, $19 }' /proc/diskstats)
-		[ "$now" = "$last" ] && [ "$(echo "$now" | cut -d' ' -f2)" = 0 ] && return 0
-		last=$now
-		sleep 1
-	done
-}
-
 start_server() {
 	if [ -n "$server_pid" ]; then
 		kill "$server_pid" 2>/dev/null || true
 		wait "$server_pid" 2>/dev/null || true
 	fi
-	settle_disk
+	rounds_settle_disk "$tmp"
 	"${server_cpu[@]}" "$bin" serve --addr "127.0.0.1:$port" --data "$tmp/data" \
 		--signup-rate 0 --stomp-send-rate 1000 --rest-send-rate 0 2>>"$out/serve.log" &
 	server_pid=$!

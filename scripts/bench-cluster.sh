@@ -106,6 +106,7 @@ bench() {
 run_one() {
 	local data
 	data=$(mktemp -d -p "$tmp")
+	rounds_settle_disk "$tmp"
 	"${server_cpu[@]}" "$bin" serve --addr "127.0.0.1:$one_port" --data "$data" --signup-rate 0 --login-max-wait 0 \
 		--rest-send-rate 0 --log-level warn >>"$out/one-serve.log" 2>&1 &
 	one_pid=$!
@@ -124,6 +125,7 @@ run_cluster() {
 	local db="parley_bc_${run_id}_$1" urls='' i
 	databases+=("$db")
 	rm -rf data/cluster/node[0-9]*/
+	rounds_settle_disk "$tmp"
 	# The nodes are cluster.sh's children: they inherit its core.
 	PARLEY_BIN=$bin BASE_PORT=$base_port PARLEY_STORE="$pg/$db?sslmode=disable" \
 		"${server_cpu[@]}" scripts/cluster.sh start "$nodes" --signup-rate 0 --login-max-wait 0 --rest-send-rate 0 \

@@ -120,6 +120,7 @@ JSON
 # backlog do not weigh on the next.
 start_parley() { # sync, write delay
 	data=$(mktemp -d -p "$tmp")
+	rounds_settle_disk "$tmp"
 	# shellcheck disable=SC2086 # PARLEY_FLAGS is a list of flags
 	"${server_cpu[@]}" "$bin" serve --addr "127.0.0.1:$port" --data "$data" --signup-rate 0 --rest-send-rate 0 \
 		--stomp-max-conns 20000 --stomp-send-rate 100 --sync "$1" --stomp-write-delay "$2" \
@@ -128,6 +129,7 @@ start_parley() { # sync, write delay
 	await "http://127.0.0.1:$port/healthz"
 }
 start_centrifugo() {
+	rounds_settle_disk "$tmp"
 	"${server_cpu[@]}" "$centrifugo" -c "$tmp/centrifugo.json" >>"$out/centrifugo.log" 2>&1 &
 	cf_pid=$!
 	await "http://127.0.0.1:$cport/health"

@@ -8,6 +8,9 @@
 #            and the load never competes with them. PIN=0 pins nothing.
 #   rounds   ROUNDS rounds (5; 1 with QUICK=1), a fresh server for every
 #            run, the two sides alternating which goes first (rounds_order).
+#   settle   every server starts on a quiet disk (rounds_settle_disk): the
+#            writes and deletions of the run before it, left to the
+#            kernel, must not land in its first seconds (SETTLE=0: no wait).
 #   quick    QUICK=1 makes each script a short try (one round, a short
 #            duration, a small load) that proves it works end to end; its
 #            summaries are marked quick and stay out of the headline table.
@@ -68,6 +71,29 @@ rounds_init() {
 	else
 		commit="unknown: PARLEY_BIN=$PARLEY_BIN (set BENCH_COMMIT)"
 	fi
+}
+
+# rounds_settle_disk DIR waits until the disk holding DIR has done no I/O
+# for a second (writes, discards and flushes in /proc/diskstats unchanged,
+# none in flight), at most 20 s; it returns at once with SETTLE=0 or where
+# the disk is not found. A server's shutdown deletes its WAL (up to 128 MB
+# after a heavy run), the kernel writes a run's pages back seconds after
+# it, and on a disk with online discard, as this machine's, freeing blocks
+# stalls every fdatasync on it for tens of ms (docs/perf-log.md, "Backups:
+# the deletions' cost"): without the wait, one run's leftovers landed in
+# the next run's first seconds, whichever side that was.
+rounds_settle_disk() {
+	[[ "${SETTLE:-1}" = 1 ]] || return 0
+	local dev last='' now
+	dev=$(basename "$(findmnt -no SOURCE -T "$1" 2>/dev/null)" 2>/dev/null) || return 0
+	[[ -n "$dev" ]] && grep -q " $dev " /proc/diskstats || return 0
+	sync -f "$1" # ext4 discards at its journal's commit: make it now
+	for _ in $(seq 20); do
+		now=$(awk -v d="$dev" '$3 == d { print $8, $12, $15, $19 }' /proc/diskstats)
+		[[ "$now" = "$last" ]] && [[ "$(echo "$now" | cut -d' ' -f2)" = 0 ]] && return 0
+		last=$now
+		sleep 1
+	done
 }
 
 # rounds_order R A B prints "A B" for odd rounds and "B A" for even ones,
