@@ -112,17 +112,25 @@ func TestMerge(t *testing.T) {
 	}
 }
 
-// TestMerge3: member and room events, sends and changes in one order by
-// time, each stream in its own order, a change never before its send, a
-// member or room event first on a tie; a stream whose full page is used
-// up stops the merge.
+// TestMerge3: member and room events, sends and changes in one order:
+// each event where the room's counters it stored put it, whatever its
+// time says, the sends and changes between by time, each stream in its
+// own order, a change never before its send; a stream whose full page is
+// used up stops the merge.
 func TestMerge3(t *testing.T) {
 	at := func(s int) time.Time { return time.Unix(int64(s), 0) }
 	tp := func(s int) *time.Time { v := at(s); return &v }
+	room := func(lastSeq, lastChange int64) parley.Room {
+		return parley.Room{ID: "r", Title: "T", LastSeq: lastSeq, LastChange: lastChange}
+	}
 	evs := []parley.RoomEvent{
-		{N: 4, Kind: parley.HookMemberJoined, Member: parley.RoomMember{Member: parley.Member{UserID: "u1", Role: "member"}, Name: "ann"}, At: at(10)}, // tie with send 3: first
-		{N: 5, Kind: parley.HookRoomUpdated, ActorID: "u0", Room: parley.Room{ID: "r", Title: "T"}, At: at(16)},
-		{N: 6, Kind: parley.HookMemberBanned, ActorID: "u0", Member: parley.RoomMember{Member: parley.Member{UserID: "u1"}}, At: at(50)}, // after everything read
+		// Committed before send 3, in the same second.
+		{N: 4, Kind: parley.HookMemberJoined, Member: parley.RoomMember{Member: parley.Member{UserID: "u1", Role: "member"}, Name: "ann"}, At: at(10), Room: room(2, 6)},
+		// After change 7, written by a node whose clock is behind: its
+		// time says before send 3.
+		{N: 5, Kind: parley.HookRoomUpdated, ActorID: "u0", Room: room(3, 7), At: at(5)},
+		// After everything read.
+		{N: 6, Kind: parley.HookMemberBanned, ActorID: "u0", Member: parley.RoomMember{Member: parley.Member{UserID: "u1"}}, At: at(50), Room: room(4, 8)},
 	}
 	sends := []parley.Message{{Seq: 3, SentAt: at(10)}, {Seq: 4, SentAt: at(20)}}
 	changes := []parley.Message{
@@ -177,5 +185,14 @@ func TestMerge3(t *testing.T) {
 	// The sends' page was full: nothing after its last send is decided.
 	if got, want := ids(run([3]bool{false, true, false})), "r.e4 member.joined, r.s3 message.sent, r.c7 message.edited, r.e5 room.updated, r.s4 message.sent"; got != want {
 		t.Errorf("merge with a full page of sends =\n%s\nwant\n%s", got, want)
+	}
+	// An event whose sends before it were not read (their page is for a
+	// later round) waits, and the merge stops there.
+	out, err := merge("r", parley.HookPosition{RoomID: "r", Seq: 2, Change: 6, Event: 3}, evs, sends[:1], changes[:1], [3]bool{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ids(out), "r.e4 member.joined, r.s3 message.sent, r.c7 message.edited, r.e5 room.updated"; got != want {
+		t.Errorf("merge without send 4 =\n%s\nwant\n%s", got, want)
 	}
 }

@@ -57,14 +57,24 @@ func EventID(roomID string, n int64) string { return roomID + ".e" + strconv.For
 
 // merge orders a room's next member and room events (by number, after
 // the position), sends (by seq, after it) and changes (by change number,
-// after it) into one sequence: each stream in its own order, a change
-// never before the send of its message, and otherwise the earliest of
-// the three by time, a member or room event first on a tie (a join comes
-// before the member's first message in the same commit), a change before
-// a send. It stops where the next event cannot be decided from what was
-// read: a change whose message's send is past the sends read, or a
-// stream whose full page was used up (what follows it may be earlier
-// than the next of the others).
+// after it) into one sequence, each stream in its own order.
+//
+// A member or room event goes exactly where it committed among the sends
+// and changes: its row keeps the room's last seq and last change as its
+// transaction left them (RoomEvent.Room), which the room's row lock hands
+// out in commit order, so it goes after the sends and changes those
+// numbers cover and before the rest, whatever the clocks of the nodes
+// that wrote them say; a join comes before the new member's first
+// message in the same commit. Sends and changes between two events are
+// ordered by time (a change at its edit's or deletion's time, never
+// before the send of its message, before a send on a tie): a message's
+// row keeps its last change's number but not where that change fell
+// among the sends.
+//
+// It stops where the next event cannot be decided from what was read: an
+// event whose sends or changes before it are not read, a change whose
+// message's send is past the sends read, or a stream whose full page was
+// used up (what follows it may be earlier than the next of the others).
 func merge(roomID string, p parley.HookPosition, evs []parley.RoomEvent, sends, changes []parley.Message, full [3]bool) ([]event, error) {
 	// full: the page of events, sends, changes was full.
 	var out []event
@@ -74,19 +84,27 @@ func merge(roomID string, p parley.HookPosition, evs []parley.RoomEvent, sends, 
 		if (full[0] && k == len(evs)) || (full[1] && i == len(sends)) || (full[2] && j == len(changes)) {
 			break
 		}
-		// The candidates' times; a change is one only once its send is past.
+		// The next event's place: after the sends up to its last seq and
+		// the changes up to its last change, before any later one.
+		var next *parley.RoomEvent
+		if k < len(evs) {
+			next = &evs[k]
+		}
+		eventDue := next != nil && seq >= next.Room.LastSeq && (j == len(changes) || changes[j].Change > next.Room.LastChange)
+		// The candidates' times; a change is one only once its send is
+		// past, and neither goes past the next event's place.
 		var sendAt, changeAt *time.Time
-		if i < len(sends) {
+		if i < len(sends) && (next == nil || sends[i].Seq <= next.Room.LastSeq) {
 			sendAt = &sends[i].SentAt
 		}
-		if j < len(changes) && changes[j].Seq <= seq {
+		if j < len(changes) && changes[j].Seq <= seq && (next == nil || changes[j].Change <= next.Room.LastChange) {
 			t := changedAt(&changes[j])
 			changeAt = &t
 		}
 		var pl payload
 		switch {
-		case k < len(evs) && (sendAt == nil || !evs[k].At.After(*sendAt)) && (changeAt == nil || !evs[k].At.After(*changeAt)):
-			e := &evs[k]
+		case eventDue:
+			e := next
 			k++
 			evn = e.N
 			at := e.At
@@ -109,7 +127,10 @@ func merge(roomID string, p parley.HookPosition, evs []parley.RoomEvent, sends, 
 			seq = m.Seq
 			pl = payload{ID: SendID(roomID, seq), Type: parley.HookMessageSent, Room: roomID, Seq: seq, Data: m}
 		default:
-			return out, nil // the next change's message is past the sends read; the events wait for it
+			// The next change's message is past the sends read, or the
+			// next event waits for sends or changes not read: the rest
+			// waits for the next round.
+			return out, nil
 		}
 		body, err := json.Marshal(pl)
 		if err != nil {
