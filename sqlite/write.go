@@ -47,6 +47,18 @@ func (s *Store) writeBy(ctx context.Context, w storagefull.Writer, f writeFunc) 
 	return res, s.writeErr(w, err)
 }
 
+// Synced returns once every write committed before the call is durable:
+// an empty write through the writer, which returns after its batch's
+// flush (with SyncFull, the WAL's fsync, which covers every commit before
+// it; with less, at its commit). A reader sees a commit as soon as it is
+// made, before that fsync, so a reader that hands what it read to the
+// outside, which cannot take it back after a power loss (the outgoing
+// webhooks), calls it first. Under load it rides in a batch of sends.
+func (s *Store) Synced(ctx context.Context) error {
+	_, err := s.write(ctx, func(*wtx) (result, error) { return result{}, nil })
+	return err
+}
+
 // commit is the group-commit function: it runs the batch in one
 // transaction; once that is durable, its events go to OnCommit.
 func (s *Store) commit(batch []*groupcommit.Request[writeOp, result]) (done func(), err error) {

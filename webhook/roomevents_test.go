@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"parley"
+	"parley/sqlite"
 	"parley/webhook"
 )
 
@@ -468,4 +470,65 @@ func TestStreamsReadAtOneCut(t *testing.T) {
 			})
 		})
 	}
+}
+
+// syncGate is a store whose commits are durable only when the test says:
+// Synced waits for gate.
+type syncGate struct {
+	hookStore
+	gate  chan struct{}
+	calls atomic.Int64
+}
+
+func (s *syncGate) Synced(ctx context.Context) error {
+	s.calls.Add(1)
+	select {
+	case <-s.gate:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// SQLite's readers see a commit before its fsync, so its store is one.
+var _ interface{ Synced(context.Context) error } = (*sqlite.Store)(nil)
+
+// TestDeliversOnlyWhatIsSynced: on a store whose readers see commits
+// before they are durable, nothing the worker read is delivered before
+// the store says every commit it saw is durable: a delivery cannot be
+// taken back after a power loss.
+func TestDeliversOnlyWhatIsSynced(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "parley.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	u, rooms := fill(t, st)
+	rcv, srv := newReceiver(t, "whsec_test_secret_5", 0)
+	if _, err := st.CreateWebhook(ctx, parley.Webhook{ID: parley.NewID(), Name: "all", URL: srv.URL,
+		Secret: "whsec_test_secret_5", Kinds: parley.HookKinds}); err != nil {
+		t.Fatal(err)
+	}
+	gs := &syncGate{hookStore: st, gate: make(chan struct{})}
+	m := startManager(t, gs, "n1", 1000)
+	defer m.Close()
+	msg, _, err := st.Send(ctx, parley.NewMessage{RoomID: rooms[0].ID, SenderID: u.ID, SenderName: u.Name, Body: "hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(60 * time.Second); gs.calls.Load() == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the worker never asked whether what it read is durable")
+		}
+	}
+	// The worker waits in Synced: nothing may have gone out.
+	rcv.mu.Lock()
+	early := len(rcv.got)
+	rcv.mu.Unlock()
+	if early != 0 {
+		t.Fatalf("%d deliveries before the commits were durable", early)
+	}
+	close(gs.gate)
+	rcv.await(t, map[string]bool{webhook.SendID(rooms[0].ID, msg.Seq): true})
 }

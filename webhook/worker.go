@@ -64,6 +64,13 @@ func (w *worker) run(ctx context.Context) {
 			wait(ctx, cfg.Poll)
 			continue
 		}
+		if err := synced(ctx, cfg.Store); err != nil {
+			if ctx.Err() == nil {
+				cfg.Logger.Warn("webhook sync", "webhook", w.h.Name, "err", err)
+			}
+			wait(ctx, cfg.Poll)
+			continue
+		}
 		// Up to Concurrency rooms at once, each room's events in order.
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, cfg.Concurrency)
@@ -95,6 +102,25 @@ func (w *worker) run(ctx context.Context) {
 			wait(ctx, cfg.Poll)
 		}
 	}
+}
+
+// A syncer is a store whose readers see a commit before it is durable
+// (SQLite with --sync full fsyncs the WAL after the commit): Synced
+// returns once every commit made before the call is durable.
+type syncer interface {
+	Synced(ctx context.Context) error
+}
+
+// synced waits, on a syncer, until every commit the positions just read
+// show is durable: a delivery cannot be taken back, and a commit lost
+// with the machine's power would give its seq to another message, which
+// the receiver, deduplicating by id, would then drop. On PostgreSQL a
+// commit is visible only once durable (synchronous_commit on).
+func synced(ctx context.Context, st Store) error {
+	if s, ok := st.(syncer); ok {
+		return s.Synced(ctx)
+	}
+	return nil
 }
 
 // room delivers the room's next events after p (at most a page each of
