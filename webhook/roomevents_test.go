@@ -532,3 +532,74 @@ func TestDeliversOnlyWhatIsSynced(t *testing.T) {
 	close(gs.gate)
 	rcv.await(t, map[string]bool{webhook.SendID(rooms[0].ID, msg.Seq): true})
 }
+
+// hotStore edits a message just before each of the worker's first reads
+// of a room's changes: every time, the message is past the positions'
+// cut when read.
+type hotStore struct {
+	hookStore
+	edit  func()
+	left  atomic.Int64 // edits still to make
+	reads atomic.Int64
+}
+
+func (s *hotStore) Changed(ctx context.Context, roomID string, after int64, limit int) ([]parley.Message, error) {
+	s.reads.Add(1)
+	if s.left.Add(-1) >= 0 {
+		s.edit()
+	}
+	return s.hookStore.Changed(ctx, roomID, after, limit)
+}
+
+// TestHotMessageDelivered: a message edited again between every read of
+// the positions and of the changes (a burst of reactions on one message)
+// waits while its change is past the cut, and is delivered, as it is at
+// the end, once the burst is over: never delivered past the cut, never
+// lost.
+func TestHotMessageDelivered(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "parley.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	u, rooms := fill(t, st)
+	r := rooms[0]
+	msg, _, err := st.Send(ctx, parley.NewMessage{RoomID: r.ID, SenderID: u.ID, SenderName: u.Name, Body: "hot"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rcv, srv := newReceiver(t, "whsec_test_secret_6", 0)
+	if _, err := st.CreateWebhook(ctx, parley.Webhook{ID: parley.NewID(), Name: "all", URL: srv.URL,
+		Secret: "whsec_test_secret_6", Kinds: parley.HookKinds, RoomID: r.ID}); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	hs := &hotStore{hookStore: st}
+	hs.edit = func() {
+		n++
+		if _, err := st.EditMessage(ctx, parley.Edit{RoomID: r.ID, Seq: msg.Seq, EditorID: u.ID, Body: fmt.Sprint("edit ", n)}); err != nil {
+			t.Error(err)
+		}
+	}
+	const burst = 5
+	hs.left.Store(burst)
+	m := startManager(t, hs, "n1", 1000)
+	defer m.Close()
+	if _, err := st.EditMessage(ctx, parley.Edit{RoomID: r.ID, Seq: msg.Seq, EditorID: u.ID, Body: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	last := webhook.ChangeID(r.ID, 1+burst)
+	got := rcv.await(t, map[string]bool{last: true})
+	for _, d := range got {
+		if d.ID != last {
+			t.Errorf("delivered %s (%q), want only the last change, %s", d.ID, d.msg.Body, last)
+		}
+	}
+	if d := got[len(got)-1]; d.msg.Body != fmt.Sprint("edit ", burst) {
+		t.Errorf("the last change delivered %q, want %q", d.msg.Body, fmt.Sprint("edit ", burst))
+	}
+	if reads := hs.reads.Load(); reads < burst+1 {
+		t.Errorf("%d reads of the changes, want at least %d: one a burst's edit, then the last", reads, burst+1)
+	}
+}

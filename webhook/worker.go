@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"parley"
 )
@@ -64,17 +65,10 @@ func (w *worker) run(ctx context.Context) {
 			wait(ctx, cfg.Poll)
 			continue
 		}
-		if err := synced(ctx, cfg.Store); err != nil {
-			if ctx.Err() == nil {
-				cfg.Logger.Warn("webhook sync", "webhook", w.h.Name, "err", err)
-			}
-			wait(ctx, cfg.Poll)
-			continue
-		}
 		// Up to Concurrency rooms at once, each room's events in order.
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, cfg.Concurrency)
-		var stop, failed atomic.Bool
+		var stop, failed, moved atomic.Bool
 		for _, p := range ps {
 			sem <- struct{}{}
 			if stop.Load() || ctx.Err() != nil {
@@ -85,7 +79,9 @@ func (w *worker) run(ctx context.Context) {
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
-				if err := w.room(ctx, p); errors.Is(err, errStop) {
+				if ok, err := w.room(ctx, p); ok {
+					moved.Store(true)
+				} else if errors.Is(err, errStop) {
 					stop.Store(true)
 					w.cancel()
 				} else if err != nil && ctx.Err() == nil {
@@ -98,11 +94,21 @@ func (w *worker) run(ctx context.Context) {
 		if stop.Load() {
 			return
 		}
-		if failed.Load() { // the store failed: look again at the next poll, not at once
+		switch {
+		case failed.Load(): // the store failed: look again at the next poll, not at once
 			wait(ctx, cfg.Poll)
+		case !moved.Load():
+			// Behind, yet nothing could go out: a message changed again
+			// after the cut, each time (merge waits for it). Look again
+			// soon, without spinning on the store.
+			wait(ctx, min(cfg.Poll, stuckWait))
 		}
 	}
 }
+
+// stuckWait is the pause after a round that moved no room's position
+// although the rooms were behind.
+const stuckWait = 10 * time.Millisecond
 
 // A syncer is a store whose readers see a commit before it is durable
 // (SQLite with --sync full fsyncs the WAL after the commit): Synced
@@ -111,8 +117,8 @@ type syncer interface {
 	Synced(ctx context.Context) error
 }
 
-// synced waits, on a syncer, until every commit the positions just read
-// show is durable: a delivery cannot be taken back, and a commit lost
+// synced waits, on a syncer, until every commit a room's reads just saw
+// is durable: a delivery cannot be taken back, and a commit lost
 // with the machine's power would give its seq to another message, which
 // the receiver, deduplicating by id, would then drop. On PostgreSQL a
 // commit is visible only once durable (synchronous_commit on).
@@ -133,24 +139,25 @@ func synced(ctx context.Context, st Store) error {
 // page, waited for (merge). Read further, a stream would show what was
 // made after a commit of another stream that was not read (it was not
 // behind at the cut), and the merge would deliver the later one first.
-func (w *worker) room(ctx context.Context, p parley.HookPosition) error {
+// It reports whether the position moved (or a failed delivery asks for
+// the room to be read again at once).
+func (w *worker) room(ctx context.Context, p parley.HookPosition) (moved bool, err error) {
 	st := w.m.cfg.Store
 	var evs []parley.RoomEvent
 	var sends, changes []parley.Message
-	var err error
 	if p.LastEvent > p.Event {
 		if evs, err = st.RoomEvents(ctx, p.RoomID, p.Event, parley.MaxPageLimit); err != nil {
-			return err
+			return false, err
 		}
 	}
 	if p.LastSeq > p.Seq {
 		if sends, err = st.Messages(ctx, p.RoomID, parley.Page{After: p.Seq, Limit: parley.MaxPageLimit}); err != nil {
-			return err
+			return false, err
 		}
 	}
 	if p.LastChange > p.Change {
 		if changes, err = st.Changed(ctx, p.RoomID, p.Change, parley.MaxPageLimit); err != nil {
-			return err
+			return false, err
 		}
 	}
 	evs = upTo(evs, func(e *parley.RoomEvent) bool { return e.N <= p.LastEvent })
@@ -170,27 +177,35 @@ func (w *worker) room(ctx context.Context, p parley.HookPosition) error {
 	full := [3]bool{len(evs) == parley.MaxPageLimit, len(sends) == parley.MaxPageLimit, len(changes) == parley.MaxPageLimit}
 	out, err := merge(p.RoomID, at, evs, sends, changes, full)
 	if err != nil {
-		return err
+		return false, err
+	}
+	// After the reads, so that it covers every commit they saw: a
+	// delivery goes out only once durable.
+	if len(out) > 0 {
+		if err := synced(ctx, st); err != nil {
+			return false, err
+		}
 	}
 	for _, ev := range out {
 		if w.h.Wants(ev.kind) {
 			if err := w.deliver(ctx, ev); errors.Is(err, errReread) {
-				return nil // the run loop reads the room again at once
+				return true, nil // the run loop reads the room again at once
 			} else if err != nil {
-				return err
+				return moved, err
 			}
 		}
 		at.Seq, at.Change, at.Event = ev.seq, ev.change, ev.event
 		if w.h.Wants(ev.kind) {
 			if err := w.advance(ctx, at); err != nil {
-				return err
+				return moved, err
 			}
+			moved = true
 		}
 	}
 	if at.Seq != p.Seq || at.Change != p.Change || at.Event != p.Event {
-		return w.advance(ctx, at)
+		return true, w.advance(ctx, at)
 	}
-	return nil
+	return moved, nil
 }
 
 // upTo returns the prefix of xs, in stream order, whose items are in.
