@@ -153,18 +153,25 @@ func TestRoomEventsStored(t *testing.T) {
 	})
 }
 
+// fillWithBob makes alice and her rooms (fill) and a second user, bob,
+// and returns alice's first room.
+func fillWithBob(t *testing.T, st hookStore) (alice, bob parley.User, r parley.Room) {
+	t.Helper()
+	alice, rooms := fill(t, st)
+	bob, err := st.CreateUser(context.Background(), parley.NewUser{Name: "bob", PasswordHash: []byte("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return alice, bob, rooms[0]
+}
+
 // TestMemberEventsDelivered: a receiver gets the member and room events
 // with the messages, in the room's order, each once, each with its data
 // as the API shows it; a webhook that does not want a kind moves past it.
 func TestMemberEventsDelivered(t *testing.T) {
 	forEachStore(t, func(t *testing.T, st hookStore) {
 		ctx := context.Background()
-		alice, rooms := fill(t, st)
-		bob, err := st.CreateUser(ctx, parley.NewUser{Name: "bob", PasswordHash: []byte("x")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := rooms[0]
+		alice, bob, r := fillWithBob(t, st)
 		rcv, srv := newReceiver(t, "whsec_test_secret_3", 2)
 		if _, err := st.CreateWebhook(ctx, parley.Webhook{ID: parley.NewID(), Name: "all", URL: srv.URL, Secret: "whsec_test_secret_3",
 			Kinds: parley.HookKinds, RoomID: r.ID}); err != nil {
@@ -373,12 +380,7 @@ func TestStreamsReadAtOneCut(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			forEachStore(t, func(t *testing.T, st hookStore) {
 				ctx := context.Background()
-				alice, rooms := fill(t, st)
-				bob, err := st.CreateUser(ctx, parley.NewUser{Name: "bob", PasswordHash: []byte("x")})
-				if err != nil {
-					t.Fatal(err)
-				}
-				r := rooms[0]
+				alice, bob, r := fillWithBob(t, st)
 				must := func(err error) {
 					t.Helper()
 					if err != nil {
