@@ -30,14 +30,7 @@ type hookStore interface {
 // forEachStore runs f against SQLite, and against PostgreSQL when
 // PARLEY_TEST_POSTGRES is set.
 func forEachStore(t *testing.T, f func(t *testing.T, st hookStore)) {
-	t.Run("sqlite", func(t *testing.T) {
-		st, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), "parley.db")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		f(t, st)
-	})
+	t.Run("sqlite", func(t *testing.T) { f(t, openSQLite(t)) })
 	t.Run("postgres", func(t *testing.T) {
 		st, err := postgres.Open(context.Background(), postgres.Config{URL: pgtest.Schema(t), LivenessTimeout: -1})
 		if err != nil {
@@ -46,6 +39,17 @@ func forEachStore(t *testing.T, f func(t *testing.T, st hookStore)) {
 		t.Cleanup(func() { st.Close() })
 		f(t, st)
 	})
+}
+
+// openSQLite opens a store in a new file, closed at the test's end.
+func openSQLite(t *testing.T) *sqlite.Store {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), "parley.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
 }
 
 // receiver is a webhook receiver that records every delivery it takes,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -501,11 +500,7 @@ var _ interface{ Synced(context.Context) error } = (*sqlite.Store)(nil)
 // taken back after a power loss.
 func TestDeliversOnlyWhatIsSynced(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "parley.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := openSQLite(t)
 	u, rooms := fill(t, st)
 	rcv, srv := newReceiver(t, "whsec_test_secret_5", 0)
 	if _, err := st.CreateWebhook(ctx, parley.Webhook{ID: parley.NewID(), Name: "all", URL: srv.URL,
@@ -560,11 +555,7 @@ func (s *hotStore) Changed(ctx context.Context, roomID string, after int64, limi
 // lost.
 func TestHotMessageDelivered(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "parley.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := openSQLite(t)
 	u, rooms := fill(t, st)
 	r := rooms[0]
 	msg, _, err := st.Send(ctx, parley.NewMessage{RoomID: r.ID, SenderID: u.ID, SenderName: u.Name, Body: "hot"})
