@@ -54,8 +54,13 @@ func (s *Store) writeBy(ctx context.Context, w storagefull.Writer, f writeFunc) 
 // made, before that fsync, so a reader that hands what it read to the
 // outside, which cannot take it back after a power loss (the outgoing
 // webhooks), calls it first. Under load it rides in a batch of sends.
+// It is not a write to writeErr: an empty transaction that commits says
+// nothing of free space, and must not end a full disk's state.
 func (s *Store) Synced(ctx context.Context) error {
-	_, err := s.write(ctx, func(*wtx) (result, error) { return result{}, nil })
+	_, err := s.w.Do(ctx, writeOp{f: func(*wtx) (result, error) { return result{}, nil }})
+	if errors.Is(err, groupcommit.ErrClosed) {
+		return errClosed
+	}
 	return err
 }
 

@@ -90,7 +90,12 @@ func merge(roomID string, p parley.HookPosition, evs []parley.RoomEvent, sends, 
 		if k < len(evs) {
 			next = &evs[k]
 		}
-		eventDue := next != nil && seq >= next.Room.LastSeq && (j == len(changes) || changes[j].Change > next.Room.LastChange)
+		// Due once no send or change it covers is left in the pages, which
+		// hold every one up to the cut unless full (the check above): a
+		// seq the room never stored (a gap an import left) does not hold
+		// it up.
+		eventDue := next != nil && (i == len(sends) || sends[i].Seq > next.Room.LastSeq) &&
+			(j == len(changes) || changes[j].Change > next.Room.LastChange)
 		// The candidates' times; a change is one only once its send is
 		// past, and neither goes past the next event's place.
 		var sendAt, changeAt *time.Time

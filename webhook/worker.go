@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,9 +80,11 @@ func (w *worker) run(ctx context.Context) {
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
-				if ok, err := w.room(ctx, p); ok {
+				ok, err := w.room(ctx, p)
+				if ok {
 					moved.Store(true)
-				} else if errors.Is(err, errStop) {
+				}
+				if errors.Is(err, errStop) {
 					stop.Store(true)
 					w.cancel()
 				} else if err != nil && ctx.Err() == nil {
@@ -181,7 +184,7 @@ func (w *worker) room(ctx context.Context, p parley.HookPosition) (moved bool, e
 	}
 	// After the reads, so that it covers every commit they saw: a
 	// delivery goes out only once durable.
-	if len(out) > 0 {
+	if slices.ContainsFunc(out, func(ev event) bool { return w.h.Wants(ev.kind) }) {
 		if err := synced(ctx, st); err != nil {
 			return false, err
 		}
