@@ -189,6 +189,7 @@ func (w *worker) room(ctx context.Context, p parley.HookPosition) (moved bool, e
 			return false, err
 		}
 	}
+	stored := p // the position as stored
 	for _, ev := range out {
 		if w.h.Wants(ev.kind) {
 			if err := w.deliver(ctx, ev); errors.Is(err, errReread) {
@@ -202,10 +203,10 @@ func (w *worker) room(ctx context.Context, p parley.HookPosition) (moved bool, e
 			if err := w.advance(ctx, at); err != nil {
 				return moved, err
 			}
-			moved = true
+			stored, moved = at, true
 		}
 	}
-	if at.Seq != p.Seq || at.Change != p.Change || at.Event != p.Event {
+	if at != stored { // past events it does not want, or expired ones
 		return true, w.advance(ctx, at)
 	}
 	return moved, nil
