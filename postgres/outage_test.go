@@ -129,7 +129,7 @@ func TestStoreOutageIsUnavailable(t *testing.T) {
 	fw := newForwarder(t, u.Host)
 	u.Host = fw.addr
 	logs := &logCounter{n: map[string]int{}}
-	s := mustOpen(t, postgres.Config{URL: u.String(), WriteTimeout: 2 * time.Second, LivenessTimeout: time.Second, Logger: slog.New(logs)})
+	s := mustOpen(t, postgres.Config{URL: u.String(), WriteTimeout: 2 * time.Second, Logger: slog.New(logs)})
 	ctx := context.Background()
 	user, err := s.CreateUser(ctx, parley.NewUser{Name: "ann", PasswordHash: []byte("x")})
 	if err != nil {

@@ -15,17 +15,8 @@ import (
 	"parley/postgres/pgtest"
 )
 
-// mustOpen opens a store, closed at the test's end. Without a
-// LivenessTimeout of its own the store runs no liveness probe:
-// on a machine busy with the rest of the suite, two pings in a row may
-// take over the default second, and the store would then refuse the
-// test's writes as unavailable for half a second (TestSendBatchOutcomes'
-// blocker was refused so under CI). The outage tests set one.
 func mustOpen(t testing.TB, cfg postgres.Config) *postgres.Store {
 	t.Helper()
-	if cfg.LivenessTimeout == 0 {
-		cfg.LivenessTimeout = -1
-	}
 	s, err := postgres.Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("Open() error = %v", err)
