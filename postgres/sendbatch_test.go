@@ -89,10 +89,18 @@ func testSendBatchOutcomes(t *testing.T, minBatch int, stranger bool) {
 		t.Helper()
 		parleytest.Eventually(t, 10*time.Second, cond, "timed out waiting for %s", what)
 	}
+	// Watched from a connection of its own: inside tx, pg_stat_activity
+	// is a snapshot taken at its first read and kept to the transaction's
+	// end, which never shows a writer connection opened after it.
+	watch, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close(ctx)
 	blocker := send(parley.NewMessage{RoomID: room.ID, SenderID: bob.ID, SenderName: bob.Name, Body: "blocker"})
 	waitFor("the blocker to wait for the room's lock", func() bool {
 		var n int
-		err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+		err := watch.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
 			WHERE $1::int = ANY (pg_blocking_pids(pid))`, conn.PgConn().PID()).Scan(&n)
 		return err == nil && n > 0
 	})
