@@ -21,14 +21,13 @@ type run struct {
 	res        Result
 	setupStart time.Time
 
-	// Progress state, read by the ticker.
-	phase      atomic.Value // string
-	phaseStart atomic.Int64 // unix nanos
-	phaseLimit atomic.Int64 // nanoseconds, 0 for none
-	done       atomic.Int64
-	total      atomic.Int64
-	units      atomic.Pointer[phaseUnits]
-	extra      func() int64 // Extra of each timeline point; nil for none
+	// Progress state, read by the ticker. A phase's name, start, bound
+	// and units are one value, so that a report never shows one phase's
+	// name with another's numbers.
+	phase atomic.Pointer[phaseState]
+	done  atomic.Int64
+	total atomic.Int64
+	extra func() int64 // Extra of each timeline point; nil for none
 
 	usage usageSample // at the start of the measurement
 
@@ -57,6 +56,15 @@ func newRun(s Scenario, o Options) *run {
 // node returns the node of user i.
 func (r *run) node(i int) *api { return r.nodes[i%len(r.nodes)] }
 
+// A phaseState is the phase Progress reports, as setPhaseUnits began
+// it. Immutable.
+type phaseState struct {
+	name  string
+	start time.Time
+	limit time.Duration // 0 for none
+	units phaseUnits
+}
+
 // phaseUnits says what a phase's numbers count, for Progress.
 type phaseUnits struct {
 	done, rate string // Progress.DoneUnit, RateUnit
@@ -70,12 +78,9 @@ func (r *run) setPhase(name string, total int64, limit time.Duration) {
 
 // setPhaseUnits starts a phase for Progress, saying what it counts.
 func (r *run) setPhaseUnits(name string, total int64, limit time.Duration, u phaseUnits) {
-	r.units.Store(&u)
 	r.done.Store(0)
 	r.total.Store(total)
-	r.phaseLimit.Store(int64(limit))
-	r.phaseStart.Store(time.Now().UnixNano())
-	r.phase.Store(name)
+	r.phase.Store(&phaseState{name: name, start: time.Now(), limit: limit, units: u})
 	r.report(time.Now()) // at once: a short step shows too
 }
 
@@ -118,8 +123,7 @@ func (r *run) ticker() {
 			return
 		case now := <-t.C:
 			n++
-			phase, _ := r.phase.Load().(string)
-			if measuring(phase) && n%5 == 0 {
+			if measuring(r.phase.Load().name) && n%5 == 0 {
 				r.tick(now)
 			}
 			r.report(now)
@@ -133,24 +137,23 @@ func (r *run) report(now time.Time) {
 	}
 	r.reportMu.Lock()
 	defer r.reportMu.Unlock()
-	phase, _ := r.phase.Load().(string)
+	ps := r.phase.Load()
 	_, errs := r.rec.Count()
 	r.tickMu.Lock()
 	last := r.lastPoint
 	r.tickMu.Unlock()
 	// now is when the ticker's tick fired, which can precede a phase
 	// that began while the tick waited to run.
-	elapsed := max(now.Sub(time.Unix(0, r.phaseStart.Load())), 0)
-	u := r.units.Load()
+	elapsed := max(now.Sub(ps.start), 0)
 	r.o.Progress(Progress{
-		DoneUnit: u.done,
-		RateUnit: u.rate,
-		UpTo:     u.upTo,
-		Phase:    phase,
+		DoneUnit: ps.units.done,
+		RateUnit: ps.units.rate,
+		UpTo:     ps.units.upTo,
+		Phase:    ps.name,
 		Done:     r.done.Load(),
 		Total:    r.total.Load(),
 		Elapsed:  elapsed,
-		Limit:    time.Duration(r.phaseLimit.Load()),
+		Limit:    ps.limit,
 		Errors:   errs,
 		Last:     last,
 		Waits:    r.waits(),

@@ -31,3 +31,45 @@ func TestReportTickBeforePhase(t *testing.T) {
 		}
 	}
 }
+
+// TestProgressPhaseOneValue: a report made while a phase begins shows
+// that phase's name with that phase's units, never the name of one with
+// the units of the other (a drain's numbers under "measure": CI saw it).
+func TestProgressPhaseOneValue(t *testing.T) {
+	var mu sync.Mutex
+	var bad []Progress
+	o := Options{Progress: func(p Progress) {
+		if (p.Phase == "drain") != (p.DoneUnit == "deliveries in") {
+			mu.Lock()
+			bad = append(bad, p)
+			mu.Unlock()
+		}
+	}}
+	r := newRun(Group, o)
+	defer r.close()
+	stop := make(chan struct{})
+	reported := make(chan struct{})
+	go func() {
+		defer close(reported)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				r.report(time.Now())
+			}
+		}
+	}()
+	for i := range 20000 {
+		if i%2 == 0 {
+			r.setPhaseUnits("measure", 10, time.Second, phaseUnits{done: "sent", rate: "deliveries/s"})
+		} else {
+			r.setPhaseUnits("drain", 10, time.Second, phaseUnits{done: "deliveries in", rate: "deliveries/s", upTo: true})
+		}
+	}
+	close(stop)
+	<-reported
+	if len(bad) > 0 {
+		t.Errorf("%d reports with one phase's name and another's units, the first %+v", len(bad), bad[0])
+	}
+}
