@@ -191,20 +191,19 @@ func (w *worker) room(ctx context.Context, p parley.HookPosition) (moved bool, e
 	}
 	stored := p // the position as stored
 	for _, ev := range out {
-		if w.h.Wants(ev.kind) {
-			if err := w.deliver(ctx, ev); errors.Is(err, errReread) {
-				return true, nil // the run loop reads the room again at once
-			} else if err != nil {
-				return moved, err
-			}
-		}
 		at.Seq, at.Change, at.Event = ev.seq, ev.change, ev.event
-		if w.h.Wants(ev.kind) {
-			if err := w.advance(ctx, at); err != nil {
-				return moved, err
-			}
-			stored, moved = at, true
+		if !w.h.Wants(ev.kind) {
+			continue // moved past with the next delivery, or at the end
 		}
+		if err := w.deliver(ctx, ev); errors.Is(err, errReread) {
+			return true, nil // the run loop reads the room again at once
+		} else if err != nil {
+			return moved, err
+		}
+		if err := w.advance(ctx, at); err != nil {
+			return moved, err
+		}
+		stored, moved = at, true
 	}
 	if at != stored { // past events it does not want, or expired ones
 		return true, w.advance(ctx, at)
