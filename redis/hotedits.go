@@ -20,24 +20,34 @@ import (
 //     its generation, as a join invalidates it;
 //   - the last message "l:{room}": the new version replaces a stored one of
 //     the same seq and a lower change (scriptLastChange), and is stored
-//     when the key is absent and the message is the room's last; a load
-//     of an older snapshot cannot overwrite it (scriptLast keeps a stored
-//     seq it does not pass);
+//     when the key is absent or older and the message is the room's last;
+//     a load of an older snapshot cannot overwrite it (scriptLast keeps a
+//     stored seq it does not pass);
 //   - the window "w:{room}": the new version replaces the member of its seq
-//     if that has a lower change (scriptWindowChange), and the window's
-//     generation "g:w:{room}" moves, so that a window loaded from a
-//     snapshot taken before the change is not stored (Messages reads the
-//     generation before it asks PostgreSQL: storeWindowSince).
+//     if that has a lower change, or is added above the window's top
+//     (scriptWindowChange), and the window's generation "g:w:{room}"
+//     moves, so that a window loaded from a snapshot taken before the
+//     change is not stored (Messages reads the generation before it asks
+//     PostgreSQL: storeWindowSince).
+//
+// So a send's own write that reaches Redis after a change of its message
+// (its node's applier was behind, or the write was owed) finds the newer
+// version and leaves it (TestHotStoreDeleteOvertakesSend).
 //
 // Search and changed_after are not cached: they go to the inner store.
 
 var (
 	// scriptLastChange: KEYS[1] a room's last message; ARGV[1] the
-	// message's seq, ARGV[2] its change, ARGV[3] the value, ARGV[4] "1" to
-	// store it when the key is absent, ARGV[5] the TTL in ms.
+	// message's seq, ARGV[2] its change, ARGV[3] the value, ARGV[4] "1"
+	// when the message was the room's last at the change's commit, to
+	// store it when the key is absent or holds an older seq: the send's
+	// own write (scriptLast) may reach Redis after the change, late or
+	// owed, and must then find this version there, or it would bring the
+	// old text back (TestHotStoreDeleteOvertakesSend), ARGV[5] the TTL in
+	// ms.
 	scriptLastChange = goredis.NewScript(`
 local old = redis.call('HGET', KEYS[1], 's')
-if not old then
+if (not old) or tonumber(old) < tonumber(ARGV[1]) then
   if ARGV[4] ~= '1' then return 0 end
 else
   if tonumber(old) ~= tonumber(ARGV[1]) then return 0 end
@@ -52,7 +62,11 @@ return 1`)
 	// scriptWindowChange: KEYS[1] a room's window, KEYS[2] its
 	// generation; ARGV[1] the seq, ARGV[2] the change, ARGV[3] the
 	// message, ARGV[4] the TTL in ms. Replaces the member of that seq if
-	// it holds a lower change; moves the generation either way.
+	// it holds a lower change, and adds it above the window's top: the
+	// send's own write (scriptWindow adds only seqs not present) may come
+	// after the change and must find this version there. A seq above the
+	// top may leave a hole below it, which readWindow takes as a miss
+	// until the late writes fill it. Moves the generation either way.
 	scriptWindowChange = goredis.NewScript(`
 redis.call('INCR', KEYS[2])
 redis.call('PEXPIRE', KEYS[2], ARGV[4])
@@ -61,7 +75,10 @@ for _, old in ipairs(olds) do
   local m = cjson.decode(old)
   if (tonumber(m['change']) or 0) >= tonumber(ARGV[2]) then return 0 end
 end
-if #olds == 0 then return 0 end
+if #olds == 0 then
+  local top = redis.call('ZREVRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  if #top == 0 or tonumber(top[2]) >= tonumber(ARGV[1]) then return 0 end
+end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], ARGV[1], ARGV[1])
 redis.call('ZADD', KEYS[1], ARGV[1], ARGV[3])
 return 1`)

@@ -31,8 +31,10 @@ import (
 //   - a message's newest change (scriptLastChange and scriptWindowChange
 //     apply a higher change number only).
 //
-// A change to a message whose send is owed updates the owed copy, so a
-// replay never brings back a text that was edited or deleted. Each kind
+// A change to a message whose send is owed updates the owed copy, and a
+// change another node wrote first stays (scriptLastChange stores it above
+// an older last message), so a replay never brings back a text that was
+// edited or deleted. Each kind
 // is bounded (maxOwed entries); past that a key stays behind until its
 // TTL, as before, and the drop is logged.
 type owed struct {
