@@ -7,10 +7,12 @@
 // is served from memory, every other call goes to the inner store.
 //
 // Invariants: Apply (this node's commits, and the edits and deletions
-// other nodes relay) forgets the block of every changed message, so a
-// cached page is never stale, in front of SQLite or a shared PostgreSQL;
-// results are shared and must not be modified; concurrent misses of one
-// block wait for one load.
+// other nodes relay) forgets the block of every changed message, and with
+// Config.Shared (cluster mode) every page is checked first against its
+// room's change number (Room.LastChange, from the hot data), so a cached
+// page is never stale, in front of SQLite or a shared PostgreSQL, even
+// when a relayed change never arrives; results are shared and must not
+// be modified; concurrent misses of one block wait for one load.
 //
 // It imports only the domain package.
 package history

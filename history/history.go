@@ -37,6 +37,10 @@ type Config struct {
 	MaxBytes int
 	// Registerer, when not nil, gets parley_history_requests_total{result}.
 	Registerer prometheus.Registerer
+	// Shared is set when other nodes write the inner store (cluster
+	// mode): a cached block is checked against its room's LastChange
+	// before it serves a page (see fresh).
+	Shared bool
 }
 
 // Store is a parley.Store that serves the pages inside full blocks from
@@ -46,14 +50,16 @@ type Store struct {
 
 	size    int64
 	max     int // bytes
+	shared  bool
 	hits    prometheus.Counter
 	misses  prometheus.Counter
 	passing prometheus.Counter
 
 	mu      sync.Mutex // guards the following fields
 	blocks  map[blockKey]*list.Element
-	lru     *list.List // of *block, most recently used at the front
-	bytes   int        // the blocks' estimated size
+	rooms   map[string]map[int64]*list.Element // the blocks by room
+	lru     *list.List                         // of *block, most recently used at the front
+	bytes   int                                // the blocks' estimated size
 	loading map[blockKey]*load
 	known   map[string]int64 // room -> a seq known to be committed (its last seq, when read)
 	changes uint64           // edits and deletions applied (edits.go)
@@ -70,6 +76,11 @@ type block struct {
 	key   blockKey
 	msgs  []parley.Message // newest first, exactly size of them
 	bytes int
+	// change is a number of the room's changes that msgs has every one
+	// of, up to and with: the room's LastChange read before the block
+	// was, and moved on by fresh and Apply (Config.Shared only). Store.mu
+	// guards it.
+	change int64
 }
 
 // load is a block being read from the inner store; done is closed when
@@ -101,10 +112,12 @@ func New(inner parley.Store, cfg Config) *Store {
 		Store:   inner,
 		size:    int64(size),
 		max:     maxBytes,
+		shared:  cfg.Shared,
 		hits:    vec.WithLabelValues("hit"),
 		misses:  vec.WithLabelValues("miss"),
 		passing: vec.WithLabelValues("pass"),
 		blocks:  map[blockKey]*list.Element{},
+		rooms:   map[string]map[int64]*list.Element{},
 		lru:     list.New(),
 		loading: map[blockKey]*load{},
 		known:   map[string]int64{},
@@ -120,8 +133,18 @@ func (s *Store) Messages(ctx context.Context, roomID string, p parley.Page) ([]p
 		s.passing.Inc()
 		return s.Store.Messages(ctx, roomID, p)
 	}
+	var room *parley.Room // Shared: the room, read before any block
+	if s.shared {
+		r, err := s.Store.Room(ctx, roomID)
+		if err != nil {
+			s.passing.Inc()
+			return s.Store.Messages(ctx, roomID, p)
+		}
+		s.fresh(ctx, roomID, r.LastChange)
+		room = &r
+	}
 	first, last := s.blockOf(from), s.blockOf(to)
-	hi, loaded, err := s.block(ctx, roomID, last)
+	hi, loaded, err := s.block(ctx, roomID, last, room)
 	if err != nil || hi == nil {
 		s.passing.Inc()
 		return s.Store.Messages(ctx, roomID, p)
@@ -129,7 +152,7 @@ func (s *Store) Messages(ctx context.Context, roomID string, p parley.Page) ([]p
 	lo := hi
 	if first != last {
 		var loadedLo bool
-		if lo, loadedLo, err = s.block(ctx, roomID, first); err != nil || lo == nil {
+		if lo, loadedLo, err = s.block(ctx, roomID, first, room); err != nil || lo == nil {
 			s.passing.Inc()
 			return s.Store.Messages(ctx, roomID, p)
 		}
@@ -187,8 +210,9 @@ func (s *Store) cut(lo, hi []parley.Message, first, from, to int64, one bool) []
 
 // block returns the room's block k, newest first, from memory or loaded
 // (loaded true); nil with no error when it is not full (or the room is
-// unknown).
-func (s *Store) block(ctx context.Context, roomID string, k int64) (msgs []parley.Message, loaded bool, err error) {
+// unknown). room, when not nil (Config.Shared), is the room as read
+// before: a block loaded now is marked with its LastChange.
+func (s *Store) block(ctx context.Context, roomID string, k int64, room *parley.Room) (msgs []parley.Message, loaded bool, err error) {
 	key := blockKey{roomID, k}
 	end := (k + 1) * s.size // the block's newest seq
 	s.mu.Lock()
@@ -198,7 +222,10 @@ func (s *Store) block(ctx context.Context, roomID string, k int64) (msgs []parle
 	}
 	known := s.known[roomID]
 	s.mu.Unlock()
-	if known < end {
+	if room != nil && room.LastSeq < end {
+		return nil, false, nil
+	}
+	if room == nil && known < end {
 		// Is the block full by now? The room's info comes from memory or
 		// Redis; a room that is not found goes to the inner store.
 		r, err := s.Store.Room(ctx, roomID)
@@ -236,7 +263,11 @@ func (s *Store) block(ctx context.Context, roomID string, k int64) (msgs []parle
 		s.mu.Lock()
 		delete(s.loading, key)
 		if l.msgs != nil && s.changes == changes { // else an edit may be newer than what was read
-			s.addLocked(&block{key: key, msgs: l.msgs, bytes: sizeOf(l.msgs)})
+			b := &block{key: key, msgs: l.msgs, bytes: sizeOf(l.msgs)}
+			if room != nil {
+				b.change = room.LastChange
+			}
+			s.addLocked(b)
 		}
 		s.mu.Unlock()
 		close(l.done)
@@ -305,12 +336,18 @@ func (s *Store) addLocked(b *block) {
 	if _, ok := s.blocks[b.key]; ok {
 		return
 	}
-	s.blocks[b.key] = s.lru.PushFront(b)
+	e := s.lru.PushFront(b)
+	s.blocks[b.key] = e
+	byIndex := s.rooms[b.key.room]
+	if byIndex == nil {
+		byIndex = map[int64]*list.Element{}
+		s.rooms[b.key.room] = byIndex
+	}
+	byIndex[b.key.index] = e
 	s.bytes += b.bytes
 	for s.bytes > s.max && s.lru.Len() > 1 {
-		old := s.lru.Remove(s.lru.Back()).(*block)
-		delete(s.blocks, old.key)
-		s.bytes -= old.bytes
+		old := s.lru.Back()
+		s.forgetLocked(old.Value.(*block).key, old)
 	}
 }
 

@@ -117,8 +117,11 @@ func (m *Main) openReadPath(ctx context.Context, clustered bool, db parley.Store
 	}
 	rp.reads = rp.hot
 	if cfg.CacheHistory > 0 {
-		// Older pages never change: every node keeps its own copy.
-		h := history.New(rp.hot, history.Config{MaxBytes: cfg.CacheHistory << 20, Registerer: m.registry})
+		// Every node keeps its own copy of older pages. In cluster mode
+		// it checks them against the room's change number, which every
+		// node's commits keep in Redis, as well as hearing the relayed
+		// changes: a relay may never come from a node that died.
+		h := history.New(rp.hot, history.Config{MaxBytes: cfg.CacheHistory << 20, Registerer: m.registry, Shared: clustered})
 		rp.reads, rp.changes = h, h.Apply
 	}
 	return rp, rdb, nil
