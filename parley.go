@@ -108,6 +108,12 @@ type Message struct {
 	Mentions MentionList `json:"mentions,omitempty"`
 	// Pinned is the message's pin (pins.go); nil when it is not pinned.
 	Pinned *Pin `json:"pinned,omitempty"`
+	// ChangeSeq is where the last change fell among the room's messages:
+	// the room's LastSeq when it committed, so the change comes after
+	// that message and before the next in the room's order (the
+	// webhooks'). Only MessageChanges.Changed sets it; it is 0 elsewhere,
+	// and for a change stored before the stores kept it or imported.
+	ChangeSeq int64 `json:"-"`
 }
 
 // Deleted reports whether the message is a tombstone.

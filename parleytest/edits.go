@@ -20,6 +20,7 @@ func testChanges(t *testing.T, newStore NewStoreFunc) {
 		{"EditDelete", testEditDelete},
 		{"ChangeNumbers", testChangeNumbers},
 		{"ChangedPaging", testChangedPaging},
+		{"ChangePlaces", testChangePlaces},
 		{"Search", testSearch},
 		{"SearchPaging", testSearchPaging},
 		{"ChangeKeys", testChangeKeys},
@@ -320,5 +321,38 @@ func testChangedPaging(t *testing.T, newStore NewStoreFunc) {
 	}
 	if _, err := s.Changed(ctx, "nope", 0, 10); parley.ErrorCode(err) != parley.CodeNotFound {
 		t.Errorf("Changed(unknown room) error = %v, want not_found", err)
+	}
+}
+
+// testChangePlaces: Changed tells where each message's last change fell
+// among the room's messages (Message.ChangeSeq, the room's last seq when
+// it committed), for every kind of change: an edit, a reaction, a pin, a
+// thread's summary (after the reply that moved it) and a deletion.
+func testChangePlaces(t *testing.T, newStore NewStoreFunc) {
+	s := newStore(t, nil)
+	u := MustCreateUser(t, s, "u")
+	room := MustCreateRoom(t, s, u, "places", 0)
+	MustSend(t, s, room, u, "m1")
+	MustSend(t, s, room, u, "m2")
+	MustEdit(t, s, room, u, 1, "one") // after 2
+	MustSend(t, s, room, u, "m3")
+	MustReact(t, s, room, u, 2, "👍", true) // after 3
+	MustSend(t, s, room, u, "m4")
+	MustPin(t, s, room, u, 3, true) // after 4
+	MustReply(t, s, room, u, 4, "r5") // 4's thread summary, after 5
+	MustSend(t, s, room, u, "m6")
+	MustDelete(t, s, room, u, 6) // after 6
+	got, err := s.Changed(context.Background(), room.ID, 0, 100)
+	if err != nil {
+		t.Fatalf("Changed() error = %v", err)
+	}
+	want := map[int64]int64{1: 2, 2: 3, 3: 4, 4: 5, 6: 6} // seq -> where its change fell
+	if len(got) != len(want) {
+		t.Fatalf("Changed() = %d messages, want %d", len(got), len(want))
+	}
+	for _, m := range got {
+		if m.ChangeSeq != want[m.Seq] {
+			t.Errorf("message %d: ChangeSeq = %d, want %d", m.Seq, m.ChangeSeq, want[m.Seq])
+		}
 	}
 }

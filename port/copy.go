@@ -20,7 +20,7 @@ const stageMessages = `CREATE TEMP TABLE IF NOT EXISTS port_messages (
 	room_id text, seq bigint, id text, sender_id text, sender_name text, body text, client_id text,
 	sent_at timestamptz, edited_at timestamptz, deleted_at timestamptz, change bigint, reactions text,
 	reply_seq bigint, reply_sender text, reply_excerpt text, thread text,
-	pinned_by text, pinned_at timestamptz, pin_change bigint, files text, mentions text
+	pinned_by text, pinned_at timestamptz, pin_change bigint, files text, mentions text, change_seq bigint
 ) ON COMMIT DELETE ROWS`
 
 // insertMessages moves the staged batch into messages: a live message gets
@@ -28,9 +28,9 @@ const stageMessages = `CREATE TEMP TABLE IF NOT EXISTS port_messages (
 // leaves it).
 const insertMessages = `INSERT INTO messages (room_id, seq, id, sender_id, sender_name, body, client_id,
 		sent_at, edited_at, deleted_at, change, reactions, reply_seq, reply_sender, reply_excerpt, thread,
-		pinned_by, pinned_at, pin_change, files, mentions, tsv)
+		pinned_by, pinned_at, pin_change, files, mentions, change_seq, tsv)
 	SELECT room_id, seq, id, sender_id, sender_name, body, client_id, sent_at, edited_at, deleted_at, change, reactions,
-		reply_seq, reply_sender, reply_excerpt, thread, pinned_by, pinned_at, pin_change, files, mentions,
+		reply_seq, reply_sender, reply_excerpt, thread, pinned_by, pinned_at, pin_change, files, mentions, change_seq,
 		CASE WHEN deleted_at IS NULL THEN to_tsvector('simple', body) END
 	FROM port_messages`
 

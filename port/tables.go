@@ -88,7 +88,8 @@ var tables = []table{
 		{"room_id", kText}, {"seq", kInt}, {"id", kText}, {"sender_id", kText}, {"sender_name", kText},
 		{"body", kText}, {"client_id", kText}, {"sent_at", kTime}, {"edited_at", kOptTime}, {"deleted_at", kOptTime},
 		{"change", kInt}, {"reactions", kText}, {"reply_seq", kInt}, {"reply_sender", kText}, {"reply_excerpt", kText},
-		{"thread", kText}, {"pinned_by", kText}, {"pinned_at", kOptTime}, {"pin_change", kInt}, {"files", kOptText}, {"mentions", kOptText}}},
+		{"thread", kText}, {"pinned_by", kText}, {"pinned_at", kOptTime}, {"pin_change", kInt}, {"files", kOptText}, {"mentions", kOptText},
+		{"change_seq", kInt}}},
 }
 
 // notCopied are the tables and columns of either schema the port leaves

@@ -67,7 +67,7 @@ var renameSenderQuery = `WITH old AS (SELECT ` + msgCols + ` FROM messages WHERE
 	r AS (UPDATE rooms SET last_change = last_change + 1
 		WHERE id = $1 AND EXISTS (SELECT 1 FROM old WHERE sender_id = $3 AND sender_name <> $4)
 		RETURNING ` + roomRet + `),
-	m AS (UPDATE messages SET sender_name = $4, change = r.last_change
+	m AS (UPDATE messages SET sender_name = $4, change = r.last_change, change_seq = r.last_seq
 		FROM r WHERE messages.room_id = $1 AND messages.seq = $2)
 	SELECT ` + msgOut("old") + `, ` + roomOut("r") + `
 	FROM (VALUES (1)) AS one LEFT JOIN old ON true LEFT JOIN r ON true`

@@ -51,7 +51,7 @@ func newChangeWrites(m *metrics, tsv func(string) string) changeWrites {
 				WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM k)
 					AND EXISTS (SELECT 1 FROM old WHERE sender_id = $3 AND deleted_at IS NULL)
 				RETURNING ` + roomRet + `),
-			m AS (UPDATE messages SET body = $4, edited_at = $5, change = r.last_change, mentions = nullif($7::text, ''), tsv = ` + tsv("$4") + `
+			m AS (UPDATE messages SET body = $4, edited_at = $5, change = r.last_change, change_seq = r.last_seq, mentions = nullif($7::text, ''), tsv = ` + tsv("$4") + `
 				FROM r WHERE messages.room_id = $1 AND messages.seq = $2),
 			ex AS (UPDATE messages SET reply_excerpt = left($4, ` + fmt.Sprint(parley.MaxExcerpt) + `)
 				FROM r WHERE messages.room_id = $1 AND messages.reply_seq = $2 AND messages.reply_seq > 0),
@@ -65,7 +65,7 @@ func newChangeWrites(m *metrics, tsv func(string) string) changeWrites {
 				WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM k)
 					AND EXISTS (SELECT 1 FROM old WHERE (sender_id = $3 OR $4::boolean) AND deleted_at IS NULL)
 				RETURNING ` + roomRet + `),
-			m AS (UPDATE messages SET body = '', files = NULL, mentions = NULL, deleted_at = $5, change = r.last_change, tsv = NULL, reactions = '',
+			m AS (UPDATE messages SET body = '', files = NULL, mentions = NULL, deleted_at = $5, change = r.last_change, change_seq = r.last_seq, tsv = NULL, reactions = '',
 					pinned_by = '', pinned_at = NULL, pin_change = 0
 				FROM r WHERE messages.room_id = $1 AND messages.seq = $2),
 			rx AS (DELETE FROM message_reactions USING r WHERE message_reactions.room_id = $1 AND message_reactions.seq = $2),
@@ -102,7 +102,7 @@ func newChangeReads(m *metrics) changeReads {
 	q := changeReads{
 		// "change > 0" lets the planner use the partial index
 		// messages_change.
-		changed: &query{kind: "changed", text: `SELECT ` + msgCols + ` FROM messages
+		changed: &query{kind: "changed", text: `SELECT ` + msgCols + `, change_seq FROM messages
 			WHERE room_id = $1 AND change > 0 AND change > $2 ORDER BY change LIMIT $3`},
 	}
 	bind(m, q.changed)
@@ -207,7 +207,7 @@ func (s *Store) Changed(ctx context.Context, roomID string, after int64, limit i
 	if err != nil {
 		return nil, s.readErr("changed", err)
 	}
-	msgs, err := collectMessages(rows, limit)
+	msgs, err := collectChanges(rows, limit)
 	if err != nil {
 		return nil, s.readErr("changed", err)
 	}
@@ -228,6 +228,21 @@ func collectMessages(rows pgx.Rows, capacity int) ([]parley.Message, error) {
 		if err != nil {
 			return nil, err
 		}
+		msgs = append(msgs, m)
+	}
+	return msgs, rows.Err()
+}
+
+// collectChanges reads and closes rows of msgCols and change_seq.
+func collectChanges(rows pgx.Rows, capacity int) ([]parley.Message, error) {
+	defer rows.Close()
+	msgs := make([]parley.Message, 0, capacity)
+	for rows.Next() {
+		var m parley.Message
+		if err := rows.Scan(append(messageDest(&m), &m.ChangeSeq)...); err != nil {
+			return nil, err
+		}
+		fixMessage(&m)
 		msgs = append(msgs, m)
 	}
 	return msgs, rows.Err()

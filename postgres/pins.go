@@ -26,7 +26,7 @@ var pinQuery = `WITH old AS (SELECT ` + msgCols + ` FROM messages WHERE room_id 
 	m AS (UPDATE messages SET pinned_by = CASE WHEN $4::boolean THEN $3::text ELSE '' END,
 			pinned_at = CASE WHEN $4::boolean THEN $6::timestamptz END,
 			pin_change = CASE WHEN $4::boolean THEN r.last_change ELSE 0 END,
-			change = r.last_change
+			change = r.last_change, change_seq = r.last_seq
 		FROM r WHERE messages.room_id = $1 AND messages.seq = $2)
 	SELECT ` + msgOut("old") + `, ` + roomOut("r") + `, (SELECT n FROM cnt)
 	FROM (VALUES (1)) AS one LEFT JOIN old ON true LEFT JOIN r ON true`

@@ -41,7 +41,7 @@ var reactQuery = `WITH old AS (SELECT ` + msgCols + ` FROM messages WHERE room_i
 	del AS (DELETE FROM message_reactions USING r WHERE NOT $5::boolean
 		AND message_reactions.room_id = $1 AND message_reactions.seq = $2
 		AND message_reactions.emoji = $3 AND message_reactions.user_id = $4),
-	m AS (UPDATE messages SET reactions = agg.s, change = r.last_change FROM r, agg
+	m AS (UPDATE messages SET reactions = agg.s, change = r.last_change, change_seq = r.last_seq FROM r, agg
 		WHERE messages.room_id = $1 AND messages.seq = $2)
 	SELECT ` + msgOut("old") + `, ` + roomOut("r") + `, EXISTS (SELECT 1 FROM has), (SELECT n FROM mine),
 		(SELECT n FROM kinds), (SELECT present FROM kinds), (SELECT s FROM agg)

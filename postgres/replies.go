@@ -47,7 +47,7 @@ func newReplyQuery(m *metrics, tsv func(string) string) *query {
 				reply_seq, reply_sender, reply_excerpt)
 			SELECT r.id, r.last_seq, $6, $2, who.name, $4, $5, $7, ` + tsv("$4") + `,
 				root.seq, root.sender_name, left(root.body, ` + fmt.Sprint(parley.MaxExcerpt) + `) FROM r, who, root),
-		rt AS (UPDATE messages SET thread = th.t, change = r.last_change FROM r, th, root
+		rt AS (UPDATE messages SET thread = th.t, change = r.last_change, change_seq = r.last_seq FROM r, th, root
 			WHERE messages.room_id = $1 AND messages.seq = root.seq),
 		rd AS (UPDATE members SET read_seq = r.last_seq FROM r
 			WHERE members.room_id = $1 AND members.user_id = $2 AND members.read_seq < r.last_seq)

@@ -27,7 +27,7 @@ func (q *accountWriteQueries) all() []*query {
 			eraseUser: &query{kind: "erase_user", text: `UPDATE users SET name = 'deleted-user:' || id, password_hash = x''
 				WHERE id = ?`},
 			// ?1 name, ?2 change, ?3 room, ?4 seq.
-			renameSender: &query{kind: "rename_sender", text: `UPDATE messages SET sender_name = ?1, change = ?2
+			renameSender: &query{kind: "rename_sender", text: `UPDATE messages SET sender_name = ?1, change = ?2, change_seq = (SELECT last_seq FROM rooms WHERE rooms.id = messages.room_id)
 				WHERE room_id = ?3 AND seq = ?4`},
 		}
 	}

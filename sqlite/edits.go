@@ -42,9 +42,11 @@ func (q *changeWrites) all() []*query {
 				(SELECT num FROM rooms WHERE rooms.id = messages.room_id) FROM messages WHERE room_id = ? AND seq = ?`},
 			bumpChange: &query{kind: "next_change", text: `UPDATE rooms SET last_change = last_change + 1
 				WHERE id = ? RETURNING ` + roomCols},
-			edit: &query{kind: "edit_message", text: `UPDATE messages SET body = ?, edited_at = ?, change = ?, mentions = ?
+			edit: &query{kind: "edit_message", text: `UPDATE messages SET body = ?, edited_at = ?, change = ?, mentions = ?,
+				change_seq = (SELECT last_seq FROM rooms WHERE rooms.id = messages.room_id)
 				WHERE room_id = ? AND seq = ?`},
 			tombstone: &query{kind: "delete_message", text: `UPDATE messages SET body = '', files = NULL, mentions = NULL, deleted_at = ?, change = ?, reactions = '',
+				change_seq = (SELECT last_seq FROM rooms WHERE rooms.id = messages.room_id),
 				pinned_by = '', pinned_at = NULL, pin_change = 0
 				WHERE room_id = ? AND seq = ?`},
 			// An external-content table forgets a row when told its old
@@ -78,7 +80,7 @@ func (q *changeReads) all() []*query {
 		*q = changeReads{
 			// The partial index messages_change holds only changed
 			// messages; "change > 0" lets the planner use it.
-			changed: &query{kind: "changed", text: `SELECT ` + msgCols + ` FROM messages
+			changed: &query{kind: "changed", text: `SELECT ` + msgCols + `, change_seq FROM messages
 				WHERE room_id = ? AND change > 0 AND change > ? ORDER BY change LIMIT ?`},
 			roomNum: &query{kind: "room_num", text: `SELECT num FROM rooms WHERE id = ?`},
 			searchRoom: &query{kind: "search_room", text: `SELECT ` + msgColsOf("m") + `
@@ -279,7 +281,7 @@ func (s *Store) Changed(ctx context.Context, roomID string, after int64, limit i
 	if err != nil {
 		return nil, s.readErr("changed", err)
 	}
-	msgs, err := collectMessages(rows, limit)
+	msgs, err := collectChanges(rows, limit)
 	if err != nil {
 		return nil, s.readErr("changed", err)
 	}
@@ -300,6 +302,22 @@ func collectMessages(rows *sql.Rows, capacity int) ([]parley.Message, error) {
 		if err != nil {
 			return nil, err
 		}
+		msgs = append(msgs, m)
+	}
+	return msgs, rows.Err()
+}
+
+// collectChanges reads and closes rows of msgCols and change_seq.
+func collectChanges(rows *sql.Rows, capacity int) ([]parley.Message, error) {
+	defer rows.Close()
+	msgs := make([]parley.Message, 0, capacity)
+	for rows.Next() {
+		var at int64
+		m, err := scanMessage(scanWith{rows, []any{&at}})
+		if err != nil {
+			return nil, err
+		}
+		m.ChangeSeq = at
 		msgs = append(msgs, m)
 	}
 	return msgs, rows.Err()

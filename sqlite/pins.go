@@ -21,7 +21,8 @@ func (q *pinWrites) all() []*query {
 	if q.count == nil {
 		*q = pinWrites{
 			count: &query{kind: "pin_count", text: `SELECT count(*) FROM messages WHERE room_id = ? AND pin_change > 0`},
-			set: &query{kind: "set_pin", text: `UPDATE messages SET pinned_by = ?, pinned_at = ?, pin_change = ?, change = ?
+			set: &query{kind: "set_pin", text: `UPDATE messages SET pinned_by = ?, pinned_at = ?, pin_change = ?, change = ?,
+				change_seq = (SELECT last_seq FROM rooms WHERE rooms.id = messages.room_id)
 				WHERE room_id = ? AND seq = ?`},
 		}
 	}

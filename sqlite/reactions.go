@@ -33,7 +33,8 @@ func (q *reactionWrites) all() []*query {
 			counts: &query{kind: "reaction_counts", text: `SELECT coalesce(json_group_array(json_object('e', emoji, 'n', n)), '')
 				FROM (SELECT emoji, count(*) AS n, min(created_at) AS first FROM message_reactions
 					WHERE room_id = ? AND seq = ? GROUP BY emoji ORDER BY first, emoji)`},
-			set: &query{kind: "set_reactions", text: `UPDATE messages SET reactions = ?, change = ?
+			set: &query{kind: "set_reactions", text: `UPDATE messages SET reactions = ?, change = ?,
+				change_seq = (SELECT last_seq FROM rooms WHERE rooms.id = messages.room_id)
 				WHERE room_id = ? AND seq = ?`},
 			clear: &query{kind: "clear_reactions", text: `DELETE FROM message_reactions WHERE room_id = ? AND seq = ?`},
 		}

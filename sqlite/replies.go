@@ -32,7 +32,8 @@ func (q *replyWrites) all() []*query {
 				'last_reply_at', ?3,
 				'participants', json((SELECT json_group_array(sender_id) FROM (SELECT sender_id, min(seq) AS first FROM messages
 					WHERE room_id = ?1 AND reply_seq = ?2 GROUP BY sender_id ORDER BY first LIMIT ` + fmt.Sprint(parley.MaxParticipants) + `))))`},
-			setThread: &query{kind: "set_thread", text: `UPDATE messages SET thread = ?, change = ? WHERE room_id = ? AND seq = ?`},
+			setThread: &query{kind: "set_thread", text: `UPDATE messages SET thread = ?, change = ?,
+				change_seq = (SELECT last_seq FROM rooms WHERE rooms.id = messages.room_id) WHERE room_id = ? AND seq = ?`},
 			excerpts: &query{kind: "reply_excerpts", text: `UPDATE messages SET reply_excerpt = substr(?1, 1, ` + fmt.Sprint(parley.MaxExcerpt) + `)
 				WHERE room_id = ?2 AND reply_seq = ?3 AND reply_seq > 0`},
 		}

@@ -112,6 +112,40 @@ func TestMerge(t *testing.T) {
 	}
 }
 
+// TestMergeChangePlaces: a change goes where it committed among the
+// sends (Message.ChangeSeq), whatever its time says: after the send its
+// place names and before the next one read, also across a seq the room
+// never stored.
+func TestMergeChangePlaces(t *testing.T) {
+	at := func(s int) time.Time { return time.Unix(int64(s), 0) }
+	tp := func(s int) *time.Time { v := at(s); return &v }
+	sends := []parley.Message{{Seq: 3, SentAt: at(10)}, {Seq: 4, SentAt: at(20)}, {Seq: 5, SentAt: at(30)}, {Seq: 8, SentAt: at(50)}}
+	changes := []parley.Message{
+		{Seq: 2, Change: 7, ChangeSeq: 4, SentAt: at(1), EditedAt: tp(12)},   // its clock says before send 4
+		{Seq: 3, Change: 8, ChangeSeq: 4, SentAt: at(10), EditedAt: tp(40)},  // its clock says after send 5
+		{Seq: 5, Change: 9, ChangeSeq: 6, SentAt: at(30), DeletedAt: tp(31)}, // after 5, before 8 (6 and 7 never stored)
+	}
+	evs, err := merge("r", parley.HookPosition{RoomID: "r", Seq: 2, Change: 6}, nil, sends, changes, [3]bool{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range evs {
+		got = append(got, e.id)
+	}
+	if g, want := strings.Join(got, " "), "r.s3 r.s4 r.c7 r.c8 r.s5 r.c9 r.s8"; g != want {
+		t.Errorf("merge = %s, want %s", g, want)
+	}
+	// A full page of sends that ends before a change's place stops it.
+	evs, err = merge("r", parley.HookPosition{RoomID: "r", Seq: 2, Change: 6}, nil, sends[:1], changes, [3]bool{false, true, false})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 || evs[0].id != "r.s3" {
+		t.Errorf("merge with a full page of one send = %d events, want r.s3 alone", len(evs))
+	}
+}
+
 // TestMerge3: member and room events, sends and changes in one order:
 // each event where the room's counters it stored put it, whatever its
 // time says, the sends and changes between by time, each stream in its

@@ -65,11 +65,12 @@ func EventID(roomID string, n int64) string { return roomID + ".e" + strconv.For
 // out in commit order, so it goes after the sends and changes those
 // numbers cover and before the rest, whatever the clocks of the nodes
 // that wrote them say; a join comes before the new member's first
-// message in the same commit. Sends and changes between two events are
-// ordered by time (a change at its edit's or deletion's time, never
-// before the send of its message, before a send on a tie): a message's
-// row keeps its last change's number but not where that change fell
-// among the sends.
+// message in the same commit. A change goes exactly where it committed
+// among the sends too: its message's row keeps the room's last seq when
+// it committed (Message.ChangeSeq), so it goes after that send and before
+// the next. A change stored before the stores kept that place, or
+// imported, goes by time (at its edit's or deletion's time, never before
+// the send of its message, before a send on a tie).
 //
 // It stops where the next event cannot be decided from what was read: an
 // event whose sends or changes before it are not read, a change whose
@@ -96,15 +97,20 @@ func merge(roomID string, p parley.HookPosition, evs []parley.RoomEvent, sends, 
 		// it up.
 		eventDue := next != nil && (i == len(sends) || sends[i].Seq > next.Room.LastSeq) &&
 			(j == len(changes) || changes[j].Change > next.Room.LastChange)
-		// The candidates' times; a change is one only once its send is
-		// past, and neither goes past the next event's place.
-		var sendAt, changeAt *time.Time
-		if i < len(sends) && (next == nil || sends[i].Seq <= next.Room.LastSeq) {
-			sendAt = &sends[i].SentAt
-		}
-		if j < len(changes) && changes[j].Seq <= seq && (next == nil || changes[j].Change <= next.Room.LastChange) {
-			t := changedAt(&changes[j])
-			changeAt = &t
+		// The candidates, neither past the next event's place. The next
+		// change goes first once the sends before its place are out (the
+		// next send read is past it: every send up to the cut is read,
+		// and a full page stopped above); one without a place, once its
+		// message's send is out and by time.
+		sendOK := i < len(sends) && (next == nil || sends[i].Seq <= next.Room.LastSeq)
+		changeFirst := false
+		if j < len(changes) && (next == nil || changes[j].Change <= next.Room.LastChange) {
+			switch m := &changes[j]; {
+			case m.ChangeSeq > 0:
+				changeFirst = i == len(sends) || sends[i].Seq > m.ChangeSeq
+			case m.Seq <= seq:
+				changeFirst = !sendOK || !changedAt(m).After(sends[i].SentAt)
+			}
 		}
 		var pl payload
 		switch {
@@ -121,12 +127,12 @@ func merge(roomID string, p parley.HookPosition, evs []parley.RoomEvent, sends, 
 				r := e.Room
 				pl.Data = &r
 			}
-		case changeAt != nil && (sendAt == nil || !changeAt.After(*sendAt)):
+		case changeFirst:
 			m := &changes[j]
 			j++
 			change = m.Change
 			pl = payload{ID: ChangeID(roomID, change), Type: changeKind(m), Room: roomID, Change: change, Data: m}
-		case sendAt != nil:
+		case sendOK:
 			m := &sends[i]
 			i++
 			seq = m.Seq

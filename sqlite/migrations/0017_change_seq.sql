@@ -1,0 +1,8 @@
+-- Where a message's last change fell among its room's messages: the
+-- room's last_seq when the change committed, set with change by every
+-- edit, deletion, reaction, pin, thread summary and rename. A webhook
+-- delivers the change after that message and before the next (issue 33's
+-- review: it went by time before). 0 for the changes made before this
+-- migration and for imported ones: those still go by time.
+
+ALTER TABLE messages ADD COLUMN change_seq INTEGER NOT NULL DEFAULT 0;
