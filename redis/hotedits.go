@@ -24,7 +24,7 @@ import (
 //     a load of an older snapshot cannot overwrite it (scriptLast keeps a
 //     stored seq it does not pass);
 //   - the window "w:{room}": the new version replaces the member of its seq
-//     if that has a lower change, or is added above the window's top
+//     if that has a lower change, or is added where it lacks it
 //     (scriptWindowChange), and the window's generation "g:w:{room}"
 //     moves, so that a window loaded from a snapshot taken before the
 //     change is not stored (Messages reads the generation before it asks
@@ -62,11 +62,13 @@ return 1`)
 	// scriptWindowChange: KEYS[1] a room's window, KEYS[2] its
 	// generation; ARGV[1] the seq, ARGV[2] the change, ARGV[3] the
 	// message, ARGV[4] the TTL in ms. Replaces the member of that seq if
-	// it holds a lower change, and adds it above the window's top: the
-	// send's own write (scriptWindow adds only seqs not present) may come
-	// after the change and must find this version there. A seq above the
-	// top may leave a hole below it, which readWindow takes as a miss
-	// until the late writes fill it. Moves the generation either way.
+	// it holds a lower change, and adds it when the window exists but
+	// lacks the seq: the send's own write (scriptWindow adds only seqs
+	// not present) may come after the change and must find this version
+	// there (TestHotStoreDeleteBelowTop). A seq added may leave a hole
+	// below it, which readWindow takes as a miss until the late writes
+	// fill it, or one below the window's bottom, which the next write
+	// trims. Moves the generation either way.
 	scriptWindowChange = goredis.NewScript(`
 redis.call('INCR', KEYS[2])
 redis.call('PEXPIRE', KEYS[2], ARGV[4])
@@ -75,10 +77,7 @@ for _, old in ipairs(olds) do
   local m = cjson.decode(old)
   if (tonumber(m['change']) or 0) >= tonumber(ARGV[2]) then return 0 end
 end
-if #olds == 0 then
-  local top = redis.call('ZREVRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-  if #top == 0 or tonumber(top[2]) >= tonumber(ARGV[1]) then return 0 end
-end
+if #olds == 0 and redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], ARGV[1], ARGV[1])
 redis.call('ZADD', KEYS[1], ARGV[1], ARGV[3])
 return 1`)

@@ -12,6 +12,8 @@ import (
 	"parley/postgres"
 	"parley/postgres/pgtest"
 	"parley/redis"
+
+	goredis "github.com/redis/go-redis/v9"
 )
 
 // TestHotStoreChangesOutOfOrder: two nodes' applies of two edits of one
@@ -57,73 +59,144 @@ func TestHotStoreChangesOutOfOrder(t *testing.T) {
 	}
 }
 
-// TestHotStoreDeleteOvertakesSend: node A's write of its new message to
-// Redis comes late (its applier is behind, or Redis was unreachable from A
-// alone and the write is owed), and node B deletes the message meanwhile.
-// A's late write must not bring the deleted text back, as the room's last
-// message or in its newest page, on either node.
-func TestHotStoreDeleteOvertakesSend(t *testing.T) {
-	rdb, prefix := testClient(t)
-	dbURL := pgtest.Schema(t)
-	b := openNode(t, dbURL, rdb, prefix, nil)
-	var (
-		mu   sync.Mutex
-		hold bool
-		held []parley.Event
-		hot  *redis.HotStore
-	)
+// heldNode is a node whose commits reach its HotStore's applier only
+// when released: its Redis writes are late (its applier is behind, or
+// Redis was unreachable from it alone and the writes are owed).
+type heldNode struct {
+	hotNode
+	mu   sync.Mutex
+	hold bool
+	held []parley.Event
+}
+
+func openHeld(t *testing.T, dbURL string, rdb *goredis.Client, prefix string) *heldNode {
+	t.Helper()
+	n := &heldNode{}
 	ready := make(chan struct{})
 	pg, err := postgres.Open(context.Background(), postgres.Config{URL: dbURL, OnCommit: func(evs []parley.Event) {
 		<-ready
-		mu.Lock()
-		defer mu.Unlock()
-		if hold {
-			held = append(held, evs...)
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		if n.hold {
+			n.held = append(n.held, evs...)
 			return
 		}
-		hot.Apply(evs)
+		n.hot.Apply(evs)
 	}})
 	if err != nil {
 		t.Fatalf("postgres.Open() error = %v", err)
 	}
-	hot = redis.NewHotStore(pg, rdb, redis.HotConfig{Prefix: prefix, RecentMessages: 20})
+	n.pg, n.hot = pg, redis.NewHotStore(pg, rdb, redis.HotConfig{Prefix: prefix, RecentMessages: 20})
 	close(ready)
-	t.Cleanup(func() { hot.Close() })
-	a := hotNode{pg: pg, hot: hot}
+	t.Cleanup(func() { n.hot.Close() })
+	return n
+}
 
-	ann := parleytest.MustCreateUser(t, a.hot, "ann")
-	r := parleytest.MustCreateRoom(t, a.hot, ann, "r", 0)
+// setHold holds the node's next commits back (on), or stops holding
+// them and writes what it held to Redis.
+func (n *heldNode) setHold(t *testing.T, on bool) {
+	t.Helper()
+	n.mu.Lock()
+	n.hold = on
+	late := n.held
+	n.held = nil
+	n.mu.Unlock()
+	if !on {
+		n.hot.Apply(late)
+		n.hot.Await(context.Background(), n.hot.Mark())
+	}
+}
+
+// lateWorld is a room of three messages whose window and last message
+// are in Redis, a node A whose writes can be held back, and a node B.
+func lateWorld(t *testing.T) (a *heldNode, b hotNode, ann parley.User, r parley.Room) {
+	rdb, prefix := testClient(t)
+	dbURL := pgtest.Schema(t)
+	b = openNode(t, dbURL, rdb, prefix, nil)
+	a = openHeld(t, dbURL, rdb, prefix)
+	ann = parleytest.MustCreateUser(t, a.hot, "ann")
+	r = parleytest.MustCreateRoom(t, a.hot, ann, "r", 0)
 	for i := range 3 {
 		parleytest.MustSend(t, a.hot, r, ann, fmt.Sprint("m", i+1))
 	}
-	for _, n := range []hotNode{a, b} { // the window and the last message end at m3 in Redis
+	for _, n := range []hotNode{a.hotNode, b} {
 		mustMessages(t, n.hot, r.ID, parley.Newest(10))
 		parleytest.AllRooms(t, n.hot, ann, 10)
 	}
-	mu.Lock()
-	hold = true
-	mu.Unlock()
-	m4 := parleytest.MustSend(t, a.hot, r, ann, "secret")
-	if _, _, err := b.hot.DeleteMessage(context.Background(), parley.Deletion{RoomID: r.ID, Seq: m4.Seq, ActorID: ann.ID}); err != nil {
-		t.Fatalf("DeleteMessage() error = %v", err)
-	}
-	b.hot.Await(context.Background(), b.hot.Mark())
-	mu.Lock()
-	hold = false
-	late := held
-	mu.Unlock()
-	a.hot.Apply(late) // A's write of "secret" arrives after B's deletion
-	a.hot.Await(context.Background(), a.hot.Mark())
+	return a, b, ann, r
+}
+
+// wantTombstone checks, on both nodes, that message seq shows deleted in
+// the newest page and, when last, as the room's last message.
+func wantTombstone(t *testing.T, a, b hotNode, ann parley.User, roomID string, seq int64, last bool) {
+	t.Helper()
 	for name, n := range map[string]hotNode{"A": a, "B": b} {
+		for _, m := range mustMessages(t, n.hot, roomID, parley.Newest(10)) {
+			if m.Seq == seq && (m.Body != "" || m.DeletedAt == nil) {
+				t.Errorf("%s newest page: seq %d = %q deleted %v, want the tombstone", name, m.Seq, m.Body, m.DeletedAt)
+			}
+		}
+		if !last {
+			continue
+		}
 		list := parleytest.AllRooms(t, n.hot, ann, 10)
 		if len(list) != 1 || list[0].LastMessage == nil {
 			t.Fatalf("%s room list = %+v, want one room with a last message", name, list)
 		}
-		if lm := list[0].LastMessage; lm.Seq != m4.Seq || lm.Body != "" || lm.DeletedAt == nil {
-			t.Errorf("%s last message = seq %d %q deleted %v, want seq %d deleted", name, lm.Seq, lm.Body, lm.DeletedAt, m4.Seq)
+		if lm := list[0].LastMessage; lm.Seq != seq || lm.Body != "" || lm.DeletedAt == nil {
+			t.Errorf("%s last message = seq %d %q deleted %v, want seq %d deleted", name, lm.Seq, lm.Body, lm.DeletedAt, seq)
 		}
-		if page := mustMessages(t, n.hot, r.ID, parley.Newest(10)); len(page) != 4 || page[0].Body != "" || page[0].DeletedAt == nil {
-			t.Errorf("%s newest page = %+v, want seq 4 deleted first", name, page)
-		}
+	}
+}
+
+// TestHotStoreDeleteOvertakesSend: node A's write of its new message to
+// Redis comes late, and node B deletes the message meanwhile. A's late
+// write must not bring the deleted text back, as the room's last message
+// or in its newest page, on either node.
+func TestHotStoreDeleteOvertakesSend(t *testing.T) {
+	a, b, ann, r := lateWorld(t)
+	a.setHold(t, true)
+	m4 := parleytest.MustSend(t, a.hot, r, ann, "secret")
+	parleytest.MustDelete(t, b.hot, r, ann, m4.Seq)
+	b.hot.Await(context.Background(), b.hot.Mark())
+	a.setHold(t, false) // A's write of "secret" arrives after B's deletion
+	wantTombstone(t, a.hotNode, b, ann, r.ID, m4.Seq, true)
+}
+
+// TestHotStoreDeleteBelowTop: as TestHotStoreDeleteOvertakesSend, but a
+// later message of B's reaches Redis before the deletion, so the deleted
+// message lies below the window's top.
+func TestHotStoreDeleteBelowTop(t *testing.T) {
+	a, b, ann, r := lateWorld(t)
+	a.setHold(t, true)
+	m4 := parleytest.MustSend(t, a.hot, r, ann, "secret")
+	parleytest.MustSend(t, b.hot, r, ann, "m5")
+	parleytest.MustDelete(t, b.hot, r, ann, m4.Seq)
+	b.hot.Await(context.Background(), b.hot.Mark())
+	a.setHold(t, false)
+	wantTombstone(t, a.hotNode, b, ann, r.ID, m4.Seq, false)
+}
+
+// TestHotStoreHoleAboveStart: an empty room's window holds only its start
+// marker; A's first two messages are late and B reacts to the second, so
+// the window holds the marker and message 2: a hole, which the newest
+// page must take as a miss, not as a room of one message.
+func TestHotStoreHoleAboveStart(t *testing.T) {
+	rdb, prefix := testClient(t)
+	dbURL := pgtest.Schema(t)
+	b := openNode(t, dbURL, rdb, prefix, nil)
+	a := openHeld(t, dbURL, rdb, prefix)
+	ann := parleytest.MustCreateUser(t, a.hot, "ann")
+	r := parleytest.MustCreateRoom(t, a.hot, ann, "r", 0)
+	for _, n := range []hotNode{a.hotNode, b} { // the window is the start marker alone
+		mustMessages(t, n.hot, r.ID, parley.Newest(10))
+	}
+	a.setHold(t, true)
+	parleytest.MustSend(t, a.hot, r, ann, "m1")
+	m2 := parleytest.MustSend(t, a.hot, r, ann, "m2")
+	parleytest.MustReact(t, b.hot, r, ann, m2.Seq, "👍", true)
+	b.hot.Await(context.Background(), b.hot.Mark())
+	if got := seqs(mustMessages(t, b.hot, r.ID, parley.Newest(10))); fmt.Sprint(got) != "[2 1]" {
+		t.Errorf("B newest page seqs = %v, want [2 1]", got)
 	}
 }

@@ -87,8 +87,11 @@ func (h *HotStore) readWindow(ctx context.Context, roomID string, before int64, 
 	msgs := make([]parley.Message, 0, limit)
 	for _, z := range zs {
 		seq := int64(z.Score)
-		if seq == 0 { // the start of the room
-			return msgs, true
+		if seq == 0 { // the start of the room, unless a message is missing above it
+			if want == 0 {
+				return msgs, true
+			}
+			break
 		}
 		if seq != want || len(msgs) == limit {
 			break
