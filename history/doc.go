@@ -10,9 +10,12 @@
 // other nodes relay) forgets the block of every changed message, and with
 // Config.Shared (cluster mode) every page is checked first against its
 // room's change number (Room.LastChange, from the hot data), so a cached
-// page is never stale, in front of SQLite or a shared PostgreSQL, even
-// when a relayed change never arrives; results are shared and must not
-// be modified; concurrent misses of one block wait for one load.
+// page is never staler than the hot data, in front of SQLite or a shared
+// PostgreSQL, even when a relayed change never arrives (its node died
+// after writing Redis, before publishing; one that died before writing
+// Redis leaves the hot data itself stale until its keys' TTL); results
+// are shared and must not be modified; concurrent misses of one block
+// wait for one load.
 //
 // It imports only the domain package.
 package history
