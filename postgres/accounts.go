@@ -134,3 +134,5 @@ func (s *Store) SenderRooms(ctx context.Context, userID string) ([]string, error
 	}
 	return ids, nil
 }
+
+func (o *renameSender) changesMessage() {}

@@ -247,3 +247,5 @@ func collectChanges(rows pgx.Rows, capacity int) ([]parley.Message, error) {
 	}
 	return msgs, rows.Err()
 }
+
+func (o *change) changesMessage() {}

@@ -112,3 +112,5 @@ func newPinsQuery(m *metrics) *query {
 	bind(m, q)
 	return q
 }
+
+func (o *pin) changesMessage() {}

@@ -31,6 +31,12 @@ type Config struct {
 	// runs on the writer goroutine: it must not block nor call the store's
 	// writes.
 	OnCommit parley.EventSink
+	// BeforeChanges, when set, hears the rooms of a batch's changes of
+	// stored messages (edits, deletions, reactions, pins, renames, a
+	// reply's thread summary), with how many in each, before the batch
+	// runs (redis.HotStore.Intend: cluster mode). It runs on the writer
+	// goroutine, so it must be quick and must not call the store.
+	BeforeChanges func(rooms map[string]int)
 	// MaxBatch is the most writes one transaction holds. Default
 	// DefaultMaxBatch.
 	MaxBatch int
@@ -104,6 +110,7 @@ type Store struct {
 	// crossShard write.
 	fence    sync.RWMutex
 	onCommit parley.EventSink
+	before   func(rooms map[string]int) // Config.BeforeChanges
 	wq       *writeQueries
 	rq       *readQueries
 
@@ -170,7 +177,7 @@ func open(ctx context.Context, cfg Config, tune indexTuning) (*Store, error) {
 	}
 
 	m := newMetrics()
-	s := &Store{m: m, seq: newSequencer(), onCommit: cfg.OnCommit, wq: newWriteQueries(m, !cfg.NoSearchIndex), rq: newReadQueries(m),
+	s := &Store{m: m, seq: newSequencer(), onCommit: cfg.OnCommit, before: cfg.BeforeChanges, wq: newWriteQueries(m, !cfg.NoSearchIndex), rq: newReadQueries(m),
 		writeTimeout: cfg.WriteTimeout, minSendBatch: minSendBatch, out: outage{log: cfg.Logger}, full: storagefull.New("postgres", cfg.Logger, " (SQLSTATE 53100)")}
 	if !cfg.NoSearchIndex {
 		s.idx = newIndexer(s, cmp.Or(max(cfg.SearchBatch, 0), DefaultSearchBatch), pc.ConnConfig, cfg.Logger, tune)

@@ -176,3 +176,5 @@ func newReactionReads(m *metrics) reactionReads {
 	bind(m, q.reactors, q.mine, q.messageExists)
 	return q
 }
+
+func (o *react) changesMessage() {}

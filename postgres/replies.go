@@ -138,3 +138,5 @@ func (s *Store) Replies(ctx context.Context, roomID string, root, after int64, l
 	}
 	return msgs, nil
 }
+
+func (o *reply) changesMessage() {} // its root's thread summary

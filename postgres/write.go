@@ -35,6 +35,32 @@ type writeOp interface {
 	shard() string
 }
 
+// messageChanger is a write that changes a stored message of its room
+// (lockRoom): Config.BeforeChanges hears of it before its batch runs.
+type messageChanger interface {
+	changesMessage()
+}
+
+// announceChanges hands the rooms of the batch's message changes to
+// Config.BeforeChanges, if any.
+func (s *Store) announceChanges(batch []*groupcommit.Request[writeOp, result]) {
+	if s.before == nil {
+		return
+	}
+	var rooms map[string]int
+	for _, r := range batch {
+		if _, ok := r.In.(messageChanger); ok {
+			if rooms == nil {
+				rooms = map[string]int{}
+			}
+			rooms[r.In.lockRoom()]++
+		}
+	}
+	if rooms != nil {
+		s.before(rooms)
+	}
+}
+
 // crossShard is a write that may change rows of another shard's writes: it
 // says so, and its batch runs with no other batch of the node in flight
 // (Store.fence), so that the tickets of two batches in flight at once
@@ -119,6 +145,7 @@ func (s *Store) writerOf(key string) int {
 // again with a statement per send, to find the one to drop. Anything else
 // fails the batch.
 func (s *Store) commit(batch []*groupcommit.Request[writeOp, result]) (func(), error) {
+	s.announceChanges(batch)
 	pending := batch
 	sends := s.onlySends(batch)
 	single := false
