@@ -49,6 +49,10 @@ type HotConfig struct {
 	// Registerer receives parley_hot_requests_total (hits and misses by
 	// kind) and parley_token_revocations_total when not nil.
 	Registerer prometheus.Registerer
+	// Node is this node's id in cluster mode: with it, the changes this
+	// node commits are announced first (Intend) and the rooms of those it
+	// leaves unwritten are recovered (hotdirty.go).
+	Node string
 	// OnRevoke, when set, hears every token revocation of any node
 	// (this one's too): the token hash of userID, or with hash nil all
 	// of userID's tokens, forgotten here already. It runs on the
@@ -79,7 +83,9 @@ type HotConfig struct {
 // "g:r:{room}", "g:u:{user}", "g:m:{room}" the generations that guard the
 // loads of r:, u: and m:, and "g:n:{user}" the user's notify generation,
 // which keys each node's memo of their mention counts and levels
-// (hotnotify.go). Token revocations (revoke.go) use the channel
+// (hotnotify.go), and "dirty:{node}" (room -> changes announced, not yet
+// written) with the set "dirty-nodes" (hotdirty.go). Token revocations
+// (revoke.go) use the channel
 // "{prefix}revoked", the stream "{prefix}revocations" and the short-lived
 // acknowledgement lists "{prefix}revoked:{id}".
 //

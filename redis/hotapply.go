@@ -252,6 +252,7 @@ func (h *HotStore) write(base context.Context, batches [][]parley.Event) bool {
 	var msgs map[string][]parley.Message // per room, for one window script each
 	var rooms []string                   // msgs' keys in order
 	var inv [][2]string                  // the invalidations: a key and its generation
+	var changed []string                 // the room of each change, whose count goes back last (hotdirty.go)
 	for _, events := range batches {
 		for i := range events {
 			ev := &events[i]
@@ -282,6 +283,7 @@ func (h *HotStore) write(base context.Context, batches [][]parley.Event) bool {
 			case parley.EventEdited, parley.EventDeleted, parley.EventReaction, parley.EventThread, parley.EventPin:
 				inv = append(inv, h.applyChange(ctx, pipe, ev, ttl)...)
 				patchQueued(msgs[room], &ev.Message)
+				changed = append(changed, room)
 			}
 		}
 	}
@@ -289,6 +291,9 @@ func (h *HotStore) write(base context.Context, batches [][]parley.Event) bool {
 		ms := msgs[room] // in seq order: the older ones would be cut from the window
 		ms = ms[max(0, len(ms)-h.cfg.RecentMessages):]
 		scriptWindow.Eval(ctx, pipe, []string{h.windowKey(room)}, h.windowArgs(false, ms)...)
+	}
+	for _, room := range changed {
+		h.undirty(ctx, pipe, room)
 	}
 	if pipe.Len() == 0 {
 		return true

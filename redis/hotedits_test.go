@@ -69,11 +69,17 @@ type heldNode struct {
 	held []parley.Event
 }
 
-func openHeld(t *testing.T, dbURL string, rdb *goredis.Client, prefix string) *heldNode {
+// openHeld opens a held node; with a node id, it announces its changes
+// (HotStore.Intend) as cluster mode does.
+func openHeld(t *testing.T, dbURL string, rdb *goredis.Client, prefix, node string) *heldNode {
 	t.Helper()
 	n := &heldNode{}
 	ready := make(chan struct{})
-	pg, err := postgres.Open(context.Background(), postgres.Config{URL: dbURL, OnCommit: func(evs []parley.Event) {
+	var before func(map[string]int)
+	if node != "" {
+		before = func(rooms map[string]int) { <-ready; n.hot.Intend(rooms) }
+	}
+	pg, err := postgres.Open(context.Background(), postgres.Config{URL: dbURL, BeforeChanges: before, OnCommit: func(evs []parley.Event) {
 		<-ready
 		n.mu.Lock()
 		defer n.mu.Unlock()
@@ -86,7 +92,7 @@ func openHeld(t *testing.T, dbURL string, rdb *goredis.Client, prefix string) *h
 	if err != nil {
 		t.Fatalf("postgres.Open() error = %v", err)
 	}
-	n.pg, n.hot = pg, redis.NewHotStore(pg, rdb, redis.HotConfig{Prefix: prefix, RecentMessages: 20})
+	n.pg, n.hot = pg, redis.NewHotStore(pg, rdb, redis.HotConfig{Prefix: prefix, RecentMessages: 20, Node: node})
 	close(ready)
 	t.Cleanup(func() { n.hot.Close() })
 	return n
@@ -113,7 +119,7 @@ func lateWorld(t *testing.T) (a *heldNode, b hotNode, ann parley.User, r parley.
 	rdb, prefix := testClient(t)
 	dbURL := pgtest.Schema(t)
 	b = openNode(t, dbURL, rdb, prefix, nil)
-	a = openHeld(t, dbURL, rdb, prefix)
+	a = openHeld(t, dbURL, rdb, prefix, "")
 	ann = parleytest.MustCreateUser(t, a.hot, "ann")
 	r = parleytest.MustCreateRoom(t, a.hot, ann, "r", 0)
 	for i := range 3 {
@@ -185,7 +191,7 @@ func TestHotStoreHoleAboveStart(t *testing.T) {
 	rdb, prefix := testClient(t)
 	dbURL := pgtest.Schema(t)
 	b := openNode(t, dbURL, rdb, prefix, nil)
-	a := openHeld(t, dbURL, rdb, prefix)
+	a := openHeld(t, dbURL, rdb, prefix, "")
 	ann := parleytest.MustCreateUser(t, a.hot, "ann")
 	r := parleytest.MustCreateRoom(t, a.hot, ann, "r", 0)
 	for _, n := range []hotNode{a.hotNode, b} { // the window is the start marker alone
@@ -198,5 +204,47 @@ func TestHotStoreHoleAboveStart(t *testing.T) {
 	b.hot.Await(context.Background(), b.hot.Mark())
 	if got := seqs(mustMessages(t, b.hot, r.ID, parley.Newest(10))); fmt.Sprint(got) != "[2 1]" {
 		t.Errorf("B newest page seqs = %v, want [2 1]", got)
+	}
+}
+
+// TestHotStoreRecoverStoppedNode: node A deletes a message and stops
+// before its write reaches Redis (it died between the commit and the
+// write). Node B serves the deleted text from Redis until it learns that
+// A is gone (RecoverGone, with a listing of the live nodes without A);
+// then the room's hot data is reloaded from the store. B's own changes,
+// written, leave nothing to recover.
+func TestHotStoreRecoverStoppedNode(t *testing.T) {
+	rdb, prefix := testClient(t)
+	dbURL := pgtest.Schema(t)
+	a := openHeld(t, dbURL, rdb, prefix, "node-a")
+	b := openHeld(t, dbURL, rdb, prefix, "node-b")
+	ann := parleytest.MustCreateUser(t, a.hot, "ann")
+	r := parleytest.MustCreateRoom(t, a.hot, ann, "r", 0)
+	for i := range 3 {
+		parleytest.MustSend(t, a.hot, r, ann, fmt.Sprint("secret ", i+1))
+	}
+	parleytest.MustEdit(t, b.hot, r, ann, 1, "edited by B") // B's change, written
+	for _, n := range []*heldNode{a, b} {
+		mustMessages(t, n.hot, r.ID, parley.Newest(10))
+		parleytest.AllRooms(t, n.hot, ann, 10)
+	}
+	if n, err := rdb.HLen(context.Background(), prefix+"hot:dirty:node-b").Result(); err != nil || n != 0 {
+		t.Fatalf("node-b's dirty rooms = %d, %v; want none once its change is written", n, err)
+	}
+	a.setHold(t, true)
+	parleytest.MustDelete(t, a.hot, r, ann, 3) // committed; A's write never comes
+	if page := mustMessages(t, b.hot, r.ID, parley.Newest(10)); page[0].Body != "secret 3" {
+		t.Fatalf("B's newest page before the recovery = %q first, want the stale text (the test's premise)", page[0].Body)
+	}
+	b.hot.RecoverGone([]string{"node-b"})
+	wantTombstone(t, b.hotNode, b.hotNode, ann, r.ID, 3, true)
+	if got := mustMessages(t, b.hot, r.ID, parley.Newest(10)); got[2].Body != "edited by B" {
+		t.Errorf("B's newest page after the recovery: seq 1 = %q, want B's edit", got[2].Body)
+	}
+	if n, err := rdb.Exists(context.Background(), prefix+"hot:dirty:node-a").Result(); err != nil || n != 0 {
+		t.Errorf("node-a's dirty rooms still stored after its recovery (%d, %v)", n, err)
+	}
+	if ok, err := rdb.SIsMember(context.Background(), prefix+"hot:dirty-nodes", "node-a").Result(); err != nil || ok {
+		t.Errorf("node-a still listed with dirty rooms (%v, %v)", ok, err)
 	}
 }
