@@ -344,8 +344,13 @@ func (r *Relay) refreshNodes() {
 		// Redis was emptied: a listing without this node proves nothing
 		// of the others (see Presence's epoch marker).
 		r.PresenceReset()
+		r.routes.liveNodes(nodes)
+		return
 	}
 	r.routes.liveNodes(nodes)
+	if r.cfg.OnLiveNodes != nil {
+		r.cfg.OnLiveNodes(nodes)
+	}
 }
 
 // destinations are the nodes a message of rt goes to, with their

@@ -545,3 +545,40 @@ func newHubNodes(t *testing.T, gapWait time.Duration) hubNodes {
 	<-bHeads.reads
 	return hubNodes{store: store, heads: heads, hub: h, a: nodes["a"], b: nodes["b"]}
 }
+
+// TestOnLiveNodes: each listing of the live nodes that names this node
+// reaches Config.OnLiveNodes (the hot data's recovery of a stopped
+// node's rooms); one that does not (Redis came back empty) proves
+// nothing and does not.
+func TestOnLiveNodes(t *testing.T) {
+	store := &fakeStore{members: map[string][]string{"r": {"x"}}, msgs: map[string][]parley.Message{}}
+	heads := &memHeads{heads: map[string]int64{}}
+	lister := &switchNodes{}
+	lister.set("a", "b")
+	heard := make(chan []string, 10)
+	aHeads := &signalHeads{memHeads: heads, reads: make(chan struct{}, 10)}
+	a := newHeadNodesWith(t, store, heads, []string{"a"}, func(name string, cfg *cluster.Config) {
+		cfg.Nodes, cfg.Heads = lister, aHeads
+		cfg.OnLiveNodes = func(nodes []string) { heard <- slices.Clone(nodes) }
+	})["a"]
+	<-aHeads.reads // Start's check: the live nodes are read before the heads
+	for range 2 { // Start's own listing, then its check's
+		if got := <-heard; !slices.Equal(got, []string{"a", "b"}) {
+			t.Errorf("OnLiveNodes heard %v, want [a b]", got)
+		}
+	}
+	lister.set() // Redis restarted empty
+	a.relay.CheckHeads()
+	<-aHeads.reads
+	select {
+	case got := <-heard:
+		t.Errorf("OnLiveNodes heard %v from a listing without this node", got)
+	default:
+	}
+	lister.set("a") // b is gone
+	a.relay.CheckHeads()
+	<-aHeads.reads
+	if got := <-heard; !slices.Equal(got, []string{"a"}) {
+		t.Errorf("OnLiveNodes heard %v, want [a]", got)
+	}
+}
