@@ -92,7 +92,7 @@ func dialRedis(ctx context.Context, cfg Config) (*goredis.Client, error) {
 // unanswered), so that a hung Redis stops no call of the node's, the
 // presence's and the relay's included, for longer than that.
 func openHot(cfg Config, db parley.Store, rdb *goredis.Client, reg prometheus.Registerer, onRevoke func(userID string, tokenHash []byte)) *redis.HotStore {
-	return redis.NewHotStore(db, rdb, redis.HotConfig{Prefix: cfg.RedisPrefix, Registerer: reg, OnRevoke: onRevoke,
+	return redis.NewHotStore(db, rdb, redis.HotConfig{Prefix: cfg.RedisPrefix, Node: cfg.NodeID, Registerer: reg, OnRevoke: onRevoke,
 		Health: &redis.HealthConfig{Registerer: reg}})
 }
 
@@ -100,10 +100,10 @@ func openHot(cfg Config, db parley.Store, rdb *goredis.Client, reg prometheus.Re
 // dialRedis, which the node owns from now on, also on failure) for
 // presence. The relay's Apply must be installed as a sink of the store,
 // after the hot data's (written), whose writes to Redis the relay's
-// publishes wait for; events is the node's room events. changes, when not
-// nil, takes the edits and deletions of every node (the history cache's
-// Apply).
-func openCluster(cfg Config, rdb *goredis.Client, store parley.Store, written cluster.Watermark, h *hub.Hub, events *roomevents.Events, changes parley.EventSink, reg prometheus.Registerer) (*clusterNode, error) {
+// publishes wait for; events is the node's room events. rp.changes, when
+// not nil, takes the edits and deletions of every node (the history
+// cache's Apply), and rp.recoverGone each listing of the live nodes.
+func openCluster(cfg Config, rdb *goredis.Client, store parley.Store, rp readPath, h *hub.Hub, events *roomevents.Events, reg prometheus.Registerer) (*clusterNode, error) {
 	node := cfg.NodeID
 	if node == "" {
 		node = defaultNodeID(cfg.Addr)
@@ -115,10 +115,10 @@ func openCluster(cfg Config, rdb *goredis.Client, store parley.Store, written cl
 		ttl = 15 * time.Second // redis.PresenceConfig's default
 	}
 	c.relay = cluster.New(cluster.Config{
-		Node: node, Store: store, Local: h, ApplyLeaves: h.Apply, ApplyChanges: changes, Registerer: reg,
+		Node: node, Store: store, Local: h, ApplyLeaves: h.Apply, ApplyChanges: rp.changes, Registerer: reg, OnLiveNodes: rp.recoverGone,
 		Heads: redis.NewHeads(rdb, cfg.RedisPrefix), HeadCheck: cfg.HeadCheck,
 		Nodes: liveNodes{c}, Settle: ttl/3 + time.Second, // one heartbeat, and its round trip
-		Subscribed: hubRooms{h}, Written: written, Events: events.ApplyRemote,
+		Subscribed: hubRooms{h}, Written: rp.written, Events: events.ApplyRemote,
 	})
 	c.broker, err = rabbitmq.New(rabbitmq.Config{
 		URL: cfg.Broker, Node: node, Handler: c.relay.Receive, Gone: c.relay.Gone, OnConnect: c.relay.CheckHeads,

@@ -256,6 +256,12 @@ func (m *Main) Open(ctx context.Context) error {
 	cfg := m.Config
 	m.registry = prometheus.NewRegistry()
 	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if m.Config.NodeID == "" {
+		// Chosen once: the cluster relay, the hot data's announced
+		// changes and the webhooks' leases must name the node alike.
+		m.Config.NodeID = defaultNodeID(cfg.Addr)
+		cfg.NodeID = m.Config.NodeID
+	}
 
 	clustered, sendLimit, readLimit, err := cfg.checkOpen()
 	if err != nil {
@@ -265,9 +271,14 @@ func (m *Main) Open(ctx context.Context) error {
 	// once, below, before the listeners start: only a listener can cause
 	// a write.
 	var sinks []parley.EventSink
+	var intend func(rooms map[string]int) // cluster mode: the hot data's Intend
 	db, err := m.openStore(ctx, func(evs []parley.Event) {
 		for _, s := range sinks {
 			s(evs)
+		}
+	}, func(rooms map[string]int) {
+		if intend != nil {
+			intend(rooms)
 		}
 	})
 	if err != nil {
@@ -288,6 +299,7 @@ func (m *Main) Open(ctx context.Context) error {
 		return err
 	}
 	m.store = rp.hot
+	intend = rp.intend
 
 	jv, err := m.openJWT()
 	if err != nil {

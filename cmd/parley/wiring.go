@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"parley"
 	"parley/cache"
@@ -24,12 +26,14 @@ import (
 
 // openStore opens the durable store, where commits happen: PostgreSQL in
 // cluster mode, else SQLite in the data directory, which it locks
-// (m.lock). The store calls onCommit after each commit.
-func (m *Main) openStore(ctx context.Context, onCommit parley.EventSink) (parley.Store, error) {
+// (m.lock). The store calls onCommit after each commit, and PostgreSQL
+// calls before with the rooms of a batch's message changes before it
+// runs (the hot data's Intend).
+func (m *Main) openStore(ctx context.Context, onCommit parley.EventSink, before func(rooms map[string]int)) (parley.Store, error) {
 	cfg := m.Config
 	switch {
 	case isPostgres(cfg.Store):
-		db, err := postgres.Open(ctx, postgres.Config{URL: cfg.Store, OnCommit: onCommit, Registerer: m.registry,
+		db, err := postgres.Open(ctx, postgres.Config{URL: cfg.Store, OnCommit: onCommit, BeforeChanges: before, Registerer: m.registry,
 			Writers: cfg.PGWriters, SearchBatch: cfg.SearchBatch})
 		if err != nil {
 			return nil, fmt.Errorf("open store: %w", err)
@@ -85,6 +89,10 @@ type readPath struct {
 	// written is how far hot has written this node's commits to Redis, in
 	// cluster mode: the relay publishes a commit once it is there.
 	written cluster.Watermark
+	// intend and recoverGone are the hot data's Intend and RecoverGone in
+	// cluster mode (redis/hotdirty.go), nil on one node.
+	intend      func(rooms map[string]int)
+	recoverGone func(live []string)
 }
 
 // openReadPath puts the hot-data layer and the history cache in front of
@@ -104,7 +112,15 @@ func (m *Main) openReadPath(ctx context.Context, clustered bool, db parley.Store
 		}
 		m.rdb = rdb
 		h := openHot(cfg, db, rdb, m.registry, endSessions)
-		rp.hot, rp.written = h, h
+		rp.hot, rp.written, rp.intend, rp.recoverGone = h, h, h.Intend, h.RecoverGone
+		// What an earlier process of this node's id may have left
+		// unwritten, before this one commits anything.
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err = h.RecoverNode(rctx, cfg.NodeID)
+		cancel()
+		if err != nil {
+			slog.Warn("redis: could not check what this node's last run left unwritten", "node", cfg.NodeID, "err", err)
+		}
 	} else {
 		// The in-memory cache is kept current by this node's commits only,
 		// so it fronts the store only when no other node writes to it.
@@ -139,7 +155,7 @@ func (m *Main) openFanout(clustered bool, rdb *goredis.Client, rp readPath) (par
 	}
 	var err error
 	m.rdb = nil // the cluster node owns it from now on, also on failure
-	if m.cluster, err = openCluster(m.Config, rdb, reads, rp.written, m.hub, m.events, rp.changes, m.registry); err != nil {
+	if m.cluster, err = openCluster(m.Config, rdb, reads, rp, m.hub, m.events, m.registry); err != nil {
 		return nil, nil, fmt.Errorf("cluster: %w", err)
 	}
 	return m.cluster.relay.Apply, m.cluster, nil
