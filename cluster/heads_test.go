@@ -562,7 +562,7 @@ func TestOnLiveNodes(t *testing.T) {
 		cfg.OnLiveNodes = func(nodes []string) { heard <- slices.Clone(nodes) }
 	})["a"]
 	<-aHeads.reads // Start's check: the live nodes are read before the heads
-	for range 2 { // Start's own listing, then its check's
+	for range 2 {  // Start's own listing, then its check's
 		if got := <-heard; !slices.Equal(got, []string{"a", "b"}) {
 			t.Errorf("OnLiveNodes heard %v, want [a b]", got)
 		}
