@@ -338,7 +338,7 @@ func testChangePlaces(t *testing.T, newStore NewStoreFunc) {
 	MustSend(t, s, room, u, "m3")
 	MustReact(t, s, room, u, 2, "👍", true) // after 3
 	MustSend(t, s, room, u, "m4")
-	MustPin(t, s, room, u, 3, true) // after 4
+	MustPin(t, s, room, u, 3, true)   // after 4
 	MustReply(t, s, room, u, 4, "r5") // 4's thread summary, after 5
 	MustSend(t, s, room, u, "m6")
 	MustDelete(t, s, room, u, 6) // after 6
