@@ -704,7 +704,11 @@ var exported = map[string]map[string]bool{
 		"reply_seq": true, "reply_sender": true, "reply_excerpt": true, "thread": true,
 		"pinned_by": true, "pinned_at": true, "pin_change": true, // a pin travels with its message (parley.Message.Pinned)
 		"files":    true,
-		"mentions": true}, // the message's, as the API shows them; those of non-members dropped by an import (Result.DroppedMentions)
+		"mentions": true, // the message's, as the API shows them; those of non-members dropped by an import (Result.DroppedMentions)
+		// Where the last change fell among the sends, for the webhooks'
+		// order: not carried, as their events are not; an imported
+		// change goes by time (docs/webhooks.md).
+		"change_seq": false},
 	"message_reactions": {"room_id": true, "seq": true, "emoji": true, "user_id": true, "created_at": true},
 	// The files' rows; their bytes, outside the database, by flag
 	// (parley export --files-dir, docs/export-format.md).
