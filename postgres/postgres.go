@@ -34,9 +34,14 @@ type Config struct {
 	// BeforeChanges, when set, hears the rooms of a batch's changes of
 	// stored messages (edits, deletions, reactions, pins, renames, a
 	// reply's thread summary), with how many in each, before the batch
-	// runs (redis.HotStore.Intend: cluster mode). It runs on the writer
-	// goroutine, so it must be quick and must not call the store.
-	BeforeChanges func(rooms map[string]int)
+	// runs (redis.HotStore.Intend: cluster mode). The store calls the
+	// func it returns once the batch's outcome is known: with true after
+	// the batch's OnCommit (or, with no events, when OnCommit would have
+	// run), with false when nothing of it committed; never when the
+	// outcome is unknown (a COMMIT whose answer was lost). Both run on
+	// the writer goroutines, so they must be quick and must not call the
+	// store.
+	BeforeChanges func(rooms map[string]int) (after func(committed bool))
 	// MaxBatch is the most writes one transaction holds. Default
 	// DefaultMaxBatch.
 	MaxBatch int
@@ -110,7 +115,7 @@ type Store struct {
 	// crossShard write.
 	fence    sync.RWMutex
 	onCommit parley.EventSink
-	before   func(rooms map[string]int) // Config.BeforeChanges
+	before   func(rooms map[string]int) func(bool) // Config.BeforeChanges
 	wq       *writeQueries
 	rq       *readQueries
 

@@ -42,10 +42,11 @@ type messageChanger interface {
 }
 
 // announceChanges hands the rooms of the batch's message changes to
-// Config.BeforeChanges, if any.
-func (s *Store) announceChanges(batch []*groupcommit.Request[writeOp, result]) {
+// Config.BeforeChanges, if any, and returns what it returned (nil when
+// there is nothing to tell).
+func (s *Store) announceChanges(batch []*groupcommit.Request[writeOp, result]) func(committed bool) {
 	if s.before == nil {
-		return
+		return nil
 	}
 	var rooms map[string]int
 	for _, r := range batch {
@@ -56,9 +57,10 @@ func (s *Store) announceChanges(batch []*groupcommit.Request[writeOp, result]) {
 			rooms[r.In.lockRoom()]++
 		}
 	}
-	if rooms != nil {
-		s.before(rooms)
+	if rooms == nil {
+		return nil
 	}
+	return s.before(rooms)
 }
 
 // crossShard is a write that may change rows of another shard's writes: it
@@ -145,7 +147,7 @@ func (s *Store) writerOf(key string) int {
 // again with a statement per send, to find the one to drop. Anything else
 // fails the batch.
 func (s *Store) commit(batch []*groupcommit.Request[writeOp, result]) (func(), error) {
-	s.announceChanges(batch)
+	after := s.announceChanges(batch)
 	pending := batch
 	sends := s.onlySends(batch)
 	single := false
@@ -188,6 +190,15 @@ func (s *Store) commit(batch []*groupcommit.Request[writeOp, result]) (func(), e
 				events := tr.events
 				emit = func() { s.onCommit(events) }
 			}
+			if after != nil {
+				onCommit := emit
+				emit = func() {
+					if onCommit != nil {
+						onCommit()
+					}
+					after(true)
+				}
+			}
 			ticket := tr.ticket
 			return func() { s.seq.done(ticket, emit) }, nil
 		}
@@ -210,6 +221,9 @@ func (s *Store) commit(batch []*groupcommit.Request[writeOp, result]) (func(), e
 			pending[failed].Err = opError(err, code)
 			pending = slices.Delete(slices.Clone(pending), failed, failed+1)
 			if len(pending) == 0 {
+				if after != nil {
+					after(false)
+				}
 				return nil, nil
 			}
 		default:
