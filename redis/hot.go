@@ -83,8 +83,9 @@ type HotConfig struct {
 // "g:r:{room}", "g:u:{user}", "g:m:{room}" the generations that guard the
 // loads of r:, u: and m:, and "g:n:{user}" the user's notify generation,
 // which keys each node's memo of their mention counts and levels
-// (hotnotify.go), and "dirty:{node}" (room -> changes announced, not yet
-// written) with the set "dirty-nodes" (hotdirty.go). Token revocations
+// (hotnotify.go), and "dirty:{node}" (room -> the number of its last
+// announced change not taken back) with the set "dirty-nodes"
+// (hotdirty.go). Token revocations
 // (revoke.go) use the channel
 // "{prefix}revoked", the stream "{prefix}revocations" and the short-lived
 // acknowledgement lists "{prefix}revoked:{id}".
@@ -173,6 +174,9 @@ type HotStore struct {
 	awake      chan struct{}   // wakes the applier (cap 1)
 	recovering chan recoverReq // Health's recovery step for the applier
 	applied    chan struct{}   // closed when the applier has returned (after Close)
+
+	okMark  uint64  // the applier's: every batch through it is in Redis
+	intents intents // this node's announced changes (hotdirty.go)
 
 	amu    sync.Mutex       // guards the following field
 	aqueue [][]parley.Event // the batches queued for the applier, in commit order

@@ -224,10 +224,15 @@ func (h *HotStore) drain(base context.Context) bool {
 			if replay {
 				ok = h.write(base, nil) && ok // only what failed writes owe (hotowed.go)
 			}
+			h.done(base, h.okMark) // the announced changes written (hotdirty.go)
 			return ok
 		}
 		replay = false // the write replays it
-		ok = h.write(base, batches) && ok
+		if h.write(base, batches) {
+			h.okMark = mark // and what failed before: the write replayed it
+		} else {
+			ok = false
+		}
 		h.wmu.Lock()
 		h.written.Store(mark)
 		close(h.wch)
@@ -252,7 +257,6 @@ func (h *HotStore) write(base context.Context, batches [][]parley.Event) bool {
 	var msgs map[string][]parley.Message // per room, for one window script each
 	var rooms []string                   // msgs' keys in order
 	var inv [][2]string                  // the invalidations: a key and its generation
-	var changed []string                 // the room of each change, whose count goes back last (hotdirty.go)
 	for _, events := range batches {
 		for i := range events {
 			ev := &events[i]
@@ -283,7 +287,6 @@ func (h *HotStore) write(base context.Context, batches [][]parley.Event) bool {
 			case parley.EventEdited, parley.EventDeleted, parley.EventReaction, parley.EventThread, parley.EventPin:
 				inv = append(inv, h.applyChange(ctx, pipe, ev, ttl)...)
 				patchQueued(msgs[room], &ev.Message)
-				changed = append(changed, room)
 			}
 		}
 	}
@@ -291,9 +294,6 @@ func (h *HotStore) write(base context.Context, batches [][]parley.Event) bool {
 		ms := msgs[room] // in seq order: the older ones would be cut from the window
 		ms = ms[max(0, len(ms)-h.cfg.RecentMessages):]
 		scriptWindow.Eval(ctx, pipe, []string{h.windowKey(room)}, h.windowArgs(false, ms)...)
-	}
-	for _, room := range changed {
-		h.undirty(ctx, pipe, room)
 	}
 	if pipe.Len() == 0 {
 		return true

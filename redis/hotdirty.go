@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"slices"
+	"sync"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -18,91 +19,193 @@ import (
 // room's last message and in its window, until the keys' TTL, which the
 // room's later writes keep refreshing: deleted would not mean deleted.
 //
-// So before a batch that changes messages commits (postgres.Config's
-// BeforeChanges), the node counts its changes per room in
-// "{prefix}hot:dirty:{node}" (Intend), and lists itself in
-// "{prefix}hot:dirty-nodes"; each change's write takes its count back, in
-// the same pipeline, after the change's own scripts (scriptUndirty). What
-// a node leaves counted when it stops is undone by RecoverNode: each room
-// counted loses its room info, last message and window (with their
-// generations moved, so that no load in flight stores an older snapshot),
-// and the next read loads them from the store. A node recovers what its
-// previous process left as it starts (cmd/parley), and the live nodes
-// recover a node's as soon as presence no longer lists it (RecoverGone,
-// from the cluster relay's listing of live nodes). A count left by a write
-// that failed (owed, replayed later) or by a change that committed
-// nothing (a repeat, a refusal) only costs its room a reload then.
+// So before a batch that changes messages runs (postgres.Config's
+// BeforeChanges), the node announces its rooms in
+// "{prefix}hot:dirty:{node}" (Intend: room -> the announcement's number,
+// which only grows), and lists itself in "{prefix}hot:dirty-nodes". The
+// node keeps each announcement in memory (intents) until its batch's
+// outcome is known and, if it committed, until the applier has written
+// to Redis everything queued up to the batch's events (a successful write
+// through its mark: a write that failed is owed, and replayed by the next
+// one that succeeds). A room with no announcement left leaves the hash,
+// unless a newer announcement landed meanwhile (scriptUndirty compares
+// the numbers, and is idempotent: a pipeline sent twice takes nothing
+// twice). Only the applier's goroutine does those round trips (done).
 //
-// Intend is best effort: while the breaker holds Redis down, or when the
-// round trip fails, the change commits unannounced, and a death before
-// its write is not repaired (the keys' TTL bounds it only in a quiet
-// room). Recovery of a node that presence stops listing while it is alive
-// (a pause longer than the presence TTL) costs reloads, never a wrong
-// answer.
+// What a node leaves in its hash when it stops is undone by RecoverNode:
+// each room listed loses its room info, last message and window (with
+// their generations moved, so that no load of the window or the room
+// info in flight stores an older snapshot), and the next read loads them
+// from the store. A node recovers what its previous process left as it
+// starts (cmd/parley), and the live nodes recover a node's once presence,
+// sure of its listing, no longer names it (RecoverGone, from the cluster
+// relay's keeper). A batch whose outcome is unknown (its COMMIT's answer
+// was lost) keeps its rooms listed for good, which only costs them a
+// reload then.
+//
+// Intend is best effort: while the breaker holds Redis down, or when its
+// round trip fails, the batch runs unannounced (its rooms stay counted in
+// memory all the same, so no later write takes back an announcement it
+// did not make), and a death before its write is not repaired. Nor is a
+// last message that a load, or another node's late write, stores after
+// the recovery from a snapshot older than the change (that key has no
+// generation): the room's next message or the keys' TTL ends it.
+// Recovering a node that presence stops listing while it is alive (a
+// pause longer than the presence TTL) costs reloads, and leaves its
+// changes in flight unannounced.
 
-// dirtyTTL is the life of a node's dirty hash after its last change: past
-// it, a node dead that long and never recovered (no node listed the live
-// ones meanwhile) is forgotten.
+// dirtyTTL is the life of a node's dirty hash after its last
+// announcement: past it, a node dead that long and never recovered (no
+// node listed the live ones meanwhile) is forgotten.
 const dirtyTTL = 24 * time.Hour
 
 var (
-	// scriptUndirty: KEYS[1] a node's dirty hash; ARGV[1] a room. Takes
-	// one count back; at zero the room leaves the hash.
-	scriptUndirty = goredis.NewScript(`
-local n = redis.call('HINCRBY', KEYS[1], ARGV[1], -1)
-if n <= 0 then redis.call('HDEL', KEYS[1], ARGV[1]) end
-return n`)
+	// scriptIntend: KEYS[1] a node's dirty hash, KEYS[2] the dirty nodes;
+	// ARGV[1] the node, ARGV[2] the announcement's number, ARGV[3] the
+	// TTL in ms, then rooms. Each room keeps the highest number.
+	scriptIntend = goredis.NewScript(`
+for i = 4, #ARGV do
+  local old = tonumber(redis.call('HGET', KEYS[1], ARGV[i]) or '0')
+  if old < tonumber(ARGV[2]) then redis.call('HSET', KEYS[1], ARGV[i], ARGV[2]) end
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+redis.call('SADD', KEYS[2], ARGV[1])
+return 1`)
 
 	// scriptClean: KEYS[1] a node's dirty hash, KEYS[2] the dirty nodes;
-	// ARGV[1] the node, then rooms. Drops the rooms from the hash, and the
-	// node from the set once its hash is empty.
+	// ARGV[1] the node, then room, number pairs. Drops each room still at
+	// a number no higher, and the node from the set once its hash is
+	// empty. Idempotent.
 	scriptClean = goredis.NewScript(`
-for i = 2, #ARGV do redis.call('HDEL', KEYS[1], ARGV[i]) end
+for i = 2, #ARGV, 2 do
+  local n = redis.call('HGET', KEYS[1], ARGV[i])
+  if n and tonumber(n) <= tonumber(ARGV[i+1]) then redis.call('HDEL', KEYS[1], ARGV[i]) end
+end
 if redis.call('HLEN', KEYS[1]) == 0 then redis.call('SREM', KEYS[2], ARGV[1]) end
 return 1`)
 )
 
+// intents are this node's announcements (Intend) not yet done with.
+type intents struct {
+	mu    sync.Mutex        // guards the following fields
+	n     uint64            // the last announcement's number
+	rooms map[string]int    // room -> its announcements not done with
+	top   map[string]uint64 // room -> its last announcement's number
+	due   []*intent         // decided, waiting for their mark to be written
+}
+
+// intent is one announcement: its number and rooms and, once its batch
+// committed, the applier's mark that covers its events (0 for a batch
+// that committed nothing).
+type intent struct {
+	n     uint64
+	rooms []string
+	mark  uint64
+}
+
 func (h *HotStore) dirtyKey(node string) string { return h.cfg.Prefix + "hot:dirty:" + node }
 func (h *HotStore) dirtyNodes() string          { return h.cfg.Prefix + "hot:dirty-nodes" }
 
-// Intend counts changes of stored messages about to commit, by room
-// (postgres.Config.BeforeChanges). It does nothing without
-// HotConfig.Node, and returns at once while the breaker holds Redis down;
-// else it waits for one round trip, at most HotConfig.Timeout.
-func (h *HotStore) Intend(rooms map[string]int) {
-	if h.cfg.Node == "" || len(rooms) == 0 || !h.hl.Up() {
-		return
+// Intend announces changes of stored messages about to commit, by room
+// (postgres.Config.BeforeChanges), and returns what the store calls with
+// the batch's outcome. It does nothing without HotConfig.Node; while the
+// breaker holds Redis down it only counts the rooms in memory, else it
+// waits for one round trip, at most HotConfig.Timeout.
+func (h *HotStore) Intend(rooms map[string]int) func(committed bool) {
+	if h.cfg.Node == "" || len(rooms) == 0 {
+		return func(bool) {}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.Timeout)
-	defer cancel()
-	key := h.dirtyKey(h.cfg.Node)
-	pipe := h.rdb.Pipeline()
-	for room, n := range rooms {
-		pipe.HIncrBy(ctx, key, room, int64(n))
+	in := &h.intents
+	in.mu.Lock()
+	in.n++
+	it := &intent{n: in.n, rooms: make([]string, 0, len(rooms))}
+	if in.rooms == nil {
+		in.rooms, in.top = map[string]int{}, map[string]uint64{}
 	}
-	pipe.PExpire(ctx, key, dirtyTTL)
-	pipe.SAdd(ctx, h.dirtyNodes(), h.cfg.Node)
-	if _, err := pipe.Exec(ctx); err != nil {
-		h.warn("announce changes", err)
+	for room := range rooms {
+		it.rooms = append(it.rooms, room)
+		in.rooms[room]++
+		in.top[room] = it.n
+	}
+	in.mu.Unlock()
+	if h.hl.Up() {
+		ctx, cancel := context.WithTimeout(context.Background(), h.cfg.Timeout)
+		args := make([]any, 0, 3+len(it.rooms))
+		args = append(args, h.cfg.Node, it.n, dirtyTTL.Milliseconds())
+		for _, room := range it.rooms {
+			args = append(args, room)
+		}
+		if err := scriptIntend.Run(ctx, h.rdb, []string{h.dirtyKey(h.cfg.Node), h.dirtyNodes()}, args...).Err(); err != nil && !isNil(err) {
+			h.warn("announce changes", err)
+		}
+		cancel()
+	}
+	return func(committed bool) { h.decided(it, committed) }
+}
+
+// decided takes an announcement's outcome: done once the applier has
+// written what its batch committed (the events queued by now), or at
+// once if nothing committed. It may run under the store's commit order
+// (postgres sequencer.mu): it does no I/O, and wakes the applier, which
+// takes the rooms back (done).
+func (h *HotStore) decided(it *intent, committed bool) {
+	in := &h.intents
+	in.mu.Lock()
+	if committed {
+		it.mark = h.queued.Load()
+	}
+	in.due = append(in.due, it)
+	in.mu.Unlock()
+	select {
+	case h.awake <- struct{}{}:
+	default:
 	}
 }
 
-// undirty queues the take-back of one change's count in room, after its
-// write (write, in the same pipeline).
-func (h *HotStore) undirty(ctx context.Context, pipe goredis.Pipeliner, room string) {
-	if h.cfg.Node != "" {
-		scriptUndirty.Eval(ctx, pipe, []string{h.dirtyKey(h.cfg.Node)}, room)
+// done takes back, on the applier's goroutine, the announcements whose
+// marks are written (ok: every batch through it is in Redis): a room with
+// none left leaves this node's dirty hash. What fails stays listed, which
+// only costs a reload after a death.
+func (h *HotStore) done(ctx context.Context, ok uint64) {
+	in := &h.intents
+	in.mu.Lock()
+	var free []any // room, number pairs
+	keep := in.due[:0]
+	for _, it := range in.due {
+		if it.mark > ok {
+			keep = append(keep, it)
+			continue
+		}
+		for _, room := range it.rooms {
+			if in.rooms[room]--; in.rooms[room] <= 0 {
+				free = append(free, room, in.top[room])
+				delete(in.rooms, room)
+				delete(in.top, room)
+			}
+		}
+	}
+	clear(in.due[len(keep):])
+	in.due = keep
+	in.mu.Unlock()
+	if len(free) == 0 || !h.hl.Up() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
+	defer cancel()
+	args := append([]any{h.cfg.Node}, free...)
+	if err := scriptClean.Run(ctx, h.rdb, []string{h.dirtyKey(h.cfg.Node), h.dirtyNodes()}, args...).Err(); err != nil && !isNil(err) {
+		h.warn("take back announced changes", err)
 	}
 }
 
 // RecoverNode drops the room info, last message and window of every room
-// where node counted a change it may not have written (see above), and
-// then its counts. Call it for this node's id before the node commits
+// that node announced and may not have written (see above), then its
+// announcements. Call it for this node's id before the node commits
 // anything (what an earlier process of the same id left), and for a node
 // that is gone (RecoverGone).
 func (h *HotStore) RecoverNode(ctx context.Context, node string) error {
 	key := h.dirtyKey(node)
-	rooms, err := h.rdb.HKeys(ctx, key).Result()
+	rooms, err := h.rdb.HGetAll(ctx, key).Result()
 	if err != nil || len(rooms) == 0 {
 		if err == nil {
 			err = h.rdb.SRem(ctx, h.dirtyNodes(), node).Err()
@@ -111,14 +214,12 @@ func (h *HotStore) RecoverNode(ctx context.Context, node string) error {
 	}
 	ttl := h.ttlArg()
 	pipe := h.rdb.Pipeline()
-	for _, room := range rooms {
+	args := make([]any, 0, 1+2*len(rooms))
+	args = append(args, node)
+	for room, n := range rooms {
 		scriptInvalidate.Eval(ctx, pipe, []string{h.roomKey(room), h.roomGen(room)}, ttl)
 		scriptForgetWindow.Eval(ctx, pipe, []string{h.windowKey(room), h.windowGen(room), h.lastKey(room)}, ttl)
-	}
-	args := make([]any, 0, 1+len(rooms))
-	args = append(args, node)
-	for _, room := range rooms {
-		args = append(args, room)
+		args = append(args, room, n)
 	}
 	scriptClean.Eval(ctx, pipe, []string{key, h.dirtyNodes()}, args...)
 	if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
@@ -128,9 +229,9 @@ func (h *HotStore) RecoverNode(ctx context.Context, node string) error {
 	return nil
 }
 
-// RecoverGone recovers every node with counted changes that live (the
-// cluster's live nodes, as presence lists them) does not name, but this
-// one. The cluster relay calls it with each trustworthy listing
+// RecoverGone recovers every node with announced changes that live (the
+// cluster's live nodes, as presence lists them when it is sure) does not
+// name, but this one. The cluster relay's keeper calls it
 // (cluster.Config.OnLiveNodes).
 func (h *HotStore) RecoverGone(live []string) {
 	if h.cfg.Node == "" || !h.hl.Up() {
@@ -140,7 +241,7 @@ func (h *HotStore) RecoverGone(live []string) {
 	defer cancel()
 	nodes, err := h.rdb.SMembers(ctx, h.dirtyNodes()).Result()
 	if err != nil {
-		h.warn("list nodes with changes", err)
+		h.warn("list nodes with announced changes", err)
 		return
 	}
 	for _, node := range nodes {

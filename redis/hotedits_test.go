@@ -75,9 +75,20 @@ func openHeld(t *testing.T, dbURL string, rdb *goredis.Client, prefix, node stri
 	t.Helper()
 	n := &heldNode{}
 	ready := make(chan struct{})
-	var before func(map[string]int)
+	var before func(map[string]int) func(bool)
 	if node != "" {
-		before = func(rooms map[string]int) { <-ready; n.hot.Intend(rooms) }
+		before = func(rooms map[string]int) func(bool) {
+			<-ready
+			after := n.hot.Intend(rooms)
+			return func(committed bool) {
+				n.mu.Lock()
+				held := n.hold
+				n.mu.Unlock()
+				if !held { // a held batch never reaches the applier: as if the node died first
+					after(committed)
+				}
+			}
+		}
 	}
 	pg, err := postgres.Open(context.Background(), postgres.Config{URL: dbURL, BeforeChanges: before, OnCommit: func(evs []parley.Event) {
 		<-ready
@@ -211,8 +222,10 @@ func TestHotStoreHoleAboveStart(t *testing.T) {
 // before its write reaches Redis (it died between the commit and the
 // write). Node B serves the deleted text from Redis until it learns that
 // A is gone (RecoverGone, with a listing of the live nodes without A);
-// then the room's hot data is reloaded from the store. B's own changes,
-// written, leave nothing to recover.
+// then the room's hot data is reloaded from the store. Changes written,
+// and changes that commit nothing (a refused edit), leave nothing
+// announced; a written change does not take back the announcement of a
+// later one that is not.
 func TestHotStoreRecoverStoppedNode(t *testing.T) {
 	rdb, prefix := testClient(t)
 	dbURL := pgtest.Schema(t)
@@ -224,15 +237,27 @@ func TestHotStoreRecoverStoppedNode(t *testing.T) {
 		parleytest.MustSend(t, a.hot, r, ann, fmt.Sprint("secret ", i+1))
 	}
 	parleytest.MustEdit(t, b.hot, r, ann, 1, "edited by B") // B's change, written
+	bob := parleytest.MustCreateUser(t, a.hot, "bob")
+	if _, err := a.hot.EditMessage(context.Background(), parley.Edit{RoomID: r.ID, Seq: 2, EditorID: bob.ID, Body: "x"}); err == nil {
+		t.Fatal("bob edited ann's message")
+	}
 	for _, n := range []*heldNode{a, b} {
 		mustMessages(t, n.hot, r.ID, parley.Newest(10))
 		parleytest.AllRooms(t, n.hot, ann, 10)
 	}
-	if n, err := rdb.HLen(context.Background(), prefix+"hot:dirty:node-b").Result(); err != nil || n != 0 {
-		t.Fatalf("node-b's dirty rooms = %d, %v; want none once its change is written", n, err)
+	for _, node := range []string{"node-a", "node-b"} {
+		parleytest.Eventually(t, 10*time.Second, func() bool {
+			n, err := rdb.HLen(context.Background(), prefix+"hot:dirty:"+node).Result()
+			return err == nil && n == 0
+		}, "%s still lists rooms once its changes are written", node)
 	}
+	parleytest.MustEdit(t, a.hot, r, ann, 2, "edited by A") // written
 	a.setHold(t, true)
 	parleytest.MustDelete(t, a.hot, r, ann, 3) // committed; A's write never comes
+	a.hot.Await(context.Background(), a.hot.Mark())
+	if n, err := rdb.HLen(context.Background(), prefix+"hot:dirty:node-a").Result(); err != nil || n != 1 {
+		t.Fatalf("node-a lists %d rooms (%v) with its deletion unwritten, want 1", n, err)
+	}
 	if page := mustMessages(t, b.hot, r.ID, parley.Newest(10)); page[0].Body != "secret 3" {
 		t.Fatalf("B's newest page before the recovery = %q first, want the stale text (the test's premise)", page[0].Body)
 	}
