@@ -76,10 +76,11 @@ type Config struct {
 	// destinations of every message while routes are unsure.
 	Nodes NodeLister
 	// OnLiveNodes, when set, hears each listing of the live nodes that
-	// names this node (one that does not proves nothing: a reset), every
-	// HeadCheck and on CheckHeads (redis.HotStore.RecoverGone). It runs on
-	// the relay's keeper goroutine: it may wait for Redis, not call the
-	// relay.
+	// names this node (one that does not proves nothing: a reset) while
+	// routes are sure (not within Settle of a presence failure or reset),
+	// every HeadCheck and on CheckHeads (redis.HotStore.RecoverGone). It
+	// runs on the relay's keeper goroutine: it may wait for Redis, not
+	// call the relay.
 	OnLiveNodes func(nodes []string)
 	// Settle is how long routes are unsure after presence could not be
 	// read or was reset (PresenceReset): the time the nodes take to write

@@ -96,11 +96,11 @@ func (r *Relay) keep() {
 			r.flushHeads()
 		case <-r.checkWake:
 			r.flushHeads()
-			r.refreshNodes()
+			r.tellLive(r.refreshNodes())
 			r.checkHeads()
 		case <-t.C:
 			r.flushHeads()
-			r.refreshNodes()
+			r.tellLive(r.refreshNodes())
 			r.checkHeads()
 		}
 	}
@@ -330,25 +330,35 @@ func (r *Relay) startAt(room string, st *roomState, pos Position) *roomState {
 // nothing; otherwise the broadcast meant for exactly that moment would
 // reach no other node. A node that is really gone is forgotten at once by
 // Gone, or after knownTTL unseen.
-func (r *Relay) refreshNodes() {
+//
+// It returns the listing when it names this node (else nil).
+func (r *Relay) refreshNodes() []string {
 	if r.cfg.Nodes == nil {
-		return
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	nodes, err := r.cfg.Nodes.LiveNodes(ctx)
 	cancel()
 	if err != nil {
-		return
+		return nil
 	}
 	if !slices.Contains(nodes, r.cfg.Node) {
 		// Redis was emptied: a listing without this node proves nothing
 		// of the others (see Presence's epoch marker).
 		r.PresenceReset()
 		r.routes.liveNodes(nodes)
-		return
+		return nil
 	}
 	r.routes.liveNodes(nodes)
-	if r.cfg.OnLiveNodes != nil {
+	return nodes
+}
+
+// tellLive hands a listing of the live nodes to Config.OnLiveNodes on the
+// keeper goroutine, unless it is nil or routes are unsure (within Settle
+// of a presence failure or reset the other nodes may not have written
+// their entries again yet).
+func (r *Relay) tellLive(nodes []string) {
+	if nodes != nil && r.cfg.OnLiveNodes != nil && !r.routes.unsure() {
 		r.cfg.OnLiveNodes(nodes)
 	}
 }
