@@ -271,15 +271,16 @@ func (m *Main) Open(ctx context.Context) error {
 	// once, below, before the listeners start: only a listener can cause
 	// a write.
 	var sinks []parley.EventSink
-	var intend func(rooms map[string]int) // cluster mode: the hot data's Intend
+	var intend func(rooms map[string]int) func(bool) // cluster mode: the hot data's Intend
 	db, err := m.openStore(ctx, func(evs []parley.Event) {
 		for _, s := range sinks {
 			s(evs)
 		}
-	}, func(rooms map[string]int) {
+	}, func(rooms map[string]int) func(bool) {
 		if intend != nil {
-			intend(rooms)
+			return intend(rooms)
 		}
+		return nil
 	})
 	if err != nil {
 		return err

@@ -29,7 +29,7 @@ import (
 // (m.lock). The store calls onCommit after each commit, and PostgreSQL
 // calls before with the rooms of a batch's message changes before it
 // runs (the hot data's Intend).
-func (m *Main) openStore(ctx context.Context, onCommit parley.EventSink, before func(rooms map[string]int)) (parley.Store, error) {
+func (m *Main) openStore(ctx context.Context, onCommit parley.EventSink, before func(rooms map[string]int) func(bool)) (parley.Store, error) {
 	cfg := m.Config
 	switch {
 	case isPostgres(cfg.Store):
@@ -91,7 +91,7 @@ type readPath struct {
 	written cluster.Watermark
 	// intend and recoverGone are the hot data's Intend and RecoverGone in
 	// cluster mode (redis/hotdirty.go), nil on one node.
-	intend      func(rooms map[string]int)
+	intend      func(rooms map[string]int) func(bool)
 	recoverGone func(live []string)
 }
 
