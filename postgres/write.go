@@ -227,6 +227,9 @@ func (s *Store) commit(batch []*groupcommit.Request[writeOp, result]) (func(), e
 				return nil, nil
 			}
 		default:
+			if after != nil && tr.ticket == noTicket { // no COMMIT was sent: nothing committed
+				after(false)
+			}
 			return nil, err
 		}
 	}
