@@ -22,7 +22,8 @@ import (
 // So before a batch that changes messages runs (postgres.Config's
 // BeforeChanges), the node announces its rooms in
 // "{prefix}hot:dirty:{node}" (Intend: room -> the announcement's number,
-// which only grows), and lists itself in "{prefix}hot:dirty-nodes". The
+// which only grows within a process), and lists itself in
+// "{prefix}hot:dirty-nodes". The
 // node keeps each announcement in memory (intents) until its batch's
 // outcome is known and, if it committed, until the applier has written
 // to Redis everything queued up to the batch's events (a successful write
@@ -37,7 +38,9 @@ import (
 // their generations moved, so that no load of the window or the room
 // info in flight stores an older snapshot), and the next read loads them
 // from the store. A node recovers what its previous process left as it
-// starts (cmd/parley), and the live nodes recover a node's once presence,
+// starts, before it commits anything, and does not start if it cannot
+// (cmd/parley): its own announcements would take those rooms back, the
+// numbers starting again. The live nodes recover a node's once presence,
 // sure of its listing, no longer names it (RecoverGone, from the cluster
 // relay's keeper). A batch whose outcome is unknown (its COMMIT's answer
 // was lost) keeps its rooms listed for good, which only costs them a
@@ -49,7 +52,8 @@ import (
 // did not make), and a death before its write is not repaired. Nor is a
 // last message that a load, or another node's late write, stores after
 // the recovery from a snapshot older than the change (that key has no
-// generation): the room's next message or the keys' TTL ends it.
+// generation): the room's next message or the keys' TTL ends it. Nor
+// is a change whose write the owed set dropped past maxOwed (logged).
 // Recovering a node that presence stops listing while it is alive (a
 // pause longer than the presence TTL) costs reloads, and leaves its
 // changes in flight unannounced.

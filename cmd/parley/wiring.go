@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -114,12 +113,14 @@ func (m *Main) openReadPath(ctx context.Context, clustered bool, db parley.Store
 		h := openHot(cfg, db, rdb, m.registry, endSessions)
 		rp.hot, rp.written, rp.intend, rp.recoverGone = h, h, h.Intend, h.RecoverGone
 		// What an earlier process of this node's id may have left
-		// unwritten, before this one commits anything.
+		// unwritten, before this one commits anything: this one's own
+		// announcements would take those rooms back (redis/hotdirty.go).
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		err = h.RecoverNode(rctx, cfg.NodeID)
 		cancel()
 		if err != nil {
-			slog.Warn("redis: could not check what this node's last run left unwritten", "node", cfg.NodeID, "err", err)
+			m.store = h // Close closes it, and the store under it
+			return rp, nil, fmt.Errorf("cluster: recover what this node's last run left unwritten in Redis: %w", err)
 		}
 	} else {
 		// The in-memory cache is kept current by this node's commits only,
