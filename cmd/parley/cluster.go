@@ -104,10 +104,7 @@ func openHot(cfg Config, db parley.Store, rdb *goredis.Client, reg prometheus.Re
 // not nil, takes the edits and deletions of every node (the history
 // cache's Apply), and rp.recoverGone each listing of the live nodes.
 func openCluster(cfg Config, rdb *goredis.Client, store parley.Store, rp readPath, h *hub.Hub, events *roomevents.Events, reg prometheus.Registerer) (*clusterNode, error) {
-	node := cfg.NodeID
-	if node == "" {
-		node = defaultNodeID(cfg.Addr)
-	}
+	node := cfg.NodeID // chosen by Open
 	c := &clusterNode{node: node, rdb: rdb}
 	var err error
 	ttl := cfg.PresenceTTL

@@ -75,10 +75,7 @@ func (m *Main) startWebhooks(db parley.Store) error {
 	if err != nil {
 		return err
 	}
-	node := cfg.NodeID
-	if node == "" {
-		node = defaultNodeID(cfg.Addr)
-	}
+	node := cfg.NodeID // chosen by Open
 	w := cfg.Webhooks
 	m.hooks, err = webhook.Start(webhook.Config{
 		Store: st, Node: node, Filter: f, Poll: w.Poll, LeaseTTL: w.Lease, Timeout: w.Timeout,
