@@ -81,7 +81,8 @@ type HotConfig struct {
 // joined Unix µs, "o:{room}" -> role, plus the field "_" so that no rooms
 // is a value), "m:{room}" the room's member listing (hotmembers.go), and
 // "g:r:{room}", "g:u:{user}", "g:m:{room}" the generations that guard the
-// loads of r:, u: and m:, and "g:n:{user}" the user's notify generation,
+// loads of r:, u: and m:, "g:w:{room}" the one that guards the loads of
+// w: and l: (hotedits.go), and "g:n:{user}" the user's notify generation,
 // which keys each node's memo of their mention counts and levels
 // (hotnotify.go), and "dirty:{node}" (room -> the number of its last
 // announced change not taken back) with the set "dirty-nodes"
@@ -374,8 +375,13 @@ func (h *HotStore) getRooms(ctx context.Context, ids []string) ([]*parley.RoomEn
 }
 
 // loadLast reads a room and its last message from the inner store and
-// stores the last message (if no newer one is stored).
+// stores the last message if no newer one is stored and the window's
+// generation has not moved since before the reads: a change that drops
+// the last message (a thread root's edit, a stopped node's recovery)
+// moves it, so a snapshot taken before that change is not stored
+// (TestHotStoreLoadBeforeForget).
 func (h *HotStore) loadLast(ctx context.Context, id string) (parley.Room, *parley.Message, error) {
+	gen, genOK := h.readWindowGen(ctx, id)
 	r, err := h.Store.Room(ctx, id)
 	if err != nil {
 		return r, nil, err
@@ -401,8 +407,11 @@ func (h *HotStore) loadLast(ctx context.Context, id string) (parley.Room, *parle
 		}
 		last = &msgs[0]
 	}
-	err = scriptLast.Eval(ctx, h.rdb, []string{h.lastKey(id)},
-		strconv.FormatInt(r.LastSeq, 10), encodeLast(last, r.LastActivityAt), h.ttlArg()).Err()
+	if !genOK {
+		return r, last, nil
+	}
+	err = scriptLastIfGen.Eval(ctx, h.rdb, []string{h.lastKey(id), h.windowGen(id)},
+		gen, strconv.FormatInt(r.LastSeq, 10), encodeLast(last, r.LastActivityAt), h.ttlArg()).Err()
 	if err != nil && !isNil(err) {
 		h.warn("store last message", err)
 	}

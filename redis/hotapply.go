@@ -61,6 +61,18 @@ end
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1`)
 
+	// scriptLastIfGen is scriptLast for a load, run only while the
+	// window's generation (KEYS[2]) is ARGV[1] ("" for none); scriptLast's
+	// arguments follow.
+	scriptLastIfGen = goredis.NewScript(`
+if (redis.call('GET', KEYS[2]) or '') ~= ARGV[1] then return 0 end
+local old = redis.call('HGET', KEYS[1], 's')
+if (not old) or tonumber(old) < tonumber(ARGV[2]) then
+  redis.call('HSET', KEYS[1], 's', ARGV[2], 'v', ARGV[3])
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return 1`)
+
 	// scriptWindow: KEYS[1] a room's window; ARGV[1] "1" to create it when
 	// absent, ARGV[2] the TTL in ms, ARGV[3] how many messages it keeps,
 	// then seq, message pairs (seq 0 is the start marker). Adds each seq

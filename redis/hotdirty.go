@@ -49,10 +49,11 @@ import (
 // Intend is best effort: while the breaker holds Redis down, or when its
 // round trip fails, the batch runs unannounced (its rooms stay counted in
 // memory all the same, so no later write takes back an announcement it
-// did not make), and a death before its write is not repaired. Nor is a
-// last message that a load, or another node's late write, stores after
-// the recovery from a snapshot older than the change (that key has no
-// generation): the room's next message or the keys' TTL ends it. Nor
+// did not make), and a death before its write is not repaired. A load of
+// the last message in flight does not store an older snapshot after the
+// recovery (loadLast checks the window's generation), but another node's
+// late write of the message itself (its send, written late) can: the
+// room's next message or the keys' TTL ends it. Nor
 // is a change whose write the owed set dropped past maxOwed (logged).
 // Recovering a node that presence stops listing while it is alive (a
 // pause longer than the presence TTL) costs reloads, and leaves its

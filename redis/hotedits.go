@@ -21,8 +21,10 @@ import (
 //   - the last message "l:{room}": the new version replaces a stored one of
 //     the same seq and a lower change (scriptLastChange), and is stored
 //     when the key is absent or older and the message is the room's last;
-//     a load of an older snapshot cannot overwrite it (scriptLast keeps a
-//     stored seq it does not pass);
+//     a load of an older snapshot cannot overwrite it (scriptLastIfGen
+//     keeps a stored seq it does not pass), nor store it once a change
+//     dropped the key (a thread root's edit, below): the load checks the
+//     window's generation;
 //   - the window "w:{room}": the new version replaces the member of its seq
 //     if that has a lower change, or is added where it lacks it
 //     (scriptWindowChange), and the window's generation "g:w:{room}"

@@ -3,7 +3,9 @@ package redis_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -271,5 +273,64 @@ func TestHotStoreRecoverStoppedNode(t *testing.T) {
 	}
 	if ok, err := rdb.SIsMember(context.Background(), prefix+"hot:dirty-nodes", "node-a").Result(); err != nil || ok {
 		t.Errorf("node-a still listed with dirty rooms (%v, %v)", ok, err)
+	}
+}
+
+// pausedLoad is a store whose next newest-message read, once armed,
+// takes its snapshot and then waits for release before answering: a load
+// of the hot data that read the store before a change committed and
+// writes Redis after the change's own write.
+type pausedLoad struct {
+	parley.Store
+	armed   atomic.Bool
+	got     chan struct{} // closed when the armed read has its snapshot
+	release chan struct{} // closed by the test
+}
+
+func (p *pausedLoad) Messages(ctx context.Context, roomID string, page parley.Page) ([]parley.Message, error) {
+	msgs, err := p.Store.Messages(ctx, roomID, page)
+	if page == parley.Newest(1) && p.armed.CompareAndSwap(true, false) {
+		close(p.got)
+		<-p.release
+	}
+	return msgs, err
+}
+
+// TestHotStoreLoadBeforeForget: a load of a room's last message reads
+// the store, a thread's root is deleted and its write drops the room's
+// last message (a reply carrying the root's excerpt), then the load
+// writes what it read. The load must not store the deleted root's text
+// again (the same drop serves a stopped node's recovery: RecoverNode).
+func TestHotStoreLoadBeforeForget(t *testing.T) {
+	rdb, prefix := testClient(t)
+	p := &pausedLoad{got: make(chan struct{}), release: make(chan struct{})}
+	n := openNodeOver(t, pgtest.Schema(t), rdb, redis.HotConfig{Prefix: prefix, RecentMessages: 20}, nil,
+		func(pg *postgres.Store) parley.Store { p.Store = pg; return p })
+	ann := parleytest.MustCreateUser(t, n.hot, "ann")
+	r := parleytest.MustCreateRoom(t, n.hot, ann, "r", 0)
+	parleytest.MustSend(t, n.hot, r, ann, "root secret")
+	parleytest.MustReply(t, n.hot, r, ann, 1, "a reply")
+	parleytest.AllRooms(t, n.hot, ann, 10)
+	if err := rdb.Del(context.Background(), prefix+"hot:l:"+r.ID).Err(); err != nil {
+		t.Fatal(err)
+	}
+	p.armed.Store(true)
+	loaded := make(chan struct{})
+	go func() {
+		defer close(loaded)
+		if _, err := n.hot.Room(context.Background(), r.ID); err != nil {
+			t.Errorf("Room() error = %v", err)
+		}
+	}()
+	<-p.got
+	parleytest.MustDelete(t, n.hot, r, ann, 1)
+	close(p.release)
+	<-loaded
+	list := parleytest.AllRooms(t, n.hot, ann, 10)
+	if len(list) != 1 || list[0].LastMessage == nil || list[0].LastMessage.ReplyTo == nil {
+		t.Fatalf("room list = %+v, want the reply as the last message", list)
+	}
+	if ex := list[0].LastMessage.ReplyTo.Excerpt; strings.Contains(ex, "secret") {
+		t.Errorf("last message's excerpt = %q after its root's deletion, want the deleted root's text gone", ex)
 	}
 }
