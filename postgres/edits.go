@@ -207,7 +207,7 @@ func (s *Store) Changed(ctx context.Context, roomID string, after int64, limit i
 	if err != nil {
 		return nil, s.readErr("changed", err)
 	}
-	msgs, err := collectChanges(rows, limit)
+	msgs, err := collectMessages(rows, limit, true)
 	if err != nil {
 		return nil, s.readErr("changed", err)
 	}
@@ -219,27 +219,18 @@ func (s *Store) Changed(ctx context.Context, roomID string, after int64, limit i
 	return msgs, nil
 }
 
-// collectMessages reads and closes rows of msgCols.
-func collectMessages(rows pgx.Rows, capacity int) ([]parley.Message, error) {
-	defer rows.Close()
-	msgs := make([]parley.Message, 0, capacity)
-	for rows.Next() {
-		m, err := scanMessage(rows)
-		if err != nil {
-			return nil, err
-		}
-		msgs = append(msgs, m)
-	}
-	return msgs, rows.Err()
-}
-
-// collectChanges reads and closes rows of msgCols and change_seq.
-func collectChanges(rows pgx.Rows, capacity int) ([]parley.Message, error) {
+// collectMessages reads and closes rows of msgCols, followed by the
+// message's change_seq (Message.ChangeSeq) when changeSeq.
+func collectMessages(rows pgx.Rows, capacity int, changeSeq bool) ([]parley.Message, error) {
 	defer rows.Close()
 	msgs := make([]parley.Message, 0, capacity)
 	for rows.Next() {
 		var m parley.Message
-		if err := rows.Scan(append(messageDest(&m), &m.ChangeSeq)...); err != nil {
+		dest := messageDest(&m)
+		if changeSeq {
+			dest = append(dest, &m.ChangeSeq)
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
 		fixMessage(&m)

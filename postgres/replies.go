@@ -119,7 +119,7 @@ func (s *Store) Replies(ctx context.Context, roomID string, root, after int64, l
 	if err != nil {
 		return nil, s.readErr("replies", err)
 	}
-	msgs, err := collectMessages(rows, limit)
+	msgs, err := collectMessages(rows, limit, false)
 	if err != nil {
 		return nil, s.readErr("replies", err)
 	}

@@ -281,7 +281,7 @@ func (s *Store) Changed(ctx context.Context, roomID string, after int64, limit i
 	if err != nil {
 		return nil, s.readErr("changed", err)
 	}
-	msgs, err := collectChanges(rows, limit)
+	msgs, err := collectMessages(rows, limit, true)
 	if err != nil {
 		return nil, s.readErr("changed", err)
 	}
@@ -293,27 +293,18 @@ func (s *Store) Changed(ctx context.Context, roomID string, after int64, limit i
 	return msgs, nil
 }
 
-// collectMessages reads and closes rows of msgCols.
-func collectMessages(rows *sql.Rows, capacity int) ([]parley.Message, error) {
+// collectMessages reads and closes rows of msgCols, followed by the
+// message's change_seq (Message.ChangeSeq) when changeSeq.
+func collectMessages(rows *sql.Rows, capacity int, changeSeq bool) ([]parley.Message, error) {
 	defer rows.Close()
 	msgs := make([]parley.Message, 0, capacity)
-	for rows.Next() {
-		m, err := scanMessage(rows)
-		if err != nil {
-			return nil, err
-		}
-		msgs = append(msgs, m)
+	var at int64
+	var sc scanner = rows
+	if changeSeq {
+		sc = scanWith{rows, []any{&at}}
 	}
-	return msgs, rows.Err()
-}
-
-// collectChanges reads and closes rows of msgCols and change_seq.
-func collectChanges(rows *sql.Rows, capacity int) ([]parley.Message, error) {
-	defer rows.Close()
-	msgs := make([]parley.Message, 0, capacity)
 	for rows.Next() {
-		var at int64
-		m, err := scanMessage(scanWith{rows, []any{&at}})
+		m, err := scanMessage(sc)
 		if err != nil {
 			return nil, err
 		}

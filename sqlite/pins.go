@@ -94,7 +94,7 @@ func (s *Store) Pins(ctx context.Context, roomID string, before int64, limit int
 	if err != nil {
 		return nil, s.readErr("pins", err)
 	}
-	msgs, err := collectMessages(rows, limit)
+	msgs, err := collectMessages(rows, limit, false)
 	if err != nil {
 		return nil, s.readErr("pins", err)
 	}

@@ -70,7 +70,7 @@ func (s *Store) SearchRoom(ctx context.Context, roomID string, q parley.Query, b
 	if err != nil {
 		return nil, s.readErr("search", err)
 	}
-	msgs, err := collectMessages(rows, limit)
+	msgs, err := collectMessages(rows, limit, false)
 	if err != nil {
 		return nil, s.readErr("search", err)
 	}
