@@ -36,6 +36,9 @@ func (s *Store) Apply(events []parley.Event) {
 		if e, ok := s.blocks[key]; ok {
 			s.forgetLocked(key, e)
 		}
+		if !s.shared {
+			continue // the marks are read by fresh only
+		}
 		// The room's other blocks have this change too (it did not touch
 		// them): those that had every one before it are marked with it.
 		for _, e := range s.rooms[key.room] {
