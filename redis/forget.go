@@ -14,14 +14,10 @@ import (
 // (the user's notify generation moves: hotnotify.go). The info, listing
 // and memberships go as a join's invalidation does (the key deleted and
 // its generation moved, so that a load in flight installs nothing it read
-// before); the last message and the window are deleted. Every node's next read of each loads it from
-// PostgreSQL. prefix is the nodes' --redis-prefix (DefaultPrefix when
+// before); so do the last message and the window, whose loads the
+// window's generation guards. Every node's next read of each loads it
+// from PostgreSQL. prefix is the nodes' --redis-prefix (DefaultPrefix when
 // empty).
-//
-// One race remains for a room that existed before the change: a node's
-// load of its last message that read PostgreSQL before the change
-// commits and writes Redis after ForgetHot may install the older last
-// message, until the room's next message or the key's TTL.
 func ForgetHot(ctx context.Context, rdb *goredis.Client, prefix string, rooms, users []string) error {
 	if len(rooms)+len(users) == 0 {
 		return nil
@@ -32,7 +28,7 @@ func ForgetHot(ctx context.Context, rdb *goredis.Client, prefix string, rooms, u
 	for _, id := range rooms {
 		scriptInvalidate.Eval(ctx, pipe, []string{h.roomKey(id), h.roomGen(id)}, ttl)
 		scriptInvalidate.Eval(ctx, pipe, []string{h.membersKey(id), h.membersGen(id)}, ttl)
-		pipe.Del(ctx, h.lastKey(id), h.windowKey(id))
+		scriptForgetWindow.Eval(ctx, pipe, []string{h.windowKey(id), h.windowGen(id), h.lastKey(id)}, ttl)
 	}
 	for _, id := range users {
 		scriptInvalidate.Eval(ctx, pipe, []string{h.userKey(id), h.userGen(id)}, ttl)
