@@ -117,7 +117,7 @@ func (h *HotStore) applyChange(ctx context.Context, pipe goredis.Pipeliner, ev *
 	scriptLastChange.Eval(ctx, pipe, []string{h.lastKey(room)}, seq, change,
 		encodeLast(m, ev.Room.LastActivityAt), create, ttl)
 	scriptWindowChange.Eval(ctx, pipe, []string{h.windowKey(room), h.windowGen(room)}, seq, change, encodeMessage(m), ttl)
-	if m.Thread != nil && (ev.Kind == parley.EventEdited || ev.Kind == parley.EventDeleted) {
+	if forgetsWindow(ev) {
 		// A thread's root changed its text: its replies' excerpts in the
 		// window and the last message are stale. Both are dropped (the
 		// generation moves, so no load from an older snapshot stores them
@@ -125,6 +125,12 @@ func (h *HotStore) applyChange(ctx context.Context, pipe goredis.Pipeliner, ev *
 		scriptForgetWindow.Eval(ctx, pipe, []string{h.windowKey(room), h.windowGen(room), h.lastKey(room)}, ttl)
 	}
 	return inv
+}
+
+// forgetsWindow reports whether a change drops its room's window and last
+// message: a thread root's edit or deletion.
+func forgetsWindow(ev *parley.Event) bool {
+	return ev.Message.Thread != nil && (ev.Kind == parley.EventEdited || ev.Kind == parley.EventDeleted)
 }
 
 // scriptForgetWindow: KEYS[1] a room's window, KEYS[2] its generation,

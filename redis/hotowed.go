@@ -29,7 +29,12 @@ import (
 //   - a member's read position, raised by a read or their own message
 //     (scriptRaise raises only);
 //   - a message's newest change (scriptLastChange and scriptWindowChange
-//     apply a higher change number only).
+//     apply a higher change number only);
+//   - the drop of a room's window and last message that a thread root's
+//     edit or deletion makes (its replies show its old text), kept apart
+//     from the change: a later change of the root (a reaction) replaces
+//     the owed change, and does not drop them. Replayed after the rest, so
+//     an owed reply of an older text goes too.
 //
 // A change to a message whose send is owed updates the owed copy, and a
 // change another node wrote first stays (scriptLastChange stores it above
@@ -41,6 +46,7 @@ type owed struct {
 	last    map[string]owedLast      // room → its newest message
 	raises  map[[2]string]int64      // user, room → read seq
 	changes map[owedSeq]parley.Event // a changed message → its newest change's event
+	forgets map[string]struct{}      // rooms whose window and last message go
 	dropped int                      // entries refused past maxOwed
 }
 
@@ -58,7 +64,7 @@ type owedSeq struct {
 }
 
 func (o *owed) empty() bool {
-	return o == nil || len(o.last) == 0 && len(o.raises) == 0 && len(o.changes) == 0
+	return o == nil || len(o.last) == 0 && len(o.raises) == 0 && len(o.changes) == 0 && len(o.forgets) == 0
 }
 
 // add records what the events of a failed write owed.
@@ -92,6 +98,9 @@ func (o *owed) merge(p *owed) {
 	}
 	for _, ev := range p.changes {
 		o.change(&ev)
+	}
+	for room := range p.forgets {
+		o.forget(room)
 	}
 	o.dropped += p.dropped
 }
@@ -128,6 +137,9 @@ func (o *owed) raise(user, room string, seq int64) {
 
 func (o *owed) change(ev *parley.Event) {
 	m := &ev.Message
+	if forgetsWindow(ev) {
+		o.forget(ev.Room.ID)
+	}
 	if l, ok := o.last[ev.Room.ID]; ok && l.m.Seq == m.Seq && l.m.Change < m.Change {
 		o.last[ev.Room.ID] = owedLast{m: *m, activity: l.activity}
 	}
@@ -145,6 +157,16 @@ func (o *owed) change(ev *parley.Event) {
 		o.changes = map[owedSeq]parley.Event{}
 	}
 	o.changes[k] = *ev
+}
+
+func (o *owed) forget(room string) {
+	if _, ok := o.forgets[room]; ok || !o.fits(len(o.forgets)) {
+		return
+	}
+	if o.forgets == nil {
+		o.forgets = map[string]struct{}{}
+	}
+	o.forgets[room] = struct{}{}
 }
 
 // fits reports whether a kind holding n entries takes one more.
@@ -166,6 +188,9 @@ func (h *HotStore) queueOwed(ctx context.Context, pipe goredis.Pipeliner, o *owe
 	}
 	for _, ev := range o.changes {
 		h.applyChange(ctx, pipe, &ev, ttl) // its invalidation is retried on its own
+	}
+	for room := range o.forgets {
+		scriptForgetWindow.Eval(ctx, pipe, []string{h.windowKey(room), h.windowGen(room), h.lastKey(room)}, ttl)
 	}
 }
 
