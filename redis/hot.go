@@ -82,7 +82,8 @@ type HotConfig struct {
 // is a value), "m:{room}" the room's member listing (hotmembers.go), and
 // "g:r:{room}", "g:u:{user}", "g:m:{room}" the generations that guard the
 // loads of r:, u: and m:, "g:w:{room}" the one that guards the loads of
-// w: and l: (hotedits.go), and "g:n:{user}" the user's notify generation,
+// w: and l: (hotedits.go), "x:{room}" the room's thread roots edited or
+// deleted (seq -> change: hotedits.go), and "g:n:{user}" the user's notify generation,
 // which keys each node's memo of their mention counts and levels
 // (hotnotify.go), and "dirty:{node}" (room -> the number of its last
 // announced change not taken back) with the set "dirty-nodes"

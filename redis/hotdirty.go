@@ -35,8 +35,8 @@ import (
 //
 // What a node leaves in its hash when it stops is undone by RecoverNode:
 // each room listed loses its room info, last message and window (with
-// their generations moved, so that no load of the window or the room
-// info in flight stores an older snapshot), and the next read loads them
+// their generations moved, so that no load of the window, the last
+// message or the room info in flight stores an older snapshot), and the next read loads them
 // from the store. A node recovers what its previous process left as it
 // starts, before it commits anything, and does not start if it cannot
 // (cmd/parley): its own announcements would take those rooms back, the
@@ -52,8 +52,8 @@ import (
 // did not make), and a death before its write is not repaired. A load of
 // the last message in flight does not store an older snapshot after the
 // recovery (loadLast checks the window's generation), but another node's
-// late write of the message itself (its send, written late) can: the
-// room's next message or the keys' TTL ends it. Nor
+// late write of the message itself (its send, or an earlier change of it,
+// written late) can: the room's next message or the keys' TTL ends it. Nor
 // is a change whose write the owed set dropped past maxOwed (logged).
 // Recovering a node that presence stops listing while it is alive (a
 // pause longer than the presence TTL) costs reloads, and leaves its

@@ -118,14 +118,38 @@ func (h *HotStore) applyChange(ctx context.Context, pipe goredis.Pipeliner, ev *
 		encodeLast(m, ev.Room.LastActivityAt), create, ttl)
 	scriptWindowChange.Eval(ctx, pipe, []string{h.windowKey(room), h.windowGen(room)}, seq, change, encodeMessage(m), ttl)
 	if forgetsWindow(ev) {
-		// A thread's root changed its text: its replies' excerpts in the
-		// window and the last message are stale. Both are dropped (the
-		// generation moves, so no load from an older snapshot stores them
-		// again) and read again from the store, as after their TTL.
-		scriptForgetWindow.Eval(ctx, pipe, []string{h.windowKey(room), h.windowGen(room), h.lastKey(room)}, ttl)
+		h.forgetRoot(ctx, pipe, room, m.Seq, m.Change, ttl)
 	}
 	return inv
 }
+
+// forgetRoot puts on pipe what a thread root's edit or deletion (change
+// on message seq) does: its replies' excerpts in the window and the last
+// message are stale. Both are dropped (the generation moves, so no load
+// from an older snapshot stores them again) and read again from the
+// store, as after their TTL. The root is marked with the change in the
+// room's root marks "x:{room}" (seq -> the highest change), so that a
+// late write of a reply committed before the change (its room's change
+// number lower) does not store its stale excerpt as the room's last
+// message (scriptLast, TestHotStoreRootDeleteOvertakesReply); a late
+// reply in the window needs no mark, since the window is gone and a
+// reload holds the reply already.
+func (h *HotStore) forgetRoot(ctx context.Context, pipe goredis.Pipeliner, room string, seq, change int64, ttl string) {
+	scriptMarkRoot.Eval(ctx, pipe, []string{h.rootsKey(room)}, seq, change, ttl)
+	scriptForgetWindow.Eval(ctx, pipe, []string{h.windowKey(room), h.windowGen(room), h.lastKey(room)}, ttl)
+}
+
+func (h *HotStore) rootsKey(id string) string { return h.cfg.Prefix + "hot:x:" + id }
+
+// scriptMarkRoot: KEYS[1] a room's root marks; ARGV[1] the root's seq,
+// ARGV[2] the change, ARGV[3] the TTL in ms. Keeps the higher change.
+var scriptMarkRoot = goredis.NewScript(`
+local old = redis.call('HGET', KEYS[1], ARGV[1])
+if (not old) or tonumber(old) < tonumber(ARGV[2]) then
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1`)
 
 // forgetsWindow reports whether a change drops its room's window and last
 // message: a thread root's edit or deletion.

@@ -334,3 +334,28 @@ func TestHotStoreLoadBeforeForget(t *testing.T) {
 		t.Errorf("last message's excerpt = %q after its root's deletion, want the deleted root's text gone", ex)
 	}
 }
+
+// TestHotStoreRootDeleteOvertakesReply: node A's write of a reply comes
+// late, and node B deletes the reply's root meanwhile, dropping the
+// room's last message and window. A's late write must not store the
+// reply as the room's last message with the deleted root's text as its
+// excerpt.
+func TestHotStoreRootDeleteOvertakesReply(t *testing.T) {
+	a, b, ann, r := lateWorld(t)
+	a.setHold(t, true)
+	reply := parleytest.MustReply(t, a.hot, r, ann, 1, "a reply")
+	parleytest.MustDelete(t, b.hot, r, ann, 1)
+	a.setHold(t, false)
+	for name, n := range map[string]hotNode{"A": a.hotNode, "B": b} {
+		list := parleytest.AllRooms(t, n.hot, ann, 10)
+		if len(list) != 1 || list[0].LastMessage == nil || list[0].LastMessage.Seq != reply.Seq || list[0].LastMessage.ReplyTo == nil {
+			t.Fatalf("%s room list = %+v, want the reply as the last message", name, list)
+		}
+		if ex := list[0].LastMessage.ReplyTo.Excerpt; ex != "" {
+			t.Errorf("%s last message's excerpt = %q, want none (its root is deleted)", name, ex)
+		}
+		if page := mustMessages(t, n.hot, r.ID, parley.Newest(10)); page[0].ReplyTo == nil || page[0].ReplyTo.Excerpt != "" {
+			t.Errorf("%s newest page: the reply's reference = %+v, want no excerpt", name, page[0].ReplyTo)
+		}
+	}
+}
