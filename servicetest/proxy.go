@@ -18,6 +18,7 @@ type Proxy struct {
 	mu     sync.Mutex    // guards the following fields
 	delay  time.Duration // how long a chunk from a client waits
 	match  []byte        // only the chunks that contain it wait; nil: all
+	hold   [][]byte      // a chunk that contains one of them stops its connection's sends
 	conns  []net.Conn
 	wg     sync.WaitGroup
 }
@@ -50,6 +51,30 @@ func (p *Proxy) SetDelay(d time.Duration, match []byte) {
 	p.mu.Unlock()
 }
 
+// Hold makes a client connection that sends a chunk containing one of
+// matches from now on send nothing more to the service: that chunk and
+// every later one are dropped, and the client waits for answers that
+// never come, as if the service had stopped for it alone. For example
+// "hot:l:" holds back a Redis client's writes of the keys with that
+// prefix and what follows them, and passes its other connections' calls.
+func (p *Proxy) Hold(matches ...[]byte) {
+	p.mu.Lock()
+	p.hold = append(p.hold, matches...)
+	p.mu.Unlock()
+}
+
+// holds reports whether chunk stops its connection (Hold).
+func (p *Proxy) holds(chunk []byte) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, m := range p.hold {
+		if bytes.Contains(chunk, m) {
+			return true
+		}
+	}
+	return false
+}
+
 // wait is how long a chunk waits.
 func (p *Proxy) wait(chunk []byte) time.Duration {
 	p.mu.Lock()
@@ -79,12 +104,17 @@ func (p *Proxy) accept() {
 	}
 }
 
-// delayed copies from src to dst, each chunk after the delay.
+// delayed copies from src to dst, each chunk after the delay, until a
+// chunk is held (Hold).
 func (p *Proxy) delayed(dst, src net.Conn) {
 	buf := make([]byte, 32<<10)
+	held := false
 	for {
 		n, err := src.Read(buf)
-		if n > 0 {
+		if n > 0 && !held && p.holds(buf[:n]) {
+			held = true
+		}
+		if n > 0 && !held {
 			if d := p.wait(buf[:n]); d > 0 {
 				time.Sleep(d)
 			}

@@ -1,99 +1,19 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"io"
-	"net"
 	"net/http"
 	"net/url"
-	"sync"
 	"testing"
 	"time"
+
+	"parley/servicetest"
 
 	"github.com/jackc/pgx/v5"
 )
 
-// holdProxy is a TCP proxy in front of Redis for one node. Once armed, a
-// connection that sends a command touching a room's window or last
-// message ("hot:w:", "hot:l:": the applier's write of a commit) has that
-// and everything after it held forever, while everything else (the
-// breaker's pings, presence, the announcements of changes, "hot:dirty:")
-// passes: the node commits, announces, and its write to Redis never
-// comes, as when it dies between the two.
-type holdProxy struct {
-	ln     net.Listener
-	target string
-
-	mu    sync.Mutex // guards armed
-	armed bool
-}
-
-func newHoldProxy(t *testing.T, target string) *holdProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &holdProxy{ln: ln, target: target}
-	t.Cleanup(func() { ln.Close() })
-	go p.serve()
-	return p
-}
-
-func (p *holdProxy) arm() {
-	p.mu.Lock()
-	p.armed = true
-	p.mu.Unlock()
-}
-
-func (p *holdProxy) isArmed() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.armed
-}
-
-func (p *holdProxy) serve() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		go p.pipe(c)
-	}
-}
-
-func (p *holdProxy) pipe(c net.Conn) {
-	defer c.Close()
-	s, err := net.Dial("tcp", p.target)
-	if err != nil {
-		return
-	}
-	defer s.Close()
-	go func() { io.Copy(c, s); c.Close() }()
-	buf := make([]byte, 64<<10)
-	var tail []byte // the end of the last read, for a key split across two
-	held := false
-	for {
-		n, err := c.Read(buf)
-		if err != nil {
-			return
-		}
-		data := append(tail, buf[:n]...)
-		if !held && p.isArmed() && (bytes.Contains(data, []byte("hot:w:")) || bytes.Contains(data, []byte("hot:l:"))) {
-			held = true
-		}
-		if !held {
-			if _, err := s.Write(buf[:n]); err != nil {
-				return
-			}
-		}
-		tail = append(tail[:0], data[max(0, len(data)-8):]...)
-	}
-}
-
 // TestClusterKilledNodeLeavesNoDeletedText: node c commits a deletion and
-// is killed before its write reaches Redis (held by holdProxy, then
+// is killed before its write reaches Redis (held by a proxy, then
 // SIGKILL). Node b serves the deleted text from Redis at first (the
 // test's premise), and once presence no longer lists c, b drops the
 // room's hot data that c announced (redis.HotStore.RecoverGone) and
@@ -109,9 +29,9 @@ func TestClusterKilledNodeLeavesNoDeletedText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := newHoldProxy(t, ru.Host)
+	proxy := servicetest.NewProxy(t, ru.Host)
 	cEnv := env
-	ru.Host = proxy.ln.Addr().String()
+	ru.Host = proxy.Addr()
 	cEnv.redis = ru.String()
 	c := startNodeProcess(t, cEnv, "c", b.Config.PresenceTTL)
 
@@ -154,7 +74,11 @@ func TestClusterKilledNodeLeavesNoDeletedText(t *testing.T) {
 		t.Fatalf("before the deletion b shows %q, %q", page, last)
 	}
 
-	proxy.arm()
+	// From now on node c's writes of a room's window or last message (its
+	// applier's, after a commit) and what follows them on their
+	// connection never reach Redis; its other calls (the breaker's pings,
+	// presence, the announcement of changes, "hot:dirty:") do.
+	proxy.Hold([]byte("hot:w:"), []byte("hot:l:"))
 	go func() {
 		// Never answered: the node waits for its write to Redis, and dies.
 		req, _ := http.NewRequest("DELETE", "http://"+c.addr+"/api/rooms/"+r.ID+"/messages/3", nil)
