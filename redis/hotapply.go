@@ -343,7 +343,7 @@ func (h *HotStore) write(base context.Context, batches [][]parley.Event) bool {
 		return false
 	}
 	if !replay.empty() {
-		h.m.replayed.Add(float64(len(replay.last) + len(replay.raises) + len(replay.changes)))
+		h.m.replayed.Add(float64(len(replay.last) + len(replay.raises) + len(replay.changes) + len(replay.forgets)))
 	}
 	return true
 }

@@ -46,8 +46,15 @@ var (
 	// own write (scriptLast) may reach Redis after the change, late or
 	// owed, and must then find this version there, or it would bring the
 	// old text back (TestHotStoreDeleteOvertakesSend), ARGV[5] the TTL in
-	// ms.
+	// ms. For a reply, KEYS[2] the room's root marks and ARGV[6] its
+	// root's seq: a root changed after this change (marked higher) means
+	// the excerpt is stale, and nothing is stored (as in scriptLast;
+	// TestHotStoreRootDeleteOvertakesReplyChange).
 	scriptLastChange = goredis.NewScript(`
+if KEYS[2] then
+  local c = redis.call('HGET', KEYS[2], ARGV[6])
+  if c and tonumber(c) > tonumber(ARGV[2]) then return 0 end
+end
 local old = redis.call('HGET', KEYS[1], 's')
 if (not old) or tonumber(old) < tonumber(ARGV[1]) then
   if ARGV[4] ~= '1' then return 0 end
@@ -114,8 +121,13 @@ func (h *HotStore) applyChange(ctx context.Context, pipe goredis.Pipeliner, ev *
 	if ev.Room.LastSeq == m.Seq {
 		create = "1"
 	}
-	scriptLastChange.Eval(ctx, pipe, []string{h.lastKey(room)}, seq, change,
-		encodeLast(m, ev.Room.LastActivityAt), create, ttl)
+	keys := []string{h.lastKey(room)}
+	args := []any{seq, change, encodeLast(m, ev.Room.LastActivityAt), create, ttl}
+	if m.ReplyTo != nil {
+		keys = append(keys, h.rootsKey(room))
+		args = append(args, m.ReplyTo.Seq)
+	}
+	scriptLastChange.Eval(ctx, pipe, keys, args...)
 	scriptWindowChange.Eval(ctx, pipe, []string{h.windowKey(room), h.windowGen(room)}, seq, change, encodeMessage(m), ttl)
 	if forgetsWindow(ev) {
 		h.forgetRoot(ctx, pipe, room, m.Seq, m.Change, ttl)
@@ -129,11 +141,15 @@ func (h *HotStore) applyChange(ctx context.Context, pipe goredis.Pipeliner, ev *
 // from an older snapshot stores them again) and read again from the
 // store, as after their TTL. The root is marked with the change in the
 // room's root marks "x:{room}" (seq -> the highest change), so that a
-// late write of a reply committed before the change (its room's change
-// number lower) does not store its stale excerpt as the room's last
-// message (scriptLast, TestHotStoreRootDeleteOvertakesReply); a late
-// reply in the window needs no mark, since the window is gone and a
-// reload holds the reply already.
+// late write of a reply, or of a change of it, committed before the
+// root's change (its change number lower) does not store its stale
+// excerpt as the room's last message (scriptLast, scriptLastChange:
+// TestHotStoreRootDeleteOvertakesReply, ...ReplyChange); a late reply in
+// the window needs no mark, since the window is gone, a late send does
+// not bring it back, and a reload holds the reply already. The marks
+// live a TTL from the last; nothing else drops them. A mark higher than
+// the store's numbers (after a restore to an older state) only makes
+// those writes skip, so that the next read loads the message.
 func (h *HotStore) forgetRoot(ctx context.Context, pipe goredis.Pipeliner, room string, seq, change int64, ttl string) {
 	scriptMarkRoot.Eval(ctx, pipe, []string{h.rootsKey(room)}, seq, change, ttl)
 	scriptForgetWindow.Eval(ctx, pipe, []string{h.windowKey(room), h.windowGen(room), h.lastKey(room)}, ttl)

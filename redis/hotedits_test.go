@@ -359,3 +359,33 @@ func TestHotStoreRootDeleteOvertakesReply(t *testing.T) {
 		}
 	}
 }
+
+// TestHotStoreRootDeleteOvertakesReplyChange: node A's write of a change
+// of a reply (a reaction, an edit) comes late, and node B deletes the
+// reply's root meanwhile. A's late write must not store the reply as the
+// room's last message with the deleted root's text as its excerpt.
+func TestHotStoreRootDeleteOvertakesReplyChange(t *testing.T) {
+	for _, change := range []string{"react", "edit"} {
+		t.Run(change, func(t *testing.T) {
+			a, b, ann, r := lateWorld(t)
+			reply := parleytest.MustReply(t, b.hot, r, ann, 1, "a reply")
+			a.setHold(t, true)
+			if change == "react" {
+				parleytest.MustReact(t, a.hot, r, ann, reply.Seq, "👍", true)
+			} else {
+				parleytest.MustEdit(t, a.hot, r, ann, reply.Seq, "a reply, edited")
+			}
+			parleytest.MustDelete(t, b.hot, r, ann, 1)
+			a.setHold(t, false)
+			for name, n := range map[string]hotNode{"A": a.hotNode, "B": b} {
+				list := parleytest.AllRooms(t, n.hot, ann, 10)
+				if len(list) != 1 || list[0].LastMessage == nil || list[0].LastMessage.Seq != reply.Seq || list[0].LastMessage.ReplyTo == nil {
+					t.Fatalf("%s room list = %+v, want the reply as the last message", name, list)
+				}
+				if ex := list[0].LastMessage.ReplyTo.Excerpt; ex != "" {
+					t.Errorf("%s last message's excerpt = %q, want none (its root is deleted)", name, ex)
+				}
+			}
+		})
+	}
+}

@@ -19,8 +19,9 @@ import (
 // every later write until one succeeds; the retry goroutine starts such a
 // write on a node whose rooms went quiet, so that a room whose newest
 // messages were lost on their way to Redis does not stay behind for a TTL
-// (TestHotMessageWriteRetried). Every part is idempotent and only moves a
-// key forward, so a replay after later writes undoes none of them:
+// (TestHotMessageWriteRetried). Every part is idempotent and moves a key
+// forward or drops it, so a replay after later writes brings back nothing
+// they replaced:
 //
 //   - a room's newest message (scriptLast keeps the higher seq). The window
 //     is not replayed: a window whose top is below the last message is a
@@ -34,7 +35,8 @@ import (
 //     edit or deletion makes (its replies show its old text), kept apart
 //     from the change: a later change of the root (a reaction) replaces
 //     the owed change, and does not drop them. Replayed after the rest, so
-//     an owed reply of an older text goes too.
+//     an owed reply of an older text goes too (and what later writes
+//     stored there, which costs the next read a reload).
 //
 // A change to a message whose send is owed updates the owed copy, and a
 // change another node wrote first stays (scriptLastChange stores it above
