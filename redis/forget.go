@@ -28,7 +28,7 @@ func ForgetHot(ctx context.Context, rdb *goredis.Client, prefix string, rooms, u
 	for _, id := range rooms {
 		scriptInvalidate.Eval(ctx, pipe, []string{h.roomKey(id), h.roomGen(id)}, ttl)
 		scriptInvalidate.Eval(ctx, pipe, []string{h.membersKey(id), h.membersGen(id)}, ttl)
-		scriptForgetWindow.Eval(ctx, pipe, []string{h.windowKey(id), h.windowGen(id), h.lastKey(id)}, ttl)
+		h.forgetWindow(ctx, pipe, id, ttl)
 	}
 	for _, id := range users {
 		scriptInvalidate.Eval(ctx, pipe, []string{h.userKey(id), h.userGen(id)}, ttl)

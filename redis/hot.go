@@ -82,8 +82,7 @@ type HotConfig struct {
 // is a value), "m:{room}" the room's member listing (hotmembers.go), and
 // "g:r:{room}", "g:u:{user}", "g:m:{room}" the generations that guard the
 // loads of r:, u: and m:, "g:w:{room}" the one that guards the loads of
-// w: and l: (hotedits.go), "x:{room}" the room's thread roots edited or
-// deleted (seq -> change: hotedits.go), and "g:n:{user}" the user's notify generation,
+// w: and l: (hotedits.go), and "g:n:{user}" the user's notify generation,
 // which keys each node's memo of their mention counts and levels
 // (hotnotify.go), and "dirty:{node}" (room -> the number of its last
 // announced change not taken back) with the set "dirty-nodes"
@@ -106,7 +105,10 @@ type HotConfig struct {
 //
 //   - Messages are immutable and numbered: the last message and the window
 //     change only through Lua scripts that keep the higher seq, so their
-//     order does not matter. A window read checks that its seqs are
+//     order does not matter, and that never create either key: once it is
+//     gone (dropped, or past its TTL) only a load from the store brings it
+//     back, so a late write cannot put back an older version of what
+//     replaced it. A window read checks that its seqs are
 //     contiguous and that its top is at least the last message's seq, so a
 //     window loaded from an older snapshot, or missing a message whose
 //     apply failed, is a miss (and reloaded), never a wrong page.

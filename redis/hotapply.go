@@ -52,18 +52,16 @@ end
 return 1`)
 
 	// scriptLast: KEYS[1] a room's last message; ARGV[1] its seq, ARGV[2]
-	// the value, ARGV[3] the TTL in ms. Keeps the higher seq. For a reply,
-	// KEYS[2] the room's root marks (hotedits.go), ARGV[4] the root's seq
-	// and ARGV[5] the room's change number at the reply's commit: a root
-	// edited or deleted after it (marked higher) means the reply's excerpt
-	// is stale, and nothing is stored (the next read loads it).
+	// the value, ARGV[3] the TTL in ms. Keeps the higher seq, and stores
+	// nothing where the key is absent: a key dropped (a thread root's
+	// edit, a stopped node's recovery, its TTL) comes back only from a
+	// load, which reads the store (loadLast), so that no write of an older
+	// version that comes late or is replayed (a send, a change of it) can
+	// bring back a text replaced since (TestHotLastLateSendAfterRootEdit).
 	scriptLast = goredis.NewScript(`
-if KEYS[2] then
-  local c = redis.call('HGET', KEYS[2], ARGV[4])
-  if c and tonumber(c) > tonumber(ARGV[5]) then return 0 end
-end
 local old = redis.call('HGET', KEYS[1], 's')
-if (not old) or tonumber(old) < tonumber(ARGV[1]) then
+if not old then return 0 end
+if tonumber(old) < tonumber(ARGV[1]) then
   redis.call('HSET', KEYS[1], 's', ARGV[1], 'v', ARGV[2])
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
@@ -261,18 +259,6 @@ func (h *HotStore) drain(base context.Context) bool {
 	}
 }
 
-// queueLast puts the write of room's newest message m on pipe, with the
-// room's last activity and change number at m's commit.
-func (h *HotStore) queueLast(ctx context.Context, pipe goredis.Pipeliner, room string, m *parley.Message, activity time.Time, change int64, ttl string) {
-	keys := []string{h.lastKey(room)}
-	args := []any{strconv.FormatInt(m.Seq, 10), encodeLast(m, activity), ttl}
-	if m.ReplyTo != nil {
-		keys = append(keys, h.rootsKey(room))
-		args = append(args, m.ReplyTo.Seq, change)
-	}
-	scriptLast.Eval(ctx, pipe, keys, args...)
-}
-
 // write brings the hot data up to date with batches of committed events,
 // in commit order, in one round trip: the one place that says what each
 // kind of event changes in Redis. It reports whether Redis took it (or
@@ -307,7 +293,7 @@ func (h *HotStore) write(base context.Context, batches [][]parley.Event) bool {
 			case parley.EventMessage:
 				m := ev.Message
 				seq := strconv.FormatInt(m.Seq, 10)
-				h.queueLast(ctx, pipe, room, &m, ev.Room.LastActivityAt, ev.Room.LastChange, ttl)
+				scriptLast.Eval(ctx, pipe, []string{h.lastKey(room)}, seq, encodeLast(&m, ev.Room.LastActivityAt), ttl)
 				scriptRaise.Eval(ctx, pipe, []string{h.userKey(m.SenderID), h.userGen(m.SenderID)}, room, seq, ttl)
 				if msgs == nil {
 					msgs = map[string][]parley.Message{}

@@ -49,12 +49,16 @@ import (
 // Intend is best effort: while the breaker holds Redis down, or when its
 // round trip fails, the batch runs unannounced (its rooms stay counted in
 // memory all the same, so no later write takes back an announcement it
-// did not make), and a death before its write is not repaired. A load of
-// the last message in flight does not store an older snapshot after the
-// recovery (loadLast checks the window's generation), but another node's
-// late write of the message itself (its send, or an earlier change of it,
-// written late) can: the room's next message or the keys' TTL ends it. Nor
-// is a change whose write the owed set dropped past maxOwed (logged).
+// did not make), and a death before its write is not repaired. After the
+// recovery neither a load in flight (loadLast checks the window's
+// generation) nor another node's late write (no write creates the last
+// message or the window) stores an older version of the room's messages.
+// Nor is a change whose write the owed set dropped past maxOwed (logged)
+// repaired. Sends are not announced: a dead node's unwritten message is
+// only late (the room's next message reloads the window), but its
+// sender's read position, which the message moved, stays behind in the
+// sender's memberships "u:{user}" until their next read or send in the
+// room or the key's TTL, so their room list counts those messages unread.
 // Recovering a node that presence stops listing while it is alive (a
 // pause longer than the presence TTL) costs reloads, and leaves its
 // changes in flight unannounced.
@@ -223,7 +227,7 @@ func (h *HotStore) RecoverNode(ctx context.Context, node string) error {
 	args = append(args, node)
 	for room, n := range rooms {
 		scriptInvalidate.Eval(ctx, pipe, []string{h.roomKey(room), h.roomGen(room)}, ttl)
-		scriptForgetWindow.Eval(ctx, pipe, []string{h.windowKey(room), h.windowGen(room), h.lastKey(room)}, ttl)
+		h.forgetWindow(ctx, pipe, room, ttl)
 		args = append(args, room, n)
 	}
 	scriptClean.Eval(ctx, pipe, []string{key, h.dirtyNodes()}, args...)

@@ -20,7 +20,8 @@ import (
 //     its generation, as a join invalidates it;
 //   - the last message "l:{room}": the new version replaces a stored one of
 //     the same seq and a lower change (scriptLastChange), and is stored
-//     when the key is absent or older and the message is the room's last;
+//     over an older seq when the message is the room's last (never where
+//     the key is absent: only a load creates it);
 //     a load of an older snapshot cannot overwrite it (scriptLastIfGen
 //     keeps a stored seq it does not pass), nor store it once a change
 //     dropped the key (a thread root's edit, below): the load checks the
@@ -46,17 +47,11 @@ var (
 	// own write (scriptLast) may reach Redis after the change, late or
 	// owed, and must then find this version there, or it would bring the
 	// old text back (TestHotStoreDeleteOvertakesSend), ARGV[5] the TTL in
-	// ms. For a reply, KEYS[2] the room's root marks and ARGV[6] its
-	// root's seq: a root changed after this change (marked higher) means
-	// the excerpt is stale, and nothing is stored (as in scriptLast;
-	// TestHotStoreRootDeleteOvertakesReplyChange).
+	// ms. Stores nothing where the key is absent, as scriptLast.
 	scriptLastChange = goredis.NewScript(`
-if KEYS[2] then
-  local c = redis.call('HGET', KEYS[2], ARGV[6])
-  if c and tonumber(c) > tonumber(ARGV[2]) then return 0 end
-end
 local old = redis.call('HGET', KEYS[1], 's')
-if (not old) or tonumber(old) < tonumber(ARGV[1]) then
+if not old then return 0 end
+if tonumber(old) < tonumber(ARGV[1]) then
   if ARGV[4] ~= '1' then return 0 end
 else
   if tonumber(old) ~= tonumber(ARGV[1]) then return 0 end
@@ -121,51 +116,24 @@ func (h *HotStore) applyChange(ctx context.Context, pipe goredis.Pipeliner, ev *
 	if ev.Room.LastSeq == m.Seq {
 		create = "1"
 	}
-	keys := []string{h.lastKey(room)}
-	args := []any{seq, change, encodeLast(m, ev.Room.LastActivityAt), create, ttl}
-	if m.ReplyTo != nil {
-		keys = append(keys, h.rootsKey(room))
-		args = append(args, m.ReplyTo.Seq)
-	}
-	scriptLastChange.Eval(ctx, pipe, keys, args...)
+	scriptLastChange.Eval(ctx, pipe, []string{h.lastKey(room)}, seq, change,
+		encodeLast(m, ev.Room.LastActivityAt), create, ttl)
 	scriptWindowChange.Eval(ctx, pipe, []string{h.windowKey(room), h.windowGen(room)}, seq, change, encodeMessage(m), ttl)
 	if forgetsWindow(ev) {
-		h.forgetRoot(ctx, pipe, room, m.Seq, m.Change, ttl)
+		// A thread's root changed its text: its replies' excerpts in the
+		// window and the last message are stale.
+		h.forgetWindow(ctx, pipe, room, ttl)
 	}
 	return inv
 }
 
-// forgetRoot puts on pipe what a thread root's edit or deletion (change
-// on message seq) does: its replies' excerpts in the window and the last
-// message are stale. Both are dropped (the generation moves, so no load
-// from an older snapshot stores them again) and read again from the
-// store, as after their TTL. The root is marked with the change in the
-// room's root marks "x:{room}" (seq -> the highest change), so that a
-// late write of a reply, or of a change of it, committed before the
-// root's change (its change number lower) does not store its stale
-// excerpt as the room's last message (scriptLast, scriptLastChange:
-// TestHotStoreRootDeleteOvertakesReply, ...ReplyChange); a late reply in
-// the window needs no mark, since the window is gone, a late send does
-// not bring it back, and a reload holds the reply already. The marks
-// live a TTL from the last; nothing else drops them. A mark higher than
-// the store's numbers (after a restore to an older state) only makes
-// those writes skip, so that the next read loads the message.
-func (h *HotStore) forgetRoot(ctx context.Context, pipe goredis.Pipeliner, room string, seq, change int64, ttl string) {
-	scriptMarkRoot.Eval(ctx, pipe, []string{h.rootsKey(room)}, seq, change, ttl)
+// forgetWindow puts on pipe the drop of a room's window and last message:
+// the generation moves, so no load from an older snapshot stores them
+// again, and no late write creates either (scriptWindow, scriptLast), so
+// the next read loads them from the store, as after their TTL.
+func (h *HotStore) forgetWindow(ctx context.Context, pipe goredis.Pipeliner, room, ttl string) {
 	scriptForgetWindow.Eval(ctx, pipe, []string{h.windowKey(room), h.windowGen(room), h.lastKey(room)}, ttl)
 }
-
-func (h *HotStore) rootsKey(id string) string { return h.cfg.Prefix + "hot:x:" + id }
-
-// scriptMarkRoot: KEYS[1] a room's root marks; ARGV[1] the root's seq,
-// ARGV[2] the change, ARGV[3] the TTL in ms. Keeps the higher change.
-var scriptMarkRoot = goredis.NewScript(`
-local old = redis.call('HGET', KEYS[1], ARGV[1])
-if (not old) or tonumber(old) < tonumber(ARGV[2]) then
-  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-end
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-return 1`)
 
 // forgetsWindow reports whether a change drops its room's window and last
 // message: a thread root's edit or deletion.

@@ -48,7 +48,7 @@ type owed struct {
 	last    map[string]owedLast      // room → its newest message
 	raises  map[[2]string]int64      // user, room → read seq
 	changes map[owedSeq]parley.Event // a changed message → its newest change's event
-	forgets map[owedSeq]int64        // thread roots edited or deleted → the highest change
+	forgets map[string]struct{}      // rooms whose window and last message go
 	dropped int                      // entries refused past maxOwed
 }
 
@@ -58,7 +58,6 @@ const maxOwed = 100_000
 type owedLast struct {
 	m        parley.Message
 	activity time.Time // the room's LastActivityAt with m
-	change   int64     // the room's LastChange with m (scriptLast)
 }
 
 type owedSeq struct {
@@ -79,7 +78,7 @@ func (o *owed) add(batches [][]parley.Event) {
 			case parley.EventRead:
 				o.raise(ev.UserID, ev.Room.ID, ev.ReadSeq)
 			case parley.EventMessage:
-				o.message(&ev.Message, ev.Room.LastActivityAt, ev.Room.LastChange)
+				o.message(&ev.Message, ev.Room.LastActivityAt)
 				o.raise(ev.Message.SenderID, ev.Room.ID, ev.Message.Seq)
 			case parley.EventEdited, parley.EventDeleted, parley.EventReaction, parley.EventThread, parley.EventPin:
 				o.change(ev)
@@ -94,7 +93,7 @@ func (o *owed) merge(p *owed) {
 		return
 	}
 	for _, l := range p.last {
-		o.message(&l.m, l.activity, l.change)
+		o.message(&l.m, l.activity)
 	}
 	for k, seq := range p.raises {
 		o.raise(k[0], k[1], seq)
@@ -102,13 +101,13 @@ func (o *owed) merge(p *owed) {
 	for _, ev := range p.changes {
 		o.change(&ev)
 	}
-	for k, change := range p.forgets {
-		o.forget(k, change)
+	for room := range p.forgets {
+		o.forget(room)
 	}
 	o.dropped += p.dropped
 }
 
-func (o *owed) message(m *parley.Message, activity time.Time, change int64) {
+func (o *owed) message(m *parley.Message, activity time.Time) {
 	if old, ok := o.last[m.RoomID]; ok {
 		if old.m.Seq > m.Seq || old.m.Seq == m.Seq && old.m.Change >= m.Change {
 			return
@@ -118,7 +117,7 @@ func (o *owed) message(m *parley.Message, activity time.Time, change int64) {
 	} else if o.last == nil {
 		o.last = map[string]owedLast{}
 	}
-	o.last[m.RoomID] = owedLast{m: *m, activity: activity, change: change}
+	o.last[m.RoomID] = owedLast{m: *m, activity: activity}
 }
 
 func (o *owed) raise(user, room string, seq int64) {
@@ -141,10 +140,10 @@ func (o *owed) raise(user, room string, seq int64) {
 func (o *owed) change(ev *parley.Event) {
 	m := &ev.Message
 	if forgetsWindow(ev) {
-		o.forget(owedSeq{ev.Room.ID, m.Seq}, m.Change)
+		o.forget(ev.Room.ID)
 	}
 	if l, ok := o.last[ev.Room.ID]; ok && l.m.Seq == m.Seq && l.m.Change < m.Change {
-		o.last[ev.Room.ID] = owedLast{m: *m, activity: l.activity, change: ev.Room.LastChange}
+		o.last[ev.Room.ID] = owedLast{m: *m, activity: l.activity}
 	}
 	k := owedSeq{ev.Room.ID, m.Seq}
 	if old, ok := o.changes[k]; ok {
@@ -162,18 +161,14 @@ func (o *owed) change(ev *parley.Event) {
 	o.changes[k] = *ev
 }
 
-func (o *owed) forget(k owedSeq, change int64) {
-	if old, ok := o.forgets[k]; ok {
-		o.forgets[k] = max(old, change)
-		return
-	}
-	if !o.fits(len(o.forgets)) {
+func (o *owed) forget(room string) {
+	if _, ok := o.forgets[room]; ok || !o.fits(len(o.forgets)) {
 		return
 	}
 	if o.forgets == nil {
-		o.forgets = map[owedSeq]int64{}
+		o.forgets = map[string]struct{}{}
 	}
-	o.forgets[k] = change
+	o.forgets[room] = struct{}{}
 }
 
 // fits reports whether a kind holding n entries takes one more.
@@ -188,7 +183,7 @@ func (o *owed) fits(n int) bool {
 // queueOwed puts the replay's scripts on pipe, before the write's own.
 func (h *HotStore) queueOwed(ctx context.Context, pipe goredis.Pipeliner, o *owed, ttl string) {
 	for room, l := range o.last {
-		h.queueLast(ctx, pipe, room, &l.m, l.activity, l.change, ttl)
+		scriptLast.Eval(ctx, pipe, []string{h.lastKey(room)}, strconv.FormatInt(l.m.Seq, 10), encodeLast(&l.m, l.activity), ttl)
 	}
 	for k, seq := range o.raises {
 		scriptRaise.Eval(ctx, pipe, []string{h.userKey(k[0]), h.userGen(k[0])}, k[1], strconv.FormatInt(seq, 10), ttl)
@@ -196,8 +191,8 @@ func (h *HotStore) queueOwed(ctx context.Context, pipe goredis.Pipeliner, o *owe
 	for _, ev := range o.changes {
 		h.applyChange(ctx, pipe, &ev, ttl) // its invalidation is retried on its own
 	}
-	for k, change := range o.forgets {
-		h.forgetRoot(ctx, pipe, k.room, k.seq, change, ttl)
+	for room := range o.forgets {
+		h.forgetWindow(ctx, pipe, room, ttl)
 	}
 }
 

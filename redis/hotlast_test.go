@@ -1,0 +1,164 @@
+package redis_test
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"parley"
+	"parley/parleytest"
+	"parley/postgres/pgtest"
+	"parley/redis"
+)
+
+// The last message "l:{room}" dropped (here by a thread root's edit or
+// deletion) comes back only from a load: a late write of an older
+// version of a message, or of a change of it, must not create it
+// (scriptLast, scriptLastChange).
+
+// rootWorld: a room whose seq 1 is a thread root and seq 2 a reply to
+// it, warm on both nodes (A's writes can be held back).
+func rootWorld(t *testing.T) (a *heldNode, b hotNode, ann parley.User, r parley.Room) {
+	rdb, prefix := testClient(t)
+	dbURL := pgtest.Schema(t)
+	b = openNode(t, dbURL, rdb, prefix, nil)
+	a = openHeld(t, dbURL, rdb, prefix, "")
+	ann = parleytest.MustCreateUser(t, a.hot, "ann")
+	r = parleytest.MustCreateRoom(t, a.hot, ann, "r", 0)
+	parleytest.MustSend(t, a.hot, r, ann, "root")
+	parleytest.MustReply(t, a.hot, r, ann, 1, "reply")
+	for _, n := range []hotNode{a.hotNode, b} {
+		mustMessages(t, n.hot, r.ID, parley.Newest(10))
+		parleytest.AllRooms(t, n.hot, ann, 10)
+	}
+	return a, b, ann, r
+}
+
+// wantLastAsStored checks that both nodes' room lists and room info show
+// room r's last message as PostgreSQL holds it.
+func wantLastAsStored(t *testing.T, a, b hotNode, ann parley.User, r parley.Room) {
+	t.Helper()
+	want, err := b.pg.Messages(context.Background(), r.ID, parley.Newest(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, n := range map[string]hotNode{"A": a, "B": b} {
+		var lm *parley.Message
+		for _, e := range parleytest.AllRooms(t, n.hot, ann, 10) {
+			if e.Room.ID == r.ID {
+				lm = e.LastMessage
+			}
+		}
+		if lm.Seq != want[0].Seq || lm.Body != want[0].Body || (lm.DeletedAt == nil) != (want[0].DeletedAt == nil) || lm.Change != want[0].Change {
+			t.Errorf("%s room list's last message = seq %d %q deleted %v change %d; PostgreSQL: seq %d %q deleted %v change %d",
+				name, lm.Seq, lm.Body, lm.DeletedAt != nil, lm.Change, want[0].Seq, want[0].Body, want[0].DeletedAt != nil, want[0].Change)
+		}
+		room := parleytest.MustRoom(t, n.hot, r.ID)
+		if room.LastSeq != want[0].Seq {
+			t.Errorf("%s Room last_seq = %d, want %d", name, room.LastSeq, want[0].Seq)
+		}
+	}
+}
+
+// TestHotLastLateSendAfterRootEdit: A's send of "secret" (seq 3) is late;
+// B deletes it, then edits the thread root (seq 1), which drops the
+// room's last message; A's late send write must not store "secret" as
+// the room's last message (it did: deleted text on every node).
+func TestHotLastLateSendAfterRootEdit(t *testing.T) {
+	a, b, ann, r := rootWorld(t)
+	a.setHold(t, true)
+	m3 := parleytest.MustSend(t, a.hot, r, ann, "secret")
+	parleytest.MustDelete(t, b.hot, r, ann, m3.Seq)
+	parleytest.MustEdit(t, b.hot, r, ann, 1, "root edited")
+	a.setHold(t, false)
+	wantLastAsStored(t, a.hotNode, b, ann, r)
+}
+
+// TestHotLastLateReactionAfterRootEdit: as above, with A's late write a
+// reaction to seq 3 (sent and written earlier), then deleted by B.
+func TestHotLastLateReactionAfterRootEdit(t *testing.T) {
+	a, b, ann, r := rootWorld(t)
+	m3 := parleytest.MustSend(t, a.hot, r, ann, "secret")
+	a.setHold(t, true)
+	parleytest.MustReact(t, a.hot, r, ann, m3.Seq, "👍", true)
+	parleytest.MustDelete(t, b.hot, r, ann, m3.Seq)
+	parleytest.MustEdit(t, b.hot, r, ann, 1, "root edited")
+	a.setHold(t, false)
+	wantLastAsStored(t, a.hotNode, b, ann, r)
+}
+
+// TestHotLastLateEditAfterRootEdit: A's late edit of seq 3, then B's
+// deletion of it, then B's edit of the root.
+func TestHotLastLateEditAfterRootEdit(t *testing.T) {
+	a, b, ann, r := rootWorld(t)
+	m3 := parleytest.MustSend(t, a.hot, r, ann, "first")
+	a.setHold(t, true)
+	parleytest.MustEdit(t, a.hot, r, ann, m3.Seq, "secret")
+	parleytest.MustDelete(t, b.hot, r, ann, m3.Seq)
+	parleytest.MustEdit(t, b.hot, r, ann, 1, "root edited")
+	a.setHold(t, false)
+	wantLastAsStored(t, a.hotNode, b, ann, r)
+}
+
+// TestHotLastLateReplyReactionAfterRootDelete: the reply (seq 2) is the
+// room's last message; A's reaction to it is late, and B deletes the
+// thread's root meanwhile (which drops the last message). A's late
+// reaction must not store the reply as the last message with the
+// deleted root's text as its excerpt.
+func TestHotLastLateReplyReactionAfterRootDelete(t *testing.T) {
+	a, b, ann, r := rootWorld(t) // seq 1 "root", seq 2 replies to it
+	parleytest.MustEdit(t, a.hot, r, ann, 1, "root secret")
+	for _, n := range []hotNode{a.hotNode, b} {
+		parleytest.AllRooms(t, n.hot, ann, 10)
+	}
+	a.setHold(t, true)
+	parleytest.MustReact(t, a.hot, r, ann, 2, "👍", true)
+	parleytest.MustDelete(t, b.hot, r, ann, 1)
+	a.setHold(t, false)
+	want, _ := b.pg.Messages(context.Background(), r.ID, parley.Newest(1))
+	for name, n := range map[string]hotNode{"A": a.hotNode, "B": b} {
+		lm := parleytest.AllRooms(t, n.hot, ann, 10)[0].LastMessage
+		if lm.ReplyTo == nil || lm.ReplyTo.Excerpt != want[0].ReplyTo.Excerpt {
+			t.Errorf("%s room list's last message: reply_to = %+v; PostgreSQL: %+v", name, lm.ReplyTo, want[0].ReplyTo)
+		}
+		page := mustMessages(t, n.hot, r.ID, parley.Newest(10))
+		if page[0].ReplyTo == nil || page[0].ReplyTo.Excerpt != want[0].ReplyTo.Excerpt {
+			t.Errorf("%s newest page: reply_to = %+v; PostgreSQL: %+v", name, page[0].ReplyTo, want[0].ReplyTo)
+		}
+	}
+}
+
+// TestHotLastOwedSendAfterRootEdit: the same without a held node: A's
+// Redis write of its send "secret" fails (owed), B deletes the message
+// and then edits the thread root (dropping the last message); A's next
+// write (in another room) replays what it owes, which must not store
+// "secret" as the room's last message.
+func TestHotLastOwedSendAfterRootEdit(t *testing.T) {
+	rdb, prefix := testClient(t)
+	rdbA, err := redis.NewClient(os.Getenv("PARLEY_TEST_REDIS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdbA.Close() })
+	fail := &failScripts{}
+	rdbA.AddHook(fail)
+	dbURL := pgtest.Schema(t)
+	a := openNodeWith(t, dbURL, rdbA, redis.HotConfig{Prefix: prefix, RecentMessages: 20}, nil)
+	b := openNode(t, dbURL, rdb, prefix, nil)
+	ann := parleytest.MustCreateUser(t, a.hot, "ann")
+	r := parleytest.MustCreateRoom(t, a.hot, ann, "r", 0)
+	other := parleytest.MustCreateRoom(t, a.hot, ann, "other", 0)
+	parleytest.MustSend(t, a.hot, r, ann, "root")
+	parleytest.MustReply(t, a.hot, r, ann, 1, "reply")
+	for _, n := range []hotNode{a, b} {
+		mustMessages(t, n.hot, r.ID, parley.Newest(10))
+		parleytest.AllRooms(t, n.hot, ann, 10)
+	}
+	fail.armed.Store(true)
+	m3 := parleytest.MustSend(t, a.hot, r, ann, "secret") // committed; its Redis write fails: owed
+	fail.armed.Store(false)
+	parleytest.MustDelete(t, b.hot, r, ann, m3.Seq)
+	parleytest.MustEdit(t, b.hot, r, ann, 1, "root edited")
+	parleytest.MustSend(t, a.hot, other, ann, "next write") // replays what A owes
+	wantLastAsStored(t, a, b, ann, r)
+}
