@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -166,6 +167,28 @@ func (h *HotStore) storeWindowSince(ctx context.Context, roomID string, msgs []p
 	err := scriptWindowIfGen.Eval(ctx, h.rdb, []string{h.windowKey(roomID), h.windowGen(roomID)}, args...).Err()
 	if err != nil && !isNil(err) {
 		h.warn("store window", err)
+	}
+}
+
+// storeLastSince stores the newest of msgs, the room's newest page read
+// from the store after its window's generation was gen, as the room's
+// last message, if none is stored or an older one, and the generation has
+// not moved (scriptLastIfGen, as loadLast): no write creates the key
+// (scriptLast), and a window read needs it (TestHotLastLoadedWithWindow).
+// The last activity stored with it is its send time; the room info holds
+// the room's own, and reads take the later of the two.
+func (h *HotStore) storeLastSince(ctx context.Context, roomID string, msgs []parley.Message, gen string) {
+	var last *parley.Message
+	var seq int64
+	var activity time.Time
+	if len(msgs) > 0 {
+		last = &msgs[0]
+		seq, activity = last.Seq, last.SentAt
+	}
+	err := scriptLastIfGen.Eval(ctx, h.rdb, []string{h.lastKey(roomID), h.windowGen(roomID)},
+		gen, strconv.FormatInt(seq, 10), encodeLast(last, activity), h.ttlArg()).Err()
+	if err != nil && !isNil(err) {
+		h.warn("store last message", err)
 	}
 }
 

@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 
@@ -9,6 +10,8 @@ import (
 	"parley/parleytest"
 	"parley/postgres/pgtest"
 	"parley/redis"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // The last message "l:{room}" dropped (here by a thread root's edit or
@@ -161,4 +164,31 @@ func TestHotLastOwedSendAfterRootEdit(t *testing.T) {
 	parleytest.MustEdit(t, b.hot, r, ann, 1, "root edited")
 	parleytest.MustSend(t, a.hot, other, ann, "next write") // replays what A owes
 	wantLastAsStored(t, a, b, ann, r)
+}
+
+// TestHotLastLoadedWithWindow: in a room whose last message is not in
+// Redis (a new room nobody listed yet, or after a drop), only a load
+// creates it; a newest page read by itself, with no room list read, must
+// load it with the window, or every later page would miss (a window read
+// checks its top against the last message).
+func TestHotLastLoadedWithWindow(t *testing.T) {
+	rdb, prefix := testClient(t)
+	reg := prometheus.NewRegistry()
+	n := openNodeWith(t, pgtest.Schema(t), rdb, redis.HotConfig{Prefix: prefix, RecentMessages: 20, Registerer: reg}, nil)
+	ann := parleytest.MustCreateUser(t, n.hot, "ann")
+	r := parleytest.MustCreateRoom(t, n.hot, ann, "r", 0)
+	for i := range 3 {
+		parleytest.MustSend(t, n.hot, r, ann, fmt.Sprint("m", i+1))
+	}
+	for range 3 {
+		wantSeqs(t, "newest page", mustMessages(t, n.hot, r.ID, parley.Newest(10)), 3, 1)
+	}
+	if hit, miss := hotRequests(t, reg, "messages", "hit"), hotRequests(t, reg, "messages", "miss"); hit != 2 || miss != 1 {
+		t.Errorf("newest pages: %v hits, %v misses; want 2, 1", hit, miss)
+	}
+	parleytest.MustSend(t, n.hot, r, ann, "m4")
+	wantSeqs(t, "newest page after a send", mustMessages(t, n.hot, r.ID, parley.Newest(10)), 4, 1)
+	if hit := hotRequests(t, reg, "messages", "hit"); hit != 3 {
+		t.Errorf("the page after a send: %v hits in all, want 3", hit)
+	}
 }

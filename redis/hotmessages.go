@@ -34,6 +34,7 @@ func (h *HotStore) Messages(ctx context.Context, roomID string, p parley.Page) (
 	complete := len(loaded) < h.cfg.RecentMessages
 	if genOK {
 		h.storeWindowSince(ctx, roomID, loaded, complete, gen)
+		h.storeLastSince(ctx, roomID, loaded, gen)
 	}
 	i := 0
 	if p.Before > 0 {
