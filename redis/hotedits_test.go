@@ -129,15 +129,23 @@ func (n *heldNode) setHold(t *testing.T, on bool) {
 // lateWorld is a room of three messages whose window and last message
 // are in Redis, a node A whose writes can be held back, and a node B.
 func lateWorld(t *testing.T) (a *heldNode, b hotNode, ann parley.User, r parley.Room) {
+	return warmWorld(t, func(s parley.Store, r parley.Room, ann parley.User) {
+		for i := range 3 {
+			parleytest.MustSend(t, s, r, ann, fmt.Sprint("m", i+1))
+		}
+	})
+}
+
+// warmWorld is a room filled by fill, whose window and last message are
+// in Redis, a node A whose writes can be held back, and a node B.
+func warmWorld(t *testing.T, fill func(s parley.Store, r parley.Room, ann parley.User)) (a *heldNode, b hotNode, ann parley.User, r parley.Room) {
 	rdb, prefix := testClient(t)
 	dbURL := pgtest.Schema(t)
 	b = openNode(t, dbURL, rdb, prefix, nil)
 	a = openHeld(t, dbURL, rdb, prefix, "")
 	ann = parleytest.MustCreateUser(t, a.hot, "ann")
 	r = parleytest.MustCreateRoom(t, a.hot, ann, "r", 0)
-	for i := range 3 {
-		parleytest.MustSend(t, a.hot, r, ann, fmt.Sprint("m", i+1))
-	}
+	fill(a.hot, r, ann)
 	for _, n := range []hotNode{a.hotNode, b} {
 		mustMessages(t, n.hot, r.ID, parley.Newest(10))
 		parleytest.AllRooms(t, n.hot, ann, 10)
@@ -335,44 +343,26 @@ func TestHotStoreLoadBeforeForget(t *testing.T) {
 	}
 }
 
-// TestHotStoreRootDeleteOvertakesReply: node A's write of a reply comes
-// late, and node B deletes the reply's root meanwhile, dropping the
-// room's last message and window. A's late write must not store the
-// reply as the room's last message with the deleted root's text as its
-// excerpt.
+// TestHotStoreRootDeleteOvertakesReply: node A's write of a reply, or of
+// a change of one (a reaction, an edit), comes late, and node B deletes
+// the reply's root meanwhile, dropping the room's last message and
+// window. A's late write must not store the reply as the room's last
+// message with the deleted root's text as its excerpt.
 func TestHotStoreRootDeleteOvertakesReply(t *testing.T) {
-	a, b, ann, r := lateWorld(t)
-	a.setHold(t, true)
-	reply := parleytest.MustReply(t, a.hot, r, ann, 1, "a reply")
-	parleytest.MustDelete(t, b.hot, r, ann, 1)
-	a.setHold(t, false)
-	for name, n := range map[string]hotNode{"A": a.hotNode, "B": b} {
-		list := parleytest.AllRooms(t, n.hot, ann, 10)
-		if len(list) != 1 || list[0].LastMessage == nil || list[0].LastMessage.Seq != reply.Seq || list[0].LastMessage.ReplyTo == nil {
-			t.Fatalf("%s room list = %+v, want the reply as the last message", name, list)
-		}
-		if ex := list[0].LastMessage.ReplyTo.Excerpt; ex != "" {
-			t.Errorf("%s last message's excerpt = %q, want none (its root is deleted)", name, ex)
-		}
-		if page := mustMessages(t, n.hot, r.ID, parley.Newest(10)); page[0].ReplyTo == nil || page[0].ReplyTo.Excerpt != "" {
-			t.Errorf("%s newest page: the reply's reference = %+v, want no excerpt", name, page[0].ReplyTo)
-		}
-	}
-}
-
-// TestHotStoreRootDeleteOvertakesReplyChange: node A's write of a change
-// of a reply (a reaction, an edit) comes late, and node B deletes the
-// reply's root meanwhile. A's late write must not store the reply as the
-// room's last message with the deleted root's text as its excerpt.
-func TestHotStoreRootDeleteOvertakesReplyChange(t *testing.T) {
-	for _, change := range []string{"react", "edit"} {
-		t.Run(change, func(t *testing.T) {
+	for _, late := range []string{"reply", "react", "edit"} {
+		t.Run(late, func(t *testing.T) {
 			a, b, ann, r := lateWorld(t)
-			reply := parleytest.MustReply(t, b.hot, r, ann, 1, "a reply")
+			var reply parley.Message
+			if late != "reply" {
+				reply = parleytest.MustReply(t, b.hot, r, ann, 1, "a reply")
+			}
 			a.setHold(t, true)
-			if change == "react" {
+			switch late {
+			case "reply":
+				reply = parleytest.MustReply(t, a.hot, r, ann, 1, "a reply")
+			case "react":
 				parleytest.MustReact(t, a.hot, r, ann, reply.Seq, "👍", true)
-			} else {
+			case "edit":
 				parleytest.MustEdit(t, a.hot, r, ann, reply.Seq, "a reply, edited")
 			}
 			parleytest.MustDelete(t, b.hot, r, ann, 1)
@@ -384,6 +374,9 @@ func TestHotStoreRootDeleteOvertakesReplyChange(t *testing.T) {
 				}
 				if ex := list[0].LastMessage.ReplyTo.Excerpt; ex != "" {
 					t.Errorf("%s last message's excerpt = %q, want none (its root is deleted)", name, ex)
+				}
+				if page := mustMessages(t, n.hot, r.ID, parley.Newest(10)); page[0].ReplyTo == nil || page[0].ReplyTo.Excerpt != "" {
+					t.Errorf("%s newest page: the reply's reference = %+v, want no excerpt", name, page[0].ReplyTo)
 				}
 			}
 		})

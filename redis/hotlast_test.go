@@ -22,19 +22,10 @@ import (
 // rootWorld: a room whose seq 1 is a thread root and seq 2 a reply to
 // it, warm on both nodes (A's writes can be held back).
 func rootWorld(t *testing.T) (a *heldNode, b hotNode, ann parley.User, r parley.Room) {
-	rdb, prefix := testClient(t)
-	dbURL := pgtest.Schema(t)
-	b = openNode(t, dbURL, rdb, prefix, nil)
-	a = openHeld(t, dbURL, rdb, prefix, "")
-	ann = parleytest.MustCreateUser(t, a.hot, "ann")
-	r = parleytest.MustCreateRoom(t, a.hot, ann, "r", 0)
-	parleytest.MustSend(t, a.hot, r, ann, "root")
-	parleytest.MustReply(t, a.hot, r, ann, 1, "reply")
-	for _, n := range []hotNode{a.hotNode, b} {
-		mustMessages(t, n.hot, r.ID, parley.Newest(10))
-		parleytest.AllRooms(t, n.hot, ann, 10)
-	}
-	return a, b, ann, r
+	return warmWorld(t, func(s parley.Store, r parley.Room, ann parley.User) {
+		parleytest.MustSend(t, s, r, ann, "root")
+		parleytest.MustReply(t, s, r, ann, 1, "reply")
+	})
 }
 
 // wantLastAsStored checks that both nodes' room lists and room info show
@@ -63,44 +54,34 @@ func wantLastAsStored(t *testing.T, a, b hotNode, ann parley.User, r parley.Room
 	}
 }
 
-// TestHotLastLateSendAfterRootEdit: A's send of "secret" (seq 3) is late;
-// B deletes it, then edits the thread root (seq 1), which drops the
-// room's last message; A's late send write must not store "secret" as
-// the room's last message (it did: deleted text on every node).
-func TestHotLastLateSendAfterRootEdit(t *testing.T) {
-	a, b, ann, r := rootWorld(t)
-	a.setHold(t, true)
-	m3 := parleytest.MustSend(t, a.hot, r, ann, "secret")
-	parleytest.MustDelete(t, b.hot, r, ann, m3.Seq)
-	parleytest.MustEdit(t, b.hot, r, ann, 1, "root edited")
-	a.setHold(t, false)
-	wantLastAsStored(t, a.hotNode, b, ann, r)
-}
-
-// TestHotLastLateReactionAfterRootEdit: as above, with A's late write a
-// reaction to seq 3 (sent and written earlier), then deleted by B.
-func TestHotLastLateReactionAfterRootEdit(t *testing.T) {
-	a, b, ann, r := rootWorld(t)
-	m3 := parleytest.MustSend(t, a.hot, r, ann, "secret")
-	a.setHold(t, true)
-	parleytest.MustReact(t, a.hot, r, ann, m3.Seq, "👍", true)
-	parleytest.MustDelete(t, b.hot, r, ann, m3.Seq)
-	parleytest.MustEdit(t, b.hot, r, ann, 1, "root edited")
-	a.setHold(t, false)
-	wantLastAsStored(t, a.hotNode, b, ann, r)
-}
-
-// TestHotLastLateEditAfterRootEdit: A's late edit of seq 3, then B's
-// deletion of it, then B's edit of the root.
-func TestHotLastLateEditAfterRootEdit(t *testing.T) {
-	a, b, ann, r := rootWorld(t)
-	m3 := parleytest.MustSend(t, a.hot, r, ann, "first")
-	a.setHold(t, true)
-	parleytest.MustEdit(t, a.hot, r, ann, m3.Seq, "secret")
-	parleytest.MustDelete(t, b.hot, r, ann, m3.Seq)
-	parleytest.MustEdit(t, b.hot, r, ann, 1, "root edited")
-	a.setHold(t, false)
-	wantLastAsStored(t, a.hotNode, b, ann, r)
+// TestHotLastLateAfterRootEdit: A's write of message 3 (its send, a
+// reaction to it, an edit of it) is late; B deletes the message, then
+// edits the thread root (seq 1), which drops the room's last message.
+// A's late write must not store "secret" as the room's last message (it
+// did: deleted text on every node).
+func TestHotLastLateAfterRootEdit(t *testing.T) {
+	for _, late := range []string{"send", "react", "edit"} {
+		t.Run(late, func(t *testing.T) {
+			a, b, ann, r := rootWorld(t)
+			var m3 parley.Message
+			if late != "send" {
+				m3 = parleytest.MustSend(t, a.hot, r, ann, "first")
+			}
+			a.setHold(t, true)
+			switch late {
+			case "send":
+				m3 = parleytest.MustSend(t, a.hot, r, ann, "secret")
+			case "react":
+				parleytest.MustReact(t, a.hot, r, ann, m3.Seq, "👍", true)
+			case "edit":
+				parleytest.MustEdit(t, a.hot, r, ann, m3.Seq, "secret")
+			}
+			parleytest.MustDelete(t, b.hot, r, ann, m3.Seq)
+			parleytest.MustEdit(t, b.hot, r, ann, 1, "root edited")
+			a.setHold(t, false)
+			wantLastAsStored(t, a.hotNode, b, ann, r)
+		})
+	}
 }
 
 // TestHotLastLateReplyReactionAfterRootDelete: the reply (seq 2) is the
