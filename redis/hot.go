@@ -108,7 +108,11 @@ type HotConfig struct {
 //     order does not matter, and that never create either key: once it is
 //     gone (dropped, or past its TTL) only a load from the store brings it
 //     back, so a late write cannot put back an older version of what
-//     replaced it. A window read checks that its seqs are
+//     replaced it. A write that finds it gone moves the window's
+//     generation instead, so that no load in flight, whose snapshot may
+//     lack the write, stores it (in a room whose sends come faster than a
+//     load's round trips, a load may take a few reads to succeed; each
+//     read answers from the store meanwhile). A window read checks that its seqs are
 //     contiguous and that its top is at least the last message's seq, so a
 //     window loaded from an older snapshot, or missing a message whose
 //     apply failed, is a miss (and reloaded), never a wrong page.
@@ -397,7 +401,8 @@ func (h *HotStore) loadLast(ctx context.Context, id string) (parley.Room, *parle
 		}
 		if len(msgs) == 0 || msgs[0].Seq != r.LastSeq {
 			// A message committed between the two reads: answer with
-			// it, store nothing (its own apply stores it).
+			// it, store nothing (its own apply stores it, or moves the
+			// window's generation where the key is absent).
 			if len(msgs) > 0 && msgs[0].Seq > r.LastSeq {
 				m := msgs[0]
 				r.LastSeq = m.Seq

@@ -51,16 +51,24 @@ if old and tonumber(old) < tonumber(ARGV[2]) then
 end
 return 1`)
 
-	// scriptLast: KEYS[1] a room's last message; ARGV[1] its seq, ARGV[2]
-	// the value, ARGV[3] the TTL in ms. Keeps the higher seq, and stores
-	// nothing where the key is absent: a key dropped (a thread root's
-	// edit, a stopped node's recovery, its TTL) comes back only from a
-	// load, which reads the store (loadLast), so that no write of an older
-	// version that comes late or is replayed (a send, a change of it) can
-	// bring back a text replaced since (TestHotLastLateSendAfterRootEdit).
+	// scriptLast: KEYS[1] a room's last message, KEYS[2] the room's window
+	// generation; ARGV[1] its seq, ARGV[2] the value, ARGV[3] the TTL in
+	// ms. Keeps the higher seq, and stores nothing where the key is
+	// absent: a key dropped (a thread root's edit, a stopped node's
+	// recovery, its TTL) comes back only from a load, which reads the
+	// store (loadLast), so that no write of an older version that comes
+	// late or is replayed (a send, a change of it) can bring back a text
+	// replaced since (TestHotLastLateAfterRootEdit). It moves the
+	// generation instead, as a change does, so that a load in flight,
+	// whose snapshot may lack this message, stores neither the last
+	// message nor the window (TestHotLastSendDuringLoads).
 	scriptLast = goredis.NewScript(`
 local old = redis.call('HGET', KEYS[1], 's')
-if not old then return 0 end
+if not old then
+  redis.call('INCR', KEYS[2])
+  redis.call('PEXPIRE', KEYS[2], ARGV[3])
+  return 0
+end
 if tonumber(old) < tonumber(ARGV[1]) then
   redis.call('HSET', KEYS[1], 's', ARGV[1], 'v', ARGV[2])
 end
@@ -293,7 +301,7 @@ func (h *HotStore) write(base context.Context, batches [][]parley.Event) bool {
 			case parley.EventMessage:
 				m := ev.Message
 				seq := strconv.FormatInt(m.Seq, 10)
-				scriptLast.Eval(ctx, pipe, []string{h.lastKey(room)}, seq, encodeLast(&m, ev.Room.LastActivityAt), ttl)
+				scriptLast.Eval(ctx, pipe, []string{h.lastKey(room), h.windowGen(room)}, seq, encodeLast(&m, ev.Room.LastActivityAt), ttl)
 				scriptRaise.Eval(ctx, pipe, []string{h.userKey(m.SenderID), h.userGen(m.SenderID)}, room, seq, ttl)
 				if msgs == nil {
 					msgs = map[string][]parley.Message{}

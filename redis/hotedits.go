@@ -36,7 +36,8 @@ import (
 //
 // So a send's own write that reaches Redis after a change of its message
 // (its node's applier was behind, or the write was owed) finds the newer
-// version and leaves it (TestHotStoreDeleteOvertakesSend).
+// version and leaves it (TestHotStoreDeleteOvertakesSend), or finds no key
+// and stores nothing (TestHotLastLateAfterRootEdit).
 //
 // Search and changed_after are not cached: they go to the inner store.
 
@@ -44,11 +45,13 @@ var (
 	// scriptLastChange: KEYS[1] a room's last message; ARGV[1] the
 	// message's seq, ARGV[2] its change, ARGV[3] the value, ARGV[4] "1"
 	// when the message was the room's last at the change's commit, to
-	// store it when the key is absent or holds an older seq: the send's
-	// own write (scriptLast) may reach Redis after the change, late or
-	// owed, and must then find this version there, or it would bring the
-	// old text back (TestHotStoreDeleteOvertakesSend), ARGV[5] the TTL in
-	// ms. Stores nothing where the key is absent, as scriptLast.
+	// store it over an older seq: the send's own write (scriptLast) may
+	// reach Redis after the change, late or owed, and must then find this
+	// version there, or it would bring the old text back
+	// (TestHotStoreDeleteOvertakesSend), ARGV[5] the TTL in ms. Stores
+	// nothing where the key is absent, as scriptLast (the window's script
+	// of the same change moves the generation, so no load in flight
+	// stores an older version).
 	scriptLastChange = goredis.NewScript(`
 local old = redis.call('HGET', KEYS[1], 's')
 if not old then return 0 end

@@ -284,21 +284,30 @@ func TestHotStoreRecoverStoppedNode(t *testing.T) {
 	}
 }
 
-// pausedLoad is a store whose next newest-message read, once armed,
-// takes its snapshot and then waits for release before answering: a load
-// of the hot data that read the store before a change committed and
-// writes Redis after the change's own write.
+// pausedLoad is a store whose next read of a room's last message
+// (loadLast's Newest(1)) and next read of its window (Newest(20), the
+// tests' RecentMessages), each once armed, take their snapshot and then
+// wait for release before answering: loads of the hot data that read the
+// store before something committed and write Redis after its own write.
 type pausedLoad struct {
 	parley.Store
-	armed   atomic.Bool
-	got     chan struct{} // closed when the armed read has its snapshot
-	release chan struct{} // closed by the test
+	last, win       atomic.Bool
+	gotLast, gotWin chan struct{} // closed when the armed read has its snapshot
+	release         chan struct{} // closed by the test
+}
+
+func newPausedLoad() *pausedLoad {
+	return &pausedLoad{gotLast: make(chan struct{}), gotWin: make(chan struct{}), release: make(chan struct{})}
 }
 
 func (p *pausedLoad) Messages(ctx context.Context, roomID string, page parley.Page) ([]parley.Message, error) {
 	msgs, err := p.Store.Messages(ctx, roomID, page)
-	if page == parley.Newest(1) && p.armed.CompareAndSwap(true, false) {
-		close(p.got)
+	if page == parley.Newest(1) && p.last.CompareAndSwap(true, false) {
+		close(p.gotLast)
+		<-p.release
+	}
+	if page == parley.Newest(20) && p.win.CompareAndSwap(true, false) {
+		close(p.gotWin)
 		<-p.release
 	}
 	return msgs, err
@@ -311,7 +320,7 @@ func (p *pausedLoad) Messages(ctx context.Context, roomID string, page parley.Pa
 // again (the same drop serves a stopped node's recovery: RecoverNode).
 func TestHotStoreLoadBeforeForget(t *testing.T) {
 	rdb, prefix := testClient(t)
-	p := &pausedLoad{got: make(chan struct{}), release: make(chan struct{})}
+	p := newPausedLoad()
 	n := openNodeOver(t, pgtest.Schema(t), rdb, redis.HotConfig{Prefix: prefix, RecentMessages: 20}, nil,
 		func(pg *postgres.Store) parley.Store { p.Store = pg; return p })
 	ann := parleytest.MustCreateUser(t, n.hot, "ann")
@@ -322,7 +331,7 @@ func TestHotStoreLoadBeforeForget(t *testing.T) {
 	if err := rdb.Del(context.Background(), prefix+"hot:l:"+r.ID).Err(); err != nil {
 		t.Fatal(err)
 	}
-	p.armed.Store(true)
+	p.last.Store(true)
 	loaded := make(chan struct{})
 	go func() {
 		defer close(loaded)
@@ -330,7 +339,7 @@ func TestHotStoreLoadBeforeForget(t *testing.T) {
 			t.Errorf("Room() error = %v", err)
 		}
 	}()
-	<-p.got
+	<-p.gotLast
 	parleytest.MustDelete(t, n.hot, r, ann, 1)
 	close(p.release)
 	<-loaded

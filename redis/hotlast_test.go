@@ -8,6 +8,7 @@ import (
 
 	"parley"
 	"parley/parleytest"
+	"parley/postgres"
 	"parley/postgres/pgtest"
 	"parley/redis"
 
@@ -171,5 +172,86 @@ func TestHotLastLoadedWithWindow(t *testing.T) {
 	wantSeqs(t, "newest page after a send", mustMessages(t, n.hot, r.ID, parley.Newest(10)), 4, 1)
 	if hit := hotRequests(t, reg, "messages", "hit"); hit != 3 {
 		t.Errorf("the page after a send: %v hits in all, want 3", hit)
+	}
+}
+
+// TestHotLastSendDuringLoad: l: is absent (TTL, or any drop); a load
+// of the last message reads PostgreSQL (seq 1), a send (seq 2) commits
+// and is written to Redis (finding no l:, it stores nothing), then the
+// load would store seq 1. The room list must show seq 2: the send moves
+// the window's generation, so the load stores nothing.
+func TestHotLastSendDuringLoad(t *testing.T) {
+	rdb, prefix := testClient(t)
+	p := newPausedLoad()
+	n := openNodeOver(t, pgtest.Schema(t), rdb, redis.HotConfig{Prefix: prefix, RecentMessages: 20}, nil,
+		func(pg *postgres.Store) parley.Store { p.Store = pg; return p })
+	ann := parleytest.MustCreateUser(t, n.hot, "ann")
+	r := parleytest.MustCreateRoom(t, n.hot, ann, "r", 0)
+	parleytest.MustSend(t, n.hot, r, ann, "one")
+	parleytest.AllRooms(t, n.hot, ann, 10)
+	if err := rdb.Del(context.Background(), prefix+"hot:l:"+r.ID).Err(); err != nil { // its TTL ran out
+		t.Fatal(err)
+	}
+	p.last.Store(true)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		parleytest.AllRooms(t, n.hot, ann, 10)
+	}()
+	<-p.gotLast
+	parleytest.MustSend(t, n.hot, r, ann, "two") // returns once written to Redis
+	close(p.release)
+	<-done
+	lm := parleytest.AllRooms(t, n.hot, ann, 10)[0].LastMessage
+	if lm == nil || lm.Seq != 2 {
+		t.Errorf("room list's last message = %+v, want seq 2 %q", lm, "two")
+	}
+	if room := parleytest.MustRoom(t, n.hot, r.ID); room.LastSeq != 2 {
+		t.Errorf("Room().LastSeq = %d, want 2", room.LastSeq)
+	}
+}
+
+// TestHotLastSendDuringLoads: a thread root's edit drops l: and w:;
+// a room-list read and a newest-page read both load from PostgreSQL
+// (seq 3 the newest), a send (seq 4) is written meanwhile, then both
+// loads would store. The newest page must hold seq 4 ("never a wrong
+// page").
+func TestHotLastSendDuringLoads(t *testing.T) {
+	rdb, prefix := testClient(t)
+	p := newPausedLoad()
+	n := openNodeOver(t, pgtest.Schema(t), rdb, redis.HotConfig{Prefix: prefix, RecentMessages: 20}, nil,
+		func(pg *postgres.Store) parley.Store { p.Store = pg; return p })
+	ann := parleytest.MustCreateUser(t, n.hot, "ann")
+	r := parleytest.MustCreateRoom(t, n.hot, ann, "r", 0)
+	parleytest.MustSend(t, n.hot, r, ann, "root")
+	parleytest.MustReply(t, n.hot, r, ann, 1, "reply")
+	parleytest.MustSend(t, n.hot, r, ann, "three")
+	parleytest.AllRooms(t, n.hot, ann, 10)
+	mustMessages(t, n.hot, r.ID, parley.Newest(10))
+	parleytest.MustEdit(t, n.hot, r, ann, 1, "root edited") // drops w: and l:
+	p.last.Store(true)
+	p.win.Store(true)
+	done := make(chan struct{}, 2)
+	go func() { parleytest.AllRooms(t, n.hot, ann, 10); done <- struct{}{} }()
+	go func() { mustMessages(t, n.hot, r.ID, parley.Newest(10)); done <- struct{}{} }()
+	<-p.gotLast
+	<-p.gotWin
+	parleytest.MustSend(t, n.hot, r, ann, "four")
+	close(p.release)
+	<-done
+	<-done
+	page := mustMessages(t, n.hot, r.ID, parley.Newest(10))
+	var seqs []int64
+	for _, m := range page {
+		seqs = append(seqs, m.Seq)
+	}
+	if page[0].Seq != 4 {
+		t.Errorf("newest page seqs = %v, want 4 first (PostgreSQL holds seq 4)", seqs)
+	}
+	if one := mustMessages(t, n.hot, r.ID, parley.Newest(1)); one[0].Seq != 4 {
+		t.Errorf("Newest(1) = seq %d, want 4 (gateway checkSince would refuse since-seq 4)", one[0].Seq)
+	}
+	if lm := parleytest.AllRooms(t, n.hot, ann, 10)[0].LastMessage; lm.Seq != 4 {
+		t.Errorf("room list's last message seq = %d, want 4", lm.Seq)
 	}
 }
