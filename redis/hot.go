@@ -80,7 +80,9 @@ type HotConfig struct {
 // positions, joined times and roles (hash room -> read seq, "j:{room}" ->
 // joined Unix µs, "o:{room}" -> role, plus the field "_" so that no rooms
 // is a value), "m:{room}" the room's member listing (hotmembers.go), and
-// "g:r:{room}", "g:u:{user}", "g:m:{room}" the generations that guard the
+// "n:{room}" the room's newest message written while "l:{room}" was absent
+// (hash s, v as l:; scriptLast), "g:r:{room}", "g:u:{user}", "g:m:{room}"
+// the generations that guard the
 // loads of r:, u: and m:, "g:w:{room}" the one that guards the loads of
 // w: and l: (hotedits.go), and "g:n:{user}" the user's notify generation,
 // which keys each node's memo of their mention counts and levels
@@ -108,11 +110,10 @@ type HotConfig struct {
 //     order does not matter, and that never create either key: once it is
 //     gone (dropped, or past its TTL) only a load from the store brings it
 //     back, so a late write cannot put back an older version of what
-//     replaced it. A write that finds it gone moves the window's
-//     generation instead, so that no load in flight, whose snapshot may
-//     lack the write, stores it (in a room whose sends come faster than a
-//     load's round trips, a load may take a few reads to succeed; each
-//     read answers from the store meanwhile). A window read checks that its seqs are
+//     replaced it. A send that finds the last message gone keeps itself
+//     aside ("n:{room}"), and a load stores the newer of its snapshot and
+//     that message, so that a load in flight whose snapshot lacks the send
+//     neither loses it nor is refused. A window read checks that its seqs are
 //     contiguous and that its top is at least the last message's seq, so a
 //     window loaded from an older snapshot, or missing a message whose
 //     apply failed, is a miss (and reloaded), never a wrong page.
@@ -224,6 +225,7 @@ func NewHotStore(inner parley.Store, rdb *goredis.Client, cfg HotConfig) *HotSto
 func (h *HotStore) roomKey(id string) string   { return h.cfg.Prefix + "hot:r:" + id }
 func (h *HotStore) roomGen(id string) string   { return h.cfg.Prefix + "hot:g:r:" + id }
 func (h *HotStore) lastKey(id string) string   { return h.cfg.Prefix + "hot:l:" + id }
+func (h *HotStore) asideKey(id string) string  { return h.cfg.Prefix + "hot:n:" + id }
 func (h *HotStore) windowKey(id string) string { return h.cfg.Prefix + "hot:w:" + id }
 func (h *HotStore) userKey(id string) string   { return h.cfg.Prefix + "hot:u:" + id }
 func (h *HotStore) userGen(id string) string   { return h.cfg.Prefix + "hot:g:u:" + id }
@@ -418,7 +420,7 @@ func (h *HotStore) loadLast(ctx context.Context, id string) (parley.Room, *parle
 	if !genOK {
 		return r, last, nil
 	}
-	err = scriptLastIfGen.Eval(ctx, h.rdb, []string{h.lastKey(id), h.windowGen(id)},
+	err = scriptLastIfGen.Eval(ctx, h.rdb, []string{h.lastKey(id), h.windowGen(id), h.asideKey(id)},
 		gen, strconv.FormatInt(r.LastSeq, 10), encodeLast(last, r.LastActivityAt), h.ttlArg()).Err()
 	if err != nil && !isNil(err) {
 		h.warn("store last message", err)

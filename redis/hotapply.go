@@ -51,21 +51,27 @@ if old and tonumber(old) < tonumber(ARGV[2]) then
 end
 return 1`)
 
-	// scriptLast: KEYS[1] a room's last message, KEYS[2] the room's window
-	// generation; ARGV[1] its seq, ARGV[2] the value, ARGV[3] the TTL in
-	// ms. Keeps the higher seq, and stores nothing where the key is
-	// absent: a key dropped (a thread root's edit, a stopped node's
-	// recovery, its TTL) comes back only from a load, which reads the
-	// store (loadLast), so that no write of an older version that comes
-	// late or is replayed (a send, a change of it) can bring back a text
-	// replaced since (TestHotLastLateAfterRootEdit). It moves the
-	// generation instead, as a change does, so that a load in flight,
-	// whose snapshot may lack this message, stores neither the last
-	// message nor the window (TestHotLastSendDuringLoads).
+	// scriptLast: KEYS[1] a room's last message, KEYS[2] its newest
+	// message aside; ARGV[1] its seq, ARGV[2] the value, ARGV[3] the TTL
+	// in ms. Keeps the higher seq, and does not create the key: a key
+	// dropped (a thread root's edit, a stopped node's recovery, its TTL)
+	// comes back only from a load, which reads the store (loadLast), so
+	// that no write of an older version that comes late or is replayed (a
+	// send, a change of it) can bring back a text replaced since
+	// (TestHotLastLateAfterRootEdit). Where the key is absent it keeps the
+	// message aside instead (the higher seq), and a load stores the newer
+	// of its snapshot and that one (scriptLastIfGen): a load in flight,
+	// whose snapshot may lack the message, neither loses it
+	// (TestHotLastSendDuringLoad) nor is refused by it, so the key comes
+	// back with the first load however fast the sends come
+	// (TestHotLastComesBackUnderSends).
 	scriptLast = goredis.NewScript(`
 local old = redis.call('HGET', KEYS[1], 's')
 if not old then
-  redis.call('INCR', KEYS[2])
+  local aside = redis.call('HGET', KEYS[2], 's')
+  if (not aside) or tonumber(aside) < tonumber(ARGV[1]) then
+    redis.call('HSET', KEYS[2], 's', ARGV[1], 'v', ARGV[2])
+  end
   redis.call('PEXPIRE', KEYS[2], ARGV[3])
   return 0
 end
@@ -75,14 +81,27 @@ end
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1`)
 
-	// scriptLastIfGen is scriptLast for a load, run only while the
-	// window's generation (KEYS[2]) is ARGV[1] ("" for none); scriptLast's
-	// arguments follow.
+	// scriptLastIfGen stores a load's snapshot of a room's last message:
+	// KEYS[1] the last message, KEYS[2] the window's generation, KEYS[3]
+	// the newest message kept aside (scriptLast); ARGV[1] the generation
+	// the load read before it asked the store ("" for none), ARGV[2] the
+	// snapshot's seq, ARGV[3] its value, ARGV[4] the TTL in ms. Runs only
+	// while the generation is unchanged (no change or drop since the
+	// snapshot), and stores the newer of the snapshot and the message
+	// aside, the snapshot on a tie (it read the message's text as the
+	// store holds it): one aside with a higher seq committed after the
+	// snapshot was read, and a change of it since would have moved the
+	// generation. Keeps a stored higher seq.
 	scriptLastIfGen = goredis.NewScript(`
 if (redis.call('GET', KEYS[2]) or '') ~= ARGV[1] then return 0 end
+local seq, v = tonumber(ARGV[2]), ARGV[3]
+local aside = redis.call('HGET', KEYS[3], 's')
+if aside and tonumber(aside) > seq then
+  seq, v = tonumber(aside), redis.call('HGET', KEYS[3], 'v')
+end
 local old = redis.call('HGET', KEYS[1], 's')
-if (not old) or tonumber(old) < tonumber(ARGV[2]) then
-  redis.call('HSET', KEYS[1], 's', ARGV[2], 'v', ARGV[3])
+if (not old) or tonumber(old) < seq then
+  redis.call('HSET', KEYS[1], 's', seq, 'v', v)
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return 1`)
@@ -301,7 +320,7 @@ func (h *HotStore) write(base context.Context, batches [][]parley.Event) bool {
 			case parley.EventMessage:
 				m := ev.Message
 				seq := strconv.FormatInt(m.Seq, 10)
-				scriptLast.Eval(ctx, pipe, []string{h.lastKey(room), h.windowGen(room)}, seq, encodeLast(&m, ev.Room.LastActivityAt), ttl)
+				scriptLast.Eval(ctx, pipe, []string{h.lastKey(room), h.asideKey(room)}, seq, encodeLast(&m, ev.Room.LastActivityAt), ttl)
 				scriptRaise.Eval(ctx, pipe, []string{h.userKey(m.SenderID), h.userGen(m.SenderID)}, room, seq, ttl)
 				if msgs == nil {
 					msgs = map[string][]parley.Message{}

@@ -136,7 +136,7 @@ func (h *HotStore) applyChange(ctx context.Context, pipe goredis.Pipeliner, ev *
 // again, and no late write creates either (scriptWindow, scriptLast), so
 // the next read loads them from the store, as after their TTL.
 func (h *HotStore) forgetWindow(ctx context.Context, pipe goredis.Pipeliner, room, ttl string) {
-	scriptForgetWindow.Eval(ctx, pipe, []string{h.windowKey(room), h.windowGen(room), h.lastKey(room)}, ttl)
+	scriptForgetWindow.Eval(ctx, pipe, []string{h.windowKey(room), h.windowGen(room), h.lastKey(room), h.asideKey(room)}, ttl)
 }
 
 // forgetsWindow reports whether a change drops its room's window and last
@@ -146,12 +146,13 @@ func forgetsWindow(ev *parley.Event) bool {
 }
 
 // scriptForgetWindow: KEYS[1] a room's window, KEYS[2] its generation,
-// KEYS[3] its last message; ARGV[1] the TTL in ms. Drops the window and
-// the last message and moves the generation.
+// KEYS[3] its last message, KEYS[4] its newest message aside; ARGV[1] the
+// TTL in ms. Drops the window, the last message and the message aside,
+// and moves the generation.
 var scriptForgetWindow = goredis.NewScript(`
 redis.call('INCR', KEYS[2])
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
-redis.call('DEL', KEYS[1], KEYS[3])
+redis.call('DEL', KEYS[1], KEYS[3], KEYS[4])
 return 1`)
 
 // readWindowGen returns the generation of a room's window ("" for none)
@@ -188,7 +189,7 @@ func (h *HotStore) storeLastSince(ctx context.Context, roomID string, msgs []par
 		last = &msgs[0]
 		seq, activity = last.Seq, last.SentAt
 	}
-	err := scriptLastIfGen.Eval(ctx, h.rdb, []string{h.lastKey(roomID), h.windowGen(roomID)},
+	err := scriptLastIfGen.Eval(ctx, h.rdb, []string{h.lastKey(roomID), h.windowGen(roomID), h.asideKey(roomID)},
 		gen, strconv.FormatInt(seq, 10), encodeLast(last, activity), h.ttlArg()).Err()
 	if err != nil && !isNil(err) {
 		h.warn("store last message", err)

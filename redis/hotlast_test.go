@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"parley"
 	"parley/parleytest"
@@ -254,4 +256,62 @@ func TestHotLastSendDuringLoads(t *testing.T) {
 	if lm := parleytest.AllRooms(t, n.hot, ann, 10)[0].LastMessage; lm.Seq != 4 {
 		t.Errorf("room list's last message seq = %d, want 4", lm.Seq)
 	}
+}
+
+// TestHotLastComesBackUnderSends: the last message is dropped in a room
+// whose sends come faster than a load's round trips (the store's reads
+// slowed here). Every load raced a send; a send that found the key gone
+// refused them all, so the room list read the store on every call for
+// seconds. A send's message is kept aside instead, and the load stores
+// the newer of its snapshot and it: the key comes back with the first
+// load.
+func TestHotLastComesBackUnderSends(t *testing.T) {
+	rdb, prefix := testClient(t)
+	reg := prometheus.NewRegistry()
+	slow := &slowMessages{}
+	n := openNodeOver(t, pgtest.Schema(t), rdb, redis.HotConfig{Prefix: prefix, RecentMessages: 20, Registerer: reg}, nil,
+		func(pg *postgres.Store) parley.Store { slow.Store = pg; return slow })
+	ann := parleytest.MustCreateUser(t, n.hot, "ann")
+	r := parleytest.MustCreateRoom(t, n.hot, ann, "r", 0)
+	parleytest.MustSend(t, n.hot, r, ann, "first")
+	parleytest.AllRooms(t, n.hot, ann, 10)
+	stop := make(chan struct{})
+	sent := make(chan struct{})
+	go func() { // sends back to back, each returning once written
+		defer close(sent)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, _, err := n.hot.Send(context.Background(), parley.NewMessage{RoomID: r.ID, SenderID: ann.ID, SenderName: "ann", Body: fmt.Sprint(i)}); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	defer func() { close(stop); <-sent }()
+	slow.delay.Store(int64(5 * time.Millisecond))
+	if err := rdb.Del(context.Background(), prefix+"hot:l:"+r.ID).Err(); err != nil {
+		t.Fatal(err)
+	}
+	before := hotRequests(t, reg, "last", "miss")
+	for range 10 {
+		parleytest.AllRooms(t, n.hot, ann, 10)
+	}
+	if misses := hotRequests(t, reg, "last", "miss") - before; misses > 2 {
+		t.Errorf("%v of 10 room lists missed the last message while sends went on, want the first (or two)", misses)
+	}
+}
+
+// slowMessages is a store whose message reads take delay (ns) longer.
+type slowMessages struct {
+	parley.Store
+	delay atomic.Int64
+}
+
+func (s *slowMessages) Messages(ctx context.Context, roomID string, page parley.Page) ([]parley.Message, error) {
+	time.Sleep(time.Duration(s.delay.Load()))
+	return s.Store.Messages(ctx, roomID, page)
 }
