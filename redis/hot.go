@@ -401,21 +401,20 @@ func (h *HotStore) loadLast(ctx context.Context, id string) (parley.Room, *parle
 		if err != nil {
 			return r, nil, err
 		}
-		if len(msgs) == 0 || msgs[0].Seq != r.LastSeq {
-			// A message committed between the two reads: answer with
-			// it, store nothing (its own apply stores it, or moves the
-			// window's generation where the key is absent).
-			if len(msgs) > 0 && msgs[0].Seq > r.LastSeq {
-				m := msgs[0]
-				r.LastSeq = m.Seq
-				if m.SentAt.After(r.LastActivityAt) {
-					r.LastActivityAt = m.SentAt
-				}
-				return r, &m, nil
-			}
+		if len(msgs) == 0 || msgs[0].Seq < r.LastSeq {
 			return r, nil, nil
 		}
 		last = &msgs[0]
+		if last.Seq > r.LastSeq {
+			// Committed between the two reads, after the generation was
+			// read as well: the room as of the second read. (Not storing
+			// it left the key to the send's own write, which does not
+			// create it: in a busy room every load missed.)
+			r.LastSeq = last.Seq
+			if last.SentAt.After(r.LastActivityAt) {
+				r.LastActivityAt = last.SentAt
+			}
+		}
 	}
 	if !genOK {
 		return r, last, nil

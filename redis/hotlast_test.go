@@ -263,8 +263,8 @@ func TestHotLastSendDuringLoads(t *testing.T) {
 // slowed here). Every load raced a send; a send that found the key gone
 // refused them all, so the room list read the store on every call for
 // seconds. A send's message is kept aside instead, and the load stores
-// the newer of its snapshot and it: the key comes back with the first
-// load.
+// the newer of its snapshot and it, and a load whose two reads straddle a
+// send stores the second's: the key comes back with the first load.
 func TestHotLastComesBackUnderSends(t *testing.T) {
 	rdb, prefix := testClient(t)
 	reg := prometheus.NewRegistry()
@@ -300,9 +300,11 @@ func TestHotLastComesBackUnderSends(t *testing.T) {
 	for range 10 {
 		parleytest.AllRooms(t, n.hot, ann, 10)
 	}
-	if misses := hotRequests(t, reg, "last", "miss") - before; misses > 2 {
-		t.Errorf("%v of 10 room lists missed the last message while sends went on, want the first (or two)", misses)
+	misses := hotRequests(t, reg, "last", "miss") - before
+	if misses != 1 {
+		t.Errorf("%v of 10 room lists missed the last message while sends went on, want the first only", misses)
 	}
+	t.Logf("%v of 10 room lists missed the last message", misses)
 }
 
 // slowMessages is a store whose message reads take delay (ns) longer.
