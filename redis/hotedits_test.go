@@ -296,8 +296,15 @@ type pausedLoad struct {
 	release         chan struct{} // closed by the test
 }
 
-func newPausedLoad() *pausedLoad {
-	return &pausedLoad{gotLast: make(chan struct{}), gotWin: make(chan struct{}), release: make(chan struct{})}
+// openPaused opens a node over a pausedLoad, with a user ann and her
+// room r.
+func openPaused(t *testing.T, rdb *goredis.Client, prefix string) (*pausedLoad, hotNode, parley.User, parley.Room) {
+	t.Helper()
+	p := &pausedLoad{gotLast: make(chan struct{}), gotWin: make(chan struct{}), release: make(chan struct{})}
+	n := openNodeOver(t, pgtest.Schema(t), rdb, redis.HotConfig{Prefix: prefix, RecentMessages: 20}, nil,
+		func(pg *postgres.Store) parley.Store { p.Store = pg; return p })
+	ann := parleytest.MustCreateUser(t, n.hot, "ann")
+	return p, n, ann, parleytest.MustCreateRoom(t, n.hot, ann, "r", 0)
 }
 
 func (p *pausedLoad) Messages(ctx context.Context, roomID string, page parley.Page) ([]parley.Message, error) {
@@ -320,11 +327,7 @@ func (p *pausedLoad) Messages(ctx context.Context, roomID string, page parley.Pa
 // again (the same drop serves a stopped node's recovery: RecoverNode).
 func TestHotStoreLoadBeforeForget(t *testing.T) {
 	rdb, prefix := testClient(t)
-	p := newPausedLoad()
-	n := openNodeOver(t, pgtest.Schema(t), rdb, redis.HotConfig{Prefix: prefix, RecentMessages: 20}, nil,
-		func(pg *postgres.Store) parley.Store { p.Store = pg; return p })
-	ann := parleytest.MustCreateUser(t, n.hot, "ann")
-	r := parleytest.MustCreateRoom(t, n.hot, ann, "r", 0)
+	p, n, ann, r := openPaused(t, rdb, prefix)
 	parleytest.MustSend(t, n.hot, r, ann, "root secret")
 	parleytest.MustReply(t, n.hot, r, ann, 1, "a reply")
 	parleytest.AllRooms(t, n.hot, ann, 10)

@@ -184,11 +184,7 @@ func TestHotLastLoadedWithWindow(t *testing.T) {
 // the window's generation, so the load stores nothing.
 func TestHotLastSendDuringLoad(t *testing.T) {
 	rdb, prefix := testClient(t)
-	p := newPausedLoad()
-	n := openNodeOver(t, pgtest.Schema(t), rdb, redis.HotConfig{Prefix: prefix, RecentMessages: 20}, nil,
-		func(pg *postgres.Store) parley.Store { p.Store = pg; return p })
-	ann := parleytest.MustCreateUser(t, n.hot, "ann")
-	r := parleytest.MustCreateRoom(t, n.hot, ann, "r", 0)
+	p, n, ann, r := openPaused(t, rdb, prefix)
 	parleytest.MustSend(t, n.hot, r, ann, "one")
 	parleytest.AllRooms(t, n.hot, ann, 10)
 	if err := rdb.Del(context.Background(), prefix+"hot:l:"+r.ID).Err(); err != nil { // its TTL ran out
@@ -220,11 +216,7 @@ func TestHotLastSendDuringLoad(t *testing.T) {
 // page").
 func TestHotLastSendDuringLoads(t *testing.T) {
 	rdb, prefix := testClient(t)
-	p := newPausedLoad()
-	n := openNodeOver(t, pgtest.Schema(t), rdb, redis.HotConfig{Prefix: prefix, RecentMessages: 20}, nil,
-		func(pg *postgres.Store) parley.Store { p.Store = pg; return p })
-	ann := parleytest.MustCreateUser(t, n.hot, "ann")
-	r := parleytest.MustCreateRoom(t, n.hot, ann, "r", 0)
+	p, n, ann, r := openPaused(t, rdb, prefix)
 	parleytest.MustSend(t, n.hot, r, ann, "root")
 	parleytest.MustReply(t, n.hot, r, ann, 1, "reply")
 	parleytest.MustSend(t, n.hot, r, ann, "three")
