@@ -419,11 +419,7 @@ func (h *HotStore) loadLast(ctx context.Context, id string) (parley.Room, *parle
 	if !genOK {
 		return r, last, nil
 	}
-	err = scriptLastIfGen.Eval(ctx, h.rdb, []string{h.lastKey(id), h.windowGen(id), h.asideKey(id)},
-		gen, strconv.FormatInt(r.LastSeq, 10), encodeLast(last, r.LastActivityAt), h.ttlArg()).Err()
-	if err != nil && !isNil(err) {
-		h.warn("store last message", err)
-	}
+	h.storeLoadedLast(ctx, id, gen, r.LastSeq, last, r.LastActivityAt)
 	return r, last, nil
 }
 

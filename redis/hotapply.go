@@ -286,6 +286,13 @@ func (h *HotStore) drain(base context.Context) bool {
 	}
 }
 
+// queueLast puts on pipe the write of m, room's newest message, with the
+// room's last activity after it (scriptLast): the applier's and the owed
+// replay's (hotowed.go).
+func (h *HotStore) queueLast(ctx context.Context, pipe goredis.Pipeliner, room string, m *parley.Message, activity time.Time, ttl string) {
+	scriptLast.Eval(ctx, pipe, []string{h.lastKey(room), h.asideKey(room)}, strconv.FormatInt(m.Seq, 10), encodeLast(m, activity), ttl)
+}
+
 // write brings the hot data up to date with batches of committed events,
 // in commit order, in one round trip: the one place that says what each
 // kind of event changes in Redis. It reports whether Redis took it (or
@@ -320,7 +327,7 @@ func (h *HotStore) write(base context.Context, batches [][]parley.Event) bool {
 			case parley.EventMessage:
 				m := ev.Message
 				seq := strconv.FormatInt(m.Seq, 10)
-				scriptLast.Eval(ctx, pipe, []string{h.lastKey(room), h.asideKey(room)}, seq, encodeLast(&m, ev.Room.LastActivityAt), ttl)
+				h.queueLast(ctx, pipe, room, &m, ev.Room.LastActivityAt, ttl)
 				scriptRaise.Eval(ctx, pipe, []string{h.userKey(m.SenderID), h.userGen(m.SenderID)}, room, seq, ttl)
 				if msgs == nil {
 					msgs = map[string][]parley.Message{}

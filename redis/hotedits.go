@@ -182,13 +182,18 @@ func (h *HotStore) storeWindowSince(ctx context.Context, roomID string, msgs []p
 // The last activity stored with it is its send time; the room info holds
 // the room's own, and reads take the later of the two.
 func (h *HotStore) storeLastSince(ctx context.Context, roomID string, msgs []parley.Message, gen string) {
-	var last *parley.Message
-	var seq int64
-	var activity time.Time
-	if len(msgs) > 0 {
-		last = &msgs[0]
-		seq, activity = last.Seq, last.SentAt
+	if len(msgs) == 0 {
+		h.storeLoadedLast(ctx, roomID, gen, 0, nil, time.Time{})
+		return
 	}
+	h.storeLoadedLast(ctx, roomID, gen, msgs[0].Seq, &msgs[0], msgs[0].SentAt)
+}
+
+// storeLoadedLast stores a load's snapshot of a room's last message: last
+// (nil for none) at seq, with the room's last activity, read from the
+// store after the window's generation was gen (scriptLastIfGen). loadLast
+// and storeLastSince share it.
+func (h *HotStore) storeLoadedLast(ctx context.Context, roomID, gen string, seq int64, last *parley.Message, activity time.Time) {
 	err := scriptLastIfGen.Eval(ctx, h.rdb, []string{h.lastKey(roomID), h.windowGen(roomID), h.asideKey(roomID)},
 		gen, strconv.FormatInt(seq, 10), encodeLast(last, activity), h.ttlArg()).Err()
 	if err != nil && !isNil(err) {

@@ -183,7 +183,7 @@ func (o *owed) fits(n int) bool {
 // queueOwed puts the replay's scripts on pipe, before the write's own.
 func (h *HotStore) queueOwed(ctx context.Context, pipe goredis.Pipeliner, o *owed, ttl string) {
 	for room, l := range o.last {
-		scriptLast.Eval(ctx, pipe, []string{h.lastKey(room), h.asideKey(room)}, strconv.FormatInt(l.m.Seq, 10), encodeLast(&l.m, l.activity), ttl)
+		h.queueLast(ctx, pipe, room, &l.m, l.activity, ttl)
 	}
 	for k, seq := range o.raises {
 		scriptRaise.Eval(ctx, pipe, []string{h.userKey(k[0]), h.userGen(k[0])}, k[1], strconv.FormatInt(seq, 10), ttl)
