@@ -3,11 +3,8 @@ package main
 import (
 	"context"
 	"net/http"
-	"net/url"
 	"testing"
 	"time"
-
-	"parley/servicetest"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -25,14 +22,7 @@ func TestClusterKilledNodeLeavesNoDeletedText(t *testing.T) {
 	}
 	env := needCluster(t)
 	b := startNode(t, env, "b")
-	ru, err := url.Parse(env.redis)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := servicetest.NewProxy(t, ru.Host)
-	cEnv := env
-	ru.Host = proxy.Addr()
-	cEnv.redis = ru.String()
+	cEnv, proxy := redisBehindProxy(t, env)
 	c := startNodeProcess(t, cEnv, "c", b.Config.PresenceTTL)
 
 	r, ms := groupRoom(t, []*Main{b}, "recover", 1)

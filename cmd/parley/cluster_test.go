@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 	"parley/parleytest"
 	"parley/postgres/pgtest"
 	"parley/redis"
+	"parley/servicetest"
 	"parley/stomp"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -327,6 +329,21 @@ func spreadOver(nodes []*Main, ms []member) []presentOn {
 		out[i%len(nodes)].users = append(out[i%len(nodes)].users, mb)
 	}
 	return out
+}
+
+// redisBehindProxy returns env with its Redis reached through a proxy
+// (servicetest.Proxy), which can slow or hold what a node sends Redis,
+// and the proxy.
+func redisBehindProxy(t *testing.T, env clusterEnv) (clusterEnv, *servicetest.Proxy) {
+	t.Helper()
+	u, err := url.Parse(env.redis)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := servicetest.NewProxy(t, u.Host)
+	u.Host = proxy.Addr()
+	env.redis = u.String()
+	return env, proxy
 }
 
 // envRedis returns a client of env's Redis, closed when the test ends.

@@ -2,12 +2,10 @@ package main
 
 import (
 	"fmt"
-	"net/url"
 	"strconv"
 	"testing"
 	"time"
 
-	"parley/servicetest"
 	"parley/stomp"
 )
 
@@ -19,14 +17,7 @@ import (
 // a publishes a commit to b only once its hot data holds it.
 func TestClusterRemoteReadsHoldDeliveredMessage(t *testing.T) {
 	env := needCluster(t)
-	u, err := url.Parse(env.redis)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := servicetest.NewProxy(t, u.Host)
-	slow := env
-	u.Host = proxy.Addr()
-	slow.redis = u.String()
+	slow, proxy := redisBehindProxy(t, env)
 	a, b := startNode(t, slow, "a"), startNode(t, env, "b")
 	r, ms := groupRoom(t, []*Main{a, b}, "hot", 2)
 	sender, reader := ms[0], on(ms[1].c, b)
